@@ -1,0 +1,113 @@
+"""Discovery, decoding and atomic writes: the layer that must never lose a user's data."""
+
+import codecs
+import os
+import stat
+
+import pytest
+
+from xrt2pjrt import files
+
+
+def _touch(path, text="x = 1\n"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_discover_honours_gitignore_and_skips_environments(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("generated/\n*.gen.py\n")
+    keep = _touch(tmp_path / "src" / "train.py")
+    nested_ignore = _touch(tmp_path / "src" / "sub" / ".gitignore", "local.py\n")
+    _touch(tmp_path / "src" / "sub" / "local.py")
+    kept_sub = _touch(tmp_path / "src" / "sub" / "kept.py")
+    _touch(tmp_path / "generated" / "a.py")
+    _touch(tmp_path / "src" / "x.gen.py")
+    _touch(tmp_path / "node_modules" / "m.py")
+    _touch(tmp_path / ".tox" / "t.py")
+    _touch(tmp_path / "myenv" / "pyvenv.cfg", "home = /usr\n")
+    _touch(tmp_path / "myenv" / "lib" / "v.py")
+    _touch(tmp_path / "build" / "b.py")
+    script = _touch(tmp_path / "run_pod", "#!/bin/bash\necho hi\n")
+    _touch(tmp_path / "notes.txt")
+
+    found = files.discover([tmp_path])
+
+    assert found == sorted(
+        [(keep, "python"), (kept_sub, "python"), (script, "shell")], key=lambda item: str(item[0])
+    )
+    assert nested_ignore not in dict(found)
+
+
+def test_explicit_file_is_processed_even_when_ignored(tmp_path):
+    (tmp_path / ".gitignore").write_text("*.py\n")
+    target = _touch(tmp_path / "ignored.py")
+    assert files.discover([target]) == [(target, "python")]
+
+
+def test_missing_path_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope"):
+        files.discover([tmp_path / "nope"])
+
+
+@pytest.mark.parametrize(
+    "name,kind",
+    [("a.py", "python"), ("Dockerfile", "dockerfile"), ("Dockerfile.tpu", "dockerfile"),
+     ("ci.yaml", "yaml"), ("k.yml", "yaml"), ("README.md", "markdown"), ("doc.rst", "markdown"),
+     ("nb.ipynb", "notebook"), ("x.sh", "shell"), ("x.bash", "shell"), ("data.csv", None)],
+)
+def test_kind_by_name(tmp_path, name, kind):
+    assert files.kind_of(_touch(tmp_path / name)) == kind
+
+
+@pytest.mark.parametrize(
+    "raw,kind",
+    [
+        (b"# -*- coding: latin-1 -*-\ns = '\xe9t\xe9'\r\n", "python"),
+        (codecs.BOM_UTF8 + b"x = 'h\xc3\xa9'\r\ny = 2\r\n", "python"),
+        (b"export A=1\r\nexport B=2\r\n", "shell"),
+        (b"mixed\r\nendings\n", "shell"),
+        (b"no newline at end", "yaml"),
+    ],
+)
+def test_decode_encode_round_trip_is_byte_identical(raw, kind):
+    source = files.decode(raw, kind)
+    assert "\r\n" not in source.text or not source.crlf
+    assert source.encode(source.text) == raw
+
+
+def test_latin1_cookie_is_honoured():
+    source = files.decode(b"# coding: latin-1\ns = '\xe9'\n", "python")
+    assert source.encoding == "iso-8859-1"
+    assert "é" in source.text
+
+
+def test_undecodable_bytes_name_the_line():
+    with pytest.raises(files.DecodeError) as info:
+        files.decode(b"ok = 1\nalso = 2\nbad = '\xff\xfe'\n", "python")
+    assert info.value.line == 3
+
+
+def test_write_atomic_keeps_mode_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "run.sh"
+    target.write_bytes(b"old\n")
+    os.chmod(target, 0o751)
+    files.write_atomic(target, b"new\n")
+    assert target.read_bytes() == b"new\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o751
+    assert os.listdir(tmp_path) == ["run.sh"]
+
+
+def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
+    target = tmp_path / "train.py"
+    target.write_bytes(b"original\n")
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError):
+        files.write_atomic(target, b"replacement\n")
+    assert target.read_bytes() == b"original\n"
+    assert os.listdir(tmp_path) == ["train.py"]

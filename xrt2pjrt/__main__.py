@@ -1,0 +1,3 @@
+from xrt2pjrt.cli import main
+
+main()

@@ -1,0 +1,51 @@
+"""The contract between the engine and the rewriter of each file kind.
+
+A rewriter module provides:
+
+- ``TRIGGER``: a compiled regex; a file whose text it does not match cannot contain
+  anything the rewriter acts on, and is never parsed (most files of a tree stop here);
+- ``rewrite(text, options) -> Outcome``: one pass running every selected rule of its kind;
+  raises ``SourceError`` for text it cannot parse;
+- ``check(text) -> str | None``: a last look at the rewritten text (it parses, it loads);
+  a message means the rewrite is discarded and the file reported, never written.
+
+Modules are imported on first use so that ``xrt2pjrt --help`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from xrt2pjrt.report import Finding
+
+# file kind -> module implementing the contract above
+MODULES: dict[str, str] = {
+    "python": "xrt2pjrt.rules.python",
+}
+
+
+@dataclass
+class Outcome:
+    text: str
+    changes: list[Finding] = field(default_factory=list)
+    manual: list[Finding] = field(default_factory=list)
+
+
+class SourceError(Exception):
+    """Text a rewriter cannot parse; ``line`` is 1-based."""
+
+    def __init__(self, message: str, line: int):
+        super().__init__(message)
+        self.line = line
+
+
+def module_for(kind: str) -> ModuleType:
+    return importlib.import_module(MODULES[kind])
+
+
+def load_all() -> None:
+    """Import every rewriter module, which registers every rule."""
+    for kind in MODULES:
+        module_for(kind)
