@@ -1,0 +1,112 @@
+"""What a Python rule is, and the context the engine hands it.
+
+A rule declares which qualified names it acts on (``names`` exactly, ``prefixes`` by
+start) or which node types (``nodes``) and implements the matching hooks below. The engine (rules/python.py) walks the
+tree once, resolves every name/attribute chain through the imports (rules/imports.py)
+and calls the hooks of the rules that asked for that name. A hook returns the node to
+put in place of ``updated`` (``updated`` itself when it changes nothing); it reports
+what it did through ``ctx.change`` / ``ctx.manual``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+from xrt2pjrt.registry import Rule
+
+if TYPE_CHECKING:
+    from xrt2pjrt.rules.python import Context
+
+
+class PythonRule(Rule):
+    kind = "python"
+    # Qualified names (imports followed) whose calls and references this rule handles.
+    names: ClassVar[frozenset[str]] = frozenset()
+    prefixes: ClassVar[tuple[str, ...]] = ()
+    # The --target values the rule runs under.
+    targets: ClassVar[tuple[str, ...]] = ("native", "shim")
+
+    def call(self, ctx: Context, node: cst.Call, name: str) -> cst.BaseExpression:
+        """A call whose callee resolves to ``name``."""
+        return node
+
+    def reference(self, ctx: Context, node: cst.BaseExpression, name: str) -> cst.BaseExpression:
+        """A Name/Attribute that resolves to ``name`` and is not called."""
+        return node
+
+    # Node types this rule wants to see whole (e.g. cst.Assign, cst.Dict, cst.Import).
+    nodes: ClassVar[tuple[type, ...]] = ()
+
+    def leave(self, ctx: Context, original: cst.CSTNode, updated: cst.CSTNode):
+        """A node of one of the types in ``nodes``."""
+        return updated
+
+
+# Helpers for rules that edit call arguments.
+
+
+def argument(call: cst.Call, name: str, position: int | None) -> tuple[int, cst.Arg] | None:
+    """The argument bound to parameter ``name`` (by keyword, or by ``position``)."""
+    positional = 0
+    for index, arg in enumerate(call.args):
+        if arg.keyword is not None:
+            if arg.keyword.value == name:
+                return index, arg
+        elif arg.star:
+            return None  # *args: positions past here are unknown
+        else:
+            if positional == position:
+                return index, arg
+            positional += 1
+    return None
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(arg.star for arg in call.args)
+
+
+def without_args(call: cst.Call, indexes: set[int]) -> cst.Call:
+    """``call`` without the arguments at ``indexes``, commas kept tidy."""
+    kept = [arg for i, arg in enumerate(call.args) if i not in indexes]
+    if kept and len(kept) < len(call.args):
+        last_original = call.args[-1]
+        kept[-1] = kept[-1].with_changes(comma=last_original.comma)
+    return call.with_changes(args=kept)
+
+
+def keywordize(call: cst.Call, params: tuple[str, ...]) -> cst.Call:
+    """Positional arguments turned into keywords by the parameter names ``params``."""
+    args = []
+    for index, arg in enumerate(call.args):
+        if arg.keyword is None and not arg.star and index < len(params) and index > 0:
+            arg = arg.with_changes(
+                keyword=cst.Name(params[index]),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            )
+        args.append(arg)
+    return call.with_changes(args=args)
+
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def literal(node: cst.BaseExpression):
+    """The Python value of a simple literal (int, str, None, True/False, -int), else a marker."""
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value
+    if isinstance(node, cst.Name) and node.value in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[node.value]
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        value = literal(node.expression)
+        return -value if isinstance(value, int) else NOT_LITERAL
+    if isinstance(node, (cst.List, cst.Tuple)) and not node.elements:
+        return []
+    return NOT_LITERAL
+
+
+NOT_LITERAL = object()

@@ -1,0 +1,341 @@
+"""Exact import-alias resolution, cheaper than libcst's qualified-name providers.
+
+Every scope (module, function, lambda, class) records what each of its names is bound
+to: the dotted name an import gives it (``import torch_xla.core.xla_model as xm`` binds
+``xm`` to ``torch_xla.core.xla_model``), or ``UNKNOWN`` for any other binding
+(assignment, parameter, ``def``, loop target ...). A name resolves only when the
+innermost scope that binds it binds it to exactly one dotted name, so ``from xmanager
+import xm`` in one function and torch_xla's ``xm`` in another are told apart, and a
+parameter called ``xm`` is never mistaken for the module. ``x = None`` is not counted
+as a binding: it is the fallback of ``try: import ... except ImportError: x = None``.
+
+Scopes follow Python's rules: a name bound anywhere in a function is local to it for
+the whole body, and class bodies are not visible from the methods inside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+UNKNOWN = "<unknown>"
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def head_name(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+@dataclass(eq=False)
+class Binding:
+    scope: Scope
+    origins: set[str] = field(default_factory=set)
+    # The statement line of each import that bound the name: where new imports that
+    # replace it are placed.
+    statements: list[cst.SimpleStatementLine] = field(default_factory=list)
+
+    @property
+    def target(self) -> str | None:
+        if len(self.origins) == 1:
+            (origin,) = self.origins
+            return None if origin == UNKNOWN else origin
+        return None
+
+
+@dataclass(eq=False)
+class Scope:
+    node: cst.CSTNode
+    parent: Scope | None
+    is_class: bool = False
+    names: dict[str, Binding] = field(default_factory=dict)
+
+    def lookup(self, name: str) -> Binding | None:
+        scope: Scope | None = self
+        skip_classes = False
+        while scope is not None:
+            if not (scope.is_class and skip_classes) and name in scope.names:
+                return scope.names[name]
+            # Methods do not see their class's names.
+            skip_classes = skip_classes or not scope.is_class
+            scope = scope.parent
+        return None
+
+    def resolve(self, node: cst.BaseExpression) -> tuple[str | None, Binding | None]:
+        """The dotted name ``node`` refers to (imports followed), and the binding of its head."""
+        path = dotted(node)
+        if path is None:
+            return None, None
+        head, _, rest = path.partition(".")
+        binding = self.lookup(head)
+        if binding is None or binding.target is None:
+            return None, binding
+        return (f"{binding.target}.{rest}" if rest else binding.target), binding
+
+    def names_for(self, module: str) -> str | None:
+        """A name visible here that is bound to exactly ``module``."""
+        scope: Scope | None = self
+        while scope is not None:
+            for name, binding in scope.names.items():
+                if binding.target == module and self.lookup(name) is binding:
+                    return name
+            scope = scope.parent
+        return None
+
+
+def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str, cst.ImportAlias | None]]:
+    """(local name, dotted name it is bound to, alias node) for each name an import binds."""
+    out = []
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted(alias.name)
+            if alias.asname is not None:
+                out.append((alias.asname.name.value, full, alias))
+            else:
+                # ``import a.b.c`` binds ``a`` to the package ``a``.
+                top = full.split(".")[0]
+                out.append((top, top, alias))
+        return out
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return out
+    module = dotted(node.module)
+    for alias in node.names:
+        name = alias.name.value
+        local = alias.asname.name.value if alias.asname is not None else name
+        out.append((local, f"{module}.{name}", alias))
+    return out
+
+
+class _Collector(cst.CSTVisitor):
+    """Records the names one scope binds, without entering nested scopes."""
+
+    def __init__(self, scope: Scope):
+        self.scope = scope
+        self.line: cst.SimpleStatementLine | None = None
+
+    def bind(self, name: str, origin: str = UNKNOWN) -> Binding:
+        binding = self.scope.names.get(name) or self.scope.names.setdefault(name, Binding(self.scope))
+        binding.origins.add(origin)
+        return binding
+
+    def bind_target(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.bind(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind_target(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value)
+
+    def visit_SimpleStatementLine(self, node):
+        self.line = node
+
+    def visit_Import(self, node):
+        self._imports(node)
+        return False
+
+    def visit_ImportFrom(self, node):
+        self._imports(node)
+        return False
+
+    def _imports(self, node) -> None:
+        for local, origin, _ in import_bindings(node):
+            binding = self.bind(local, origin)
+            if self.line is not None:
+                binding.statements.append(self.line)
+
+    def visit_Assign(self, node):
+        if isinstance(node.value, cst.Name) and node.value.value == "None":
+            return True  # an ImportError fallback does not change what the name is
+        for target in node.targets:
+            self.bind_target(target.target)
+        return True
+
+    def visit_AnnAssign(self, node):
+        self.bind_target(node.target)
+
+    def visit_AugAssign(self, node):
+        self.bind_target(node.target)
+
+    def visit_NamedExpr(self, node):
+        self.bind_target(node.target)
+
+    def visit_For(self, node):
+        self.bind_target(node.target)
+
+    def visit_WithItem(self, node):
+        if node.asname is not None:
+            self.bind_target(node.asname.name)
+
+    def visit_ExceptHandler(self, node):
+        if node.name is not None:
+            self.bind_target(node.name.name)
+
+    def visit_Global(self, node):
+        return False
+
+    def visit_Nonlocal(self, node):
+        return False
+
+    # Nested scopes: their name is bound here, their body is theirs.
+    def visit_FunctionDef(self, node):
+        self.bind(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node):
+        self.bind(node.name.value)
+        return False
+
+    def visit_Lambda(self, node):
+        return False
+
+
+def collect(node: cst.CSTNode, parent: Scope | None) -> Scope:
+    """The scope ``node`` opens, with every name it binds."""
+    scope = Scope(node, parent, is_class=isinstance(node, cst.ClassDef))
+    collector = _Collector(scope)
+    if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            collector.bind(param.name.value)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                collector.bind(star.name.value)
+        body = node.body
+    elif isinstance(node, cst.ClassDef):
+        body = node.body
+    else:
+        body = node
+    if isinstance(body, cst.Module):
+        for statement in body.body:
+            statement.visit(collector)
+    else:
+        body.visit(collector)
+    return scope
+
+
+class NameUses(cst.CSTVisitor):
+    """How often each name is read (not the ``.attr`` of an attribute, keyword names, imports)."""
+
+    def __init__(self):
+        self.counts: dict[str, int] = {}
+
+    def visit_Name(self, node):
+        self.counts[node.value] = self.counts.get(node.value, 0) + 1
+
+    def visit_Attribute(self, node):
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node):
+        node.value.visit(self)
+        return False
+
+    def visit_Import(self, node):
+        return False
+
+    def visit_ImportFrom(self, node):
+        return False
+
+
+def name_uses(node: cst.CSTNode) -> dict[str, int]:
+    uses = NameUses()
+    node.visit(uses)
+    return uses.counts
+
+
+class FinishImports(cst.CSTTransformer):
+    """The import edits a rewrite leaves: new imports in, stale ones out.
+
+    ``additions`` maps the id of a statement line to the import lines that go right
+    after it (None: at the top of the file, after the leading imports). ``stale`` names
+    lose their import aliases when the alias binds one of ``modules``.
+    """
+
+    def __init__(self, stale: set[str], modules: tuple[str, ...], additions: dict[int | None, list[str]]):
+        self.stale = stale
+        self.modules = modules
+        self.additions = additions
+
+    def _rebuild(self, updated):
+        kept = [
+            alias
+            for local, origin, alias in import_bindings(updated)
+            if not (local in self.stale and origin.startswith(self.modules))
+        ]
+        if len(kept) == len(updated.names):
+            return updated
+        if not kept:
+            return cst.RemoveFromParent()
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        changes = {"names": kept}
+        if isinstance(updated, cst.ImportFrom) and len(kept) == 1:
+            changes.update(lpar=None, rpar=None)
+        return updated.with_changes(**changes)
+
+    def leave_Import(self, original, updated):
+        return self._rebuild(updated)
+
+    def leave_ImportFrom(self, original, updated):
+        if isinstance(updated.names, cst.ImportStar) or updated.relative:
+            return updated
+        return self._rebuild(updated)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        added = [cst.parse_statement(text + "\n") for text in sorted(set(self.additions.get(id(original), ())))]
+        if not updated.body:
+            if added:
+                added[0] = added[0].with_changes(leading_lines=updated.leading_lines)
+                return cst.FlattenSentinel(added)
+            return cst.RemoveFromParent()
+        return cst.FlattenSentinel([updated, *added]) if added else updated
+
+    def leave_IndentedBlock(self, original, updated):
+        return keep_block_valid(updated)
+
+    def leave_Module(self, original, updated):
+        added = sorted(set(self.additions.get(None, ())))
+        if not added:
+            return updated
+        body = list(updated.body)
+        position = 0
+        for index, statement in enumerate(body):
+            if is_import_line(statement) or (index == 0 and _is_docstring(statement)):
+                position = index + 1
+            elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                break
+        new = [cst.parse_statement(text + "\n") for text in added]
+        return updated.with_changes(body=[*body[:position], *new, *body[position:]])
+
+
+def is_import_line(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+    )
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def keep_block_valid(block: cst.IndentedBlock) -> cst.IndentedBlock:
+    if block.body:
+        return block
+    return block.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])

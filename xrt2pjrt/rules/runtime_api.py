@@ -1,0 +1,323 @@
+"""Removed and deprecated ``xm`` APIs → the runtime APIs of torch_xla 2.x.
+
+The renames are data (``Rename``), each new spelling with the releases it exists in;
+the one written is the first that exists in ``--target-version``.
+tests/test_rename_table.py resolves every spelling valid in 2.9 against the installed
+torch_xla.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+from xrt2pjrt.registry import Example, register
+from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
+
+XM = "torch_xla.core.xla_model"
+XR = "torch_xla.runtime"
+LATEST = (2, 9)
+
+
+@dataclass(frozen=True)
+class Spelling:
+    module: str
+    attr: str
+    alias: str | None  # the conventional import alias (None: ``import module``)
+    since: tuple[int, int]
+    until: tuple[int, int] = LATEST
+    takes_args: bool = True  # False: only for calls without arguments
+    keywords: tuple[tuple[str, str], ...] = ()  # (old keyword, new keyword)
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.module}.{self.attr}"
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A parameter the new spelling does not take."""
+
+    name: str
+    position: int | None
+    default: object
+    why: str
+    # Match a positional argument only when it is a string or None literal: the new
+    # function may take something else at that position.
+    positional_if_str: bool = False
+
+
+@dataclass(frozen=True)
+class Rename:
+    old: str
+    spellings: tuple[Spelling, ...]
+    dropped: tuple[Dropped, ...] = ()
+    note: str = ""
+    # The old positional parameters: arguments after a dropped one are passed by name.
+    params: tuple[str, ...] = ()
+
+    def spelling_for(self, version: tuple[int, int], has_args: bool) -> Spelling | None:
+        for spelling in self.spellings:
+            if spelling.since <= version <= spelling.until and (spelling.takes_args or not has_args):
+                return spelling
+        return None
+
+
+_DEFVAL = "under PJRT the fallback is never used; check nothing relied on it"
+_DEVKIND = "PJRT_DEVICE chooses the device type"
+
+_DEVICE = Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),))
+
+RENAMES: tuple[Rename, ...] = (
+    Rename(f"{XM}.xrt_world_size", (Spelling(XR, "world_size", "xr", (2, 1)),),
+           (Dropped("defval", 0, 1, _DEFVAL),),
+           note="counts devices, not processes"),
+    Rename(f"{XM}.get_ordinal", (Spelling(XR, "global_ordinal", "xr", (2, 1)),),
+           (Dropped("defval", 0, 0, _DEFVAL),)),
+    Rename(f"{XM}.get_local_ordinal", (Spelling(XR, "local_ordinal", "xr", (2, 1)),),
+           (Dropped("defval", 0, 0, _DEFVAL),)),
+    Rename(f"{XM}.xla_device",
+           (_DEVICE, Spelling(XM, "xla_device", "xm", (2, 1))),
+           (Dropped("devkind", 1, None, _DEVKIND),)),
+    Rename(f"{XR}.xla_device",
+           (_DEVICE, Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
+           (Dropped("devkind", 1, None, _DEVKIND),)),
+    Rename(f"{XM}.mark_step",
+           (Spelling("torch_xla", "sync", None, (2, 5)), Spelling("torch_xla", "sync", None, (2, 4), takes_args=False))),
+    Rename(f"{XM}.get_xla_supported_devices", (Spelling(XM, "get_xla_supported_devices", "xm", (2, 1)),),
+           (Dropped("devkind", 0, None, _DEVKIND, positional_if_str=True),),
+           params=("devkind", "max_devices")),
+)
+
+
+class RenameRule(PythonRule):
+    """Calls and references of the ``table``'s old names get the new spelling."""
+
+    table: ClassVar[tuple[Rename, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.names = frozenset(rename.old for rename in cls.table)
+        cls.by_old = {rename.old: rename for rename in cls.table}
+
+    def reference(self, ctx, node, name):
+        rename = self.by_old[name]
+        spelling = rename.spelling_for(ctx.target_version, has_args=False)
+        if spelling is None or spelling.dotted == name:
+            return node
+        ctx.change(self._message(name, spelling, rename))
+        return ctx.ref(spelling.module, spelling.attr, spelling.alias)
+
+    def call(self, ctx, node, name):
+        rename = self.by_old[name]
+        dropped = self._dropped(ctx, node, rename)
+        spelling = rename.spelling_for(ctx.target_version, has_args=len(node.args) > len(dropped))
+        if spelling is None:
+            return node
+        new = _by_name_after(node, dropped, rename.params)
+        new = without_args(new, set(dropped))
+        new = new.with_changes(args=[_renamed_keyword(arg, spelling) for arg in new.args])
+        if spelling.dotted != name:
+            new = new.with_changes(func=ctx.ref(spelling.module, spelling.attr, spelling.alias))
+            ctx.change(self._message(name, spelling, rename))
+        elif dropped:
+            ctx.change(f"{short(name)}(): dropped {', '.join(p.name for p in dropped.values())}")
+        return new
+
+    def _dropped(self, ctx, node: cst.Call, rename: Rename) -> dict[int, Dropped]:
+        found = {}
+        for param in rename.dropped:
+            hit = argument(node, param.name, param.position)
+            if hit is None:
+                continue
+            index, arg = hit
+            value = literal(arg.value)
+            if arg.keyword is None and param.positional_if_str and not (value is None or isinstance(value, str)):
+                continue
+            found[index] = param
+            if value is NOT_LITERAL or value != param.default:
+                ctx.manual(f"{param.name}={code(arg.value)} dropped: {param.why}")
+        return found
+
+    @staticmethod
+    def _message(name: str, spelling: Spelling, rename: Rename) -> str:
+        note = f" ({rename.note})" if rename.note else ""
+        return f"{short(name)} → {short(spelling.dotted)}{note}"
+
+
+def _by_name_after(call: cst.Call, dropped: dict[int, Dropped], params: tuple[str, ...]) -> cst.Call:
+    """Positional arguments that follow a dropped one, passed by keyword so they keep their meaning."""
+    if not dropped:
+        return call
+    first = min(dropped)
+    args = list(call.args)
+    for index in range(first + 1, len(args)):
+        arg = args[index]
+        if arg.keyword is None and not arg.star and index < len(params):
+            args[index] = arg.with_changes(keyword=cst.Name(params[index]), equal=_EQUAL)
+    return call.with_changes(args=args)
+
+
+def _renamed_keyword(arg: cst.Arg, spelling: Spelling) -> cst.Arg:
+    if arg.keyword is not None:
+        for old, new in spelling.keywords:
+            if arg.keyword.value == old:
+                return arg.with_changes(keyword=cst.Name(new))
+    return arg
+
+
+_EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+_ALIASES = {XM: "xm", XR: "xr", "torch_xla.experimental.pjrt": "pjrt",
+            "torch_xla.distributed.xla_multiprocessing": "xmp"}
+
+
+def short(dotted: str) -> str:
+    """``torch_xla.core.xla_model.get_ordinal`` → ``xm.get_ordinal``, as people write it."""
+    module, _, attr = dotted.rpartition(".")
+    return f"{_ALIASES[module]}.{attr}" if module in _ALIASES else dotted
+
+
+def _table(*olds: str) -> tuple[Rename, ...]:
+    return tuple(rename for rename in RENAMES if rename.old in olds)
+
+
+@register
+class WorldSize(RenameRule):
+    id = "api-world-size"
+    summary = "xm.xrt_world_size() (removed in 2.7) → xr.world_size()"
+    targets = ("native",)
+    table = _table(f"{XM}.xrt_world_size")
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size()\n",
+            "import torch_xla.runtime as xr\n\nn = xr.world_size()\n",
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(defval=4)\nxm.master_print(n)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n\n"
+            "# TODO(xrt2pjrt): defval=4 dropped: " + _DEFVAL + " [api-world-size]\n"
+            "n = xr.world_size()\nxm.master_print(n)\n",
+            manual=("defval=4 dropped",),
+        ),
+    )
+
+
+@register
+class Ordinal(RenameRule):
+    id = "api-ordinal"
+    summary = "xm.get_ordinal() (removed in 2.7) → xr.global_ordinal()"
+    targets = ("native",)
+    table = _table(f"{XM}.get_ordinal")
+    examples = (
+        Example(
+            "from torch_xla.core import xla_model\n\nrank = xla_model.get_ordinal()\n",
+            "import torch_xla.runtime as xr\n\nrank = xr.global_ordinal()\n",
+        ),
+        Example(
+            "from torch_xla.core.xla_model import get_ordinal as go\n\nrank = go(defval=0)\n",
+            "import torch_xla.runtime as xr\n\nrank = xr.global_ordinal()\n",
+        ),
+    )
+
+
+@register
+class LocalOrdinal(RenameRule):
+    id = "api-local-ordinal"
+    summary = "xm.get_local_ordinal(defval) → xr.local_ordinal()"
+    targets = ("native",)
+    table = _table(f"{XM}.get_local_ordinal")
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\ndef f():\n    return xm.get_local_ordinal()\n",
+            "import torch_xla.runtime as xr\n\ndef f():\n    return xr.local_ordinal()\n",
+        ),
+    )
+
+
+@register
+class XlaDevice(RenameRule):
+    id = "api-xla-device"
+    summary = "xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)"
+    targets = ("native",)
+    table = _table(f"{XM}.xla_device", f"{XR}.xla_device")
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
+            "import torch_xla\n\ndevice = torch_xla.device()\n",
+        ),
+        Example(
+            "import torch_xla\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(n=1, devkind='TPU')\n",
+            "import torch_xla\n\n# TODO(xrt2pjrt): devkind='TPU' dropped: " + _DEVKIND + " [api-xla-device]\n"
+            "device = torch_xla.device(index=1)\n",
+            manual=("devkind='TPU' dropped",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
+            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
+            options={"target_version": (2, 2)},
+        ),
+    )
+
+
+@register
+class MarkStep(RenameRule):
+    id = "api-mark-step"
+    summary = "xm.mark_step() (deprecated in 2.8) → torch_xla.sync() (2.4+)"
+    targets = ("native",)
+    table = _table(f"{XM}.mark_step")
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nloss.backward()\nxm.mark_step()\n",
+            "import torch_xla\n\nloss.backward()\ntorch_xla.sync()\n",
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(wait=True)\n",
+            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(wait=True)\n",
+            options={"target_version": (2, 4)},
+        ),
+    )
+
+
+@register
+class SupportedDevices(RenameRule):
+    id = "api-supported-devices"
+    summary = "xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8)"
+    targets = ("native",)
+    table = _table(f"{XM}.get_xla_supported_devices")
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\ndevices = xm.get_xla_supported_devices('TPU', 8)\n",
+            "import torch_xla.core.xla_model as xm\n\n"
+            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + _DEVKIND + " [api-supported-devices]\n"
+            "devices = xm.get_xla_supported_devices(max_devices=8)\n",
+            manual=("devkind='TPU' dropped",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nn = len(xm.get_xla_supported_devices(max_devices=8))\n",
+            "import torch_xla.core.xla_model as xm\n\nn = len(xm.get_xla_supported_devices(max_devices=8))\n",
+        ),
+    )
+
+
+@register
+class UsingPjrt(PythonRule):
+    id = "api-using-pjrt"
+    summary = "xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime"
+    targets = ("native",)
+    names = frozenset({f"{XR}.using_pjrt", "torch_xla.experimental.pjrt.using_pjrt"})
+    examples = (
+        Example(
+            "import torch_xla.runtime as xr\n\nif xr.using_pjrt():\n    setup()\n",
+            "import torch_xla.runtime as xr\n\nif True:\n    setup()\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if node.args:
+            return node
+        ctx.change(f"{short(name)}() is always true from torch_xla 2.1")
+        return cst.Name("True")
