@@ -41,7 +41,7 @@ TODO = "# TODO(xrt2pjrt): "
 
 def _load_rules() -> None:
     # Importing the rule modules registers their rules.
-    from xrt2pjrt.rules import runtime_api  # noqa: F401
+    from xrt2pjrt.rules import pjrt_module, runtime_api, spawn  # noqa: F401
 
 
 _load_rules()
@@ -68,6 +68,7 @@ class Context:
         self.rule_id = ""
         self.line = 0
         self.anchor: imports.Binding | None = None
+        self.original: cst.CSTNode | None = None  # the node being visited, as parsed
 
     @property
     def target_version(self) -> tuple[int, int]:
@@ -84,8 +85,10 @@ class Context:
         if comment and self._engine.statements:
             self._engine.statements[-1].comments.append(f"{TODO}{message} [{self.rule_id}]")
 
-    def is_whole_statement(self, original: cst.CSTNode) -> bool:
-        """True when ``original`` is the one small statement (or its expression) of its line."""
+    def is_whole_statement(self, original: cst.CSTNode | None = None) -> bool:
+        """True when ``original`` (default: the node being visited) is the one small
+        statement, or its expression, of its line."""
+        original = original if original is not None else self.original
         frames = self._engine.statements
         if not frames or not isinstance(frames[-1].node, cst.SimpleStatementLine):
             return False
@@ -258,7 +261,7 @@ class _Engine(cst.CSTTransformer):
         rules = self.by_type.get(type(original))
         if not rules:
             return updated
-        self.ctx.line, self.ctx.anchor = self._line(original), None
+        self.ctx.line, self.ctx.anchor, self.ctx.original = self._line(original), None, original
         for rule in rules:
             if not isinstance(updated, type(original)):
                 break
@@ -267,7 +270,7 @@ class _Engine(cst.CSTTransformer):
         return updated
 
     def _run(self, rules, original, updated, name, binding, target):
-        self.ctx.line, self.ctx.anchor = self._line(original), binding
+        self.ctx.line, self.ctx.anchor, self.ctx.original = self._line(original), binding, original
         before = updated
         for rule in rules:
             self.ctx.rule_id = rule.id

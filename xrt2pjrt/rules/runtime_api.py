@@ -311,8 +311,8 @@ class UsingPjrt(PythonRule):
     names = frozenset({f"{XR}.using_pjrt", "torch_xla.experimental.pjrt.using_pjrt"})
     examples = (
         Example(
-            "import torch_xla.runtime as xr\n\nif xr.using_pjrt():\n    setup()\n",
-            "import torch_xla.runtime as xr\n\nif True:\n    setup()\n",
+            "import os\nimport torch_xla.runtime as xr\n\nif xr.using_pjrt():\n    setup()\n",
+            "import os\n\nif True:\n    setup()\n",
         ),
     )
 

@@ -1,0 +1,50 @@
+"""Every registered rule's examples, run through the rewriter of the rule's kind.
+
+The examples on a rule class are its documentation (``xrt2pjrt rules``) and, here, its
+tests: with only that rule selected, ``before`` must become ``after`` exactly, report the
+expected manual items, give text the rewriter's own check accepts, and a second pass
+over ``after`` must change nothing (ruff's rule: fixes must converge in one step).
+"""
+
+import pytest
+
+from xrt2pjrt import rewriters
+from xrt2pjrt.registry import Options, all_rules
+
+CASES = [
+    pytest.param(rule, index, example, id=f"{rule_id}-{index}")
+    for rule_id, rule in all_rules().items()
+    for index, example in enumerate(rule.examples)
+]
+
+
+def _run(rule, example, text):
+    options = Options(rules=frozenset({rule.id}), **example.options)
+    return rewriters.module_for(rule.kind).rewrite(text, options)
+
+
+@pytest.mark.parametrize("rule, index, example", CASES)
+def test_example_rewrites_before_into_after(rule, index, example):
+    outcome = _run(rule, example, example.before)
+    assert outcome.text == example.after
+    for expected in example.manual:
+        assert any(expected in item.message for item in outcome.manual), (expected, outcome.manual)
+    if not example.manual:
+        assert outcome.manual == []
+    assert all(f.rule == rule.id for f in outcome.changes + outcome.manual)
+    if example.before != example.after:
+        assert outcome.changes or outcome.manual, "a rewrite must report what it did"
+
+
+@pytest.mark.parametrize("rule, index, example", CASES)
+def test_example_output_is_valid_and_stable(rule, index, example):
+    module = rewriters.module_for(rule.kind)
+    assert module.check(example.after) is None
+    assert _run(rule, example, example.after).text == example.after
+
+
+@pytest.mark.parametrize("rule_id, rule", sorted(all_rules().items()))
+def test_rule_is_documented(rule_id, rule):
+    assert rule_id == rule_id.lower() and " " not in rule_id
+    assert rule.summary and rule.kind in rewriters.MODULES
+    assert rule.examples[0].before != rule.examples[0].after, "the first example is what `rules` shows: make it a change"

@@ -1,0 +1,117 @@
+"""``xmp.spawn(fn, args, nprocs, join, daemon, start_method)`` under PJRT.
+
+PJRT starts one process per chip and uses every device; from torch_xla 2.6 ``nprocs``
+other than None or 1 raises ``ValueError``. ``nprocs=1`` still means one device only, so
+it is kept, as is ``start_method``.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.registry import Example, register
+from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
+
+SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
+NPROCS_POSITION = 2
+
+
+def _nprocs(node: cst.Call):
+    return argument(node, "nprocs", NPROCS_POSITION)
+
+
+def _positional_after(node: cst.Call, index: int) -> bool:
+    return any(arg.keyword is None for arg in node.args[index + 1:])
+
+
+class _NprocsRule(PythonRule):
+    names = frozenset({SPAWN})
+    targets = ("native",)
+
+
+@register
+class NprocsLiteral(_NprocsRule):
+    id = "spawn-nprocs-literal"
+    summary = "xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept"
+    examples = (
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), nprocs=8, start_method='fork')\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), start_method='fork')\n",
+        ),
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, (), 8, True)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, (), None, True)\n",
+        ),
+        Example(
+            "from torch_xla.distributed import xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=1)\n",
+            "from torch_xla.distributed import xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=1)\n",
+        ),
+        Example(
+            "import torch.multiprocessing as mp\n\nmp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere\n",
+            "import torch.multiprocessing as mp\n\nmp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = _nprocs(node)
+        if hit is None:
+            return node
+        index, arg = hit
+        value = literal(arg.value)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
+            return node
+        ctx.change(f"xmp.spawn: nprocs={value} removed; PJRT runs on every device (nprocs may only be 1 or None)")
+        if arg.keyword is None and _positional_after(node, index):
+            return node.with_changes(args=[*node.args[:index], arg.with_changes(value=cst.Name("None")), *node.args[index + 1:]])
+        return without_args(node, {index})
+
+
+def _already_none_or_one(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.IfExp):
+        return _already_none_or_one(value.body) and _already_none_or_one(value.orelse)
+    return literal(value) in (None, 1)
+
+
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)
+
+
+@register
+class NprocsExpression(_NprocsRule):
+    id = "spawn-nprocs-expression"
+    summary = "xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them)"
+    safe = False
+    examples = (
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), nprocs=flags.num_cores)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), nprocs=1 if flags.num_cores == 1 else None)\n",
+        ),
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "# TODO(xrt2pjrt): spawn arguments come from **kwargs: make sure nprocs is None or 1 "
+            "[spawn-nprocs-expression]\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
+            manual=("**kwargs",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = _nprocs(node)
+        if hit is None:
+            if any(arg.star == "**" for arg in node.args):
+                ctx.manual("spawn arguments come from **kwargs: make sure nprocs is None or 1")
+            return node
+        index, arg = hit
+        if literal(arg.value) is not NOT_LITERAL or _already_none_or_one(arg.value):
+            return node
+        text = code(arg.value)
+        if not isinstance(arg.value, _ATOMS):
+            text = f"({text})"
+        ctx.change(f"xmp.spawn: nprocs={code(arg.value)} → one device when it is 1, else every device")
+        return node.with_changes(
+            args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
+                  *node.args[index + 1:]]
+        )
