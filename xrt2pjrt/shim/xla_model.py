@@ -1,0 +1,468 @@
+"""``torch_xla.core.xla_model`` as XRT-era programs call it, correct on the PJRT runtime.
+
+``import xrt2pjrt.shim.xla_model as xm`` and an XRT-era program keeps working:
+
+* every public name of the installed ``torch_xla.core.xla_model`` passes through
+  (module ``__getattr__``);
+* the names torch_xla removed or changed come back with their XRT-era signatures:
+  ``xrt_world_size(defval=1)``, ``get_ordinal(defval=0)``, ``get_local_ordinal(defval=0)``,
+  ``is_master_ordinal(local=True)``, ``master_print``, ``xla_device(n=None, devkind=None)``,
+  ``get_xla_supported_devices(devkind=None, max_devices=None)``, ``mark_step()``,
+  ``rendezvous(tag, payload=b'', replicas=[])``, ``mesh_reduce``, ``do_on_ordinals``,
+  ``save`` (which ends with a rendezvous again, as before torch_xla 2.1), and the
+  collectives with their XRT-era positional arguments, string reduce types, lists of
+  tensors, ``groups=`` and ``pin_layout=``;
+* none of them calls a torch_xla function that emits a DeprecationWarning.
+
+Semantics (the seeds' asks):
+
+* ``get_ordinal()`` is the replica id XLA uses for this thread's device,
+  ``xrt_world_size()`` the replica count, ``get_local_ordinal()`` the index among this
+  host's replicas. Before the runtime starts (e.g. in the parent of ``xmp.spawn``) they
+  return ``defval`` without starting it, as XRT did when no replication was configured.
+* Every collective's result is ordered by ordinal: the shim always sends explicit replica
+  groups listed in ordinal order (see ``collective_args``), so all_gather returns shards in
+  ordinal order (pinned and unpinned), reduce_scatter gives ordinal i shard i, all_to_all
+  sends chunk j to ordinal j; with ``groups`` the order follows each group as listed.
+* ``rendezvous`` is a real barrier with payload exchange, tag check and timeout.
+
+Rendezvous transports. ``host`` (the default) is ``xrt2pjrt.shim.rendezvous``: a TCP
+store served by the process of ordinal 0. ``xla`` is an all_gather of the payloads on the
+devices, like upstream's ``xla_rendezvous``. The default is ``host`` because it is what
+XRT's mesh rendezvous was: it leaves the user's lazy graph alone (no ``mark_step`` inside
+a rendezvous, so no extra compilation or graph cut), lets a subset of replicas meet,
+names the replicas that never arrived when it times out instead of hanging, and works
+under SPMD, where an XLA collective does not synchronise processes. The ``xla``
+transport needs no free port and no network path to ordinal 0's host; choose it with
+``transport='xla'`` or ``XRT2PJRT_RENDEZVOUS_TRANSPORT=xla``. It also checks tags (the tag
+travels with the payload) but joins every replica and cannot time out.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import threading
+import traceback
+from typing import Any, Callable, Protocol, Sequence, TextIO
+
+import torch
+import torch_xla
+import torch_xla.core.xla_model as _xm
+import torch_xla.runtime as _xr
+
+from xrt2pjrt.shim import collective_args as _args
+from xrt2pjrt.shim import cpu_replicas as _cpu_replicas
+from xrt2pjrt.shim import rendezvous as _host
+from xrt2pjrt.shim.rendezvous import RendezvousError, RendezvousTagMismatch, RendezvousTimeout
+
+__all__ = [
+    "RendezvousError", "RendezvousTagMismatch", "RendezvousTimeout", "xrt_world_size",
+    "get_ordinal", "get_local_ordinal", "is_master_ordinal", "master_print", "xla_device",
+    "get_xla_supported_devices", "mark_step", "all_reduce", "all_gather", "reduce_scatter",
+    "all_to_all", "collective_permute", "collective_broadcast", "broadcast_master_param",
+    "rendezvous", "mesh_reduce", "do_on_ordinals", "reduce_gradients", "optimizer_step", "save",
+]
+
+TRANSPORT_ENV = "XRT2PJRT_RENDEZVOUS_TRANSPORT"
+TRANSPORTS = ("host", "xla")
+
+
+# --- backends --------------------------------------------------------------------------
+# A backend answers the nine calls below with exactly these signatures. The shim
+# normalises arguments before it dispatches: ``reduce_type`` is one of
+# collective_args.REDUCE_TYPES, ``groups`` is an explicit list of lists of ordinals
+# (never None), ``pairs`` a checked list of [source, target], ``payload`` bytes, and a
+# list given to all_gather with ``pin_layout=True`` arrives one tensor at a time.
+# The shim passes every optional argument by keyword. XRT's ``cctx`` stops at the shim.
+#
+#   get_ordinal(defval=0) -> int
+#   xrt_world_size(defval=1) -> int
+#   get_local_ordinal(defval=0) -> int
+#   all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True)
+#   all_gather(value, dim=0, groups=None, output=None, pin_layout=True)
+#   reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None,
+#                  output=None, pin_layout=True)
+#   all_to_all(value, split_dimension, concat_dimension, split_count, groups=None,
+#              pin_layout=True)
+#   collective_permute(value, pairs)
+#   rendezvous(tag, payload=b'', replicas=[], *, timeout=None) -> list[bytes]
+#
+# Two backends exist: this module's PJRT backend (torch_xla's XLA collectives), and
+# ``xrt2pjrt.shim.cpu_replicas`` (N CPU processes joined over gloo), chosen while
+# ``cpu_replicas.active()`` is true. Everything else in this module (mesh_reduce,
+# reduce_gradients, optimizer_step, is_master_ordinal, save, ...) is built on these nine,
+# so it follows the backend too.
+
+
+class Backend(Protocol):
+    def get_ordinal(self, defval: int = 0) -> int: ...
+    def xrt_world_size(self, defval: int = 1) -> int: ...
+    def get_local_ordinal(self, defval: int = 0) -> int: ...
+    def all_reduce(self, reduce_type, inputs, scale=1.0, groups=None, pin_layout=True): ...
+    def all_gather(self, value, dim=0, groups=None, output=None, pin_layout=True): ...
+    def reduce_scatter(self, reduce_type, input, scale, scatter_dim, shard_count, groups=None,
+                       output=None, pin_layout=True): ...
+    def all_to_all(self, value, split_dimension, concat_dimension, split_count, groups=None,
+                   pin_layout=True): ...
+    def collective_permute(self, value, pairs): ...
+    def rendezvous(self, tag, payload=b"", replicas=[], *, timeout=None) -> list[bytes]: ...
+
+
+def _runtime_started() -> bool:
+    return torch_xla._XLAC._xla_runtime_is_initialized()
+
+
+class _DeviceTouch:
+    """Remembers the first shim call that started torch_xla's runtime in this process.
+
+    ``xmp.spawn`` cannot run once the runtime is up; its error names this call.
+    """
+
+    def __init__(self):
+        self.before_import = _runtime_started()
+        self.first: str | None = None
+        self._settled = self.before_import
+
+    def note(self, api: str) -> None:
+        if self._settled:
+            return
+        if _runtime_started():
+            self._settled = True
+            return
+        self.first = f"xm.{api}() at {_caller()}"
+
+    def describe(self) -> str:
+        if self.first:
+            return self.first
+        if self.before_import:
+            return "code that ran before xrt2pjrt.shim.xla_model was imported"
+        return ("a call outside the shim (torch_xla.device(), tensor.to(device), "
+                "torch_xla.runtime.world_size(), ...)")
+
+
+def _caller() -> str:
+    """file:line of the innermost frame outside the shim and torch_xla."""
+    inside = (os.path.dirname(__file__), os.path.dirname(torch_xla.__file__))
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(inside):
+            return f"{frame.filename}:{frame.lineno} (in {frame.name})"
+    return "an unknown place"
+
+
+DEVICE_TOUCH = _DeviceTouch()
+
+
+class _PjrtBackend:
+    """The XLA collectives of the installed torch_xla, called with explicit groups."""
+
+    def get_ordinal(self, defval: int = 0) -> int:
+        return _xr.global_ordinal() if _runtime_started() else defval
+
+    def xrt_world_size(self, defval: int = 1) -> int:
+        return _xr.world_size() if _runtime_started() else defval
+
+    def get_local_ordinal(self, defval: int = 0) -> int:
+        return _xr.local_ordinal() if _runtime_started() else defval
+
+    def all_reduce(self, reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
+        DEVICE_TOUCH.note("all_reduce")
+        return _xm.all_reduce(reduce_type, inputs, scale=scale, groups=groups, pin_layout=pin_layout)
+
+    def all_gather(self, value, dim=0, groups=None, output=None, pin_layout=True):
+        DEVICE_TOUCH.note("all_gather")
+        return _xm.all_gather(value, dim=dim, groups=groups, output=output, pin_layout=pin_layout)
+
+    def reduce_scatter(self, reduce_type, input, scale, scatter_dim, shard_count, groups=None,
+                       output=None, pin_layout=True):
+        DEVICE_TOUCH.note("reduce_scatter")
+        return _xm.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count,
+                                  groups=groups, output=output, pin_layout=pin_layout)
+
+    def all_to_all(self, value, split_dimension, concat_dimension, split_count, groups=None,
+                   pin_layout=True):
+        DEVICE_TOUCH.note("all_to_all")
+        return _xm.all_to_all(value, split_dimension, concat_dimension, split_count,
+                              groups=groups, pin_layout=pin_layout)
+
+    def collective_permute(self, value, pairs):
+        DEVICE_TOUCH.note("collective_permute")
+        return _xm.collective_permute(value, pairs)
+
+    def rendezvous(self, tag, payload=b"", replicas=[], *, timeout=None, transport=None):
+        world = self.xrt_world_size()
+        if world == 1:
+            _host.participants_of(replicas, world)  # still reject ordinals outside the world
+            return [payload]
+        transport = _transport(transport)
+        if transport == "xla":
+            return _xla_rendezvous(tag, payload, replicas)
+        _locate_host_store(replicas)
+        return _host.host_rendezvous(tag, payload, replicas, ordinal=self.get_ordinal(),
+                                     world_size=world, timeout=timeout)
+
+
+PJRT = _PjrtBackend()
+
+
+def backend() -> Backend:
+    """The backend serving this call: CPU replicas while that mode is on, else PJRT."""
+    return _cpu_replicas if _cpu_replicas.active() else PJRT
+
+
+# --- ordinals ---------------------------------------------------------------------------
+def xrt_world_size(defval: int = 1) -> int:
+    """The number of replicas; ``defval`` before the runtime has started."""
+    return backend().xrt_world_size(defval)
+
+
+def get_ordinal(defval: int = 0) -> int:
+    """This thread's replica id; ``defval`` before the runtime has started."""
+    return backend().get_ordinal(defval)
+
+
+def get_local_ordinal(defval: int = 0) -> int:
+    """This thread's index among this host's replicas; ``defval`` before the runtime starts."""
+    return backend().get_local_ordinal(defval)
+
+
+def is_master_ordinal(local: bool = True) -> bool:
+    return (get_local_ordinal() if local else get_ordinal()) == 0
+
+
+def master_print(*args: Any, fd: TextIO = sys.stdout, local: bool = False, flush: bool = False) -> None:
+    if is_master_ordinal(local=local):
+        print(*args, file=fd, flush=flush)
+
+
+# --- devices ----------------------------------------------------------------------------
+def xla_device(n: int | None = None, devkind: str | None = None) -> torch.device:
+    """The XLA device of this thread (or device ``n``). ``devkind`` is accepted and ignored:
+    PJRT serves one device kind per process (``PJRT_DEVICE``)."""
+    DEVICE_TOUCH.note("xla_device")
+    return torch_xla.device(n)
+
+
+def get_xla_supported_devices(devkind: str | None = None, max_devices: int | None = None) -> list[str] | None:
+    """['xla:0', ...]; None when ``devkind`` names a kind this process does not run (as XRT)."""
+    DEVICE_TOUCH.note("get_xla_supported_devices")
+    if devkind and devkind.upper() != (_xr.device_type() or "").upper():
+        return None
+    return _xm.get_xla_supported_devices(max_devices=max_devices)
+
+
+def mark_step(wait: bool = False, reset_scope: bool = True) -> None:
+    DEVICE_TOUCH.note("mark_step")
+    torch_xla.sync(wait, reset_scope)
+
+
+# --- collectives ------------------------------------------------------------------------
+def _groups(groups) -> list[list[int]]:
+    return _args.replica_groups(groups, xrt_world_size())
+
+
+def all_reduce(reduce_type: str, inputs, scale: float = 1.0, groups=None, cctx=None, pin_layout: bool = True):
+    """Reduce ``inputs`` (a tensor, returned reduced; or a list, reduced in place and
+    returned) across each replica group. ``cctx`` (XRT's CollectiveContext) is ignored."""
+    return backend().all_reduce(_args.reduce_type(reduce_type), inputs, scale=scale, groups=_groups(groups),
+                                pin_layout=pin_layout)
+
+
+def all_gather(value, dim: int = 0, groups=None, output=None, pin_layout: bool = True):
+    """Concatenate every group member's ``value`` along ``dim``, in ordinal (group) order.
+    ``value`` may be a list of tensors (one result per tensor)."""
+    explicit = _groups(groups)
+    if isinstance(value, (list, tuple)) and pin_layout and output is None:
+        # torch_xla has no pinned coalesced all_gather: gather each tensor pinned.
+        return [backend().all_gather(v, dim=dim, groups=explicit, pin_layout=True) for v in value]
+    return backend().all_gather(value, dim=dim, groups=explicit, output=output, pin_layout=pin_layout)
+
+
+def reduce_scatter(reduce_type: str, input, scale: float, scatter_dim: int, shard_count: int,
+                   groups=None, output=None, pin_layout: bool = True):
+    """Reduce across the group, then give the k-th member of the group shard k."""
+    explicit = _groups(groups)
+    size = _args.uniform_group_size(explicit)
+    if shard_count != size:
+        raise _args.CollectiveArgumentError(
+            f"reduce_scatter shard_count={shard_count} but each replica group has {size} members")
+    return backend().reduce_scatter(_args.reduce_type(reduce_type), input, scale, scatter_dim,
+                                    shard_count, groups=explicit, output=output, pin_layout=pin_layout)
+
+
+def all_to_all(value, split_dimension: int, concat_dimension: int, split_count: int,
+               groups=None, pin_layout: bool = True):
+    """Split ``value`` into ``split_count`` chunks; chunk j goes to the j-th group member."""
+    explicit = _groups(groups)
+    size = _args.uniform_group_size(explicit)
+    if split_count != size:
+        raise _args.CollectiveArgumentError(
+            f"all_to_all split_count={split_count} but each replica group has {size} members")
+    return backend().all_to_all(value, split_dimension, concat_dimension, split_count, groups=explicit,
+                                pin_layout=pin_layout)
+
+
+def collective_permute(value, pairs: Sequence[Sequence[int]]):
+    """Send ``value`` from each source ordinal to its target ordinal; others receive zeros."""
+    return backend().collective_permute(value, _args.source_target_pairs(pairs, xrt_world_size()))
+
+
+def collective_broadcast(tensors: list[torch.Tensor], root_ordinal: int = 0, groups=None,
+                         pin_layout: bool = True) -> None:
+    """Overwrite ``tensors`` in place with the values on ``root_ordinal``."""
+    with torch.no_grad():
+        for tensor in tensors:
+            # Same graph on every replica: multiply by a device value, 1 on the root, 0 elsewhere.
+            # (sent as device data, not baked in as a constant that would differ per replica)
+            keep = torch.tensor(1 if get_ordinal() == root_ordinal else 0, dtype=tensor.dtype)
+            tensor.mul_(_xm.send_cpu_data_to_device(keep, tensor.device)[0])
+    all_reduce("sum", tensors, groups=groups, pin_layout=pin_layout)
+
+
+def broadcast_master_param(model: torch.nn.Module) -> None:
+    """Give every replica ordinal 0's parameters and buffers (threads start from different
+    random weights on v2/v3)."""
+    collective_broadcast(list(model.parameters()) + list(model.buffers()))
+    mark_step()
+
+
+# --- training steps ---------------------------------------------------------------------
+def reduce_gradients(optimizer: torch.optim.Optimizer, groups=None, pin_layout: bool = True) -> None:
+    """Average the gradients the optimizer holds across all replicas."""
+    count = xrt_world_size()
+    if count > 1:
+        all_reduce("sum", _xm._fetch_gradients(optimizer), scale=1.0 / count, groups=groups,
+                   pin_layout=pin_layout)
+
+
+def optimizer_step(optimizer: torch.optim.Optimizer, barrier: bool = False, optimizer_args: dict = {},
+                   groups=None, pin_layout: bool = True):
+    """reduce_gradients, then ``optimizer.step(**optimizer_args)``; ``barrier`` adds a mark_step."""
+    reduce_gradients(optimizer, groups=groups, pin_layout=pin_layout)
+    loss = optimizer.step(**optimizer_args)
+    if barrier:
+        mark_step()
+    return loss
+
+
+# --- host-side meeting points -----------------------------------------------------------
+def rendezvous(tag: str, payload: bytes = b"", replicas: Sequence[int] = [], *,
+               timeout: float | None = None, transport: str | None = None) -> list[bytes]:
+    """Wait until every replica in ``replicas`` (all if empty) reached ``tag``; return their
+    payloads in ordinal order.
+
+    ``timeout`` seconds (default ``XRT2PJRT_RENDEZVOUS_TIMEOUT``, else 300) ends in
+    ``RendezvousTimeout`` naming the replicas that never arrived; participants that gave
+    different tags get ``RendezvousTagMismatch``. ``transport``: 'host' (default) or 'xla',
+    see the module docstring; the CPU replica mode always meets on the host.
+    """
+    if isinstance(payload, str):
+        payload = payload.encode()
+    payload = bytes(payload)
+    chosen = backend()
+    if chosen is PJRT:
+        return PJRT.rendezvous(tag, payload, replicas, timeout=timeout, transport=transport)
+    return chosen.rendezvous(tag, payload, replicas, timeout=timeout)
+
+
+def mesh_reduce(tag: str, data, reduce_fn: Callable[[list], Any]):
+    """Exchange ``data`` (tensors moved to the CPU) with every replica and return
+    ``reduce_fn(list of every replica's data, in ordinal order)``."""
+    cpu_data = _xm._maybe_convert_to_cpu(data)
+    buffer = io.BytesIO()
+    torch.save(cpu_data, buffer)
+    received = rendezvous(tag, buffer.getvalue())
+    # The payloads come from this job's own replicas: full unpickling is safe and needed
+    # for the numbers and numpy values mesh_reduce is typically given.
+    return reduce_fn([torch.load(io.BytesIO(raw), weights_only=False) for raw in received])
+
+
+def do_on_ordinals(target: Callable[..., Any], data=(), ordinals=(0,)):
+    """Run ``target(*data)`` on ``ordinals`` only (tensors moved to the CPU), then meet."""
+    running = get_ordinal() in ({ordinals} if isinstance(ordinals, int) else set(ordinals))
+    cpu_data = _xm._maybe_convert_to_cpu(data, convert=running)
+    result = target(*cpu_data) if running else None
+    rendezvous("torch_xla.core.xla_model.do_on_ordinals")
+    return result
+
+
+def save(data, file_or_path, master_only: bool = True, global_master: bool = False) -> None:
+    """Save ``data`` (moved to the CPU) from the master, then meet every replica, as XRT
+    did: readers that load the file after ``xm.save`` returns find it complete."""
+    writes = not master_only or is_master_ordinal(local=not global_master)
+    cpu_data = _xm._maybe_convert_to_cpu(data, convert=writes)
+    if writes:
+        torch.save(cpu_data, file_or_path)
+    rendezvous("torch_xla.core.xla_model.save")
+
+
+# --- rendezvous transports --------------------------------------------------------------
+def _transport(requested: str | None) -> str:
+    chosen = (requested or os.environ.get(TRANSPORT_ENV) or "host").lower()
+    if chosen not in TRANSPORTS:
+        raise ValueError(f"rendezvous transport {chosen!r} is not one of {TRANSPORTS} "
+                         f"(argument transport= or {TRANSPORT_ENV})")
+    return chosen
+
+
+_discovered = threading.local()
+
+
+def _locate_host_store(replicas: Sequence[int]) -> None:
+    """On a multi-host slice without MASTER_ADDR, find the host of ordinal 0 as torch_xla
+    does (``xr.get_master_ip``: a broadcast among all replicas), once per thread."""
+    if (os.environ.get(_host.ADDR_ENV) or os.environ.get("MASTER_ADDR")
+            or getattr(_discovered, "done", False)):
+        return
+    if _xr.process_count() <= _xr.local_process_count():
+        return  # one host: the default address (this machine) is right
+    if replicas and len(replicas) != xrt_world_size():
+        raise RendezvousError(
+            "the first rendezvous of a multi-host job must include every replica, so they can "
+            "find the host of ordinal 0 together; or set MASTER_ADDR to that host")
+    master = _xr.get_master_ip()
+    _discovered.done = True
+    host, port = _host.store_address()
+    os.environ.setdefault(_host.ADDR_ENV, f"{master}:{port}")
+
+
+def _xla_rendezvous(tag: str, payload: bytes, replicas: Sequence[int]) -> list[bytes]:
+    """Payload exchange by two all_gathers on the devices (sizes, then padded messages).
+
+    Like upstream's ``xla_rendezvous`` it syncs the graph and joins every replica; unlike
+    it the results are in ordinal order by construction and the tags are compared.
+    """
+    world = xrt_world_size()
+    if replicas and sorted(replicas) != list(range(world)):
+        raise RendezvousError(
+            f"the xla rendezvous transport joins every replica; replicas={list(replicas)} "
+            "needs transport='host'")
+    message = _host._encode(tag, payload)
+    mark_step()
+    device = xla_device()
+    size = torch.tensor([len(message)], dtype=torch.int32, device=device)
+    sizes = all_gather(size).cpu().tolist()
+    data = torch.zeros(max(sizes), dtype=torch.uint8)
+    data[: len(message)] = torch.frombuffer(bytearray(message), dtype=torch.uint8)
+    gathered = all_gather(data.to(device)).cpu().view(world, max(sizes))
+    mark_step()
+    arrivals = [_host._decode(bytes(row[:n].tolist())) for row, n in zip(gathered, sizes)]
+    tags = {ordinal: arrived_tag for ordinal, (arrived_tag, _) in enumerate(arrivals)}
+    if len(set(tags.values())) > 1:
+        raise RendezvousTagMismatch(_host._describe_mismatch(tags, get_ordinal()))
+    return [arrived_payload for _, arrived_payload in arrivals]
+
+
+# --- everything else passes through -----------------------------------------------------
+def __getattr__(name: str):
+    try:
+        return getattr(_xm, name)
+    except AttributeError:
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}, and neither has "
+            f"torch_xla.core.xla_model {torch_xla.__version__}") from None
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(dir(_xm)))
