@@ -1,0 +1,658 @@
+"""CPU multi-replica mode: an N-replica XLA program on CPU, one process per replica.
+
+torch_xla 2.9 cannot run two replicas on CPU (with ``CPU_NUM_DEVICES>=2`` every
+collective aborts in XLA's CPU rendezvous, and several ``PJRT_DEVICE=CPU`` processes are
+several worlds of size 1). This mode lets the distributed logic of a TPU program --
+sharding by ordinal, gradient all-reduce, rendezvous, mesh_reduce -- run on a laptop or
+in CI, with the results a TPU pod gives:
+
+* :func:`spawn` starts N processes, each a real single-device PJRT CPU replica
+  (``PJRT_DEVICE=CPU CPU_NUM_DEVICES=1``), and calls ``fn(ordinal, *args)`` in each;
+* the XRT-era functions below (same signatures as the shim's ``xla_model``) span the N
+  processes: ordinals and world size come from this mode, and every collective moves
+  its inputs to the host, exchanges them with torch.distributed's gloo backend over a
+  TCPStore served by the parent, computes XLA's result for this replica, and moves it
+  back to the XLA device.
+
+How to ask for it: ``xmp.spawn(fn, nprocs=N)`` with ``PJRT_DEVICE=CPU`` and N > 1; or,
+for XRT-era programs that pass ``nprocs=None``, ``XRT2PJRT_CPU_REPLICAS=N``.
+
+Several "hosts" (as on a pod, each runs the same program): set ``XRT2PJRT_CPU_HOSTS``
+(host count) and ``XRT2PJRT_CPU_HOST_INDEX`` (this host) on every host, and point every
+host at host 0 with ``MASTER_ADDR`` (the rendezvous store's address; the port is the
+rendezvous module's: ``XRT2PJRT_RENDEZVOUS_PORT`` or ``MASTER_PORT + 1``). Host h's local
+replica i has ordinal ``h * nprocs + i``, as torch_xla numbers a pod's processes.
+``XRT2PJRT_CPU_HOST_ADDR`` names this host's address for gloo when the route to
+``MASTER_ADDR`` does not pick the right one.
+
+One mechanism serves every collective: gather every group member's bytes (one gloo
+allgather per call), then compute XLA's result locally in group order. It costs N times
+the data of a ring algorithm, which a test mode can afford, and it makes every member
+compute a bit-identical result (so data-parallel replicas keep identical weights) with
+XLA's semantics for each reduce type (bitwise and/or, NaN-propagating min/max, the scale
+converted to the element type). Unlike XLA each collective syncs the graph of its inputs.
+
+Faults: a replica that raises or dies makes the parent end the others and raise
+:class:`ReplicaFailed` naming the replica and its exit code; across hosts the failure is
+posted to the store so the other hosts' parents end theirs too. Collectives and
+rendezvous give up after ``XRT2PJRT_RENDEZVOUS_TIMEOUT`` seconds (default 300).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xrt2pjrt.shim import collective_args
+from xrt2pjrt.shim import rendezvous as host_rendezvous_module
+from xrt2pjrt.shim.rendezvous import connect_store, default_timeout
+
+REPLICAS_ENV = "XRT2PJRT_CPU_REPLICAS"
+HOSTS_ENV = "XRT2PJRT_CPU_HOSTS"
+HOST_INDEX_ENV = "XRT2PJRT_CPU_HOST_INDEX"
+HOST_ADDR_ENV = "XRT2PJRT_CPU_HOST_ADDR"
+# Set by spawn in each replica process; its presence is what active() means.
+_PLACEMENT_ENV = "XRT2PJRT_CPU_REPLICA"
+
+_ABORT_KEY = "xrt2pjrt/cpu_replicas/abort"
+_FINISHED_KEY = "xrt2pjrt/cpu_replicas/finished"
+_TERMINATE_GRACE_SECONDS = 2.0
+_POLL_SECONDS = 0.2
+
+
+class ReplicaFailed(RuntimeError):
+    """A replica raised, exited non-zero or was killed; the others were ended."""
+
+    def __init__(self, message: str, ordinal: int, exitcode: int | None):
+        super().__init__(message)
+        self.ordinal = ordinal
+        self.exitcode = exitcode
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where one replica runs and how it reaches the others."""
+
+    ordinal: int
+    world_size: int
+    local_ordinal: int
+    local_world_size: int
+    host: int
+    hosts: int
+    store_host: str
+    store_port: int
+    gloo_addr: str
+
+    def to_env(self) -> str:
+        return ",".join(str(getattr(self, f.name)) for f in dataclasses.fields(self))
+
+    @classmethod
+    def from_env(cls, text: str) -> Placement:
+        values = text.split(",")
+        fields = dataclasses.fields(cls)
+        return cls(**{f.name: (v if f.type == "str" else int(v)) for f, v in zip(fields, values)})
+
+
+# --- asking for the mode --------------------------------------------------------------
+def active() -> bool:
+    """True inside a replica process started by :func:`spawn`."""
+    return _PLACEMENT_ENV in os.environ
+
+
+def requested(nprocs: int | None) -> bool:
+    """Should ``xmp.spawn(fn, nprocs=nprocs)`` use this mode?
+
+    Yes with ``PJRT_DEVICE=CPU`` and ``nprocs > 1``, or ``nprocs=None`` and
+    ``XRT2PJRT_CPU_REPLICAS > 1``; never from inside a replica.
+    """
+    if active() or os.environ.get("PJRT_DEVICE", "").strip().upper() != "CPU":
+        return False
+    return _replica_count(nprocs) > 1
+
+
+def _replica_count(nprocs: int | None) -> int:
+    if nprocs is not None:
+        return int(nprocs)
+    raw = os.environ.get(REPLICAS_ENV, "").strip() or "1"
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{REPLICAS_ENV}={raw!r} is not a positive replica count")
+    return int(raw)
+
+
+# --- ordinals -------------------------------------------------------------------------
+_placement_cache: Placement | None = None
+
+
+def placement() -> Placement:
+    """This replica's placement (only inside a replica)."""
+    global _placement_cache
+    text = os.environ.get(_PLACEMENT_ENV)
+    if text is None:
+        raise RuntimeError("not inside a CPU replica started by xrt2pjrt's CPU multi-replica mode")
+    if _placement_cache is None or _placement_cache.to_env() != text:
+        _placement_cache = Placement.from_env(text)
+    return _placement_cache
+
+
+def get_ordinal(defval: int = 0) -> int:
+    return placement().ordinal if active() else defval
+
+
+def xrt_world_size(defval: int = 1) -> int:
+    return placement().world_size if active() else defval
+
+
+def get_local_ordinal(defval: int = 0) -> int:
+    return placement().local_ordinal if active() else defval
+
+
+# --- the transport: one gloo group per replica group ------------------------------------
+class _Transport:
+    """This process's connection to the store and its gloo groups (made lazily)."""
+
+    def __init__(self, where: Placement):
+        from torch.distributed import PrefixStore
+
+        self.placement = where
+        self.timeout = default_timeout()
+        self.store = connect_store(where.store_host, where.store_port, is_server=False, timeout=self.timeout)
+        self._pg_store = PrefixStore("xrt2pjrt/cpu_replicas/gloo", self.store)
+        self._groups: dict[tuple[int, ...], Any] = {}
+
+    def group(self, members: Sequence[int]):
+        """The gloo process group of ``members``; every member creates it on first use."""
+        key = tuple(members)
+        if key not in self._groups:
+            from torch.distributed import PrefixStore, ProcessGroupGloo
+
+            options = ProcessGroupGloo._Options()
+            options._timeout = datetime.timedelta(seconds=self.timeout)
+            options._devices = [ProcessGroupGloo.create_device(hostname=self.placement.gloo_addr, lazy_init=True)]
+            store = PrefixStore(",".join(map(str, key)), self._pg_store)
+            self._groups[key] = ProcessGroupGloo(store, key.index(self.placement.ordinal), len(key), options)
+        return self._groups[key]
+
+
+_transport: _Transport | None = None
+_transport_lock = threading.Lock()
+
+
+def _world() -> _Transport:
+    global _transport
+    with _transport_lock:
+        if _transport is None or _transport.placement != placement():
+            _transport = _Transport(placement())
+        return _transport
+
+
+def _exchange(tensors: Sequence, members: Sequence[int]) -> list[list]:
+    """Every member's host copy of ``tensors``, in the order ``members`` lists them.
+
+    The tensors travel as raw bytes in one buffer, so every dtype (bool, bfloat16, ...)
+    goes through one gloo allgather of uint8.
+    """
+    import torch
+
+    host = _to_host(tensors)
+    if len(members) == 1:
+        return [host]
+    flat = torch.cat([t.reshape(-1).view(torch.uint8) for t in host]) if host else torch.empty(0, dtype=torch.uint8)
+    received = [torch.empty_like(flat) for _ in members]
+    _world().group(members).allgather([received], [flat]).wait()
+    sizes = [t.numel() * t.element_size() for t in host]
+    result = []
+    for buffer in received:
+        parts = torch.split(buffer, sizes) if sizes else []
+        result.append([p.view(t.dtype).reshape(t.shape) for p, t in zip(parts, host)])
+    return result
+
+
+def _to_host(tensors: Sequence) -> list:
+    """Host copies; XLA tensors come over in one graph execution."""
+    xla = [t for t in tensors if t.device.type == "xla"]
+    fetched = iter(_xla_to_cpu(xla)) if xla else iter(())
+    return [next(fetched) if t.device.type == "xla" else t.detach().clone() for t in tensors]
+
+
+def _xla_to_cpu(tensors: list) -> list:
+    import torch_xla
+
+    return torch_xla._XLAC._xla_get_cpu_tensors(tensors)
+
+
+# --- collectives (XRT-era signatures) -----------------------------------------------------
+def _my_group(groups, what: str) -> list[int]:
+    ordinal = get_ordinal()
+    explicit = collective_args.replica_groups(groups, xrt_world_size())
+    for group in explicit:
+        if ordinal in group:
+            return group
+    raise collective_args.CollectiveArgumentError(f"{what}: ordinal {ordinal} is in none of the groups {explicit}")
+
+
+def _fold(reduce_type: str, values: list, scale: float):
+    """XLA's AllReduce of ``values`` (in group order), then its scale."""
+    import torch
+
+    kind = collective_args.reduce_type(reduce_type)
+    if kind in ("and", "or") and (values[0].is_floating_point() or values[0].is_complex()):
+        # XLA's And/Or are bitwise: its compiler rejects floating point operands.
+        raise TypeError(f"all_reduce {kind!r} needs integer or bool tensors, not {values[0].dtype}")
+    combine = {
+        "sum": torch.add,
+        "mul": torch.mul,
+        "and": torch.bitwise_and,
+        "or": torch.bitwise_or,
+        "min": torch.minimum,
+        "max": torch.maximum,
+    }[kind]
+    result = values[0]
+    for value in values[1:]:
+        result = combine(result, value)
+    if kind == "sum" and result.dtype == torch.bool:
+        result = result.to(torch.bool)
+    if scale != 1.0:
+        # XLA multiplies by the scale converted to the element type (0.5 -> 0 for ints).
+        result = result * torch.tensor(scale, dtype=result.dtype)
+    return result
+
+
+def _reduce(reduce_type: str, tensors: Sequence, scale: float, members: Sequence[int]) -> list:
+    gathered = _exchange(tensors, members)
+    return [_fold(reduce_type, [member[i] for member in gathered], scale) for i in range(len(tensors))]
+
+
+def _write(outputs: Sequence, results: Sequence) -> None:
+    import torch
+
+    with torch.no_grad():
+        for output, result in zip(outputs, results):
+            output.copy_(result)
+
+
+def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
+    """A tensor -> a new reduced tensor; a list -> reduced in place, the list returned."""
+    import torch
+
+    members = _my_group(groups, "all_reduce")
+    single = isinstance(inputs, torch.Tensor)
+    tensors = [inputs] if single else list(inputs)
+    results = _reduce(reduce_type, tensors, scale, members)
+    if single:
+        return results[0].to(inputs.device)
+    _write(tensors, results)
+    return inputs
+
+
+def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
+    """Group members' values concatenated along ``dim`` in group order."""
+    import torch
+
+    members = _my_group(groups, "all_gather")
+    collective_args.uniform_group_size(collective_args.replica_groups(groups, xrt_world_size()))
+    if isinstance(value, torch.Tensor):
+        if pin_layout and output is None:
+            return _all_gather_using_all_reduce(value, dim, members, groups)
+        gathered = _exchange([value], members)
+        result = torch.cat([member[0] for member in gathered], dim)
+        if output is not None:
+            _write([output], [result])
+            return output
+        return result.to(value.device)
+    if not (isinstance(value, list) and all(isinstance(v, torch.Tensor) for v in value)):
+        raise TypeError(f"`value` needs to be a Tensor or a list of Tensors, but given {type(value)}.")
+    if pin_layout:
+        raise RuntimeError("For xm.all_gather with list of tensors input, pin_layout=True is not yet supported.")
+    gathered = _exchange(value, members)
+    results = [torch.cat([member[i] for member in gathered], dim) for i in range(len(value))]
+    if output is not None:
+        _check_output_list(output, value)
+        _write(output, results)
+        return output
+    return [r.to(v.device) for r, v in zip(results, value)]
+
+
+def _all_gather_using_all_reduce(value, dim, members, groups):
+    """torch_xla's pinned all_gather: zero-pad by group position, then all_reduce sum."""
+    import torch.nn.functional as F
+
+    dim = dim + value.dim() if dim < 0 else dim
+    position, size = members.index(get_ordinal()), len(members)
+    padding = [0] * (2 * value.dim())
+    index = value.dim() - 1 - dim
+    padding[2 * index] = position * value.size(dim)
+    padding[2 * index + 1] = (size - 1 - position) * value.size(dim)
+    return all_reduce("sum", F.pad(value, padding), groups=groups)
+
+
+def _check_output_list(output, inputs) -> None:
+    import torch
+
+    if not isinstance(output, list) or any(not isinstance(v, torch.Tensor) for v in output):
+        raise TypeError(f"`output` needs to be a list of Tensors, but given {type(output)}.")
+    if len(output) != len(inputs):
+        raise ValueError(f"`output` length doesn't match `input` length: {len(output)} vs {len(inputs)}.")
+
+
+def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None, pin_layout=True):
+    """Reduce over the group, then group position p keeps shard p along ``scatter_dim``."""
+    import torch
+
+    members = _my_group(groups, "reduce_scatter")
+    if shard_count != len(members):
+        raise collective_args.CollectiveArgumentError(
+            f"reduce_scatter: shard_count={shard_count} but the replica group has {len(members)} members"
+        )
+    single = isinstance(input, torch.Tensor)
+    tensors = [input] if single else list(input)
+    position = members.index(get_ordinal())
+    shards = [_shard(r, scatter_dim, shard_count, position) for r in _reduce(reduce_type, tensors, scale, members)]
+    if output is not None:
+        outputs = [output] if single else output
+        if not single:
+            _check_output_list(output, tensors)
+        _write(outputs, shards)
+        return output
+    placed = [s.to(t.device) for s, t in zip(shards, tensors)]
+    return placed[0] if single else placed
+
+
+def _shard(tensor, dim: int, count: int, position: int):
+    length = tensor.size(dim)
+    if length % count:
+        raise collective_args.CollectiveArgumentError(
+            f"dimension {dim} of size {length} does not split into {count} equal shards"
+        )
+    return tensor.narrow(dim, position * (length // count), length // count).contiguous()
+
+
+def all_to_all(value, split_dimension, concat_dimension, split_count, groups=None, pin_layout=True):
+    """Chunk j of every member's ``split_dimension`` goes to member j, stacked in group order."""
+    import torch
+
+    members = _my_group(groups, "all_to_all")
+    if split_count != len(members):
+        raise collective_args.CollectiveArgumentError(
+            f"all_to_all: split_count={split_count} but the replica group has {len(members)} members"
+        )
+    position = members.index(get_ordinal())
+    gathered = _exchange([value], members)
+    chunks = [_shard(member[0], split_dimension, split_count, position) for member in gathered]
+    return torch.cat(chunks, concat_dimension).to(value.device)
+
+
+def collective_permute(value, pairs):
+    """The value of the replica whose pair targets this one; zeros when none does."""
+    import torch
+
+    world = xrt_world_size()
+    checked = collective_args.source_target_pairs(pairs, world)
+    gathered = _exchange([value], list(range(world)))
+    sources = [source for source, target in checked if target == get_ordinal()]
+    result = gathered[sources[0]][0] if sources else torch.zeros_like(gathered[0][0])
+    return result.to(value.device)
+
+
+def reduce_gradients(optimizer, groups=None, pin_layout=True):
+    """XRT's reduce_gradients: average every gradient over the world (what optimizer_step uses)."""
+    count = xrt_world_size()
+    if count > 1:
+        gradients = [
+            p.grad.data for group in optimizer.param_groups for p in group["params"] if p.grad is not None
+        ]
+        if gradients:
+            all_reduce("sum", gradients, scale=1.0 / count, groups=groups, pin_layout=pin_layout)
+
+
+def rendezvous(tag, payload=b"", replicas=[]):  # noqa: B006 -- the XRT-era signature
+    """A real barrier with payload exchange; payloads in ordinal order."""
+    return host_rendezvous_module.host_rendezvous(
+        tag,
+        payload,
+        replicas or None,
+        ordinal=get_ordinal(),
+        world_size=xrt_world_size(),
+        store=_world().store,
+    )
+
+
+# --- spawning and supervising -------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _Hosts:
+    count: int
+    index: int
+
+    @classmethod
+    def from_env(cls) -> _Hosts:
+        count = int(os.environ.get(HOSTS_ENV, "").strip() or 1)
+        index = int(os.environ.get(HOST_INDEX_ENV, "").strip() or 0)
+        if count < 1 or not 0 <= index < count:
+            raise ValueError(f"{HOST_INDEX_ENV}={index} is not a host of {HOSTS_ENV}={count}")
+        return cls(count, index)
+
+
+def _local_address_towards(host: str) -> str:
+    """The address this machine uses to reach ``host`` (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect((host, 9))
+        return probe.getsockname()[0]
+
+
+def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_method: str = "spawn") -> dict[int, Any]:
+    """Run ``fn(ordinal, *args)`` in ``nprocs`` replica processes on this host; join them.
+
+    Returns ``{ordinal: fn's return value}`` for this host's replicas (None where a value
+    could not be pickled). Raises :class:`ReplicaFailed` when any replica, here or on
+    another host, fails.
+    """
+    if active():
+        raise RuntimeError("spawn called inside a CPU replica: nested spawn is not supported")
+    if start_method == "fork":
+        _refuse_initialised_runtime()
+    count = _replica_count(nprocs)
+    hosts = _Hosts.from_env()
+    timeout = default_timeout()
+    if hosts.count == 1:
+        # A free port picked by the OS: two runs on one machine never collide.
+        store = connect_store("127.0.0.1", 0, is_server=True, timeout=timeout)
+        store_host, store_port, gloo_addr = "127.0.0.1", store.port, "127.0.0.1"
+    else:
+        store_host, store_port = host_rendezvous_module.store_address()
+        store = connect_store(store_host, store_port, is_server=hosts.index == 0, timeout=timeout)
+        gloo_addr = os.environ.get(HOST_ADDR_ENV, "").strip() or _local_address_towards(store_host)
+
+    context = multiprocessing.get_context(start_method)
+    replicas = []
+    for local in range(count):
+        where = Placement(
+            ordinal=hosts.index * count + local,
+            world_size=hosts.count * count,
+            local_ordinal=local,
+            local_world_size=count,
+            host=hosts.index,
+            hosts=hosts.count,
+            store_host=store_host,
+            store_port=store_port,
+            gloo_addr=gloo_addr,
+        )
+        reader, writer = context.Pipe(duplex=False)
+        process = context.Process(
+            target=_replica_main, args=(fn, args, where, writer), name=f"xrt2pjrt-cpu-replica-{where.ordinal}"
+        )
+        process.start()
+        writer.close()
+        replicas.append(_Replica(where, process, reader))
+    return _Supervisor(replicas, store, hosts, timeout).join()
+
+
+def _refuse_initialised_runtime() -> None:
+    torch_xla = sys.modules.get("torch_xla")
+    if torch_xla is not None and torch_xla._XLAC._xla_runtime_is_initialized():
+        raise RuntimeError(
+            "the XLA runtime was initialised in the parent before spawn (something called "
+            "xm.xla_device() or moved a tensor to the device at import time); forked CPU "
+            "replicas cannot use it: touch the device only inside the spawned function, or "
+            "use start_method='spawn'"
+        )
+
+
+def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
+    """Entry point of a replica process."""
+    os.environ.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1", **{_PLACEMENT_ENV: where.to_env()})
+    try:
+        result = fn(where.ordinal, *args)
+        # Nobody leaves before everybody finished, so no replica closes its gloo sockets
+        # while a peer still reads from them; then tell host 0 this replica is done.
+        rendezvous("xrt2pjrt.cpu_replicas.exit")
+        _world().store.add(_FINISHED_KEY, 1)
+    except BaseException:  # noqa: BLE001 -- reported to the parent, then a non-zero exit
+        _send(report, ("error", traceback.format_exc()))
+        report.close()
+        sys.stderr.flush()
+        os._exit(1)
+    try:
+        _send(report, ("ok", result))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        _send(report, ("ok", None))
+    report.close()
+
+
+def _send(report, message) -> None:
+    try:
+        report.send(message)
+    except (BrokenPipeError, OSError):
+        pass  # the parent is gone or ending us: nothing left to tell
+
+
+@dataclasses.dataclass
+class _Replica:
+    placement: Placement
+    process: multiprocessing.process.BaseProcess
+    reader: multiprocessing.connection.Connection
+    report: tuple | None = None
+
+    def describe(self) -> str:
+        where = self.placement
+        host = f" on host {where.host}" if where.hosts > 1 else ""
+        return f"CPU replica {where.ordinal}{host} (pid {self.process.pid})"
+
+
+class _Supervisor:
+    """Joins the local replicas; on the first failure ends them all and raises."""
+
+    def __init__(self, replicas: list[_Replica], store, hosts: _Hosts, timeout: float):
+        self.replicas = replicas
+        self.store = store
+        self.hosts = hosts
+        self.timeout = timeout
+
+    def join(self) -> dict[int, Any]:
+        try:
+            while any(r.process.exitcode is None for r in self.replicas):
+                waitables = [r.process.sentinel for r in self.replicas if r.process.exitcode is None]
+                waitables += [r.reader for r in self.replicas if r.report is None]
+                multiprocessing.connection.wait(waitables, timeout=_POLL_SECONDS)
+                failure = self._local_failure() or self._remote_failure()
+                if failure:
+                    raise failure
+            failure = self._local_failure()
+            if failure:
+                raise failure
+            if self.hosts.count > 1 and self.hosts.index == 0:
+                self._wait_for_other_hosts()
+            return {r.placement.ordinal: r.report[1] for r in self.replicas}
+        except BaseException as error:
+            self._end_all()
+            if not isinstance(error, ReplicaFailed) or error.ordinal in self._local_ordinals():
+                self._post_abort(str(error))
+            raise
+        finally:
+            for replica in self.replicas:
+                replica.reader.close()
+
+    def _local_failure(self) -> ReplicaFailed | None:
+        exited = [r for r in self.replicas if r.process.exitcode is not None]
+        # Read after looking at exit codes: a replica reports before it exits.
+        for replica in self.replicas:
+            if replica.report is None and replica.reader.poll():
+                try:
+                    replica.report = replica.reader.recv()
+                except (EOFError, OSError):
+                    replica.report = ("died", None)
+        # A replica that died without a report (killed, os._exit) caused whatever errors
+        # its peers then reported, so it is named first; else the first reported error.
+        for replica in exited:
+            code = replica.process.exitcode
+            if replica.report is None or replica.report[0] == "died":
+                if code < 0:
+                    how = f"was killed by {signal.Signals(-code).name}"
+                else:
+                    how = f"exited with code {code}" + (" without a result" if code == 0 else "")
+                return ReplicaFailed(f"{replica.describe()} {how}", replica.placement.ordinal, code)
+        for replica in self.replicas:
+            if replica.report is not None and replica.report[0] == "error":
+                replica.process.join(_TERMINATE_GRACE_SECONDS)
+                return ReplicaFailed(
+                    f"{replica.describe()} exited with code {replica.process.exitcode} after raising:\n"
+                    f"{replica.report[1]}",
+                    replica.placement.ordinal,
+                    replica.process.exitcode,
+                )
+        return None
+
+    def _remote_failure(self) -> ReplicaFailed | None:
+        if self.hosts.count == 1:
+            return None
+        try:
+            if not self.store.check([_ABORT_KEY]):
+                return None
+            message = self.store.get(_ABORT_KEY).decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001 -- host 0's store is gone: its replicas report it
+            return None
+        return ReplicaFailed(f"another host failed: {message}", -1, None)
+
+    def _post_abort(self, message: str) -> None:
+        if self.hosts.count > 1:
+            try:
+                self.store.set(_ABORT_KEY, message)
+            except Exception:  # noqa: BLE001 -- best effort: the store may be gone
+                pass
+
+    def _wait_for_other_hosts(self) -> None:
+        """Host 0 serves the store: keep it up until every replica on every host is done."""
+        world = self.replicas[0].placement.world_size
+        deadline = time.monotonic() + self.timeout
+        while int(self.store.add(_FINISHED_KEY, 0)) < world:
+            failure = self._remote_failure()
+            if failure:
+                raise failure
+            if time.monotonic() > deadline:
+                raise ReplicaFailed("replicas on other hosts did not finish in time", -1, None)
+            time.sleep(_POLL_SECONDS)
+
+    def _local_ordinals(self) -> set[int]:
+        return {r.placement.ordinal for r in self.replicas}
+
+    def _end_all(self) -> None:
+        alive = [r.process for r in self.replicas if r.process.is_alive()]
+        for process in alive:
+            process.terminate()
+        deadline = time.monotonic() + _TERMINATE_GRACE_SECONDS
+        for process in alive:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in alive:
+            if process.is_alive():
+                process.kill()
+                process.join()
