@@ -23,6 +23,7 @@ from xrt2pjrt.report import Finding
 # file kind -> module implementing the contract above
 MODULES: dict[str, str] = {
     "python": "xrt2pjrt.rules.python",
+    "shell": "xrt2pjrt.text.shell",
 }
 
 

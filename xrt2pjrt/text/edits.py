@@ -1,0 +1,62 @@
+"""Span edits and findings collected during one pass over one text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xrt2pjrt.registry import Options
+from xrt2pjrt.report import Finding
+from xrt2pjrt.rewriters import Outcome
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class Recorder:
+    """What the rules of one pass want done to ``text``: edits, changes, manual items."""
+
+    text: str
+    options: Options
+    edits: list[Edit] = field(default_factory=list)
+    changes: list[Finding] = field(default_factory=list)
+    manual: list[Finding] = field(default_factory=list)
+
+    def line(self, offset: int) -> int:
+        return self.text.count("\n", 0, offset) + 1
+
+    def change(self, rule: str, offset: int, message: str, *edits: Edit) -> None:
+        """Record a change made of ``edits``; dropped whole when it overlaps an earlier one."""
+        if any(e.start < o.end and o.start < e.end for e in edits for o in self.edits):
+            return
+        self.edits.extend(edits)
+        self.changes.append(Finding(rule, self.line(offset), message))
+
+    def ask(self, rule: str, offset: int, message: str) -> None:
+        finding = Finding(rule, self.line(offset), message)
+        if finding not in self.manual:
+            self.manual.append(finding)
+
+    def outcome(self) -> Outcome:
+        out, pos = [], 0
+        for e in sorted(self.edits, key=lambda e: (e.start, e.end)):
+            out.append(self.text[pos:e.start])
+            out.append(e.text)
+            pos = e.end
+        out.append(self.text[pos:])
+        return Outcome("".join(out), self.changes, self.manual)
+
+
+def shifted(findings: list[Finding], lines: int) -> list[Finding]:
+    """Findings of a snippet, renumbered for the file the snippet starts ``lines`` lines into."""
+    return [Finding(f.rule, f.line + lines, f.message) for f in findings]
+
+
+def merge_into(rec: Recorder, outcome: Outcome, lines: int) -> None:
+    """Add the findings of a snippet's rewrite to the recorder of the enclosing file."""
+    rec.changes.extend(shifted(outcome.changes, lines))
+    rec.manual.extend(f for f in shifted(outcome.manual, lines) if f not in rec.manual)

@@ -1,0 +1,172 @@
+"""XRT environment variables outside Python: the rules, and the one way they are applied.
+
+Every file kind finds its own *settings* of variables — ``export X=…``, ``X=… cmd``,
+``unset X``, ``docker run -e X=…``, Dockerfile ``ENV``, YAML ``env:`` entries, ``%env`` —
+and describes each as an ``EnvSetting`` that knows how to rename itself or delete itself
+in its own syntax. The rules below only decide *what* happens to a variable; ``apply``
+does it the same way for every kind.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from xrt2pjrt.registry import Example, Rule, register
+from xrt2pjrt.text.edits import Edit, Recorder
+
+
+@dataclass
+class EnvSetting:
+    """One place a file sets (or unsets, or passes on) a variable."""
+
+    name: str
+    offset: int  # where it is, for the report
+    # (new name, new value) -> edits; the value is ignored by forms that carry none.
+    rename: Callable[[str, str], list[Edit]]
+    # Edits that remove the setting; None when it cannot be removed on its own.
+    delete: list[Edit] | None
+    form: str = "set"  # "set", "unset" (unset X) or "pass" (export X, docker -e X)
+    # Settings of one scope (one command's prefix, or the whole file for statements) need one
+    # replacement: a second PJRT_DEVICE=CPU in the same scope is removed instead.
+    scope: object = "file"
+
+
+class EnvRule(Rule):
+    kind = "shell"
+    # The variables this rule handles, as a regex on the whole name.
+    variables: ClassVar[str]
+    # What replaces them: (name, value), or None to delete the setting.
+    replacement: ClassVar[tuple[str, str] | None]
+
+
+@register
+class XrtTpuConfig(EnvRule):
+    id = "shell-env-xrt-tpu-config"
+    summary = ("XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, "
+               "docker -e, Dockerfile ENV, YAML env, %env).")
+    variables = r"XRT_TPU_CONFIG"
+    replacement = ("PJRT_DEVICE", "TPU")
+    examples = (
+        Example('export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n',
+                "export PJRT_DEVICE=TPU\npython3 train.py\n"),
+        Example("XRT_TPU_CONFIG='tpu_worker;0;10.0.0.2:8470' python3 train.py\n",
+                "PJRT_DEVICE=TPU python3 train.py\n"),
+        Example("docker run -e XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011 img python3 train.py\n",
+                "docker run -e PJRT_DEVICE=TPU img python3 train.py\n"),
+        Example("unset XRT_TPU_CONFIG\n", "unset PJRT_DEVICE\n"),
+    )
+
+
+@register
+class XrtCpuTopology(EnvRule):
+    id = "shell-env-xrt-cpu"
+    summary = "XRT_DEVICE_MAP / XRT_WORKERS (an explicit CPU topology) → PJRT_DEVICE=CPU."
+    variables = r"XRT_DEVICE_MAP|XRT_WORKERS"
+    replacement = ("PJRT_DEVICE", "CPU")
+    examples = (
+        Example(
+            'export XRT_DEVICE_MAP="CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0"\n'
+            'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n'
+            "python3 test.py\n",
+            "export PJRT_DEVICE=CPU\npython3 test.py\n",
+        ),
+        Example('XRT_WORKERS="localservice:0;grpc://localhost:40934" XRT_DEVICE_MAP="CPU:0;/job:localservice/'
+                'replica:0/task:0/device:XLA_CPU:0" python3 test.py\n',
+                "PJRT_DEVICE=CPU python3 test.py\n"),
+    )
+
+
+@register
+class XrtPlumbing(EnvRule):
+    id = "shell-env-xrt-plumbing"
+    summary = ("XRT server and mesh variables (XRT_LOCAL_WORKER, XRT_MESH_*, XRT_SHARD_*, "
+               "XRT_HOST_*, ...) are removed: PJRT has no XRT server and ignores them.")
+    variables = (r"XRT_LOCAL_WORKER|XRT_MESH_\w+|XRT_MULTI_PROCESSING_DEVICE|XRT_START_LOCAL_SERVER"
+                 r"|XRT_TORCH_DIST_\w+|XRT_GRPC_\w+|XRT_SHARD_\w+|XRT_HOST_\w+")
+    replacement = None
+    examples = (
+        Example("export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\n"
+                "export XRT_START_LOCAL_SERVER=1\npython3 train.py\n",
+                "export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\npython3 train.py\n"),
+        Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 python3 train.py\n", "python3 train.py\n"),
+    )
+
+
+@register
+class XrtReview(Rule):
+    id = "shell-env-xrt-review"
+    kind = "shell"
+    summary = ("Reports what needs a person: XRT variables read ($XRT_…), other XRT_* or "
+               "TPU_NUM_DEVICES settings, settings that cannot be rewritten in place.")
+    examples = (
+        Example('echo "ordinal $XRT_SHARD_ORDINAL"\n', 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
+                manual=("XRT_SHARD_ORDINAL",)),
+        Example("export TPU_NUM_DEVICES=8\n", "export TPU_NUM_DEVICES=8\n", manual=("TPU_NUM_DEVICES",)),
+    )
+
+
+ENV_RULES: tuple[type[EnvRule], ...] = (XrtTpuConfig, XrtCpuTopology, XrtPlumbing)
+READ = re.compile(r"\$\{?(XRT_\w+)")
+# Names worth a look when set, with the reason.
+REVIEW = {
+    "TPU_NUM_DEVICES": "TPU_NUM_DEVICES is not read by torch_xla 2.9: use TPU_PROCESS_BOUNDS/"
+                       "TPU_VISIBLE_CHIPS, or leave one process per chip (the default)",
+}
+
+
+def rule_for(name: str) -> type[EnvRule] | None:
+    return next((r for r in ENV_RULES if re.fullmatch(r.variables, name)), None)
+
+
+def mentions(text: str) -> bool:
+    return "XRT_" in text or any(name in text for name in REVIEW)
+
+
+@dataclass
+class _Pass:
+    """What one file's settings became so far: a second PJRT_DEVICE=CPU is dropped."""
+
+    done: set = field(default_factory=set)
+
+
+def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int], bool]) -> None:
+    """Apply the environment rules to every setting of a file, in source order.
+
+    ``earlier_pjrt(offset)`` tells whether the file sets PJRT_DEVICE before ``offset``;
+    then an ``unset`` of an XRT variable is dropped instead of unsetting PJRT_DEVICE.
+    """
+    state = _Pass()
+    for s in settings:
+        rule = rule_for(s.name)
+        if rule is None:
+            if s.name.startswith("XRT_") or s.name in REVIEW:
+                reason = REVIEW.get(s.name, f"{s.name} is an XRT variable that PJRT ignores")
+                rec.ask(XrtReview.id, s.offset, f"{reason}; decide whether it is still needed")
+            continue
+        if not rec.options.on(rule.id):
+            continue
+        replacement = rule.replacement
+        key = (s.scope, s.form, replacement)
+        drop = replacement is None or key in state.done or (
+            s.form == "unset" and earlier_pjrt(s.offset))
+        if drop:
+            if s.delete is None:
+                rec.ask(rule.id, s.offset, f"{s.name} is not used under PJRT: remove it here by hand")
+            else:
+                why = "has no meaning under PJRT" if replacement is None else "is already replaced here"
+                rec.change(rule.id, s.offset, f"removed {s.name}: it {why}", *s.delete)
+            continue
+        state.done.add(key)
+        name, value = replacement
+        shown = {"unset": f"unset {name}", "pass": name}.get(s.form, f"{name}={value}")
+        rec.change(rule.id, s.offset, f"{s.name} → {shown}", *s.rename(name, value))
+
+
+def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
+    """Report every ``$XRT_…`` read in ``text`` (which starts at ``base`` in the file)."""
+    for m in READ.finditer(text):
+        rec.ask(XrtReview.id, base + m.start(),
+                f"{m.group(1)} is read here but PJRT never sets it (see xr.world_size(), "
+                "xr.global_ordinal(), xr.process_index())")

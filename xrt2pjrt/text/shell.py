@@ -1,0 +1,260 @@
+"""The shell rewriter (file kind "shell"), and the shell rules every text kind applies.
+
+Dockerfile RUN lines, YAML commands, Markdown code blocks and notebook ``!`` lines are
+shell too: their adapters hand those pieces to ``rewrite`` here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import shutil
+import subprocess
+
+from xrt2pjrt.registry import Example, Options, Rule, register
+from xrt2pjrt.rewriters import Outcome
+from xrt2pjrt.text import environment, xla_dist
+from xrt2pjrt.text.edits import Edit, Recorder, merge_into
+from xrt2pjrt.text.environment import EnvSetting
+from xrt2pjrt.text.words import NAME, Command, Word, commands
+
+TRIGGER = re.compile(r"xla_dist|XRT_|TPU_NUM_DEVICES")
+
+
+@register
+class LaunchXlaDist(Rule):
+    id = "launch-xla-dist"
+    kind = "shell"
+    summary = ("python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME "
+               "--worker=all --command=\"PJRT_DEVICE=TPU …\" (or `xrt2pjrt launch` with "
+               "--launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.")
+    examples = (
+        Example(
+            "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME --restart-tpuvm-pod-server "
+            "--env XLA_USE_BF16=1 -- python3 train.py --model 'vit b/16' 2>&1 | tee log.txt\n",
+            'gcloud compute tpus tpu-vm ssh $TPU_NAME --worker=all --command="PJRT_DEVICE=TPU '
+            "XLA_USE_BF16=1 python3 train.py --model 'vit b/16'\" 2>&1 | tee log.txt\n",
+        ),
+        Example(
+            "python -m torch_xla.distributed.xla_dist \\\n  --tpu=my-pod \\\n  --conda-env=torch-xla-1.13 \\\n"
+            "  -- \\\n  python3 train.py \\\n    --lr 0.1\n",
+            "gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \\\n"
+            '  --command="conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \\\n'
+            '    --lr 0.1"\n',
+            options={"zone": "us-central2-b"},
+        ),
+        Example(
+            "python3 -m torch_xla.distributed.xla_dist --tpu=pod --docker-image=gcr.io/p/img:r1.13 "
+            "--docker-run-flag=--shm-size=16G -- python3 /app/train.py\n",
+            'gcloud compute tpus tpu-vm ssh pod --worker=all --command="sudo docker run --rm --privileged '
+            '--net=host -e PJRT_DEVICE=TPU --shm-size=16G gcr.io/p/img:r1.13 python3 /app/train.py"\n',
+        ),
+        Example(
+            "python3 -m torch_xla.distributed.xla_dist --tpu=pod --restart-tpuvm-pod-server -- python3 train.py\n",
+            "xrt2pjrt launch --tpu=pod -- python3 train.py\n",
+            options={"launcher": "xrt2pjrt"},
+        ),
+        Example(
+            'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
+            'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
+            manual=("inside",),
+        ),
+        Example(
+            "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
+            "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
+            manual=("--vm",),
+        ),
+    )
+
+
+def rewrite(text: str, options: Options) -> Outcome:
+    rec = Recorder(text, options)
+    _apply(rec, nested=False)
+    return rec.outcome()
+
+
+def check(text: str) -> str | None:
+    """``bash -n`` on the rewritten script (skipped where bash is missing)."""
+    bash = shutil.which("bash")
+    if bash is None:
+        return None
+    proc = subprocess.run([bash, "-n"], input=text.encode(), capture_output=True, timeout=30)
+    return proc.stderr.decode(errors="replace").strip() or None if proc.returncode else None
+
+
+def _apply(rec: Recorder, nested: bool) -> None:
+    text = rec.text
+    settings: list[EnvSetting] = []
+    for cmd in commands(text):
+        if not nested and rec.options.on(LaunchXlaDist.id):
+            _translate_launch(cmd, rec)
+        cmd_settings = _settings(cmd, text)
+        settings += cmd_settings
+        _rewrite_strings(cmd, rec, {id(w) for s in cmd_settings for w in s.words})
+    environment.apply(settings, rec, lambda offset: "PJRT_DEVICE=" in text[:offset])
+    if not nested:
+        environment.ask_about_reads(text, 0, rec)
+
+
+# --- xla_dist ------------------------------------------------------------------------------
+
+
+def _translate_launch(cmd: Command, rec: Recorder) -> None:
+    text, argv = rec.text, cmd.argv()
+    inv = xla_dist.find(argv)
+    if inv is None:
+        for w in argv:
+            if xla_dist.MENTION.search(w.source(text)):
+                rec.ask(LaunchXlaDist.id, w.start, "xla_dist inside another command's argument "
+                        f"(`{argv[0].source(text)} …`): translate it by hand to gcloud compute tpus "
+                        "tpu-vm ssh NAME --worker=all --command=\"PJRT_DEVICE=TPU …\"")
+                return
+        return
+    start, end = argv[inv.launcher].start, argv[inv.end - 1].end
+    try:
+        if any(start < r.start < end for r in cmd.redirects):
+            raise xla_dist.Untranslatable("a redirection in the middle of the call")
+        launch = xla_dist.parse(argv, inv, text)
+        if rec.options.launcher == "xrt2pjrt":
+            edits = _as_xrt2pjrt_launch(argv, inv, launch, rec)
+        else:
+            edits = [Edit(start, end, _as_gcloud(launch, text[start:end], rec))]
+    except xla_dist.Untranslatable as exc:
+        rec.ask(LaunchXlaDist.id, start, f"xla_dist call left as it is: {exc}; translate it by hand")
+        return
+    notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
+    if launch.conda_env:
+        notes += "; conda must be usable from a non-interactive shell on the workers"
+    target = "xrt2pjrt launch" if rec.options.launcher == "xrt2pjrt" else "gcloud … --worker=all"
+    rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits)
+
+
+def _as_gcloud(launch: xla_dist.Launch, span: str, rec: Recorder) -> str:
+    options = rec.options
+    header = xla_dist.gcloud_ssh(launch.tpu.source(rec.text), "all",
+                                 xla_dist.quote_local(options.zone), xla_dist.quote_local(options.project))
+    continued = re.search(r"\\\n([ \t]*)", span)
+    joint = f" \\\n{continued.group(1)}" if continued else " "
+    body = xla_dist.as_shell_source(launch.worker_command())
+    return " ".join(header) + joint + f'--command="{body}"'
+
+
+def _as_xrt2pjrt_launch(argv: list[Word], inv: xla_dist.Invocation, launch: xla_dist.Launch,
+                        rec: Recorder) -> list[Edit]:
+    """Swap the launcher for `xrt2pjrt launch` and drop the XRT-only flags; keep the rest."""
+    options = rec.options
+    where = [f"--{k}={xla_dist.quote_local(v)}" for k, v in (("zone", options.zone), ("project", options.project)) if v]
+    edits = [Edit(argv[inv.launcher].start, argv[inv.flags - 1].end, " ".join(["xrt2pjrt", "launch", *where]))]
+    stop = inv.separator if inv.separator is not None else inv.end
+    k = inv.flags
+    while k < stop and argv[k].head.startswith("-"):
+        w = argv[k]
+        flag, inline = xla_dist.flag_of(w)
+        last = k + 1 if xla_dist.FLAGS[flag] and not inline else k
+        if flag in xla_dist.XRT_ONLY:
+            edits.append(Edit(w.start - len(w.gap), argv[last].end, ""))
+        k = last + 1
+    return edits
+
+
+# --- environment settings ------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _ShellSetting(EnvSetting):
+    words: tuple = ()
+
+
+def _settings(cmd: Command, text: str) -> list[EnvSetting]:
+    """Every variable a command sets, unsets or passes on, as EnvSettings."""
+    argv = cmd.argv()
+    keywords = len(cmd.words) - len(argv)
+    n_prefix = next((i for i, w in enumerate(argv) if w.assignment() is None), len(argv))
+    prefix, args = argv[:n_prefix], argv[n_prefix:]
+    out: list[EnvSetting] = []
+    statement = None if keywords else _statement_delete(text, cmd, argv)
+
+    def setting(w: Word, delete, form="set", scope="file", value_word: Word | None = None):
+        split = (value_word or w).assignment()
+        name = split[0] if split else (value_word or w).value
+        target = value_word or w
+
+        def rename(new: str, value: str) -> list[Edit]:
+            if form == "set":
+                return [Edit(target.start, target.end, f"{new}={value}")]
+            return [Edit(target.start, target.end, new)]
+
+        out.append(_ShellSetting(name, target.start, rename, delete, form, scope, words=(w,)))
+
+    for k, w in enumerate(prefix):
+        if args:
+            delete = [Edit(w.start, argv[k + 1].start, "")]
+        elif len(prefix) > 1:
+            delete = [Edit(w.start - len(w.gap), w.end, "")] if k else [Edit(w.start, argv[1].start, "")]
+        else:
+            delete = statement
+        setting(w, delete, scope=id(cmd) if args else "file")
+    if not args:
+        return out
+    head = args[0].value
+    if head == "sudo" and len(args) > 1:
+        args, head = args[1:], args[1].value
+    operands = [w for w in args[1:] if not (w.value or "").startswith("-")]
+    if head in ("export", "declare", "typeset", "readonly", "unset", "env"):
+        names = [w for w in operands if w.assignment() or NAME.fullmatch(w.value or "")]
+        if head == "env":
+            names = [w for w in names[:next((i for i, w in enumerate(names) if not w.assignment()), len(names))]]
+        for w in names:
+            alone = len(names) == 1 and head != "env"
+            delete = statement if alone else [Edit(w.start - len(w.gap), w.end, "")]
+            form = "unset" if head == "unset" else ("set" if w.assignment() else "pass")
+            setting(w, delete, form=form, scope=id(cmd) if head == "env" else "file")
+    elif head == "docker" and len(args) > 1 and args[1].value in ("run", "create", "exec"):
+        for flag, w in zip(args, args[1:]):
+            if flag.value in ("-e", "--env") and (w.assignment() or NAME.fullmatch(w.value or "")):
+                setting(w, [Edit(flag.start - len(flag.gap), w.end, "")],
+                        form="set" if w.assignment() else "pass", scope=id(cmd))
+    return out
+
+
+def _statement_delete(text: str, cmd: Command, argv: list[Word]) -> list[Edit] | None:
+    """Edits removing a command that is alone on its line(s); None when it is not."""
+    if not argv or cmd.joined_by:
+        return None
+    start, end = argv[0].start, cmd.end
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    after = text[end:line_end].strip()
+    if text[line_start:start].strip() or (after and not after.startswith("#")):
+        return None
+    if line_start and text[:line_start - 1].rstrip(" \t").endswith(("\\", "&&", "||", "|")):
+        return None
+    return [Edit(line_start, min(line_end + 1, len(text)), "")]
+
+
+# --- settings inside strings: echo "export XRT_TPU_CONFIG=…" >> ~/.bashrc, bash -c '…' ----
+
+
+def _rewrite_strings(cmd: Command, rec: Recorder, settings_words: set[int]) -> None:
+    text = rec.text
+    for w in cmd.words:
+        value = w.value
+        if id(w) in settings_words or value is None or not environment.mentions(value) or w.assignment():
+            continue
+        inner = Recorder(value, dataclasses.replace(rec.options, rules=rec.options.rules - {LaunchXlaDist.id}))
+        _apply(inner, nested=True)
+        outcome = inner.outcome()
+        if outcome.text == value:
+            continue
+        source = w.source(text)
+        if source.startswith("'") and "'" not in outcome.text:
+            new = f"'{outcome.text}'"
+        elif source.startswith('"'):
+            new = '"' + re.sub(r'([\\"$`])', r"\\\1", outcome.text) + '"'
+        else:
+            new = shlex.quote(outcome.text)
+        first, *rest = outcome.changes
+        rec.change(first.rule, w.start, f"{first.message} (inside a quoted string)", Edit(w.start, w.end, new))
+        merge_into(rec, Outcome("", rest, outcome.manual), rec.line(w.start) - 1)

@@ -1,0 +1,302 @@
+"""The xla_dist command model: words -> a ``Launch`` -> gcloud (or ``xrt2pjrt launch``).
+
+One model serves ``migrate`` (which renders shell source for a script) and ``xrt2pjrt
+launch`` (which renders an argv per worker), so both run the same command on the workers.
+
+What runs on a worker, and where ``$`` expands. torch_xla 1.13's xla_dist received its
+arguments after the local shell had expanded them, then wrote a script for each worker in
+which every word was wrapped in double quotes (``concat_cmd_list``) — so ``$VAR`` written
+unquoted or in double quotes expanded on the local machine, and a ``$`` that reached xla_dist
+literally (``'$HOME'``, ``\\$HOME``) expanded again on the worker. The rendering here keeps
+both: local expansions stay unescaped inside ``--command="…"`` (the same shell expands them
+before gcloud runs), literal text goes into double quotes on the worker with only ``"`` and
+``\\`` escaped, so a literal ``$`` still expands there. A word with spaces stays one word.
+Two deliberate differences: an unquoted expansion (``$EXTRA_ARGS``) or unquoted glob is left
+unquoted on the worker, so it still splits into words — it split locally before — but
+globs match files on the worker; and ``$'…'`` strings are left for a person.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from xrt2pjrt.text.words import GLOB, PLAIN, Part, Word
+
+MODULE = "torch_xla.distributed.xla_dist"
+PYTHON = re.compile(r"(?:.*/)?python(?:\d(?:\.\d+)?)?")
+SCRIPT = re.compile(r"(?:^|/)xla_dist\.py")
+# Python's own options that take a value (`python3 -W ignore -m ...`).
+PYTHON_VALUE_OPTIONS = ("-W", "-X", "-c")
+# Commands that run their arguments as a command; xla_dist after them is still translated.
+WRAPPERS = frozenset({"nohup", "time", "exec", "env", "timeout", "stdbuf", "nice", "command", "sudo"})
+MENTION = re.compile(r"torch_xla[./]distributed[./]xla_dist|\bxla_dist\.py\b")
+
+# xla_dist's flags (torch_xla 1.13 argparse): name -> takes a value.
+FLAGS = {
+    "--tpu": True,
+    "--vm": True,
+    "--docker-container": True,
+    "--docker-image": True,
+    "--docker-run-flag": True,
+    "--conda-env": True,
+    "--env": True,
+    "--restart-tpuvm-pod-server": False,
+    "--tpuvm-server-port": True,
+}
+# Flags of the XRT server that PJRT has no use for.
+XRT_ONLY = ("--restart-tpuvm-pod-server", "--tpuvm-server-port")
+DOCKER_RUN = ("sudo", "docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU")
+
+
+class Untranslatable(Exception):
+    """A launch shape that cannot be rewritten faithfully; the message says why."""
+
+
+@dataclass(frozen=True)
+class Seg:
+    """A piece of the worker's command text; ``local`` pieces are shell source the local
+    shell expands before gcloud runs (only in scripts)."""
+
+    text: str
+    local: bool = False
+
+
+@dataclass
+class Launch:
+    tpu: Word
+    command: list[Word]
+    env: list[Word] = field(default_factory=list)
+    conda_env: Word | None = None
+    docker_image: Word | None = None
+    docker_container: Word | None = None
+    docker_run_flags: list[Word] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # XRT-only flags given
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise Untranslatable("no command to run after `--`")
+        if self.conda_env and (self.docker_image or self.docker_container or self.docker_run_flags):
+            raise Untranslatable("docker and conda flags together (xla_dist refused them)")
+        if (self.docker_container or self.docker_run_flags) and not self.docker_image:
+            raise Untranslatable("docker flags without --docker-image")
+
+    def worker_command(self, first_gap: str = " ") -> list[Seg]:
+        """What each worker runs: PJRT_DEVICE=TPU, the env, conda or docker, the command.
+
+        The command words keep their gaps (spaces, ``\\``-newlines) after the first.
+        """
+        segs: list[Seg] = []
+
+        def word(w: Word, gap: str = " ") -> None:
+            if segs:
+                segs.append(Seg(gap))
+            segs.extend(remote_word(w))
+
+        assignments = [_assignment(w) for w in self.env]
+        if self.docker_image:
+            for s in DOCKER_RUN:
+                word(Word.literal(s))
+            for a in assignments:
+                word(Word.literal("-e"))
+                segs.append(Seg(" "))
+                segs.extend(a)
+            for flag in self.docker_run_flags:
+                word(flag)
+            if self.docker_container:
+                word(Word.literal("--name"))
+                word(self.docker_container)
+            word(self.docker_image)
+        else:
+            if self.conda_env:
+                for w in (Word.literal("conda"), Word.literal("activate"), self.conda_env, Word.literal("&&")):
+                    word(w)
+            word(Word.literal("PJRT_DEVICE=TPU"))
+            for a in assignments:
+                segs.append(Seg(" "))
+                segs.extend(a)
+        for i, w in enumerate(self.command):
+            word(w, first_gap if i == 0 else w.gap)
+        return segs
+
+
+def gcloud_ssh(tpu: str, worker: str, zone: str | None, project: str | None) -> list[str]:
+    return ["gcloud", "compute", "tpus", "tpu-vm", "ssh", tpu, *_where(zone, project), f"--worker={worker}"]
+
+
+def gcloud_describe(tpu: str, zone: str | None, project: str | None) -> list[str]:
+    return ["gcloud", "compute", "tpus", "tpu-vm", "describe", tpu, *_where(zone, project), "--format=json"]
+
+
+def _where(zone: str | None, project: str | None) -> list[str]:
+    return ([f"--zone={zone}"] if zone else []) + ([f"--project={project}"] if project else [])
+
+
+def as_argv_text(segs: list[Seg]) -> str:
+    """The worker command as one argv entry (no local shell in between)."""
+    return "".join(s.text for s in segs)
+
+
+def as_shell_source(segs: list[Seg]) -> str:
+    """The worker command as the inside of a local double-quoted string."""
+    return "".join(s.text if s.local else _escape_double_quoted(s.text) for s in segs)
+
+
+def _escape_double_quoted(text: str) -> str:
+    return re.sub(r'([\\"$`])', r"\\\1", text)
+
+
+def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
+    """How a word is written in the worker's command so the worker sees what xla_dist gave it."""
+    value = word.value
+    if value is not None and PLAIN.fullmatch(value):
+        return [Seg(value)]
+    if value is not None and value and not re.search(r"[$`\\\"'\n]", value) and not _has_active_glob(word):
+        return [Seg(f"'{value}'")]
+    segs: list[Seg] = []
+    run: list[Part] = []
+
+    def flush() -> None:
+        if run:
+            segs.append(Seg('"'))
+            segs.extend(Seg(p.text, local=True) if p.expansion else Seg(_escape_inner(p.text)) for p in run)
+            segs.append(Seg('"'))
+            run.clear()
+
+    for p in word.parts:
+        if p.expansion and p.text.startswith("$'"):
+            raise Untranslatable(f"$'…' string {p.text}")
+        active = not p.quoted and (p.expansion or GLOB.search(p.text))
+        if active and not assignment:
+            flush()
+            segs.append(Seg(p.text, local=p.expansion))
+        else:
+            run.append(p)
+    flush()
+    return segs
+
+
+def _has_active_glob(word: Word) -> bool:
+    return any(not p.quoted and not p.expansion and GLOB.search(p.text) for p in word.parts)
+
+
+def _escape_inner(text: str) -> str:
+    # Inside the worker's double quotes: keep `"` and `\` literal; `$` and backquotes stay
+    # live, as they were in xla_dist's quoted words.
+    return re.sub(r'([\\"])', r"\\\1", text)
+
+
+def _assignment(word: Word) -> list[Seg]:
+    split = word.assignment()
+    if split is None:
+        raise Untranslatable(f"--env value is not NAME=VALUE with a literal NAME")
+    name, value = split
+    return [Seg(f"{name}=")] + (remote_word(value, assignment=True) if value.parts else [])
+
+
+def strip_prefix(word: Word, prefix: str, text: str) -> Word:
+    """The word without a literal leading ``prefix`` (``--tpu=``) that it is written with."""
+    if not word.source(text).startswith(prefix):
+        raise Untranslatable(f"{prefix} written with quotes")
+    first = word.parts[0]
+    parts = ([Part(first.text[len(prefix):], quoted=first.quoted)] if len(first.text) > len(prefix) else [])
+    return Word(word.start + len(prefix), word.end, parts + word.parts[1:], gap=word.gap)
+
+
+@dataclass
+class Invocation:
+    """Where an xla_dist call sits among a command's words."""
+
+    launcher: int  # index of the python word
+    flags: int  # index of the first xla_dist argument
+    separator: int | None  # index of `--`
+    end: int  # index after the last command word
+
+
+def find(argv: list[Word]) -> Invocation | None:
+    """The xla_dist call among a command's words, if the command is one."""
+    for i, w in enumerate(argv):
+        if w.value is None or not PYTHON.fullmatch(w.value):
+            continue
+        j = i + 1
+        while j < len(argv) and (argv[j].value or "").startswith("-") and argv[j].value != "-m":
+            j += 2 if argv[j].value in PYTHON_VALUE_OPTIONS else 1
+        if j + 1 < len(argv) and argv[j].value == "-m" and argv[j + 1].value == MODULE:
+            flags = j + 2
+        elif j < len(argv) and SCRIPT.search(argv[j].value or ""):
+            flags = j + 1
+        else:
+            return None
+        separator = next((k for k in range(flags, len(argv)) if argv[k].value == "--"), None)
+        return Invocation(i, flags, separator, len(argv))
+    return None
+
+
+def parse(argv: list[Word], inv: Invocation, text: str) -> Launch:
+    """The Launch an xla_dist call describes; Untranslatable when it cannot be rewritten."""
+    lead = argv[:inv.launcher]
+    if lead and (lead[0].value not in WRAPPERS):
+        raise Untranslatable(f"xla_dist runs under `{lead[0].source(text)}`")
+    values: dict[str, list[Word]] = {}
+    ignored: list[str] = []
+    words = argv[inv.flags:inv.separator if inv.separator is not None else inv.end]
+    k = 0
+    while k < len(words):
+        w = words[k]
+        if not w.head.startswith("-"):
+            if inv.separator is None:
+                break  # the command starts here (argparse takes it as the positional)
+            raise Untranslatable(f"unexpected word {w.source(text)!r} before `--`")
+        flag, inline = flag_of(w)
+        if FLAGS[flag]:
+            if inline:
+                value = strip_prefix(w, w.head.partition("=")[0] + "=", text)
+            elif k + 1 < len(words):
+                k += 1
+                value = words[k]
+            else:
+                raise Untranslatable(f"{flag} without a value")
+            values.setdefault(flag, []).append(value)
+        if flag in XRT_ONLY:
+            ignored.append(flag)
+        k += 1
+    if "--vm" in values:
+        raise Untranslatable("--vm names TPU-node VMs; TPU nodes run XRT only and have no PJRT equivalent")
+    if "--tpu" not in values:
+        raise Untranslatable("no --tpu")
+    command = words[k:] if inv.separator is None else argv[inv.separator + 1:inv.end]
+
+    def one(flag: str) -> Word | None:
+        return values.get(flag, [None])[-1]
+
+    return Launch(
+        tpu=one("--tpu"),
+        command=command,
+        env=values.get("--env", []),
+        conda_env=one("--conda-env"),
+        docker_image=one("--docker-image"),
+        docker_container=one("--docker-container"),
+        docker_run_flags=values.get("--docker-run-flag", []),
+        ignored=ignored,
+    )
+
+
+def flag_of(word: Word) -> tuple[str, bool]:
+    """(the xla_dist flag a word names, whether its value follows `=` in the same word).
+
+    argparse's unambiguous prefixes (`--docker-i`) count, as they did for xla_dist.
+    """
+    name, eq, _ = word.head.partition("=")
+    if word.value is None and not eq:
+        raise Untranslatable(f"flag {name} written with an expansion in its name")
+    if name not in FLAGS:
+        matches = [f for f in FLAGS if f.startswith(name)] if name.startswith("--") and len(name) > 2 else []
+        if len(matches) != 1:
+            raise Untranslatable(f"unknown xla_dist flag {name}")
+        name = matches[0]
+    return name, bool(eq)
+
+
+def quote_local(value: str | None) -> str | None:
+    return shlex.quote(value) if value is not None else None
