@@ -269,6 +269,7 @@ class FinishImports(cst.CSTTransformer):
         self.stale = stale
         self.modules = modules
         self.additions = additions
+        self.doomed: set[int] = set()
 
     def _rebuild(self, updated):
         kept = [
@@ -300,17 +301,19 @@ class FinishImports(cst.CSTTransformer):
             if added:
                 added[0] = added[0].with_changes(leading_lines=updated.leading_lines)
                 return cst.FlattenSentinel(added)
-            return cst.RemoveFromParent()
+            updated = updated.with_changes(body=[cst.Pass()])
+            self.doomed.add(id(updated))
+            return updated
         return cst.FlattenSentinel([updated, *added]) if added else updated
 
     def leave_IndentedBlock(self, original, updated):
-        return keep_block_valid(updated)
+        return keep_block_valid(updated, self.doomed)
 
     def leave_Module(self, original, updated):
         added = sorted(set(self.additions.get(None, ())))
+        body = without_statements(updated.body, self.doomed)
         if not added:
-            return updated
-        body = list(updated.body)
+            return updated.with_changes(body=body)
         position = 0
         for index, statement in enumerate(body):
             if is_import_line(statement) or (index == 0 and _is_docstring(statement)):
@@ -335,7 +338,26 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     )
 
 
-def keep_block_valid(block: cst.IndentedBlock) -> cst.IndentedBlock:
-    if block.body:
-        return block
-    return block.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+def without_statements(body, doomed: set[int]) -> list:
+    """``body`` without the statements whose ids are in ``doomed``.
+
+    The blank lines and comments above a removed statement move to the next one, so the
+    layout around it stays as it was.
+    """
+    kept, carried = [], []
+    for statement in body:
+        if id(statement) in doomed:
+            carried += list(statement.leading_lines)
+            continue
+        if carried:
+            statement = statement.with_changes(leading_lines=[*carried, *statement.leading_lines])
+            carried = []
+        kept.append(statement)
+    return kept
+
+
+def keep_block_valid(block: cst.IndentedBlock, doomed: set[int] = frozenset()) -> cst.IndentedBlock:
+    body = without_statements(block.body, doomed) if doomed else block.body
+    if not body:
+        body = [cst.SimpleStatementLine([cst.Pass()])]
+    return block.with_changes(body=body) if body is not block.body else block

@@ -41,7 +41,7 @@ TODO = "# TODO(xrt2pjrt): "
 
 def _load_rules() -> None:
     # Importing the rule modules registers their rules.
-    from xrt2pjrt.rules import pjrt_module, runtime_api, spawn  # noqa: F401
+    from xrt2pjrt.rules import environment, pjrt_module, runtime_api, spawn  # noqa: F401
 
 
 _load_rules()
@@ -98,6 +98,10 @@ class Context:
         small = body[0]
         return small is original or (isinstance(small, cst.Expr) and small.value is original)
 
+    def is_store(self, original: cst.CSTNode | None = None) -> bool:
+        """True when ``original`` (default: the node being visited) is assigned to or deleted."""
+        return id(original if original is not None else self.original) in self._engine.stores
+
     def remove_statement(self) -> None:
         self._engine.statements[-1].remove = True
 
@@ -146,6 +150,8 @@ class _Engine(cst.CSTTransformer):
         self.statements: list[_Statement] = []
         self.blocks: list[_Block] = []
         self.not_references: set[int] = set()  # ids of Names/Attributes that are no expression of their own
+        self.stores: set[int] = set()  # ids of assignment and ``del`` targets
+        self.doomed: set[int] = set()  # ids of (new) statements to drop from their block
         self.touched: set[str] = set()  # local names whose uses were rewritten
         self.module: cst.Module | None = None
         self._taken: set[str] | None = None
@@ -227,6 +233,8 @@ class _Engine(cst.CSTTransformer):
             self.not_references.add(id(node.func))
         elif isinstance(node, cst.Arg) and node.keyword is not None:
             self.not_references.add(id(node.keyword))
+        elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+            self.stores.add(id(node.target))
         elif isinstance(node, (cst.Import, cst.ImportFrom)):
             return False  # imports are handled whole; the names inside are no references
         return True
@@ -237,10 +245,10 @@ class _Engine(cst.CSTTransformer):
             updated = self._finish_statement(self.statements.pop(), original, updated)
         if isinstance(original, cst.IndentedBlock):
             self.blocks.pop()
-            if isinstance(updated, cst.IndentedBlock):
-                updated = imports.keep_block_valid(updated)
+            updated = imports.keep_block_valid(updated, self.doomed)
         if isinstance(original, cst.Module):
             self.blocks.pop()
+            updated = updated.with_changes(body=imports.without_statements(updated.body, self.doomed))
         if isinstance(original, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             self.scope = self.scope.parent
         return updated
@@ -288,9 +296,8 @@ class _Engine(cst.CSTTransformer):
 
     def _finish_statement(self, frame: _Statement, original, updated):
         if frame.remove:
-            return cst.RemoveFromParent()
-        if isinstance(updated, cst.SimpleStatementLine) and not updated.body:
-            return cst.RemoveFromParent()
+            self.doomed.add(id(updated))  # the enclosing block drops it, keeping the layout
+            return updated
         if frame.comments and hasattr(updated, "leading_lines"):
             present = {line.comment.value for line in updated.leading_lines if line.comment}
             new = [c for c in dict.fromkeys(frame.comments) if c not in present]

@@ -1,0 +1,375 @@
+"""XRT environment variables in Python: set, read, deleted, or listed in dict literals.
+
+From torch_xla 2.1 every ``XRT_*`` variable is silently ignored. One mechanism
+(``EnvRule``) finds every access — ``os.environ[K] = v``, ``os.environ[K]``,
+``os.environ.get/setdefault/pop/update``, ``os.getenv``, ``os.putenv``, ``K in
+os.environ``, ``del os.environ[K]``, ``{K: v}`` literals — with ``K`` a string or an
+``xenv.*`` name; each rule only says what becomes of its variables:
+
+- a write becomes a PJRT setting (``Setting``) or goes (``None``);
+- a read becomes a manual item naming the PJRT replacement.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.registry import Example, register
+from xrt2pjrt.rules.base import PythonRule, argument
+
+XENV = "torch_xla.core.xla_env_vars"
+
+# The xla_env_vars names that spelled XRT variables; none of them exists in torch_xla 2.9.
+XENV_XRT = {
+    "MP_DEVICE": "XRT_MULTI_PROCESSING_DEVICE",
+    "LOCAL_WORKER": "XRT_LOCAL_WORKER",
+    "TPU_CONFIG": "XRT_TPU_CONFIG",
+    "SERVICE_ADDRESS": "XRT_MESH_SERVICE_ADDRESS",
+    "DEVICE_MAP": "XRT_DEVICE_MAP",
+    "WORKERS": "XRT_WORKERS",
+    "LOCAL_ORDINAL": "XRT_SHARD_LOCAL_ORDINAL",
+    "ORDINAL": "XRT_SHARD_ORDINAL",
+    "WORLD_SIZE": "XRT_SHARD_WORLD_SIZE",
+    "HOST_WORLD_SIZE": "XRT_HOST_WORLD_SIZE",
+    "HOST_ORDINAL": "XRT_HOST_ORDINAL",
+    "TORCH_DIST_METHOD": "XRT_TORCH_DIST_METHOD",
+    "TORCH_DIST_ROOT": "XRT_TORCH_DIST_ROOT",
+    "START_LOCAL_SERVER": "XRT_START_LOCAL_SERVER",
+}
+ENVIRON = "os.environ"
+_READS = {f"{ENVIRON}.get": 0, "os.getenv": 0, f"{ENVIRON}.pop": 0}
+_WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
+
+
+# (variable, value as Python source): what a write becomes.
+Setting = tuple[str, str]
+
+
+class EnvRule(PythonRule):
+    nodes = (cst.Assign, cst.Call, cst.Subscript, cst.Dict, cst.Comparison, cst.Del)
+
+    def handles(self, variable: str) -> bool:
+        raise NotImplementedError
+
+    def write(self, variable: str) -> Setting | None:
+        """What a write of ``variable`` becomes; None: it goes."""
+        raise NotImplementedError
+
+    def read(self, variable: str) -> str:
+        """The manual item for a read of ``variable``."""
+        raise NotImplementedError
+
+    def write_note(self, variable: str) -> str | None:
+        """A manual item to add when a write is rewritten or removed."""
+        return None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.names = frozenset(f"{XENV}.{name}" for name, var in XENV_XRT.items() if cls.handles(cls, var))
+
+    # ``xenv.TPU_CONFIG`` no longer exists: spell the variable out, then treat the access.
+    def reference(self, ctx, node, name):
+        ctx.change(f"xenv.{name.rsplit('.', 1)[-1]} is gone from torch_xla: spelled out")
+        return cst.SimpleString(repr(XENV_XRT[name.rsplit(".", 1)[-1]]))
+
+    def _key(self, node: cst.BaseExpression) -> str | None:
+        if isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            if isinstance(value, str) and self.handles(value):
+                return value
+        return None
+
+    def _environ(self, ctx, node) -> bool:
+        return ctx.resolve(node) == ENVIRON
+
+    # --- the access forms -------------------------------------------------------------
+    def leave(self, ctx, original, updated):
+        return getattr(self, f"_{type(updated).__name__}")(ctx, original, updated)
+
+    def _Assign(self, ctx, original, updated):
+        if len(updated.targets) != 1:
+            return updated
+        target = updated.targets[0].target
+        if not (isinstance(target, cst.Subscript) and self._environ(ctx, target.value)):
+            return updated
+        variable = self._subscript_key(target)
+        if variable is None:
+            return updated
+        setting = self._written(ctx, variable)
+        if setting is None:
+            return self._drop_statement(ctx, variable, updated)
+        new_target = target.with_changes(slice=[target.slice[0].with_changes(
+            slice=cst.Index(self._string(setting[0], target.slice[0].slice.value)))])
+        value = cst.parse_expression(setting[1])
+        return updated.with_changes(targets=[updated.targets[0].with_changes(target=new_target)], value=value)
+
+    def _subscript_key(self, node: cst.Subscript) -> str | None:
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            return self._key(node.slice[0].slice.value)
+        return None
+
+    def _Subscript(self, ctx, original, updated):
+        if ctx.is_store(original) or not self._environ(ctx, updated.value):
+            return updated
+        variable = self._subscript_key(updated)
+        if variable is not None:
+            ctx.manual(self.read(variable))
+        return updated
+
+    def _Del(self, ctx, original, updated):
+        target = updated.target
+        if isinstance(target, cst.Subscript) and self._environ(ctx, target.value):
+            variable = self._subscript_key(target)
+            if variable is not None:
+                ctx.change(f"del {variable} removed: PJRT ignores it")
+                if ctx.is_whole_statement():
+                    ctx.remove_statement()
+                else:
+                    ctx.manual(f"{variable} is ignored by PJRT: remove this del")
+        return updated
+
+    def _Comparison(self, ctx, original, updated):
+        for left, target in zip([updated.left] + [c.comparator for c in updated.comparisons], updated.comparisons):
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and self._environ(ctx, target.comparator):
+                variable = self._key(left)
+                if variable is not None:
+                    ctx.manual(self.read(variable))
+        return updated
+
+    def _Call(self, ctx, original, updated):
+        callee = ctx.resolve(updated.func)
+        if callee in _READS:
+            hit = argument(updated, "key", 0)
+            variable = hit and self._key(hit[1].value)
+            if variable:
+                ctx.manual(self.read(variable))
+            return updated
+        if callee == f"{ENVIRON}.update":
+            return self._update_keywords(ctx, updated)
+        if callee not in _WRITES or len(updated.args) != 2 or any(a.keyword or a.star for a in updated.args):
+            return updated
+        key, value = updated.args
+        variable = self._key(key.value)
+        if variable is None:
+            return updated
+        setting = self._written(ctx, variable)
+        if setting is None:
+            return self._drop_statement(ctx, variable, updated)
+        return updated.with_changes(args=[
+            key.with_changes(value=self._string(setting[0], key.value)),
+            value.with_changes(value=cst.parse_expression(setting[1])),
+        ])
+
+    def _update_keywords(self, ctx, call: cst.Call) -> cst.Call:
+        args, changed = [], False
+        present = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+        for arg in call.args:
+            variable = arg.keyword.value if arg.keyword is not None and self.handles(arg.keyword.value) else None
+            if variable is None:
+                args.append(arg)
+                continue
+            changed = True
+            setting = self._written(ctx, variable, memo=False)
+            if setting is not None and setting[0] not in present:
+                present.add(setting[0])
+                args.append(arg.with_changes(keyword=cst.Name(setting[0]), value=cst.parse_expression(setting[1])))
+        if not changed:
+            return call
+        if args:
+            args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+        return call.with_changes(args=args)
+
+    def _Dict(self, ctx, original, updated):
+        elements, changed = [], False
+        present = {e.key.evaluated_value for e in updated.elements
+                   if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)}
+        for element in updated.elements:
+            variable = self._key(element.key) if isinstance(element, cst.DictElement) else None
+            if variable is None:
+                elements.append(element)
+                continue
+            changed = True
+            setting = self._written(ctx, variable, memo=False)
+            if setting is None or setting[0] in present:
+                continue
+            present.add(setting[0])
+            elements.append(element.with_changes(key=self._string(setting[0], element.key),
+                                                 value=cst.parse_expression(setting[1])))
+        if not changed:
+            return updated
+        if elements:
+            elements[-1] = elements[-1].with_changes(comma=updated.elements[-1].comma)
+        return updated.with_changes(elements=elements)
+
+    # --- shared pieces ---------------------------------------------------------------
+    def _written(self, ctx, variable: str, memo: bool = True) -> Setting | None:
+        setting = self.write(variable)
+        note = self.write_note(variable)
+        if note:
+            ctx.manual(note)
+        if setting is None:
+            ctx.change(f"{variable} removed: PJRT ignores it")
+            return None
+        if memo and ctx.block.get(setting):
+            ctx.change(f"{variable} removed: {setting[0]}={setting[1]} is already set here")
+            return None
+        if memo:
+            ctx.block[setting] = True
+        ctx.change(f"{variable} → {setting[0]}={setting[1]}")
+        return setting
+
+    @staticmethod
+    def _drop_statement(ctx, variable: str, node):
+        if ctx.is_whole_statement():
+            ctx.remove_statement()
+        else:
+            ctx.manual(f"{variable} is ignored by PJRT: remove this write")
+        return node
+
+    @staticmethod
+    def _string(text: str, like: cst.BaseExpression) -> cst.SimpleString:
+        quote = like.quote if isinstance(like, cst.SimpleString) and like.prefix == "" else "'"
+        return cst.SimpleString(f"{quote}{text}{quote}")
+
+
+@register
+class TpuConfig(EnvRule):
+    id = "env-xrt-tpu-config"
+    summary = "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU'; reads reported"
+    examples = (
+        Example(
+            "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'  # torch_xla\n",
+            "import os\n\nos.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n",
+        ),
+        Example(
+            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
+            "os.environ.setdefault(xenv.TPU_CONFIG, f'tpu_worker;0;{ip}:8470')\n",
+            "import os\n\nos.environ.setdefault('PJRT_DEVICE', 'TPU')\n",
+        ),
+        Example(
+            "import os\n\nenv = {\"XRT_TPU_CONFIG\": config, 'XLA_USE_BF16': '1'}\n",
+            "import os\n\nenv = {\"PJRT_DEVICE\": 'TPU', 'XLA_USE_BF16': '1'}\n",
+        ),
+        Example(
+            "import os\n\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
+            "import os\n\n# TODO(xrt2pjrt): XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or "
+            "xr.device_type() == 'TPU' [env-xrt-tpu-config]\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
+            manual=("PJRT_DEVICE",),
+        ),
+    )
+
+    def handles(self, variable):
+        return variable == "XRT_TPU_CONFIG"
+
+    def write(self, variable):
+        return ("PJRT_DEVICE", "'TPU'")
+
+    def read(self, variable):
+        return "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'"
+
+
+@register
+class CpuTopology(EnvRule):
+    id = "env-xrt-cpu-topology"
+    summary = "XRT_DEVICE_MAP / XRT_WORKERS set → PJRT_DEVICE='CPU' (+ CPU_NUM_DEVICES for more devices)"
+    examples = (
+        Example(
+            "import os\n\n"
+            "os.environ['XRT_DEVICE_MAP'] = 'CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0'\n"
+            "os.environ['XRT_WORKERS'] = 'localservice:0;grpc://localhost:40934'  # torch_xla\n",
+            "import os\n\nos.environ['PJRT_DEVICE'] = 'CPU'\n",
+        ),
+        Example(
+            "import os\n\nos.environ.update(XRT_DEVICE_MAP=device_map, XRT_WORKERS=workers)  # torch_xla\n",
+            "import os\n\nos.environ.update(PJRT_DEVICE='CPU')  # torch_xla\n",
+        ),
+    )
+
+    def handles(self, variable):
+        return variable in ("XRT_DEVICE_MAP", "XRT_WORKERS")
+
+    def write(self, variable):
+        return ("PJRT_DEVICE", "'CPU'")
+
+    def read(self, variable):
+        return f"{variable} is ignored from torch_xla 2.1: test xr.device_type() == 'CPU'"
+
+
+_REPLACEMENTS = {
+    "XRT_SHARD_WORLD_SIZE": "xr.world_size()",
+    "XRT_SHARD_ORDINAL": "xr.global_ordinal()",
+    "XRT_SHARD_LOCAL_ORDINAL": "xr.local_ordinal()",
+    "XRT_HOST_ORDINAL": "xr.process_index()",
+    "XRT_HOST_WORLD_SIZE": "xr.process_count()",
+}
+
+
+@register
+class ReplicaVariables(EnvRule):
+    id = "env-xrt-replica-vars"
+    summary = "XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed"
+    examples = (
+        Example(
+            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
+            "hosts = int(os.environ.get(xenv.HOST_WORLD_SIZE, '1'))\n",
+            "import os\n\n"
+            "# TODO(xrt2pjrt): XRT_HOST_WORLD_SIZE is never set under PJRT: use xr.process_count() "
+            "[env-xrt-replica-vars]\nhosts = int(os.environ.get('XRT_HOST_WORLD_SIZE', '1'))\n",
+            manual=("xr.process_count()",),
+        ),
+        Example(
+            "import os\n\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",
+            "import os\n\n# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is never set under PJRT: use xr.global_ordinal() "
+            "[env-xrt-replica-vars]\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",
+            manual=("xr.global_ordinal()",),
+        ),
+        Example(
+            "import os\n\nchild_env = dict(os.environ)\n"
+            "child_env.update({'XRT_SHARD_ORDINAL': str(i), 'XRT_SHARD_WORLD_SIZE': str(n), 'RANK': str(i)})\n",
+            "import os\n\nchild_env = dict(os.environ)\n"
+            "# TODO(xrt2pjrt): a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or "
+            "torch_xla.launch [env-xrt-replica-vars]\nchild_env.update({'RANK': str(i)})\n",
+            manual=("launcher",),
+        ),
+    )
+
+    def handles(self, variable):
+        return variable in _REPLACEMENTS
+
+    def write(self, variable):
+        return None
+
+    def write_note(self, variable):
+        return "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
+
+    def read(self, variable):
+        return f"{variable} is never set under PJRT: use {_REPLACEMENTS[variable]}"
+
+
+@register
+class Plumbing(EnvRule):
+    id = "env-xrt-plumbing"
+    summary = "XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, XRT_TORCH_DIST_*, ...) set → removed"
+    examples = (
+        Example(
+            "import os\n\nos.environ['XRT_MESH_SERVICE_ADDRESS'] = 'localhost:53627'\nos.environ['XLA_USE_BF16'] = '1'\n",
+            "import os\n\nos.environ['XLA_USE_BF16'] = '1'\n",
+        ),
+        Example(
+            "import os\n\nif flags.local:\n    os.environ['XRT_START_LOCAL_SERVER'] = '1'\n",
+            "import os\n\nif flags.local:\n    pass\n",
+        ),
+    )
+
+    def handles(self, variable):
+        return (
+            variable.startswith("XRT_")
+            and variable not in _REPLACEMENTS
+            and variable not in ("XRT_TPU_CONFIG", "XRT_DEVICE_MAP", "XRT_WORKERS")
+        )
+
+    def write(self, variable):
+        return None
+
+    def read(self, variable):
+        return f"{variable} belonged to the XRT server; PJRT neither sets nor reads it"
