@@ -10,7 +10,7 @@ does it the same way for every kind.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, ClassVar
 
 from xrt2pjrt.registry import Example, Rule, register
@@ -79,41 +79,28 @@ class XrtCpuTopology(EnvRule):
 
 
 @register
-class XrtPlumbing(EnvRule):
-    id = "shell-env-xrt-plumbing"
-    summary = ("XRT server and mesh variables (XRT_LOCAL_WORKER, XRT_MESH_*, XRT_SHARD_*, "
-               "XRT_HOST_*, ...) are removed: PJRT has no XRT server and ignores them.")
-    variables = (r"XRT_LOCAL_WORKER|XRT_MESH_\w+|XRT_MULTI_PROCESSING_DEVICE|XRT_START_LOCAL_SERVER"
-                 r"|XRT_TORCH_DIST_\w+|XRT_GRPC_\w+|XRT_SHARD_\w+|XRT_HOST_\w+")
+class XrtUnused(EnvRule):
+    id = "shell-env-xrt-unused"
+    summary = ("Every other XRT_* variable (server, mesh, shard, host settings) and TPU_NUM_DEVICES "
+               "is removed: torch_xla 2.1+ ignores XRT_* and 2.9 never reads TPU_NUM_DEVICES. "
+               "Reads of them are reported.")
+    variables = r"XRT_\w+|TPU_NUM_DEVICES"
     replacement = None
     examples = (
         Example("export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\n"
                 "export XRT_START_LOCAL_SERVER=1\npython3 train.py\n",
                 "export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\npython3 train.py\n"),
-        Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 python3 train.py\n", "python3 train.py\n"),
-    )
-
-
-@register
-class XrtReview(Rule):
-    id = "shell-env-xrt-review"
-    kind = "shell"
-    summary = ("Reports what needs a person: XRT variables read ($XRT_…), other XRT_* or "
-               "TPU_NUM_DEVICES settings, settings that cannot be rewritten in place.")
-    examples = (
+        Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n",
+                "python3 train.py\n"),
         Example('echo "ordinal $XRT_SHARD_ORDINAL"\n', 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
-                manual=("XRT_SHARD_ORDINAL",)),
-        Example("export TPU_NUM_DEVICES=8\n", "export TPU_NUM_DEVICES=8\n", manual=("TPU_NUM_DEVICES",)),
+                manual=("XRT_SHARD_ORDINAL is read here",)),
     )
 
 
-ENV_RULES: tuple[type[EnvRule], ...] = (XrtTpuConfig, XrtCpuTopology, XrtPlumbing)
-READ = re.compile(r"\$\{?(XRT_\w+)")
-# Names worth a look when set, with the reason.
-REVIEW = {
-    "TPU_NUM_DEVICES": "TPU_NUM_DEVICES is not read by torch_xla 2.9: use TPU_PROCESS_BOUNDS/"
-                       "TPU_VISIBLE_CHIPS, or leave one process per chip (the default)",
-}
+# Ordered: the catch-all XrtUnused comes last.
+ENV_RULES: tuple[type[EnvRule], ...] = (XrtTpuConfig, XrtCpuTopology, XrtUnused)
+READ = re.compile(r"\$\{?(XRT_\w+|TPU_NUM_DEVICES)")
+WHY_UNUSED = {"TPU_NUM_DEVICES": "torch_xla 2.9 never reads it (one process per chip is the default)"}
 
 
 def rule_for(name: str) -> type[EnvRule] | None:
@@ -121,14 +108,7 @@ def rule_for(name: str) -> type[EnvRule] | None:
 
 
 def mentions(text: str) -> bool:
-    return "XRT_" in text or any(name in text for name in REVIEW)
-
-
-@dataclass
-class _Pass:
-    """What one file's settings became so far: a second PJRT_DEVICE=CPU is dropped."""
-
-    done: set = field(default_factory=set)
+    return "XRT_" in text or "TPU_NUM_DEVICES" in text
 
 
 def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int], bool]) -> None:
@@ -137,28 +117,23 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
     ``earlier_pjrt(offset)`` tells whether the file sets PJRT_DEVICE before ``offset``;
     then an ``unset`` of an XRT variable is dropped instead of unsetting PJRT_DEVICE.
     """
-    state = _Pass()
+    done: set = set()  # (scope, form, replacement) already written: a second one is removed
     for s in settings:
         rule = rule_for(s.name)
-        if rule is None:
-            if s.name.startswith("XRT_") or s.name in REVIEW:
-                reason = REVIEW.get(s.name, f"{s.name} is an XRT variable that PJRT ignores")
-                rec.ask(XrtReview.id, s.offset, f"{reason}; decide whether it is still needed")
-            continue
-        if not rec.options.on(rule.id):
+        if rule is None or not rec.options.on(rule.id):
             continue
         replacement = rule.replacement
         key = (s.scope, s.form, replacement)
-        drop = replacement is None or key in state.done or (
+        drop = replacement is None or key in done or (
             s.form == "unset" and earlier_pjrt(s.offset))
         if drop:
             if s.delete is None:
                 rec.ask(rule.id, s.offset, f"{s.name} is not used under PJRT: remove it here by hand")
             else:
-                why = "has no meaning under PJRT" if replacement is None else "is already replaced here"
+                why = WHY_UNUSED.get(s.name, "PJRT ignores it") if replacement is None else "is already replaced here"
                 rec.change(rule.id, s.offset, f"removed {s.name}: it {why}", *s.delete)
             continue
-        state.done.add(key)
+        done.add(key)
         name, value = replacement
         shown = {"unset": f"unset {name}", "pass": name}.get(s.form, f"{name}={value}")
         rec.change(rule.id, s.offset, f"{s.name} → {shown}", *s.rename(name, value))
@@ -167,6 +142,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
     """Report every ``$XRT_…`` read in ``text`` (which starts at ``base`` in the file)."""
     for m in READ.finditer(text):
-        rec.ask(XrtReview.id, base + m.start(),
-                f"{m.group(1)} is read here but PJRT never sets it (see xr.world_size(), "
-                "xr.global_ordinal(), xr.process_index())")
+        rule = rule_for(m.group(1))
+        if rec.options.on(rule.id):
+            rec.ask(rule.id, base + m.start(), f"{m.group(1)} is read here but nothing sets it under PJRT "
+                    "(xr.world_size(), xr.global_ordinal(), xr.process_index() give topology)")

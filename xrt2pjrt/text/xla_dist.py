@@ -91,7 +91,7 @@ class Launch:
 
         def word(w: Word, gap: str = " ") -> None:
             if segs:
-                segs.append(Seg(gap))
+                segs.append(Seg(gap, local=True))  # spaces, or a `\`-newline kept from the script
             segs.extend(remote_word(w))
 
         assignments = [_assignment(w) for w in self.env]
@@ -110,8 +110,9 @@ class Launch:
             word(self.docker_image)
         else:
             if self.conda_env:
-                for w in (Word.literal("conda"), Word.literal("activate"), self.conda_env, Word.literal("&&")):
+                for w in (Word.literal("conda"), Word.literal("activate"), self.conda_env):
                     word(w)
+                segs.append(Seg(" &&"))
             word(Word.literal("PJRT_DEVICE=TPU"))
             for a in assignments:
                 segs.append(Seg(" "))
