@@ -8,7 +8,7 @@ in CI, with the results a TPU pod gives:
 
 * :func:`spawn` starts N processes, each a real single-device PJRT CPU replica
   (``PJRT_DEVICE=CPU CPU_NUM_DEVICES=1``), and calls ``fn(ordinal, *args)`` in each;
-* the XRT-era functions below (same signatures as the shim's ``xla_model``) span the N
+* the XRT-era functions below (the backend signatures of the shim's ``xla_model``) span the N
   processes: ordinals and world size come from this mode, and every collective moves
   its inputs to the host, exchanges them with torch.distributed's gloo backend over a
   TCPStore served by the parent, computes XLA's result for this replica, and moves it
@@ -405,18 +405,7 @@ def collective_permute(value, pairs):
     return result.to(value.device)
 
 
-def reduce_gradients(optimizer, groups=None, pin_layout=True):
-    """XRT's reduce_gradients: average every gradient over the world (what optimizer_step uses)."""
-    count = xrt_world_size()
-    if count > 1:
-        gradients = [
-            p.grad.data for group in optimizer.param_groups for p in group["params"] if p.grad is not None
-        ]
-        if gradients:
-            all_reduce("sum", gradients, scale=1.0 / count, groups=groups, pin_layout=pin_layout)
-
-
-def rendezvous(tag, payload=b"", replicas=[]):  # noqa: B006 -- the XRT-era signature
+def rendezvous(tag, payload=b"", replicas=[], *, timeout=None):  # noqa: B006 -- XRT's signature
     """A real barrier with payload exchange; payloads in ordinal order."""
     return host_rendezvous_module.host_rendezvous(
         tag,
@@ -424,6 +413,7 @@ def rendezvous(tag, payload=b"", replicas=[]):  # noqa: B006 -- the XRT-era sign
         replicas or None,
         ordinal=get_ordinal(),
         world_size=xrt_world_size(),
+        timeout=timeout,
         store=_world().store,
     )
 

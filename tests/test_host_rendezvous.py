@@ -1,0 +1,178 @@
+"""xrt2pjrt.shim.rendezvous across real processes and threads on loopback.
+
+Each participant is a separate Python process (or a thread inside one) talking to a real
+TCPStore over a real socket; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+pytest.importorskip("torch")
+
+PYTHON = sys.executable
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A participant: joins the rendezvous described by its JSON argument, prints one JSON line.
+WORKER = textwrap.dedent(
+    """
+    import json, sys, threading, time
+    from xrt2pjrt.shim import rendezvous as r
+
+    spec = json.loads(sys.argv[1])
+
+    def join(ordinal):
+        time.sleep(spec.get("delay", {}).get(str(ordinal), 0))
+        store = None
+        if spec.get("store_port"):
+            store = r.connect_store("127.0.0.1", spec["store_port"], is_server=False, timeout=10)
+        out = {"ordinal": ordinal, "results": []}
+        try:
+            for tag in spec["tags"][str(ordinal)]:
+                out["arrived"] = time.time()
+                got = r.host_rendezvous(tag, f"from {ordinal}".encode(), spec.get("replicas"),
+                                        ordinal=ordinal, world_size=spec["world"],
+                                        timeout=spec.get("timeout"), store=store)
+                out["results"].append([p.decode() for p in got])
+            out["left"] = time.time()
+            if store is not None:
+                out["keys_left"] = store.num_keys()
+        except r.RendezvousError as error:
+            out["error"] = type(error).__name__
+            out["message"] = str(error)
+            out["left"] = time.time()
+        print(json.dumps(out), flush=True)
+
+    threads = [threading.Thread(target=join, args=(o,)) for o in spec["ordinals"]]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _run(processes: list[list[int]], tags: dict[int, list[str]], world: int, *, env=None,
+         deadline: float = 60, **spec) -> dict[int, dict]:
+    """Start one process per entry of ``processes`` (its ordinals run as threads)."""
+    environment = {**os.environ, "PYTHONPATH": ROOT, **(env or {})}
+    spec.update(world=world, tags={str(k): v for k, v in tags.items()})
+    if "delay" in spec:
+        spec["delay"] = {str(k): v for k, v in spec["delay"].items()}
+    started = []
+    for ordinals in processes:
+        arg = json.dumps({**spec, "ordinals": ordinals})
+        started.append(subprocess.Popen([PYTHON, "-c", WORKER, arg], env=environment, text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    results = {}
+    try:
+        for process in started:
+            out, err = process.communicate(timeout=deadline)
+            assert process.returncode == 0, err
+            for line in out.splitlines():
+                record = json.loads(line)
+                results[record["ordinal"]] = record
+    finally:
+        for process in started:
+            process.kill()
+    return results
+
+
+@pytest.fixture
+def served_store():
+    from xrt2pjrt.shim.rendezvous import connect_store
+
+    store = connect_store("127.0.0.1", 0, is_server=True, timeout=30)
+    yield store
+
+
+def test_barrier_holds_everyone_until_the_late_replica_arrives(served_store):
+    results = _run([[0], [1], [2]], {o: ["step"] * 3 for o in range(3)}, 3,
+                   store_port=served_store.port, delay={2: 2.0})
+    late_arrival = results[2]["arrived"]
+    for ordinal in (0, 1):
+        assert results[ordinal]["left"] >= late_arrival - 0.05  # clocks are the same machine
+    for record in results.values():
+        # the same tag three times over: three rendezvous, payloads in ordinal order
+        assert record["results"] == [["from 0", "from 1", "from 2"]] * 3
+    # the last reader of each rendezvous deleted its keys
+    assert served_store.num_keys() == 0
+
+
+def test_subset_meets_without_the_others(served_store):
+    results = _run([[0], [2]], {0: ["pair"], 2: ["pair"]}, 4, store_port=served_store.port,
+                   replicas=[2, 0])
+    assert results[0]["results"] == results[2]["results"] == [["from 0", "from 2"]]
+
+
+def test_tag_mismatch_names_both_tags_and_ordinals(served_store):
+    results = _run([[0], [1], [2]], {0: ["save"], 1: ["save"], 2: ["eval"]}, 3,
+                   store_port=served_store.port)
+    for record in results.values():
+        assert record["error"] == "RendezvousTagMismatch"
+        assert "ordinals [0, 1] called rendezvous('save')" in record["message"]
+        assert "ordinals [2] called rendezvous('eval')" in record["message"]
+
+
+def test_timeout_names_the_replicas_that_never_arrived(served_store):
+    started = time.monotonic()
+    results = _run([[0], [1]], {0: ["sync"], 1: ["sync"]}, 4, store_port=served_store.port,
+                   env={"XRT2PJRT_RENDEZVOUS_TIMEOUT": "2"})
+    assert time.monotonic() - started < 30
+    for record in results.values():
+        assert record["error"] == "RendezvousTimeout"
+        assert "replicas [2, 3] never arrived" in record["message"]
+        assert record["left"] - record["arrived"] < 10
+
+
+def test_threads_in_processes_meet_through_the_store_of_ordinal_0():
+    """Two processes with two replica threads each (TPU v2/v3 shape), no store handed in:
+    ordinal 0's process serves it at MASTER_ADDR and the rendezvous port."""
+    env = {"MASTER_ADDR": "127.0.0.1", "XRT2PJRT_RENDEZVOUS_PORT": str(_free_port())}
+    results = _run([[2, 3], [0, 1]], {o: ["a", "b", "a"] for o in range(4)}, 4, env=env)
+    expected = [f"from {o}" for o in range(4)]
+    assert {o: r["results"] for o, r in results.items()} == {o: [expected] * 3 for o in range(4)}
+
+
+def test_timeout_setting_is_checked(monkeypatch):
+    from xrt2pjrt.shim import rendezvous
+
+    monkeypatch.setenv(rendezvous.TIMEOUT_ENV, "soon")
+    with pytest.raises(ValueError, match="XRT2PJRT_RENDEZVOUS_TIMEOUT"):
+        rendezvous.default_timeout()
+    monkeypatch.setenv(rendezvous.TIMEOUT_ENV, "12.5")
+    assert rendezvous.default_timeout() == 12.5
+
+
+def test_store_address_avoids_the_port_torch_distributed_uses(monkeypatch):
+    from xrt2pjrt.shim import rendezvous
+
+    for name in (rendezvous.ADDR_ENV, rendezvous.PORT_ENV, "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    assert rendezvous.store_address() == ("127.0.0.1", 12356)
+    monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    assert rendezvous.store_address() == ("10.0.0.7", 29501)
+    monkeypatch.setenv(rendezvous.ADDR_ENV, "[::1]:4000")
+    assert rendezvous.store_address() == ("::1", 4000)
+
+
+def test_a_replica_outside_the_participants_is_refused(served_store):
+    from xrt2pjrt.shim.rendezvous import host_rendezvous
+
+    with pytest.raises(ValueError, match="not among its replicas"):
+        host_rendezvous("x", b"", [1, 2], ordinal=0, world_size=3, store=served_store)
+    with pytest.raises(TypeError, match="bytes"):
+        host_rendezvous("x", "text", None, ordinal=0, world_size=1, store=served_store)
