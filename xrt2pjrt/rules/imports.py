@@ -34,12 +34,6 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
-def head_name(node: cst.BaseExpression) -> str | None:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return node.value if isinstance(node, cst.Name) else None
-
-
 @dataclass(eq=False)
 class Binding:
     scope: Scope
@@ -265,9 +259,11 @@ class FinishImports(cst.CSTTransformer):
     lose their import aliases when the alias binds one of ``modules``.
     """
 
-    def __init__(self, stale: set[str], modules: tuple[str, ...], additions: dict[int | None, list[str]]):
+    def __init__(self, stale: set[str], modules: tuple[str, ...], keep: frozenset[str],
+                 additions: dict[int | None, list[str]]):
         self.stale = stale
         self.modules = modules
+        self.keep = keep
         self.additions = additions
         self.doomed: set[int] = set()
 
@@ -275,7 +271,7 @@ class FinishImports(cst.CSTTransformer):
         kept = [
             alias
             for local, origin, alias in import_bindings(updated)
-            if not (local in self.stale and origin.startswith(self.modules))
+            if not (local in self.stale and origin.startswith(self.modules) and dotted(alias.name) not in self.keep)
         ]
         if len(kept) == len(updated.names):
             return updated

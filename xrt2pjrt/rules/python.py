@@ -35,13 +35,15 @@ TRIGGER = re.compile(r"torch_xla|XRT_|\bxenv\b|xla_dist")
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.
 REWRITTEN_MODULES = ("torch_xla", "xrt2pjrt.shim")
+# ... except these, imported for what importing them does.
+SIDE_EFFECT_MODULES = frozenset({"torch_xla.distributed.xla_backend"})
 
 TODO = "# TODO(xrt2pjrt): "
 
 
 def _load_rules() -> None:
     # Importing the rule modules registers their rules.
-    from xrt2pjrt.rules import environment, pjrt_module, runtime_api, spawn  # noqa: F401
+    from xrt2pjrt.rules import distributed, environment, manual, pjrt_module, runtime_api, spawn  # noqa: F401
 
 
 _load_rules()
@@ -152,7 +154,6 @@ class _Engine(cst.CSTTransformer):
         self.not_references: set[int] = set()  # ids of Names/Attributes that are no expression of their own
         self.stores: set[int] = set()  # ids of assignment and ``del`` targets
         self.doomed: set[int] = set()  # ids of (new) statements to drop from their block
-        self.touched: set[str] = set()  # local names whose uses were rewritten
         self.module: cst.Module | None = None
         self._taken: set[str] | None = None
         # (id of the anchor statement line or None for the top of the file) -> import lines
@@ -262,7 +263,7 @@ class _Engine(cst.CSTTransformer):
             if name is not None:
                 rules = self.by_name.get(name, []) + [r for p, r in self.by_prefix if name.startswith(p)]
                 if rules:
-                    updated = self._run(rules, original, updated, name, binding, target)
+                    updated = self._run(rules, original, updated, name, binding)
         return updated
 
     def _dispatch_type(self, original, updated):
@@ -277,9 +278,8 @@ class _Engine(cst.CSTTransformer):
             updated = rule.leave(self.ctx, original, updated)
         return updated
 
-    def _run(self, rules, original, updated, name, binding, target):
+    def _run(self, rules, original, updated, name, binding):
         self.ctx.line, self.ctx.anchor, self.ctx.original = self._line(original), binding, original
-        before = updated
         for rule in rules:
             self.ctx.rule_id = rule.id
             if isinstance(original, cst.Call):
@@ -288,10 +288,6 @@ class _Engine(cst.CSTTransformer):
                 updated = rule.call(self.ctx, updated, name)
             else:
                 updated = rule.reference(self.ctx, updated, name)
-        if updated is not before:
-            head = imports.head_name(target)
-            if head:
-                self.touched.add(head)
         return updated
 
     def _finish_statement(self, frame: _Statement, original, updated):
@@ -299,7 +295,9 @@ class _Engine(cst.CSTTransformer):
             self.doomed.add(id(updated))  # the enclosing block drops it, keeping the layout
             return updated
         if frame.comments and hasattr(updated, "leading_lines"):
-            present = {line.comment.value for line in updated.leading_lines if line.comment}
+            # Comments above the first statement of a file belong to the module's header.
+            above = [*updated.leading_lines, *(self.module.header if self.module else ())]
+            present = {line.comment.value for line in above if line.comment}
             new = [c for c in dict.fromkeys(frame.comments) if c not in present]
             if new:
                 lines = [cst.EmptyLine(comment=cst.Comment(c)) for c in new]
@@ -330,14 +328,15 @@ def rewrite(text: str, options: Options) -> Outcome:
     engine = _Engine(options, rules)
     new = MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
     stale: set[str] = set()
-    if engine.touched:
-        uses = imports.name_uses(new)
-        stale = {name for name in engine.touched if not uses.get(name)}
+    if engine.changes:
+        # Imports whose every use went away with a rewrite are stale.
+        before, after = imports.name_uses(module), imports.name_uses(new)
+        stale = {name for name in before if not after.get(name)}
     if stale or engine.additions:
         additions = {
             (None if key is None else id(engine.anchors[key])): lines for key, lines in engine.additions.items()
         }
-        new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, additions))
+        new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions))
     return Outcome(new.code, engine.changes, engine.manual)
 
 

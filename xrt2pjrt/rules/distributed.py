@@ -1,0 +1,93 @@
+"""torch.distributed over XLA: the ``xla`` process group under PJRT.
+
+XRT-era code passed ``rank=xm.get_ordinal(), world_size=xm.xrt_world_size()`` and
+MASTER_ADDR/MASTER_PORT for the ``env://`` rendezvous. Under PJRT the ``xla://`` init
+method (registered by ``torch_xla.distributed.xla_backend``) takes rank and world size
+from the runtime; without it DDP hangs (pytorch/xla #5303, #5524, #7109).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.registry import Example, register
+from xrt2pjrt.rules.base import PythonRule, argument, literal, without_args
+
+_MASTER = ("MASTER_ADDR", "MASTER_PORT")
+_ENV_WRITES = ("os.environ.setdefault", "os.putenv")
+
+
+@register
+class InitMethod(PythonRule):
+    id = "dist-init-method"
+    summary = "init_process_group('xla', rank=..., world_size=...) → init_method='xla://' (+ import xla_backend)"
+    names = frozenset({"torch.distributed.init_process_group"})
+    nodes = (cst.Assign, cst.Call)
+    examples = (
+        Example(
+            "import torch.distributed as dist\nimport torch_xla.core.xla_model as xm\n\n"
+            "dist.init_process_group('xla', rank=xm.get_ordinal(), world_size=xm.xrt_world_size())\n",
+            "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
+            "dist.init_process_group('xla', init_method='xla://')\n",
+        ),
+        Example(
+            "import os\nimport torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
+            "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '12355'\n"
+            "dist.init_process_group(backend='xla', init_method='env://')\n",
+            "import os\nimport torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
+            "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '12355'\n"
+            "# TODO(xrt2pjrt): MASTER_ADDR/MASTER_PORT (lines 5, 6) served the XRT-era env:// rendezvous; "
+            "xla:// does not read them: drop them unless something else does [dist-init-method]\n"
+            "dist.init_process_group(backend='xla', init_method='xla://')\n",
+            manual=("MASTER_ADDR",),
+        ),
+        Example(
+            "import torch.distributed as dist  # beside torch_xla\n\ndist.init_process_group('gloo', rank=r, world_size=n)\n",
+            "import torch.distributed as dist  # beside torch_xla\n\ndist.init_process_group('gloo', rank=r, world_size=n)\n",
+        ),
+    )
+
+    def __init__(self):
+        self.master_lines: list[int] = []  # where this file sets MASTER_ADDR/PORT
+
+    def leave(self, ctx, original, updated):
+        # Only notes where MASTER_ADDR/PORT are set, for the manual item below.
+        if isinstance(updated, cst.Assign):
+            target = updated.targets[0].target
+            if isinstance(target, cst.Subscript) and ctx.resolve(target.value) == "os.environ":
+                key = target.slice[0].slice
+                if isinstance(key, cst.Index) and literal(key.value) in _MASTER:
+                    self.master_lines.append(ctx.line)
+        elif ctx.resolve(updated.func) in _ENV_WRITES and updated.args and literal(updated.args[0].value) in _MASTER:
+            self.master_lines.append(ctx.line)
+        return updated
+
+    def call(self, ctx, node, name):
+        backend = argument(node, "backend", 0)
+        if backend is None or literal(backend[1].value) != "xla":
+            return node
+        drop = {index for param in ("rank", "world_size") if (hit := argument(node, param, None))
+                for index in (hit[0],)}
+        method = argument(node, "init_method", 1)
+        new_method = cst.SimpleString("'xla://'")
+        if method is not None and literal(method[1].value) == "xla://":
+            if not drop:
+                return node
+            args = list(node.args)
+        elif method is not None:
+            args = list(node.args)
+            args[method[0]] = method[1].with_changes(value=new_method)
+        else:
+            args = list(node.args)
+            last = args[-1]
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(cst.Arg(new_method, keyword=cst.Name("init_method"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        new = without_args(node.with_changes(args=args), drop)
+        ctx.require("torch_xla.distributed.xla_backend")
+        ctx.change("init_process_group('xla'): init_method='xla://' gives rank and world size")
+        if self.master_lines:
+            lines = ", ".join(map(str, self.master_lines))
+            ctx.manual(f"MASTER_ADDR/MASTER_PORT (lines {lines}) served the XRT-era env:// rendezvous; "
+                       "xla:// does not read them: drop them unless something else does")
+        return new

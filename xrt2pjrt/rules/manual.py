@@ -1,0 +1,205 @@
+"""Things only a person can decide: reported (with a TODO comment), never guessed."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.registry import Example, register
+from xrt2pjrt.rules.base import PythonRule, argument, code, literal
+from xrt2pjrt.rules.imports import dotted
+from xrt2pjrt.rules.pjrt_module import PJRT, PJRT_RENAMES
+
+XM = "torch_xla.core.xla_model"
+
+
+def _imported_modules(node: cst.Import | cst.ImportFrom) -> list[str]:
+    if isinstance(node, cst.Import):
+        return [dotted(alias.name) for alias in node.names]
+    if node.relative or node.module is None:
+        return []
+    module = dotted(node.module)
+    if isinstance(node.names, cst.ImportStar):
+        return [module]
+    return [module] + [f"{module}.{alias.name.value}" for alias in node.names]
+
+
+class _ImportedModuleRule(PythonRule):
+    """Reports imports of the modules ``matches`` accepts, and calls into them."""
+
+    nodes = (cst.Import, cst.ImportFrom)
+
+    def matches(self, module: str) -> bool:
+        raise NotImplementedError
+
+    def message(self, module: str) -> str:
+        raise NotImplementedError
+
+    def leave(self, ctx, original, updated):
+        hits = [module for module in _imported_modules(original) if self.matches(module)]
+        if hits:
+            ctx.manual(self.message(hits[0]))
+        return updated
+
+    def call(self, ctx, node, name):
+        ctx.manual(self.message(name))
+        return node
+
+
+@register
+class XlaDist(_ImportedModuleRule):
+    id = "manual-xla-dist"
+    summary = "torch_xla.distributed.xla_dist used from Python (removed in 2.1): report"
+    prefixes = ("torch_xla.distributed.xla_dist.",)
+    examples = (
+        Example(
+            "from torch_xla.distributed import xla_dist\n\nxla_dist.resolve_and_execute(args)\n",
+            "# TODO(xrt2pjrt): xla_dist is gone from torch_xla 2.1: launch with `gcloud compute tpus tpu-vm ssh "
+            "NAME --worker=all --command=...` (or `xrt2pjrt launch`) [manual-xla-dist]\n"
+            "from torch_xla.distributed import xla_dist\n\n"
+            "# TODO(xrt2pjrt): xla_dist is gone from torch_xla 2.1: launch with `gcloud compute tpus tpu-vm ssh "
+            "NAME --worker=all --command=...` (or `xrt2pjrt launch`) [manual-xla-dist]\n"
+            "xla_dist.resolve_and_execute(args)\n",
+            manual=("xla_dist is gone",),
+        ),
+    )
+
+    def matches(self, module):
+        return module == "torch_xla.distributed.xla_dist" or module.startswith("torch_xla.distributed.xla_dist.")
+
+    def message(self, module):
+        return ("xla_dist is gone from torch_xla 2.1: launch with `gcloud compute tpus tpu-vm ssh NAME "
+                "--worker=all --command=...` (or `xrt2pjrt launch`)")
+
+
+@register
+class PreOneZero(_ImportedModuleRule):
+    id = "manual-pre-1.0"
+    summary = "torch_xla_py.* and other pre-1.0 modules (torch_xla.distributed.data_parallel): report"
+    examples = (
+        Example(
+            "import torch_xla_py.xla_model as xm\n",
+            "# TODO(xrt2pjrt): torch_xla_py.xla_model is a pre-1.0 module: port this file by hand "
+            "(torch_xla.core.xla_model, torch_xla.runtime) [manual-pre-1.0]\nimport torch_xla_py.xla_model as xm\n",
+            manual=("pre-1.0",),
+        ),
+        Example(
+            "import torch_xla.distributed.data_parallel as dp\n",
+            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel is a pre-1.0 module: port this file by hand "
+            "(xmp.spawn, one process per device) [manual-pre-1.0]\nimport torch_xla.distributed.data_parallel as dp\n",
+            manual=("data_parallel",),
+        ),
+    )
+
+    def matches(self, module):
+        return module == "torch_xla_py" or module.startswith("torch_xla_py.") or module == "torch_xla.distributed.data_parallel"
+
+    def message(self, module):
+        if "data_parallel" in module:
+            return f"{module} is a pre-1.0 module: port this file by hand (xmp.spawn, one process per device)"
+        return f"{module} is a pre-1.0 module: port this file by hand (torch_xla.core.xla_model, torch_xla.runtime)"
+
+
+@register
+class ImportModule(PythonRule):
+    id = "manual-import-module"
+    summary = "import_module('torch_xla...') / __import__: a module reached by string is not rewritten; report"
+    names = frozenset({"importlib.import_module"})
+    nodes = (cst.Call,)
+    examples = (
+        Example(
+            "import importlib\n\nxm = importlib.import_module('torch_xla.core.xla_model')\n",
+            "import importlib\n\n# TODO(xrt2pjrt): torch_xla.core.xla_model is imported by string: the codemod "
+            "cannot follow it; migrate its uses by hand [manual-import-module]\n"
+            "xm = importlib.import_module('torch_xla.core.xla_model')\n",
+            manual=("imported by string",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if node.args:
+            module = literal(node.args[0].value)
+            if isinstance(module, str) and module.split(".")[0] in ("torch_xla", "torch_xla_py"):
+                ctx.manual(f"{module} is imported by string: the codemod cannot follow it; migrate its uses by hand")
+        return node
+
+    def leave(self, ctx, original, updated):
+        # ``__import__`` is a builtin: it resolves to nothing unless rebound.
+        if isinstance(updated.func, cst.Name) and updated.func.value == "__import__" and ctx.resolve(updated.func) is None:
+            return self.call(ctx, updated, "__import__")
+        return updated
+
+
+@register
+class RendezvousSubset(PythonRule):
+    id = "manual-rendezvous-subset"
+    summary = "xm.rendezvous(tag, payload, replicas=[subset]): PJRT requires every replica; report"
+    names = frozenset({f"{XM}.rendezvous"})
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('sync', b'', replicas=[0, 1])\n",
+            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.rendezvous with replicas=[0, 1]: under PJRT "
+            "every replica must join (a subset raises ValueError); use all replicas or a host-side barrier "
+            "[manual-rendezvous-subset]\nxm.rendezvous('sync', b'', replicas=[0, 1])\n",
+            manual=("every replica must join",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init')\n",
+            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init')\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = argument(node, "replicas", 2)
+        if hit is not None and literal(hit[1].value) not in ([], None):
+            ctx.manual(f"xm.rendezvous with replicas={code(hit[1].value)}: under PJRT every replica must join "
+                       "(a subset raises ValueError); use all replicas or a host-side barrier")
+        return node
+
+
+@register
+class SaveBarrier(PythonRule):
+    id = "manual-save-barrier"
+    summary = "xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it"
+    names = frozenset({f"{XM}.save"})
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n",
+            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.save no longer waits for every replica "
+            "(2.1): if others read the file next, add xm.rendezvous('saved') after it [manual-save-barrier]\n"
+            "xm.save(model.state_dict(), path)\n",
+            manual=("rendezvous",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        ctx.manual("xm.save no longer waits for every replica (2.1): if others read the file next, "
+                   "add xm.rendezvous('saved') after it")
+        return node
+
+
+@register
+class PjrtPrivate(PythonRule):
+    id = "manual-pjrt-other"
+    summary = "other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report"
+    prefixes = (f"{PJRT}.",)
+    examples = (
+        Example(
+            "from torch_xla.experimental import pjrt\n\npjrt.spawn_threads(fn)\n",
+            "from torch_xla.experimental import pjrt\n\n# TODO(xrt2pjrt): pjrt.spawn_threads has no public "
+            "replacement in torch_xla 2.x (torch_xla.experimental.pjrt is gone from 2.5) [manual-pjrt-other]\n"
+            "pjrt.spawn_threads(fn)\n",
+            manual=("no public replacement",),
+        ),
+    )
+    # Names with a rule of their own.
+    handled = frozenset({r.old for r in PJRT_RENAMES} | {f"{PJRT}.{n}" for n in (
+        "rendezvous", "spawn", "run_multiprocess", "_run_multiprocess", "using_pjrt")})
+
+    def call(self, ctx, node, name):
+        return self.reference(ctx, node, name)
+
+    def reference(self, ctx, node, name):
+        if name not in self.handled:
+            ctx.manual(f"pjrt.{name.rsplit('.', 1)[-1]} has no public replacement in torch_xla 2.x "
+                       "(torch_xla.experimental.pjrt is gone from 2.5)")
+        return node
