@@ -133,6 +133,7 @@ class ImportModule(PythonRule):
 class RendezvousSubset(PythonRule):
     id = "manual-rendezvous-subset"
     summary = "xm.rendezvous(tag, payload, replicas=[subset]): PJRT requires every replica; report"
+    targets = ("native",)  # the shim's rendezvous takes subsets
     names = frozenset({f"{XM}.rendezvous"})
     examples = (
         Example(
@@ -160,6 +161,7 @@ class RendezvousSubset(PythonRule):
 class SaveBarrier(PythonRule):
     id = "manual-save-barrier"
     summary = "xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it"
+    targets = ("native",)  # the shim's save keeps the barrier
     names = frozenset({f"{XM}.save"})
     examples = (
         Example(

@@ -43,7 +43,7 @@ TODO = "# TODO(xrt2pjrt): "
 
 def _load_rules() -> None:
     # Importing the rule modules registers their rules.
-    from xrt2pjrt.rules import distributed, environment, manual, pjrt_module, runtime_api, spawn  # noqa: F401
+    from xrt2pjrt.rules import distributed, environment, manual, pjrt_module, runtime_api, shim_target, spawn  # noqa: F401
 
 
 _load_rules()
