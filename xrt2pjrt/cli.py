@@ -150,5 +150,52 @@ def list_rules(as_json: bool = typer.Option(False, "--json", help="Machine-reada
         typer.echo("")
 
 
+@app.command("launch")
+def launch_command(
+    command: List[str] = typer.Argument(..., help="The command every worker runs (after `--`)."),
+    tpu: str = typer.Option(..., "--tpu", help="Name of the TPU VM or pod."),
+    zone: Optional[str] = typer.Option(None, help="Its zone (default: gcloud's)."),
+    project: Optional[str] = typer.Option(None, help="Its project (default: gcloud's)."),
+    env: Optional[List[str]] = typer.Option(None, "--env", help="K=V set for the command; repeatable."),
+    conda_env: Optional[str] = typer.Option(None, "--conda-env", help="Conda environment to activate first."),
+    docker_image: Optional[str] = typer.Option(None, "--docker-image", help="Run the command in this image."),
+    docker_run_flag: Optional[List[str]] = typer.Option(None, "--docker-run-flag", help="Extra `docker run` flag; repeatable."),
+    docker_container: Optional[str] = typer.Option(None, "--docker-container", help="Name of the container."),
+    restart_tpuvm_pod_server: bool = typer.Option(False, "--restart-tpuvm-pod-server", help="XRT only: ignored."),
+    tpuvm_server_port: Optional[int] = typer.Option(None, "--tpuvm-server-port", help="XRT only: ignored."),
+    num_workers: Optional[int] = typer.Option(None, "--num-workers", min=1, help="Workers of the pod (default: ask gcloud describe)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the gcloud commands; run nothing."),
+) -> None:
+    """Run a command on every worker of a TPU pod with PJRT_DEVICE=TPU: a drop-in for xla_dist."""
+    from xrt2pjrt import launch
+    from xrt2pjrt.text.words import Word
+    from xrt2pjrt.text.xla_dist import Launch, Untranslatable
+
+    for flag, given in (("--restart-tpuvm-pod-server", restart_tpuvm_pod_server),
+                        ("--tpuvm-server-port", tpuvm_server_port is not None)):
+        if given:
+            typer.echo(f"xrt2pjrt launch: ignoring {flag}: PJRT runs no XRT server", err=True)
+
+    def word(value: Optional[str]) -> Optional[Word]:
+        return Word.literal(value) if value is not None else None
+
+    try:
+        model = Launch(
+            tpu=Word.literal(tpu),
+            command=[Word.literal(w) for w in command],
+            env=[Word.literal(kv) for kv in env or []],
+            conda_env=word(conda_env),
+            docker_image=word(docker_image),
+            docker_container=word(docker_container),
+            docker_run_flags=[Word.literal(f) for f in docker_run_flag or []],
+        )
+        target = launch.Target(tpu, zone, project)
+        if dry_run:
+            raise typer.Exit(launch.dry_run(model, target, num_workers, sys.stdout, sys.stderr))
+        raise typer.Exit(launch.run(model, target, num_workers))
+    except (Untranslatable, launch.LaunchError) as exc:
+        _fail(str(exc))
+
+
 def main() -> None:
     app()

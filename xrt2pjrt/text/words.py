@@ -65,10 +65,15 @@ class Word:
     def source(self, text: str) -> str:
         return text[self.start:self.end]
 
-    def assignment(self) -> tuple[str, "Word"] | None:
-        """(NAME, value word) when the word is ``NAME=value`` with a literal NAME."""
+    def assignment(self, quoted_name: bool = False) -> tuple[str, "Word"] | None:
+        """(NAME, value word) when the word is ``NAME=value`` with a literal NAME.
+
+        The shell takes a quoted ``"NAME=value"`` for an argument, not an assignment; a
+        program given it as an argument (xla_dist's ``--env``) sees NAME=value:
+        ``quoted_name`` says which reading is wanted.
+        """
         first = self.parts[0] if self.parts else None
-        if first is None or first.expansion or first.quoted:
+        if first is None or first.expansion or (first.quoted and not quoted_name):
             return None
         m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", first.text)
         if not m:

@@ -189,9 +189,9 @@ def _escape_inner(text: str) -> str:
 
 
 def _assignment(word: Word) -> list[Seg]:
-    split = word.assignment()
+    split = word.assignment(quoted_name=True)
     if split is None:
-        raise Untranslatable(f"--env value is not NAME=VALUE with a literal NAME")
+        raise Untranslatable("--env value is not NAME=VALUE with a literal NAME")
     name, value = split
     return [Seg(f"{name}=")] + (remote_word(value, assignment=True) if value.parts else [])
 
