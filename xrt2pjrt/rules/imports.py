@@ -266,6 +266,8 @@ class FinishImports(cst.CSTTransformer):
         self.keep = keep
         self.additions = additions
         self.doomed: set[int] = set()
+        # id of a statement line in the new tree -> id of the anchor it was (additions key)
+        self.renamed: dict[int, int] = {}
 
     def _rebuild(self, updated):
         kept = [
@@ -292,32 +294,79 @@ class FinishImports(cst.CSTTransformer):
         return self._rebuild(updated)
 
     def leave_SimpleStatementLine(self, original, updated):
-        added = [cst.parse_statement(text + "\n") for text in sorted(set(self.additions.get(id(original), ())))]
         if not updated.body:
-            if added:
-                added[0] = added[0].with_changes(leading_lines=updated.leading_lines)
-                return cst.FlattenSentinel(added)
-            updated = updated.with_changes(body=[cst.Pass()])
+            updated = updated.with_changes(body=[cst.Pass()])  # a placeholder until its block drops it
             self.doomed.add(id(updated))
-            return updated
-        return cst.FlattenSentinel([updated, *added]) if added else updated
+        if id(original) in self.additions:
+            self.renamed[id(updated)] = id(original)
+        return updated
 
     def leave_IndentedBlock(self, original, updated):
-        return keep_block_valid(updated, self.doomed)
+        return keep_block_valid(updated.with_changes(body=self._place(updated.body)), self.doomed)
 
     def leave_Module(self, original, updated):
-        added = sorted(set(self.additions.get(None, ())))
-        body = without_statements(updated.body, self.doomed)
-        if not added:
-            return updated.with_changes(body=body)
-        position = 0
-        for index, statement in enumerate(body):
-            if is_import_line(statement) or (index == 0 and _is_docstring(statement)):
-                position = index + 1
-            elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-                break
-        new = [cst.parse_statement(text + "\n") for text in added]
-        return updated.with_changes(body=[*body[:position], *new, *body[position:]])
+        body = list(updated.body)
+        top = self.additions.get(None)
+        if top:
+            last = None
+            for index, statement in enumerate(body):
+                if is_import_line(statement) or (index == 0 and _is_docstring(statement)):
+                    last = index
+                elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                    break
+            if last is None or not is_import_line(body[last]):
+                at = 0 if last is None else last + 1
+                body[at:at] = [cst.parse_statement(text + "\n") for text in sorted(set(top))]
+            else:
+                body = self._insert(body, last, top)
+        return updated.with_changes(body=without_statements(self._place(body), self.doomed))
+
+    def _place(self, body) -> list:
+        """``body`` with the planned imports placed among the imports next to their anchors."""
+        body = list(body)
+        for index in reversed(range(len(body))):
+            anchor = self.renamed.get(id(body[index]))
+            if anchor is not None:
+                body = self._insert(body, index, self.additions[anchor])
+        return body
+
+    def _insert(self, body: list, index: int, texts: list[str]) -> list:
+        # The paragraph of import lines around the anchor: sorted, the new lines join in
+        # order; else they follow it.
+        def importish(statement):
+            return is_import_line(statement) or id(statement) in self.doomed
+
+        start = index
+        while start > 0 and not body[start].leading_lines and importish(body[start - 1]):
+            start -= 1
+        end = index
+        while end + 1 < len(body) and not body[end + 1].leading_lines and importish(body[end + 1]):
+            end += 1
+        run = body[start:end + 1]
+        new = [cst.parse_statement(text + "\n") for text in sorted(set(texts))]
+        keys = [_sort_key(statement) for statement in run if not id(statement) in self.doomed]
+        if keys != sorted(keys):
+            return [*body[:end + 1], *new, *body[end + 1:]]
+        lead = run[0].leading_lines
+        first_doomed = id(run[0]) in self.doomed
+        run[0] = run[0].with_changes(leading_lines=[])
+        if first_doomed:
+            self.doomed.add(id(run[0]))
+        merged = sorted(run + new, key=_sort_key)
+        was_doomed = id(merged[0]) in self.doomed
+        merged[0] = merged[0].with_changes(leading_lines=lead)
+        if was_doomed:
+            self.doomed.add(id(merged[0]))
+        return [*body[:start], *merged, *body[end + 1:]]
+
+
+def _sort_key(statement: cst.SimpleStatementLine) -> str:
+    first = statement.body[0]
+    if isinstance(first, cst.Import):
+        return dotted(first.names[0].name).lower()
+    if isinstance(first, cst.ImportFrom) and first.module is not None:
+        return dotted(first.module).lower()
+    return ""
 
 
 def is_import_line(statement: cst.CSTNode) -> bool:
