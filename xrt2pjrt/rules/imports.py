@@ -55,6 +55,7 @@ class Scope:
     node: cst.CSTNode
     parent: Scope | None
     is_class: bool = False
+    path: tuple[str, ...] = ()  # names of the enclosing functions and classes
     names: dict[str, Binding] = field(default_factory=dict)
 
     def lookup(self, name: str) -> Binding | None:
@@ -199,7 +200,8 @@ class _Collector(cst.CSTVisitor):
 
 def collect(node: cst.CSTNode, parent: Scope | None) -> Scope:
     """The scope ``node`` opens, with every name it binds."""
-    scope = Scope(node, parent, is_class=isinstance(node, cst.ClassDef))
+    path = (*parent.path, _label(node)) if parent is not None else ()
+    scope = Scope(node, parent, is_class=isinstance(node, cst.ClassDef), path=path)
     collector = _Collector(scope)
     if isinstance(node, (cst.FunctionDef, cst.Lambda)):
         params = node.params
@@ -221,31 +223,49 @@ def collect(node: cst.CSTNode, parent: Scope | None) -> Scope:
     return scope
 
 
+_SCOPE_NODES = (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _label(node: cst.CSTNode) -> str:
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return node.name.value
+    return "<lambda>" if isinstance(node, cst.Lambda) else ""
+
+
 class NameUses(cst.CSTVisitor):
-    """How often each name is read (not the ``.attr`` of an attribute, keyword names, imports)."""
+    """How often each binding is read: (path of the scope that binds it, name) -> count.
+
+    The path (``("train",)`` for a function ``train``) names a scope the same way in the
+    tree before and after a rewrite, so the two counts can be compared.
+    """
 
     def __init__(self):
-        self.counts: dict[str, int] = {}
+        self.counts: dict[tuple[tuple[str, ...], str], int] = {}
+        self.scope: Scope | None = None
 
-    def visit_Name(self, node):
-        self.counts[node.value] = self.counts.get(node.value, 0) + 1
+    def on_visit(self, node):
+        if isinstance(node, _SCOPE_NODES):
+            self.scope = collect(node, self.scope)
+        elif isinstance(node, cst.Name):
+            binding = self.scope.lookup(node.value)
+            key = (binding.scope.path if binding else (), node.value)
+            self.counts[key] = self.counts.get(key, 0) + 1
+        elif isinstance(node, cst.Attribute):
+            node.value.visit(self)  # not the ``.attr`` name
+            return False
+        elif isinstance(node, cst.Arg):
+            node.value.visit(self)  # not the keyword
+            return False
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            return False
+        return True
 
-    def visit_Attribute(self, node):
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node):
-        node.value.visit(self)
-        return False
-
-    def visit_Import(self, node):
-        return False
-
-    def visit_ImportFrom(self, node):
-        return False
+    def on_leave(self, original_node):
+        if isinstance(original_node, _SCOPE_NODES):
+            self.scope = self.scope.parent
 
 
-def name_uses(node: cst.CSTNode) -> dict[str, int]:
+def name_uses(node: cst.CSTNode) -> dict[tuple[tuple[str, ...], str], int]:
     uses = NameUses()
     node.visit(uses)
     return uses.counts
@@ -266,6 +286,7 @@ class FinishImports(cst.CSTTransformer):
         self.keep = keep
         self.additions = additions
         self.doomed: set[int] = set()
+        self.path: list[str] = []
         # id of a statement line in the new tree -> id of the anchor it was (additions key)
         self.renamed: dict[int, int] = {}
 
@@ -273,7 +294,8 @@ class FinishImports(cst.CSTTransformer):
         kept = [
             alias
             for local, origin, alias in import_bindings(updated)
-            if not (local in self.stale and origin.startswith(self.modules) and dotted(alias.name) not in self.keep)
+            if not ((tuple(self.path), local) in self.stale and origin.startswith(self.modules)
+                    and dotted(alias.name) not in self.keep)
         ]
         if len(kept) == len(updated.names):
             return updated
@@ -284,6 +306,16 @@ class FinishImports(cst.CSTTransformer):
         if isinstance(updated, cst.ImportFrom) and len(kept) == 1:
             changes.update(lpar=None, rpar=None)
         return updated.with_changes(**changes)
+
+    def on_visit(self, node):
+        if isinstance(node, _SCOPE_NODES) and not isinstance(node, cst.Module):
+            self.path.append(_label(node))
+        return super().on_visit(node)
+
+    def on_leave(self, original, updated):
+        if isinstance(original, _SCOPE_NODES) and not isinstance(original, cst.Module):
+            self.path.pop()
+        return super().on_leave(original, updated)
 
     def leave_Import(self, original, updated):
         return self._rebuild(updated)

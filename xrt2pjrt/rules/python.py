@@ -321,17 +321,22 @@ def rewrite(text: str, options: Options) -> Outcome:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
+        # Python's own parser names the line and the problem the way users know them.
+        try:
+            ast.parse(text)
+        except SyntaxError as error:
+            raise SourceError(error.msg, error.lineno or 1) from None
         raise SourceError(exc.message, exc.raw_line) from None
     rules = _selected(options)
     if not rules:
         return Outcome(text)
     engine = _Engine(options, rules)
     new = MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
-    stale: set[str] = set()
+    stale: set[tuple[tuple[str, ...], str]] = set()
     if engine.changes:
         # Imports whose every use went away with a rewrite are stale.
         before, after = imports.name_uses(module), imports.name_uses(new)
-        stale = {name for name in before if not after.get(name)}
+        stale = {key for key in before if not after.get(key)}
     if stale or engine.additions:
         additions = {
             (None if key is None else id(engine.anchors[key])): lines for key, lines in engine.additions.items()

@@ -1,0 +1,311 @@
+"""The Python codemod on the shapes real XRT-era code has (see real_world_code.md).
+
+Only names that resolve to torch_xla change, whatever the import form; look-alikes
+(``from xmanager import xm``, ``torch.multiprocessing.spawn``, ``dist.all_gather``, a
+parameter called ``xm``) never do; imports a rewrite leaves unused go, new ones land
+beside the imports they replace.
+"""
+
+import textwrap
+
+import pytest
+
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.rewriters import SourceError
+from xrt2pjrt.rules import python
+
+
+def migrate(source: str, **options):
+    options.setdefault("rules", frozenset(r for r, c in all_rules().items() if c.kind == "python"))
+    outcome = python.rewrite(textwrap.dedent(source), Options(**options))
+    assert python.check(outcome.text) is None
+    again = python.rewrite(outcome.text, Options(**options))
+    assert again.text == outcome.text, "a second pass must change nothing"
+    return outcome
+
+
+def text(source: str, **options) -> str:
+    return migrate(source, **options).text
+
+
+def same(source: str, **options) -> None:
+    assert text(source, **options) == textwrap.dedent(source)
+
+
+# --- import forms -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("imports, call", [
+    ("import torch_xla.core.xla_model as xm", "xm.get_ordinal()"),
+    ("import torch_xla.core.xla_model as tpu_xm", "tpu_xm.get_ordinal()"),
+    ("from torch_xla.core import xla_model", "xla_model.get_ordinal()"),
+    ("from torch_xla.core import xla_model as xm", "xm.get_ordinal()"),
+    ("from torch_xla.core.xla_model import get_ordinal", "get_ordinal()"),
+    ("from torch_xla.core.xla_model import get_ordinal as go", "go()"),
+    ("import torch_xla.core.xla_model", "torch_xla.core.xla_model.get_ordinal()"),
+])
+def test_every_import_form_resolves_and_the_old_import_goes(imports, call):
+    out = text(f"""\
+        import os
+        {imports}
+
+        rank = {call}
+        """)
+    assert out == "import os\nimport torch_xla.runtime as xr\n\nrank = xr.global_ordinal()\n"
+
+
+def test_function_local_import_gets_its_replacement_beside_it():
+    out = text("""\
+        def train():
+            import torch_xla.core.xla_model as xm
+            return xm.xrt_world_size()
+        """)
+    assert out == "def train():\n    import torch_xla.runtime as xr\n    return xr.world_size()\n"
+
+
+def test_import_under_main_guard():
+    out = text("""\
+        if __name__ == '__main__':
+            import torch_xla.distributed.xla_multiprocessing as xmp
+            xmp.spawn(main, nprocs=8)
+        """)
+    assert "xmp.spawn(main)" in out
+
+
+def test_try_except_importerror_fallback():
+    out = text("""\
+        try:
+            import torch_xla.core.xla_model as xm
+        except ImportError:
+            xm = None
+
+        def rank():
+            return xm.get_ordinal() if xm else 0
+        """)
+    assert "xr.global_ordinal()" in out
+    assert "    import torch_xla.runtime as xr\n" in out  # inside the try, where it can fail
+    assert "import torch_xla.core.xla_model as xm" in out  # still used by `if xm`
+
+
+def test_existing_runtime_import_is_reused():
+    out = text("""\
+        import torch_xla.core.xla_model as xm
+        import torch_xla.runtime as runtime
+
+        n = xm.xrt_world_size()
+        """)
+    assert out == "import torch_xla.runtime as runtime\n\nn = runtime.world_size()\n"
+
+
+def test_alias_collision_picks_another_name():
+    out = text("""\
+        import torch_xla.core.xla_model as xm
+        xr = load_experiment_registry()
+
+        n = xm.xrt_world_size()
+        """)
+    assert "import torch_xla.runtime as xr_runtime" in out
+    assert "n = xr_runtime.world_size()" in out
+    assert "xr = load_experiment_registry()" in out
+
+
+def test_import_kept_while_other_uses_remain():
+    out = text("""\
+        import torch_xla.core.xla_model as xm
+
+        xm.master_print(xm.get_ordinal())
+        """)
+    assert out == ("import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n\n"
+                   "xm.master_print(xr.global_ordinal())\n")
+
+
+def test_unused_imports_the_user_had_are_left_alone():
+    same("""\
+        import torch_xla.core.xla_model as xm
+        import torch_xla.runtime as xr  # unused, not ours to judge
+
+        print('hello')
+        """)
+
+
+# --- collisions: look-alikes never change -------------------------------------------------
+
+def test_xmanager_xm_untouched_beside_torch_xla_xm():
+    out = text("""\
+        def launch():
+            from xmanager import xm
+            with xm.create_experiment() as experiment:
+                return xm.get_ordinal()
+
+        def train():
+            import torch_xla.core.xla_model as xm
+            return xm.get_ordinal()
+        """)
+    assert "        return xm.get_ordinal()\n" in out  # xmanager's, untouched
+    assert "    import torch_xla.runtime as xr\n    return xr.global_ordinal()\n" in out
+    assert "torch_xla.core.xla_model" not in out
+
+
+def test_module_level_xmanager_untouched():
+    same("""\
+        from xmanager import xm  # torch_xla is not used here
+        xm.get_ordinal()
+        xm.xla_device()
+        """)
+
+
+def test_parameter_and_local_rebinding_shadow_the_import():
+    same("""\
+        import torch_xla.core.xla_model as xm
+
+        def a(xm):
+            return xm.get_ordinal()
+
+        def b():
+            xm = FakeXm()
+            return xm.get_ordinal()
+
+        xm.master_print('ok')
+        """)
+
+
+def test_torch_multiprocessing_spawn_and_dist_all_gather_untouched():
+    same("""\
+        import torch.distributed as dist
+        import torch.multiprocessing as mp
+        import torch_xla.core.xla_model as xm
+
+        mp.spawn(fn=_mp_fn, nprocs=8)
+        dist.all_gather(outputs, tensor)
+        xm.all_gather(tensor)
+        """)
+
+
+def test_method_does_not_see_class_level_names():
+    out = text("""\
+        import torch_xla.core.xla_model as xm
+
+        class Trainer:
+            xm = None
+
+            def rank(self):
+                return xm.get_ordinal()
+        """)
+    assert "return xr.global_ordinal()" in out
+
+
+# --- spawn ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("before, after", [
+    ("xmp.spawn(_mp_fn, args=(flags,), nprocs=8, start_method='fork')",
+     "xmp.spawn(_mp_fn, args=(flags,), start_method='fork')"),
+    ("xmp.spawn(fn=_mp_fn, nprocs=8)", "xmp.spawn(fn=_mp_fn)"),
+    ("xmp.spawn(_mp_fn, (flags,), 8)", "xmp.spawn(_mp_fn, (flags,))"),
+    ("xmp.spawn(_mp_fn, nprocs=1)", "xmp.spawn(_mp_fn, nprocs=1)"),
+    ("xmp.spawn(_mp_fn, nprocs=None)", "xmp.spawn(_mp_fn, nprocs=None)"),
+    ("xmp.spawn(_mp_fn)", "xmp.spawn(_mp_fn)"),
+    ("xmp.spawn(_mp_fn, nprocs=min(world, 8))", "xmp.spawn(_mp_fn, nprocs=1 if min(world, 8) == 1 else None)"),
+    ("xmp.spawn(_mp_fn, nprocs=a or b)", "xmp.spawn(_mp_fn, nprocs=1 if (a or b) == 1 else None)"),
+    ("xmp.spawn(_mp_fn, nprocs=1 if n == 1 else None)", "xmp.spawn(_mp_fn, nprocs=1 if n == 1 else None)"),
+])
+def test_spawn_nprocs_forms(before, after):
+    prefix = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+    assert text(prefix + before + "\n") == prefix + after + "\n"
+
+
+# --- target versions ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version, expected", [
+    ((2, 2), "xm.xla_device()"),
+    ((2, 3), "torch_xla.device()"),
+    ((2, 9), "torch_xla.device()"),
+])
+def test_xla_device_spelling_follows_target_version(version, expected):
+    out = text("import torch_xla.core.xla_model as xm\n\nd = xm.xla_device()\n", target_version=version)
+    assert f"d = {expected}\n" in out
+
+
+def test_mark_step_before_2_4_is_kept_and_pjrt_xla_device_before_2_3_goes_to_runtime():
+    assert "xm.mark_step()" in text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n", target_version=(2, 3))
+    out = text("from torch_xla.experimental import pjrt\nd = pjrt.xla_device()\n", target_version=(2, 2))
+    assert "d = xr.xla_device()" in out
+
+
+# --- shim target ----------------------------------------------------------------------------
+
+def test_shim_target_changes_imports_only():
+    out = text("""\
+        import torch_xla.core.xla_model as xm
+        import torch_xla.distributed.xla_multiprocessing as xmp
+
+        def _mp_fn(index):
+            print(xm.get_ordinal(), xm.xrt_world_size())
+
+        xmp.spawn(_mp_fn, nprocs=8, start_method='fork')
+        """, target="shim")
+    assert out == textwrap.dedent("""\
+        import xrt2pjrt.shim.xla_model as xm
+        import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+        def _mp_fn(index):
+            print(xm.get_ordinal(), xm.xrt_world_size())
+
+        xmp.spawn(_mp_fn, nprocs=8, start_method='fork')
+        """)
+
+
+# --- layout and reports -----------------------------------------------------------------
+
+def test_formatting_and_comments_outside_rewritten_nodes_are_byte_identical():
+    source = textwrap.dedent("""\
+        # -*- coding: utf-8 -*-
+        import torch_xla.core.xla_model as xm   # the model API
+
+
+        def f( a,b ):   # odd spacing stays
+            x = [1,2,
+                 3]  # trailing
+            return xm.get_ordinal( ) + a  # rank
+        \t
+        y = {  'k' :1 }
+        """)
+    out = migrate(source).text
+    old, new = source.splitlines(), out.splitlines()
+    untouched = [line for line in old if "xm" not in line]
+    assert [line for line in new if line in untouched] == untouched
+    assert "    return xr.global_ordinal( ) + a  # rank" in new
+
+
+def test_manual_comment_is_written_once():
+    source = "import torch_xla.core.xla_model as xm\n\nxm.save(state, path)\n"
+    first = migrate(source)
+    assert first.text.count("TODO(xrt2pjrt)") == 1
+    assert [f.rule for f in first.manual] == ["manual-save-barrier"]
+    assert first.manual[0].line == 3
+
+
+def test_findings_carry_original_line_numbers():
+    outcome = migrate("import torch_xla.core.xla_model as xm\n\n\nn = xm.xrt_world_size()\n")
+    assert [(f.rule, f.line) for f in outcome.changes] == [("api-world-size", 4)]
+
+
+def test_unparseable_source_raises_with_line():
+    with pytest.raises(SourceError) as error:
+        python.rewrite("import torch_xla\n\ndef f(:\n    pass\n", Options(rules=frozenset(all_rules())))
+    assert error.value.line == 3
+
+
+@pytest.mark.parametrize("source, triggers", [
+    ("import torch\nprint(torch.ones(2))\n", False),
+    ("from xmanager import xm\nxm.get_ordinal()\n", False),
+    ("import torch_xla\n", True),
+    ("os.environ['XRT_TPU_CONFIG'] = 'x'\n", True),
+    ("os.environ.get(xenv.HOST_ORDINAL)\n", True),
+])
+def test_trigger_skips_files_with_nothing_to_do(source, triggers):
+    assert bool(python.TRIGGER.search(source)) is triggers
+
+
+def test_select_one_rule_runs_only_it():
+    outcome = migrate("import torch_xla.core.xla_model as xm\nxm.get_ordinal()\nxm.mark_step()\n",
+                      rules=frozenset({"api-mark-step"}))
+    assert "xm.get_ordinal()" in outcome.text and "torch_xla.sync()" in outcome.text
