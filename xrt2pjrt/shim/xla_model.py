@@ -191,11 +191,11 @@ class _PjrtBackend:
         return _xm.collective_permute(value, pairs)
 
     def rendezvous(self, tag, payload=b"", replicas=[], *, timeout=None, transport=None):
+        transport = _transport(transport)
         world = self.xrt_world_size()
         if world == 1:
             _host.participants_of(replicas, world)  # still reject ordinals outside the world
             return [payload]
-        transport = _transport(transport)
         if transport == "xla":
             return _xla_rendezvous(tag, payload, replicas)
         _locate_host_store(replicas)
