@@ -41,7 +41,7 @@ _READS = {f"{ENVIRON}.get": 0, "os.getenv": 0, f"{ENVIRON}.pop": 0}
 _WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
 
 
-# (variable, value as Python source): what a write becomes.
+# (variable, value): what a write becomes.
 Setting = tuple[str, str]
 
 
@@ -100,7 +100,7 @@ class EnvRule(PythonRule):
             return self._drop_statement(ctx, variable, updated)
         new_target = target.with_changes(slice=[target.slice[0].with_changes(
             slice=cst.Index(self._string(setting[0], target.slice[0].slice.value)))])
-        value = cst.parse_expression(setting[1])
+        value = self._string(setting[1], target.slice[0].slice.value)
         return updated.with_changes(targets=[updated.targets[0].with_changes(target=new_target)], value=value)
 
     def _subscript_key(self, node: cst.Subscript) -> str | None:
@@ -157,7 +157,7 @@ class EnvRule(PythonRule):
             return self._drop_statement(ctx, variable, updated)
         return updated.with_changes(args=[
             key.with_changes(value=self._string(setting[0], key.value)),
-            value.with_changes(value=cst.parse_expression(setting[1])),
+            value.with_changes(value=self._string(setting[1], key.value)),
         ])
 
     def _update_keywords(self, ctx, call: cst.Call) -> cst.Call:
@@ -172,7 +172,7 @@ class EnvRule(PythonRule):
             setting = self._written(ctx, variable, memo=False)
             if setting is not None and setting[0] not in present:
                 present.add(setting[0])
-                args.append(arg.with_changes(keyword=cst.Name(setting[0]), value=cst.parse_expression(setting[1])))
+                args.append(arg.with_changes(keyword=cst.Name(setting[0]), value=self._string(setting[1], arg.value)))
         if not changed:
             return call
         if args:
@@ -194,7 +194,7 @@ class EnvRule(PythonRule):
                 continue
             present.add(setting[0])
             elements.append(element.with_changes(key=self._string(setting[0], element.key),
-                                                 value=cst.parse_expression(setting[1])))
+                                                 value=self._string(setting[1], element.key)))
         if not changed:
             return updated
         if elements:
@@ -248,7 +248,7 @@ class TpuConfig(EnvRule):
         ),
         Example(
             "import os\n\nenv = {\"XRT_TPU_CONFIG\": config, 'XLA_USE_BF16': '1'}\n",
-            "import os\n\nenv = {\"PJRT_DEVICE\": 'TPU', 'XLA_USE_BF16': '1'}\n",
+            "import os\n\nenv = {\"PJRT_DEVICE\": \"TPU\", 'XLA_USE_BF16': '1'}\n",
         ),
         Example(
             "import os\n\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
@@ -262,7 +262,7 @@ class TpuConfig(EnvRule):
         return variable == "XRT_TPU_CONFIG"
 
     def write(self, variable):
-        return ("PJRT_DEVICE", "'TPU'")
+        return ("PJRT_DEVICE", "TPU")
 
     def read(self, variable):
         return "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'"
@@ -289,7 +289,7 @@ class CpuTopology(EnvRule):
         return variable in ("XRT_DEVICE_MAP", "XRT_WORKERS")
 
     def write(self, variable):
-        return ("PJRT_DEVICE", "'CPU'")
+        return ("PJRT_DEVICE", "CPU")
 
     def read(self, variable):
         return f"{variable} is ignored from torch_xla 2.1: test xr.device_type() == 'CPU'"

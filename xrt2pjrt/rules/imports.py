@@ -355,12 +355,24 @@ class FinishImports(cst.CSTTransformer):
 
     def _place(self, body) -> list:
         """``body`` with the planned imports placed among the imports next to their anchors."""
-        body = list(body)
-        for index in reversed(range(len(body))):
-            anchor = self.renamed.get(id(body[index]))
-            if anchor is not None:
-                body = self._insert(body, index, self.additions[anchor])
-        return body
+        body, done = list(body), set()
+        while True:
+            hit = next(((index, self.renamed[id(s)]) for index, s in enumerate(body)
+                        if self.renamed.get(id(s)) not in (None, *done)), None)
+            if hit is None:
+                return body
+            index, anchor = hit
+            done.add(anchor)
+            body = self._insert(body, index, self.additions[anchor])
+
+    def _moved(self, statement, **changes):
+        """``statement.with_changes(...)``, keeping what this pass knows about it."""
+        new = statement.with_changes(**changes)
+        if id(statement) in self.doomed:
+            self.doomed.add(id(new))
+        if id(statement) in self.renamed:
+            self.renamed[id(new)] = self.renamed[id(statement)]
+        return new
 
     def _insert(self, body: list, index: int, texts: list[str]) -> list:
         # The paragraph of import lines around the anchor: sorted, the new lines join in
@@ -380,15 +392,9 @@ class FinishImports(cst.CSTTransformer):
         if keys != sorted(keys):
             return [*body[:end + 1], *new, *body[end + 1:]]
         lead = run[0].leading_lines
-        first_doomed = id(run[0]) in self.doomed
-        run[0] = run[0].with_changes(leading_lines=[])
-        if first_doomed:
-            self.doomed.add(id(run[0]))
+        run[0] = self._moved(run[0], leading_lines=[])
         merged = sorted(run + new, key=_sort_key)
-        was_doomed = id(merged[0]) in self.doomed
-        merged[0] = merged[0].with_changes(leading_lines=lead)
-        if was_doomed:
-            self.doomed.add(id(merged[0]))
+        merged[0] = self._moved(merged[0], leading_lines=lead)
         return [*body[:start], *merged, *body[end + 1:]]
 
 
@@ -427,7 +433,10 @@ def without_statements(body, doomed: set[int]) -> list:
             carried += list(statement.leading_lines)
             continue
         if carried:
-            statement = statement.with_changes(leading_lines=[*carried, *statement.leading_lines])
+            own = list(statement.leading_lines)
+            if any(line.comment is None for line in own):  # it has its own blank lines
+                carried = [line for line in carried if line.comment is not None]
+            statement = statement.with_changes(leading_lines=[*carried, *own])
             carried = []
         kept.append(statement)
     return kept

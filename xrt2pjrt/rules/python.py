@@ -83,7 +83,10 @@ class Context:
         self._engine.changes.append(Finding(self.rule_id, self.line, message))
 
     def manual(self, message: str, comment: bool = True) -> None:
-        self._engine.manual.append(Finding(self.rule_id, self.line, message))
+        finding = Finding(self.rule_id, self.line, message)
+        if finding in self._engine.manual:
+            return  # one item per spot, however many arguments led to it
+        self._engine.manual.append(finding)
         if comment and self._engine.statements:
             self._engine.statements[-1].comments.append(f"{TODO}{message} [{self.rule_id}]")
 
@@ -157,8 +160,8 @@ class _Engine(cst.CSTTransformer):
         self.module: cst.Module | None = None
         self._taken: set[str] | None = None
         # (id of the anchor statement line or None for the top of the file) -> import lines
-        self.additions: dict[int | None, list[str]] = {}
-        self.planned: dict[tuple[int | None, str], str] = {}
+        self.additions: dict[int | None, list[tuple[str, str | None]]] = {}
+        self.planned: dict[tuple[int | None, str], str] = {}  # (id of a scope, module) -> name
         self.anchors: dict[int, cst.CSTNode] = {}  # id of an original import line -> its new node
         self.imported: set[str] = set()  # every module an ``import a.b`` statement names
 
@@ -186,11 +189,11 @@ class _Engine(cst.CSTTransformer):
         if existing is not None and (alias or existing == local):
             return existing
         # Place it after the import that bound the replaced name, when that import is
-        # visible from here; else at the top of the file.
-        anchor_line = None
+        # visible from here; else at the top of the file. One import per scope.
+        anchor_line, anchor_scope = None, None
         if anchor is not None and anchor.statements and self._encloses(anchor.scope):
-            anchor_line = id(anchor.statements[0])
-        for key in ((anchor_line, module), (None, module)):
+            anchor_line, anchor_scope = id(anchor.statements[0]), id(anchor.scope)
+        for key in ((anchor_scope, module), (None, module)):
             if key in self.planned:
                 return self.planned[key]
         if alias is not None and alias in self.taken():
@@ -199,9 +202,10 @@ class _Engine(cst.CSTTransformer):
             while alias in self.taken():
                 alias, n = f"{base}{n}", n + 1
         text = f"import {module} as {alias}" if alias else f"import {module}"
-        self.additions.setdefault(anchor_line, []).append(text)
         name = alias or local
-        self.planned[(anchor_line, module)] = name
+        # (import line, the name that must be used for it to stay; None: imported for its effect)
+        self.additions.setdefault(anchor_line, []).append((text, None if exact else name))
+        self.planned[(anchor_scope, module)] = name
         return name
 
     def _encloses(self, scope: imports.Scope) -> bool:
@@ -332,16 +336,19 @@ def rewrite(text: str, options: Options) -> Outcome:
         return Outcome(text)
     engine = _Engine(options, rules)
     new = MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
-    stale: set[tuple[tuple[str, ...], str]] = set()
-    if engine.changes:
-        # Imports whose every use went away with a rewrite are stale.
+    if engine.changes or engine.additions:
+        # Imports whose every use went away with a rewrite are stale; planned imports
+        # whose use a later rewrite removed again are not needed.
         before, after = imports.name_uses(module), imports.name_uses(new)
         stale = {key for key in before if not after.get(key)}
-    if stale or engine.additions:
-        additions = {
-            (None if key is None else id(engine.anchors[key])): lines for key, lines in engine.additions.items()
-        }
-        new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions))
+        used = {name for (_, name), count in after.items() if count}
+        additions = {}
+        for key, lines in engine.additions.items():
+            needed = [text for text, name in lines if name is None or name in used]
+            if needed:
+                additions[None if key is None else id(engine.anchors[key])] = needed
+        if stale or additions:
+            new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions))
     return Outcome(new.code, engine.changes, engine.manual)
 
 
