@@ -21,7 +21,7 @@ def worker_count() -> int:
 def worker_env(worker: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k.startswith("STAND_IN_")}
     env["PATH"] = os.environ.get("STAND_IN_WORKER_PATH", "/usr/bin:/bin")
-    env["HOME"] = os.path.join(os.environ.get("STAND_IN_RECORDS", "/tmp"), f"home-{worker}")
+    env["HOME"] = f"/home/worker-{worker}"  # need not exist: only its expansion is looked at
     env["TPU_WORKER_ID"] = str(worker)
     return env
 

@@ -130,8 +130,9 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
             if s.delete is None:
                 rec.ask(rule.id, s.offset, f"{s.name} is not used under PJRT: remove it here by hand")
             else:
-                why = WHY_UNUSED.get(s.name, "PJRT ignores it") if replacement is None else "is already replaced here"
-                rec.change(rule.id, s.offset, f"removed {s.name}: it {why}", *s.delete)
+                why = (WHY_UNUSED.get(s.name, "PJRT ignores it") if replacement is None
+                       else f"{'='.join(replacement)} is already set here")
+                rec.change(rule.id, s.offset, f"removed {s.name}: {why}", *s.delete)
             continue
         done.add(key)
         name, value = replacement

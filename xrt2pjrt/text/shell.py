@@ -91,7 +91,8 @@ def _apply(rec: Recorder, nested: bool) -> None:
             _translate_launch(cmd, rec)
         cmd_settings = _settings(cmd, text)
         settings += cmd_settings
-        _rewrite_strings(cmd, rec, {id(w) for s in cmd_settings for w in s.words})
+        if not nested:  # one level: a string inside a string is left alone
+            _rewrite_strings(cmd, rec, {id(w) for s in cmd_settings for w in s.words})
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE=" in text[:offset])
     if not nested:
         environment.ask_about_reads(text, 0, rec)

@@ -213,6 +213,8 @@ class _Scanner:
                 break
             if c == "\\":
                 if text.startswith("\\\n", self.i):
+                    if self.i + 2 >= self.n or text[self.i + 2] in " \t\r\n;&|()<>":
+                        break  # the continuation ends the word: it belongs to the next gap
                     self.i += 2
                     continue
                 parts.append(Part(text[self.i + 1:self.i + 2], quoted=True))

@@ -1,0 +1,77 @@
+"""The simulated pod (workers.py) set up for one test: PATHs, records, and readers.
+
+Tests put ``stand_ins/`` first on PATH, so a script's ``gcloud`` is the stand-in, and
+``xla_dist_1_13/`` on PYTHONPATH, so ``python3 -m torch_xla.distributed.xla_dist`` is the
+XRT-era simulation. The local environment carries no PJRT_DEVICE or XRT_* variable: what a
+worker sees must come from the command it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Call:
+    """One run of a worker tool (python3, conda, docker): its argv and environment."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+class Pod:
+    def __init__(self, root: Path, workers: int = 4):
+        self.root = root
+        self.records = root / "records"
+        self.records.mkdir(parents=True, exist_ok=True)
+        self.gcloud_log = root / "gcloud.log"
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("XRT_", "PJRT_", "STAND_IN_", "TPU_")) and k != "PYTHONPATH"}
+        self.env = {
+            **base,
+            "PATH": f"{HERE}{os.pathsep}{base.get('PATH', '/usr/bin:/bin')}",
+            "PYTHONPATH": str(HERE / "xla_dist_1_13"),
+            "STAND_IN_RECORDS": str(self.records),
+            "STAND_IN_WORKER_PATH": f"{HERE / 'worker_bin'}{os.pathsep}/usr/bin{os.pathsep}/bin",
+            "STAND_IN_WORKERS": str(workers),
+            "STAND_IN_GCLOUD_LOG": str(self.gcloud_log),
+        }
+
+    def run(self, argv: list[str], timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, cwd=self.root, env={**self.env, **env}, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def run_script(self, text: str, name: str = "script.sh", **env: str) -> subprocess.CompletedProcess:
+        path = self.root / name
+        path.write_text(text)
+        return self.run(["bash", str(path)], **env)
+
+    def calls(self) -> dict[int, list[Call]]:
+        """Every worker's tool runs, in order."""
+        out: dict[int, list[Call]] = {}
+        for folder in sorted(self.records.glob("worker-*")):
+            worker = int(folder.name.split("-")[1])
+            runs = sorted(folder.glob("*.argv"), key=lambda p: int(p.stem))
+            out[worker] = [
+                Call(p.read_text().split("\0")[:-1],
+                     dict(kv.split("=", 1) for kv in p.with_suffix(".env").read_text().split("\0") if "=" in kv))
+                for p in runs
+            ]
+        return out
+
+    def gcloud_calls(self) -> list[list[str]]:
+        if not self.gcloud_log.exists():
+            return []
+        return [json.loads(line) for line in self.gcloud_log.read_text().splitlines()]
+
+    def clear(self) -> None:
+        for path in sorted(self.records.rglob("*"), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+        if self.gcloud_log.exists():
+            self.gcloud_log.unlink()

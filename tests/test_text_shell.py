@@ -1,0 +1,225 @@
+"""The shell rewriter: fixture pairs, and the rewritten scripts run on a simulated pod.
+
+The behaviour tests run each XRT-era script with a simulation of torch_xla 1.13's xla_dist
+(tests/stand_ins/xla_dist_1_13) and its rewrite with the stand-in gcloud
+(tests/stand_ins/gcloud), both on the same simulated pod, and compare what every worker ran:
+its argv word for word, its environment, and the exit status.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from stand_ins.pod import Pod
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.text import shell
+
+FIXTURES = Path(__file__).parent / "fixtures" / "text" / "shell"
+ALL = frozenset(all_rules())
+
+# fixture -> (options, substrings of the manual items it must report)
+CASES = {
+    "pod_launch": ({}, ()),
+    "no_space_backslash": ({}, ()),
+    "docker": ({}, ()),
+    "path_form": ({}, ()),
+    "abbreviated_flags": ({}, ()),
+    "no_separator": ({}, ()),
+    "env_vars": ({}, ("XRT_SHARD_ORDINAL is read here",)),
+    "cpu_topology": ({}, ()),
+    "untranslatable": ({}, ("--vm names TPU-node VMs", "unknown xla_dist flag --num-cores",
+                            "xla_dist inside another command's argument", "docker and conda flags together",
+                            "no command to run after `--`")),
+}
+VARIANTS = {  # expected file suffix -> (fixture, options)
+    "xrt2pjrt": ("pod_launch", {"launcher": "xrt2pjrt", "zone": "us-central1-a"}),
+    "zone": ("docker", {"zone": "europe-west4-a", "project": "my-proj"}),
+}
+
+
+def rewrite(text: str, **options):
+    return shell.rewrite(text, Options(rules=ALL, **options))
+
+
+def expected_cases():
+    for name, (options, manual) in CASES.items():
+        yield pytest.param(name, name, options, manual, id=name)
+    for suffix, (name, options) in VARIANTS.items():
+        yield pytest.param(name, f"{name}.{suffix}", options, (), id=f"{name}.{suffix}")
+
+
+@pytest.mark.parametrize("name, expected, options, manual", list(expected_cases()))
+def test_fixture_rewrites_to_expected_and_is_stable(name, expected, options, manual):
+    before = (FIXTURES / f"{name}.sh").read_text()
+    outcome = rewrite(before, **options)
+    assert outcome.text == (FIXTURES / f"{expected}.expected.sh").read_text()
+    for text in manual:
+        assert any(text in item.message for item in outcome.manual), (text, outcome.manual)
+    assert len(outcome.manual) >= len(manual)
+    assert outcome.changes or outcome.manual
+    assert shell.check(outcome.text) is None, "bash -n rejects the rewrite"
+    again = rewrite(outcome.text, **options)
+    assert again.text == outcome.text and again.changes == []
+
+
+def test_unchanged_script_is_returned_as_is():
+    text = "#!/bin/sh\nexport PJRT_DEVICE=TPU\npython3 train.py 2>&1 | tee log\n"
+    assert rewrite(text).text == text
+
+
+def test_check_reports_a_broken_script():
+    assert shell.check("if true; then\n") is not None
+
+
+def test_findings_carry_the_line_of_the_call():
+    outcome = rewrite((FIXTURES / "pod_launch.sh").read_text())
+    assert [(f.rule, f.line) for f in outcome.changes] == [("launch-xla-dist", 6)]
+
+
+# --- behaviour on the simulated pod ----------------------------------------------------------
+
+# What a worker sees that is not the command's own doing.
+PLUMBING = ("PWD", "SHLVL", "_", "HOME", "PATH", "TPU_WORKER_ID")
+
+
+def _own_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items()
+            if not k.startswith(("XRT_", "STAND_IN_")) and k not in PLUMBING and k != "PJRT_DEVICE"}
+
+
+def _run_both(tmp_path: Path, before: str, after: str, **env):
+    """Run the XRT-era script under simulated xla_dist and its rewrite under the stand-in gcloud."""
+    old, new = Pod(tmp_path / "xrt"), Pod(tmp_path / "pjrt")
+    env.setdefault("TPU_NAME", "my-pod")
+    # the path form of xla_dist names a file of the old wheel: point it at the simulation
+    before = before.replace("/usr/share/torch-xla-1.13/pytorch/xla/torch_xla/distributed/xla_dist.py",
+                            str(Path(old.env["PYTHONPATH"]) / "torch_xla" / "distributed" / "xla_dist.py"))
+    tail = "wait\n" if "&\n" in before else ""  # a backgrounded launch: wait for it
+    ran_old = old.run_script(before + tail, **env)
+    ran_new = new.run_script(after + tail, **env)
+    return (old, ran_old), (new, ran_new)
+
+
+TRANSLATED = ["pod_launch", "no_space_backslash", "path_form", "abbreviated_flags", "no_separator"]
+
+
+@pytest.mark.parametrize("name", TRANSLATED)
+def test_every_worker_runs_the_same_words_with_pjrt(tmp_path, name):
+    before = (FIXTURES / f"{name}.sh").read_text()
+    after = rewrite(before).text
+    (old, ran_old), (new, ran_new) = _run_both(tmp_path, before, after)
+    assert ran_old.returncode == ran_new.returncode == 0, (ran_old.stderr, ran_new.stderr)
+    old_calls, new_calls = old.calls(), new.calls()
+    assert sorted(new_calls) == [0, 1, 2, 3], "the command ran on every worker"
+    for worker in range(4):
+        assert [c.argv for c in new_calls[worker]] == [c.argv for c in old_calls[worker]]
+        for o, n in zip(old_calls[worker], new_calls[worker]):
+            if n.argv[0] == "conda":
+                continue  # `conda activate` runs before the variables are set, and needs none
+            assert n.env.get("PJRT_DEVICE") == "TPU"
+            assert not any(k.startswith("XRT_") for k in n.env)
+            assert _own_env(n.env) == _own_env(o.env)
+    # gcloud got the TPU name the script's variable held, and ran on all workers
+    ssh = [c for c in new.gcloud_calls() if c[3] == "ssh"]
+    assert len(ssh) == 1 and "--worker=all" in ssh[0]
+
+
+def test_pod_launch_details_survive(tmp_path):
+    """The user's `$VAR`s expand where they did, quoted words stay one word, the pipe stays."""
+    before = (FIXTURES / "pod_launch.sh").read_text()
+    after = rewrite(before).text
+    (old, _), (new, ran) = _run_both(tmp_path, before, after)
+    for worker, calls in new.calls().items():
+        (call,) = calls
+        assert call.argv == ["python3", "train.py", "--model", "vit b/16",
+                             "--out_dir", "gs://bucket/run-1/ckpt",  # expanded locally, as before
+                             "--log_dir", f"/home/worker-{worker}/logs"]  # on the worker
+        assert call.env["XLA_USE_BF16"] == "1"
+        assert call.env["XLA_FLAGS"] == "--xla_dump_to=/tmp/dump --xla_dump_hlo_as_text"
+    assert new.gcloud_calls()[0][4] == "my-pod"
+    assert "python3 ran on worker 3" in (new.root / "train.log").read_text()
+
+
+def test_unquoted_expansion_still_splits_into_words(tmp_path):
+    before = (FIXTURES / "path_form.sh").read_text()
+    (old, _), (new, _) = _run_both(tmp_path, before, rewrite(before).text)
+    assert new.calls()[0][0].argv == ["python3", "train.py", "--epochs", "2", "--lr", "0.1", "data/*.csv"]
+
+
+def test_failing_worker_fails_the_script_as_before(tmp_path):
+    before = "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 train.py\n"
+    after = rewrite(before).text
+    (_, ran_old), (new, ran_new) = _run_both(tmp_path, before, after, STAND_IN_EXIT_2="7")
+    assert ran_old.returncode == ran_new.returncode == 7
+    assert sorted(new.calls()) == [0, 1, 2, 3]
+
+
+def test_docker_runs_the_image_with_pjrt_on_every_worker(tmp_path):
+    before = (FIXTURES / "docker.sh").read_text()
+    (old, ran_old), (new, ran_new) = _run_both(tmp_path, before, rewrite(before).text)
+    assert ran_new.returncode == 0, ran_new.stderr
+    image_and_command = ["gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", "python3", "/app/train.py", "--batch_size=128"]
+    for worker in range(4):
+        (xrt_docker,) = old.calls()[worker]
+        (pjrt_docker,) = new.calls()[worker]
+        assert xrt_docker.argv[-4:] == pjrt_docker.argv[-4:] == image_and_command
+        args = pjrt_docker.argv
+        assert args[:6] == ["docker", "run", "--rm", "--privileged", "--net=host", "-e"]
+        assert "PJRT_DEVICE=TPU" in args and "XLA_USE_BF16=1" in args
+        assert ["--shm-size=16G", "--volume=/data:/data", "--name", "trainer"] == args[9:13]
+    assert new.gcloud_calls()[0][4] == "pod-v4-32"
+
+
+def test_conda_is_activated_before_the_command(tmp_path):
+    before = (FIXTURES / "abbreviated_flags.sh").read_text()
+    (old, _), (new, _) = _run_both(tmp_path, before, rewrite(before).text)
+    conda, python = new.calls()[1]
+    assert conda.argv == ["conda", "activate", "torch-xla"]
+    assert python.argv == ["python3", "train.py", "--epochs", "1"] and python.env["MSG"] == "hello world"
+
+
+@pytest.mark.parametrize("word", ["a b", "it's", "back\\slash", "tab\there", "*.csv", "$(echo sub)", "$HOME/x",
+                                  "`echo tick`", "semi;colon", "a&b|c", "{x,y}", "~/path", ""])
+def test_any_literal_word_reaches_the_worker_as_under_xla_dist(tmp_path, word):
+    """A word given literally (single quotes) is seen by each worker as xla_dist made it seen."""
+    call = f"python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py {shlex.quote(word)}\n"
+    after = rewrite(call).text
+    (old, _), (new, _) = _run_both(tmp_path, call, after)
+    assert new.calls()[1][0].argv == old.calls()[1][0].argv
+    assert len(new.calls()[1][0].argv) == 3
+
+
+def test_a_double_quote_in_a_word_survives(tmp_path):
+    """xla_dist broke such a word (it wrapped it in bare double quotes); the rewrite keeps it."""
+    call = """python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py 'say "hi"'\n"""
+    pod = Pod(tmp_path)
+    pod.run_script(rewrite(call).text)
+    assert pod.calls()[0][0].argv == ["python3", "t.py", 'say "hi"']
+
+
+def test_xrt2pjrt_launcher_runs_the_same_words(tmp_path):
+    before = (FIXTURES / "pod_launch.sh").read_text()
+    after = rewrite(before, launcher="xrt2pjrt", zone="us-central1-a").text
+    xrt2pjrt = shutil.which("xrt2pjrt", path=str(Path(sys.executable).parent))
+    assert xrt2pjrt, "xrt2pjrt is installed next to the test interpreter"
+    old, new = Pod(tmp_path / "xrt"), Pod(tmp_path / "pjrt")
+    old.run_script(before, TPU_NAME="my-pod")
+    new.env["PATH"] = f"{Path(xrt2pjrt).parent}:{new.env['PATH']}"
+    ran = new.run_script(after, TPU_NAME="my-pod")
+    assert ran.returncode == 0
+    assert {w: [c.argv for c in cs] for w, cs in new.calls().items()} == \
+           {w: [c.argv for c in cs] for w, cs in old.calls().items()}
+    assert "[worker 2] python3 ran on worker 2" in (new.root / "train.log").read_text()
+    assert {c[5] for c in new.gcloud_calls() if c[3] == "ssh"} == {"--zone=us-central1-a"}
+
+
+def test_env_settings_reach_the_program(tmp_path):
+    """export / prefix forms: the program sees PJRT_DEVICE and no XRT variable."""
+    before = (FIXTURES / "cpu_topology.sh").read_text().replace("python3", "python3 -c 'import os; print(os.environ.get(\"PJRT_DEVICE\"), sorted(k for k in os.environ if k.startswith(\"XRT_\")))'")
+    ran = Pod(tmp_path).run_script(rewrite(before).text)
+    assert ran.stdout.splitlines()[0] == "CPU []"
