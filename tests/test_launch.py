@@ -1,0 +1,143 @@
+"""`xrt2pjrt launch` against the stand-in gcloud and its simulated pod (tests/stand_ins)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stand_ins.pod import Pod
+
+LAUNCH = [sys.executable, "-m", "xrt2pjrt", "launch"]
+
+
+@pytest.fixture
+def pod(tmp_path):
+    return Pod(tmp_path, workers=3)
+
+
+def test_runs_on_every_worker_with_pjrt_and_prefixes_output(pod):
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--zone", "z1", "--env", "MSG=hello world", "--env=XLA_USE_BF16=1",
+                            "--", "python3", "train.py", "--model", "vit b/16", "$HOME/out"])
+    assert ran.returncode == 0, ran.stderr
+    calls = pod.calls()
+    assert sorted(calls) == [0, 1, 2], "the worker count came from `gcloud ... describe`"
+    for worker, (call,) in calls.items():
+        # the worker's shell expanded $HOME, as under xla_dist (it wrapped words in double quotes)
+        assert call.argv == ["python3", "train.py", "--model", "vit b/16", f"/home/worker-{worker}/out"]
+        assert call.env["PJRT_DEVICE"] == "TPU"
+        assert call.env["MSG"] == "hello world" and call.env["XLA_USE_BF16"] == "1"
+    assert sorted(ran.stdout.splitlines()) == [f"[worker {i}] python3 ran on worker {i}" for i in range(3)]
+    assert sorted(ran.stderr.splitlines()) == [f"[worker {i}] python3 warns on worker {i}" for i in range(3)]
+    describe, *ssh = pod.gcloud_calls()
+    assert describe == ["compute", "tpus", "tpu-vm", "describe", "pod", "--zone=z1", "--format=json"]
+    assert sorted(c[6] for c in ssh) == ["--worker=0", "--worker=1", "--worker=2"]
+
+
+def test_num_workers_skips_describe(pod):
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", "--", "python3", "t.py"])
+    assert ran.returncode == 0
+    assert sorted(pod.calls()) == [0, 1]
+    assert all(c[3] == "ssh" for c in pod.gcloud_calls())
+
+
+def test_failing_worker_gives_its_status_and_name(pod):
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], STAND_IN_EXIT_1="3")
+    assert ran.returncode == 3
+    assert "failed on worker 1 (worker 1: exit 3)" in ran.stderr
+
+
+def test_a_failure_stops_the_other_workers(pod):
+    start = time.monotonic()
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"],
+                  STAND_IN_EXIT_1="4", STAND_IN_SLEEP_0="60", STAND_IN_SLEEP_2="60")
+    assert time.monotonic() - start < 30
+    assert ran.returncode == 4
+    assert "worker 1 failed: stopping worker 0, 2" in ran.stderr
+    assert "failed on worker 1 " in ran.stderr
+    _assert_all_gone(pod)
+
+
+def test_ctrl_c_stops_every_worker(pod):
+    proc = subprocess.Popen(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], cwd=pod.root,
+                            env={**pod.env, "STAND_IN_SLEEP": "60"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    sleepers = pod.records / "sleepers"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(_pids(sleepers)) < 3:
+        time.sleep(0.1)
+    assert len(_pids(sleepers)) == 3, "every worker started"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "interrupted: stopping every worker" in err
+    _assert_all_gone(pod)
+
+
+def test_dry_run_prints_the_commands_and_runs_nothing(pod):
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--project", "p", "--num-workers", "2", "--conda-env", "xla",
+                            "--restart-tpuvm-pod-server", "--dry-run", "--", "python3", "train.py", "--lr", "0.1"])
+    assert ran.returncode == 0
+    assert pod.gcloud_calls() == [] and pod.calls() == {}
+    lines = [shlex.split(line) for line in ran.stdout.splitlines()]
+    command = "--command=conda activate xla && PJRT_DEVICE=TPU python3 train.py --lr 0.1"
+    assert lines == [["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}", command]
+                     for i in range(2)]
+    assert "ignoring --restart-tpuvm-pod-server" in ran.stderr
+
+
+def test_dry_run_without_worker_count_shows_the_describe_step(pod):
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--dry-run", "--", "python3", "t.py"])
+    assert ran.returncode == 0 and pod.gcloud_calls() == []
+    first, note, template = ran.stdout.splitlines()
+    assert shlex.split(first) == ["gcloud", "compute", "tpus", "tpu-vm", "describe", "pod", "--format=json"]
+    assert note.startswith("#") and "--worker=<i>" in template
+
+
+def test_dry_run_matches_what_a_real_run_runs(pod):
+    argv = ["--tpu", "pod", "--num-workers", "3", "--docker-image", "img:1", "--docker-run-flag=--shm-size=1G",
+            "--", "python3", "t.py", "it's"]
+    printed = [shlex.split(line) for line in pod.run(LAUNCH + ["--dry-run"] + argv).stdout.splitlines()]
+    assert pod.run(LAUNCH + argv).returncode == 0
+    assert sorted(printed) == sorted(["gcloud"] + c for c in pod.gcloud_calls())
+    (docker,) = pod.calls()[0]
+    assert docker.argv == ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU",
+                           "--shm-size=1G", "img:1", "python3", "t.py", "it's"]
+
+
+def test_bad_input_exits_2_with_a_message(pod, tmp_path):
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--env", "not-an-assignment", "--", "python3", "t.py"])
+    assert ran.returncode == 2 and "NAME=VALUE" in ran.stderr
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--vm", "vm-0", "--", "python3", "t.py"])
+    assert ran.returncode == 2  # TPU nodes (--vm) are XRT only
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], PATH=str(empty))
+    assert ran.returncode == 2 and "gcloud is not on PATH" in ran.stderr
+
+
+def _pids(path: Path) -> list[int]:
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _assert_all_gone(pod: Pod) -> None:
+    pids = _pids(pod.records / "sleepers")
+    assert pids
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids), "a worker process outlived the launch"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
