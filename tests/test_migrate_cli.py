@@ -201,3 +201,15 @@ def test_target_shim_points_imports_at_the_shim(tree):
     text = (tree / "train.py").read_text()
     assert text.startswith("import xrt2pjrt.shim.xla_model as xm\nimport xrt2pjrt.shim.xla_multiprocessing as xmp\n")
     assert "xm.get_ordinal(), xm.xrt_world_size()" in text and "nprocs=8" in text
+
+
+def test_pre_commit_hook_runs_the_check(tree):
+    import yaml
+
+    hooks = yaml.safe_load((Path(__file__).parents[1] / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = [h for h in hooks if h["id"] == "xrt2pjrt"]
+    program, *args = hook["entry"].split()
+    assert program == "xrt2pjrt"
+    # pre-commit appends the staged file names to the entry.
+    assert run(*args, tree / "train.py").exit_code == 1
+    assert run(*args, tree / "clean.py").exit_code == 0
