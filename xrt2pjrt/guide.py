@@ -34,8 +34,11 @@ def render_rules() -> str:
             flags = " ".join(f"--{key.replace('_', '-')} {_flag_value(value)}" for key, value in example.options.items())
             if flags:
                 parts.append(f"With `{flags}`:\n")
-            parts.append(f"Before:\n\n```{fence}\n{example.before.rstrip()}\n```\n")
-            parts.append(f"After:\n\n```{fence}\n{example.after.rstrip()}\n```\n")
+            if example.before == example.after:
+                parts.append(f"Left as is:\n\n```{fence}\n{example.before.rstrip()}\n```\n")
+            else:
+                parts.append(f"Before:\n\n```{fence}\n{example.before.rstrip()}\n```\n")
+                parts.append(f"After:\n\n```{fence}\n{example.after.rstrip()}\n```\n")
             if example.manual:
                 items = "; ".join(example.manual)
                 parts.append(f"Left to a person: {items}.\n")
