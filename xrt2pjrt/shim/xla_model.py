@@ -125,13 +125,14 @@ class _DeviceTouch:
         self.first: str | None = None
         self._settled = self.before_import
 
-    def note(self, api: str) -> None:
+    def note(self, call: str) -> None:
+        """``call`` (e.g. 'xm.xla_device()') is about to use the device."""
         if self._settled:
             return
         if _runtime_started():
             self._settled = True
             return
-        self.first = f"xm.{api}() at {_caller()}"
+        self.first = f"{call} at {_caller()}"
 
     def describe(self) -> str:
         if self.first:
@@ -167,27 +168,27 @@ class _PjrtBackend:
         return _xr.local_ordinal() if _runtime_started() else defval
 
     def all_reduce(self, reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
-        DEVICE_TOUCH.note("all_reduce")
+        DEVICE_TOUCH.note("xm.all_reduce()")
         return _xm.all_reduce(reduce_type, inputs, scale=scale, groups=groups, pin_layout=pin_layout)
 
     def all_gather(self, value, dim=0, groups=None, output=None, pin_layout=True):
-        DEVICE_TOUCH.note("all_gather")
+        DEVICE_TOUCH.note("xm.all_gather()")
         return _xm.all_gather(value, dim=dim, groups=groups, output=output, pin_layout=pin_layout)
 
     def reduce_scatter(self, reduce_type, input, scale, scatter_dim, shard_count, groups=None,
                        output=None, pin_layout=True):
-        DEVICE_TOUCH.note("reduce_scatter")
+        DEVICE_TOUCH.note("xm.reduce_scatter()")
         return _xm.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count,
                                   groups=groups, output=output, pin_layout=pin_layout)
 
     def all_to_all(self, value, split_dimension, concat_dimension, split_count, groups=None,
                    pin_layout=True):
-        DEVICE_TOUCH.note("all_to_all")
+        DEVICE_TOUCH.note("xm.all_to_all()")
         return _xm.all_to_all(value, split_dimension, concat_dimension, split_count,
                               groups=groups, pin_layout=pin_layout)
 
     def collective_permute(self, value, pairs):
-        DEVICE_TOUCH.note("collective_permute")
+        DEVICE_TOUCH.note("xm.collective_permute()")
         return _xm.collective_permute(value, pairs)
 
     def rendezvous(self, tag, payload=b"", replicas=[], *, timeout=None, transport=None):
@@ -240,20 +241,20 @@ def master_print(*args: Any, fd: TextIO = sys.stdout, local: bool = False, flush
 def xla_device(n: int | None = None, devkind: str | None = None) -> torch.device:
     """The XLA device of this thread (or device ``n``). ``devkind`` is accepted and ignored:
     PJRT serves one device kind per process (``PJRT_DEVICE``)."""
-    DEVICE_TOUCH.note("xla_device")
+    DEVICE_TOUCH.note("xm.xla_device()")
     return torch_xla.device(n)
 
 
 def get_xla_supported_devices(devkind: str | None = None, max_devices: int | None = None) -> list[str] | None:
     """['xla:0', ...]; None when ``devkind`` names a kind this process does not run (as XRT)."""
-    DEVICE_TOUCH.note("get_xla_supported_devices")
+    DEVICE_TOUCH.note("xm.get_xla_supported_devices()")
     if devkind and devkind.upper() != (_xr.device_type() or "").upper():
         return None
     return _xm.get_xla_supported_devices(max_devices=max_devices)
 
 
 def mark_step(wait: bool = False, reset_scope: bool = True) -> None:
-    DEVICE_TOUCH.note("mark_step")
+    DEVICE_TOUCH.note("xm.mark_step()")
     torch_xla.sync(wait, reset_scope)
 
 

@@ -105,7 +105,10 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
     if cpu_replicas.requested(nprocs):
         return cpu_replicas.spawn(fn, args, nprocs, start_method)
     _refuse_started_runtime("xmp.spawn")
-    return _pjrt.spawn(fn, nprocs=_devices_for(nprocs), start_method=start_method, args=args)
+    devices = _devices_for(nprocs)
+    if devices == 1:
+        _shim_xm.DEVICE_TOUCH.note("xmp.spawn(nprocs=1), which runs fn in this process,")
+    return _pjrt.spawn(fn, nprocs=devices, start_method=start_method, args=args)
 
 
 def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn", **kwargs) -> dict[int, Any]:

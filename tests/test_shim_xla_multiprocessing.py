@@ -1,0 +1,191 @@
+"""xrt2pjrt.shim.xla_multiprocessing: legacy spawn arguments, run_multiprocess, and the
+"runtime already initialised" error that names the call. Real torch_xla 2.9 on CPU for
+the spawns (in subprocesses); torch_xla's spawn replaced by a recorder where a TPU's
+device count is mocked."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.xla
+
+SPAWNING_PROGRAM = '''
+import json, sys, warnings
+import xrt2pjrt.shim.xla_model as xm
+import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+warnings.simplefilter("error", DeprecationWarning)
+
+
+def report(index, tag):
+    print(json.dumps([tag, index, xm.get_ordinal(), xm.xrt_world_size(), str(xm.xla_device())]), flush=True)
+
+
+def square(x, offset=0):
+    return x * x + offset + xm.get_ordinal()
+
+
+if __name__ == "__main__":
+    print(json.dumps(["results", {str(k): v for k, v in xmp.run_multiprocess(square, 3, offset=1).items()}]))
+    xmp.spawn(report, args=("spawned",), nprocs=None, join=False, daemon=True, start_method="spawn")
+    xmp.spawn(report, args=("in-process",), nprocs=1)  # last: it starts the runtime here
+'''
+
+
+def run_program(tmp_path, text: str, name: str = "program.py") -> subprocess.CompletedProcess:
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(text))
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"}
+    env.pop("XRT2PJRT_CPU_REPLICAS", None)
+    return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_spawn_and_run_multiprocess_on_one_cpu_replica(tmp_path):
+    import json
+
+    done = run_program(tmp_path, SPAWNING_PROGRAM)
+    assert done.returncode == 0, done.stderr[-4000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
+    assert ["spawned", 0, 0, 1, "xla:0"] in lines
+    assert ["in-process", 0, 0, 1, "xla:0"] in lines
+    assert ["results", {"0": 10}] in lines  # {ordinal: fn(*args, **kwargs)}
+
+
+@pytest.mark.parametrize(
+    "touch,named",
+    [
+        ("device = xm.xla_device()", "xm.xla_device() at {script}:5"),
+        ("xm.mark_step()", "xm.mark_step() at {script}:5"),
+        ("device = torch_xla.device()", "a call outside the shim"),
+        ("xmp.spawn(print, nprocs=1)", "xmp.spawn(nprocs=1), which runs fn in this process, at {script}:5"),
+    ],
+)
+def test_spawn_after_the_runtime_started_names_the_call(tmp_path, touch, named):
+    program = f"""\
+        import torch_xla
+        import xrt2pjrt.shim.xla_model as xm
+        import xrt2pjrt.shim.xla_multiprocessing as xmp
+        world = xm.xrt_world_size()  # XRT-era module-level call: must not start the runtime
+        {touch}
+        try:
+            xmp.spawn(print, nprocs=None)
+        except xmp.RuntimeAlreadyStarted as error:
+            print(error)
+        """
+    done = run_program(tmp_path, program)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert named.format(script=tmp_path / "program.py") in done.stdout
+    assert "inside the function passed to spawn" in done.stdout
+
+
+def test_run_multiprocess_refuses_a_started_runtime_too(tmp_path):
+    done = run_program(tmp_path, """\
+        import xrt2pjrt.shim.xla_model as xm
+        import xrt2pjrt.shim.xla_multiprocessing as xmp
+        xm.xla_device()
+        xmp.run_multiprocess(print)
+        """)
+    assert done.returncode != 0
+    assert "RuntimeAlreadyStarted: run_multiprocess cannot start replicas" in done.stderr
+
+
+# --- nprocs mapping on a mocked TPU host (torch_xla's spawn replaced by a recorder) ------
+
+
+@pytest.fixture
+def tpu_host(monkeypatch):
+    """A TPU host with 4 chips of ``cores`` devices each; returns the spawn calls made."""
+    from torch_xla._internal import tpu
+
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    def host(cores: int):
+        monkeypatch.setenv("PJRT_DEVICE", "TPU")
+        monkeypatch.delenv("TPU_PROCESS_BOUNDS", raising=False)
+        monkeypatch.setattr(tpu, "num_available_chips", lambda: 4)
+        monkeypatch.setattr(tpu, "num_logical_cores_per_chip", lambda: cores)
+        calls = []
+        monkeypatch.setattr(xmp._pjrt, "spawn", lambda fn, nprocs, start_method, args: calls.append((nprocs, start_method, args)))
+        return calls
+
+    return host
+
+
+@pytest.mark.parametrize(
+    "cores,nprocs,passed",
+    [
+        (1, None, None),  # v4: all 4 devices
+        (1, 4, None),  # exactly the local devices
+        (2, 8, None),  # v3-8's classic nprocs=8
+        (1, 1, 1),  # one device
+    ],
+)
+def test_legacy_nprocs_become_what_torch_xla_accepts(tpu_host, cores, nprocs, passed, recwarn):
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    calls = tpu_host(cores)
+    xmp.spawn(print, args=("a",), nprocs=nprocs, start_method="fork")
+    assert calls == [(passed, "fork", ("a",))]
+    assert not [w for w in recwarn if issubclass(w.category, xmp.ShimNote)]
+
+
+def test_more_processes_than_devices_runs_all_with_one_note(tpu_host):
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    calls = tpu_host(1)
+    with pytest.warns(xmp.ShimNote, match="nprocs=8 but this host has 4 XLA devices: running on all 4"):
+        xmp.spawn(print, nprocs=8)
+    assert calls == [(None, "spawn", ())]
+
+
+def test_a_tpu_subset_is_refused_with_what_to_set_instead(tpu_host):
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    calls = tpu_host(2)
+    with pytest.raises(ValueError, match="fewer than the 8 TPU devices.*TPU_PROCESS_BOUNDS=1,1,1 TPU_VISIBLE_CHIPS=0"):
+        xmp.spawn(print, nprocs=4)
+    assert calls == []
+
+
+def test_tpu_process_bounds_shrink_the_local_device_count(tpu_host, monkeypatch):
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    tpu_host(1)
+    monkeypatch.setenv("TPU_PROCESS_BOUNDS", "1,2,1")
+    assert xmp.local_device_count() == 2
+
+
+def test_a_cpu_subset_limits_cpu_num_devices(monkeypatch):
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    monkeypatch.setenv("PJRT_DEVICE", "CPU")
+    monkeypatch.setenv("CPU_NUM_DEVICES", "4")
+    monkeypatch.setattr(xmp.cpu_replicas, "requested", lambda nprocs: False)  # upstream CPU path
+    calls = []
+    monkeypatch.setattr(xmp._pjrt, "spawn", lambda fn, nprocs, start_method, args: calls.append(nprocs))
+    xmp.spawn(print, nprocs=2)
+    assert calls == [None] and os.environ["CPU_NUM_DEVICES"] == "2"
+
+
+def test_cpu_multi_replica_requests_go_to_the_cpu_replica_mode(monkeypatch):
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    monkeypatch.setenv("PJRT_DEVICE", "CPU")
+    handed = []
+    monkeypatch.setattr(xmp.cpu_replicas, "spawn", lambda *a: handed.append(a) or "replica results")
+    assert xmp.spawn(print, ("x",), 3, start_method="fork") == "replica results"
+    assert handed == [(print, ("x",), 3, "fork")]
+
+
+def test_model_wrapper_and_serial_executor_pass_through():
+    from torch_xla.distributed import xla_multiprocessing as upstream
+
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    assert xmp.MpModelWrapper is upstream.MpModelWrapper
+    assert xmp.MpSerialExecutor().run(lambda: 42) == 42
