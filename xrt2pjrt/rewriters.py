@@ -24,6 +24,7 @@ from xrt2pjrt.report import Finding
 MODULES: dict[str, str] = {
     "python": "xrt2pjrt.rules.python",
     "shell": "xrt2pjrt.text.shell",
+    "dockerfile": "xrt2pjrt.text.dockerfile",
 }
 
 

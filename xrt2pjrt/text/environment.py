@@ -31,6 +31,9 @@ class EnvSetting:
     # Settings of one scope (one command's prefix, or the whole file for statements) need one
     # replacement: a second PJRT_DEVICE=CPU in the same scope is removed instead.
     scope: object = "file"
+    # Edits removing the whole statement the setting is part of (`export A=1 B=2`, one ENV
+    # instruction), shared by identity among its settings: used when all of them go.
+    statement: list[Edit] | None = None
 
 
 class EnvRule(Rule):
@@ -103,6 +106,15 @@ READ = re.compile(r"\$\{?(XRT_\w+|TPU_NUM_DEVICES)")
 WHY_UNUSED = {"TPU_NUM_DEVICES": "torch_xla 2.9 never reads it (one process per chip is the default)"}
 
 
+def replacing(start: int, end: int, with_value: bool) -> Callable[[str, str], list[Edit]]:
+    """A rename that rewrites the span [start, end) as ``NAME=VALUE`` (or ``NAME`` alone)."""
+
+    def rename(name: str, value: str) -> list[Edit]:
+        return [Edit(start, end, f"{name}={value}" if with_value else name)]
+
+    return rename
+
+
 def rule_for(name: str) -> type[EnvRule] | None:
     return next((r for r in ENV_RULES if re.fullmatch(r.variables, name)), None)
 
@@ -118,26 +130,44 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
     then an ``unset`` of an XRT variable is dropped instead of unsetting PJRT_DEVICE.
     """
     done: set = set()  # (scope, form, replacement) already written: a second one is removed
+    plans: list[tuple[EnvSetting, type[EnvRule] | None, bool]] = []  # (setting, rule, drop)
     for s in settings:
         rule = rule_for(s.name)
         if rule is None or not rec.options.on(rule.id):
+            plans.append((s, None, False))
             continue
-        replacement = rule.replacement
-        key = (s.scope, s.form, replacement)
-        drop = replacement is None or key in done or (
-            s.form == "unset" and earlier_pjrt(s.offset))
-        if drop:
-            if s.delete is None:
-                rec.ask(rule.id, s.offset, f"{s.name} is not used under PJRT: remove it here by hand")
-            else:
-                why = (WHY_UNUSED.get(s.name, "PJRT ignores it") if replacement is None
-                       else f"{'='.join(replacement)} is already set here")
-                rec.change(rule.id, s.offset, f"removed {s.name}: {why}", *s.delete)
-            continue
+        key = (s.scope, s.form, rule.replacement)
+        drop = rule.replacement is None or key in done or (s.form == "unset" and earlier_pjrt(s.offset))
         done.add(key)
-        name, value = replacement
-        shown = {"unset": f"unset {name}", "pass": name}.get(s.form, f"{name}={value}")
-        rec.change(rule.id, s.offset, f"{s.name} → {shown}", *s.rename(name, value))
+        plans.append((s, rule, drop))
+    emptied, removed = _emptied_statements(plans), set()
+    for s, rule, drop in plans:
+        if rule is None:
+            continue
+        if not drop:
+            name, value = rule.replacement
+            shown = {"unset": f"unset {name}", "pass": name}.get(s.form, f"{name}={value}")
+            rec.change(rule.id, s.offset, f"{s.name} → {shown}", *s.rename(name, value))
+            continue
+        whole = id(s.statement) in emptied
+        edits = [] if whole and id(s.statement) in removed else (s.statement if whole else s.delete)
+        if edits is None:
+            rec.ask(rule.id, s.offset, f"{s.name} is not used under PJRT: remove it here by hand")
+            continue
+        why = (WHY_UNUSED.get(s.name, "PJRT ignores it") if rule.replacement is None
+               else f"{'='.join(rule.replacement)} is already set here")
+        rec.change(rule.id, s.offset, f"removed {s.name}: {why}", *edits)
+        if whole:
+            removed.add(id(s.statement))  # the statement goes once; its other settings with it
+
+
+def _emptied_statements(plans) -> set[int]:
+    """Statements every setting of which is dropped: they are removed whole."""
+    verdicts: dict[int, bool] = {}
+    for s, rule, drop in plans:
+        if s.statement is not None:
+            verdicts[id(s.statement)] = verdicts.get(id(s.statement), True) and rule is not None and drop
+    return {key for key, emptied in verdicts.items() if emptied}
 
 
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:

@@ -17,7 +17,7 @@ from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into
 from xrt2pjrt.text.environment import EnvSetting
-from xrt2pjrt.text.words import NAME, Command, Word, commands
+from xrt2pjrt.text.words import NAME, Command, Word, commands, without_word
 
 TRIGGER = re.compile(r"xla_dist|XRT_|TPU_NUM_DEVICES")
 
@@ -176,26 +176,20 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
     out: list[EnvSetting] = []
     statement = None if keywords else _statement_delete(text, cmd, argv)
 
-    def setting(w: Word, delete, form="set", scope="file", value_word: Word | None = None):
-        split = (value_word or w).assignment()
-        name = split[0] if split else (value_word or w).value
-        target = value_word or w
-
-        def rename(new: str, value: str) -> list[Edit]:
-            if form == "set":
-                return [Edit(target.start, target.end, f"{new}={value}")]
-            return [Edit(target.start, target.end, new)]
-
-        out.append(_ShellSetting(name, target.start, rename, delete, form, scope, words=(w,)))
+    def setting(w: Word, delete, form="set", scope="file", whole=None) -> None:
+        split = w.assignment()
+        name = split[0] if split else w.value
+        rename = environment.replacing(w.start, w.end, with_value=form == "set")
+        out.append(_ShellSetting(name, w.start, rename, delete, form, scope, whole, words=(w,)))
 
     for k, w in enumerate(prefix):
         if args:
             delete = [Edit(w.start, argv[k + 1].start, "")]
         elif len(prefix) > 1:
-            delete = [Edit(w.start - len(w.gap), w.end, "")] if k else [Edit(w.start, argv[1].start, "")]
+            delete = [Edit(*without_word(prefix, k), "")]
         else:
             delete = statement
-        setting(w, delete, scope=id(cmd) if args else "file")
+        setting(w, delete, scope=id(cmd) if args else "file", whole=None if args else statement)
     if not args:
         return out
     head = args[0].value
@@ -208,9 +202,10 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
             names = [w for w in names[:next((i for i, w in enumerate(names) if not w.assignment()), len(names))]]
         for w in names:
             alone = len(names) == 1 and head != "env"
-            delete = statement if alone else [Edit(w.start - len(w.gap), w.end, "")]
+            delete = statement if alone else [Edit(w.start - len(w.gap), w.end, "")]  # never the command word
             form = "unset" if head == "unset" else ("set" if w.assignment() else "pass")
-            setting(w, delete, form=form, scope=id(cmd) if head == "env" else "file")
+            setting(w, delete, form=form, scope=id(cmd) if head == "env" else "file",
+                    whole=statement if head != "env" and len(names) == len(operands) else None)
     elif head == "docker" and len(args) > 1 and args[1].value in ("run", "create", "exec"):
         for flag, w in zip(args, args[1:]):
             if flag.value in ("-e", "--env") and (w.assignment() or NAME.fullmatch(w.value or "")):

@@ -115,6 +115,14 @@ class Command:
         return words[i:]
 
 
+def without_word(words: list[Word], k: int) -> tuple[int, int]:
+    """The span to delete to remove ``words[k]`` from a list of two or more words, layout kept:
+    the first word goes with the gap after it, any other with the gap before it."""
+    if k == 0:
+        return words[0].start, words[1].start
+    return words[k].start - len(words[k].gap), words[k].end
+
+
 def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 

@@ -1,0 +1,86 @@
+"""The Dockerfile rewriter: fixture pairs, and what docker would make of the result."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from stand_ins.pod import Pod
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.text import dockerfile
+
+FIXTURES = Path(__file__).parent / "fixtures" / "text" / "dockerfile"
+ALL = Options(rules=frozenset(all_rules()))
+
+
+def rewrite(text: str):
+    return dockerfile.rewrite(text, ALL)
+
+
+@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.cpu"])
+def test_fixture_rewrites_to_expected_and_is_stable(name):
+    outcome = rewrite((FIXTURES / name).read_text())
+    assert outcome.text == (FIXTURES / f"{name}.expected").read_text()
+    assert dockerfile.check(outcome.text) is None
+    again = rewrite(outcome.text)
+    assert again.text == outcome.text and again.changes == []
+
+
+def _instructions(text: str, keyword: str) -> list[str]:
+    """The arguments of every `keyword` instruction, continuations joined (as docker reads them)."""
+    joined = re.sub(r"\\\n", " ", text)
+    return [line.split(None, 1)[1] for line in joined.splitlines() if line.split(None, 1)[:1] == [keyword]]
+
+
+def _image_env(text: str) -> dict[str, str]:
+    env = {}
+    for args in _instructions(text, "ENV"):
+        words = shlex.split(args)
+        if "=" not in words[0]:
+            env[words[0]] = " ".join(words[1:])  # legacy `ENV NAME value`
+        else:
+            env.update(w.split("=", 1) for w in words)
+    return env
+
+
+def test_image_environment_is_pjrt():
+    before = (FIXTURES / "Dockerfile").read_text()
+    assert _image_env(before) == {"XRT_TPU_CONFIG": "localservice;0;localhost:51011", "XLA_USE_BF16": "1",
+                                  "XRT_START_LOCAL_SERVER": "1", "TPU_NUM_DEVICES": "8"}
+    assert _image_env(rewrite(before).text) == {"PJRT_DEVICE": "TPU", "XLA_USE_BF16": "1"}
+    assert _image_env(rewrite((FIXTURES / "Dockerfile.cpu").read_text()).text) == {"PJRT_DEVICE": "CPU"}
+
+
+def test_cmd_launches_on_every_worker(tmp_path):
+    """The rewritten CMD, run as docker runs a shell-form CMD (`/bin/sh -c`), on the simulated pod."""
+    (cmd,) = _instructions(rewrite((FIXTURES / "Dockerfile").read_text()).text, "CMD")
+    pod = Pod(tmp_path)
+    ran = pod.run(["/bin/sh", "-c", cmd], TPU_NAME="pod-1")
+    assert ran.returncode == 0, ran.stderr
+    for worker, (call,) in pod.calls().items():
+        assert call.argv == ["python3", "train.py", "--epochs", "1"]
+        assert call.env["PJRT_DEVICE"] == "TPU"
+    assert sorted(pod.calls()) == [0, 1, 2, 3]
+    assert pod.gcloud_calls()[0][4] == "pod-1"
+
+
+def test_findings_name_the_dockerfile_lines():
+    outcome = rewrite((FIXTURES / "Dockerfile").read_text())
+    lines = {(f.rule, f.line) for f in outcome.changes}
+    assert ("launch-xla-dist", 13) in lines and ("shell-env-xrt-tpu-config", 9) in lines
+    assert ("shell-env-xrt-unused", 6) in lines and ("shell-env-xrt-unused", 7) in lines
+    (exec_form,) = outcome.manual
+    assert exec_form.line == 15 and "exec form" in exec_form.message
+
+
+def test_unrelated_dockerfile_is_untouched():
+    text = "FROM python:3.11\nENV PJRT_DEVICE=TPU\nRUN pip install torch_xla \\\n  && echo ok\n"
+    outcome = rewrite(text)
+    assert outcome.text == text and not outcome.changes
+
+
+def test_check_rejects_a_broken_run():
+    assert "RUN at line 2" in dockerfile.check("FROM x\nRUN if true; then echo\n")
