@@ -25,6 +25,7 @@ MODULES: dict[str, str] = {
     "python": "xrt2pjrt.rules.python",
     "shell": "xrt2pjrt.text.shell",
     "dockerfile": "xrt2pjrt.text.dockerfile",
+    "markdown": "xrt2pjrt.text.markdown",
 }
 
 

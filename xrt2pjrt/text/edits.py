@@ -48,7 +48,8 @@ class Recorder:
             out.append(e.text)
             pos = e.end
         out.append(self.text[pos:])
-        return Outcome("".join(out), self.changes, self.manual)
+        by_line = lambda f: f.line  # noqa: E731  (stable: same-line findings keep their order)
+        return Outcome("".join(out), sorted(self.changes, key=by_line), sorted(self.manual, key=by_line))
 
 
 def shifted(findings: list[Finding], lines: int) -> list[Finding]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 OPERATORS = ("&&", "||", ";;", "|&", "|", "&", ";", "(", ")")
 REDIRECT = re.compile(r"\d*(>>|>&|>\||<<-|<<<|<<|<&|<>|&>>|&>|>|<)")
 # Words that open or continue a compound command; the simple command starts after them.
-KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "time", "{", "}", "fi", "done"})
+KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "time", "{", "}", "fi", "done",
+                      "$"})  # `$`: a prompt in a documentation block (`$ python3 …`)
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Characters a word can carry without any quoting, in every shell context.
 PLAIN = re.compile(r"[A-Za-z0-9_./=:,+@%^-]+")

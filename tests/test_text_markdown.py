@@ -1,0 +1,64 @@
+"""The Markdown / reStructuredText rewriter: code blocks rewritten by their language, prose kept."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.text import markdown, shell
+
+FIXTURES = Path(__file__).parent / "fixtures" / "text" / "markdown"
+ALL = Options(rules=frozenset(all_rules()))
+
+
+@pytest.mark.parametrize("name", ["README.md", "guide.rst"])
+def test_fixture_rewrites_to_expected_and_is_stable(name):
+    outcome = markdown.rewrite((FIXTURES / name).read_text(), ALL)
+    assert outcome.text == (FIXTURES / f"{name}.expected").read_text()
+    again = markdown.rewrite(outcome.text, ALL)
+    assert again.text == outcome.text and again.changes == []
+
+
+@pytest.mark.parametrize("name", ["README.md", "guide.rst"])
+def test_only_code_block_lines_change(name):
+    before = (FIXTURES / name).read_text()
+    after = markdown.rewrite(before, ALL).text
+    code = set()
+    for block in markdown.blocks(before):
+        first = before.count("\n", 0, block.start)
+        code |= set(range(first, first + before[block.start:block.end].count("\n")))
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    changed = {i for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal" for i in range(i1, i2)}
+    assert changed and changed <= code
+    assert "(prose like this export XRT_TPU_CONFIG=x stays as it is)" in after or name.endswith(".rst")
+    assert "The variable ``XRT_TPU_CONFIG`` is not used by PJRT." in after or name.endswith(".md")
+
+
+def test_rewritten_shell_blocks_still_parse():
+    after = markdown.rewrite((FIXTURES / "guide.rst").read_text(), ALL).text
+    for block in markdown.blocks(after):
+        if block.kind == "shell":
+            assert shell.check(markdown._dedent(after[block.start:block.end], block.indent)) is None
+
+
+def test_findings_carry_file_lines():
+    outcome = markdown.rewrite((FIXTURES / "README.md").read_text(), ALL)
+    assert [(f.rule, f.line) for f in outcome.changes if f.rule.startswith(("launch", "shell"))] == [
+        ("shell-env-xrt-tpu-config", 7), ("launch-xla-dist", 8), ("launch-xla-dist", 15)]
+    assert [(f.rule, f.line) for f in outcome.manual] == [("launch-xla-dist", 28)]
+
+
+def test_block_whose_rewrite_would_not_parse_is_kept_and_reported(monkeypatch):
+    text = "```bash\nexport XRT_TPU_CONFIG=x\n```\n"
+    monkeypatch.setattr(shell, "check", lambda text: "simulated bash -n failure")
+    outcome = markdown.rewrite(text, ALL)
+    assert outcome.text == text
+    assert outcome.manual and "left as it was" in outcome.manual[0].message
+
+
+def test_prose_only_document_is_untouched():
+    text = "# XRT_TPU_CONFIG\n\nWe used `python -m torch_xla.distributed.xla_dist` in 2021.\n"
+    assert markdown.rewrite(text, ALL).text == text

@@ -1,0 +1,119 @@
+"""The Markdown / reStructuredText rewriter: code blocks only, prose untouched.
+
+Each code block goes, dedented, to the rewriter of its language (shell, Python, Dockerfile,
+YAML; an untagged block counts as shell), and comes back re-indented. A block whose
+rewrite that rewriter's own check rejects is left as it was, and reported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from xrt2pjrt import rewriters
+from xrt2pjrt.registry import Options
+from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.text import shell
+from xrt2pjrt.text.edits import Edit, Recorder, merge_into
+
+TRIGGER = re.compile(shell.TRIGGER.pattern + r"|xla_model|xla_multiprocessing|xmp\.|xm\.")
+
+# info string / directive language -> file kind
+LANGUAGES = {
+    **dict.fromkeys(("", "sh", "bash", "shell", "console", "zsh", "shell-session", "sh-session", "text",
+                     "none"), "shell"),
+    **dict.fromkeys(("python", "py", "python3", "ipython", "ipython3"), "python"),
+    **dict.fromkeys(("dockerfile", "docker"), "dockerfile"),
+    **dict.fromkeys(("yaml", "yml"), "yaml"),
+}
+_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*$", re.M)
+_RST_DIRECTIVE = re.compile(r"^([ \t]*)(?:\.\. (?:code-block|code|sourcecode)::[ \t]*(\S*)|(?!\.\.)(?:.*\S)?::)[ \t]*$", re.M)
+
+
+@dataclass(frozen=True)
+class Block:
+    start: int  # start of the first content line
+    end: int  # end of the last content line, with its newline
+    indent: str  # what every non-empty content line starts with
+    kind: str
+
+
+def rewrite(text: str, options: Options) -> Outcome:
+    rec = Recorder(text, options)
+    for block in blocks(text):
+        body = _dedent(text[block.start:block.end], block.indent)
+        module = rewriters.module_for(block.kind)
+        if not module.TRIGGER.search(body):
+            continue
+        try:
+            outcome = module.rewrite(body, options)
+        except SourceError:
+            continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
+        lines = rec.line(block.start) - 1
+        if outcome.text != body:
+            problem = module.check(outcome.text)
+            if problem:
+                for f in outcome.changes:
+                    rec.ask(f.rule, f.line + lines, f"code block left as it was: its rewrite would not be "
+                            f"valid {block.kind} ({problem})")
+                continue
+            rec.edits.append(Edit(block.start, block.end, _indent(outcome.text, block.indent)))
+        merge_into(rec, outcome, lines)
+    return rec.outcome()
+
+
+def check(text: str) -> str | None:
+    return None  # each block was checked by its own rewriter's check during the rewrite
+
+
+def blocks(text: str) -> list[Block]:
+    """The code blocks of a Markdown or reStructuredText text whose language has a rewriter."""
+    fenced = _fenced(text)
+    literal = [b for b in _rst(text) if not any(b.start < f.end and f.start < b.end for f in fenced)]
+    return sorted((b for b in fenced + literal if b.kind), key=lambda b: b.start)
+
+
+def _fenced(text: str) -> list[Block]:
+    out, pos = [], 0
+    while True:
+        m = _FENCE.search(text, pos)
+        if not m:
+            return out
+        indent, fence, lang = m.group(1), m.group(2), m.group(3).lower()
+        start = min(m.end() + 1, len(text))
+        close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M).search(text, start)
+        end = close.start() if close else len(text)
+        out.append(Block(start, end, indent, LANGUAGES.get(lang.strip("{}."), "")))
+        pos = close.end() if close else len(text)
+
+
+def _rst(text: str) -> list[Block]:
+    """``.. code-block:: LANG`` directives and ``::`` literal blocks: the indented lines after
+    the first blank line (lines before it are the directive's options)."""
+    out = []
+    for m in _RST_DIRECTIVE.finditer(text):
+        base = len(m.group(1).expandtabs())
+        pos, start, end, indent, blank = m.end() + 1, None, None, "", False
+        for line in text[pos:].splitlines(keepends=True):
+            width = len(line) - len(line.lstrip())
+            if line.strip() and width <= base:
+                break
+            if not line.strip():
+                blank = True
+            elif blank:
+                if start is None:
+                    start, indent = pos, line[:width]
+                end = pos + len(line)
+            pos += len(line)
+        if start is not None:
+            out.append(Block(start, end, indent, LANGUAGES.get((m.group(2) or "").lower(), "")))
+    return out
+
+
+def _dedent(body: str, indent: str) -> str:
+    return "".join(line[len(indent):] if line.startswith(indent) else line.lstrip(" \t")
+                   for line in body.splitlines(keepends=True))
+
+
+def _indent(body: str, indent: str) -> str:
+    return "".join(indent + line if line.strip() else line for line in body.splitlines(keepends=True))
