@@ -36,8 +36,8 @@ class Release:
         return f"{self.name}-{self.version}-{self.form}"
 
 
-# The corpus: exact pins, so every run sees the same bytes. Together about 2,900 files,
-# ~2,700 of them Python; 100+ mention torch_xla. timm is the control: no XLA code at all.
+# The corpus: exact pins, so every run sees the same bytes. Together 2,519 files (2,378
+# Python, 766k lines); 92 mention torch_xla, XRT_ or xla_dist. timm is the control: no XLA code.
 RELEASES = (
     Release("transformers", "4.20.1", "wheel", "Trainer: xm.xrt_world_size, xm.get_ordinal, xm.rendezvous"),
     Release("pytorch-lightning", "1.9.5", "wheel", "TPU strategies: xmp.spawn, xm.rendezvous, xla_dist probes"),

@@ -1,0 +1,230 @@
+"""`xrt2pjrt migrate --write` over real released code from the XRT era (tests/_corpus.py).
+
+One run over a copy of the whole corpus, then every promise the tool makes to a user is
+checked against the files on disk: nothing crashes, every rewritten file still compiles and
+binds every name it uses, a second pass finds nothing left, files it did not change are
+neither changed nor rewritten, and the report accounts for every change and every item left
+to a person. The first run downloads the corpus (about 20 MB) into a cache outside the repo.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import symtable
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+import _corpus
+from xrt2pjrt import files
+from xrt2pjrt.registry import all_rules
+
+pytestmark = pytest.mark.slow
+
+# A file matching none of these words has nothing to do with XLA, XRT or TPUs.
+XLA_WORDS = re.compile(rb"(?i)xla|xrt|(?<![a-z])tpu")
+
+
+def run_cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "xrt2pjrt", *map(str, args)], capture_output=True, text=True)
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int, int]]:
+    """relative path -> (bytes, inode, mtime_ns) of every file under root."""
+    seen = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            st = path.stat()
+            seen[path.relative_to(root).as_posix()] = (path.read_bytes(), st.st_ino, st.st_mtime_ns)
+    return seen
+
+
+@dataclass
+class Migration:
+    root: Path
+    before: dict
+    after: dict
+    run: subprocess.CompletedProcess
+    report: dict
+
+    @functools.cached_property
+    def changed(self) -> set[str]:
+        return {rel for rel, (data, _, _) in self.before.items() if self.after[rel][0] != data}
+
+    def entries(self) -> dict[str, dict]:
+        """report entries by path relative to the corpus root"""
+        return {Path(e["path"]).relative_to(self.root).as_posix(): e for e in self.report["files"]}
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[Path]:
+    try:
+        return _corpus.corpus_paths()
+    except _corpus.CorpusUnavailable as exc:
+        pytest.skip(f"{exc}: the real-code corpus is fetched with pip on first use")
+
+
+@pytest.fixture(scope="module")
+def migrated(corpus, tmp_path_factory) -> Migration:
+    root = tmp_path_factory.mktemp("corpus")
+    for folder in corpus:
+        shutil.copytree(folder, root / folder.name, symlinks=True)
+    before = snapshot(root)
+    report_file = root.parent / "report.json"
+    run = run_cli("migrate", "--write", "--report", report_file, root)
+    return Migration(root, before, snapshot(root), run, json.loads(report_file.read_text()))
+
+
+def test_the_corpus_is_the_size_the_table_promises(migrated):
+    assert len(migrated.before) > 2000
+    mentioning = [rel for rel, (data, _, _) in migrated.before.items() if b"torch_xla" in data]
+    assert len(mentioning) >= 60, "the XRT-era code in the corpus shrank: check the pins in tests/_corpus.py"
+
+
+def test_the_run_ends_cleanly(migrated):
+    run = migrated.run
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    summary = migrated.report["summary"]
+    # exit 2 exactly when some file could not be processed, 0 otherwise (--write never exits 1)
+    assert run.returncode == (2 if summary["files_failed"] else 0), run.stderr[-3000:]
+    assert summary["files_changed"] > 20, "the rules changed next to nothing in XRT-era code"
+
+
+def test_files_that_failed_are_untouched_and_truly_broken(migrated):
+    for rel, entry in migrated.entries().items():
+        if entry["error"] is None:
+            continue
+        assert migrated.after[rel] == migrated.before[rel], f"{rel} failed ({entry['error']}) yet was written"
+        if entry["kind"] == "python" and "cannot parse" in entry["error"]:
+            with pytest.raises(SyntaxError):
+                compile(migrated.before[rel][0], rel, "exec", dont_inherit=True)
+
+
+def test_every_rewritten_file_still_parses(migrated):
+    assert migrated.changed
+    for rel in sorted(migrated.changed):
+        path = migrated.root / rel
+        problem = parse_problem(path, files.kind_of(path))
+        assert problem is None, f"{rel} no longer parses after the rewrite: {problem}"
+
+
+def parse_problem(path: Path, kind: str) -> str | None:
+    data = path.read_bytes()
+    try:
+        if kind == "python":
+            compile(data, str(path), "exec", dont_inherit=True)
+        elif kind == "shell":
+            done = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+            return done.stderr or None
+        elif kind == "yaml":
+            list(yaml.safe_load_all(files.decode(data, kind).text))
+        elif kind == "notebook":
+            notebook = json.loads(files.decode(data, kind).text)
+            assert isinstance(notebook.get("cells"), list), "no cell list"
+        else:
+            files.decode(data, kind)
+    except (SyntaxError, ValueError, yaml.YAMLError, AssertionError, files.DecodeError) as exc:
+        return str(exc)
+    return None
+
+
+def test_rewrites_leave_no_name_unbound(migrated):
+    """A rewrite that writes ``xr.world_size()`` must also import ``xr`` where it is used."""
+    for rel in sorted(migrated.changed):
+        if files.kind_of(migrated.root / rel) != "python":
+            continue
+        introduced = unbound_names(migrated.after[rel][0]) - unbound_names(migrated.before[rel][0])
+        assert not introduced, f"{rel}: the rewrite uses {sorted(introduced)} without binding them"
+
+
+def unbound_names(source: bytes) -> set[str]:
+    """Names some scope of a module reads as globals that nothing in the module binds."""
+    top = symtable.symtable(importlib.util.decode_source(source), "<module>", "exec")
+    bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__", "__builtins__"}
+    read: set[str] = set()
+    tables = [top]
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        for symbol in table.get_symbols():
+            name = symbol.get_name()
+            binds_global = table is top or symbol.is_declared_global()
+            if binds_global and (symbol.is_assigned() or symbol.is_imported()):
+                bound.add(name)
+            if symbol.is_referenced() and (table is top or symbol.is_global()):
+                read.add(name)
+    return read - bound
+
+
+def test_unchanged_files_are_not_rewritten(migrated):
+    for rel, (data, inode, mtime) in migrated.before.items():
+        if rel not in migrated.changed:
+            assert migrated.after[rel][1:] == (inode, mtime), f"{rel} was rewritten with the same bytes"
+
+
+def test_files_without_xla_content_stay_byte_identical(migrated):
+    unrelated = [rel for rel, (data, _, _) in migrated.before.items() if not XLA_WORDS.search(data)]
+    assert len(unrelated) > 1500
+    assert not migrated.changed.intersection(unrelated)
+
+
+def test_the_report_lists_every_change(migrated):
+    entries = migrated.entries()
+    summary = migrated.report["summary"]
+    # A file is changed by its change records and by the TODO comments its manual items leave.
+    recorded = {rel for rel, e in entries.items() if (e["changes"] or e["manual"]) and e["error"] is None}
+    assert migrated.changed <= recorded, "a file changed on disk without a record in the report"
+    # Change records on a file left as it was: only with an error saying the rewrite was discarded.
+    assert {rel for rel, e in entries.items() if e["changes"] and e["error"] is None} <= migrated.changed
+    assert summary["files_changed"] == len(migrated.changed)
+    assert summary["files_seen"] <= len(migrated.before)
+    assert summary["changes"] == sum(len(e["changes"]) for e in entries.values())
+    for rel, entry in entries.items():
+        longest = max(migrated.before[rel][0].count(b"\n"), migrated.after[rel][0].count(b"\n")) + 1
+        for finding in entry["changes"] + entry["manual"]:
+            assert 1 <= finding["line"] <= longest, f"{rel}: {finding} points outside the file"
+
+
+def test_every_item_left_to_a_person_is_printed_and_reported(migrated):
+    entries = migrated.entries()
+    summary = migrated.report["summary"]
+    assert summary["manual"] == sum(len(e["manual"]) for e in entries.values())
+    printed = [line for line in migrated.run.stderr.splitlines() if ": decide [" in line]
+    assert len(printed) == summary["manual"]
+    known = set(all_rules())
+    for entry in entries.values():
+        for finding in entry["changes"] + entry["manual"]:
+            assert finding["rule"] in known, f"{entry['path']}: unknown rule id {finding['rule']!r}"
+
+
+def test_a_second_pass_changes_nothing(migrated, tmp_path):
+    report_file = tmp_path / "second.json"
+    run = run_cli("migrate", "--check", "--report", report_file, migrated.root)
+    second = json.loads(report_file.read_text())["summary"]
+    assert second["files_changed"] == 0 and second["changes"] == 0, run.stderr[-3000:]
+    assert run.returncode == (2 if second["files_failed"] else 0)
+
+
+def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_path):
+    """Preview on the pristine corpus, one process: the same changes, file for file."""
+    report_file = tmp_path / "preview.json"
+    run = run_cli("migrate", "--check", "--jobs", "1", "--report", report_file, *corpus)
+    assert run.returncode in (1, 2), run.stderr[-3000:]
+    cache_root = corpus[0].parent
+    preview = {
+        Path(e["path"]).relative_to(cache_root).as_posix(): (e["changes"], e["manual"], e["error"])
+        for e in json.loads(report_file.read_text())["files"]
+    }
+    written = {rel: (e["changes"], e["manual"], e["error"]) for rel, e in migrated.entries().items()}
+    assert preview == written
+    assert not any(os.path.exists(folder / "report.json") for folder in corpus)
