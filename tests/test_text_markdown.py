@@ -9,6 +9,7 @@ import pytest
 
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text import markdown, shell
+from xrt2pjrt.text.edits import dedent
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "markdown"
 ALL = Options(rules=frozenset(all_rules()))
@@ -41,7 +42,7 @@ def test_rewritten_shell_blocks_still_parse():
     after = markdown.rewrite((FIXTURES / "guide.rst").read_text(), ALL).text
     for block in markdown.blocks(after):
         if block.kind == "shell":
-            assert shell.check(markdown._dedent(after[block.start:block.end], block.indent)) is None
+            assert shell.check(dedent(after[block.start:block.end], block.indent)) is None
 
 
 def test_findings_carry_file_lines():

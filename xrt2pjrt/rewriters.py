@@ -26,6 +26,7 @@ MODULES: dict[str, str] = {
     "shell": "xrt2pjrt.text.shell",
     "dockerfile": "xrt2pjrt.text.dockerfile",
     "markdown": "xrt2pjrt.text.markdown",
+    "yaml": "xrt2pjrt.text.yaml",
 }
 
 

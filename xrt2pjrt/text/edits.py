@@ -61,3 +61,14 @@ def merge_into(rec: Recorder, outcome: Outcome, lines: int) -> None:
     """Add the findings of a snippet's rewrite to the recorder of the enclosing file."""
     rec.changes.extend(shifted(outcome.changes, lines))
     rec.manual.extend(f for f in shifted(outcome.manual, lines) if f not in rec.manual)
+
+
+def dedent(text: str, indent: str) -> str:
+    """An embedded block (a YAML block scalar, a code block in a list item) without its indent."""
+    return "".join(line[len(indent):] if line.startswith(indent) else line.lstrip(" \t")
+                   for line in text.splitlines(keepends=True))
+
+
+def indent(text: str, prefix: str) -> str:
+    """The inverse of ``dedent``: blank lines stay blank."""
+    return "".join(prefix + line if line.strip() else line for line in text.splitlines(keepends=True))

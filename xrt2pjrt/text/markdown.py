@@ -14,7 +14,7 @@ from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import shell
-from xrt2pjrt.text.edits import Edit, Recorder, merge_into
+from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into
 
 TRIGGER = re.compile(shell.TRIGGER.pattern + r"|xla_model|xla_multiprocessing|xmp\.|xm\.")
 
@@ -41,7 +41,7 @@ class Block:
 def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
     for block in blocks(text):
-        body = _dedent(text[block.start:block.end], block.indent)
+        body = dedent(text[block.start:block.end], block.indent)
         module = rewriters.module_for(block.kind)
         if not module.TRIGGER.search(body):
             continue
@@ -57,7 +57,7 @@ def rewrite(text: str, options: Options) -> Outcome:
                     rec.ask(f.rule, f.line + lines, f"code block left as it was: its rewrite would not be "
                             f"valid {block.kind} ({problem})")
                 continue
-            rec.edits.append(Edit(block.start, block.end, _indent(outcome.text, block.indent)))
+            rec.edits.append(Edit(block.start, block.end, indent(outcome.text, block.indent)))
         merge_into(rec, outcome, lines)
     return rec.outcome()
 
@@ -79,11 +79,11 @@ def _fenced(text: str) -> list[Block]:
         m = _FENCE.search(text, pos)
         if not m:
             return out
-        indent, fence, lang = m.group(1), m.group(2), m.group(3).lower()
+        margin, fence, lang = m.group(1), m.group(2), m.group(3).lower()
         start = min(m.end() + 1, len(text))
         close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M).search(text, start)
         end = close.start() if close else len(text)
-        out.append(Block(start, end, indent, LANGUAGES.get(lang.strip("{}."), "")))
+        out.append(Block(start, end, margin, LANGUAGES.get(lang.strip("{}."), "")))
         pos = close.end() if close else len(text)
 
 
@@ -93,7 +93,7 @@ def _rst(text: str) -> list[Block]:
     out = []
     for m in _RST_DIRECTIVE.finditer(text):
         base = len(m.group(1).expandtabs())
-        pos, start, end, indent, blank = m.end() + 1, None, None, "", False
+        pos, start, end, margin, blank = m.end() + 1, None, None, "", False
         for line in text[pos:].splitlines(keepends=True):
             width = len(line) - len(line.lstrip())
             if line.strip() and width <= base:
@@ -102,18 +102,9 @@ def _rst(text: str) -> list[Block]:
                 blank = True
             elif blank:
                 if start is None:
-                    start, indent = pos, line[:width]
+                    start, margin = pos, line[:width]
                 end = pos + len(line)
             pos += len(line)
         if start is not None:
-            out.append(Block(start, end, indent, LANGUAGES.get((m.group(2) or "").lower(), "")))
+            out.append(Block(start, end, margin, LANGUAGES.get((m.group(2) or "").lower(), "")))
     return out
-
-
-def _dedent(body: str, indent: str) -> str:
-    return "".join(line[len(indent):] if line.startswith(indent) else line.lstrip(" \t")
-                   for line in body.splitlines(keepends=True))
-
-
-def _indent(body: str, indent: str) -> str:
-    return "".join(indent + line if line.strip() else line for line in body.splitlines(keepends=True))

@@ -1,0 +1,89 @@
+"""The YAML rewriter: fixture pairs; the result loads, and its commands run on a simulated pod."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stand_ins.pod import Pod
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.rewriters import SourceError
+from xrt2pjrt.text import yaml as yaml_rewriter
+
+FIXTURES = Path(__file__).parent / "fixtures" / "text" / "yaml"
+ALL = Options(rules=frozenset(all_rules()))
+
+
+def rewrite(text: str):
+    return yaml_rewriter.rewrite(text, ALL)
+
+
+@pytest.mark.parametrize("name", ["train-job.yaml", "ci.yml"])
+def test_fixture_rewrites_to_expected_loads_and_is_stable(name):
+    outcome = rewrite((FIXTURES / name).read_text())
+    assert outcome.text == (FIXTURES / f"{name}.expected").read_text()
+    assert yaml_rewriter.check(outcome.text) is None
+    again = rewrite(outcome.text)
+    assert again.text == outcome.text and again.changes == []
+
+
+def test_kubernetes_job_after_rewrite():
+    before, after = (list(yaml.safe_load_all((FIXTURES / "train-job.yaml").read_text())),
+                     list(yaml.safe_load_all(rewrite((FIXTURES / "train-job.yaml").read_text()).text)))
+    launcher, direct = after[0]["spec"]["template"]["spec"]["containers"]
+    assert launcher["env"] == [{"name": "PJRT_DEVICE", "value": "TPU"}, {"name": "XLA_USE_BF16", "value": "1"}]
+    assert direct == before[0]["spec"]["template"]["spec"]["containers"][1], "exec arrays are reported, not changed"
+    assert after[1]["services"]["trainer"]["environment"] == ["PJRT_DEVICE=TPU"]
+    # everything else is the same document
+    before[0]["spec"]["template"]["spec"]["containers"][0].pop("env")
+    launcher.pop("env")
+    before[0]["spec"]["template"]["spec"]["containers"][0].pop("command")
+    launcher.pop("command")
+    before[1]["services"]["trainer"].pop("environment")
+    after[1]["services"]["trainer"].pop("environment")
+    assert before == after
+
+
+def test_kubernetes_command_runs_on_every_worker(tmp_path):
+    job = next(yaml.safe_load_all(rewrite((FIXTURES / "train-job.yaml").read_text()).text))
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    pod = Pod(tmp_path)
+    ran = pod.run(command, TPU_NAME="pod-7")
+    assert ran.returncode == 0, ran.stderr
+    for worker, (call,) in pod.calls().items():
+        assert call.argv == ["python3", "train.py", "--model", "vit b/16"]
+        assert call.env["PJRT_DEVICE"] == "TPU"
+    assert sorted(pod.calls()) == [0, 1, 2, 3] and pod.gcloud_calls()[0][4] == "pod-7"
+
+
+def test_ci_steps_run_with_pjrt(tmp_path):
+    workflow = yaml.safe_load(rewrite((FIXTURES / "ci.yml").read_text()).text)
+    assert workflow["env"] == {"PJRT_DEVICE": "CPU", "XLA_USE_BF16": 0}
+    steps = workflow["jobs"]["test"]["steps"]
+    pod = Pod(tmp_path)
+    ran = pod.run(["bash", "-c", steps[2]["run"]])
+    assert ran.returncode == 0
+    assert [c.argv for (c,) in pod.calls().values()] == [["python3", "smoke.py", "--steps", "10"]] * 4
+    local = pod.run(["bash", "-c", steps[1]["run"].replace("python3 -m pytest", "env #")])
+    assert "PJRT_DEVICE=TPU" in local.stdout.split()
+
+
+def test_findings_carry_file_lines():
+    outcome = rewrite((FIXTURES / "ci.yml").read_text())
+    assert [(f.rule, f.line) for f in outcome.changes] == [
+        ("shell-env-xrt-cpu", 4), ("shell-env-xrt-cpu", 5), ("shell-env-xrt-tpu-config", 14),
+        ("launch-xla-dist", 18), ("shell-env-xrt-tpu-config", 21)]
+
+
+def test_broken_yaml_is_a_source_error_with_its_line():
+    with pytest.raises(SourceError) as err:
+        rewrite("a: 1\nb: [XRT_TPU_CONFIG\nc: 2\n")
+    assert err.value.line >= 2
+
+
+@pytest.mark.parametrize("value, style", [("plain words", None), ("a: b", None), ("it's", "'"), ("x # y", None),
+                                          ("line\nbreak", "'"), ('say "hi"', '"'), ("- dash", None)])
+def test_render_keeps_the_value(value, style):
+    assert yaml.safe_load(f"k: {yaml_rewriter.render(value, style)}\n") == {"k": value}

@@ -1,0 +1,177 @@
+"""The YAML rewriter: shell inside Kubernetes / CI / Cloud Build files, and env settings.
+
+PyYAML's composer gives every scalar's exact source span, so edits touch only the scalars
+that change, in the style they were written in (plain, quoted, ``|`` block). Shell is:
+the value of a script key (``run``, ``script``, ``command``, ...), each line of a script
+list, and the argument after ``-c`` in an exec array. Env settings are Kubernetes
+``env: [{name, value}]`` items, ``env:``/``environment:``/``variables:`` mappings and
+docker-compose ``- NAME=value`` lists. An exec array that runs xla_dist itself is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import yaml as pyyaml
+
+from xrt2pjrt.registry import Options
+from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.text import environment, shell, xla_dist
+from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into
+from xrt2pjrt.text.environment import EnvSetting
+from xrt2pjrt.text.words import NAME
+
+TRIGGER = shell.TRIGGER
+SCRIPT_KEYS = frozenset({"run", "script", "before_script", "after_script", "commands", "command", "cmd",
+                         "entrypoint", "args", "pre", "post"})
+# Keys whose list is one command's argv (Kubernetes, Compose, Cloud Build), not lines of a script.
+EXEC_KEYS = frozenset({"command", "args", "entrypoint", "cmd"})
+ENV_KEYS = frozenset({"env", "environment", "variables"})
+Scalar, Sequence, Mapping = pyyaml.ScalarNode, pyyaml.SequenceNode, pyyaml.MappingNode
+
+
+def rewrite(text: str, options: Options) -> Outcome:
+    try:
+        documents = list(pyyaml.compose_all(text, Loader=pyyaml.SafeLoader))
+    except pyyaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise SourceError(str(exc).splitlines()[0], (mark.line + 1) if mark else 1) from None
+    rec = Recorder(text, options)
+    settings: list[EnvSetting] = []
+    for doc in documents:
+        if doc is not None:
+            _walk(doc, None, rec, settings)
+    environment.apply(settings, rec, lambda offset: "PJRT_DEVICE" in text[:offset])
+    return rec.outcome()
+
+
+def check(text: str) -> str | None:
+    try:
+        list(pyyaml.safe_load_all(text))
+    except pyyaml.YAMLError as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
+def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting]) -> None:
+    if isinstance(node, Mapping):
+        for k, v in node.value:
+            name = k.value if isinstance(k, Scalar) else None
+            if name in ENV_KEYS and isinstance(v, (Mapping, Sequence)):
+                settings += _env_settings(v, rec.text)
+            _walk(v, name, rec, settings)
+    elif isinstance(node, Sequence):
+        items = node.value
+        for i, item in enumerate(items):
+            after_c = i > 0 and isinstance(items[i - 1], Scalar) and items[i - 1].value == "-c"
+            if isinstance(item, Scalar) and (after_c or (key in SCRIPT_KEYS and key not in EXEC_KEYS)):
+                _shell_scalar(item, rec)
+            else:
+                _walk(item, None, rec, settings)
+        if key in EXEC_KEYS and not any(isinstance(i, Scalar) and i.value == "-c" for i in items):
+            words = [i.value for i in items if isinstance(i, Scalar)]
+            if any(xla_dist.MENTION.search(w) or w == xla_dist.MODULE for w in words):
+                if rec.options.on(shell.LaunchXlaDist.id):
+                    rec.ask(shell.LaunchXlaDist.id, node.start_mark.index, "xla_dist run from an exec array "
+                            f"(`{key}: [...]`): write it as gcloud compute tpus tpu-vm ssh NAME --worker=all "
+                            "--command=\"PJRT_DEVICE=TPU …\" by hand")
+    elif isinstance(node, Scalar) and key in SCRIPT_KEYS and isinstance(node.value, str):
+        _shell_scalar(node, rec)
+
+
+def _shell_scalar(node, rec: Recorder) -> None:
+    """Rewrite a scalar holding shell, keeping its YAML style."""
+    if node.tag != "tag:yaml.org,2002:str" or not TRIGGER.search(node.value):
+        return
+    text, start, end = rec.text, node.start_mark.index, node.end_mark.index
+    if node.style == "|":  # a literal block: its lines are the script's lines
+        body_start = text.index("\n", start) + 1
+        source = text[body_start:end]
+        margin = re.match(r"[ \t]*", source.lstrip("\n")).group(0)
+        outcome = shell.rewrite(dedent(source, margin), rec.options)
+        if outcome.text != dedent(source, margin):
+            rec.edits.append(Edit(body_start, end, indent(outcome.text, margin)))
+        merge_into(rec, outcome, rec.line(body_start) - 1)
+        return
+    outcome = shell.rewrite(node.value, rec.options)
+    if outcome.text != node.value:
+        rec.edits.append(Edit(start, end, render(outcome.text, node.style)))
+    merge_into(rec, outcome, rec.line(start) - 1)
+
+
+def render(value: str, style: str | None) -> str:
+    """A scalar with this value, in the original style when that style can hold it."""
+    if style is None and "\n" not in value and value == value.strip():
+        try:
+            if pyyaml.safe_load(value) == value and not re.search(r": | #|^[-?:,\[\]{}#&*!|>'\"%@`]", value):
+                return value
+        except pyyaml.YAMLError:
+            pass
+    if style == "'" and "\n" not in value:
+        return "'" + value.replace("'", "''") + "'"
+    return json.dumps(value, ensure_ascii=False)  # a YAML double-quoted scalar
+
+
+def _env_settings(node, text: str) -> list[EnvSetting]:
+    out: list[EnvSetting] = []
+    if isinstance(node, Mapping):  # env: {NAME: value}
+        for k, v in node.value:
+            if isinstance(k, Scalar) and NAME.fullmatch(str(k.value)):
+                out.append(EnvSetting(k.value, k.start_mark.index, _rename_pair(k, v),
+                                      _delete_lines(text, k, v, node), scope=id(node)))
+        return out
+    for item in node.value:
+        if isinstance(item, Mapping):  # Kubernetes: - name: N / value: V
+            fields = {k.value: (k, v) for k, v in item.value if isinstance(k, Scalar)}
+            name = fields.get("name", (None, None))[1]
+            if isinstance(name, Scalar) and NAME.fullmatch(str(name.value)):
+                value = fields.get("value", (None, None))[1]
+                out.append(EnvSetting(name.value, name.start_mark.index, _rename_pair(name, value),
+                                      _delete_lines(text, item, item, node), scope=id(node)))
+        elif isinstance(item, Scalar) and isinstance(item.value, str):  # Compose: - NAME=value
+            name = item.value.partition("=")[0]
+            if NAME.fullmatch(name):
+                has_value = "=" in item.value
+                out.append(EnvSetting(name, item.start_mark.index, _rename_scalar(item, has_value),
+                                      _delete_lines(text, item, item, node), form="set" if has_value else "pass",
+                                      scope=id(node)))
+    return out
+
+
+def _rename_pair(name_node, value_node):
+    """Rename a NAME node and set its VALUE node (a mapping entry, or a Kubernetes env item)."""
+
+    def rename(name: str, value: str) -> list[Edit]:
+        edits = [Edit(name_node.start_mark.index, name_node.end_mark.index, render(name, name_node.style))]
+        if isinstance(value_node, Scalar):
+            edits.append(Edit(value_node.start_mark.index, value_node.end_mark.index,
+                              render(value, value_node.style)))
+        return edits
+
+    return rename
+
+
+def _rename_scalar(node, has_value: bool):
+    def rename(name: str, value: str) -> list[Edit]:
+        new = f"{name}={value}" if has_value else name
+        return [Edit(node.start_mark.index, node.end_mark.index, render(new, node.style))]
+
+    return rename
+
+
+def _delete_lines(text: str, first, last, parent) -> list[Edit] | None:
+    """Edits removing the whole lines from ``first`` to ``last`` in a block collection; None
+    when they share a line with anything else (flow style, or the parent's only entry)."""
+    if parent.flow_style or len(parent.value) < 2:
+        return None
+    start = text.rfind("\n", 0, first.start_mark.index) + 1
+    head = text[start:first.start_mark.index].strip()
+    if head not in ("", "-"):
+        return None
+    stop = last.end_mark.index
+    while stop > 0 and text[stop - 1] in " \t\n":
+        stop -= 1
+    end = text.find("\n", stop)
+    end = len(text) if end < 0 else end + 1
+    return [Edit(start, end, "")]
