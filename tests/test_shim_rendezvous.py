@@ -1,0 +1,95 @@
+"""xm.rendezvous through the shim, across real processes on loopback (default transport).
+
+PJRT on CPU runs one replica per process, so each process here is told its ordinal and
+the world size (the PJRT backend's two answers are SIMULATED); everything after that is
+real: xrt2pjrt.shim.xla_model.rendezvous picks its default transport, finds the store,
+and real processes meet over a real TCP socket. The store module itself is tested in
+test_host_rendezvous.py; this file checks what the shim's callers see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.xla
+
+PARTICIPANT = textwrap.dedent("""
+    import json, os, sys, time
+    import torch_xla
+    import xrt2pjrt.shim.xla_model as xm
+
+    ordinal, world = int(os.environ["ORDINAL"]), int(os.environ["WORLD"])
+    xm.PJRT.get_ordinal = lambda defval=0: ordinal  # SIMULATED: the replica id PJRT would give
+    xm.PJRT.xrt_world_size = lambda defval=1: world
+    out = []
+    for tag, replicas, delay in json.loads(sys.argv[1])[ordinal]:
+        time.sleep(delay)
+        arrived = time.time()
+        try:
+            result = [p.decode() for p in xm.rendezvous(tag, f"from {ordinal}".encode(), replicas)]
+        except xm.RendezvousError as error:
+            result = f"{type(error).__name__}: {error}"
+        out.append([tag, result, arrived, time.time()])
+    out.append(["runtime started", torch_xla._XLAC._xla_runtime_is_initialized()])
+    print(json.dumps(out))
+""")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def meet(plan: list[list], timeout_setting: str = "30") -> list[list]:
+    """Run one participant per entry of ``plan`` (its steps); return each one's report."""
+    port = str(free_port())
+    procs = []
+    for ordinal in range(len(plan)):
+        env = {**os.environ, "PJRT_DEVICE": "CPU", "ORDINAL": str(ordinal), "WORLD": str(len(plan)),
+               "MASTER_ADDR": "127.0.0.1", "XRT2PJRT_RENDEZVOUS_PORT": port,
+               "XRT2PJRT_RENDEZVOUS_TIMEOUT": timeout_setting}
+        env.pop("XRT2PJRT_RENDEZVOUS_TRANSPORT", None)
+        procs.append(subprocess.Popen([sys.executable, "-c", PARTICIPANT, json.dumps(plan)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    reports = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr[-3000:]
+        reports.append(json.loads(stdout.strip().splitlines()[-1]))
+    return reports
+
+
+def test_barrier_payloads_subset_tag_mismatch_and_timeout_through_xm_rendezvous():
+    plan = [
+        # ordinal 0 serves the store: it lingers at the end (a rendezvous of its own) so
+        # ordinal 2, which may start waiting later, times out rather than losing the store
+        [["barrier", [], 0], ["pair", [0, 1], 0], ["epoch", [], 0], ["checkpoint", [], 0], ["linger", [0], 4]],
+        [["barrier", [], 0], ["pair", [0, 1], 0], ["epoch-typo", [], 0]],  # never reaches checkpoint
+        [["barrier", [], 1.5], ["epoch", [], 0], ["checkpoint", [], 0]],  # late, not in the pair
+    ]
+    reports = meet(plan, timeout_setting="3")
+    steps = [{step[0]: step for step in report} for report in reports]
+    late_arrival = steps[2]["barrier"][2]
+    for ordinal, step in enumerate(steps):
+        _, payloads, _, left = step["barrier"]
+        assert payloads == ["from 0", "from 1", "from 2"]  # ordinal order
+        assert left >= late_arrival, f"ordinal {ordinal} left the barrier before ordinal 2 arrived"
+        mismatch = step["epoch-typo" if ordinal == 1 else "epoch"][1]
+        assert "RendezvousTagMismatch" in mismatch
+        assert "ordinals [0, 2] called rendezvous('epoch')" in mismatch
+        assert "ordinals [1] called rendezvous('epoch-typo')" in mismatch
+        # the default (host) transport never touched the device: no graph sync, no runtime
+        assert step["runtime started"] == ["runtime started", False]
+    assert steps[0]["pair"][1] == steps[1]["pair"][1] == ["from 0", "from 1"]
+    for ordinal in (0, 2):
+        _, message, arrived, gave_up = steps[ordinal]["checkpoint"]
+        assert message.startswith("RendezvousTimeout:") and "replicas [1] never arrived" in message
+        assert 2.5 < gave_up - arrived < 20
