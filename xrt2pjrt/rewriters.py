@@ -27,6 +27,7 @@ MODULES: dict[str, str] = {
     "dockerfile": "xrt2pjrt.text.dockerfile",
     "markdown": "xrt2pjrt.text.markdown",
     "yaml": "xrt2pjrt.text.yaml",
+    "notebook": "xrt2pjrt.text.notebook",
 }
 
 

@@ -1,0 +1,235 @@
+"""The notebook rewriter: code cells through the Python codemod, ``!`` lines and ``%%bash``
+cells through the shell rewriter, ``%env`` through the environment rules, Markdown cells
+through the Markdown rewriter.
+
+A cell's source is joined before it is rewritten, so a call split across two JSON source
+strings is one call. Only the ``source`` values of changed cells are re-written, in the
+layout the file uses (one string per line, indentation, ASCII escapes); metadata, outputs,
+ids and every other byte stay as they were, and an unchanged notebook is byte-identical.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from xrt2pjrt import rewriters
+from xrt2pjrt.registry import Options
+from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.text import environment, markdown, shell
+from xrt2pjrt.text.edits import Edit, Recorder, merge_into, shifted
+from xrt2pjrt.text.environment import EnvSetting
+
+_PYTHON = rewriters.module_for("python")
+TRIGGER = re.compile(f"{shell.TRIGGER.pattern}|{_PYTHON.TRIGGER.pattern}")
+SHELL_CELLS = re.compile(r"%%(bash|sh|script[ \t]+(ba)?sh)\b")
+# `%env NAME=value`, `%env NAME value`, `%set_env NAME=value` (Colab)
+ENV_MAGIC = re.compile(r"%(?:set_)?env[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*=[ \t]*|[ \t]+)(.*)")
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"[ \t\r\n]*")
+CELL_RULE = "notebook-cell"  # manual items about a cell as a whole (it does not parse)
+
+
+@dataclass(frozen=True)
+class SourceSpan:
+    start: int
+    end: int
+    cell_type: str
+    source: str
+
+
+def rewrite(text: str, options: Options) -> Outcome:
+    try:
+        cells = source_spans(text)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise SourceError(f"not a notebook: {exc}", 1) from None
+    rec = Recorder(text, options)
+    ascii_only = "\\u" in text and not any(ord(c) > 127 for c in text)
+    for cell in cells:
+        if not TRIGGER.search(cell.source):
+            continue
+        lines = _first_line(text, cell) - 1
+        if cell.cell_type == "code":
+            outcome = _code_cell(cell.source, options)
+        elif cell.cell_type == "markdown":
+            outcome = markdown.rewrite(cell.source, options)
+        else:
+            continue
+        if outcome is None:
+            rec.ask(CELL_RULE, cell.start, "this cell is not Python the codemod can parse; "
+                    "it mentions XRT or torch_xla: migrate it by hand")
+            continue
+        merge_into(rec, outcome, lines)
+        if outcome.text != cell.source:
+            rec.edits.append(Edit(cell.start, cell.end, _render(outcome.text, text[cell.start:cell.end], ascii_only)))
+    return rec.outcome()
+
+
+def check(text: str) -> str | None:
+    try:
+        source_spans(text)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        return f"the notebook JSON does not load: {exc}"
+    return None
+
+
+# --- the JSON around the sources ---------------------------------------------------------------
+
+
+def source_spans(text: str) -> list[SourceSpan]:
+    """Where each cell's ``source`` value is in the notebook's text."""
+    out = []
+    members = dict((k, (s, e)) for k, s, e in _members(text, _WS.match(text).end()))
+    cells_start, _ = members["cells"]
+    for cell_start, _ in _elements(text, cells_start):
+        fields = {k: (s, e) for k, s, e in _members(text, cell_start)}
+        start, end = fields["source"]
+        source = json.loads(text[start:end])
+        cell_type = json.loads(text[slice(*fields["cell_type"])])
+        out.append(SourceSpan(start, end, cell_type, "".join(source) if isinstance(source, list) else source))
+    return out
+
+
+def _members(text: str, i: int):
+    """(key, value start, value end) of the JSON object starting at ``i``."""
+    if text[i] != "{":
+        raise ValueError(f"expected an object at offset {i}")
+    i = _WS.match(text, i + 1).end()
+    while text[i] != "}":
+        key, i = _DECODER.raw_decode(text, i)
+        i = _WS.match(text, i).end()
+        if text[i] != ":":
+            raise ValueError(f"expected ':' at offset {i}")
+        start = _WS.match(text, i + 1).end()
+        _, end = _DECODER.raw_decode(text, start)
+        yield key, start, end
+        i = _WS.match(text, end).end()
+        if text[i] == ",":
+            i = _WS.match(text, i + 1).end()
+
+
+def _elements(text: str, i: int):
+    """(start, end) of each value in the JSON array starting at ``i``."""
+    if text[i] != "[":
+        raise ValueError(f"expected an array at offset {i}")
+    i = _WS.match(text, i + 1).end()
+    while text[i] != "]":
+        _, end = _DECODER.raw_decode(text, i)
+        yield i, end
+        i = _WS.match(text, end).end()
+        if text[i] == ",":
+            i = _WS.match(text, i + 1).end()
+
+
+def _first_line(text: str, cell: SourceSpan) -> int:
+    """The file line of the cell's first source line (nbformat puts one string per line)."""
+    first = text[cell.start:cell.end]
+    offset = cell.start + (len(first) - len(first[1:].lstrip()) if first.startswith("[") else 0)
+    return text.count("\n", 0, offset) + 1
+
+
+def _render(source: str, original: str, ascii_only: bool) -> str:
+    """``source`` as a JSON value laid out like ``original`` (a string, or a list of lines)."""
+    if not original.startswith("["):
+        return json.dumps(source, ensure_ascii=ascii_only)
+    items = [json.dumps(line, ensure_ascii=ascii_only) for line in source.splitlines(keepends=True)]
+    if "\n" not in original or not items:
+        return "[" + ", ".join(items) + "]"
+    margin = re.match(r"\[\s*?\n([ \t]*)", original)
+    item_margin = margin.group(1) if margin else " "
+    close_margin = re.search(r"\n([ \t]*)\]$", original)
+    return "[\n" + ",\n".join(item_margin + i for i in items) + "\n" + (close_margin.group(1) if close_margin else "") + "]"
+
+
+# --- one code cell -----------------------------------------------------------------------------
+
+
+def _code_cell(source: str, options: Options) -> Outcome | None:
+    """The rewrite of a code cell; None when it is not Python the codemod can parse."""
+    head, _, rest = source.partition("\n")
+    if SHELL_CELLS.match(head):
+        outcome = shell.rewrite(rest, options)
+        return Outcome(head + "\n" + outcome.text, *_shift(outcome, 1))
+    prefix = ""
+    if head.startswith("%%"):  # another cell magic (%%time, %%capture): the rest is Python
+        prefix, source = head + "\n", rest
+    python, magics = _hide_magics(source)
+    try:
+        outcome = _PYTHON.rewrite(python, options) if _PYTHON.TRIGGER.search(python) else Outcome(python)
+    except SourceError:
+        return None
+    rec = Recorder(outcome.text, options)
+    rec.changes, rec.manual = list(outcome.changes), list(outcome.manual)
+    text = outcome.text
+    for m in _PLACEHOLDER.finditer(text):
+        magic_line, line = magics[int(m.group(2))]
+        end = m.end()
+        for _ in range(magic_line.count("\n")):  # its continuation placeholders go with it
+            end = _line_end(text, end + 1)
+        new = _magic(magic_line, options, rec, line)
+        if new:
+            rec.edits.append(Edit(m.start(), end, m.group(1) + new))
+        else:  # the magic is removed, with its line
+            rec.edits.append(Edit(m.start(), min(end + 1, len(text)), ""))
+    done = rec.outcome()
+    if prefix:
+        return Outcome(prefix + done.text, *_shift(done, 1))
+    return done
+
+
+_PLACEHOLDER = re.compile(r"^([ \t]*)pass  # xrt2pjrt-magic-(\d+)$", re.M)
+
+
+def _line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
+
+
+def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
+    """The cell with each `!`/`%` line (and its `\\` continuations) replaced by a placeholder
+    statement of the same indentation, and the lines it replaced, with their cell line."""
+    out: list[str] = []
+    magics: list[tuple[str, int]] = []
+    lines = source.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.lstrip(" \t")
+        if not stripped.startswith(("!", "%")):
+            out.append(line)
+            i += 1
+            continue
+        margin = line[:len(line) - len(stripped)]
+        j = i
+        while lines[j].rstrip("\n").endswith("\\") and j + 1 < len(lines):
+            j += 1
+        newline = "\n" if lines[j].endswith("\n") else ""
+        magics.append(("".join(lines[i:j + 1])[len(margin):].rstrip("\n"), i + 1))
+        out.append(f"{margin}pass  # xrt2pjrt-magic-{len(magics) - 1}{newline if j == i else chr(10)}")
+        out += [f"{margin}# xrt2pjrt-magic-continued{chr(10) if k < j or newline else ''}" for k in range(i + 1, j + 1)]
+        i = j + 1
+    return "".join(out), magics
+
+
+def _magic(line: str, options: Options, rec: Recorder, cell_line: int) -> str:
+    """A `!` or `%` line after the shell and environment rules; "" when it is removed."""
+    if line.startswith("!"):
+        outcome = shell.rewrite(line[1:], options)
+        merge_into(rec, outcome, cell_line - 1)
+        return "!" + outcome.text
+    m = ENV_MAGIC.match(line)
+    if not m:
+        return line
+    magic = Recorder(line, options)
+    start, end = m.start(1), m.end(2)
+    removed = [Edit(0, len(line), "")]
+    rename = environment.replacing(start, end, with_value=True)
+    environment.apply([EnvSetting(m.group(1), start, rename, removed)], magic, lambda offset: False)
+    done = magic.outcome()
+    merge_into(rec, done, cell_line - 1)
+    return done.text
+
+
+def _shift(outcome: Outcome, lines: int):
+    return shifted(outcome.changes, lines), shifted(outcome.manual, lines)
