@@ -80,10 +80,10 @@ def check(text: str) -> str | None:
 def source_spans(text: str) -> list[SourceSpan]:
     """Where each cell's ``source`` value is in the notebook's text."""
     out = []
-    members = dict((k, (s, e)) for k, s, e in _members(text, _WS.match(text).end()))
+    members = {k: (s, e) for k, s, e in _children(text, _WS.match(text).end())}
     cells_start, _ = members["cells"]
-    for cell_start, _ in _elements(text, cells_start):
-        fields = {k: (s, e) for k, s, e in _members(text, cell_start)}
+    for _, cell_start, _ in _children(text, cells_start):
+        fields = {k: (s, e) for k, s, e in _children(text, cell_start)}
         start, end = fields["source"]
         source = json.loads(text[start:end])
         cell_type = json.loads(text[slice(*fields["cell_type"])])
@@ -91,32 +91,24 @@ def source_spans(text: str) -> list[SourceSpan]:
     return out
 
 
-def _members(text: str, i: int):
-    """(key, value start, value end) of the JSON object starting at ``i``."""
-    if text[i] != "{":
-        raise ValueError(f"expected an object at offset {i}")
+def _children(text: str, i: int):
+    """(key, value start, value end) of each member of the JSON object at ``i``, or
+    (None, start, end) of each element of the JSON array at ``i``."""
+    opening = text[i]
+    if opening not in "{[":
+        raise ValueError(f"expected an object or an array at offset {i}")
+    closing = "}" if opening == "{" else "]"
     i = _WS.match(text, i + 1).end()
-    while text[i] != "}":
-        key, i = _DECODER.raw_decode(text, i)
-        i = _WS.match(text, i).end()
-        if text[i] != ":":
-            raise ValueError(f"expected ':' at offset {i}")
-        start = _WS.match(text, i + 1).end()
-        _, end = _DECODER.raw_decode(text, start)
-        yield key, start, end
-        i = _WS.match(text, end).end()
-        if text[i] == ",":
+    while text[i] != closing:
+        key = None
+        if opening == "{":
+            key, i = _DECODER.raw_decode(text, i)
+            i = _WS.match(text, i).end()
+            if text[i] != ":":
+                raise ValueError(f"expected ':' at offset {i}")
             i = _WS.match(text, i + 1).end()
-
-
-def _elements(text: str, i: int):
-    """(start, end) of each value in the JSON array starting at ``i``."""
-    if text[i] != "[":
-        raise ValueError(f"expected an array at offset {i}")
-    i = _WS.match(text, i + 1).end()
-    while text[i] != "]":
         _, end = _DECODER.raw_decode(text, i)
-        yield i, end
+        yield key, i, end
         i = _WS.match(text, end).end()
         if text[i] == ",":
             i = _WS.match(text, i + 1).end()
