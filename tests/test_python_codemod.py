@@ -309,3 +309,33 @@ def test_select_one_rule_runs_only_it():
     outcome = migrate("import torch_xla.core.xla_model as xm\nxm.get_ordinal()\nxm.mark_step()\n",
                       rules=frozenset({"api-mark-step"}))
     assert "xm.get_ordinal()" in outcome.text and "torch_xla.sync()" in outcome.text
+
+
+def test_many_function_local_imports_lose_no_statement():
+    """Regression: nodes were once tracked by bare id(), and a freed node's id reused by a
+    new one made an unrelated statement vanish or turn into an import (seen on
+    lightning_fabric's XLAEnvironment, whose methods each import xm locally)."""
+    methods = []
+    for i in range(40):
+        methods.append(f"""
+    def world_{i}(self):
+        import torch_xla.core.xla_model as xm
+
+        return xm.xrt_world_size() + {i}
+
+    def note_{i}(self):
+        log.debug("note {i}")
+
+    def host_{i}(self):
+        import torch_xla.core.xla_env_vars as xenv
+
+        return int(os.environ.get(xenv.HOST_ORDINAL, {i}))
+""")
+    source = "import os\n\n\nclass Env:\n" + "".join(methods)
+    out = text(source)
+    for i in range(40):
+        assert f'        log.debug("note {i}")\n' in out
+        assert f"        import torch_xla.runtime as xr\n\n        return xr.world_size() + {i}\n" in out
+        assert f"return int(os.environ.get('XRT_HOST_ORDINAL', {i}))" in out
+    assert out.count("import torch_xla.runtime as xr") == 40
+    assert "xla_env_vars" not in out and "xla_model" not in out

@@ -22,6 +22,33 @@ import libcst as cst
 UNKNOWN = "<unknown>"
 
 
+class Marks:
+    """Nodes marked by identity, each with a value.
+
+    Holds the nodes it marks: a node that is garbage-collected while still marked by its
+    bare ``id()`` would pass its id on to a new node, which would then be taken for it.
+    """
+
+    def __init__(self):
+        self._entries: dict[int, tuple[cst.CSTNode, object]] = {}
+
+    def add(self, node: cst.CSTNode, value: object = True) -> None:
+        self._entries[id(node)] = (node, value)
+
+    def get(self, node: cst.CSTNode, default=None):
+        entry = self._entries.get(id(node))
+        return entry[1] if entry is not None and entry[0] is node else default
+
+    def __contains__(self, node: cst.CSTNode) -> bool:
+        return self.get(node, _ABSENT) is not _ABSENT
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+
+_ABSENT = object()
+
+
 def dotted(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts = []
@@ -274,21 +301,22 @@ def name_uses(node: cst.CSTNode) -> dict[tuple[tuple[str, ...], str], int]:
 class FinishImports(cst.CSTTransformer):
     """The import edits a rewrite leaves: new imports in, stale ones out.
 
-    ``additions`` maps the id of a statement line to the import lines that go right
-    after it (None: at the top of the file, after the leading imports). ``stale`` names
+    ``additions`` marks statement lines with the import lines that go beside them;
+    ``top`` are the import lines for the top of the file, after the leading imports. ``stale`` names
     lose their import aliases when the alias binds one of ``modules``.
     """
 
     def __init__(self, stale: set[str], modules: tuple[str, ...], keep: frozenset[str],
-                 additions: dict[int | None, list[str]]):
+                 additions: Marks, top: list[str]):
         self.stale = stale
         self.modules = modules
         self.keep = keep
         self.additions = additions
-        self.doomed: set[int] = set()
+        self.top = top
+        self.doomed = Marks()
         self.path: list[str] = []
-        # id of a statement line in the new tree -> id of the anchor it was (additions key)
-        self.renamed: dict[int, int] = {}
+        # a statement line of this pass's output -> the import lines planned beside it
+        self.renamed = Marks()
 
     def _rebuild(self, updated):
         kept = [
@@ -328,9 +356,9 @@ class FinishImports(cst.CSTTransformer):
     def leave_SimpleStatementLine(self, original, updated):
         if not updated.body:
             updated = updated.with_changes(body=[cst.Pass()])  # a placeholder until its block drops it
-            self.doomed.add(id(updated))
-        if id(original) in self.additions:
-            self.renamed[id(updated)] = id(original)
+            self.doomed.add(updated)
+        if original in self.additions:
+            self.renamed.add(updated, self.additions.get(original))
         return updated
 
     def leave_IndentedBlock(self, original, updated):
@@ -338,7 +366,7 @@ class FinishImports(cst.CSTTransformer):
 
     def leave_Module(self, original, updated):
         body = list(updated.body)
-        top = self.additions.get(None)
+        top = self.top
         if top:
             last = None
             for index, statement in enumerate(body):
@@ -355,30 +383,30 @@ class FinishImports(cst.CSTTransformer):
 
     def _place(self, body) -> list:
         """``body`` with the planned imports placed among the imports next to their anchors."""
-        body, done = list(body), set()
+        body, done = list(body), []
         while True:
-            hit = next(((index, self.renamed[id(s)]) for index, s in enumerate(body)
-                        if self.renamed.get(id(s)) not in (None, *done)), None)
+            hit = next(((index, self.renamed.get(s)) for index, s in enumerate(body)
+                        if s in self.renamed and not any(self.renamed.get(s) is d for d in done)), None)
             if hit is None:
                 return body
-            index, anchor = hit
-            done.add(anchor)
-            body = self._insert(body, index, self.additions[anchor])
+            index, lines = hit
+            done.append(lines)
+            body = self._insert(body, index, lines)
 
     def _moved(self, statement, **changes):
         """``statement.with_changes(...)``, keeping what this pass knows about it."""
         new = statement.with_changes(**changes)
-        if id(statement) in self.doomed:
-            self.doomed.add(id(new))
-        if id(statement) in self.renamed:
-            self.renamed[id(new)] = self.renamed[id(statement)]
+        if statement in self.doomed:
+            self.doomed.add(new)
+        if statement in self.renamed:
+            self.renamed.add(new, self.renamed.get(statement))
         return new
 
     def _insert(self, body: list, index: int, texts: list[str]) -> list:
         # The paragraph of import lines around the anchor: sorted, the new lines join in
         # order; else they follow it.
         def importish(statement):
-            return is_import_line(statement) or id(statement) in self.doomed
+            return is_import_line(statement) or statement in self.doomed
 
         start = index
         while start > 0 and not body[start].leading_lines and importish(body[start - 1]):
@@ -388,7 +416,7 @@ class FinishImports(cst.CSTTransformer):
             end += 1
         run = body[start:end + 1]
         new = [cst.parse_statement(text + "\n") for text in sorted(set(texts))]
-        keys = [_sort_key(statement) for statement in run if not id(statement) in self.doomed]
+        keys = [_sort_key(statement) for statement in run if statement not in self.doomed]
         if keys != sorted(keys):
             return [*body[:end + 1], *new, *body[end + 1:]]
         lead = run[0].leading_lines
@@ -421,20 +449,25 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     )
 
 
-def without_statements(body, doomed: set[int]) -> list:
-    """``body`` without the statements whose ids are in ``doomed``.
+def without_statements(body, doomed: Marks) -> list:
+    """``body`` without the statements marked in ``doomed``.
 
     The blank lines and comments above a removed statement move to the next one, so the
     layout around it stays as it was.
     """
-    kept, carried = [], []
+    kept, carried, dropped = [], [], False
     for statement in body:
-        if id(statement) in doomed:
+        if statement in doomed:
             carried += list(statement.leading_lines)
+            dropped = True
             continue
-        if carried:
+        if dropped:
+            dropped = False
             own = list(statement.leading_lines)
-            if any(line.comment is None for line in own):  # it has its own blank lines
+            if not kept:
+                # Now first in its block: it starts where the removed lines started.
+                own = [line for line in own if line.comment is not None]
+            elif any(line.comment is None for line in own):  # it has its own blank lines
                 carried = [line for line in carried if line.comment is not None]
             statement = statement.with_changes(leading_lines=[*carried, *own])
             carried = []
@@ -442,7 +475,7 @@ def without_statements(body, doomed: set[int]) -> list:
     return kept
 
 
-def keep_block_valid(block: cst.IndentedBlock, doomed: set[int] = frozenset()) -> cst.IndentedBlock:
+def keep_block_valid(block: cst.IndentedBlock, doomed: Marks | None = None) -> cst.IndentedBlock:
     body = without_statements(block.body, doomed) if doomed else block.body
     if not body:
         body = [cst.SimpleStatementLine([cst.Pass()])]

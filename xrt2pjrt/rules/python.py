@@ -156,12 +156,12 @@ class _Engine(cst.CSTTransformer):
         self.blocks: list[_Block] = []
         self.not_references: set[int] = set()  # ids of Names/Attributes that are no expression of their own
         self.stores: set[int] = set()  # ids of assignment and ``del`` targets
-        self.doomed: set[int] = set()  # ids of (new) statements to drop from their block
+        self.doomed = imports.Marks()  # (new) statements to drop from their block
         self.module: cst.Module | None = None
         self._taken: set[str] | None = None
         # (id of the anchor statement line or None for the top of the file) -> import lines
         self.additions: dict[int | None, list[tuple[str, str | None]]] = {}
-        self.planned: dict[tuple[int | None, str], str] = {}  # (id of a scope, module) -> name
+        self.planned: dict[tuple[imports.Scope | None, str], str] = {}  # (scope, module) -> name
         self.anchors: dict[int, cst.CSTNode] = {}  # id of an original import line -> its new node
         self.imported: set[str] = set()  # every module an ``import a.b`` statement names
 
@@ -192,7 +192,9 @@ class _Engine(cst.CSTTransformer):
         # visible from here; else at the top of the file. One import per scope.
         anchor_line, anchor_scope = None, None
         if anchor is not None and anchor.statements and self._encloses(anchor.scope):
-            anchor_line, anchor_scope = id(anchor.statements[0]), id(anchor.scope)
+            # Original nodes live as long as the rewrite, so their ids stay theirs; a
+            # Scope may not, hence the object itself as the key.
+            anchor_line, anchor_scope = id(anchor.statements[0]), anchor.scope
         for key in ((anchor_scope, module), (None, module)):
             if key in self.planned:
                 return self.planned[key]
@@ -296,7 +298,7 @@ class _Engine(cst.CSTTransformer):
 
     def _finish_statement(self, frame: _Statement, original, updated):
         if frame.remove:
-            self.doomed.add(id(updated))  # the enclosing block drops it, keeping the layout
+            self.doomed.add(updated)  # the enclosing block drops it, keeping the layout
             return updated
         if frame.comments and hasattr(updated, "leading_lines"):
             # Comments above the first statement of a file belong to the module's header.
@@ -342,13 +344,15 @@ def rewrite(text: str, options: Options) -> Outcome:
         before, after = imports.name_uses(module), imports.name_uses(new)
         stale = {key for key in before if not after.get(key)}
         used = {name for (_, name), count in after.items() if count}
-        additions = {}
+        additions, top = imports.Marks(), []
         for key, lines in engine.additions.items():
             needed = [text for text, name in lines if name is None or name in used]
-            if needed:
-                additions[None if key is None else id(engine.anchors[key])] = needed
-        if stale or additions:
-            new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions))
+            if key is None:
+                top = needed
+            elif needed:
+                additions.add(engine.anchors[key], needed)
+        if stale or additions or top:
+            new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions, top))
     return Outcome(new.code, engine.changes, engine.manual)
 
 
