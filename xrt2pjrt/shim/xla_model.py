@@ -65,6 +65,11 @@ __all__ = [
     "rendezvous", "mesh_reduce", "do_on_ordinals", "reduce_gradients", "optimizer_step", "save",
 ]
 
+# Spellings that moved within torch_xla 2.x: torch_xla.device arrived in 2.3 and
+# torch_xla.sync in 2.5; before them xm's own (not yet deprecated) functions did the job.
+_device = getattr(torch_xla, "device", None) or _xm.xla_device
+_sync = getattr(torch_xla, "sync", None) or _xm.mark_step
+
 TRANSPORT_ENV = "XRT2PJRT_RENDEZVOUS_TRANSPORT"
 TRANSPORTS = ("host", "xla")
 
@@ -242,7 +247,7 @@ def xla_device(n: int | None = None, devkind: str | None = None) -> torch.device
     """The XLA device of this thread (or device ``n``). ``devkind`` is accepted and ignored:
     PJRT serves one device kind per process (``PJRT_DEVICE``)."""
     DEVICE_TOUCH.note("xm.xla_device()")
-    return torch_xla.device(n)
+    return _device(n)
 
 
 def get_xla_supported_devices(devkind: str | None = None, max_devices: int | None = None) -> list[str] | None:
@@ -255,7 +260,10 @@ def get_xla_supported_devices(devkind: str | None = None, max_devices: int | Non
 
 def mark_step(wait: bool = False, reset_scope: bool = True) -> None:
     DEVICE_TOUCH.note("xm.mark_step()")
-    torch_xla.sync(wait, reset_scope)
+    if reset_scope:
+        _sync(wait)
+    else:  # only torch_xla >= 2.8 knows reset_scope
+        _sync(wait, reset_scope)
 
 
 # --- collectives ------------------------------------------------------------------------
