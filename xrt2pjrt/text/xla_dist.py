@@ -11,9 +11,11 @@ literally (``'$HOME'``, ``\\$HOME``) expanded again on the worker. The rendering
 both: local expansions stay unescaped inside ``--command="…"`` (the same shell expands them
 before gcloud runs), literal text goes into double quotes on the worker with only ``"`` and
 ``\\`` escaped, so a literal ``$`` still expands there. A word with spaces stays one word.
-Two deliberate differences: an unquoted expansion (``$EXTRA_ARGS``) or unquoted glob is left
-unquoted on the worker, so it still splits into words — it split locally before — but
-globs match files on the worker; and ``$'…'`` strings are left for a person.
+Deliberate differences: an unquoted expansion (``$EXTRA_ARGS``), glob or leading ``~`` is
+left unquoted on the worker, so it still splits into words as it did locally, but globs
+match files and ``~`` is the home folder on the worker; the script's own arguments
+(``"$@"``) become ``${*@Q}`` (bash 4.4+), each quoted for the worker, so ``$`` in them does
+not expand there; ``$'…'`` strings are left for a person.
 """
 
 from __future__ import annotations
@@ -153,7 +155,11 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
     value = word.value
     if value is not None and PLAIN.fullmatch(value):
         return [Seg(value)]
-    if value is not None and value and not re.search(r"[$`\\\"'\n]", value) and not _has_active_glob(word):
+    if [p.text for p in word.parts] in (["$@"], ["${@}"], ["$*"], ["${*}"]):
+        # the script's own arguments: each one quoted, all in the one --command string
+        return [Seg("${*@Q}", local=True)]
+    active = [not assignment and _active(p, i == 0) for i, p in enumerate(word.parts)]
+    if value is not None and value and not re.search(r"[$`\\\"'\n]", value) and not any(active):
         return [Seg(f"'{value}'")]
     segs: list[Seg] = []
     run: list[Part] = []
@@ -165,11 +171,12 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
             segs.append(Seg('"'))
             run.clear()
 
-    for p in word.parts:
+    for p, is_active in zip(word.parts, active):
         if p.expansion and p.text.startswith("$'"):
             raise Untranslatable(f"$'…' string {p.text}")
-        active = not p.quoted and (p.expansion or GLOB.search(p.text))
-        if active and not assignment:
+        if p.expansion and re.fullmatch(r"\$\{?[@*]\}?", p.text):
+            raise Untranslatable(f"{p.text} inside a longer word")
+        if is_active:
             flush()
             segs.append(Seg(p.text, local=p.expansion))
         else:
@@ -178,8 +185,12 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
     return segs
 
 
-def _has_active_glob(word: Word) -> bool:
-    return any(not p.quoted and not p.expansion and GLOB.search(p.text) for p in word.parts)
+def _active(part: Part, first: bool) -> bool:
+    """Unquoted expansions, globs and a leading `~`: left unquoted on the worker, so they still
+    split, match files (on the worker) and expand `~` (to the worker's home)."""
+    if part.quoted:
+        return False
+    return part.expansion or bool(GLOB.search(part.text)) or (first and part.text.startswith("~"))
 
 
 def _escape_inner(text: str) -> str:
