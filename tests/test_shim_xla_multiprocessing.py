@@ -37,11 +37,12 @@ if __name__ == "__main__":
 '''
 
 
-def run_program(tmp_path, text: str, name: str = "program.py") -> subprocess.CompletedProcess:
-    script = tmp_path / name
+def run_program(tmp_path, text: str, devices: int = 1) -> subprocess.CompletedProcess:
+    script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(text))
-    env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"}
-    env.pop("XRT2PJRT_CPU_REPLICAS", None)
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": str(devices)}
+    for name in ("XRT2PJRT_CPU_REPLICAS", "MASTER_ADDR", "XRT2PJRT_RENDEZVOUS_TRANSPORT"):
+        env.pop(name, None)
     return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -54,6 +55,45 @@ def test_spawn_and_run_multiprocess_on_one_cpu_replica(tmp_path):
     assert ["spawned", 0, 0, 1, "xla:0"] in lines
     assert ["in-process", 0, 0, 1, "xla:0"] in lines
     assert ["results", {"0": 10}] in lines  # {ordinal: fn(*args, **kwargs)}
+
+
+THREADED_PROGRAM = '''
+import json, time
+import xrt2pjrt.shim.xla_model as xm
+import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+
+def replica():
+    device = xm.xla_device()
+    ordinal = xm.get_ordinal()
+    if ordinal == 1:
+        time.sleep(1)
+    arrived = time.time()
+    payloads = [p.decode() for p in xm.rendezvous("threads", f"thread {ordinal}".encode())]
+    left = time.time()
+    mean = xm.mesh_reduce("mean", float(ordinal), lambda xs: sum(xs) / len(xs))
+    return [ordinal, xm.get_local_ordinal(), xm.xrt_world_size(), str(device), xm.is_master_ordinal(),
+            payloads, mean, arrived, left]
+
+
+if __name__ == "__main__":
+    print(json.dumps(xmp.run_multiprocess(replica)))
+'''
+
+
+def test_two_devices_in_one_process_are_two_thread_replicas_that_meet(tmp_path):
+    """v2/v3 shape (two devices per process, one thread each) with real PJRT ordinals. The
+    threads never run an XLA collective (two CPU replicas cannot); they meet on the host."""
+    import json
+
+    done = run_program(tmp_path, THREADED_PROGRAM, devices=2)
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    first, second = results["0"], results["1"]
+    assert first[:5] == [0, 0, 2, "xla:0", True] and second[:5] == [1, 1, 2, "xla:1", False]
+    assert first[5] == second[5] == ["thread 0", "thread 1"]
+    assert first[6] == second[6] == 0.5
+    assert first[8] >= second[7], "thread 0 left the rendezvous before thread 1 arrived"
 
 
 @pytest.mark.parametrize(
