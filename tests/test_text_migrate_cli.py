@@ -1,0 +1,147 @@
+"""`xrt2pjrt migrate` over a tree of non-Python files, as a user runs it: real files, a real
+subprocess, the JSON report, and the rewritten files run on the simulated pod."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stand_ins.pod import Pod
+from xrt2pjrt import rewriters
+from xrt2pjrt.registry import Options, all_rules
+
+FIXTURES = Path(__file__).parent / "fixtures" / "text"
+# tree path -> (fixture, mode, kind)
+TREE = {
+    "scripts/run_pod.sh": ("shell/pod_launch.sh", 0o755, "shell"),
+    "scripts/launch": ("shell/docker.sh", 0o750, "shell"),  # no extension: found by its shebang
+    "docker/Dockerfile": ("dockerfile/Dockerfile", 0o644, "dockerfile"),
+    "k8s/train-job.yaml": ("yaml/train-job.yaml", 0o600, "yaml"),
+    ".github/workflows/ci.yml": ("yaml/ci.yml", 0o644, "yaml"),
+    "README.md": ("markdown/README.md", 0o644, "markdown"),
+    "docs/guide.rst": ("markdown/guide.rst", 0o644, "markdown"),
+    "notebooks/pod_training.ipynb": ("notebook/pod_training.ipynb", 0o644, "notebook"),
+}
+
+
+def _fixture_text(name: str, fixture: str) -> str:
+    text = (FIXTURES / fixture).read_text()
+    return "#!/bin/sh\n" + text if name == "scripts/launch" else text
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "project"
+    for name, (fixture, mode, _) in TREE.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_fixture_text(name, fixture))
+        path.chmod(mode)
+    return root
+
+
+def migrate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_"))}
+    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *args], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=cwd)
+
+
+def test_write_rewrites_every_kind_keeps_modes_and_reports_everything(tree, tmp_path):
+    report = tmp_path / "report.json"
+    ran = migrate("--write", "--report", str(report), str(tree))
+    assert ran.returncode == 0, ran.stderr
+    options = Options(rules=frozenset(all_rules()))
+    files = {Path(f["path"]).relative_to(tree).as_posix(): f for f in json.loads(report.read_text())["files"]}
+    assert set(files) == set(TREE)
+    for name, (fixture, mode, kind) in TREE.items():
+        path = tree / name
+        assert stat.S_IMODE(path.stat().st_mode) == mode, name
+        before = _fixture_text(name, fixture)
+        expected = rewriters.module_for(kind).rewrite(before, options)
+        assert path.read_text() == expected.text != before, name
+        assert files[name]["kind"] == kind and files[name]["error"] is None
+        assert files[name]["changes"] == [f.__dict__ for f in expected.changes], name
+        assert files[name]["manual"] == [f.__dict__ for f in expected.manual], name
+        # what a person is asked to decide is also on stderr, with file and line
+        for item in expected.manual:
+            assert f"{path}:{item.line}: decide [{item.rule}]" in ran.stderr
+    assert (tree / "docker" / "Dockerfile").read_text() == (FIXTURES / "dockerfile" / "Dockerfile.expected").read_text()
+    # a second run finds nothing left to do
+    assert migrate("--check", str(tree)).returncode == 0
+
+
+def test_rewritten_tree_runs_on_the_simulated_pod(tree, tmp_path):
+    assert migrate("--write", str(tree)).returncode == 0
+    pod = Pod(tmp_path / "pod")
+    ran = pod.run([str(tree / "scripts" / "launch")], TPU_NAME="unused")
+    assert ran.returncode == 0, ran.stderr
+    assert [c.argv[-4:] for (c,) in pod.calls().values()] == [
+        ["gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", "python3", "/app/train.py", "--batch_size=128"]] * 4
+    pod.clear()
+    ran = pod.run([str(tree / "scripts" / "run_pod.sh")])
+    assert ran.returncode == 0, ran.stderr
+    assert [c.env["PJRT_DEVICE"] for (c,) in pod.calls().values()] == ["TPU"] * 4
+
+
+def test_preview_writes_nothing_and_check_fails_while_changes_are_pending(tree):
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
+    preview = migrate(str(tree))
+    assert preview.returncode == 0
+    assert "+gcloud compute tpus tpu-vm ssh $TPU_NAME --worker=all \\" in preview.stdout
+    assert migrate("--check", str(tree)).returncode == 1
+    assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
+
+
+def test_launcher_zone_and_project_options_reach_the_rewrite(tree):
+    assert migrate("--write", "--launcher", "xrt2pjrt", "--zone", "us-central2-b", "--project", "proj",
+                   str(tree / "scripts")).returncode == 0
+    text = (tree / "scripts" / "run_pod.sh").read_text()
+    assert "xrt2pjrt launch --zone=us-central2-b --project=proj \\\n  --tpu=$TPU_NAME \\" in text
+    text = (tree / "scripts" / "launch").read_text()
+    assert "xrt2pjrt launch --zone=us-central2-b --project=proj --tpu \"$TPU\"" in text
+
+
+def test_select_runs_only_the_chosen_text_rules(tree):
+    assert migrate("--write", "--select", "shell-env", str(tree / "scripts" / "run_pod.sh")).returncode == 0
+    text = (tree / "scripts" / "run_pod.sh").read_text()
+    assert "torch_xla.distributed.xla_dist" in text  # launch-xla-dist was not selected
+
+
+def test_unparseable_files_are_reported_and_left_identical(tree, tmp_path):
+    broken_yaml = tree / "k8s" / "broken.yaml"
+    broken_yaml.write_bytes(b"env:\n  - name: XRT_TPU_CONFIG\n    value: [unclosed\n")
+    broken_nb = tree / "notebooks" / "broken.ipynb"
+    broken_nb.write_bytes(b'{"cells": [{"source": "XRT_TPU_CONFIG"')
+    report = tmp_path / "report.json"
+    ran = migrate("--write", "--report", str(report), str(tree))
+    assert ran.returncode == 2
+    assert broken_yaml.read_bytes() == b"env:\n  - name: XRT_TPU_CONFIG\n    value: [unclosed\n"
+    assert broken_nb.read_bytes() == b'{"cells": [{"source": "XRT_TPU_CONFIG"'
+    errors = {Path(f["path"]).name: f["error"] for f in json.loads(report.read_text())["files"] if f["error"]}
+    assert set(errors) == {"broken.yaml", "broken.ipynb"}
+    assert errors["broken.yaml"].startswith("line ")
+    assert (tree / "k8s" / "train-job.yaml").read_text() != (FIXTURES / "yaml" / "train-job.yaml").read_text()
+
+
+def test_crlf_script_keeps_its_line_endings(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_bytes((FIXTURES / "shell" / "pod_launch.sh").read_bytes().replace(b"\n", b"\r\n"))
+    script.chmod(0o755)
+    assert migrate("--write", str(script)).returncode == 0
+    data = script.read_bytes()
+    assert data.count(b"\r\n") == data.count(b"\n") and b"gcloud compute tpus tpu-vm ssh" in data
+    assert data.replace(b"\r\n", b"\n").decode() == (FIXTURES / "shell" / "pod_launch.expected.sh").read_text()
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+
+
+def test_rules_lists_the_text_rules():
+    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "rules", "--json"], capture_output=True, text=True)
+    rows = {r["id"]: r for r in json.loads(ran.stdout)}
+    for rule_id in ("launch-xla-dist", "shell-env-xrt-tpu-config", "shell-env-xrt-cpu", "shell-env-xrt-unused"):
+        assert rows[rule_id]["kind"] == "shell"
