@@ -197,5 +197,33 @@ def launch_command(
         _fail(str(exc))
 
 
+@app.command("doctor")
+def doctor_command(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """Read this environment (packages, PJRT_DEVICE, XRT leftovers, TPU topology); say what to fix.
+
+    Exit 0 when healthy, 1 when something must be fixed. Works without torch_xla.
+    """
+    from xrt2pjrt import doctor
+
+    diagnosis = doctor.diagnose()
+    typer.echo(json.dumps(doctor.to_record(diagnosis), indent=2) if as_json else doctor.render(diagnosis))
+    raise typer.Exit(diagnosis.exit_code)
+
+
+@app.command("verify")
+def verify_command(
+    nprocs: Optional[int] = typer.Option(None, "--nprocs", min=1, help="CPU only: run N replicas in the CPU replica mode."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Run the ordinal, collective and rendezvous checks on every replica of this machine.
+
+    Exit 0 when every check passes, 1 when one fails, 2 when the replicas could not run.
+    """
+    from xrt2pjrt import verify
+
+    raise typer.Exit(verify.main(nprocs, as_json, echo=typer.echo,
+                                 error=lambda message: typer.secho(message, err=True, fg=typer.colors.RED)))
+
+
 def main() -> None:
     app()
