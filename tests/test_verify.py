@@ -102,13 +102,19 @@ def test_four_cpu_replicas_pass_and_the_table_shows_every_ordinal():
     print(f"4-replica verify took {seconds:.1f} s")
 
 
+def _run_with_fault(fault: str, nprocs: int, failing: set[str]) -> dict[str, dict]:
+    """verify --json with ``fault`` injected in every replica; exactly ``failing`` fail."""
+    result, _ = _run("tests/verify_sabotage.py", fault, str(nprocs))
+    assert result.returncode == verify.EXIT_FAILED
+    checks = _checks(result)
+    assert {name for name, check in checks.items() if not check["passed"]} == failing
+    return checks
+
+
 @pytest.mark.xla
 def test_ordering_fault_fails_exactly_the_ordering_checks_on_the_seeds_ordinals():
     """SIMULATED fault: the shim's replica group lists ordinals 1 and 2 swapped (world 3)."""
-    result, _ = _run("tests/verify_sabotage.py", "ordering", "3")
-    assert result.returncode == verify.EXIT_FAILED
-    checks = _checks(result)
-    assert {name for name, check in checks.items() if not check["passed"]} == ORDERING_CHECKS
+    checks = _run_with_fault("ordering", 3, failing=ORDERING_CHECKS)
     gather = checks["all_gather pin_layout=False (shim)"]
     assert gather["expected"] == {o: [0.0, 1.0, 2.0] for o in "012"}
     assert gather["got"] == {o: [0.0, 2.0, 1.0] for o in "012"}
@@ -121,10 +127,7 @@ def test_ordering_fault_fails_exactly_the_ordering_checks_on_the_seeds_ordinals(
 @pytest.mark.xla
 def test_rendezvous_without_barrier_fails_exactly_the_rendezvous_checks():
     """SIMULATED fault: xm.rendezvous returns at once with the caller's payload only (world 2)."""
-    result, _ = _run("tests/verify_sabotage.py", "barrier", "2")
-    assert result.returncode == verify.EXIT_FAILED
-    checks = _checks(result)
-    assert {name for name, check in checks.items() if not check["passed"]} == RENDEZVOUS_CHECKS
+    checks = _run_with_fault("barrier", 2, failing=RENDEZVOUS_CHECKS)
     barrier = checks["rendezvous barrier (shim)"]
     assert barrier["expected"] == {"0": "waits ≥ 0.5 s", "1": "waits ≥ 0 s"}
     assert barrier["got"]["0"] < verify_checks.LATE_SECONDS / 2  # ordinal 0 left before 1 arrived
