@@ -197,3 +197,17 @@ def test_importing_verify_does_not_import_torch():
     code = "import sys, xrt2pjrt.verify; print('torch' in sys.modules, 'torch_xla' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], env=_env(), cwd=ROOT, capture_output=True, text=True)
     assert result.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.xla  # without torch_xla the reason is its absence
+@pytest.mark.parametrize("env,nprocs,reason", [
+    ({"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "2"}, None, "torch_xla aborts in every collective"),
+    ({"PJRT_DEVICE": "TPU"}, 4, "--nprocs is for CPU"),
+    ({"PJRT_DEVICE": "CPU"}, 0, "at least one replica"),
+])
+def test_setups_that_cannot_run_exit_2_with_the_reason(monkeypatch, env, nprocs, reason):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    messages = []
+    assert verify.main(nprocs, as_json=False, echo=messages.append, error=messages.append) == verify.EXIT_NOT_RUN
+    assert reason in messages[0]
