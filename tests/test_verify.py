@@ -79,7 +79,7 @@ def test_one_cpu_replica_passes_and_says_which_checks_are_trivial():
     assert all(check["passed"] for check in checks.values())
     for name, check in checks.items():
         trivial = "trivial at world size 1" in check["detail"]
-        assert trivial == (not name.startswith(("ordinal", "local ordinal"))), name
+        assert trivial == (not name.startswith(("ordinal", "world size", "local ordinal"))), name
     assert checks["reduce_scatter (torch_xla)"]["got"] == {"0": [0.0]}
 
 

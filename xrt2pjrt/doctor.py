@@ -167,6 +167,11 @@ def on_gce(product_name: str = DMI_PRODUCT_NAME) -> bool:
         return False
 
 
+def metadata_server() -> Callable[[str], str | None] | None:
+    """The GCE metadata server on a GCE machine; None elsewhere, where asking could only wait."""
+    return topology_module.gce_metadata if on_gce() else None
+
+
 def read_topology(env: Mapping[str, str], metadata: Callable[[str], str | None] | None
                   ) -> tuple[topology_module.Topology | None, str | None, str | None]:
     """(topology, where its facts came from, why there is none)."""
@@ -266,8 +271,7 @@ def diagnose(env: Mapping[str, str] | None = None,
              pci_devices: str = PCI_DEVICES) -> Diagnosis:
     """The whole reading. ``metadata`` defaults to the GCE metadata server on GCE only."""
     env = dict(os.environ if env is None else env)
-    if metadata is None and on_gce():
-        metadata = topology_module.gce_metadata
+    metadata = metadata or metadata_server()
     versions = installed_versions()
     choice = runtime_device(env, versions, pci_devices)
     leftovers = xrt_env_leftovers(env)

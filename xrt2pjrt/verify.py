@@ -82,8 +82,7 @@ def _start(nprocs: int | None, device: str, replica: Callable) -> tuple[dict[int
 def _pjrt_world(device: str, local_replicas: int) -> int:
     """The world size to expect: the TPU slice's, read like doctor does; else this host's."""
     if device == "TPU":
-        metadata = doctor.topology_module.gce_metadata if doctor.on_gce() else None
-        found, _, _ = doctor.read_topology(os.environ, metadata)
+        found, _, _ = doctor.read_topology(os.environ, doctor.metadata_server())
         if found:
             return found.world_size
     return local_replicas

@@ -31,6 +31,7 @@ the replicas does not pay for them.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 import random
 import time
@@ -75,7 +76,7 @@ class Check:
     expect: Callable[[int, int], Any]
     # Why the check proves nothing with one replica; None when it still does.
     trivial: str | None
-    accepts: Callable[[Any, Any], bool] = lambda expected, got: expected == got
+    accepts: Callable[[Any, Any], bool] = operator.eq
     # world size -> what the reader should know about the setup
     note: Callable[[int], str] | None = None
 
@@ -268,14 +269,13 @@ def _ordinal_results(reports: dict[int, dict], label: str, world: int, replica_i
                      id_source: str) -> list[CheckResult]:
     identities = {o: r["identity"][label] for o, r in reports.items()}
     local = {o: position for position, o in enumerate(sorted(reports))}
-    equal = lambda expected, got: expected == got  # noqa: E731
     return [
         _result(f"ordinal = replica id ({label})", replica_ids,
-                {o: i["ordinal"] for o, i in identities.items()}, equal, [f"replica id: {id_source}"]),
-        _result(f"ordinal world size ({label})", {o: world for o in reports},
-                {o: i["world_size"] for o, i in identities.items()}, equal, []),
+                {o: i["ordinal"] for o, i in identities.items()}, operator.eq, [f"replica id: {id_source}"]),
+        _result(f"world size ({label})", {o: world for o in reports},
+                {o: i["world_size"] for o, i in identities.items()}, operator.eq, []),
         _result(f"local ordinal ({label})", local,
-                {o: i["local_ordinal"] for o, i in identities.items()}, equal,
+                {o: i["local_ordinal"] for o, i in identities.items()}, operator.eq,
                 ["expected: the ordinal's position among this host's ordinals"]),
     ]
 
@@ -298,11 +298,12 @@ def judge(reports: dict[int, dict], world: int) -> list[CheckResult]:
     results = []
     for label in labels_run(reports):
         results += _ordinal_results(reports, label, world, replica_ids, id_source)
+        # The program's view: expectations follow the ordinal the API reported (the
+        # launcher's where the API raised).
+        seen = {o: r["identity"][label]["ordinal"] for o, r in reports.items()}
+        seen = {o: (s if isinstance(s, int) else o) for o, s in seen.items()}
         for check in CHECKS:
             name = f"{check.name} ({label})"
-            # The program's view: expectations follow the ordinal the API reported.
-            seen = {o: r["identity"][label]["ordinal"] for o, r in reports.items()}
-            seen = {o: (s if isinstance(s, int) else o) for o, s in seen.items()}
             expected = {o: check.expect(seen[o], world) for o in reports}
             notes = []
             if world == 1 and check.trivial:
