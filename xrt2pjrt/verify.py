@@ -67,7 +67,7 @@ def _start(nprocs: int | None, device: str, replica: Callable) -> tuple[dict[int
         raise CannotVerify(
             f"CPU_NUM_DEVICES={os.environ['CPU_NUM_DEVICES']}: torch_xla aborts in every collective "
             "with several CPU devices in one process; unset it and use --nprocs N")
-    if nprocs not in (None, 1) and device != "CPU":
+    if nprocs is not None and device != "CPU":
         raise CannotVerify(f"--nprocs is for CPU; on {device} verify runs every local device")
     os.environ["PJRT_DEVICE"] = device
     from xrt2pjrt.shim import xla_multiprocessing as xmp
