@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+from tests.test_shim_rendezvous import free_port
+
 pytestmark = pytest.mark.xla
 
 SPAWNING_PROGRAM = '''
@@ -37,10 +39,10 @@ if __name__ == "__main__":
 '''
 
 
-def run_program(tmp_path, text: str, devices: int = 1) -> subprocess.CompletedProcess:
+def run_program(tmp_path, text: str, devices: int = 1, **extra_env: str) -> subprocess.CompletedProcess:
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(text))
-    env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": str(devices)}
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": str(devices), **extra_env}
     for name in ("XRT2PJRT_CPU_REPLICAS", "MASTER_ADDR", "XRT2PJRT_RENDEZVOUS_TRANSPORT"):
         env.pop(name, None)
     return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
@@ -77,7 +79,7 @@ def replica():
 
 
 if __name__ == "__main__":
-    print(json.dumps(xmp.run_multiprocess(replica)))
+    print(json.dumps(xmp.run_multiprocess(replica)))  # the store's port: XRT2PJRT_RENDEZVOUS_PORT
 '''
 
 
@@ -86,7 +88,7 @@ def test_two_devices_in_one_process_are_two_thread_replicas_that_meet(tmp_path):
     threads never run an XLA collective (two CPU replicas cannot); they meet on the host."""
     import json
 
-    done = run_program(tmp_path, THREADED_PROGRAM, devices=2)
+    done = run_program(tmp_path, THREADED_PROGRAM, devices=2, XRT2PJRT_RENDEZVOUS_PORT=str(free_port()))
     assert done.returncode == 0, done.stderr[-4000:]
     results = json.loads(done.stdout.strip().splitlines()[-1])
     first, second = results["0"], results["1"]
@@ -100,7 +102,6 @@ def test_two_devices_in_one_process_are_two_thread_replicas_that_meet(tmp_path):
     "touch,named",
     [
         ("device = xm.xla_device()", "xm.xla_device() at {script}:5"),
-        ("xm.mark_step()", "xm.mark_step() at {script}:5"),
         ("device = torch_xla.device()", "a call outside the shim"),
         ("xmp.spawn(print, nprocs=1)", "xmp.spawn(nprocs=1), which runs fn in this process, at {script}:5"),
     ],
@@ -112,26 +113,19 @@ def test_spawn_after_the_runtime_started_names_the_call(tmp_path, touch, named):
         import xrt2pjrt.shim.xla_multiprocessing as xmp
         world = xm.xrt_world_size()  # XRT-era module-level call: must not start the runtime
         {touch}
-        try:
-            xmp.spawn(print, nprocs=None)
-        except xmp.RuntimeAlreadyStarted as error:
-            print(error)
+        for start in (lambda: xmp.spawn(print, nprocs=None), lambda: xmp.run_multiprocess(print)):
+            try:
+                start()
+            except xmp.RuntimeAlreadyStarted as error:
+                print(error)
         """
     done = run_program(tmp_path, program)
     assert done.returncode == 0, done.stderr[-4000:]
-    assert named.format(script=tmp_path / "program.py") in done.stdout
-    assert "inside the function passed to spawn" in done.stdout
-
-
-def test_run_multiprocess_refuses_a_started_runtime_too(tmp_path):
-    done = run_program(tmp_path, """\
-        import xrt2pjrt.shim.xla_model as xm
-        import xrt2pjrt.shim.xla_multiprocessing as xmp
-        xm.xla_device()
-        xmp.run_multiprocess(print)
-        """)
-    assert done.returncode != 0
-    assert "RuntimeAlreadyStarted: run_multiprocess cannot start replicas" in done.stderr
+    said = named.format(script=tmp_path / "program.py")
+    spawn_error, run_error = [line for line in done.stdout.splitlines() if "cannot start replicas" in line]
+    assert spawn_error.startswith("xmp.spawn cannot start replicas") and said in spawn_error
+    assert run_error.startswith("run_multiprocess cannot start replicas") and said in run_error
+    assert "inside the function passed to spawn" in spawn_error
 
 
 # --- nprocs mapping on a mocked TPU host (torch_xla's spawn replaced by a recorder) ------
