@@ -356,3 +356,67 @@ def _outcome(call, *args):
         return call(*args)
     except Exception as error:  # noqa: BLE001 -- the message is the result under test
         return str(error)
+
+
+def test_the_cpu_replica_module_implements_the_backend_protocol():
+    import xrt2pjrt.shim.xla_model as xm
+    from xrt2pjrt.shim import cpu_replicas
+
+    for name, method in inspect.getmembers(xm.Backend, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        wanted = [(p.name, p.default, p.kind) for p in list(inspect.signature(method).parameters.values())[1:]]
+        for implementation in (getattr(cpu_replicas, name), getattr(xm.PJRT, name)):
+            got = [(p.name, p.default, p.kind) for p in inspect.signature(implementation).parameters.values()]
+            assert got[: len(wanted)] == wanted, f"{implementation.__module__}.{name}"
+
+
+def test_one_dispatch_sends_every_call_and_what_is_built_on_them_to_the_active_backend(monkeypatch):
+    """With the CPU replica mode active (world of 4, this is ordinal 2), the shim's calls
+    and its own reduce_gradients/optimizer_step/mesh_reduce/is_master_ordinal reach the
+    mode's functions with explicit groups; no torch_xla runtime is involved."""
+    import torch
+
+    import xrt2pjrt.shim.xla_model as xm
+    from xrt2pjrt.shim import cpu_replicas
+
+    calls = []
+
+    def recorder(name, result):
+        def record(*args, **kwargs):
+            calls.append((name, args, kwargs))
+            return result(*args) if callable(result) else result
+        return record
+
+    monkeypatch.setattr(cpu_replicas, "active", lambda: True)
+    monkeypatch.setattr(cpu_replicas, "xrt_world_size", lambda defval=1: 4)
+    monkeypatch.setattr(cpu_replicas, "get_ordinal", lambda defval=0: 2)
+    monkeypatch.setattr(cpu_replicas, "get_local_ordinal", lambda defval=0: 2)
+    for name in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute"):
+        monkeypatch.setattr(cpu_replicas, name, recorder(name, lambda value, *rest: value))
+    monkeypatch.setattr(cpu_replicas, "rendezvous", recorder("rendezvous", lambda tag, payload, replicas: [payload] * 4))
+
+    model = torch.nn.Linear(2, 1)
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.weight.detach().clone()
+    xm.optimizer_step(optimizer)
+    name, args, kwargs = calls.pop(0)
+    assert (name, args[0], kwargs) == ("all_reduce", "sum", {"scale": 0.25, "groups": [[0, 1, 2, 3]], "pin_layout": True})
+    assert [t.shape for t in args[1]] == [torch.Size([1, 2]), torch.Size([1])]
+    assert not torch.equal(before, model.weight)
+
+    t = torch.arange(8.0)
+    xm.all_gather(t, 0, [[3, 2], [1, 0]], None, False)
+    xm.reduce_scatter("SUM", t, 1.0, 0, 4)
+    xm.all_to_all(t, 0, 0, 4)
+    xm.collective_permute(t, [(0, 1)])
+    assert [(n, k.get("groups")) for n, a, k in calls] == [
+        ("all_gather", [[3, 2], [1, 0]]), ("reduce_scatter", [[0, 1, 2, 3]]),
+        ("all_to_all", [[0, 1, 2, 3]]), ("collective_permute", None)]
+    assert calls[-1][1][1] == [[0, 1]]
+    calls.clear()
+
+    assert xm.mesh_reduce("loss", 1.5, sum) == 6.0
+    assert calls[0][0] == "rendezvous" and calls[0][1][0] == "loss"
+    assert not xm.is_master_ordinal() and xm.get_ordinal() == 2 and xm.xrt_world_size() == 4

@@ -75,30 +75,16 @@ TRANSPORTS = ("host", "xla")
 
 
 # --- backends --------------------------------------------------------------------------
-# A backend answers the nine calls below with exactly these signatures. The shim
-# normalises arguments before it dispatches: ``reduce_type`` is one of
-# collective_args.REDUCE_TYPES, ``groups`` is an explicit list of lists of ordinals
-# (never None), ``pairs`` a checked list of [source, target], ``payload`` bytes, and a
-# list given to all_gather with ``pin_layout=True`` arrives one tensor at a time.
-# The shim passes every optional argument by keyword. XRT's ``cctx`` stops at the shim.
-#
-#   get_ordinal(defval=0) -> int
-#   xrt_world_size(defval=1) -> int
-#   get_local_ordinal(defval=0) -> int
-#   all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True)
-#   all_gather(value, dim=0, groups=None, output=None, pin_layout=True)
-#   reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None,
-#                  output=None, pin_layout=True)
-#   all_to_all(value, split_dimension, concat_dimension, split_count, groups=None,
-#              pin_layout=True)
-#   collective_permute(value, pairs)
-#   rendezvous(tag, payload=b'', replicas=[], *, timeout=None) -> list[bytes]
-#
-# Two backends exist: this module's PJRT backend (torch_xla's XLA collectives), and
+# A backend answers the nine calls of ``Backend`` with exactly those signatures. Two
+# exist: this module's PJRT backend (torch_xla's XLA collectives) and the module
 # ``xrt2pjrt.shim.cpu_replicas`` (N CPU processes joined over gloo), chosen while
-# ``cpu_replicas.active()`` is true. Everything else in this module (mesh_reduce,
-# reduce_gradients, optimizer_step, is_master_ordinal, save, ...) is built on these nine,
-# so it follows the backend too.
+# ``cpu_replicas.active()`` is true. The shim normalises arguments before it dispatches:
+# ``reduce_type`` is one of collective_args.REDUCE_TYPES, ``groups`` an explicit list of
+# lists of ordinals (never None), ``pairs`` a checked list of [source, target],
+# ``payload`` bytes; a list given to all_gather with ``pin_layout=True`` arrives one
+# tensor at a time; optional arguments come by keyword; XRT's ``cctx`` stops at the shim.
+# Everything else here (mesh_reduce, reduce_gradients, optimizer_step, is_master_ordinal,
+# save, ...) is built on these nine, so it follows the backend too.
 
 
 class Backend(Protocol):
@@ -136,8 +122,8 @@ class _DeviceTouch:
             return
         if _runtime_started():
             self._settled = True
-            return
-        self.first = f"{call} at {_caller()}"
+        elif self.first is None:
+            self.first = f"{call} at {_caller()}"
 
     def describe(self) -> str:
         if self.first:
@@ -252,9 +238,9 @@ def xla_device(n: int | None = None, devkind: str | None = None) -> torch.device
 
 def get_xla_supported_devices(devkind: str | None = None, max_devices: int | None = None) -> list[str] | None:
     """['xla:0', ...]; None when ``devkind`` names a kind this process does not run (as XRT)."""
-    DEVICE_TOUCH.note("xm.get_xla_supported_devices()")
     if devkind and devkind.upper() != (_xr.device_type() or "").upper():
         return None
+    DEVICE_TOUCH.note("xm.get_xla_supported_devices()")
     return _xm.get_xla_supported_devices(max_devices=max_devices)
 
 
