@@ -210,7 +210,7 @@ def _exchange(tensors: Sequence, members: Sequence[int]) -> list[list]:
         return [host]
     flat = torch.cat([t.reshape(-1).view(torch.uint8) for t in host]) if host else torch.empty(0, dtype=torch.uint8)
     received = [torch.empty_like(flat) for _ in members]
-    _world().group(members).allgather([received], [flat]).wait()
+    _world().group(members).allgather([received], [flat]).wait(datetime.timedelta(seconds=_world().timeout))
     sizes = [t.numel() * t.element_size() for t in host]
     result = []
     for buffer in received:
@@ -456,11 +456,11 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     timeout = default_timeout()
     if hosts.count == 1:
         # A free port picked by the OS: two runs on one machine never collide.
-        store = connect_store("127.0.0.1", 0, is_server=True, timeout=timeout)
-        store_host, store_port, gloo_addr = "127.0.0.1", store.port, "127.0.0.1"
+        listening = _listen("127.0.0.1", 0)
+        store_host, store_port, gloo_addr = "127.0.0.1", listening.getsockname()[1], "127.0.0.1"
     else:
         store_host, store_port = host_rendezvous_module.store_address()
-        store = connect_store(store_host, store_port, is_server=hosts.index == 0, timeout=timeout)
+        listening = _listen(store_host, store_port) if hosts.index == 0 else None
         gloo_addr = os.environ.get(HOST_ADDR_ENV, "").strip() or _local_address_towards(store_host)
 
     context = multiprocessing.get_context(start_method)
@@ -484,7 +484,25 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
         process.start()
         writer.close()
         replicas.append(_Replica(where, process, reader))
+    # The store's server and client start threads; forking after that can hand a child a
+    # lock held by one of them (seen: the resolver lock, inside TCPStore's connect). So the
+    # store comes up only after the last fork; the replicas retry until it answers.
+    try:
+        store = connect_store(store_host, store_port, is_server=listening is not None, timeout=timeout,
+                              listening=listening)
+    except BaseException:
+        _Supervisor(replicas, None, hosts, timeout).end_all()
+        raise
     return _Supervisor(replicas, store, hosts, timeout).join()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listening.bind(("", port))
+    listening.listen(1024)
+    return listening
 
 
 def _refuse_initialised_runtime() -> None:
@@ -500,6 +518,7 @@ def _refuse_initialised_runtime() -> None:
 
 def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
     """Entry point of a replica process."""
+    _die_with_parent()
     os.environ.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1", **{_PLACEMENT_ENV: where.to_env()})
     try:
         result = fn(where.ordinal, *args)
@@ -517,6 +536,21 @@ def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
     except (pickle.PicklingError, TypeError, AttributeError):
         _send(report, ("ok", None))
     report.close()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this replica when the supervising parent dies, however it dies
+    (a killed test runner must not leave replicas blocked in a collective)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: the parent's own cleanup still ends replicas on failures
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # it died before prctl took effect
+        os._exit(1)
 
 
 def _send(report, message) -> None:
@@ -564,7 +598,7 @@ class _Supervisor:
                 self._wait_for_other_hosts()
             return {r.placement.ordinal: r.report[1] for r in self.replicas}
         except BaseException as error:
-            self._end_all()
+            self.end_all()
             if not isinstance(error, ReplicaFailed) or error.ordinal in self._local_ordinals():
                 self._post_abort(str(error))
             raise
@@ -635,7 +669,7 @@ class _Supervisor:
     def _local_ordinals(self) -> set[int]:
         return {r.placement.ordinal for r in self.replicas}
 
-    def _end_all(self) -> None:
+    def end_all(self) -> None:
         alive = [r.process for r in self.replicas if r.process.is_alive()]
         for process in alive:
             process.terminate()

@@ -233,8 +233,12 @@ def store_address() -> tuple[str, int]:
     return host, master_port + 1
 
 
-def connect_store(host: str, port: int, *, is_server: bool, timeout: float):
-    """A TCPStore at host:port; ``port=0`` with ``is_server`` picks a free port."""
+def connect_store(host: str, port: int, *, is_server: bool, timeout: float, listening=None):
+    """A TCPStore at host:port; ``port=0`` with ``is_server`` picks a free port.
+
+    ``listening``: a bound, listening socket for the server to take over (so the port can
+    be known, and handed to others, before the server's threads start).
+    """
     from torch.distributed import TCPStore
 
     return TCPStore(
@@ -243,6 +247,7 @@ def connect_store(host: str, port: int, *, is_server: bool, timeout: float):
         is_master=is_server,
         wait_for_workers=False,
         timeout=datetime.timedelta(seconds=timeout),
+        master_listen_fd=listening.detach() if listening is not None else None,
     )
 
 

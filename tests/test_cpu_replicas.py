@@ -1,0 +1,562 @@
+"""CPU multi-replica mode, end to end: real torch_xla replicas in real processes.
+
+Every test runs an XRT-era program whose only xrt2pjrt-specific lines are the two imports
+(``xrt2pjrt.shim.xla_model as xm``, ``xrt2pjrt.shim.xla_multiprocessing as xmp``) in a
+fresh Python process with ``PJRT_DEVICE=CPU``; ``xmp.spawn(fn, nprocs=N)`` starts N replica
+processes joined over gloo and a TCPStore on loopback (or across network namespaces).
+Each replica writes what it saw to a JSON file; the test compares that to what XLA on a
+pod returns (the seed's expected table, XLA's operation semantics) and to a plain-torch
+reference of data-parallel training.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from xrt2pjrt.shim import cpu_replicas
+
+PYTHON = sys.executable
+ROOT = Path(__file__).resolve().parent.parent
+
+PRELUDE = textwrap.dedent(
+    """
+    import json, os, sys, time
+    import torch
+    import xrt2pjrt.shim.xla_model as xm
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    OUT = sys.argv[1]
+
+    def dump(name, value):
+        with open(os.path.join(OUT, f"{name}.json"), "w") as handle:
+            json.dump(value, handle)
+    """
+)
+
+MAIN = textwrap.dedent(
+    """
+    if __name__ == "__main__":
+        started = time.time()
+        try:
+            xmp.spawn(_mp_fn, args=(), nprocs=int(sys.argv[2]), start_method=sys.argv[3])
+        except Exception as error:
+            dump("parent", {"error": type(error).__name__, "message": str(error),
+                            "ended": time.time(), "started": started})
+            sys.exit(3)
+        dump("parent", {"ended": time.time(), "started": started})
+    """
+)
+
+
+def _program(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / f"program_{uuid.uuid4().hex[:8]}.py"
+    script.write_text(PRELUDE + textwrap.dedent(body) + MAIN)
+    return script
+
+
+def _start(script: Path, nprocs: int, start_method: str, env: dict | None = None, prefix=()):
+    out = script.parent / f"out_{uuid.uuid4().hex[:8]}"
+    out.mkdir()
+    environment = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": str(ROOT), **(env or {})}
+    environment.pop("CPU_NUM_DEVICES", None)
+    process = subprocess.Popen(
+        [*prefix, PYTHON, str(script), str(out), str(nprocs), start_method],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    return process, out
+
+
+def _finish(started, deadline: float = 120) -> tuple[int, dict, str]:
+    """Wait for a program; return (exit code, {file stem: JSON}, its output)."""
+    process, out = started
+    try:
+        output, _ = process.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        pytest.fail(f"program did not finish in {deadline}s:\n{output[-3000:]}")
+    results = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+    return process.returncode, results, output
+
+
+def _run(tmp_path, body, nprocs, start_method="fork", env=None, deadline=120):
+    return _finish(_start(_program(tmp_path, body), nprocs, start_method, env), deadline)
+
+
+def _replicas(results: dict) -> dict[int, dict]:
+    return {int(name): value for name, value in results.items() if name.isdigit()}
+
+
+# --- choosing the mode (no processes) ------------------------------------------------------
+def test_requested_only_on_cpu_for_several_replicas(monkeypatch):
+    monkeypatch.delenv(cpu_replicas.REPLICAS_ENV, raising=False)
+    monkeypatch.delenv("XRT2PJRT_CPU_REPLICA", raising=False)
+    monkeypatch.setenv("PJRT_DEVICE", "CPU")
+    assert cpu_replicas.requested(8) and cpu_replicas.requested(2)
+    assert not cpu_replicas.requested(1)
+    assert not cpu_replicas.requested(None)  # upstream's behaviour: one replica
+    monkeypatch.setenv(cpu_replicas.REPLICAS_ENV, "4")
+    assert cpu_replicas.requested(None)
+    monkeypatch.setenv("PJRT_DEVICE", "TPU")
+    assert not cpu_replicas.requested(8)
+    monkeypatch.setenv("PJRT_DEVICE", "CPU")
+    monkeypatch.setenv(cpu_replicas.REPLICAS_ENV, "many")
+    with pytest.raises(ValueError, match="XRT2PJRT_CPU_REPLICAS"):
+        cpu_replicas.requested(None)
+
+
+def test_outside_a_replica_the_xrt_defaults_hold(monkeypatch):
+    monkeypatch.delenv("XRT2PJRT_CPU_REPLICA", raising=False)
+    assert not cpu_replicas.active()
+    assert (cpu_replicas.get_ordinal(5), cpu_replicas.xrt_world_size(3), cpu_replicas.get_local_ordinal(2)) == (5, 3, 2)
+
+
+# --- the seed -----------------------------------------------------------------------------
+SEED = """
+def _mp_fn(index):
+    rank = xm.get_ordinal()
+    world_size = xm.xrt_world_size()
+    device = xm.xla_device()
+    xm.mark_step()
+    seen = {"index": index, "world": world_size, "local": xm.get_local_ordinal(),
+            "master": xm.is_master_ordinal(), "device": str(device)}
+    for pin_layout in (False, True):
+        t1 = (torch.ones(1) * rank).to(device)
+        all_gather_out = xm.all_gather(t1, dim=0, pin_layout=pin_layout)
+        t2 = -torch.arange(world_size, dtype=torch.float32).to(device)
+        reduce_scatter_out = xm.reduce_scatter(
+            xm.REDUCE_SUM, t2, scale=1.0 / world_size, scatter_dim=0,
+            shard_count=world_size, pin_layout=pin_layout)
+        t3 = torch.cat([-torch.arange(world_size, dtype=torch.float32).view(-1, 1, 1),
+                        torch.ones(world_size, 1, 1) * rank], dim=1).to(device)
+        all_to_all_out = xm.all_to_all(t3, split_dimension=0, concat_dimension=2,
+                                       split_count=world_size, pin_layout=pin_layout)
+        xm.mark_step()
+        seen[f"pin_layout={pin_layout}"] = {
+            "all_gather": all_gather_out.cpu().tolist(),
+            "reduce_scatter": reduce_scatter_out.cpu().tolist(),
+            "all_to_all": all_to_all_out.cpu().tolist(),
+        }
+    dump(rank, seen)
+"""
+
+
+def _assert_seed_table(replicas: dict[int, dict], world: int) -> None:
+    """The seed's "expected behavior" for rank i, for both pin_layout values."""
+    assert sorted(replicas) == list(range(world))
+    for i, seen in replicas.items():
+        assert seen["index"] == i and seen["world"] == world
+        for pin_layout in (False, True):
+            outputs = seen[f"pin_layout={pin_layout}"]
+            assert outputs["all_gather"] == list(range(world)), (i, pin_layout)
+            assert outputs["reduce_scatter"] == [-i], (i, pin_layout)
+            assert outputs["all_to_all"] == [[[-i] * world, list(range(world))]], (i, pin_layout)
+
+
+@pytest.mark.xla
+def test_seed_program_gives_the_expected_table_on_4_replicas_two_runs_at_once(tmp_path):
+    """Both start methods, run at the same time: the runs must not collide on ports."""
+    script = _program(tmp_path, SEED)
+    runs = [_start(script, 4, method) for method in ("spawn", "fork")]
+    for run in runs:
+        code, results, output = _finish(run)
+        assert code == 0, output[-3000:]
+        replicas = _replicas(results)
+        _assert_seed_table(replicas, 4)
+        assert [replicas[i]["local"] for i in range(4)] == [0, 1, 2, 3]
+        assert [replicas[i]["master"] for i in range(4)] == [True, False, False, False]
+        assert {r["device"] for r in replicas.values()} == {"xla:0"}  # one real CPU replica each
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_seed_program_gives_the_expected_table_on_8_replicas(tmp_path):
+    code, results, output = _run(tmp_path, SEED, 8, "fork", deadline=240)
+    assert code == 0, output[-3000:]
+    _assert_seed_table(_replicas(results), 8)
+
+
+# --- every collective's semantics on 4 replicas --------------------------------------------
+COLLECTIVES = """
+def _mp_fn(index):
+    import functools
+    r = xm.get_ordinal()
+    d = xm.xla_device()
+    f = lambda *v: torch.tensor(v, dtype=torch.float32, device=d)
+    i32 = lambda *v: torch.tensor(v, dtype=torch.int32, device=d)
+    seen = {}
+    x = f(r + 1.0, -(r + 1.0), 2.0 ** r)
+    for kind in ("sum", "mul", "min", "max"):
+        seen[kind] = xm.all_reduce(kind, x).cpu().tolist()
+    seen["input untouched"] = x.cpu().tolist()
+    bits = i32(r, 15 ^ (1 << r), 5)
+    seen["and"] = xm.all_reduce(xm.REDUCE_AND, bits).cpu().tolist()
+    seen["or"] = xm.all_reduce(xm.REDUCE_OR, bits).cpu().tolist()
+    flags = torch.tensor([r % 2 == 0, True], device=d)
+    seen["bool and"] = xm.all_reduce("and", flags).cpu().tolist()
+    seen["bool or"] = xm.all_reduce("or", flags).cpu().tolist()
+    seen["scaled"] = xm.all_reduce("sum", f(r), scale=0.25).cpu().tolist()
+    seen["int scaled"] = xm.all_reduce("sum", i32(r), scale=2.0).cpu().tolist()
+    seen["grouped"] = xm.all_reduce("sum", f(r), groups=[[0, 2], [1, 3]]).cpu().tolist()
+    a, b = f(r), f(r, 1.0).view(1, 2)
+    inputs = [a, b]
+    returned = xm.all_reduce("max", inputs)
+    seen["list returned itself"] = returned is inputs
+    seen["list in place"] = [a.cpu().tolist(), b.cpu().tolist()]
+
+    v = f(r, 10 + r).view(1, 2)
+    for pin in (True, False):
+        seen[f"gather dim=1 pin={pin}"] = xm.all_gather(v, dim=1, pin_layout=pin).cpu().tolist()
+        seen[f"gather dim=-1 pin={pin}"] = xm.all_gather(v, dim=-1, pin_layout=pin).cpu().tolist()
+        seen[f"gather groups pin={pin}"] = xm.all_gather(
+            f(r), groups=[[3, 1], [0, 2]], pin_layout=pin).cpu().tolist()
+    out = torch.zeros(4, device=d)
+    xm.all_gather(f(r), output=out, pin_layout=False)
+    seen["gather output="] = out.cpu().tolist()
+    seen["gather list"] = [t.cpu().tolist() for t in xm.all_gather([f(r), i32(r, r)], pin_layout=False)]
+    seen["gather bfloat16"] = xm.all_gather(
+        torch.tensor([r + 0.5], dtype=torch.bfloat16, device=d), pin_layout=False).float().cpu().tolist()
+
+    ramp = torch.arange(4, dtype=torch.float32, device=d) * (r + 1)
+    seen["reduce_scatter groups"] = xm.reduce_scatter(
+        "sum", ramp, 1.0, 0, 2, groups=[[0, 1], [2, 3]]).cpu().tolist()
+    seen["reduce_scatter list"] = [t.cpu().tolist() for t in xm.reduce_scatter(
+        "max", [ramp, ramp.view(4, 1) * 2], 1.0, 0, 4)]
+    shard = torch.zeros(1, device=d)
+    xm.reduce_scatter("sum", ramp, 0.5, 0, 4, output=shard)
+    seen["reduce_scatter output="] = shard.cpu().tolist()
+
+    mine = f(10 * r, 10 * r + 1).view(2, 1)
+    seen["all_to_all groups"] = xm.all_to_all(mine, 0, 1, 2, groups=[[1, 0], [3, 2]]).cpu().tolist()
+
+    seen["permute ring"] = xm.collective_permute(f(r + 1), [[0, 1], [1, 2], [2, 3], [3, 0]]).cpu().tolist()
+    seen["permute one pair"] = xm.collective_permute(f(r + 1), [[0, 2]]).cpu().tolist()
+
+    seen["rendezvous"] = [p.decode() for p in xm.rendezvous("hello", str(r).encode())]
+    if r in (1, 3):
+        seen["rendezvous subset"] = [p.decode() for p in xm.rendezvous("odd", str(r).encode(), [1, 3])]
+    seen["mesh_reduce"] = xm.mesh_reduce("loss", r * 1.5, sum)
+    dump(r, seen)
+"""
+
+
+@pytest.mark.xla
+def test_collectives_have_xla_semantics_across_4_processes(tmp_path):
+    code, results, output = _run(tmp_path, COLLECTIVES, 4, "fork")
+    assert code == 0, output[-3000:]
+    seen = _replicas(results)
+    assert sorted(seen) == [0, 1, 2, 3]
+    for r, got in seen.items():
+        assert got["sum"] == [10.0, -10.0, 15.0]
+        assert got["mul"] == [24.0, 24.0, 64.0]
+        assert got["min"] == [1.0, -4.0, 1.0]
+        assert got["max"] == [4.0, -1.0, 8.0]
+        assert got["input untouched"] == [r + 1.0, -(r + 1.0), 2.0**r]
+        assert got["and"] == [0, 0, 5]  # 0&1&2&3, 14&13&11&7
+        assert got["or"] == [3, 15, 5]  # 0|1|2|3, 14|13|11|7
+        assert got["bool and"] == [False, True]
+        assert got["bool or"] == [True, True]
+        assert got["scaled"] == [1.5]
+        assert got["int scaled"] == [12]
+        assert got["grouped"] == [[2.0], [4.0]][r % 2]
+        assert got["list returned itself"] is True
+        assert got["list in place"] == [[3.0], [[3.0, 1.0]]]
+        for pin in (True, False):
+            assert got[f"gather dim=1 pin={pin}"] == [[0.0, 10.0, 1.0, 11.0, 2.0, 12.0, 3.0, 13.0]]
+            assert got[f"gather dim=-1 pin={pin}"] == [[0.0, 10.0, 1.0, 11.0, 2.0, 12.0, 3.0, 13.0]]
+            # a group's result follows the order in which the group lists its members
+            assert got[f"gather groups pin={pin}"] == ([3.0, 1.0] if r in (1, 3) else [0.0, 2.0])
+        assert got["gather output="] == [0.0, 1.0, 2.0, 3.0]
+        assert got["gather list"] == [[0.0, 1.0, 2.0, 3.0], [0, 0, 1, 1, 2, 2, 3, 3]]
+        assert got["gather bfloat16"] == [0.5, 1.5, 2.5, 3.5]
+        # group [0, 1] sums ramp*(1+2), group [2, 3] ramp*(3+4); position p keeps shard p
+        assert got["reduce_scatter groups"] == [[0.0, 3.0], [6.0, 9.0], [0.0, 7.0], [14.0, 21.0]][r]
+        assert got["reduce_scatter list"] == [[4.0 * r], [[8.0 * r]]]  # max is ordinal 3's ramp
+        assert got["reduce_scatter output="] == [r * 10 * 0.5]
+        # member p of [1, 0] / [3, 2] receives chunk p of every member, in listed order
+        assert got["all_to_all groups"] == {1: [[10.0, 0.0]], 0: [[11.0, 1.0]], 3: [[30.0, 20.0]], 2: [[31.0, 21.0]]}[r]
+        assert got["permute ring"] == [float((r - 1) % 4 + 1)]
+        assert got["permute one pair"] == ([1.0] if r == 2 else [0.0])  # no source: zeros
+        assert got["rendezvous"] == ["0", "1", "2", "3"]
+        if r in (1, 3):
+            assert got["rendezvous subset"] == ["1", "3"]
+        assert got["mesh_reduce"] == 9.0
+
+
+# --- data-parallel training -----------------------------------------------------------------
+TRAINING = """
+import torch.nn as nn
+import torch_xla.distributed.parallel_loader as pl
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+EPOCHS, BATCH, LR = 6, 4, 0.05
+
+def dataset():
+    generator = torch.Generator().manual_seed(1)
+    features = torch.randn(64, 4, generator=generator)
+    target = features @ torch.tensor([[1.5], [-2.0], [0.5], [3.0]]) + 0.25
+    return TensorDataset(features, target)
+
+def _mp_fn(index):
+    device = xm.xla_device()
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    data = dataset()
+    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal(),
+                                 shuffle=False)
+    loader = pl.MpDeviceLoader(DataLoader(data, batch_size=BATCH, sampler=sampler, drop_last=True), device)
+    losses = []
+    for epoch in range(EPOCHS):
+        total = torch.zeros((), device=device)
+        for features, target in loader:
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(features), target)
+            loss.backward()
+            xm.optimizer_step(optimizer)
+            total += loss.detach()
+        losses.append(xm.mesh_reduce("epoch loss", total.item(), lambda values: sum(values) / len(values)))
+    dump(xm.get_ordinal(), {
+        "indices": list(sampler),
+        "losses": losses,
+        "weight": model.weight.detach().cpu().tolist(),
+        "bias": model.bias.detach().cpu().tolist(),
+    })
+"""
+
+
+def _reference_training(world: int) -> tuple[list, list]:
+    """The same job as one plain-torch process: each step averages the replicas' gradients."""
+    import torch
+    import torch.nn as nn
+
+    generator = torch.Generator().manual_seed(1)
+    features = torch.randn(64, 4, generator=generator)
+    target = features @ torch.tensor([[1.5], [-2.0], [0.5], [3.0]]) + 0.25
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    shards = [list(range(r, 64, world)) for r in range(world)]
+    for _epoch in range(6):
+        for step in range(len(shards[0]) // 4):
+            optimizer.zero_grad()
+            for shard in shards:
+                batch = shard[step * 4 : (step + 1) * 4]
+                (nn.functional.mse_loss(model(features[batch]), target[batch]) / world).backward()
+            optimizer.step()
+    return model.weight.detach().tolist(), model.bias.detach().tolist()
+
+
+@pytest.mark.xla
+def test_data_parallel_training_keeps_replicas_identical_and_matches_a_reference(tmp_path):
+    code, results, output = _run(tmp_path, TRAINING, 4, "fork", deadline=180)
+    assert code == 0, output[-3000:]
+    seen = _replicas(results)
+    assert sorted(seen) == [0, 1, 2, 3]
+    # DistributedSampler over the shim's world size and ordinal: disjoint shards covering all
+    shards = [set(seen[r]["indices"]) for r in range(4)]
+    assert set().union(*shards) == set(range(64)) and sum(len(s) for s in shards) == 64
+    losses = seen[0]["losses"]
+    assert losses[-1] < losses[0] / 4, losses
+    assert all(seen[r]["losses"] == losses for r in range(4))  # mesh_reduce agrees everywhere
+    for r in range(1, 4):  # bit-identical weights on every replica
+        assert seen[r]["weight"] == seen[0]["weight"] and seen[r]["bias"] == seen[0]["bias"]
+    weight, bias = _reference_training(4)
+    assert seen[0]["weight"][0] == pytest.approx(weight[0], abs=1e-4)
+    assert seen[0]["bias"] == pytest.approx(bias, abs=1e-4)
+
+
+# --- faults ---------------------------------------------------------------------------------
+FAULTS = """
+import signal
+
+def _mp_fn(index):
+    r = xm.get_ordinal()
+    mode = os.environ["FAULT"]
+    dump(f"pid{r}", os.getpid())
+    xm.all_reduce("sum", torch.ones(2, device=xm.xla_device()))
+    if mode == "exit" and r == 1:
+        dump("fault", time.time())
+        os._exit(7)
+    if mode == "kill" and r == 2:
+        dump("fault", time.time())
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "raise" and r == 2:
+        dump("fault", time.time())
+        raise ValueError("boom in replica 2")
+    if mode == "tags":
+        xm.rendezvous("checkpoint" if r < 2 else "eval")
+    if mode == "late" and r == 2:
+        time.sleep(120)
+    for _ in range(1000):  # the survivors keep waiting for the faulty one
+        xm.rendezvous("step")
+        xm.all_reduce("sum", torch.ones(2, device=xm.xla_device()))
+"""
+
+FAULT_CASES = {
+    # mode: (words the parent's error must contain)
+    "exit": ["CPU replica 1", "exited with code 7"],
+    "kill": ["CPU replica 2", "killed by SIGKILL"],
+    "raise": ["CPU replica 2", "exited with code 1", "ValueError: boom in replica 2"],
+    "tags": ["rendezvous('checkpoint')", "rendezvous('eval')", "ordinals [0, 1]", "ordinals [2]"],
+    "late": ["timed out", "replicas [2] never arrived"],
+}
+
+
+def _assert_all_ended(results: dict) -> None:
+    for name, pid in results.items():
+        if name.startswith("pid"):
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+
+
+@pytest.mark.xla
+def test_faults_end_every_replica_with_an_error_naming_the_cause(tmp_path):
+    """Five faulty runs side by side (which also shows that concurrent runs do not collide)."""
+    script = _program(tmp_path, FAULTS)
+    runs = {
+        mode: _start(script, 3, "fork", env={"FAULT": mode, "XRT2PJRT_RENDEZVOUS_TIMEOUT": "4"})
+        for mode in FAULT_CASES
+    }
+    for mode, run in runs.items():
+        code, results, output = _finish(run, deadline=120)
+        assert code == 3, (mode, output[-3000:])
+        parent = results["parent"]
+        assert parent["error"] == "ReplicaFailed", (mode, parent)
+        for words in FAULT_CASES[mode]:
+            assert words in parent["message"], (mode, parent["message"])
+        if "fault" in results:  # the parent noticed within seconds of the fault
+            assert parent["ended"] - results["fault"] < 15, mode
+        _assert_all_ended(results)
+
+
+# --- several hosts --------------------------------------------------------------------------
+HOSTS = SEED.replace(
+    '"device": str(device)}',
+    '"device": str(device), "host": int(os.environ["XRT2PJRT_CPU_HOST_INDEX"]),'
+    ' "payloads": [p.decode() for p in xm.rendezvous("hosts", os.environ["XRT2PJRT_CPU_HOST_INDEX"].encode())]}',
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _host_env(index: int, master: str, port: int, **extra) -> dict:
+    return {"XRT2PJRT_CPU_HOSTS": "2", "XRT2PJRT_CPU_HOST_INDEX": str(index), "MASTER_ADDR": master,
+            "XRT2PJRT_RENDEZVOUS_PORT": str(port), "XRT2PJRT_RENDEZVOUS_TIMEOUT": "60", **extra}
+
+
+def _assert_pod_layout(replicas: dict[int, dict]) -> None:
+    """Two hosts x two processes: host h runs ordinals 2h, 2h+1 with local ordinals 0, 1."""
+    _assert_seed_table(replicas, 4)
+    assert [replicas[o]["host"] for o in range(4)] == [0, 0, 1, 1]
+    assert [replicas[o]["local"] for o in range(4)] == [0, 1, 0, 1]
+    assert [replicas[o]["master"] for o in range(4)] == [True, False, True, False]
+    assert all(replicas[o]["payloads"] == ["0", "0", "1", "1"] for o in range(4))
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_two_hosts_on_loopback_join_through_the_store_of_host_0(tmp_path):
+    script = _program(tmp_path, HOSTS)
+    port = _free_port()
+    runs = [_start(script, 2, "fork", env=_host_env(h, "127.0.0.1", port)) for h in (1, 0)]
+    replicas = {}
+    for run in runs:
+        code, results, output = _finish(run)
+        assert code == 0, output[-3000:]
+        replicas.update(_replicas(results))
+    _assert_pod_layout(replicas)
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_a_failure_on_one_host_ends_the_other_host(tmp_path):
+    script = _program(tmp_path, FAULTS.replace('mode == "exit" and r == 1', 'mode == "exit" and r == 3'))
+    port = _free_port()
+    runs = [_start(script, 2, "fork", env=_host_env(h, "127.0.0.1", port, FAULT="exit")) for h in (0, 1)]
+    outcomes = [_finish(run) for run in runs]
+    for code, results, output in outcomes:
+        assert code == 3, output[-3000:]
+        assert "CPU replica 3 on host 1" in results["parent"]["message"]
+        assert "exited with code 7" in results["parent"]["message"]
+        _assert_all_ended(results)
+    assert "another host failed" in outcomes[0][1]["parent"]["message"]
+
+
+@contextlib.contextmanager
+def _network_namespaces(count: int):
+    """``count`` namespaces joined by veth pairs to a bridge: hosts 10.231.x.(h+1)/24."""
+    if shutil.which("ip") is None:
+        pytest.skip("the `ip` tool is not installed: cannot make network namespaces")
+    tag = uuid.uuid4().hex[:6]
+    names = [f"xrtns{tag}{h}" for h in range(count)]
+    bridge = f"xrtbr{tag}"
+    subnet = 10 + int(tag[:2], 16) % 200
+    commands = []
+
+    def ip(*words):
+        commands.append(words)
+        done = subprocess.run(["ip", *words], capture_output=True, text=True)
+        if done.returncode:
+            raise OSError(f"ip {' '.join(words)}: {done.stderr.strip()}")
+
+    try:
+        try:
+            ip("link", "add", bridge, "type", "bridge")
+            ip("link", "set", bridge, "up")
+            addresses = []
+            for h, name in enumerate(names):
+                ip("netns", "add", name)
+                ip("link", "add", f"{name}a", "type", "veth", "peer", "name", f"{name}b")
+                ip("link", "set", f"{name}a", "master", bridge)
+                ip("link", "set", f"{name}a", "up")
+                ip("link", "set", f"{name}b", "netns", name)
+                address = f"10.231.{subnet}.{h + 1}"
+                ip("-n", name, "addr", "add", f"{address}/24", "dev", f"{name}b")
+                ip("-n", name, "link", "set", f"{name}b", "up")
+                ip("-n", name, "link", "set", "lo", "up")
+                addresses.append(address)
+        except OSError as error:
+            pytest.skip(f"cannot make network namespaces here ({error}); needs root and CAP_NET_ADMIN")
+        yield list(zip(names, addresses))
+    finally:
+        for name in names:
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+            subprocess.run(["ip", "link", "del", f"{name}a"], capture_output=True)
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True)
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_two_hosts_in_separate_network_namespaces(tmp_path):
+    """Each "host" has its own network stack and address; only the bridge joins them."""
+    script = _program(tmp_path, HOSTS)
+    with _network_namespaces(2) as hosts:
+        (_, master), _ = hosts
+        runs = [
+            _start(script, 2, "fork", env=_host_env(h, master, 29400), prefix=("ip", "netns", "exec", name))
+            for h, (name, _) in reversed(list(enumerate(hosts)))
+        ]
+        replicas = {}
+        for run in runs:
+            code, results, output = _finish(run)
+            assert code == 0, output[-3000:]
+            replicas.update(_replicas(results))
+    _assert_pod_layout(replicas)
