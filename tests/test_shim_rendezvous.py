@@ -26,8 +26,15 @@ PARTICIPANT = textwrap.dedent("""
     import xrt2pjrt.shim.xla_model as xm
 
     ordinal, world = int(os.environ["ORDINAL"]), int(os.environ["WORLD"])
-    xm.PJRT.get_ordinal = lambda defval=0: ordinal  # SIMULATED: the replica id PJRT would give
-    xm.PJRT.xrt_world_size = lambda defval=1: world
+    if os.environ.get("SPMD"):  # SIMULATED: one SPMD process of `world`, driving every device
+        xm._runtime_started = lambda: True
+        xm._xr.is_spmd = lambda: True
+        xm._xr.process_index, xm._xr.process_count = (lambda: ordinal), (lambda: world)
+        xm.PJRT.get_ordinal = lambda defval=0: 0  # replica ids say nothing about processes here
+        xm.PJRT.xrt_world_size = lambda defval=1: 8
+    else:
+        xm.PJRT.get_ordinal = lambda defval=0: ordinal  # SIMULATED: the replica id PJRT gives
+        xm.PJRT.xrt_world_size = lambda defval=1: world
     out = []
     for tag, replicas, delay in json.loads(sys.argv[1])[ordinal]:
         time.sleep(delay)
@@ -48,14 +55,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def meet(plan: list[list], timeout_setting: str = "30") -> list[list]:
+def meet(plan: list[list], timeout_setting: str = "30", **extra_env: str) -> list[list]:
     """Run one participant per entry of ``plan`` (its steps); return each one's report."""
     port = str(free_port())
     procs = []
     for ordinal in range(len(plan)):
         env = {**os.environ, "PJRT_DEVICE": "CPU", "ORDINAL": str(ordinal), "WORLD": str(len(plan)),
                "MASTER_ADDR": "127.0.0.1", "XRT2PJRT_RENDEZVOUS_PORT": port,
-               "XRT2PJRT_RENDEZVOUS_TIMEOUT": timeout_setting}
+               "XRT2PJRT_RENDEZVOUS_TIMEOUT": timeout_setting, **extra_env}
         env.pop("XRT2PJRT_RENDEZVOUS_TRANSPORT", None)
         procs.append(subprocess.Popen([sys.executable, "-c", PARTICIPANT, json.dumps(plan)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -93,3 +100,12 @@ def test_barrier_payloads_subset_tag_mismatch_and_timeout_through_xm_rendezvous(
         _, message, arrived, gave_up = steps[ordinal]["checkpoint"]
         assert message.startswith("RendezvousTimeout:") and "replicas [1] never arrived" in message
         assert 2.5 < gave_up - arrived < 20
+
+
+def test_under_spmd_the_processes_meet():
+    """Under SPMD one process drives all its devices, and an XLA collective does not
+    synchronise processes (pytorch/xla#9479): the shim's rendezvous meets per process."""
+    reports = meet([[["spmd", [], 0]], [["spmd", [], 1]]], SPMD="1")
+    first, second = ({step[0]: step for step in report} for report in reports)
+    assert first["spmd"][1] == second["spmd"][1] == ["from 0", "from 1"]
+    assert first["spmd"][3] >= second["spmd"][2]

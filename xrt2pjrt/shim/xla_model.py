@@ -184,15 +184,24 @@ class _PjrtBackend:
 
     def rendezvous(self, tag, payload=b"", replicas=[], *, timeout=None, transport=None):
         transport = _transport(transport)
-        world = self.xrt_world_size()
+        spmd = _xr.is_spmd() and _runtime_started()
+        if spmd:
+            # One process drives all its devices: the participants are the processes, as
+            # torch_xla's own xla:// rendezvous counts them.
+            ordinal, world = _xr.process_index(), _xr.process_count()
+        else:
+            ordinal, world = self.get_ordinal(), self.xrt_world_size()
         if world == 1:
             _host.participants_of(replicas, world)  # still reject ordinals outside the world
             return [payload]
         if transport == "xla":
+            if spmd:
+                raise RendezvousError("the xla rendezvous transport does not synchronise processes "
+                                      "under SPMD (pytorch/xla#9479); use transport='host'")
             return _xla_rendezvous(tag, payload, replicas)
         _locate_host_store(replicas)
-        return _host.host_rendezvous(tag, payload, replicas, ordinal=self.get_ordinal(),
-                                     world_size=world, timeout=timeout)
+        return _host.host_rendezvous(tag, payload, replicas, ordinal=ordinal, world_size=world,
+                                     timeout=timeout)
 
 
 PJRT = _PjrtBackend()
