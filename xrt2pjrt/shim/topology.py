@@ -279,10 +279,11 @@ def observed_placement() -> Placement:
     device = torch_xla.device()
     local_process = int(os.environ.get("PJRT_LOCAL_PROCESS_RANK", 0))
     host = xr.host_index()
+    hostnames = os.environ.get("TPU_WORKER_HOSTNAMES", "").split(",")
     return Placement(
         ordinal=xr.global_ordinal(),
         host=host,
-        hostname=os.environ.get("TPU_WORKER_HOSTNAMES", "localhost").split(",")[host],
+        hostname=hostnames[host] if host < len(hostnames) and hostnames[host] else "localhost",
         process=int(os.environ.get("CLOUD_TPU_TASK_ID", xr.process_index())),
         local_process=local_process,
         thread=device.index or 0,
