@@ -56,7 +56,7 @@ def test_failing_worker_gives_its_status_and_name(pod):
 def test_a_failure_stops_the_other_workers(pod):
     start = time.monotonic()
     ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"],
-                  STAND_IN_EXIT_1="4", STAND_IN_SLEEP_0="60", STAND_IN_SLEEP_2="60")
+                  STAND_IN_EXIT_1="4", STAND_IN_SLEEP_1="2", STAND_IN_SLEEP_0="60", STAND_IN_SLEEP_2="60")
     assert time.monotonic() - start < 30
     assert ran.returncode == 4
     assert "worker 1 failed: stopping worker 0, 2" in ran.stderr

@@ -26,14 +26,6 @@ def _source(cell) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def test_fixture_rewrites_to_expected_loads_and_is_stable():
-    outcome = rewrite(BEFORE)
-    assert outcome.text == (FIXTURES / "pod_training.ipynb.expected").read_text()
-    assert notebook.check(outcome.text) is None
-    again = rewrite(outcome.text)
-    assert again.text == outcome.text and again.changes == []
-
-
 def test_only_sources_change_and_the_layout_is_nbformats():
     after = rewrite(BEFORE).text
     old, new = json.loads(BEFORE), json.loads(after)

@@ -1,4 +1,4 @@
-"""The shell rewriter: fixture pairs, and the rewritten scripts run on a simulated pod.
+"""The shell rewriter: the rewritten scripts run on a simulated pod (fixture pairs: test_text_fixtures.py).
 
 The behaviour tests run each XRT-era script with a simulation of torch_xla 1.13's xla_dist
 (tests/stand_ins/xla_dist_1_13) and its rewrite with the stand-in gcloud
@@ -22,49 +22,8 @@ from xrt2pjrt.text import shell
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "shell"
 ALL = frozenset(all_rules())
 
-# fixture -> (options, substrings of the manual items it must report)
-CASES = {
-    "pod_launch": ({}, ()),
-    "no_space_backslash": ({}, ()),
-    "docker": ({}, ()),
-    "path_form": ({}, ()),
-    "abbreviated_flags": ({}, ()),
-    "no_separator": ({}, ()),
-    "env_vars": ({}, ("XRT_SHARD_ORDINAL is read here",)),
-    "cpu_topology": ({}, ()),
-    "untranslatable": ({}, ("--vm names TPU-node VMs", "unknown xla_dist flag --num-cores",
-                            "xla_dist inside another command's argument", "docker and conda flags together",
-                            "no command to run after `--`")),
-}
-VARIANTS = {  # expected file suffix -> (fixture, options)
-    "xrt2pjrt": ("pod_launch", {"launcher": "xrt2pjrt", "zone": "us-central1-a"}),
-    "zone": ("docker", {"zone": "europe-west4-a", "project": "my-proj"}),
-}
-
-
 def rewrite(text: str, **options):
     return shell.rewrite(text, Options(rules=ALL, **options))
-
-
-def expected_cases():
-    for name, (options, manual) in CASES.items():
-        yield pytest.param(name, name, options, manual, id=name)
-    for suffix, (name, options) in VARIANTS.items():
-        yield pytest.param(name, f"{name}.{suffix}", options, (), id=f"{name}.{suffix}")
-
-
-@pytest.mark.parametrize("name, expected, options, manual", list(expected_cases()))
-def test_fixture_rewrites_to_expected_and_is_stable(name, expected, options, manual):
-    before = (FIXTURES / f"{name}.sh").read_text()
-    outcome = rewrite(before, **options)
-    assert outcome.text == (FIXTURES / f"{expected}.expected.sh").read_text()
-    for text in manual:
-        assert any(text in item.message for item in outcome.manual), (text, outcome.manual)
-    assert len(outcome.manual) >= len(manual)
-    assert outcome.changes or outcome.manual
-    assert shell.check(outcome.text) is None, "bash -n rejects the rewrite"
-    again = rewrite(outcome.text, **options)
-    assert again.text == outcome.text and again.changes == []
 
 
 def test_unchanged_script_is_returned_as_is():

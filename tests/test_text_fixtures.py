@@ -1,0 +1,67 @@
+"""Every text fixture pair, whatever its kind (tests/fixtures/text/<kind>/).
+
+``before`` becomes ``expected`` exactly, with exactly the manual items listed; the result
+passes its kind's own check (``bash -n``, YAML loads, notebook JSON loads, each rewritten
+code block parses); and a second pass changes nothing. The behaviour of the results (what
+runs where) is tested per kind in test_text_<kind>.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xrt2pjrt import files, rewriters
+from xrt2pjrt.registry import Options, all_rules
+
+FIXTURES = Path(__file__).parent / "fixtures" / "text"
+NOTHING = ()
+
+# (before, expected, options, substrings of the manual items, one per item)
+CASES = [
+    ("shell/pod_launch.sh", "shell/pod_launch.expected.sh", {}, NOTHING),
+    ("shell/pod_launch.sh", "shell/pod_launch.xrt2pjrt.expected.sh",
+     {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, NOTHING),
+    ("shell/no_space_backslash.sh", "shell/no_space_backslash.expected.sh", {}, NOTHING),
+    ("shell/docker.sh", "shell/docker.expected.sh", {}, NOTHING),
+    ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"}, NOTHING),
+    ("shell/path_form.sh", "shell/path_form.expected.sh", {}, NOTHING),
+    ("shell/abbreviated_flags.sh", "shell/abbreviated_flags.expected.sh", {}, NOTHING),
+    ("shell/no_separator.sh", "shell/no_separator.expected.sh", {}, NOTHING),
+    ("shell/env_vars.sh", "shell/env_vars.expected.sh", {},
+     ("XRT_SHARD_ORDINAL is read here", "XRT_SHARD_ORDINAL is read here")),
+    ("shell/cpu_topology.sh", "shell/cpu_topology.expected.sh", {}, NOTHING),
+    ("shell/untranslatable.sh", "shell/untranslatable.expected.sh", {},
+     ("--vm names TPU-node VMs", "unknown xla_dist flag --num-cores", "xla_dist inside another command's argument",
+      "docker and conda flags together", "no command to run after `--`")),
+    ("dockerfile/Dockerfile", "dockerfile/Dockerfile.expected", {}, ("exec form",)),
+    ("dockerfile/Dockerfile.cpu", "dockerfile/Dockerfile.cpu.expected", {}, ("XRT_SHARD_WORLD_SIZE is read here",)),
+    ("yaml/train-job.yaml", "yaml/train-job.yaml.expected", {}, ("exec array",)),
+    ("yaml/ci.yml", "yaml/ci.yml.expected", {}, NOTHING),
+    ("markdown/README.md", "markdown/README.md.expected", {}, ("no command to run after `--`",)),
+    ("markdown/guide.rst", "markdown/guide.rst.expected", {}, NOTHING),
+    ("notebook/pod_training.ipynb", "notebook/pod_training.ipynb.expected", {}, NOTHING),
+]
+
+
+@pytest.mark.parametrize("before, expected, options, manual", CASES, ids=[c[1] for c in CASES])
+def test_fixture_pair(before, expected, options, manual):
+    kind = files.kind_of(FIXTURES / before)
+    module = rewriters.module_for(kind)
+    opts = Options(rules=frozenset(all_rules()), **options)
+    outcome = module.rewrite((FIXTURES / before).read_text(), opts)
+    assert outcome.text == (FIXTURES / expected).read_text()
+    assert outcome.changes or outcome.manual, "a fixture shows a change or a report"
+    assert len(outcome.manual) == len(manual), outcome.manual
+    for item, text in zip(outcome.manual, manual):
+        assert text in item.message, (text, item)
+    assert module.check(outcome.text) is None
+    again = module.rewrite(outcome.text, opts)
+    assert again.text == outcome.text and again.changes == []
+
+
+def test_every_fixture_is_used():
+    used = {c[0] for c in CASES} | {c[1] for c in CASES}
+    on_disk = {p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*") if p.is_file()}
+    assert on_disk == used
