@@ -89,10 +89,9 @@ def _apply(rec: Recorder, nested: bool) -> None:
     for cmd in commands(text):
         if not nested and rec.options.on(LaunchXlaDist.id):
             _translate_launch(cmd, rec)
-        cmd_settings = _settings(cmd, text)
-        settings += cmd_settings
+        settings += _settings(cmd, text)
         if not nested:  # one level: a string inside a string is left alone
-            _rewrite_strings(cmd, rec, {id(w) for s in cmd_settings for w in s.words})
+            _rewrite_strings(cmd, rec)
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE=" in text[:offset])
     if not nested:
         environment.ask_about_reads(text, 0, rec)
@@ -162,11 +161,6 @@ def _as_xrt2pjrt_launch(argv: list[Word], inv: xla_dist.Invocation, launch: xla_
 # --- environment settings ------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class _ShellSetting(EnvSetting):
-    words: tuple = ()
-
-
 def _settings(cmd: Command, text: str) -> list[EnvSetting]:
     """Every variable a command sets, unsets or passes on, as EnvSettings."""
     argv = cmd.argv()
@@ -180,7 +174,7 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
         split = w.assignment()
         name = split[0] if split else w.value
         rename = environment.replacing(w.start, w.end, with_value=form == "set")
-        out.append(_ShellSetting(name, w.start, rename, delete, form, scope, whole, words=(w,)))
+        out.append(EnvSetting(name, w.start, rename, delete, form, scope, whole))
 
     for k, w in enumerate(prefix):
         if args:
@@ -199,7 +193,7 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
     if head in ("export", "declare", "typeset", "readonly", "unset", "env"):
         names = [w for w in operands if w.assignment() or NAME.fullmatch(w.value or "")]
         if head == "env":
-            names = [w for w in names[:next((i for i, w in enumerate(names) if not w.assignment()), len(names))]]
+            names = names[:next((i for i, w in enumerate(names) if not w.assignment()), len(names))]
         for w in names:
             alone = len(names) == 1 and head != "env"
             delete = statement if alone else [Edit(w.start - len(w.gap), w.end, "")]  # never the command word
@@ -233,11 +227,12 @@ def _statement_delete(text: str, cmd: Command, argv: list[Word]) -> list[Edit] |
 # --- settings inside strings: echo "export XRT_TPU_CONFIG=…" >> ~/.bashrc, bash -c '…' ----
 
 
-def _rewrite_strings(cmd: Command, rec: Recorder, settings_words: set[int]) -> None:
+def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
+    """Settings inside a quoted word that is itself shell; the environment rules only."""
     text = rec.text
     for w in cmd.words:
         value = w.value
-        if id(w) in settings_words or value is None or not environment.mentions(value) or w.assignment():
+        if value is None or not environment.mentions(value) or w.assignment():
             continue
         inner = Recorder(value, dataclasses.replace(rec.options, rules=rec.options.rules - {LaunchXlaDist.id}))
         _apply(inner, nested=True)
@@ -248,7 +243,7 @@ def _rewrite_strings(cmd: Command, rec: Recorder, settings_words: set[int]) -> N
         if source.startswith("'") and "'" not in outcome.text:
             new = f"'{outcome.text}'"
         elif source.startswith('"'):
-            new = '"' + re.sub(r'([\\"$`])', r"\\\1", outcome.text) + '"'
+            new = '"' + xla_dist.escape_double_quoted(outcome.text) + '"'
         else:
             new = shlex.quote(outcome.text)
         first, *rest = outcome.changes

@@ -143,10 +143,10 @@ def as_argv_text(segs: list[Seg]) -> str:
 
 def as_shell_source(segs: list[Seg]) -> str:
     """The worker command as the inside of a local double-quoted string."""
-    return "".join(s.text if s.local else _escape_double_quoted(s.text) for s in segs)
+    return "".join(s.text if s.local else escape_double_quoted(s.text) for s in segs)
 
 
-def _escape_double_quoted(text: str) -> str:
+def escape_double_quoted(text: str) -> str:
     return re.sub(r'([\\"$`])', r"\\\1", text)
 
 
