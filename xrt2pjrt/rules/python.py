@@ -30,6 +30,11 @@ from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.rules import imports
 from xrt2pjrt.rules.base import PythonRule
 
+# Importing the rule modules registers their rules.
+from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
+    distributed, environment, manual, pjrt_module, runtime_api, shim_target, spawn,
+)
+
 # A file that matches none of these cannot hold anything a Python rule acts on.
 TRIGGER = re.compile(r"torch_xla|XRT_|\bxenv\b|xla_dist")
 
@@ -41,24 +46,11 @@ SIDE_EFFECT_MODULES = frozenset({"torch_xla.distributed.xla_backend"})
 TODO = "# TODO(xrt2pjrt): "
 
 
-def _load_rules() -> None:
-    # Importing the rule modules registers their rules.
-    from xrt2pjrt.rules import distributed, environment, manual, pjrt_module, runtime_api, shim_target, spawn  # noqa: F401
-
-
-_load_rules()
-
-
 @dataclass
 class _Statement:
     node: cst.CSTNode
     comments: list[str] = field(default_factory=list)
     remove: bool = False
-
-
-@dataclass
-class _Block:
-    memo: dict = field(default_factory=dict)
 
 
 class Context:
@@ -113,7 +105,7 @@ class Context:
     @property
     def block(self) -> dict:
         """Scratch space shared by rules within the current block of statements."""
-        return self._engine.blocks[-1].memo
+        return self._engine.blocks[-1]
 
     def ref(self, module: str, attr: str | None = None, alias: str | None = None) -> cst.BaseExpression:
         """An expression for ``module.attr`` (or the module), importing ``module`` if needed."""
@@ -153,7 +145,7 @@ class _Engine(cst.CSTTransformer):
         self.manual: list[Finding] = []
         self.scope: imports.Scope | None = None
         self.statements: list[_Statement] = []
-        self.blocks: list[_Block] = []
+        self.blocks: list[dict] = []  # per block of statements: Context.block
         self.not_references: set[int] = set()  # ids of Names/Attributes that are no expression of their own
         self.stores: set[int] = set()  # ids of assignment and ``del`` targets
         self.doomed = imports.Marks()  # (new) statements to drop from their block
@@ -231,7 +223,7 @@ class _Engine(cst.CSTTransformer):
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self.statements.append(_Statement(node))
         if isinstance(node, (cst.Module, cst.IndentedBlock)):
-            self.blocks.append(_Block())
+            self.blocks.append({})
         if isinstance(node, cst.Module):
             self.module = node
         elif isinstance(node, cst.Attribute):
