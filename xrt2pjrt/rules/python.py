@@ -95,6 +95,11 @@ class Context:
         small = body[0]
         return small is original or (isinstance(small, cst.Expr) and small.value is original)
 
+    @property
+    def at_module_level(self) -> bool:
+        """True outside every function and class: code that runs on import."""
+        return isinstance(self._engine.scope.node, cst.Module)
+
     def is_store(self, original: cst.CSTNode | None = None) -> bool:
         """True when ``original`` (default: the node being visited) is assigned to or deleted."""
         return id(original if original is not None else self.original) in self._engine.stores

@@ -115,3 +115,77 @@ class NprocsExpression(_NprocsRule):
             args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
                   *node.args[index + 1:]]
         )
+
+
+@register
+class JoinDaemon(PythonRule):
+    id = "spawn-join-daemon"
+    summary = "xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report"
+    names = frozenset({SPAWN})
+    examples = (
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "context = xmp.spawn(_mp_fn, join=False)\ncontext.join()\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "# TODO(xrt2pjrt): join=False is ignored under PJRT: xmp.spawn returns when every process "
+            "has ended, and returns None [spawn-join-daemon]\ncontext = xmp.spawn(_mp_fn, join=False)\ncontext.join()\n",
+            manual=("join=False is ignored",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        for param, position, default in (("join", 3, True), ("daemon", 4, False)):
+            hit = argument(node, param, position)
+            if hit is not None and literal(hit[1].value) != default:
+                ctx.manual(f"{param}={code(hit[1].value)} is ignored under PJRT: xmp.spawn returns when "
+                           "every process has ended, and returns None")
+        return node
+
+
+# APIs that start the XLA runtime in the calling process.
+_RUNTIME_STARTERS = frozenset({
+    "torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.devices",
+    "torch_xla.core.xla_model.get_xla_supported_devices", "torch_xla.core.xla_model.xrt_world_size",
+    "torch_xla.core.xla_model.get_ordinal", "torch_xla.core.xla_model.get_local_ordinal",
+    "torch_xla.runtime.world_size", "torch_xla.runtime.global_ordinal", "torch_xla.runtime.local_ordinal",
+    "torch_xla.runtime.addressable_device_count", "torch_xla.runtime.global_device_count",
+})
+
+
+@register
+class RuntimeBeforeSpawn(PythonRule):
+    id = "spawn-runtime-before"
+    summary = "XLA runtime touched at import time in a file that calls xmp.spawn (RuntimeError from 2.4); report"
+    names = _RUNTIME_STARTERS | {SPAWN}
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n"
+            "    # TODO(xrt2pjrt): line 4 starts the XLA runtime before xmp.spawn, which then raises "
+            "'Runtime is already initialized' (torch_xla 2.4+): move it into the spawned function "
+            "[spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            manual=("before xmp.spawn",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    device = xm.xla_device()\n\nxmp.spawn(_mp_fn)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    device = xm.xla_device()\n\nxmp.spawn(_mp_fn)\n",
+        ),
+    )
+
+    def __init__(self):
+        self.started_at: list[int] = []  # module-level lines that start the runtime
+
+    def call(self, ctx, node, name):
+        if name != SPAWN:
+            if ctx.at_module_level:
+                self.started_at.append(ctx.line)
+        elif self.started_at:
+            lines = ", ".join(map(str, self.started_at))
+            ctx.manual(f"line{'s' if len(self.started_at) > 1 else ''} {lines} start{'' if len(self.started_at) > 1 else 's'} "
+                       "the XLA runtime before xmp.spawn, which then raises 'Runtime is already initialized' "
+                       "(torch_xla 2.4+): move it into the spawned function")
+        return node
