@@ -115,11 +115,12 @@ def requested(nprocs: int | None) -> bool:
     """Should ``xmp.spawn(fn, nprocs=nprocs)`` use this mode?
 
     Yes with ``PJRT_DEVICE=CPU`` and ``nprocs > 1``, or ``nprocs=None`` and
-    ``XRT2PJRT_CPU_REPLICAS > 1``; never from inside a replica.
+    ``XRT2PJRT_CPU_REPLICAS > 1``, or several hosts (``XRT2PJRT_CPU_HOSTS``); never from
+    inside a replica.
     """
     if active() or os.environ.get("PJRT_DEVICE", "").strip().upper() != "CPU":
         return False
-    return _replica_count(nprocs) > 1
+    return _replica_count(nprocs) * _Hosts.from_env().count > 1
 
 
 def _replica_count(nprocs: int | None) -> int:
