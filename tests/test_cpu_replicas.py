@@ -50,7 +50,7 @@ MAIN = textwrap.dedent(
     if __name__ == "__main__":
         started = time.time()
         try:
-            xmp.spawn(_mp_fn, args=(), nprocs=int(sys.argv[2]), start_method=sys.argv[3])
+            xmp.spawn(_mp_fn, args=(), nprocs=int(sys.argv[2]) or None, start_method=sys.argv[3])
         except Exception as error:
             dump("parent", {"error": type(error).__name__, "message": str(error),
                             "ended": time.time(), "started": started})
@@ -66,13 +66,13 @@ def _program(tmp_path: Path, body: str) -> Path:
     return script
 
 
-def _start(script: Path, nprocs: int, start_method: str, env: dict | None = None, prefix=()):
+def _start(script: Path, nprocs: int | None, start_method: str, env: dict | None = None, prefix=()):
     out = script.parent / f"out_{uuid.uuid4().hex[:8]}"
     out.mkdir()
     environment = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": str(ROOT), **(env or {})}
     environment.pop("CPU_NUM_DEVICES", None)
     process = subprocess.Popen(
-        [*prefix, PYTHON, str(script), str(out), str(nprocs), start_method],
+        [*prefix, PYTHON, str(script), str(out), str(nprocs or 0), start_method],
         env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     return process, out
@@ -245,7 +245,11 @@ def _mp_fn(index):
     seen["permute ring"] = xm.collective_permute(f(r + 1), [[0, 1], [1, 2], [2, 3], [3, 0]]).cpu().tolist()
     seen["permute one pair"] = xm.collective_permute(f(r + 1), [[0, 2]]).cpu().tolist()
 
+    if r == 2:
+        time.sleep(2)
+    seen["late arrived"] = time.time()
     seen["rendezvous"] = [p.decode() for p in xm.rendezvous("hello", str(r).encode())]
+    seen["late left"] = time.time()
     if r in (1, 3):
         seen["rendezvous subset"] = [p.decode() for p in xm.rendezvous("odd", str(r).encode(), [1, 3])]
     seen["mesh_reduce"] = xm.mesh_reduce("loss", r * 1.5, sum)
@@ -291,6 +295,7 @@ def test_collectives_have_xla_semantics_across_4_processes(tmp_path):
         assert got["permute ring"] == [float((r - 1) % 4 + 1)]
         assert got["permute one pair"] == ([1.0] if r == 2 else [0.0])  # no source: zeros
         assert got["rendezvous"] == ["0", "1", "2", "3"]
+        assert got["late left"] >= seen[2]["late arrived"]  # nobody left before the late one came
         if r in (1, 3):
             assert got["rendezvous subset"] == ["1", "3"]
         assert got["mesh_reduce"] == 9.0
@@ -313,8 +318,9 @@ def dataset():
 
 def _mp_fn(index):
     device = xm.xla_device()
-    torch.manual_seed(0)
+    torch.manual_seed(xm.get_ordinal())  # different initial weights on every replica ...
     model = nn.Linear(4, 1).to(device)
+    xm.broadcast_master_param(model)  # ... until ordinal 0's are broadcast
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     data = dataset()
     sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal(),
@@ -340,7 +346,8 @@ def _mp_fn(index):
 
 
 def _reference_training(world: int) -> tuple[list, list]:
-    """The same job as one plain-torch process: each step averages the replicas' gradients."""
+    """The same job as one plain-torch process: ordinal 0's initial weights (seed 0), each
+    step averages the replicas' gradients."""
     import torch
     import torch.nn as nn
 
@@ -363,7 +370,9 @@ def _reference_training(world: int) -> tuple[list, list]:
 
 @pytest.mark.xla
 def test_data_parallel_training_keeps_replicas_identical_and_matches_a_reference(tmp_path):
-    code, results, output = _run(tmp_path, TRAINING, 4, "fork", deadline=180)
+    # nprocs=None, as XRT-era programs often pass, with the replica count from the environment
+    code, results, output = _run(tmp_path, TRAINING, None, "fork", env={"XRT2PJRT_CPU_REPLICAS": "4"},
+                                 deadline=180)
     assert code == 0, output[-3000:]
     seen = _replicas(results)
     assert sorted(seen) == [0, 1, 2, 3]
