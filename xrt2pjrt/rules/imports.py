@@ -15,11 +15,22 @@ the whole body, and class bodies are not visible from the methods inside them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 UNKNOWN = "<unknown>"
+
+
+@functools.cache
+def subclass(node_type: type, kind: type | tuple[type, ...]) -> bool:
+    """``issubclass``, remembered: libcst's abstract node classes make ``isinstance`` slow,
+    and a pass asks it for every node."""
+    return issubclass(node_type, kind)
+
+
+STATEMENT = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
 class Marks:
@@ -141,12 +152,17 @@ def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str, c
     return out
 
 
-class _Collector(cst.CSTVisitor):
-    """Records the names one scope binds, without entering nested scopes."""
+class _Collector:
+    """Records the names one scope binds, without entering nested scopes.
+
+    Walks statements only: bindings are made by statements (imports, assignments, loop
+    and ``with`` targets, ``except ... as``, ``def``/``class``). An assignment expression
+    (``:=``) inside an expression is not seen, which only makes a name look more
+    torch_xla than it is where someone reuses an import alias that way.
+    """
 
     def __init__(self, scope: Scope):
         self.scope = scope
-        self.line: cst.SimpleStatementLine | None = None
 
     def bind(self, name: str, origin: str = UNKNOWN) -> Binding:
         binding = self.scope.names.get(name) or self.scope.names.setdefault(name, Binding(self.scope))
@@ -162,67 +178,58 @@ class _Collector(cst.CSTVisitor):
         elif isinstance(target, cst.StarredElement):
             self.bind_target(target.value)
 
-    def visit_SimpleStatementLine(self, node):
-        self.line = node
+    def block(self, block) -> None:
+        if isinstance(block, cst.SimpleStatementSuite):
+            self.small_statements(block.body, None)
+        elif block is not None:
+            self.statements(block.body)
 
-    def visit_Import(self, node):
-        self._imports(node)
-        return False
+    def statements(self, statements) -> None:
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                self.small_statements(statement.body, statement)
+            elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                self.bind(statement.name.value)  # its body is a scope of its own
+            else:
+                self.compound(statement)
 
-    def visit_ImportFrom(self, node):
-        self._imports(node)
-        return False
+    def compound(self, statement) -> None:
+        if isinstance(statement, cst.For):
+            self.bind_target(statement.target)
+        elif isinstance(statement, cst.With):
+            for item in statement.items:
+                if item.asname is not None:
+                    self.bind_target(item.asname.name)
+        self.block(getattr(statement, "body", None))
+        for handler in getattr(statement, "handlers", ()):
+            if handler.name is not None:
+                self.bind_target(handler.name.name)
+            self.block(handler.body)
+        for case in getattr(statement, "cases", ()):
+            self.block(case.body)
+        orelse = getattr(statement, "orelse", None)
+        if isinstance(orelse, cst.If):
+            self.compound(orelse)
+        elif orelse is not None:
+            self.block(orelse.body)
+        final = getattr(statement, "finalbody", None)
+        if final is not None:
+            self.block(final.body)
 
-    def _imports(self, node) -> None:
-        for local, origin, _ in import_bindings(node):
-            binding = self.bind(local, origin)
-            if self.line is not None:
-                binding.statements.append(self.line)
-
-    def visit_Assign(self, node):
-        if isinstance(node.value, cst.Name) and node.value.value == "None":
-            return True  # an ImportError fallback does not change what the name is
-        for target in node.targets:
-            self.bind_target(target.target)
-        return True
-
-    def visit_AnnAssign(self, node):
-        self.bind_target(node.target)
-
-    def visit_AugAssign(self, node):
-        self.bind_target(node.target)
-
-    def visit_NamedExpr(self, node):
-        self.bind_target(node.target)
-
-    def visit_For(self, node):
-        self.bind_target(node.target)
-
-    def visit_WithItem(self, node):
-        if node.asname is not None:
-            self.bind_target(node.asname.name)
-
-    def visit_ExceptHandler(self, node):
-        if node.name is not None:
-            self.bind_target(node.name.name)
-
-    def visit_Global(self, node):
-        return False
-
-    def visit_Nonlocal(self, node):
-        return False
-
-    # Nested scopes: their name is bound here, their body is theirs.
-    def visit_FunctionDef(self, node):
-        self.bind(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node):
-        self.bind(node.name.value)
-        return False
-
-    def visit_Lambda(self, node):
-        return False
+    def small_statements(self, smalls, line: cst.SimpleStatementLine | None) -> None:
+        for small in smalls:
+            if isinstance(small, (cst.Import, cst.ImportFrom)):
+                for local, origin, _ in import_bindings(small):
+                    binding = self.bind(local, origin)
+                    if line is not None:
+                        binding.statements.append(line)
+            elif isinstance(small, cst.Assign):
+                if isinstance(small.value, cst.Name) and small.value.value == "None":
+                    continue  # an ImportError fallback does not change what the name is
+                for target in small.targets:
+                    self.bind_target(target.target)
+            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                self.bind_target(small.target)
 
 
 def collect(node: cst.CSTNode, parent: Scope | None) -> Scope:
@@ -237,16 +244,10 @@ def collect(node: cst.CSTNode, parent: Scope | None) -> Scope:
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 collector.bind(star.name.value)
-        body = node.body
-    elif isinstance(node, cst.ClassDef):
-        body = node.body
-    else:
-        body = node
-    if isinstance(body, cst.Module):
-        for statement in body.body:
-            statement.visit(collector)
-    else:
-        body.visit(collector)
+    if isinstance(node, cst.Module):
+        collector.statements(node.body)
+    elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        collector.block(node.body)
     return scope
 
 
@@ -262,21 +263,34 @@ def _label(node: cst.CSTNode) -> str:
 class NameUses(cst.CSTVisitor):
     """How often each binding is read: (path of the scope that binds it, name) -> count.
 
-    The path (``("train",)`` for a function ``train``) names a scope the same way in the
-    tree before and after a rewrite, so the two counts can be compared.
+    ``tables`` maps the path of each scope (``("Trainer", "train")`` for a method) to
+    whether it is a class and the names it binds, as the engine's pass over the original
+    tree found them: the rewritten tree is counted without collecting its scopes again,
+    and its counts compare with the original's key for key.
     """
 
-    def __init__(self):
+    def __init__(self, tables: dict[tuple[str, ...], tuple[bool, frozenset[str]]]):
+        self.tables = tables
+        self.path: list[str] = []
         self.counts: dict[tuple[tuple[str, ...], str], int] = {}
-        self.scope: Scope | None = None
+
+    def key(self, name: str) -> tuple[tuple[str, ...], str]:
+        path = tuple(self.path)
+        innermost = True
+        while True:
+            is_class, names = self.tables.get(path, (False, frozenset()))
+            if name in names and (innermost or not is_class):
+                return path, name
+            if not path:
+                return (), name
+            path, innermost = path[:-1], False
 
     def on_visit(self, node):
-        if isinstance(node, _SCOPE_NODES):
-            self.scope = collect(node, self.scope)
-        elif isinstance(node, cst.Name):
-            binding = self.scope.lookup(node.value)
-            key = (binding.scope.path if binding else (), node.value)
+        if isinstance(node, cst.Name):
+            key = self.key(node.value)
             self.counts[key] = self.counts.get(key, 0) + 1
+        elif isinstance(node, _SCOPE_NODES) and not isinstance(node, cst.Module):
+            self.path.append(_label(node))
         elif isinstance(node, cst.Attribute):
             node.value.visit(self)  # not the ``.attr`` name
             return False
@@ -288,14 +302,8 @@ class NameUses(cst.CSTVisitor):
         return True
 
     def on_leave(self, original_node):
-        if isinstance(original_node, _SCOPE_NODES):
-            self.scope = self.scope.parent
-
-
-def name_uses(node: cst.CSTNode) -> dict[tuple[tuple[str, ...], str], int]:
-    uses = NameUses()
-    node.visit(uses)
-    return uses.counts
+        if isinstance(original_node, _SCOPE_NODES) and not isinstance(original_node, cst.Module):
+            self.path.pop()
 
 
 class FinishImports(cst.CSTTransformer):
@@ -336,12 +344,14 @@ class FinishImports(cst.CSTTransformer):
         return updated.with_changes(**changes)
 
     def on_visit(self, node):
-        if isinstance(node, _SCOPE_NODES) and not isinstance(node, cst.Module):
+        if subclass(type(node), cst.BaseExpression):
+            return False  # only statements and imports change here (and no import is in a lambda)
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self.path.append(_label(node))
         return super().on_visit(node)
 
     def on_leave(self, original, updated):
-        if isinstance(original, _SCOPE_NODES) and not isinstance(original, cst.Module):
+        if isinstance(original, (cst.FunctionDef, cst.ClassDef)):
             self.path.pop()
         return super().on_leave(original, updated)
 
