@@ -342,7 +342,8 @@ def render(diagnosis: Diagnosis) -> str:
             f"  hosts                {found.hosts} ({hosts})",
             f"  this worker          {found.worker_id}",
             f"  processes per host   {found.processes_per_host} ({_per_chip(found)})",
-            f"  devices per process  {found.devices_per_process}",
+            f"  devices per process  {found.devices_per_process}"
+            + (" (TensorCores of a chip: one thread each)" if found.devices_per_process > 1 else ""),
             f"  world size           {found.world_size} = {found.hosts} × {found.processes_per_host}"
             f" × {found.devices_per_process}",
             f"  task ids here        {_span(found.local_process_task_ids)} (CLOUD_TPU_TASK_ID)",
