@@ -42,7 +42,6 @@ def plan(path: Path, kind: str, options: Options) -> Plan:
     except files.DecodeError as exc:
         result.error = f"line {exc.line}: {exc}"
         return Plan(result, digest=digest)
-    result.original = result.updated = source.text
 
     if kind not in rewriters.MODULES:  # a kind whose rewriter is not written yet: seen, left as is
         return Plan(result, digest=digest)
@@ -67,7 +66,9 @@ def plan(path: Path, kind: str, options: Options) -> Plan:
     except UnicodeEncodeError as exc:
         result.error = f"rewrite discarded, the new text cannot be encoded as {source.encoding}: {exc.reason}"
         return Plan(result, digest=digest)
-    result.updated = outcome.text
+    # Only a changed file carries its texts back to the parent (for the diff): the
+    # thousands of files left alone cost no copying between processes.
+    result.original, result.updated = source.text, outcome.text
     return Plan(result, new_bytes=new_bytes, digest=digest)
 
 
@@ -81,8 +82,21 @@ def plan_all(targets: list[tuple[Path, str]], options: Options, jobs: int | None
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1 or len(work) < _POOL_THRESHOLD:
         return [_plan_star(job) for job in work]
+    # Largest files first, one at a time: the few big files that are parsed dominate the
+    # run and would leave a worker idle if they arrived last or together in one chunk.
+    order = sorted(range(len(work)), key=lambda i: _size(work[i][0]), reverse=True)
+    plans: list[Plan | None] = [None] * len(work)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_plan_star, work, chunksize=max(1, len(work) // (jobs * 8))))
+        for i, p in zip(order, pool.map(_plan_star, [work[i] for i in order], chunksize=1)):
+            plans[i] = p
+    return plans
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def apply(p: Plan) -> None:
