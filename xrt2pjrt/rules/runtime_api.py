@@ -321,3 +321,54 @@ class UsingPjrt(PythonRule):
             return node
         ctx.change(f"{short(name)}() is always true from torch_xla 2.1")
         return cst.Name("True")
+
+
+@register
+class RendezvousPayload(PythonRule):
+    id = "api-rendezvous-payload"
+    summary = "xm.rendezvous(tag, 'text'): PJRT takes bytes only (TypeError); a str literal becomes b'...'"
+    targets = ("native",)  # the shim's rendezvous still takes str
+    names = frozenset({f"{XM}.rendezvous"})
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('checkpoint', 'saved')\n",
+            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('checkpoint', b'saved')\n",
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init', payload=str(rank))\n",
+            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): the rendezvous payload must be bytes "
+            "under PJRT (TypeError otherwise): encode it if it is a str [api-rendezvous-payload]\n"
+            "xm.rendezvous('init', payload=str(rank))\n",
+            manual=("must be bytes",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = argument(node, "payload", 1)
+        if hit is None:
+            return node
+        index, arg = hit
+        value = arg.value
+        if isinstance(value, cst.SimpleString):
+            prefix = value.prefix.lower()
+            if "b" in prefix or not value.evaluated_value.isascii():
+                return node
+            ctx.change("xm.rendezvous: str payload → bytes (PJRT rejects str)")
+            raw = "r" if "r" in prefix else ""
+            new = cst.SimpleString(f"b{raw}{value.value[len(value.prefix):]}")
+            return node.with_changes(args=[*node.args[:index], arg.with_changes(value=new), *node.args[index + 1:]])
+        if _makes_str(value):
+            ctx.manual("the rendezvous payload must be bytes under PJRT (TypeError otherwise): encode it if it is a str")
+        return node
+
+
+def _makes_str(value: cst.BaseExpression) -> bool:
+    """An f-string, ``str(...)``/``repr(...)``/``json.dumps(...)`` or ``'...'.format(...)``."""
+    if isinstance(value, cst.FormattedString):
+        return True
+    if not isinstance(value, cst.Call):
+        return False
+    callee = value.func
+    if isinstance(callee, cst.Name):
+        return callee.value in ("str", "repr")
+    return isinstance(callee, cst.Attribute) and callee.attr.value in ("format", "dumps")
