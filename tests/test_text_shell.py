@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
@@ -51,9 +53,9 @@ def _own_env(env: dict[str, str]) -> dict[str, str]:
             if not k.startswith(("XRT_", "STAND_IN_")) and k not in PLUMBING and k != "PJRT_DEVICE"}
 
 
-def _run_both(tmp_path: Path, before: str, after: str, **env):
+def _run_both(tmp_path: Path, before: str, after: str, workers: int = 4, **env):
     """Run the XRT-era script under simulated xla_dist and its rewrite under the stand-in gcloud."""
-    old, new = Pod(tmp_path / "xrt"), Pod(tmp_path / "pjrt")
+    old, new = Pod(tmp_path / "xrt", workers), Pod(tmp_path / "pjrt", workers)
     env.setdefault("TPU_NAME", "my-pod")
     # the path form of xla_dist names a file of the old wheel: point it at the simulation
     before = before.replace("/usr/share/torch-xla-1.13/pytorch/xla/torch_xla/distributed/xla_dist.py",
@@ -206,3 +208,20 @@ def test_example_pod_script_runs_the_same_training_on_every_worker(tmp_path):
         assert (n.env["PJRT_DEVICE"], n.env["XLA_USE_BF16"], n.env["XLA_IR_DEBUG"]) == ("TPU", "1", "0")
     assert "[" not in (new.root / "logs" / "train.log").read_text()  # gcloud's own output, unprefixed
     assert (new.root / "logs" / "train.log").read_text().count("python3 ran on worker") == 4
+
+
+# Printable characters a user's argument may hold; `$` and backquotes are left out only because
+# xla_dist (simulated here) would run them as commands on the "workers" of this test machine.
+_ARG_CHARS = "".join(c for c in map(chr, range(32, 127)) if c not in '$`"') + "\t\n é"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(args=st.lists(st.text(alphabet=_ARG_CHARS, max_size=12), min_size=1, max_size=4))
+def test_any_arguments_reach_every_worker_word_for_word(tmp_path_factory, args):
+    """Property: whatever literal arguments a script passes after `--`, each worker runs exactly
+    those words, before (simulated xla_dist) and after the rewrite (stand-in gcloud)."""
+    call = "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py " + shlex.join(args) + "\n"
+    outcome = rewrite(call)
+    assert shell.check(outcome.text) is None and outcome.changes
+    (old, _), (new, _) = _run_both(tmp_path_factory.mktemp("case"), call, outcome.text, workers=2)
+    assert new.calls()[1][0].argv == old.calls()[1][0].argv == ["python3", "t.py", *args]
