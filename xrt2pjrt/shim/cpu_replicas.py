@@ -30,7 +30,9 @@ allgather per call), then compute XLA's result locally in group order. It costs 
 the data of a ring algorithm, which a test mode can afford, and it makes every member
 compute a bit-identical result (so data-parallel replicas keep identical weights) with
 XLA's semantics for each reduce type (bitwise and/or, NaN-propagating min/max, the scale
-converted to the element type). Unlike XLA each collective syncs the graph of its inputs.
+converted to the element type). Unlike XLA each collective syncs the graph of its inputs
+(one execution per call); ``pin_layout`` changes no result, so it only selects torch_xla's
+all_reduce-based all_gather, which is kept for identical results.
 
 Faults: a replica that raises or dies makes the parent end the others and raise
 :class:`ReplicaFailed` naming the replica and its exit code; across hosts the failure is
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -96,13 +99,11 @@ class Placement:
     gloo_addr: str
 
     def to_env(self) -> str:
-        return ",".join(str(getattr(self, f.name)) for f in dataclasses.fields(self))
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
     @classmethod
     def from_env(cls, text: str) -> Placement:
-        values = text.split(",")
-        fields = dataclasses.fields(cls)
-        return cls(**{f.name: (v if f.type == "str" else int(v)) for f, v in zip(fields, values)})
+        return cls(**json.loads(text))
 
 
 # --- asking for the mode --------------------------------------------------------------
@@ -262,8 +263,6 @@ def _fold(reduce_type: str, values: list, scale: float):
     result = values[0]
     for value in values[1:]:
         result = combine(result, value)
-    if kind == "sum" and result.dtype == torch.bool:
-        result = result.to(torch.bool)
     if scale != 1.0:
         # XLA multiplies by the scale converted to the element type (0.5 -> 0 for ints).
         result = result * torch.tensor(scale, dtype=result.dtype)
