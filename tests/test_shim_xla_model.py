@@ -328,8 +328,9 @@ def test_first_multi_host_rendezvous_finds_the_host_of_ordinal_0(monkeypatch):
     import xrt2pjrt.shim.xla_model as xm
     from xrt2pjrt.shim import rendezvous as host
 
-    for name in (host.ADDR_ENV, "MASTER_ADDR", "MASTER_PORT", host.PORT_ENV):
-        monkeypatch.delenv(name, raising=False)
+    # a private copy of the environment: the discovery writes to it, and nothing may leak
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items()
+                                        if k not in (host.ADDR_ENV, "MASTER_ADDR", "MASTER_PORT", host.PORT_ENV)})
     monkeypatch.setattr(xm._xr, "process_count", lambda: 8)  # 2 hosts x 4 processes
     monkeypatch.setattr(xm._xr, "local_process_count", lambda: 4)
     monkeypatch.setattr(xm.PJRT, "xrt_world_size", lambda defval=1: 8)
@@ -346,8 +347,8 @@ def test_first_multi_host_rendezvous_finds_the_host_of_ordinal_0(monkeypatch):
     assert "must include every replica" in in_fresh_thread([0, 1])
     assert in_fresh_thread([]) is None
     assert os.environ[host.ADDR_ENV] == "10.130.0.30:12356" and asked == [1]
-    monkeypatch.delenv(host.ADDR_ENV)
-    monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
+    del os.environ[host.ADDR_ENV]
+    os.environ["MASTER_ADDR"] = "10.0.0.1"
     assert in_fresh_thread([]) is None and asked == [1]  # an explicit MASTER_ADDR wins
 
 
