@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import re
 import shlex
 import signal
 import subprocess
@@ -65,14 +65,12 @@ def test_a_failure_stops_the_other_workers(pod):
 
 
 def test_ctrl_c_stops_every_worker(pod):
+    """The simulated workers run in sessions of their own, as remote processes do: killing the
+    local gcloud does not stop them; the launch's stop command on each worker does."""
     proc = subprocess.Popen(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], cwd=pod.root,
                             env={**pod.env, "STAND_IN_SLEEP": "60"}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    sleepers = pod.records / "sleepers"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(_pids(sleepers)) < 3:
-        time.sleep(0.1)
-    assert len(_pids(sleepers)) == 3, "every worker started"
+    _wait_for_sleepers(pod, 3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
@@ -86,7 +84,8 @@ def test_dry_run_prints_the_commands_and_runs_nothing(pod):
     assert ran.returncode == 0
     assert pod.gcloud_calls() == [] and pod.calls() == {}
     lines = [shlex.split(line) for line in ran.stdout.splitlines()]
-    command = "--command=conda activate xla && PJRT_DEVICE=TPU python3 train.py --lr 0.1"
+    run_id = re.search(r"XRT2PJRT_LAUNCH=([0-9a-f]+);", ran.stdout).group(1)
+    command = f"--command=export XRT2PJRT_LAUNCH={run_id}; conda activate xla && PJRT_DEVICE=TPU python3 train.py --lr 0.1"
     assert lines == [["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}", command]
                      for i in range(2)]
     assert "ignoring --restart-tpuvm-pod-server" in ran.stderr
@@ -103,12 +102,30 @@ def test_dry_run_without_worker_count_shows_the_describe_step(pod):
 def test_dry_run_matches_what_a_real_run_runs(pod):
     argv = ["--tpu", "pod", "--num-workers", "3", "--docker-image", "img:1", "--docker-run-flag=--shm-size=1G",
             "--", "python3", "t.py", "it's"]
-    printed = [shlex.split(line) for line in pod.run(LAUNCH + ["--dry-run"] + argv).stdout.splitlines()]
+    printed = pod.run(LAUNCH + ["--dry-run"] + argv).stdout
     assert pod.run(LAUNCH + argv).returncode == 0
-    assert sorted(printed) == sorted(["gcloud"] + c for c in pod.gcloud_calls())
+    ran = "\n".join(shlex.join(["gcloud"] + c) for c in pod.gcloud_calls())
+    same_id = re.compile(r"(XRT2PJRT_LAUNCH=|xrt2pjrt-)[0-9a-f]{12}")  # each run has its own id
+    assert sorted(same_id.sub(r"\1ID", printed).splitlines()) == sorted(same_id.sub(r"\1ID", ran).splitlines())
     (docker,) = pod.calls()[0]
-    assert docker.argv == ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU",
-                           "--shm-size=1G", "img:1", "python3", "t.py", "it's"]
+    assert same_id.sub(r"\1ID", shlex.join(docker.argv)) == shlex.join(
+        ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU", "--shm-size=1G",
+         "--name", "xrt2pjrt-ID", "img:1", "python3", "t.py", "it's"])
+
+
+def test_ctrl_c_removes_the_container_on_every_worker(pod):
+    proc = subprocess.Popen(LAUNCH + ["--tpu", "pod", "--docker-image", "img:1", "--", "python3", "t.py"],
+                            cwd=pod.root, env={**pod.env, "STAND_IN_SLEEP": "60"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for_sleepers(pod, 3)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    for worker, calls in pod.calls().items():
+        run, rm = calls
+        name = run.argv[run.argv.index("--name") + 1]
+        assert name.startswith("xrt2pjrt-") and rm.argv == ["docker", "rm", "-f", name]
+    _assert_all_gone(pod)
 
 
 def test_bad_input_exits_2_with_a_message(pod, tmp_path):
@@ -120,6 +137,13 @@ def test_bad_input_exits_2_with_a_message(pod, tmp_path):
     empty.mkdir()
     ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], PATH=str(empty))
     assert ran.returncode == 2 and "gcloud is not on PATH" in ran.stderr
+
+
+def _wait_for_sleepers(pod: Pod, n: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(_pids(pod.records / "sleepers")) < n:
+        time.sleep(0.1)
+    assert len(_pids(pod.records / "sleepers")) == n, "every worker started"
 
 
 def _pids(path: Path) -> list[int]:

@@ -191,7 +191,7 @@ def launch_command(
         )
         target = launch.Target(tpu, zone, project)
         if dry_run:
-            raise typer.Exit(launch.dry_run(model, target, num_workers, sys.stdout, sys.stderr))
+            raise typer.Exit(launch.dry_run(model, target, num_workers, sys.stdout))
         raise typer.Exit(launch.run(model, target, num_workers))
     except (Untranslatable, launch.LaunchError) as exc:
         _fail(str(exc))

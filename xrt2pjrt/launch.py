@@ -9,15 +9,19 @@ status is known. The worker count comes from ``--num-workers`` or else from ``gc
 compute tpus tpu-vm describe`` (its ``networkEndpoints``, one per worker). When a worker
 fails the others are stopped — a pod cannot go on without one of its hosts, the survivors
 would wait in their first collective — and the exit status names the failed workers.
-Ctrl-C (or SIGTERM) stops every worker's gcloud and everything it started: each runs in
-a process group of its own, which gets SIGTERM, then SIGKILL after a grace period.
-Stopping the local ssh client ends the remote command only as far as sshd hangs it up.
+Ctrl-C (or SIGTERM) stops every worker: its local gcloud (a process group of its own: SIGTERM,
+then SIGKILL after a grace period), then, since a remote command outlives the ssh client
+that started it, the launch's processes on the worker — found by the run id exported in
+their environment (``XRT2PJRT_LAUNCH``), and the container, when there is one, by its name —
+through one more ``gcloud … ssh --worker=i``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -27,9 +31,11 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
+from xrt2pjrt.text.words import Word
 from xrt2pjrt.text.xla_dist import Launch, as_argv_text, gcloud_describe, gcloud_ssh
 
 GRACE_SECONDS = 5.0
+STOP_SECONDS = 60.0
 
 
 class LaunchError(Exception):
@@ -60,13 +66,46 @@ def worker_count(target: Target) -> int:
     return len(endpoints)
 
 
-def ssh_commands(launch: Launch, target: Target, workers: list[str]) -> list[list[str]]:
-    command = as_argv_text(launch.worker_command())
-    return [gcloud_ssh(target.tpu, w, target.zone, target.project) + [f"--command={command}"] for w in workers]
+# Exported in every worker's command: the processes of this launch are the ones whose
+# environment holds it, which is how they are found again to be stopped.
+MARKER = "XRT2PJRT_LAUNCH"
 
 
-def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO, err: TextIO) -> int:
+@dataclass(frozen=True)
+class Run:
+    """One launch of a command on a pod, with the id that marks its processes on the workers."""
+
+    launch: Launch
+    target: Target
+    id: str
+
+    @classmethod
+    def new(cls, launch: Launch, target: Target) -> "Run":
+        run_id = secrets.token_hex(6)
+        if launch.docker_image and not launch.docker_container:  # named, so it can be removed
+            launch = dataclasses.replace(launch, docker_container=Word.literal(f"xrt2pjrt-{run_id}"))
+        return cls(launch, target, run_id)
+
+    def ssh(self, worker: str) -> list[str]:
+        command = f"export {MARKER}={self.id}; " + as_argv_text(self.launch.worker_command())
+        return self._gcloud(worker, command)
+
+    def stop(self, worker: str) -> list[str]:
+        """The command that stops this launch's processes on a worker, even if its ssh is gone."""
+        command = (f"for p in $(grep -lzsx {MARKER}={self.id} /proc/[0-9]*/environ | cut -d/ -f3); "
+                   'do kill -TERM "$p"; done')
+        if self.launch.docker_container:
+            name = shlex.quote(self.launch.docker_container.value or "")
+            command = f"sudo docker rm -f {name} >/dev/null 2>&1; {command}"
+        return self._gcloud(worker, command)
+
+    def _gcloud(self, worker: str, command: str) -> list[str]:
+        return gcloud_ssh(self.target.tpu, worker, self.target.zone, self.target.project) + [f"--command={command}"]
+
+
+def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO) -> int:
     """Print the exact commands a launch would run; run nothing."""
+    run_ = Run.new(launch, target)
     if num_workers is None:
         print(shlex.join(gcloud_describe(target.tpu, target.zone, target.project)), file=out)
         workers = ["<i>"]
@@ -74,8 +113,8 @@ def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO
               "(--num-workers N gives them here):", file=out)
     else:
         workers = [str(i) for i in range(num_workers)]
-    for argv in ssh_commands(launch, target, workers):
-        print(shlex.join(argv), file=out)
+    for worker in workers:
+        print(shlex.join(run_.ssh(worker)), file=out)
     return 0
 
 
@@ -83,13 +122,13 @@ def run(launch: Launch, target: Target, num_workers: int | None, out: TextIO = s
         err: TextIO = sys.stderr) -> int:
     """Run the command on every worker; the exit status: 0, a failed worker's, or 130 on Ctrl-C."""
     n = num_workers if num_workers is not None else worker_count(target)
-    argvs = ssh_commands(launch, target, [str(i) for i in range(n)])
-    return _Pod(argvs, out, err).run()
+    return _Pod(Run.new(launch, target), n, out, err).run()
 
 
 class _Pod:
-    def __init__(self, argvs: list[list[str]], out: TextIO, err: TextIO):
-        self.argvs, self.out, self.err = argvs, out, err
+    def __init__(self, run_: Run, workers: int, out: TextIO, err: TextIO):
+        self.run_, self.out, self.err = run_, out, err
+        self.argvs = [run_.ssh(str(i)) for i in range(workers)]
         self.lock = threading.Lock()
         self.procs: list[subprocess.Popen] = []
 
@@ -150,6 +189,9 @@ class _Pod:
                 sink.flush()
 
     def _stop(self, workers) -> None:
+        """Stop the workers' gcloud (and what it started here), then the launch's processes on
+        each worker: a remote command does not end with the ssh client that started it."""
+        workers = list(workers)
         live = [self.procs[i] for i in workers if self.procs[i].poll() is None]
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for p in live:
@@ -162,7 +204,22 @@ class _Pod:
                 time.sleep(0.05)
             live = [p for p in live if p.poll() is None]
             if not live:
-                return
+                break
+        stoppers = [threading.Thread(target=self._stop_remote, args=(i,)) for i in workers]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join()
+
+    def _stop_remote(self, worker: int) -> None:
+        try:
+            done = subprocess.run(self.run_.stop(str(worker)), capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL, timeout=STOP_SECONDS)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self._say(f"could not stop worker {worker}: {exc}")
+            return
+        if done.returncode:
+            self._say(f"could not stop worker {worker}: {done.stderr.strip()}")
 
     def _say(self, message: str) -> None:
         with self.lock:

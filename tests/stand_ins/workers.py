@@ -28,6 +28,8 @@ def worker_env(worker: int) -> dict[str, str]:
 
 def run_workers(commands: dict[int, str]) -> int:
     """Run each worker's command at once; output passes through; the first failure's status."""
-    procs = {w: subprocess.Popen(["bash", "-c", cmd], env=worker_env(w)) for w, cmd in commands.items()}
+    # Each worker in a session of its own: like a remote process, it outlives this "ssh client".
+    procs = {w: subprocess.Popen(["bash", "-c", cmd], env=worker_env(w), start_new_session=True)
+             for w, cmd in commands.items()}
     codes = [procs[w].wait() for w in sorted(procs)]
     return next((c for c in codes if c != 0), 0)
