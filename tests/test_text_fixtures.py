@@ -62,6 +62,17 @@ def test_fixture_pair(before, expected, options, manual):
 
 
 def test_every_fixture_is_used():
-    used = {c[0] for c in CASES} | {c[1] for c in CASES}
+    used = {c[0] for c in CASES} | {c[1] for c in CASES} | {"jsonnet/pod-test.libsonnet"}
     on_disk = {p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*") if p.is_file()}
     assert on_disk == used
+
+
+def test_jsonnet_is_reported_never_rewritten():
+    """Jsonnet would have to be evaluated to be rewritten: every XRT place is reported instead."""
+    text = (FIXTURES / "jsonnet" / "pod-test.libsonnet").read_text()
+    module = rewriters.module_for(files.kind_of(FIXTURES / "jsonnet" / "pod-test.libsonnet"))
+    outcome = module.rewrite(text, Options(rules=frozenset(all_rules())))
+    assert outcome.text == text and outcome.changes == []
+    assert [(f.rule, f.line) for f in outcome.manual] == [
+        ("launch-xla-dist", 6), ("shell-env-xrt-tpu-config", 10), ("shell-env-xrt-cpu", 11)]
+    assert "set PJRT_DEVICE=TPU instead" in outcome.manual[1].message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -145,3 +146,16 @@ def test_rules_lists_the_text_rules():
     rows = {r["id"]: r for r in json.loads(ran.stdout)}
     for rule_id in ("launch-xla-dist", "shell-env-xrt-tpu-config", "shell-env-xrt-cpu", "shell-env-xrt-unused"):
         assert rows[rule_id]["kind"] == "shell"
+
+
+def test_jsonnet_configs_are_reported_and_left_alone(tmp_path):
+    config = tmp_path / "configs" / "pod-test.libsonnet"
+    config.parent.mkdir()
+    shutil.copy(FIXTURES / "jsonnet" / "pod-test.libsonnet", config)
+    report = tmp_path / "report.json"
+    ran = migrate("--write", "--report", str(report), str(tmp_path / "configs"))
+    assert ran.returncode == 0
+    assert config.read_bytes() == (FIXTURES / "jsonnet" / "pod-test.libsonnet").read_bytes()
+    (entry,) = json.loads(report.read_text())["files"]
+    assert entry["kind"] == "jsonnet" and entry["changes"] == [] and len(entry["manual"]) == 3
+    assert f"{config}:6: decide [launch-xla-dist]" in ran.stderr

@@ -45,6 +45,8 @@ def kind_of(path: Path) -> str | None:
         return "yaml"
     if suffix in (".md", ".markdown", ".rst"):
         return "markdown"
+    if suffix in (".jsonnet", ".libsonnet"):
+        return "jsonnet"
     if name == "Dockerfile" or name.startswith("Dockerfile.") or suffix == ".dockerfile":
         return "dockerfile"
     if suffix == "":

@@ -28,6 +28,7 @@ MODULES: dict[str, str] = {
     "markdown": "xrt2pjrt.text.markdown",
     "yaml": "xrt2pjrt.text.yaml",
     "notebook": "xrt2pjrt.text.notebook",
+    "jsonnet": "xrt2pjrt.text.jsonnet",
 }
 
 

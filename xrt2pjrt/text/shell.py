@@ -126,6 +126,8 @@ def _translate_launch(cmd: Command, rec: Recorder) -> None:
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.conda_env:
         notes += "; conda must be usable from a non-interactive shell on the workers"
+    if launch.docker_image:
+        notes += "; the image must ship torch_xla 2.x"
     target = "xrt2pjrt launch" if rec.options.launcher == "xrt2pjrt" else "gcloud … --worker=all"
     rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits)
 

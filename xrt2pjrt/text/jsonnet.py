@@ -1,0 +1,37 @@
+"""Jsonnet configs (``*.jsonnet``, ``*.libsonnet``): reported, never rewritten.
+
+XRT-era pod jobs were often generated from jsonnet (pytorch/xla's own test configs among
+them), with the xla_dist command written as an array of words and the XRT variables in env
+objects. What such a config produces is only known by evaluating it, so each place is
+reported for a person, with what it should become.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xrt2pjrt.registry import Options
+from xrt2pjrt.rewriters import Outcome
+from xrt2pjrt.text import environment, shell, xla_dist
+from xrt2pjrt.text.edits import Recorder
+
+TRIGGER = shell.TRIGGER
+_VARIABLE = re.compile(r"\b(XRT_\w+|TPU_NUM_DEVICES)\b")
+
+
+def rewrite(text: str, options: Options) -> Outcome:
+    rec = Recorder(text, options)
+    if options.on(shell.LaunchXlaDist.id):
+        for m in xla_dist.MENTION.finditer(text):
+            rec.ask(shell.LaunchXlaDist.id, m.start(), "xla_dist in a jsonnet config: make it gcloud compute tpus "
+                    "tpu-vm ssh NAME --worker=all --command=\"PJRT_DEVICE=TPU …\" by hand")
+    for m in _VARIABLE.finditer(text):
+        rule = environment.rule_for(m.group(1))
+        if options.on(rule.id):
+            what = "remove it" if rule.replacement is None else f"set {'='.join(rule.replacement)} instead"
+            rec.ask(rule.id, m.start(), f"{m.group(1)} in a jsonnet config: {what}")
+    return rec.outcome()
+
+
+def check(text: str) -> str | None:
+    return None  # nothing is ever rewritten
