@@ -103,6 +103,7 @@ class XrtUnused(EnvRule):
 # Ordered: the catch-all XrtUnused comes last.
 ENV_RULES: tuple[type[EnvRule], ...] = (XrtTpuConfig, XrtCpuTopology, XrtUnused)
 READ = re.compile(r"\$\{?(XRT_\w+|TPU_NUM_DEVICES)")
+SETTING = re.compile(r"\b(XRT_\w+|TPU_NUM_DEVICES)=")
 WHY_UNUSED = {"TPU_NUM_DEVICES": "torch_xla 2.9 never reads it (one process per chip is the default)"}
 
 

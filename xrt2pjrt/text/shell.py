@@ -17,7 +17,7 @@ from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into
 from xrt2pjrt.text.environment import EnvSetting
-from xrt2pjrt.text.words import NAME, Command, Word, commands, without_word
+from xrt2pjrt.text.words import NAME, Command, Word, commands, heredocs, without_word
 
 TRIGGER = re.compile(r"xla_dist|XRT_|TPU_NUM_DEVICES")
 
@@ -95,6 +95,19 @@ def _apply(rec: Recorder, nested: bool) -> None:
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE=" in text[:offset])
     if not nested:
         environment.ask_about_reads(text, 0, rec)
+        _ask_about_heredocs(rec)
+
+
+def _ask_about_heredocs(rec: Recorder) -> None:
+    """A here-document is data to this rewriter, even when it writes a script: report it."""
+    for start, end in heredocs(rec.text):
+        body = rec.text[start:end]
+        if xla_dist.MENTION.search(body) and rec.options.on(LaunchXlaDist.id):
+            rec.ask(LaunchXlaDist.id, start, "xla_dist inside a here-document: translate it by hand")
+        for m in environment.SETTING.finditer(body):
+            rule = environment.rule_for(m.group(1))
+            if rec.options.on(rule.id):
+                rec.ask(rule.id, start + m.start(), f"{m.group(1)} set inside a here-document: change it by hand")
 
 
 # --- xla_dist ------------------------------------------------------------------------------
@@ -121,7 +134,10 @@ def _translate_launch(cmd: Command, rec: Recorder) -> None:
         else:
             edits = [Edit(start, end, _as_gcloud(launch, text[start:end], rec))]
     except xla_dist.Untranslatable as exc:
-        rec.ask(LaunchXlaDist.id, start, f"xla_dist call left as it is: {exc}; translate it by hand")
+        hint = ""
+        if re.match(r"[ \t]*\n[ \t]*--", text[cmd.end:]):
+            hint = " (it seems to go on over the next line without a `\\`)"
+        rec.ask(LaunchXlaDist.id, start, f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
         return
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.conda_env:

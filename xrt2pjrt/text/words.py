@@ -134,6 +134,7 @@ class _Scanner:
         self.i = 0
         self.n = len(text)
         self.pending_heredocs: list[tuple[str, bool]] = []
+        self.heredocs: list[tuple[int, int]] = []  # spans of here-document bodies
 
     def commands(self) -> list[Command]:
         text, out = self.text, []
@@ -204,6 +205,7 @@ class _Scanner:
 
     def _skip_heredoc_bodies(self) -> None:
         for delim, strip_tabs in self.pending_heredocs:
+            start = self.i
             while self.i < self.n:
                 end = self.text.find("\n", self.i)
                 end = self.n if end < 0 else end
@@ -211,6 +213,7 @@ class _Scanner:
                 self.i = min(end + 1, self.n)
                 if (line.lstrip("\t") if strip_tabs else line) == delim:
                     break
+            self.heredocs.append((start, self.i))
         self.pending_heredocs = []
 
     def _word(self, gap: str) -> Word | None:
@@ -342,3 +345,10 @@ def _merge(parts: list[Part]) -> list[Part]:
 def commands(text: str) -> list[Command]:
     """Every simple command of a shell text, in source order."""
     return _Scanner(text).commands()
+
+
+def heredocs(text: str) -> list[tuple[int, int]]:
+    """The spans of a shell text's here-document bodies (text no command of it parses)."""
+    scanner = _Scanner(text)
+    scanner.commands()
+    return scanner.heredocs
