@@ -26,6 +26,9 @@ TRIGGER = re.compile(r"xla_dist|XRT_|TPU_NUM_DEVICES")
 class LaunchXlaDist(Rule):
     id = "launch-xla-dist"
     kind = "shell"
+    # Unsafe: gcloud does not restart a run after TPU maintenance as xla_dist did, `~` and
+    # conda resolve on the workers, "$@" no longer expands `$` there (see text/xla_dist.py).
+    safe = False
     summary = ("python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME "
                "--worker=all --command=\"PJRT_DEVICE=TPU …\" (or `xrt2pjrt launch` with "
                "--launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.")

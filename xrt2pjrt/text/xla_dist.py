@@ -58,8 +58,9 @@ class Untranslatable(Exception):
 
 @dataclass(frozen=True)
 class Seg:
-    """A piece of the worker's command text; ``local`` pieces are shell source the local
-    shell expands before gcloud runs (only in scripts)."""
+    """A piece of the worker's command text. ``local`` pieces are source of the script itself,
+    written into ``--command="…"`` as they are: expansions the local shell performs before
+    gcloud runs, and the script's own spacing and ``\``-newlines. Only scripts have them."""
 
     text: str
     local: bool = False
