@@ -60,7 +60,7 @@ class Untranslatable(Exception):
 class Seg:
     """A piece of the worker's command text. ``local`` pieces are source of the script itself,
     written into ``--command="…"`` as they are: expansions the local shell performs before
-    gcloud runs, and the script's own spacing and ``\``-newlines. Only scripts have them."""
+    gcloud runs, and the script's own spacing and ``\\``-newlines. Only scripts have them."""
 
     text: str
     local: bool = False
@@ -85,7 +85,7 @@ class Launch:
         if (self.docker_container or self.docker_run_flags) and not self.docker_image:
             raise Untranslatable("docker flags without --docker-image")
 
-    def worker_command(self, first_gap: str = " ") -> list[Seg]:
+    def worker_command(self) -> list[Seg]:
         """What each worker runs: PJRT_DEVICE=TPU, the env, conda or docker, the command.
 
         The command words keep their gaps (spaces, ``\\``-newlines) after the first.
@@ -121,7 +121,7 @@ class Launch:
                 segs.append(Seg(" "))
                 segs.extend(a)
         for i, w in enumerate(self.command):
-            word(w, first_gap if i == 0 else w.gap)
+            word(w, " " if i == 0 else w.gap)
         return segs
 
 
