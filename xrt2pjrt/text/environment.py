@@ -138,7 +138,10 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
             plans.append((s, None, False))
             continue
         key = (s.scope, s.form, rule.replacement)
-        drop = rule.replacement is None or key in done or (s.form == "unset" and earlier_pjrt(s.offset))
+        # A repeated replacement is dropped only where it can be: a second PJRT_DEVICE=TPU
+        # is harmless, and renaming it keeps a second pass from finding anything to do.
+        repeated = key in done and (s.delete is not None or s.statement is not None)
+        drop = rule.replacement is None or repeated or (s.form == "unset" and earlier_pjrt(s.offset))
         done.add(key)
         plans.append((s, rule, drop))
     emptied, removed = _emptied_statements(plans), set()
