@@ -112,3 +112,22 @@ def test_broken_json_is_a_source_error():
     with pytest.raises(notebook.SourceError):
         rewrite('{"cells": [ {"source": "XRT_TPU_CONFIG"')
     assert notebook.check("{not json") is not None
+
+
+def test_writefile_cells_are_rewritten_as_the_file_they_write():
+    nb = json.loads(BEFORE)
+    nb["cells"] = [
+        {**nb["cells"][4], "source": ["%%writefile run_pod.sh\n", "python3 -m torch_xla.distributed.xla_dist "
+                                      "--tpu=pod -- python3 train.py\n"]},
+        {**nb["cells"][4], "source": ["%%writefile -a job.yaml\n", "env:\n", "  - name: XRT_TPU_CONFIG\n",
+                                      "    value: localservice\n"]},
+        {**nb["cells"][4], "source": ["%%writefile notes.txt\n", "export XRT_TPU_CONFIG=x\n"]},
+    ]
+    text = json.dumps(nb, indent=1)
+    outcome = rewrite(text)
+    assert outcome.manual == []
+    cells = json.loads(outcome.text)["cells"]
+    assert _source(cells[0]) == ('%%writefile run_pod.sh\ngcloud compute tpus tpu-vm ssh pod --worker=all '
+                                 '--command="PJRT_DEVICE=TPU python3 train.py"\n')
+    assert _source(cells[1]) == "%%writefile -a job.yaml\nenv:\n  - name: PJRT_DEVICE\n    value: TPU\n"
+    assert cells[2] == nb["cells"][2], "a file of no known kind is left alone"

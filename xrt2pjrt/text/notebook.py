@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from xrt2pjrt import rewriters
+from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import environment, markdown, shell
@@ -24,6 +25,7 @@ from xrt2pjrt.text.environment import EnvSetting
 _PYTHON = rewriters.module_for("python")
 TRIGGER = re.compile(f"{shell.TRIGGER.pattern}|{_PYTHON.TRIGGER.pattern}")
 SHELL_CELLS = re.compile(r"%%(bash|sh|script[ \t]+(ba)?sh)\b")
+WRITEFILE = re.compile(r"%%writefile(?:[ \t]+-a)?[ \t]+(\S+)[ \t]*$")
 # `%env NAME=value`, `%env NAME value`, `%set_env NAME=value` (Colab)
 ENV_MAGIC = re.compile(r"%(?:set_)?env[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*=[ \t]*|[ \t]+)(.*)")
 _DECODER = json.JSONDecoder()
@@ -140,9 +142,15 @@ def _render(source: str, original: str, ascii_only: bool) -> str:
 def _code_cell(source: str, options: Options) -> Outcome | None:
     """The rewrite of a code cell; None when it is not Python the codemod can parse."""
     head, _, rest = source.partition("\n")
-    if SHELL_CELLS.match(head):
-        outcome = shell.rewrite(rest, options)
+    kind = "shell" if SHELL_CELLS.match(head) else _written_kind(head)
+    if kind:  # the rest of the cell is a script of that kind
+        try:
+            outcome = rewriters.module_for(kind).rewrite(rest, options)
+        except SourceError:
+            return None
         return Outcome(head + "\n" + outcome.text, *_shift(outcome, 1))
+    if WRITEFILE.match(head):
+        return Outcome(source)  # writes a file of a kind no rewriter reads
     prefix = ""
     if head.startswith("%%"):  # another cell magic (%%time, %%capture): the rest is Python
         prefix, source = head + "\n", rest
@@ -176,6 +184,15 @@ _PLACEHOLDER = re.compile(r"^([ \t]*)pass  # xrt2pjrt-magic-(\d+)$", re.M)
 def _line_end(text: str, pos: int) -> int:
     end = text.find("\n", pos)
     return len(text) if end < 0 else end
+
+
+def _written_kind(head: str) -> str | None:
+    """The file kind a ``%%writefile NAME`` cell writes (``run.sh``, ``Dockerfile``, ...)."""
+    m = WRITEFILE.match(head)
+    path = Path(m.group(1)) if m else None
+    if path is None or not (path.suffix or path.name.startswith("Dockerfile")):
+        return None  # kind_of would read an extensionless file's shebang from disk
+    return files.kind_of(path)
 
 
 def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
