@@ -1,0 +1,14 @@
+"""Rewriters for what is not Python: shell, Dockerfile, YAML, Markdown/rst, notebooks, jsonnet.
+
+One mechanism, several adapters:
+
+- ``words``: the shell-word model (simple commands, words with their source spans, literal
+  values and expansions) that every adapter uses for shell text;
+- ``xla_dist``: the xla_dist command model (words -> ``Launch`` -> the worker command),
+  shared with ``xrt2pjrt launch``;
+- ``environment``: the XRT variable rules and the one way settings are renamed or removed;
+- ``shell``: the shell rewriter, and the rules' home (``launch-xla-dist``);
+- ``dockerfile``, ``yaml``, ``markdown``, ``notebook``, ``jsonnet``: adapters that find the
+  shell (or Python) inside their files and hand it to the rewriter of its kind;
+- ``edits``: span edits and findings of one pass (``Recorder``).
+"""
