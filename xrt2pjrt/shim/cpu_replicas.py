@@ -527,7 +527,7 @@ def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
         rendezvous("xrt2pjrt.cpu_replicas.exit")
         _world().store.add(_FINISHED_KEY, 1)
     except BaseException:  # noqa: BLE001 -- reported to the parent, then a non-zero exit
-        _send(report, ("error", traceback.format_exc()))
+        _send(report, ("error", traceback.format_exc(), time.time()))
         report.close()
         sys.stderr.flush()
         os._exit(1)
@@ -625,16 +625,16 @@ class _Supervisor:
                 else:
                     how = f"exited with code {code}" + (" without a result" if code == 0 else "")
                 return ReplicaFailed(f"{replica.describe()} {how}", replica.placement.ordinal, code)
-        for replica in self.replicas:
-            if replica.report is not None and replica.report[0] == "error":
-                replica.process.join(_TERMINATE_GRACE_SECONDS)
-                return ReplicaFailed(
-                    f"{replica.describe()} exited with code {replica.process.exitcode} after raising:\n"
-                    f"{replica.report[1]}",
-                    replica.placement.ordinal,
-                    replica.process.exitcode,
-                )
-        return None
+        raised = [r for r in self.replicas if r.report is not None and r.report[0] == "error"]
+        if not raised:
+            return None
+        first = min(raised, key=lambda r: r.report[2])  # peers' errors follow the first one
+        first.process.join(_TERMINATE_GRACE_SECONDS)
+        return ReplicaFailed(
+            f"{first.describe()} exited with code {first.process.exitcode} after raising:\n{first.report[1]}",
+            first.placement.ordinal,
+            first.process.exitcode,
+        )
 
     def _remote_failure(self) -> ReplicaFailed | None:
         if self.hosts.count == 1:
