@@ -195,9 +195,8 @@ def test_a_file_kind_without_a_rewriter_is_seen_and_left(tmp_path, monkeypatch):
     assert plan.result.error is None and plan.new_bytes is None
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: spawn-runtime-before's TODO names line numbers of the "
-                   "original file; the rewrite shifts them, so the TODO is wrong and a second pass adds another")
 def test_runtime_before_spawn_todo_is_stable():
+    # Once a bug: the TODO named line numbers of the original file, which the rewrite shifts.
     # two new imports replace one: every line below moves down by one
     source = (HEADER + "n = xm.xrt_world_size()\ndevice = xm.xla_device()\n\nxmp.spawn(main)\n").encode()
     written, _ = migrate_file(source)

@@ -15,6 +15,8 @@ from xrt2pjrt.rules.base import PythonRule, argument, literal, without_args
 
 _MASTER = ("MASTER_ADDR", "MASTER_PORT")
 _ENV_WRITES = ("os.environ.setdefault", "os.putenv")
+_MASTER_NOTE = ("MASTER_ADDR/MASTER_PORT served the XRT-era env:// rendezvous; xla:// does not read them: "
+                "drop them unless something else does")
 
 
 @register
@@ -36,10 +38,9 @@ class InitMethod(PythonRule):
             "dist.init_process_group(backend='xla', init_method='env://')\n",
             "import os\nimport torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
             "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '12355'\n"
-            "# TODO(xrt2pjrt): MASTER_ADDR/MASTER_PORT (lines 5, 6) served the XRT-era env:// rendezvous; "
-            "xla:// does not read them: drop them unless something else does [dist-init-method]\n"
+            f"# TODO(xrt2pjrt): {_MASTER_NOTE} [dist-init-method]\n"
             "dist.init_process_group(backend='xla', init_method='xla://')\n",
-            manual=("MASTER_ADDR",),
+            manual=("(set on line 5, 6)",),
         ),
         Example(
             "import torch.distributed as dist  # beside torch_xla\n\ndist.init_process_group('gloo', rank=r, world_size=n)\n",
@@ -88,6 +89,5 @@ class InitMethod(PythonRule):
         ctx.change("init_process_group('xla'): init_method='xla://' gives rank and world size")
         if self.master_lines:
             lines = ", ".join(map(str, self.master_lines))
-            ctx.manual(f"MASTER_ADDR/MASTER_PORT (lines {lines}) served the XRT-era env:// rendezvous; "
-                       "xla:// does not read them: drop them unless something else does")
+            ctx.manual(f"{_MASTER_NOTE} (set on line {lines})", comment=_MASTER_NOTE)
         return new

@@ -79,13 +79,17 @@ class Context:
     def change(self, message: str) -> None:
         self._engine.changes.append(Finding(self.rule_id, self.line, message))
 
-    def manual(self, message: str, comment: bool = True) -> None:
+    def manual(self, message: str, comment: bool | str = True) -> None:
+        """Report a spot a person must decide; also mark it in the code with ``message``,
+        or with ``comment`` when that is a text (one that must not change when the file's
+        lines move, so that a second pass finds it in place)."""
         finding = Finding(self.rule_id, self.line, message)
         if finding in self._engine.manual:
             return  # one item per spot, however many arguments led to it
         self._engine.manual.append(finding)
         if comment and self._engine.statements:
-            self._engine.statements[-1].comments.append(f"{TODO}{message} [{self.rule_id}]")
+            text = comment if isinstance(comment, str) else message
+            self._engine.statements[-1].comments.append(f"{TODO}{text} [{self.rule_id}]")
 
     def is_whole_statement(self, original: cst.CSTNode | None = None) -> bool:
         """True when ``original`` (default: the node being visited) is the one small

@@ -142,6 +142,9 @@ class JoinDaemon(PythonRule):
         return node
 
 
+_STARTED = ("this file starts the XLA runtime at import time, before xmp.spawn, which then raises "
+            "'Runtime is already initialized' (torch_xla 2.4+): move that call into the spawned function")
+
 # APIs that start the XLA runtime in the calling process.
 _RUNTIME_STARTERS = frozenset({
     "torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.devices",
@@ -163,10 +166,8 @@ class RuntimeBeforeSpawn(PythonRule):
             "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n"
-            "    # TODO(xrt2pjrt): line 4 starts the XLA runtime before xmp.spawn, which then raises "
-            "'Runtime is already initialized' (torch_xla 2.4+): move it into the spawned function "
-            "[spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
-            manual=("before xmp.spawn",),
+            f"    # TODO(xrt2pjrt): {_STARTED} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            manual=("before xmp.spawn, which then raises",),
         ),
         Example(
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -185,7 +186,5 @@ class RuntimeBeforeSpawn(PythonRule):
                 self.started_at.append(ctx.line)
         elif self.started_at:
             lines = ", ".join(map(str, self.started_at))
-            ctx.manual(f"line{'s' if len(self.started_at) > 1 else ''} {lines} start{'' if len(self.started_at) > 1 else 's'} "
-                       "the XLA runtime before xmp.spawn, which then raises 'Runtime is already initialized' "
-                       "(torch_xla 2.4+): move it into the spawned function")
+            ctx.manual(f"{_STARTED} (line {lines})", comment=_STARTED)
         return node
