@@ -253,6 +253,9 @@ def _mp_fn(index):
     if r in (1, 3):
         seen["rendezvous subset"] = [p.decode() for p in xm.rendezvous("odd", str(r).encode(), [1, 3])]
     seen["mesh_reduce"] = xm.mesh_reduce("loss", r * 1.5, sum)
+    checkpoint = os.path.join(OUT, "checkpoint.pt")
+    xm.save({"weights": f(r)}, checkpoint)  # the master writes; everyone leaves after it wrote
+    seen["checkpoint"] = torch.load(checkpoint)["weights"].tolist()
     dump(r, seen)
 """
 
@@ -299,6 +302,7 @@ def test_collectives_have_xla_semantics_across_4_processes(tmp_path):
         if r in (1, 3):
             assert got["rendezvous subset"] == ["1", "3"]
         assert got["mesh_reduce"] == 9.0
+        assert got["checkpoint"] == [0.0]  # ordinal 0's, complete when xm.save returned
 
 
 # --- data-parallel training -----------------------------------------------------------------
