@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import PythonRule, argument
+from xrt2pjrt.rules.base import PythonRule, argument, code
 
 XENV = "torch_xla.core.xla_env_vars"
 
@@ -59,8 +59,8 @@ class EnvRule(PythonRule):
         """The manual item for a read of ``variable``."""
         raise NotImplementedError
 
-    def write_note(self, variable: str) -> str | None:
-        """A manual item to add when a write is rewritten or removed."""
+    def write_note(self, variable: str, value: str) -> str | None:
+        """A manual item to add when a write of ``value`` (source text) is rewritten or removed."""
         return None
 
     def __init_subclass__(cls, **kwargs):
@@ -95,7 +95,7 @@ class EnvRule(PythonRule):
         variable = self._subscript_key(target)
         if variable is None:
             return updated
-        setting = self._written(ctx, variable)
+        setting = self._written(ctx, variable, updated.value)
         if setting is None:
             return self._drop_statement(ctx, variable, updated)
         new_target = target.with_changes(slice=[target.slice[0].with_changes(
@@ -152,7 +152,7 @@ class EnvRule(PythonRule):
         variable = self._key(key.value)
         if variable is None:
             return updated
-        setting = self._written(ctx, variable)
+        setting = self._written(ctx, variable, value.value)
         if setting is None:
             return self._drop_statement(ctx, variable, updated)
         return updated.with_changes(args=[
@@ -169,7 +169,7 @@ class EnvRule(PythonRule):
                 args.append(arg)
                 continue
             changed = True
-            setting = self._written(ctx, variable, memo=False)
+            setting = self._written(ctx, variable, arg.value, memo=False)
             if setting is not None and setting[0] not in present:
                 present.add(setting[0])
                 args.append(arg.with_changes(keyword=cst.Name(setting[0]), value=self._string(setting[1], arg.value)))
@@ -189,7 +189,7 @@ class EnvRule(PythonRule):
                 elements.append(element)
                 continue
             changed = True
-            setting = self._written(ctx, variable, memo=False)
+            setting = self._written(ctx, variable, element.value, memo=False)
             if setting is None or setting[0] in present:
                 continue
             present.add(setting[0])
@@ -202,9 +202,9 @@ class EnvRule(PythonRule):
         return updated.with_changes(elements=elements)
 
     # --- shared pieces ---------------------------------------------------------------
-    def _written(self, ctx, variable: str, memo: bool = True) -> Setting | None:
+    def _written(self, ctx, variable: str, value: cst.BaseExpression, memo: bool = True) -> Setting | None:
         setting = self.write(variable)
-        note = self.write_note(variable)
+        note = self.write_note(variable, code(value))
         if note:
             ctx.manual(note)
         if setting is None:
@@ -244,7 +244,10 @@ class TpuConfig(EnvRule):
         Example(
             "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
             "os.environ.setdefault(xenv.TPU_CONFIG, f'tpu_worker;0;{ip}:8470')\n",
-            "import os\n\nos.environ.setdefault('PJRT_DEVICE', 'TPU')\n",
+            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
+            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
+            "os.environ.setdefault('PJRT_DEVICE', 'TPU')\n",
+            manual=("remote TPU node",),
         ),
         Example(
             "import os\n\nenv = {\"XRT_TPU_CONFIG\": config, 'XLA_USE_BF16': '1'}\n",
@@ -263,6 +266,12 @@ class TpuConfig(EnvRule):
 
     def write(self, variable):
         return ("PJRT_DEVICE", "TPU")
+
+    def write_note(self, variable, value):
+        if "tpu_worker" in value or "COLAB_TPU_ADDR" in value:
+            return ("this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive: "
+                    "PJRT needs the program to run on the TPU VM itself")
+        return None
 
     def read(self, variable):
         return "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'"
@@ -339,7 +348,7 @@ class ReplicaVariables(EnvRule):
     def write(self, variable):
         return None
 
-    def write_note(self, variable):
+    def write_note(self, variable, value):
         return "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
 
     def read(self, variable):
