@@ -142,7 +142,10 @@ def _wait_for_all(store, tag: str, keys: dict[int, str], ordinal: int, seconds: 
     try:
         store.wait(list(keys.values()), datetime.timedelta(seconds=seconds))
     except Exception as error:  # the store raises a generic DistStoreError on timeout
-        missing = [member for member, key in keys.items() if not store.check([key])]
+        try:
+            missing = [member for member, key in keys.items() if not store.check([key])]
+        except Exception:  # noqa: BLE001 -- the store itself is gone
+            missing = []
         if not missing:
             raise RendezvousError(f"rendezvous {tag!r} failed on ordinal {ordinal}: {error}") from error
         raise RendezvousTimeout(
