@@ -76,16 +76,21 @@ def without_args(call: cst.Call, indexes: set[int]) -> cst.Call:
     return call.with_changes(args=kept)
 
 
-def keywordize(call: cst.Call, params: tuple[str, ...]) -> cst.Call:
-    """Positional arguments turned into keywords by the parameter names ``params``."""
-    args = []
-    for index, arg in enumerate(call.args):
-        if arg.keyword is None and not arg.star and index < len(params) and index > 0:
-            arg = arg.with_changes(
-                keyword=cst.Name(params[index]),
-                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-            )
-        args.append(arg)
+def named(arg: cst.Arg, keyword: str) -> cst.Arg:
+    """``arg`` passed as ``keyword=value``."""
+    return arg.with_changes(keyword=cst.Name(keyword), equal=_EQUAL)
+
+
+_EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+def keywordize(call: cst.Call, params: tuple[str, ...], start: int = 1) -> cst.Call:
+    """Positional arguments from ``start`` on passed by the parameter names ``params``."""
+    args = [
+        named(arg, params[index]) if index >= start and arg.keyword is None and not arg.star and index < len(params)
+        else arg
+        for index, arg in enumerate(call.args)
+    ]
     return call.with_changes(args=args)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import PythonRule, argument, literal, without_args
+from xrt2pjrt.rules.base import PythonRule, argument, literal, named, without_args
 
 _MASTER = ("MASTER_ADDR", "MASTER_PORT")
 _ENV_WRITES = ("os.environ.setdefault", "os.putenv")
@@ -82,8 +82,7 @@ class InitMethod(PythonRule):
             args = list(node.args)
             last = args[-1]
             args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(cst.Arg(new_method, keyword=cst.Name("init_method"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+            args.append(named(cst.Arg(new_method), "init_method"))
         new = without_args(node.with_changes(args=args), drop)
         ctx.require("torch_xla.distributed.xla_backend")
         ctx.change("init_process_group('xla'): init_method='xla://' gives rank and world size")

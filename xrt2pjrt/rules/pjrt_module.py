@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import PythonRule, argument, code, keywordize
+from xrt2pjrt.rules.base import PythonRule, argument, code, keywordize, named
 from xrt2pjrt.rules.runtime_api import XM, XR, Rename, RenameRule, Spelling
 
 PJRT = "torch_xla.experimental.pjrt"
@@ -76,11 +76,9 @@ class PjrtRendezvous(PythonRule):
             hit = found[param]
             if hit is None:
                 continue
-            value = hit[1].value
-            keyword = param == "tag" or (param == "ordinals" and found["payload"] is None)
-            args.append(cst.Arg(value, keyword=cst.Name(param) if keyword else None,
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
-                                if keyword else cst.MaybeSentinel.DEFAULT))
+            arg = cst.Arg(hit[1].value)
+            by_name = param == "tag" or (param == "ordinals" and found["payload"] is None)
+            args.append(named(arg, param) if by_name else arg)
         ctx.change("pjrt.rendezvous(tag, payload, ordinals) → xm.xla_rendezvous(payload, ordinals, tag=tag)")
         return node.with_changes(func=ctx.ref(XM, "xla_rendezvous", "xm"), args=args)
 
@@ -92,7 +90,7 @@ class PjrtRendezvous(PythonRule):
 @register
 class PjrtSpawn(PythonRule):
     id = "pjrt-spawn"
-    summary = "pjrt.spawn(fn, nprocs, start_method, args) → xmp.spawn(fn, args=..., ...)"
+    summary = "pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name"
     names = frozenset({f"{PJRT}.spawn"})
     examples = (
         Example(
@@ -100,12 +98,32 @@ class PjrtSpawn(PythonRule):
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "xmp.spawn(_mp_fn, nprocs=None, start_method='fork', args=(flags,))\n",
         ),
+        Example(
+            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, (flags,))\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, args=(flags,))\n",
+        ),
+        Example(
+            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, extra)\n",
+            "from torch_xla.experimental import pjrt\n\n# TODO(xrt2pjrt): pjrt.spawn(fn, x): x is `args` "
+            "(torch_xla 1.13) or `nprocs` (2.0): name it, then run xrt2pjrt again [pjrt-spawn]\n"
+            "pjrt.spawn(_mp_fn, extra)\n",
+            manual=("name it",),
+        ),
     )
 
     def call(self, ctx, node, name):
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        if len(positional) == 2:
+            # spawn(fn, args) before 2.0, spawn(fn, nprocs, ...) from 2.0: only a tuple tells.
+            if not isinstance(positional[1].value, cst.Tuple):
+                ctx.manual("pjrt.spawn(fn, x): x is `args` (torch_xla 1.13) or `nprocs` (2.0): "
+                           "name it, then run xrt2pjrt again")
+                return node
+            params = ("fn", "args")
+        else:
+            params = ("fn", "nprocs", "start_method", "args")
         ctx.change("pjrt.spawn → xmp.spawn (arguments passed by name: the order differs)")
-        node = keywordize(node, ("fn", "nprocs", "start_method", "args"))
-        return node.with_changes(func=ctx.ref(XMP, "spawn", "xmp"))
+        return keywordize(node, params).with_changes(func=ctx.ref(XMP, "spawn", "xmp"))
 
 
 _INDEX_FIRST = "xmp.spawn calls fn(index, *args): give fn a first parameter for the process index"

@@ -14,7 +14,7 @@ from typing import ClassVar
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
+from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, keywordize, literal, without_args
 
 XM = "torch_xla.core.xla_model"
 XR = "torch_xla.runtime"
@@ -112,11 +112,16 @@ class RenameRule(PythonRule):
 
     def call(self, ctx, node, name):
         rename = self.by_old[name]
-        dropped = self._dropped(ctx, node, rename)
+        dropped = self._dropped(node, rename)
         spelling = rename.spelling_for(ctx.target_version, has_args=len(node.args) > len(dropped))
         if spelling is None:
             return node
-        new = _by_name_after(node, dropped, rename.params)
+        for index, param in dropped.items():
+            value = node.args[index].value
+            if literal(value) is NOT_LITERAL or literal(value) != param.default:
+                ctx.manual(f"{param.name}={code(value)} dropped: {param.why}")
+        # Positional arguments after a dropped one are passed by name to keep their meaning.
+        new = keywordize(node, rename.params, start=min(dropped) + 1) if dropped else node
         new = without_args(new, set(dropped))
         new = new.with_changes(args=[_renamed_keyword(arg, spelling) for arg in new.args])
         if spelling.dotted != name:
@@ -126,7 +131,9 @@ class RenameRule(PythonRule):
             ctx.change(f"{short(name)}(): dropped {', '.join(p.name for p in dropped.values())}")
         return new
 
-    def _dropped(self, ctx, node: cst.Call, rename: Rename) -> dict[int, Dropped]:
+    @staticmethod
+    def _dropped(node: cst.Call, rename: Rename) -> dict[int, Dropped]:
+        """The arguments of ``node`` the new spelling does not take, by index."""
         found = {}
         for param in rename.dropped:
             hit = argument(node, param.name, param.position)
@@ -137,8 +144,6 @@ class RenameRule(PythonRule):
             if arg.keyword is None and param.positional_if_str and not (value is None or isinstance(value, str)):
                 continue
             found[index] = param
-            if value is NOT_LITERAL or value != param.default:
-                ctx.manual(f"{param.name}={code(arg.value)} dropped: {param.why}")
         return found
 
     @staticmethod
@@ -147,28 +152,12 @@ class RenameRule(PythonRule):
         return f"{short(name)} → {short(spelling.dotted)}{note}"
 
 
-def _by_name_after(call: cst.Call, dropped: dict[int, Dropped], params: tuple[str, ...]) -> cst.Call:
-    """Positional arguments that follow a dropped one, passed by keyword so they keep their meaning."""
-    if not dropped:
-        return call
-    first = min(dropped)
-    args = list(call.args)
-    for index in range(first + 1, len(args)):
-        arg = args[index]
-        if arg.keyword is None and not arg.star and index < len(params):
-            args[index] = arg.with_changes(keyword=cst.Name(params[index]), equal=_EQUAL)
-    return call.with_changes(args=args)
-
-
 def _renamed_keyword(arg: cst.Arg, spelling: Spelling) -> cst.Arg:
     if arg.keyword is not None:
         for old, new in spelling.keywords:
             if arg.keyword.value == old:
                 return arg.with_changes(keyword=cst.Name(new))
     return arg
-
-
-_EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 
 _ALIASES = {XM: "xm", XR: "xr", "torch_xla.experimental.pjrt": "pjrt",
