@@ -228,3 +228,12 @@ def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_p
     written = {rel: (e["changes"], e["manual"], e["error"]) for rel, e in migrated.entries().items()}
     assert preview == written
     assert not any(os.path.exists(folder / "report.json") for folder in corpus)
+
+
+def test_an_unreachable_registry_is_reported_as_such(tmp_path, monkeypatch):
+    """What makes the tests above skip (and nothing else): pip cannot reach the index."""
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens on port 9
+    release = _corpus.Release("xrt2pjrt-corpus-probe", "0.0.0", "wheel", "a name no index holds")
+    with pytest.raises(_corpus.CorpusUnavailable, match="unreachable"):
+        _corpus.corpus_paths([release], cache=tmp_path)
+    assert not (tmp_path / "unpacked" / release.folder).exists()
