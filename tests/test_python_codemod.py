@@ -339,3 +339,32 @@ def test_many_function_local_imports_lose_no_statement():
         assert f"return int(os.environ.get('XRT_HOST_ORDINAL', {i}))" in out
     assert out.count("import torch_xla.runtime as xr") == 40
     assert "xla_env_vars" not in out and "xla_model" not in out
+
+
+def test_multi_line_calls_keep_their_layout():
+    out = text("""\
+        import torch.distributed as dist
+        import torch_xla.distributed.xla_multiprocessing as xmp
+
+        xmp.spawn(
+            _mp_fn,
+            args=(flags,),
+            nprocs=8,
+        )
+        dist.init_process_group(
+            'xla',
+            rank=rank,
+            world_size=world,
+        )
+        """)
+    assert out.endswith(textwrap.dedent("""\
+        xmp.spawn(
+            _mp_fn,
+            args=(flags,),
+        )
+        dist.init_process_group(
+            'xla',
+            init_method='xla://',
+        )
+        """))
+    assert "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n" in out

@@ -80,9 +80,14 @@ class InitMethod(PythonRule):
             args[method[0]] = method[1].with_changes(value=new_method)
         else:
             args = list(node.args)
-            last = args[-1]
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(named(cst.Arg(new_method), "init_method"))
+            new_arg = named(cst.Arg(new_method), "init_method")
+            if drop:  # in the place of rank=..., keeping the call's layout
+                first = min(drop)
+                args[first] = new_arg.with_changes(comma=args[first].comma)
+                drop = drop - {first}
+            else:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                args.append(new_arg)
         new = without_args(node.with_changes(args=args), drop)
         ctx.require("torch_xla.distributed.xla_backend")
         ctx.change("init_process_group('xla'): init_method='xla://' gives rank and world size")
