@@ -55,7 +55,9 @@ def test_ordinals_answer_defval_before_the_runtime_and_replica_ids_after():
                   xm.get_local_ordinal(defval=2), xm.is_master_ordinal(), started()]
         device = xm.xla_device()
         after = [xm.xrt_world_size(), xm.get_ordinal(), xm.get_local_ordinal(),
-                 xm.is_master_ordinal(local=False), str(device), started()]
+                 xm.is_master_ordinal(local=False), str(device), started(),
+                 xm.get_xla_supported_devices(), xm.get_xla_supported_devices("CPU", 1),
+                 xm.get_xla_supported_devices("TPU")]
         xm.master_print("master says hi", flush=True)
         xm.master_print("to stderr", fd=sys.stderr)
         where = topology.observed_placement()
@@ -65,7 +67,7 @@ def test_ordinals_answer_defval_before_the_runtime_and_replica_ids_after():
     before, after, touch, placement = last_json(stdout)
     # XRT semantics: no replication configured yet -> defval, and the runtime stays off
     assert before == [1, 4, 3, 2, True, False]
-    assert after == [1, 0, 0, True, "xla:0", True]
+    assert after == [1, 0, 0, True, "xla:0", True, ["xla:0"], ["xla:0"], None]
     assert touch.startswith("xm.xla_device() at <string>:")
     assert placement == [0, 0, 0, "xla:0"]
 
@@ -88,6 +90,10 @@ def test_collectives_take_xrt_era_call_shapes_and_compute():
             "all_to_all": xm.all_to_all(t.view(4, 1), 0, 1, 1),
             "collective_permute": xm.collective_permute(t, [[0, 0]]),
         }
+        model = torch.nn.Linear(2, 2).to(device)
+        weights = model.weight.detach().cpu().clone()
+        xm.broadcast_master_param(model)  # ordinal 0 is the root: its weights stay
+        results["broadcast_kept_weights"] = torch.tensor(bool(torch.equal(model.weight.detach().cpu(), weights)))
         gathered_list = xm.all_gather([t, t * 2])
         gathered_list_unpinned = xm.all_gather([t, t * 2], pin_layout=False)
         xm.mark_step()
@@ -102,6 +108,7 @@ def test_collectives_take_xrt_era_call_shapes_and_compute():
             "split_count": lambda: xm.all_to_all(t, 0, 0, 2),
             "groups": lambda: xm.all_gather(t, groups=[[0, 1]]),
             "pairs": lambda: xm.collective_permute(t, [[0, 1]]),
+            "root": lambda: xm.collective_broadcast([t], root_ordinal=1),
         }.items():
             try:
                 call()
@@ -125,6 +132,8 @@ def test_collectives_take_xrt_era_call_shapes_and_compute():
     assert "one of sum, mul" in errors["reduce_type"]
     assert "shard_count=2" in errors["shard_count"] and "split_count=2" in errors["split_count"]
     assert "outside a world of 1" in errors["groups"] and "outside a world of 1" in errors["pairs"]
+    assert "root_ordinal 1 is outside a world of 1" in errors["root"]
+    assert out["broadcast_kept_weights"] is True
 
 
 def test_hlo_shows_the_explicit_ordinal_ordered_groups_the_shim_sends():

@@ -315,6 +315,9 @@ def collective_permute(value, pairs: Sequence[Sequence[int]]):
 def collective_broadcast(tensors: list[torch.Tensor], root_ordinal: int = 0, groups=None,
                          pin_layout: bool = True) -> None:
     """Overwrite ``tensors`` in place with the values on ``root_ordinal``."""
+    if not 0 <= root_ordinal < xrt_world_size():
+        raise _args.CollectiveArgumentError(
+            f"root_ordinal {root_ordinal} is outside a world of {xrt_world_size()}")
     with torch.no_grad():
         for tensor in tensors:
             # Same graph on every replica: multiply by a device value, 1 on the root, 0 elsewhere.
