@@ -211,3 +211,11 @@ def test_setups_that_cannot_run_exit_2_with_the_reason(monkeypatch, env, nprocs,
     messages = []
     assert verify.main(nprocs, as_json=False, echo=messages.append, error=messages.append) == verify.EXIT_NOT_RUN
     assert reason in messages[0]
+
+
+def test_without_torch_xla_verify_exits_2_and_points_at_doctor(monkeypatch):
+    monkeypatch.setattr(verify.doctor, "installed_versions",
+                        lambda: {"torch": "2.9.0", "torch_xla": None, "libtpu": None})
+    messages = []
+    assert verify.main(None, as_json=True, echo=messages.append, error=messages.append) == verify.EXIT_NOT_RUN
+    assert messages == ["xrt2pjrt verify: torch_xla is not installed: nothing to verify (see xrt2pjrt doctor)"]
