@@ -113,7 +113,8 @@ def test_spawn_after_the_runtime_started_names_the_call(tmp_path, touch, named):
         import xrt2pjrt.shim.xla_multiprocessing as xmp
         world = xm.xrt_world_size()  # XRT-era module-level call: must not start the runtime
         {touch}
-        for start in (lambda: xmp.spawn(print, nprocs=None), lambda: xmp.run_multiprocess(print)):
+        for start in (lambda: xmp.spawn(print, nprocs=None), lambda: xmp.run_multiprocess(print),
+                      lambda: xmp.spawn(print, nprocs=2, start_method="fork")):  # CPU replica mode
             try:
                 start()
             except xmp.RuntimeAlreadyStarted as error:
@@ -122,9 +123,10 @@ def test_spawn_after_the_runtime_started_names_the_call(tmp_path, touch, named):
     done = run_program(tmp_path, program)
     assert done.returncode == 0, done.stderr[-4000:]
     said = named.format(script=tmp_path / "program.py")
-    spawn_error, run_error = [line for line in done.stdout.splitlines() if "cannot start replicas" in line]
+    spawn_error, run_error, fork_error = [line for line in done.stdout.splitlines() if "cannot start replicas" in line]
     assert spawn_error.startswith("xmp.spawn cannot start replicas") and said in spawn_error
     assert run_error.startswith("run_multiprocess cannot start replicas") and said in run_error
+    assert fork_error == spawn_error
     assert "inside the function passed to spawn" in spawn_error
 
 

@@ -103,6 +103,8 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
     ``join`` and ``daemon`` are accepted for XRT-era callers; PJRT always joins.
     """
     if cpu_replicas.requested(nprocs):
+        if start_method == "fork":  # a forked replica would inherit the started runtime
+            _refuse_started_runtime("xmp.spawn")
         return cpu_replicas.spawn(fn, args, nprocs, start_method)
     _refuse_started_runtime("xmp.spawn")
     devices = _devices_for(nprocs)
