@@ -229,3 +229,12 @@ def test_any_arguments_reach_every_worker_word_for_word(tmp_path_factory, args):
     assert new.calls()[1][0].argv == ["python3", "t.py", *args]
     if not any("\\" in a for a in args):
         assert old.calls()[1][0].argv == ["python3", "t.py", *args]
+
+
+def test_array_arguments_reach_every_worker(tmp_path):
+    before = ('ARGS=(--epochs 2 --note "a b")\n'
+              'python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "${ARGS[@]}"\n')
+    after = rewrite(before).text
+    assert "${ARGS[*]@Q}" in after
+    (old, _), (new, _) = _run_both(tmp_path, before, after, workers=2)
+    assert new.calls()[1][0].argv == old.calls()[1][0].argv == ["python3", "t.py", "--epochs", "2", "--note", "a b"]

@@ -14,8 +14,10 @@ before gcloud runs), literal text goes into double quotes on the worker with onl
 Deliberate differences: an unquoted expansion (``$EXTRA_ARGS``), glob or leading ``~`` is
 left unquoted on the worker, so it still splits into words as it did locally, but globs
 match files and ``~`` is the home folder on the worker; the script's own arguments
-(``"$@"``) become ``${*@Q}`` (bash 4.4+), each quoted for the worker, so ``$`` in them does
-not expand there; ``$'…'`` strings are left for a person.
+(``"$@"``, and arrays, ``"${ARGS[@]}"``) become ``${*@Q}`` (``${ARGS[*]@Q}``, bash 4.4+),
+each quoted for the worker, so ``$`` in them does not expand there; ``$'…'`` strings are left
+for a person. Backslashes are kept (xla_dist did not escape them in its double quotes, so
+it lost them, and broke on a word that ended in one).
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ FLAGS = {
 # Flags of the XRT server that PJRT has no use for.
 XRT_ONLY = ("--restart-tpuvm-pod-server", "--tpuvm-server-port")
 DOCKER_RUN = ("sudo", "docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU")
+
+
+# Expansions to many words even inside double quotes: "$@", "$*", "${ARGS[@]}" (group 1: ARGS).
+ALL_ELEMENTS = re.compile(r"\$(?:[@*]|\{[@*]\}|\{([A-Za-z_]\w*)\[[@*]\]\})")
 
 
 class Untranslatable(Exception):
@@ -156,9 +162,11 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
     value = word.value
     if value is not None and PLAIN.fullmatch(value):
         return [Seg(value)]
-    if [p.text for p in word.parts] in (["$@"], ["${@}"], ["$*"], ["${*}"]):
-        # the script's own arguments: each one quoted, all in the one --command string
-        return [Seg("${*@Q}", local=True)]
+    many = ALL_ELEMENTS.fullmatch(word.parts[0].text) if len(word.parts) == 1 and word.parts[0].expansion else None
+    if many:
+        # "$@", "${ARGS[@]}": many words locally; each one quoted, all in the one --command
+        array = many.group(1)
+        return [Seg(f"${{{array}[*]@Q}}" if array else "${*@Q}", local=True)]
     active = [not assignment and _active(p, i == 0) for i, p in enumerate(word.parts)]
     if value is not None and value and not re.search(r"[$`\\\"'\n]", value) and not any(active):
         return [Seg(f"'{value}'")]
@@ -175,7 +183,7 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
     for p, is_active in zip(word.parts, active):
         if p.expansion and p.text.startswith("$'"):
             raise Untranslatable(f"$'…' string {p.text}")
-        if p.expansion and re.fullmatch(r"\$\{?[@*]\}?", p.text):
+        if p.expansion and ALL_ELEMENTS.fullmatch(p.text):
             raise Untranslatable(f"{p.text} inside a longer word")
         if is_active:
             flush()
