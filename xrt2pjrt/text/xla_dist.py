@@ -163,7 +163,7 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
     if value is not None and PLAIN.fullmatch(value):
         return [Seg(value)]
     many = ALL_ELEMENTS.fullmatch(word.parts[0].text) if len(word.parts) == 1 and word.parts[0].expansion else None
-    if many:
+    if many and not assignment:
         # "$@", "${ARGS[@]}": many words locally; each one quoted, all in the one --command
         array = many.group(1)
         return [Seg(f"${{{array}[*]@Q}}" if array else "${*@Q}", local=True)]
