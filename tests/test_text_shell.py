@@ -238,3 +238,11 @@ def test_array_arguments_reach_every_worker(tmp_path):
     assert "${ARGS[*]@Q}" in after
     (old, _), (new, _) = _run_both(tmp_path, before, after, workers=2)
     assert new.calls()[1][0].argv == old.calls()[1][0].argv == ["python3", "t.py", "--epochs", "2", "--note", "a b"]
+
+
+def test_script_arguments_under_sh_are_left_for_a_person():
+    """${*@Q} is bash; a #!/bin/sh script (or a Dockerfile RUN) cannot use it."""
+    text = '#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$@"\n'
+    outcome = rewrite(text)
+    assert outcome.text == text
+    assert "needs bash" in outcome.manual[0].message or "would need bash" in outcome.manual[0].message

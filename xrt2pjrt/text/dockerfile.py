@@ -64,7 +64,7 @@ def rewrite(text: str, options: Options) -> Outcome:
     for ins in instructions(text):
         body = text[ins.args:ins.end]
         if ins.keyword in SHELL_FORMS and not body.lstrip().startswith("["):
-            outcome = shell.rewrite(body, options)
+            outcome = shell.rewrite(body, options, posix_sh=True)  # docker runs them with /bin/sh -c
             if outcome.text != body:
                 rec.edits.append(Edit(ins.args, ins.end, outcome.text))
             merge_into(rec, outcome, rec.line(ins.args) - 1)

@@ -71,9 +71,14 @@ class LaunchXlaDist(Rule):
     )
 
 
-def rewrite(text: str, options: Options) -> Outcome:
+POSIX_SH = re.compile(r"#![ \t]*(?:/usr)?/bin/(?:env[ \t]+)?(?:sh|dash|ash)\b")
+
+
+def rewrite(text: str, options: Options, posix_sh: bool | None = None) -> Outcome:
+    """``posix_sh``: the text runs under sh, not bash (Dockerfile RUN, IPython's `!`); by
+    default, when its shebang says so."""
     rec = Recorder(text, options)
-    _apply(rec, nested=False)
+    _apply(rec, nested=False, posix_sh=bool(POSIX_SH.match(text)) if posix_sh is None else posix_sh)
     return rec.outcome()
 
 
@@ -86,12 +91,12 @@ def check(text: str) -> str | None:
     return proc.stderr.decode(errors="replace").strip() or None if proc.returncode else None
 
 
-def _apply(rec: Recorder, nested: bool) -> None:
+def _apply(rec: Recorder, nested: bool, posix_sh: bool = False) -> None:
     text = rec.text
     settings: list[EnvSetting] = []
     for cmd in commands(text):
         if not nested and rec.options.on(LaunchXlaDist.id):
-            _translate_launch(cmd, rec)
+            _translate_launch(cmd, rec, posix_sh)
         settings += _settings(cmd, text)
         if not nested:  # one level: a string inside a string is left alone
             _rewrite_strings(cmd, rec)
@@ -116,7 +121,7 @@ def _ask_about_heredocs(rec: Recorder) -> None:
 # --- xla_dist ------------------------------------------------------------------------------
 
 
-def _translate_launch(cmd: Command, rec: Recorder) -> None:
+def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     text, argv = rec.text, cmd.argv()
     inv = xla_dist.find(argv)
     if inv is None:
@@ -136,6 +141,8 @@ def _translate_launch(cmd: Command, rec: Recorder) -> None:
             edits = _as_xrt2pjrt_launch(argv, inv, launch, rec)
         else:
             edits = [Edit(start, end, _as_gcloud(launch, text[start:end], rec))]
+            if posix_sh and "@Q}" in edits[0].text:
+                raise xla_dist.Untranslatable('"$@" would need bash (${*@Q}), and this runs under sh')
     except xla_dist.Untranslatable as exc:
         hint = ""
         if re.match(r"[ \t]*\n[ \t]*--", text[cmd.end:]):
