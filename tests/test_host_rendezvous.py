@@ -28,6 +28,7 @@ WORKER = textwrap.dedent(
     from xrt2pjrt.shim import rendezvous as r
 
     spec = json.loads(sys.argv[1])
+    printing = threading.Lock()  # one whole line per thread
 
     def join(ordinal):
         time.sleep(spec.get("delay", {}).get(str(ordinal), 0))
@@ -49,7 +50,8 @@ WORKER = textwrap.dedent(
             out["error"] = type(error).__name__
             out["message"] = str(error)
             out["left"] = time.time()
-        print(json.dumps(out), flush=True)
+        with printing:
+            print(json.dumps(out), flush=True)
 
     threads = [threading.Thread(target=join, args=(o,)) for o in spec["ordinals"]]
     [t.start() for t in threads]
