@@ -18,6 +18,7 @@ used because of a rewrite are removed.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -139,12 +140,80 @@ class Context:
             self._engine.name_for(module, None, self.anchor, exact=True)
 
 
+# What the engine does with a node, by its type (one cached lookup instead of isinstance
+# chains, many of them against libcst's abstract classes, for every node of the tree).
+_SCOPE, _STATEMENT, _BLOCK, _DEFINITION, _NAME, _ATTRIBUTE, _CALL, _ARG, _STORE, _IMPORT = (1 << i for i in range(10))
+_DISPATCHED = _NAME | _ATTRIBUTE | _CALL
+
+
+@functools.cache
+def _roles(node_type: type) -> int:
+    roles = 0
+    for role, types in (
+        (_SCOPE, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)),
+        (_STATEMENT, imports.STATEMENT),
+        (_BLOCK, (cst.Module, cst.IndentedBlock)),
+        (_DEFINITION, (cst.FunctionDef, cst.ClassDef)),
+        (_NAME, cst.Name),
+        (_ATTRIBUTE, cst.Attribute),
+        (_CALL, cst.Call),
+        (_ARG, cst.Arg),
+        (_STORE, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)),
+        (_IMPORT, (cst.Import, cst.ImportFrom)),
+    ):
+        if issubclass(node_type, types):
+            roles |= role
+    return roles
+
+
+# Words that make a def/class worth visiting, besides the trigger's and the names bound by
+# torch_xla imports: what the rules that need no torch_xla name look for.
+_RULE_WORDS = ("init_process_group", "MASTER_ADDR", "MASTER_PORT", "import_module", "__import__")
+
+
+def _definitions(text: str) -> list[tuple[bool, int]] | None:
+    """For each def/class in source order: whether its text holds no word any rule looks
+    for, and how many defs/classes are nested in it. None when ``ast`` cannot parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    aliases, definitions = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+            for alias in node.names:
+                full = f"{module}.{alias.name}" if module else alias.name
+                if full.startswith(("torch_xla", "xrt2pjrt")):
+                    aliases.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            definitions.append(node)
+    definitions.sort(key=lambda node: (node.lineno, node.col_offset))
+    words = [*TRIGGER.pattern.split("|"), *_RULE_WORDS, *(rf"\b{re.escape(a)}\b" for a in sorted(aliases))]
+    relevant = re.compile("|".join(words))
+    lines = text.splitlines(keepends=True)
+    out = []
+    for index, node in enumerate(definitions):
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        quiet = not relevant.search("".join(lines[start - 1:node.end_lineno]))
+        end = (node.end_lineno, node.end_col_offset)
+        nested = 0
+        for later in definitions[index + 1:]:
+            if (later.lineno, later.col_offset) >= end:
+                break
+            nested += 1
+        out.append((quiet, nested))
+    return out
+
+
 class _Engine(cst.CSTTransformer):
     def __init__(self, text: str, module: cst.Module, options: Options, rules: list[PythonRule]):
         super().__init__()
         self.text = text
         self.module = module
         self._positions = None  # computed on the first finding: most passes report nothing
+        self.definitions = _definitions(text)
+        self.next_definition = 0
         self.ctx = Context(self, options)
         self.by_name: dict[str, list[PythonRule]] = {}
         self.by_prefix: list[tuple[str, PythonRule]] = []
@@ -231,51 +300,70 @@ class _Engine(cst.CSTTransformer):
         return position.start.line if position is not None else 0
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        roles = _roles(type(node))
+        if not roles:
+            return True
+        if roles & _SCOPE:
             self.scope = imports.collect(node, self.scope)
             old = self.tables.get(self.scope.path, (False, frozenset()))[1]
             self.tables[self.scope.path] = (self.scope.is_class, old | frozenset(self.scope.names))
-        if imports.subclass(type(node), imports.STATEMENT):
+        if roles & _STATEMENT:
             self.statements.append(_Statement(node))
-        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+        if roles & _BLOCK:
             self.blocks.append({})
-        if isinstance(node, cst.Name):
+        if roles & _DEFINITION and self._quiet_definition():
+            return False  # nothing in it can concern a rule: skip its subtree
+        if roles & _NAME:
             if id(node) not in self.labels:
                 binding = self.scope.lookup(node.value)
                 key = (binding.scope.path if binding else (), node.value)
                 self.uses[key] = self.uses.get(key, 0) + 1
-        elif isinstance(node, cst.Attribute):
+        elif roles & _ATTRIBUTE:
             self.not_references.add(id(node.attr))
             self.labels.add(id(node.attr))
-        elif isinstance(node, cst.Call):
+        elif roles & _CALL:
             self.not_references.add(id(node.func))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            self.not_references.add(id(node.keyword))
-            self.labels.add(id(node.keyword))
-        elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+        elif roles & _ARG:
+            if node.keyword is not None:
+                self.not_references.add(id(node.keyword))
+                self.labels.add(id(node.keyword))
+        elif roles & _STORE:
             self.stores.add(id(node.target))
-        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+        elif roles & _IMPORT:
             return False  # imports are handled whole; the names inside are no references
         return True
 
+    def _quiet_definition(self) -> bool:
+        """Whether the def/class being entered holds no word any rule looks for; skips the
+        entries of the definitions nested in it when it does not."""
+        if self.definitions is None or self.next_definition >= len(self.definitions):
+            return False
+        quiet, nested = self.definitions[self.next_definition]
+        self.next_definition += 1 + (nested if quiet else 0)
+        return quiet
+
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
-        updated = self._dispatch(original, updated)
-        if imports.subclass(type(original), imports.STATEMENT):
+        roles = _roles(type(original))
+        if roles & _DISPATCHED or type(original) in self.by_type:
+            updated = self._dispatch(original, updated)
+        if not roles:
+            return updated
+        if roles & _STATEMENT:
             updated = self._finish_statement(self.statements.pop(), original, updated)
-        if isinstance(original, cst.IndentedBlock):
+        if roles & _BLOCK:
             self.blocks.pop()
-            updated = imports.keep_block_valid(updated, self.doomed)
-        if isinstance(original, cst.Module):
-            self.blocks.pop()
-            updated = updated.with_changes(body=imports.without_statements(updated.body, self.doomed))
-        if isinstance(original, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(original, cst.IndentedBlock):
+                updated = imports.keep_block_valid(updated, self.doomed)
+            else:
+                updated = updated.with_changes(body=imports.without_statements(updated.body, self.doomed))
+        if roles & _SCOPE:
             self.scope = self.scope.parent
         return updated
 
     def _dispatch(self, original: cst.CSTNode, updated: cst.CSTNode):
         updated = self._dispatch_type(original, updated)
-        is_call = isinstance(original, cst.Call)
-        if is_call or (isinstance(original, (cst.Name, cst.Attribute)) and id(original) not in self.not_references):
+        is_call = type(original) is cst.Call
+        if is_call or (type(original) in (cst.Name, cst.Attribute) and id(original) not in self.not_references):
             target = original.func if is_call else original
             name, binding = self.scope.resolve(target)
             if name is not None:
