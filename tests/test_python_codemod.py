@@ -368,3 +368,36 @@ def test_multi_line_calls_keep_their_layout():
         )
         """))
     assert "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n" in out
+
+
+def test_definitions_without_relevant_words_are_skipped_without_losing_count():
+    """The engine skips def/class bodies that hold no word a rule looks for; the ones
+    after them (and after the defs nested in them) must still be visited."""
+    out = text("""\
+        import torch_xla.core.xla_model as xm
+
+
+        def quiet():
+            def inner():
+                return 1
+
+            class Helper:
+                def method(self):
+                    return 2
+            return inner
+
+
+        @xm.some_decorator
+        def decorated():
+            return 3
+
+
+        class Loud:
+            def rank(self):
+                return xm.get_ordinal()
+
+            async def size(self):
+                return xm.xrt_world_size()
+        """)
+    assert "return xr.global_ordinal()" in out and "return xr.world_size()" in out
+    assert "@xm.some_decorator" in out and "import torch_xla.core.xla_model as xm" in out
