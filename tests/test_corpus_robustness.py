@@ -216,11 +216,13 @@ def test_a_second_pass_changes_nothing(migrated, tmp_path):
 
 
 def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_path):
-    """Preview on the pristine corpus, one process: the same changes, file for file."""
-    report_file = tmp_path / "preview.json"
-    run = run_cli("migrate", "--check", "--jobs", "1", "--report", report_file, *corpus)
-    assert run.returncode in (1, 2), run.stderr[-3000:]
+    """Preview of the pristine files the write run reported, one process: the same
+    changes and items, file for file."""
     cache_root = corpus[0].parent
+    report_file = tmp_path / "preview.json"
+    run = run_cli("migrate", "--check", "--jobs", "1", "--report", report_file,
+                  *(cache_root / rel for rel in migrated.entries()))
+    assert run.returncode in (1, 2), run.stderr[-3000:]
     preview = {
         Path(e["path"]).relative_to(cache_root).as_posix(): (e["changes"], e["manual"], e["error"])
         for e in json.loads(report_file.read_text())["files"]
