@@ -6,6 +6,7 @@ import codecs
 import json
 import os
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -213,3 +214,16 @@ def test_pre_commit_hook_runs_the_check(tree):
     # pre-commit appends the staged file names to the entry.
     assert run(*args, tree / "train.py").exit_code == 1
     assert run(*args, tree / "clean.py").exit_code == 0
+
+
+def test_preview_of_a_relative_path_applies_with_git_apply(tree, monkeypatch):
+    monkeypatch.chdir(tree)
+    preview = run("migrate", "train.py").stdout
+    assert preview.startswith("--- a/train.py\n+++ b/train.py\n")
+    subprocess.run(["git", "apply", "-p1", "-"], input=preview, text=True, check=True, cwd=tree)
+    assert (tree / "train.py").read_text() == MIGRATED
+
+
+def test_preview_of_an_absolute_path_names_it_as_it_is(tree):
+    preview = run("migrate", tree / "train.py").stdout
+    assert preview.startswith(f"--- {tree / 'train.py'}\n")

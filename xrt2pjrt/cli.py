@@ -29,12 +29,18 @@ def _fail(message: str) -> None:
     raise typer.Exit(EXIT_ERROR)
 
 
+def _diff_label(side: str, path: str) -> str:
+    # git's a/ b/ prefixes, so `git apply -p1` takes the preview of a relative path;
+    # an absolute path is shown as it is.
+    return path if Path(path).is_absolute() else f"{side}/{path}"
+
+
 def _print_diff(result: report.FileResult, color: bool) -> None:
     lines = difflib.unified_diff(
         result.original.splitlines(keepends=True),
         result.updated.splitlines(keepends=True),
-        fromfile=f"a/{result.path}",
-        tofile=f"b/{result.path}",
+        fromfile=_diff_label("a", result.path),
+        tofile=_diff_label("b", result.path),
     )
     for line in lines:
         if not line.endswith("\n"):
