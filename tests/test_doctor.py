@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt import doctor
+from xrt2pjrt import doctor, xrt_variables
 
 ROOT = Path(__file__).resolve().parent.parent
 _XLA_SPEC = importlib.util.find_spec("torch_xla")
@@ -302,7 +302,7 @@ def test_tpu_pci_ids_are_torch_xla_29s():
 def test_no_leftover_is_read_by_the_installed_torch_xla():
     """What doctor calls ignored is ignored: no Python file of torch_xla reads it (its
     xla_env_vars only defines names) and its C++ library does not contain it."""
-    names = [*doctor.XRT_REPLACEMENTS, "XRT_"]
+    names = [*xrt_variables.DEVICE_SETTINGS, *xrt_variables.RUNTIME_READS, *xrt_variables.UNPREFIXED, "XRT_"]
     for source in TORCH_XLA_DIR.rglob("*.py"):
         if source.name == "xla_env_vars.py":
             continue

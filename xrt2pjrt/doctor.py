@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from xrt2pjrt import xrt_variables
 from xrt2pjrt.shim import topology as topology_module
 
 EXIT_HEALTHY, EXIT_MUST_FIX = 0, 1
@@ -32,23 +33,6 @@ TPU_PCI_DEVICE_IDS = ("0x0027", "0x005e", "0x0063", "0x006f", "0x0056", "0x0062"
 PCI_DEVICES = "/sys/bus/pci/devices"
 DMI_PRODUCT_NAME = "/sys/class/dmi/id/product_name"
 
-# XRT-era variables that torch_xla 2.1+ never reads, with what replaces each. Every other
-# ``XRT_*`` variable was server and mesh plumbing: it just goes.
-XRT_REPLACEMENTS = {
-    "XRT_TPU_CONFIG": "set PJRT_DEVICE=TPU instead",
-    "XRT_DEVICE_MAP": "set PJRT_DEVICE=CPU instead (CPU_NUM_DEVICES for devices)",
-    "XRT_WORKERS": "set PJRT_DEVICE=CPU instead (CPU_NUM_DEVICES for devices)",
-    "XRT_SHARD_WORLD_SIZE": "read torch_xla.runtime.world_size() instead",
-    "XRT_SHARD_ORDINAL": "read torch_xla.runtime.global_ordinal() instead",
-    "XRT_SHARD_LOCAL_ORDINAL": "read torch_xla.runtime.local_ordinal() instead",
-    "XRT_HOST_WORLD_SIZE": "read torch_xla.runtime.process_count() instead",
-    "XRT_HOST_ORDINAL": "read torch_xla.runtime.process_index() instead",
-    "TPU_NUM_DEVICES": ("torch_xla runs one process per chip; to use fewer chips set "
-                        "TPU_PROCESS_BOUNDS and TPU_VISIBLE_CHIPS, or spawn with nprocs=1"),
-    "TPUVM_MODE": "nothing replaces it: PJRT always runs in TPU VM mode",
-}
-XRT_VARIABLE = re.compile(r"XRT_\w+|TPU_NUM_DEVICES|TPUVM_MODE")
-DROP_IT = "nothing replaces it: it configured XRT's server and mesh"
 
 # torch_xla's ``configure_topology`` gives each process its own value of these with
 # ``os.environ.setdefault``: a value inherited from the launching shell wins in every process.
@@ -155,8 +139,8 @@ def runtime_device(env: Mapping[str, str], versions: Mapping[str, str | None],
 
 
 def xrt_env_leftovers(env: Mapping[str, str]) -> list[XrtLeftover]:
-    return [XrtLeftover(name, env[name], XRT_REPLACEMENTS.get(name, DROP_IT))
-            for name in sorted(env) if XRT_VARIABLE.fullmatch(name)]
+    return [XrtLeftover(name, env[name], xrt_variables.replacement(name))
+            for name in sorted(env) if xrt_variables.is_xrt_era(name)]
 
 
 def on_gce(product_name: str = DMI_PRODUCT_NAME) -> bool:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import Example, register
 from xrt2pjrt.rules.base import PythonRule, argument, code
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, is_plumbing
 
 XENV = "torch_xla.core.xla_env_vars"
 
@@ -262,10 +263,10 @@ class TpuConfig(EnvRule):
     )
 
     def handles(self, variable):
-        return variable == "XRT_TPU_CONFIG"
+        return DEVICE_SETTINGS.get(variable) == "TPU"
 
     def write(self, variable):
-        return ("PJRT_DEVICE", "TPU")
+        return ("PJRT_DEVICE", DEVICE_SETTINGS[variable])
 
     def write_note(self, variable, value):
         if "tpu_worker" in value or "COLAB_TPU_ADDR" in value:
@@ -295,22 +296,14 @@ class CpuTopology(EnvRule):
     )
 
     def handles(self, variable):
-        return variable in ("XRT_DEVICE_MAP", "XRT_WORKERS")
+        return DEVICE_SETTINGS.get(variable) == "CPU"
 
     def write(self, variable):
-        return ("PJRT_DEVICE", "CPU")
+        return ("PJRT_DEVICE", DEVICE_SETTINGS[variable])
 
     def read(self, variable):
         return f"{variable} is ignored from torch_xla 2.1: test xr.device_type() == 'CPU'"
 
-
-_REPLACEMENTS = {
-    "XRT_SHARD_WORLD_SIZE": "xr.world_size()",
-    "XRT_SHARD_ORDINAL": "xr.global_ordinal()",
-    "XRT_SHARD_LOCAL_ORDINAL": "xr.local_ordinal()",
-    "XRT_HOST_ORDINAL": "xr.process_index()",
-    "XRT_HOST_WORLD_SIZE": "xr.process_count()",
-}
 
 
 @register
@@ -343,7 +336,7 @@ class ReplicaVariables(EnvRule):
     )
 
     def handles(self, variable):
-        return variable in _REPLACEMENTS
+        return variable in RUNTIME_READS
 
     def write(self, variable):
         return None
@@ -352,7 +345,7 @@ class ReplicaVariables(EnvRule):
         return "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
 
     def read(self, variable):
-        return f"{variable} is never set under PJRT: use {_REPLACEMENTS[variable]}"
+        return f"{variable} is never set under PJRT: use {RUNTIME_READS[variable]}"
 
 
 @register
@@ -371,11 +364,7 @@ class Plumbing(EnvRule):
     )
 
     def handles(self, variable):
-        return (
-            variable.startswith("XRT_")
-            and variable not in _REPLACEMENTS
-            and variable not in ("XRT_TPU_CONFIG", "XRT_DEVICE_MAP", "XRT_WORKERS")
-        )
+        return is_plumbing(variable)
 
     def write(self, variable):
         return None
