@@ -32,6 +32,10 @@ UNPREFIXED = {
 }
 
 
+# A regex matching the name of any XRT-era variable, for the text rewriters.
+XRT_ERA_PATTERN = r"XRT_\w+|" + "|".join(UNPREFIXED)
+
+
 def is_xrt_era(name: str) -> bool:
     return name.startswith("XRT_") or name in UNPREFIXED
 

@@ -15,6 +15,7 @@ from typing import Callable, ClassVar
 
 from xrt2pjrt.registry import Example, Rule, register
 from xrt2pjrt.text.edits import Edit, Recorder
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, UNPREFIXED, XRT_ERA_PATTERN
 
 
 @dataclass
@@ -44,12 +45,17 @@ class EnvRule(Rule):
     replacement: ClassVar[tuple[str, str] | None]
 
 
+def _setting_device(device: str) -> str:
+    """A regex of the XRT variables that chose ``device``."""
+    return "|".join(name for name, chosen in DEVICE_SETTINGS.items() if chosen == device)
+
+
 @register
 class XrtTpuConfig(EnvRule):
     id = "shell-env-xrt-tpu-config"
     summary = ("XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, "
                "docker -e, Dockerfile ENV, YAML env, %env).")
-    variables = r"XRT_TPU_CONFIG"
+    variables = _setting_device("TPU")
     replacement = ("PJRT_DEVICE", "TPU")
     examples = (
         Example('export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n',
@@ -66,7 +72,7 @@ class XrtTpuConfig(EnvRule):
 class XrtCpuTopology(EnvRule):
     id = "shell-env-xrt-cpu"
     summary = "XRT_DEVICE_MAP / XRT_WORKERS (an explicit CPU topology) → PJRT_DEVICE=CPU."
-    variables = r"XRT_DEVICE_MAP|XRT_WORKERS"
+    variables = _setting_device("CPU")
     replacement = ("PJRT_DEVICE", "CPU")
     examples = (
         Example(
@@ -84,10 +90,10 @@ class XrtCpuTopology(EnvRule):
 @register
 class XrtUnused(EnvRule):
     id = "shell-env-xrt-unused"
-    summary = ("Every other XRT_* variable (server, mesh, shard, host settings) and TPU_NUM_DEVICES "
-               "is removed: torch_xla 2.1+ ignores XRT_* and 2.9 never reads TPU_NUM_DEVICES. "
+    summary = ("Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES and "
+               "TPUVM_MODE is removed: torch_xla 2.1+ reads none of them. "
                "Reads of them are reported.")
-    variables = r"XRT_\w+|TPU_NUM_DEVICES"
+    variables = XRT_ERA_PATTERN
     replacement = None
     examples = (
         Example("export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\n"
@@ -102,9 +108,8 @@ class XrtUnused(EnvRule):
 
 # Ordered: the catch-all XrtUnused comes last.
 ENV_RULES: tuple[type[EnvRule], ...] = (XrtTpuConfig, XrtCpuTopology, XrtUnused)
-READ = re.compile(r"\$\{?(XRT_\w+|TPU_NUM_DEVICES)")
-SETTING = re.compile(r"\b(XRT_\w+|TPU_NUM_DEVICES)=")
-WHY_UNUSED = {"TPU_NUM_DEVICES": "torch_xla 2.9 never reads it (one process per chip is the default)"}
+READ = re.compile(rf"\$\{{?({XRT_ERA_PATTERN})")
+SETTING = re.compile(rf"\b({XRT_ERA_PATTERN})=")
 
 
 def replacing(start: int, end: int, with_value: bool) -> Callable[[str, str], list[Edit]]:
@@ -121,7 +126,7 @@ def rule_for(name: str) -> type[EnvRule] | None:
 
 
 def mentions(text: str) -> bool:
-    return "XRT_" in text or "TPU_NUM_DEVICES" in text
+    return "XRT_" in text or any(name in text for name in UNPREFIXED)
 
 
 def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int], bool]) -> None:
@@ -158,7 +163,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         if edits is None:
             rec.ask(rule.id, s.offset, f"{s.name} is not used under PJRT: remove it here by hand")
             continue
-        why = (WHY_UNUSED.get(s.name, "PJRT ignores it") if rule.replacement is None
+        why = (UNPREFIXED.get(s.name, "PJRT ignores it") if rule.replacement is None
                else f"{'='.join(rule.replacement)} is already set here")
         rec.change(rule.id, s.offset, f"removed {s.name}: {why}", *edits)
         if whole:

@@ -14,9 +14,10 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, shell, xla_dist
 from xrt2pjrt.text.edits import Recorder
+from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 
 TRIGGER = shell.TRIGGER
-_VARIABLE = re.compile(r"\b(XRT_\w+|TPU_NUM_DEVICES)\b")
+_VARIABLE = re.compile(rf"\b({XRT_ERA_PATTERN})\b")
 
 
 def rewrite(text: str, options: Options) -> Outcome:

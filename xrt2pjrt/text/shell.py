@@ -18,8 +18,9 @@ from xrt2pjrt.text import environment, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME, Command, Word, commands, heredocs, without_word
+from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 
-TRIGGER = re.compile(r"xla_dist|XRT_|TPU_NUM_DEVICES")
+TRIGGER = re.compile(r"xla_dist|" + XRT_ERA_PATTERN)
 
 
 @register
