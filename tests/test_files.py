@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from xrt2pjrt import files
+from xrt2pjrt import files, rewriters
 
 
 def _touch(path, text="x = 1\n"):
@@ -55,10 +55,12 @@ def test_missing_path_is_an_error(tmp_path):
     "name,kind",
     [("a.py", "python"), ("Dockerfile", "dockerfile"), ("Dockerfile.tpu", "dockerfile"),
      ("ci.yaml", "yaml"), ("k.yml", "yaml"), ("README.md", "markdown"), ("doc.rst", "markdown"),
-     ("nb.ipynb", "notebook"), ("x.sh", "shell"), ("x.bash", "shell"), ("data.csv", None)],
+     ("nb.ipynb", "notebook"), ("x.sh", "shell"), ("x.bash", "shell"), ("pod.jsonnet", "jsonnet"),
+     ("data.csv", None)],
 )
-def test_kind_by_name(tmp_path, name, kind):
+def test_kind_by_name_has_a_rewriter(tmp_path, name, kind):
     assert files.kind_of(_touch(tmp_path / name)) == kind
+    assert kind is None or kind in rewriters.MODULES
 
 
 @pytest.mark.parametrize(
