@@ -181,7 +181,9 @@ class _Transport:
 
             options = ProcessGroupGloo._Options()
             options._timeout = datetime.timedelta(seconds=self.timeout)
-            options._devices = [ProcessGroupGloo.create_device(hostname=self.placement.gloo_addr, lazy_init=True)]
+            # Connect the whole group up front: with lazy connections gloo's constructor
+            # prints "Rank r is NOT connected to: [...]" on stdout, which reads as a failure.
+            options._devices = [ProcessGroupGloo.create_device(hostname=self.placement.gloo_addr)]
             store = PrefixStore(",".join(map(str, key)), self._pg_store)
             self._groups[key] = ProcessGroupGloo(store, key.index(self.placement.ordinal), len(key), options)
         return self._groups[key]
