@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xrt2pjrt import codemod, files, rewriters
+from xrt2pjrt import codemod
 from xrt2pjrt.registry import Options, select
 
 OPTIONS = Options(rules=select(None, None))
@@ -176,15 +176,6 @@ def test_files_without_xrt_code_are_left_alone(blocks, encoding, crlf):
     written, plan = migrate_file(original)
     assert written == original
     assert plan.new_bytes is None and not plan.result.changes and plan.result.error is None
-
-
-def test_a_file_kind_without_a_rewriter_is_seen_and_left(tmp_path, monkeypatch):
-    """A kind whose rewriter is not registered (yet) must not end the whole run."""
-    monkeypatch.delitem(rewriters.MODULES, "markdown", raising=False)
-    path = tmp_path / "README.md"
-    path.write_text("python -m torch_xla.distributed.xla_dist --tpu=x -- python train.py\n")
-    plan = codemod.plan(path, files.kind_of(path), OPTIONS)
-    assert plan.result.error is None and plan.new_bytes is None
 
 
 def test_runtime_before_spawn_todo_is_stable():
