@@ -512,6 +512,16 @@ def _host_env(index: int, master: str, port: int, **extra) -> dict:
             "XRT2PJRT_RENDEZVOUS_PORT": str(port), "XRT2PJRT_RENDEZVOUS_TIMEOUT": "60", **extra}
 
 
+def _pod_replicas(runs) -> dict[int, dict]:
+    """Every host's run finished and succeeded; their replicas' results by ordinal."""
+    replicas = {}
+    for run in runs:
+        code, results, output = _finish(run)
+        assert code == 0, output[-3000:]
+        replicas.update(_replicas(results))
+    return replicas
+
+
 def _assert_pod_layout(replicas: dict[int, dict]) -> None:
     """Two hosts x two processes: host h runs ordinals 2h, 2h+1 with local ordinals 0, 1."""
     _assert_seed_table(replicas, 4)
@@ -527,12 +537,7 @@ def test_two_hosts_on_loopback_join_through_the_store_of_host_0(tmp_path):
     script = _program(tmp_path, HOSTS)
     port = _free_port()
     runs = [_start(script, 2, "fork", env=_host_env(h, "127.0.0.1", port)) for h in (1, 0)]
-    replicas = {}
-    for run in runs:
-        code, results, output = _finish(run)
-        assert code == 0, output[-3000:]
-        replicas.update(_replicas(results))
-    _assert_pod_layout(replicas)
+    _assert_pod_layout(_pod_replicas(runs))
 
 
 @pytest.mark.xla
@@ -604,9 +609,5 @@ def test_two_hosts_in_separate_network_namespaces(tmp_path):
             _start(script, 2, "fork", env=_host_env(h, master, 29400), prefix=("ip", "netns", "exec", name))
             for h, (name, _) in reversed(list(enumerate(hosts)))
         ]
-        replicas = {}
-        for run in runs:
-            code, results, output = _finish(run)
-            assert code == 0, output[-3000:]
-            replicas.update(_replicas(results))
+        replicas = _pod_replicas(runs)
     _assert_pod_layout(replicas)
