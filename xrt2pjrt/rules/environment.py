@@ -305,7 +305,6 @@ class CpuTopology(EnvRule):
         return f"{variable} is ignored from torch_xla 2.1: test xr.device_type() == 'CPU'"
 
 
-
 @register
 class ReplicaVariables(EnvRule):
     id = "env-xrt-replica-vars"
