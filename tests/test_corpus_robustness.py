@@ -27,7 +27,9 @@ import yaml
 
 import _corpus
 from xrt2pjrt import files
-from xrt2pjrt.registry import all_rules
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.rewriters import SourceError
+from xrt2pjrt.rules import python
 
 pytestmark = pytest.mark.slow
 
@@ -230,6 +232,28 @@ def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_p
     written = {rel: (e["changes"], e["manual"], e["error"]) for rel, e in migrated.entries().items()}
     assert preview == written
     assert not any(os.path.exists(folder / "report.json") for folder in corpus)
+
+
+def test_folding_quiet_statements_changes_no_outcome(corpus):
+    """The rewriter folds the statements no rule can act on before parsing
+    (rules/quiet.py); on every relevant file of the corpus that must give exactly what
+    parsing the whole file gives: the same text, the same findings on the same lines."""
+    options = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
+    relevant = 0
+    for path, kind in files.discover(corpus):
+        text = files.decode(path.read_bytes(), kind).text if kind == "python" else ""
+        if not python.TRIGGER.search(text):
+            continue
+        relevant += 1
+        try:
+            folded = python.rewrite(text, options)
+        except SourceError as exc:
+            with pytest.raises(SourceError, match=re.escape(str(exc))):
+                python.rewrite(text, options, fold=False)
+            continue
+        plain = python.rewrite(text, options, fold=False)
+        assert (folded.text, folded.changes, folded.manual) == (plain.text, plain.changes, plain.manual), path
+    assert relevant > 50
 
 
 def test_an_unreachable_registry_is_reported_as_such(tmp_path, monkeypatch):

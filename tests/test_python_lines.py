@@ -1,7 +1,7 @@
 """Findings name the line of the code they are about, wherever it sits: the engine takes
 lines from ``ast`` statements (rules/python.py, _Lines), which must match libcst's layout
 for ``a; b``, one-line bodies, ``elif`` chains, try/except/else/finally, with, match,
-decorators, skipped defs and code spread over several lines."""
+decorators, folded quiet statements and code spread over several lines."""
 
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rules import python

@@ -18,7 +18,6 @@ used because of a rewrite are removed.
 from __future__ import annotations
 
 import ast
-import bisect
 import functools
 import re
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from xrt2pjrt.registry import RULES, Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.rules import imports
+from xrt2pjrt.rules import imports, quiet
 from xrt2pjrt.rules.base import PythonRule
 
 # Importing the rule modules registers their rules.
@@ -144,8 +143,8 @@ class Context:
 
 # What the engine does with a node, by its type (one cached lookup instead of isinstance
 # chains, many of them against libcst's abstract classes, for every node of the tree).
-(_SCOPE, _STATEMENT, _SMALL_STATEMENTS, _BLOCK, _DEFINITION, _NAME, _ATTRIBUTE, _CALL, _ARG, _STORE,
- _IMPORT) = (1 << i for i in range(11))
+(_SCOPE, _STATEMENT, _SMALL_STATEMENTS, _BLOCK, _NAME, _ATTRIBUTE, _CALL, _ARG, _STORE,
+ _IMPORT) = (1 << i for i in range(10))
 _DISPATCHED = _NAME | _ATTRIBUTE | _CALL
 
 
@@ -157,7 +156,6 @@ def _roles(node_type: type) -> int:
         (_STATEMENT, imports.STATEMENT),
         (_SMALL_STATEMENTS, (cst.SimpleStatementLine, cst.SimpleStatementSuite)),
         (_BLOCK, (cst.Module, cst.IndentedBlock)),
-        (_DEFINITION, (cst.FunctionDef, cst.ClassDef)),
         (_NAME, cst.Name),
         (_ATTRIBUTE, cst.Attribute),
         (_CALL, cst.Call),
@@ -170,42 +168,19 @@ def _roles(node_type: type) -> int:
     return roles
 
 
-# Words that make a def/class worth visiting, besides the trigger's and the names bound by
+# Words that make a statement worth parsing, besides the trigger's and the names bound by
 # torch_xla imports: what the rules that need no torch_xla name look for.
 _RULE_WORDS = ("init_process_group", "MASTER_ADDR", "MASTER_PORT", "import_module", "__import__")
 
 
-def _definitions(tree: ast.Module, text: str, starts: list[tuple[int, int]]) -> list[tuple[bool, int, int]]:
-    """For each def/class in source order: whether its text holds no word any rule looks
-    for, how many defs/classes are nested in it, and how many statements (``starts``:
-    where every statement begins, sorted)."""
-    aliases, definitions = set(), []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
-            for alias in node.names:
-                full = f"{module}.{alias.name}" if module else alias.name
-                if full.startswith(("torch_xla", "xrt2pjrt")):
-                    aliases.add((alias.asname or alias.name).split(".")[0])
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            definitions.append(node)
-    definitions.sort(key=lambda node: (node.lineno, node.col_offset))
-    words = [*TRIGGER.pattern.split("|"), *_RULE_WORDS, *(rf"\b{re.escape(a)}\b" for a in sorted(aliases))]
-    relevant = re.compile("|".join(words))
-    lines = text.splitlines(keepends=True)
-    out = []
-    for index, node in enumerate(definitions):
-        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        quiet = not relevant.search("".join(lines[start - 1:node.end_lineno]))
-        end = (node.end_lineno, node.end_col_offset)
-        nested = 0
-        for later in definitions[index + 1:]:
-            if (later.lineno, later.col_offset) >= end:
-                break
-            nested += 1
-        inner = bisect.bisect_left(starts, end) - bisect.bisect_right(starts, (node.lineno, node.col_offset))
-        out.append((quiet, nested, inner))
-    return out
+def _relevant(bound: dict[str, str]) -> re.Pattern:
+    """What a statement must hold for a rule to act on it (rules/quiet.py): a word of the
+    trigger or of the rules, or a name an import of torch_xla (or of a rule's own name,
+    like ``from torch.distributed import init_process_group as ipg``) binds."""
+    aliases = sorted(local for local, full in bound.items()
+                     if full.startswith(("torch_xla", "xrt2pjrt", "torch.distributed.init_process_group",
+                                         "importlib.import_module")))
+    return re.compile("|".join([*TRIGGER.pattern.split("|"), *_RULE_WORDS, *(rf"\b{re.escape(a)}\b" for a in aliases)]))
 
 
 class _Lines:
@@ -215,10 +190,13 @@ class _Lines:
     Statements are met in the same order in the libcst and the ``ast`` trees (``elif`` is
     an ``if`` in the ``else`` of both), ``a; b`` and the body of ``if x: a`` being one
     libcst node for several ``ast`` ones; ``ast`` gives where each begins. A node's line is
-    then its statement's line plus the lines between the two in that statement's code."""
+    then its statement's line plus the lines between the two in that statement's code,
+    taken back to the file as read by ``original_line`` (the parsed text has its quiet
+    statements folded)."""
 
-    def __init__(self, starts: list[tuple[int, int]]):
-        self.starts = starts
+    def __init__(self, tree: ast.Module, original_line):
+        self.starts = sorted((n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.stmt))
+        self._original_line = original_line
         self._positions: dict[int, object] = {}  # id of a statement -> positions in its code
 
     def line_of(self, node: cst.CSTNode, statement: _Statement) -> int:
@@ -227,26 +205,17 @@ class _Lines:
             alone = cst.Module(body=[statement.node])
             self._positions[key] = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
         positions = self._positions[key]
-        return self.starts[statement.index][0] + positions[node].start.line - positions[statement.node].start.line
+        line = self.starts[statement.index][0] + positions[node].start.line - positions[statement.node].start.line
+        return self._original_line(line)
 
 
 class _Engine(cst.CSTTransformer):
-    def __init__(self, text: str, module: cst.Module, options: Options, rules: list[PythonRule]):
+    def __init__(self, text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None):
         super().__init__()
-        self.text = text
+        self.text = text  # as read, quiet statements included
         self.module = module
         self._positions = None  # libcst's, only where ``ast`` cannot parse: see line_of
-        self.definitions: list[tuple[bool, int, int]] | None = None
-        self.lines: _Lines | None = None  # None when ``ast`` cannot parse
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            pass
-        else:
-            starts = sorted((n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.stmt))
-            self.lines = _Lines(starts)
-            self.definitions = _definitions(tree, text, starts)
-        self.next_definition = 0
+        self.lines = lines  # None when ``ast`` cannot parse
         self.next_statement = 0
         self.ctx = Context(self, options)
         self.by_name: dict[str, list[PythonRule]] = {}
@@ -352,8 +321,6 @@ class _Engine(cst.CSTTransformer):
             self.next_statement += 1
         if roles & _BLOCK:
             self.blocks.append({})
-        if roles & _DEFINITION and self._quiet_definition():
-            return False  # nothing in it can concern a rule: skip its subtree
         if roles & _NAME:
             if id(node) not in self.labels:
                 binding = self.scope.lookup(node.value)
@@ -373,17 +340,6 @@ class _Engine(cst.CSTTransformer):
         elif roles & _IMPORT:
             return False  # imports are handled whole; the names inside are no references
         return True
-
-    def _quiet_definition(self) -> bool:
-        """Whether the def/class being entered holds no word any rule looks for; skips the
-        entries of the definitions nested in it when it does not."""
-        if self.definitions is None or self.next_definition >= len(self.definitions):
-            return False
-        quiet, nested, inner = self.definitions[self.next_definition]
-        self.next_definition += 1 + (nested if quiet else 0)
-        if quiet:
-            self.next_statement += inner
-        return quiet
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         roles = _roles(type(original))
@@ -466,9 +422,36 @@ def _selected(options: Options) -> list[PythonRule]:
     ]
 
 
-def rewrite(text: str, options: Options) -> Outcome:
+def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
+    """Run the selected rules over ``text``. The quiet statements are folded away before
+    libcst parses it (rules/quiet.py); ``fold=False`` parses all of it, which gives the
+    same outcome more slowly (the tests hold folding to that)."""
     try:
-        module = cst.parse_module(text)
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        tree = None  # libcst may still read it; if not, Python's message is the one to show
+    rules = _selected(options)
+    if tree is None or not rules or not fold:
+        return _rewrite(text, _parse(text), options, rules, tree and _Lines(tree, _same_line))
+    bound = quiet.import_names(tree)
+    folded = quiet.fold(text, tree, _relevant(bound), set(bound))
+    lines = _Lines(ast.parse(folded.text), folded.original_line)
+    outcome = _rewrite(text, _parse(folded.text), options, rules, lines)
+    if outcome.text is not text:
+        unfolded = folded.unfold(outcome.text)
+        if unfolded is None:  # a placeholder moved: an engine bug, so take the plain road
+            return rewrite(text, options, fold=False)
+        outcome.text = unfolded
+    return outcome
+
+
+def _same_line(line: int) -> int:
+    return line
+
+
+def _parse(text: str) -> cst.Module:
+    try:
+        return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         # Python's own parser names the line and the problem the way users know them.
         try:
@@ -476,10 +459,13 @@ def rewrite(text: str, options: Options) -> Outcome:
         except SyntaxError as error:
             raise SourceError(error.msg, error.lineno or 1) from None
         raise SourceError(exc.message, exc.raw_line) from None
-    rules = _selected(options)
+
+
+def _rewrite(text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None) -> Outcome:
+    """One pass of ``rules`` over ``module``; ``text`` is the file as read."""
     if not rules:
         return Outcome(text)
-    engine = _Engine(text, module, options, rules)
+    engine = _Engine(text, module, options, rules, lines)
     new = module.visit(engine)
     if not (engine.changes or engine.manual or engine.additions):
         # Nothing to report means nothing changed: skip regenerating the code (about a
@@ -494,8 +480,8 @@ def rewrite(text: str, options: Options) -> Outcome:
         stale = {key for key in before if not after.get(key)}
         used = {name for (_, name), count in after.items() if count}
         additions, top = imports.Marks(), []
-        for key, lines in engine.additions.items():
-            needed = [text for text, name in lines if name is None or name in used]
+        for key, planned in engine.additions.items():
+            needed = [line for line, name in planned if name is None or name in used]
             if key is None:
                 top = needed
             elif needed:
