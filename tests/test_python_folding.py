@@ -26,7 +26,7 @@ def assert_folding_changes_nothing(source: str) -> python.Outcome:
 def fold(source: str) -> quiet.Folded:
     tree = ast.parse(source)
     bound = quiet.import_names(tree)
-    return quiet.fold(source, tree, python._relevant(bound), set(bound))
+    return quiet.fold(source, tree, *python._relevant(bound), set(bound))
 
 
 @SETTINGS

@@ -2,8 +2,9 @@
 
 A rewriter module provides:
 
-- ``TRIGGER``: a compiled regex; a file whose text it does not match cannot contain
-  anything the rewriter acts on, and is never parsed (most files of a tree stop here);
+- ``TRIGGER``: a compiled regex, or ``Words``; a file whose text it does not match cannot
+  contain anything the rewriter acts on, and is never parsed (most files of a tree stop
+  here);
 - ``rewrite(text, options) -> Outcome``: one pass running every selected rule of its kind;
   raises ``SourceError`` for text it cannot parse;
 - ``check(text) -> str | None``: a last look at the rewritten text (it parses, it loads);
@@ -15,6 +16,7 @@ Modules are imported on first use so that ``xrt2pjrt --help`` stays light.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, field
 from types import ModuleType
 
@@ -37,6 +39,18 @@ class Outcome:
     text: str
     changes: list[Finding] = field(default_factory=list)
     manual: list[Finding] = field(default_factory=list)
+
+
+class Words:
+    """A trigger made of plain words: ``word in text`` for each is about 3x faster than
+    one regex of the words joined by ``|``, and the trigger reads every file of a tree."""
+
+    def __init__(self, *words: str):
+        self.words = words
+        self.pattern = "|".join(map(re.escape, words))  # the same test as a regex (grep, bench)
+
+    def search(self, text: str) -> bool:
+        return any(word in text for word in self.words)
 
 
 class SourceError(Exception):

@@ -27,7 +27,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from xrt2pjrt.registry import RULES, Options
 from xrt2pjrt.report import Finding
-from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.rewriters import Outcome, SourceError, Words
 from xrt2pjrt.rules import imports, quiet
 from xrt2pjrt.rules.base import PythonRule
 
@@ -37,7 +37,7 @@ from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
 )
 
 # A file that matches none of these cannot hold anything a Python rule acts on.
-TRIGGER = re.compile(r"torch_xla|XRT_|xenv|xla_dist")  # plain words: 5x faster than with \b
+TRIGGER = Words("torch_xla", "XRT_", "xenv", "xla_dist")
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.
 REWRITTEN_MODULES = ("torch_xla", "xrt2pjrt.shim")
@@ -173,14 +173,14 @@ def _roles(node_type: type) -> int:
 _RULE_WORDS = ("init_process_group", "MASTER_ADDR", "MASTER_PORT", "import_module", "__import__")
 
 
-def _relevant(bound: dict[str, str]) -> re.Pattern:
+def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:
     """What a statement must hold for a rule to act on it (rules/quiet.py): a word of the
-    trigger or of the rules, or a name an import of torch_xla (or of a rule's own name,
-    like ``from torch.distributed import init_process_group as ipg``) binds."""
-    aliases = sorted(local for local, full in bound.items()
-                     if full.startswith(("torch_xla", "xrt2pjrt", "torch.distributed.init_process_group",
-                                         "importlib.import_module")))
-    return re.compile("|".join([*TRIGGER.pattern.split("|"), *_RULE_WORDS, *(rf"\b{re.escape(a)}\b" for a in aliases)]))
+    trigger or of the rules, or, as a whole identifier, a name an import of torch_xla (or
+    of a rule's own name, like ``from torch.distributed import init_process_group as
+    ipg``) binds."""
+    targets = ("torch_xla", "xrt2pjrt", "torch.distributed.init_process_group", "importlib.import_module")
+    aliases = sorted(local for local, fulls in bound.items() if any(full.startswith(targets) for full in fulls))
+    return (*TRIGGER.words, *_RULE_WORDS), aliases
 
 
 class _Lines:
@@ -434,7 +434,7 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
     if tree is None or not rules or not fold:
         return _rewrite(text, _parse(text), options, rules, tree and _Lines(tree, _same_line))
     bound = quiet.import_names(tree)
-    folded = quiet.fold(text, tree, _relevant(bound), set(bound))
+    folded = quiet.fold(text, tree, *_relevant(bound), set(bound))
     lines = _Lines(ast.parse(folded.text), folded.original_line)
     outcome = _rewrite(text, _parse(folded.text), options, rules, lines)
     if outcome.text is not text:
