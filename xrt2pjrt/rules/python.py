@@ -1,6 +1,8 @@
 """The Python rewriter: one libcst pass running every selected Python rule.
 
-Implements the contract in xrt2pjrt/rewriters.py. The pass keeps a stack of scopes
+Implements the contract in xrt2pjrt/rewriters.py. Before libcst parses a file, the
+statements no rule can act on are folded into placeholders (rules/quiet.py), which get
+their text back after the pass. The pass keeps a stack of scopes
 (rules/imports.py) so each Name/Attribute chain resolves to the dotted name its imports
 give it, and dispatches:
 
