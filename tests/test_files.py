@@ -56,6 +56,8 @@ def test_missing_path_is_an_error(tmp_path):
     [("a.py", "python"), ("Dockerfile", "dockerfile"), ("Dockerfile.tpu", "dockerfile"),
      ("ci.yaml", "yaml"), ("k.yml", "yaml"), ("README.md", "markdown"), ("doc.rst", "markdown"),
      ("nb.ipynb", "notebook"), ("x.sh", "shell"), ("x.bash", "shell"), ("pod.jsonnet", "jsonnet"),
+     ("requirements.txt", "requirements"), ("requirements-tpu.txt", "requirements"),
+     ("constraints.txt", "requirements"), ("requirements.in", "requirements"), ("notes.txt", None),
      ("data.csv", None)],
 )
 def test_kind_by_name_has_a_rewriter(tmp_path, name, kind):

@@ -61,7 +61,8 @@ def test_findings_name_the_dockerfile_lines():
     lines = {(f.rule, f.line) for f in outcome.changes}
     assert ("launch-xla-dist", 13) in lines and ("shell-env-xrt-tpu-config", 9) in lines
     assert ("shell-env-xrt-unused", 6) in lines and ("shell-env-xrt-unused", 7) in lines
-    (exec_form,) = outcome.manual
+    old_image, exec_form = outcome.manual
+    assert old_image.line == 2 and old_image.rule == "install-xrt-era-release"
     assert exec_form.line == 15 and "exec form" in exec_form.message
 
 

@@ -17,6 +17,7 @@ from xrt2pjrt.registry import Options, all_rules
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text"
 NOTHING = ()
+OLD_IMAGE = "XRT-era gcr.io/tpu-pytorch registry"  # the fixtures' docker images are XRT-era ones (text/installs.py)
 
 # (before, expected, options, substrings of the manual items, one per item)
 CASES = [
@@ -24,8 +25,8 @@ CASES = [
     ("shell/pod_launch.sh", "shell/pod_launch.xrt2pjrt.expected.sh",
      {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, NOTHING),
     ("shell/no_space_backslash.sh", "shell/no_space_backslash.expected.sh", {}, NOTHING),
-    ("shell/docker.sh", "shell/docker.expected.sh", {}, NOTHING),
-    ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"}, NOTHING),
+    ("shell/docker.sh", "shell/docker.expected.sh", {}, (OLD_IMAGE,)),
+    ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"}, (OLD_IMAGE,)),
     ("shell/path_form.sh", "shell/path_form.expected.sh", {}, NOTHING),
     ("shell/abbreviated_flags.sh", "shell/abbreviated_flags.expected.sh", {}, NOTHING),
     ("shell/no_separator.sh", "shell/no_separator.expected.sh", {}, NOTHING),
@@ -36,12 +37,12 @@ CASES = [
      ("--vm names TPU-node VMs", "unknown xla_dist flag --num-cores", "xla_dist inside another command's argument",
       "docker and conda flags together", "no command to run after `--`", "xla_dist inside a here-document",
       "XRT_TPU_CONFIG set inside a here-document")),
-    ("dockerfile/Dockerfile", "dockerfile/Dockerfile.expected", {}, ("exec form",)),
+    ("dockerfile/Dockerfile", "dockerfile/Dockerfile.expected", {}, (OLD_IMAGE, "exec form")),
     ("dockerfile/Dockerfile.cpu", "dockerfile/Dockerfile.cpu.expected", {}, ("XRT_SHARD_WORLD_SIZE is read here",)),
     ("yaml/train-job.yaml", "yaml/train-job.yaml.expected", {}, ("exec array",)),
     ("yaml/ci.yml", "yaml/ci.yml.expected", {}, NOTHING),
     ("markdown/README.md", "markdown/README.md.expected", {}, ("no command to run after `--`",)),
-    ("markdown/guide.rst", "markdown/guide.rst.expected", {}, NOTHING),
+    ("markdown/guide.rst", "markdown/guide.rst.expected", {}, (OLD_IMAGE,)),
     ("notebook/pod_training.ipynb", "notebook/pod_training.ipynb.expected", {}, NOTHING),
 ]
 

@@ -49,6 +49,8 @@ def kind_of(path: Path) -> str | None:
         return "jsonnet"
     if name == "Dockerfile" or name.startswith("Dockerfile.") or suffix == ".dockerfile":
         return "dockerfile"
+    if suffix in (".txt", ".in") and ("requirements" in name.lower() or "constraints" in name.lower()):
+        return "requirements"
     if suffix == "":
         return _kind_from_shebang(path)
     return None

@@ -31,6 +31,7 @@ MODULES: dict[str, str] = {
     "yaml": "xrt2pjrt.text.yaml",
     "notebook": "xrt2pjrt.text.notebook",
     "jsonnet": "xrt2pjrt.text.jsonnet",
+    "requirements": "xrt2pjrt.text.requirements",
 }
 
 

@@ -1,5 +1,6 @@
 """The Dockerfile rewriter: RUN/CMD/ENTRYPOINT shell forms go to the shell rewriter, ENV and
-ARG settings to the environment rules. Exec forms (JSON arrays) are reported, not rewritten.
+ARG settings to the environment rules, FROM images to the install check (text/installs.py).
+Exec forms (JSON arrays) are reported, not rewritten.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
-from xrt2pjrt.text import environment, shell, xla_dist
+from xrt2pjrt.text import environment, installs, shell, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME, commands, without_word
@@ -76,6 +77,10 @@ def rewrite(text: str, options: Options) -> Outcome:
         elif ins.keyword in ("ENV", "ARG"):
             settings += _settings(ins, text)
             environment.ask_about_reads(body, ins.args, rec)
+        elif ins.keyword == "FROM":
+            words = [w for cmd in commands(body) for w in cmd.words if not (w.value or "").startswith("--")]
+            if words:  # the image, after any --platform=
+                installs.ask(rec, words[0].value or words[0].source(body), ins.args + words[0].start)
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE" in text[:offset])
     return rec.outcome()
 

@@ -178,6 +178,7 @@ def _code_cell(source: str, options: Options) -> Outcome | None:
     return done
 
 
+_INSTALL_MAGIC = re.compile(r"%(?:pip|conda)\b")  # `%pip install …`: a pip command line
 _PLACEHOLDER = re.compile(r"^([ \t]*)pass  # xrt2pjrt-magic-(\d+)$", re.M)
 
 
@@ -223,10 +224,10 @@ def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
 
 def _magic(line: str, options: Options, rec: Recorder, cell_line: int) -> str:
     """A `!` or `%` line after the shell and environment rules; "" when it is removed."""
-    if line.startswith("!"):
+    if line.startswith("!") or _INSTALL_MAGIC.match(line):
         outcome = shell.rewrite(line[1:], options, posix_sh=True)  # IPython runs it with /bin/sh
         merge_into(rec, outcome, cell_line - 1)
-        return "!" + outcome.text
+        return line[0] + outcome.text
     m = ENV_MAGIC.match(line)
     if not m:
         return line

@@ -14,13 +14,13 @@ import subprocess
 
 from xrt2pjrt.registry import Example, Options, Rule, register
 from xrt2pjrt.rewriters import Outcome
-from xrt2pjrt.text import environment, xla_dist
+from xrt2pjrt.text import environment, installs, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME, Command, Word, commands, heredocs, without_word
 from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 
-TRIGGER = re.compile(r"xla_dist|" + XRT_ERA_PATTERN)
+TRIGGER = re.compile(r"xla_dist|" + XRT_ERA_PATTERN + "|" + installs.WORDS)
 
 
 @register
@@ -101,6 +101,8 @@ def _apply(rec: Recorder, nested: bool, posix_sh: bool = False) -> None:
         settings += _settings(cmd, text)
         if not nested:  # one level: a string inside a string is left alone
             _rewrite_strings(cmd, rec)
+            for w in cmd.words:
+                installs.ask(rec, w.value or w.source(text), w.start)
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE=" in text[:offset])
     if not nested:
         environment.ask_about_reads(text, 0, rec)

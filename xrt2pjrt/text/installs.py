@@ -1,0 +1,110 @@
+"""Install lines that bring back an XRT-era torch_xla: reported, never rewritten.
+
+Migrated code runs only on the torch_xla it was migrated for (``--target-version``), but a
+repository's install lines often still fetch the old one: the wheels of the
+``tpu-pytorch`` bucket (torch_xla 1.x and 2.0 builds, the nightlies of the seed issues
+among them), ``torch_xla==1.13`` pins, ``gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm`` images,
+Colab's ``pytorch-xla-env-setup.py`` and ``cloud-tpu-client``. Choosing the new versions
+(torch, torchvision and torch_xla move together; libtpu comes with ``torch_xla[tpu]``) is
+a person's decision, so each such spot is a manual item saying what to install instead.
+
+One check (``finding``, ``ask``) serves every place an install can be written: shell commands
+(and so Dockerfile RUN lines, YAML commands, Markdown code blocks and notebook ``!``
+lines), Dockerfile ``FROM`` images and requirements files.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xrt2pjrt.registry import Example, Rule, register
+from xrt2pjrt.text.edits import Recorder
+
+# What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
+WORDS = r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu)"
+
+XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
+
+# Whatever its version: (pattern, what it is).
+_ALWAYS_XRT_ERA = (
+    (re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"), "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)"),
+    (re.compile(r"gcr\.io/tpu-pytorch/"), "an image from the XRT-era gcr.io/tpu-pytorch registry"),
+    (re.compile(r"(?i)cloud[_-]tpu[_-]client"), "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)"),
+    (re.compile(r"env-setup\.py$"), "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds"),
+    (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)"),
+    (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1"),
+)
+# Where a version is written: a pin (==, ~=, <, <=), a wheel's file name, an image's tag.
+_VERSION = re.compile(r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)"
+                      r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)")
+_NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
+# torch_xla 2.1 was released on 2023-10-10: a nightly from before has XRT.
+_LAST_XRT_NIGHTLY = "20231009"
+
+
+@register
+class InstallXrtEraRelease(Rule):
+    id = "install-xrt-era-release"
+    kind = "shell"
+    summary = ("pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla "
+               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py, cloud-tpu-client): "
+               "reported with what to install instead")
+    examples = (
+        Example(
+            "sudo pip3 install https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/"
+            "torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl\n",
+            "sudo pip3 install https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/"
+            "torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl\n",
+            manual=("XRT-era", "torch_xla[tpu]~=2.9.0"),
+        ),
+        Example(
+            "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
+            "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
+            manual=("torch_xla 1.13",),
+        ),
+        Example(
+            "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
+            "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
+            manual=("older than the 2.9 the code was migrated for",),
+        ),
+        Example(
+            "pip install 'torch_xla[tpu]~=2.9.0'\n",
+            "pip install 'torch_xla[tpu]~=2.9.0'\n",
+        ),
+    )
+
+
+def finding(word: str, target: tuple[int, int]) -> str | None:
+    """What is wrong with installing ``word`` (a requirement, wheel URL, file name or
+    image) for code migrated to torch_xla ``target``; None when nothing is."""
+    instead = _instead(target)
+    for pattern, what in _ALWAYS_XRT_ERA:
+        if pattern.search(word):
+            return f"{what}: {instead}"
+    nightly = _NIGHTLY.search(word)
+    if nightly and nightly.group(1) <= _LAST_XRT_NIGHTLY:
+        return f"a torch_xla nightly from {nightly.group(1)}, before XRT was removed: {instead}"
+    found = _VERSION.search(word)
+    if found is None:
+        return None
+    major, minor = (int(group) for group in found.groups() if group is not None)
+    if (major, minor) < XRT_REMOVED:
+        return f"torch_xla {major}.{minor}, an XRT-era release: {instead}"
+    if (major, minor) < target:
+        return (f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was migrated for "
+                f"(--target-version): {instead}, or migrate again with --target-version {major}.{minor}")
+    return None
+
+
+def _instead(target: tuple[int, int]) -> str:
+    version = f"{target[0]}.{target[1]}.0"
+    return (f"install torch~={version} and 'torch_xla[tpu]~={version}' (torchvision to match), or use an "
+            f"xla:r{version}_* image from us-central1-docker.pkg.dev/tpu-pytorch-releases/docker")
+
+
+def ask(rec: Recorder, word: str, offset: int) -> None:
+    """Report ``word``, written at ``offset`` of ``rec.text``, if it installs what it should not."""
+    if rec.options.on(InstallXrtEraRelease.id):
+        problem = finding(word, rec.options.target_version)
+        if problem:
+            rec.ask(InstallXrtEraRelease.id, offset, problem)
