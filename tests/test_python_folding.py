@@ -72,6 +72,8 @@ LAYOUTS = {
     "try, with and match": "import torch_xla.core.xla_model as xm\ntry:\n    a = 1\nexcept E:\n    b = 2\n"
                            "else:\n    c = xm.get_ordinal()\nfinally:\n    d = 4\nwith x as y:\n    e = 5\n"
                            "match v:\n    case 1:\n        f = 6\n    case _:\n        g = xm.xrt_world_size()\n",
+    "an XRT-era variable without the XRT_ prefix": "import os\nclass C:\n    def f(self):\n        x = 1\n"
+                                                   "        os.environ['TPU_NUM_DEVICES'] = '8'\n",
     "a docstring first": '"""Module doc."""\nx = 1\nn = xm.xrt_world_size()\nimport torch_xla.core.xla_model as xm\n',
 }
 

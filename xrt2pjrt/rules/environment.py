@@ -16,7 +16,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import Example, register
 from xrt2pjrt.rules.base import PythonRule, argument, code
-from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, is_plumbing
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, UNPREFIXED, is_plumbing
 
 XENV = "torch_xla.core.xla_env_vars"
 
@@ -370,3 +370,36 @@ class Plumbing(EnvRule):
 
     def read(self, variable):
         return f"{variable} belonged to the XRT server; PJRT neither sets nor reads it"
+
+
+@register
+class Unprefixed(EnvRule):
+    id = "env-xrt-unprefixed"
+    summary = ("TPU_NUM_DEVICES / TPUVM_MODE (XRT-era, no XRT_ prefix) set → removed; "
+               "TPU_NUM_DEVICES reported with how to use fewer chips under PJRT")
+    examples = (
+        Example(
+            "import os\n\nos.environ['TPUVM_MODE'] = '1'\nos.environ['TPU_NUM_DEVICES'] = '1'\ntrain()\n",
+            "import os\n\ntrain()\n",
+            manual=("TPU_PROCESS_BOUNDS",),
+        ),
+        Example(
+            "import os\n\ncores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n",
+            "import os\n\n# TODO(xrt2pjrt): TPU_NUM_DEVICES is XRT-era: torch_xla runs one process per chip; to use "
+            "fewer chips set TPU_PROCESS_BOUNDS and TPU_VISIBLE_CHIPS, or spawn with nprocs=1 [env-xrt-unprefixed]\n"
+            "cores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n",
+            manual=("one process per chip",),
+        ),
+    )
+
+    def handles(self, variable):
+        return variable in UNPREFIXED
+
+    def write(self, variable):
+        return None
+
+    def write_note(self, variable, value):
+        return self.read(variable) if variable == "TPU_NUM_DEVICES" else None
+
+    def read(self, variable):
+        return f"{variable} is XRT-era: {UNPREFIXED[variable]}"

@@ -32,6 +32,7 @@ from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, Words
 from xrt2pjrt.rules import imports, quiet
 from xrt2pjrt.rules.base import PythonRule
+from xrt2pjrt.xrt_variables import UNPREFIXED
 
 # Importing the rule modules registers their rules.
 from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
@@ -39,7 +40,7 @@ from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
 )
 
 # A file that matches none of these cannot hold anything a Python rule acts on.
-TRIGGER = Words("torch_xla", "XRT_", "xenv", "xla_dist")
+TRIGGER = Words("torch_xla", "XRT_", "xenv", "xla_dist", *UNPREFIXED)
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.
 REWRITTEN_MODULES = ("torch_xla", "xrt2pjrt.shim")
