@@ -74,6 +74,9 @@ LAYOUTS = {
                            "match v:\n    case 1:\n        f = 6\n    case _:\n        g = xm.xrt_world_size()\n",
     "an XRT-era variable without the XRT_ prefix": "import os\nclass C:\n    def f(self):\n        x = 1\n"
                                                    "        os.environ['TPU_NUM_DEVICES'] = '8'\n",
+    "a block that moves to another depth": "import torch_xla.runtime as xr\nclass C:\n    def f(self):\n"
+                                           "        if xr.using_pjrt():\n            x = 1\n            def g():\n"
+                                           "                return \"\"\"\n  text\n\"\"\"\n        return x\n",
     "a docstring first": '"""Module doc."""\nx = 1\nn = xm.xrt_world_size()\nimport torch_xla.core.xla_model as xm\n',
 }
 
@@ -112,11 +115,12 @@ def test_quiet_code_shrinks_to_placeholders_and_runs_of_it_to_one():
     assert folded.original_line(folded.text.splitlines().index("        xm.save(self.state, 'x')") + 1) == 10
 
 
-def test_a_placeholder_lost_or_doubled_is_refused():
+def test_a_placeholder_lost_doubled_or_moved_is_refused():
     folded = fold("import torch_xla.core.xla_model as xm\nx = 1\nn = xm.xrt_world_size()\n")
     placeholder = folded.text.splitlines(keepends=True)[1]
     assert folded.unfold(folded.text.replace(placeholder, "")) is None
     assert folded.unfold(folded.text.replace(placeholder, placeholder * 2)) is None
+    assert folded.unfold(folded.text.replace(placeholder, "    " + placeholder)) is None
 
 
 def test_when_unfolding_fails_the_whole_file_is_parsed_instead(monkeypatch):

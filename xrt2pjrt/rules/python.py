@@ -109,6 +109,12 @@ class Context:
         small = body[0]
         return small is original or (isinstance(small, cst.Expr) and small.value is original)
 
+    def in_block(self) -> bool:
+        """True when the statement being visited sits in a block of statements, where
+        others may take its place (an ``elif`` does not: it is its ``if``'s else)."""
+        frames = self._engine.statements
+        return not (len(frames) > 1 and isinstance(frames[-2].node, cst.If) and frames[-2].node.orelse is frames[-1].node)
+
     @property
     def at_module_level(self) -> bool:
         """True outside every function and class: code that runs on import."""

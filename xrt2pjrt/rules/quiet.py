@@ -59,6 +59,7 @@ class Folded:
 
     text: str
     _segments: list[str]  # original text of each placeholder, by its number
+    _indents: list[str]  # the indentation of each placeholder
     _prefix: str
     _at: list[int]  # 1-based line of each placeholder in ``text``, ascending
     _extra: list[int]  # lines the placeholders up to and including each one hide
@@ -70,17 +71,18 @@ class Folded:
 
     def unfold(self, code: str) -> str | None:
         """``code`` (``text`` as rewritten) with every placeholder put back; None when a
-        placeholder is not found exactly once, as the pass must have left each alone."""
+        placeholder is not found exactly once, at its own indentation (a rule that moves
+        a block to another depth needs the whole file parsed)."""
         if not self._segments:
             return code
         seen = [0] * len(self._segments)
 
         def original(match: re.Match) -> str:
-            number = int(match.group(1))
-            seen[number] += 1
+            number = int(match.group(2))
+            seen[number] += 1 if match.group(1) == self._indents[number] else 2
             return self._segments[number]
 
-        placeholder = rf"[ \t]*(?:def )?{self._prefix}(\d+)(?:\(\): \.\.\.)?(?:\r\n|\r|\n)"
+        placeholder = rf"([ \t]*)(?:def )?{self._prefix}(\d+)(?:\(\): \.\.\.)?(?:\r\n|\r|\n)"
         out = re.sub(placeholder, original, code)
         return out if all(count == 1 for count in seen) else None
 
@@ -128,7 +130,7 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
             runs.append(run)
 
     visit(tree.body, len(lines))
-    out, segments, at, extra = [], [], [], []
+    out, segments, indents, at, extra = [], [], [], [], []
     line, hidden = 1, 0
     for number, (start, end, indent, definition) in enumerate(runs):
         out += lines[line - 1:start - 1]
@@ -136,13 +138,14 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
         hidden += end - start
         extra.append(hidden)
         segments.append("".join(lines[start - 1:end]))
+        indents.append(indent)
         # A run holding a def stays a def: new imports go above the first one.
         shape = f"def {prefix}{number}(): ..." if definition else f"{prefix}{number}"
         newline = lines[end - 1][len(lines[end - 1].rstrip("\r\n")):]
         out.append(f"{indent}{shape}{newline}")
         line = end + 1
     out += lines[line - 1:]
-    return Folded("".join(out), segments, prefix, at, extra)
+    return Folded("".join(out), segments, indents, prefix, at, extra)
 
 
 def _lines_holding(text: str, starts: list[int], words: Iterable[str], names: Iterable[str]) -> list[int]:
