@@ -75,16 +75,18 @@ class Folded:
         a block to another depth needs the whole file parsed)."""
         if not self._segments:
             return code
-        seen = [0] * len(self._segments)
+        seen, moved = [0] * len(self._segments), []
 
         def original(match: re.Match) -> str:
             number = int(match.group(2))
-            seen[number] += 1 if match.group(1) == self._indents[number] else 2
+            seen[number] += 1
+            if match.group(1) != self._indents[number]:
+                moved.append(number)
             return self._segments[number]
 
         placeholder = rf"([ \t]*)(?:def )?{self._prefix}(\d+)(?:\(\): \.\.\.)?(?:\r\n|\r|\n)"
         out = re.sub(placeholder, original, code)
-        return out if all(count == 1 for count in seen) else None
+        return out if not moved and all(count == 1 for count in seen) else None
 
 
 def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str], bound: set[str]) -> Folded:
@@ -99,7 +101,7 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
     prefix = "__xrt2pjrt_quiet"
     while prefix in text:
         prefix += "_"
-    runs: list[list] = []  # [first line (1-based), last line, indentation, holds a def/class]
+    runs: list[_Run] = []
 
     def quiet(statement: ast.stmt, first: int, alone: bool) -> bool:
         return (alone and _starts_line(statement, lines[first - 1])
@@ -117,9 +119,10 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
             if quiet(statement, first, alone) and not (body is tree.body and index == 0 and _is_docstring(statement)):
                 if run is None:
                     code = lines[first - 1]
-                    run = [first if previous_end is None else previous_end + 1, 0, code[:len(code) - len(code.lstrip(" \t"))], False]
-                run[1] = statement.end_lineno
-                run[3] = run[3] or isinstance(statement, _DEFINITIONS)
+                    run = _Run(first if previous_end is None else previous_end + 1,
+                               indent=code[:len(code) - len(code.lstrip(" \t"))])
+                run.last = statement.end_lineno
+                run.definition = run.definition or isinstance(statement, _DEFINITIONS)
                 continue
             if run is not None:
                 runs.append(run)
@@ -132,18 +135,18 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
     visit(tree.body, len(lines))
     out, segments, indents, at, extra = [], [], [], [], []
     line, hidden = 1, 0
-    for number, (start, end, indent, definition) in enumerate(runs):
-        out += lines[line - 1:start - 1]
-        at.append(start - hidden)
-        hidden += end - start
+    for number, run in enumerate(runs):
+        out += lines[line - 1:run.first - 1]
+        at.append(run.first - hidden)
+        hidden += run.last - run.first
         extra.append(hidden)
-        segments.append("".join(lines[start - 1:end]))
-        indents.append(indent)
+        segments.append("".join(lines[run.first - 1:run.last]))
+        indents.append(run.indent)
         # A run holding a def stays a def: new imports go above the first one.
-        shape = f"def {prefix}{number}(): ..." if definition else f"{prefix}{number}"
-        newline = lines[end - 1][len(lines[end - 1].rstrip("\r\n")):]
-        out.append(f"{indent}{shape}{newline}")
-        line = end + 1
+        shape = f"def {prefix}{number}(): ..." if run.definition else f"{prefix}{number}"
+        newline = lines[run.last - 1][len(lines[run.last - 1].rstrip("\r\n")):]
+        out.append(f"{run.indent}{shape}{newline}")
+        line = run.last + 1
     out += lines[line - 1:]
     return Folded("".join(out), segments, indents, prefix, at, extra)
 
@@ -169,6 +172,17 @@ def _identifier_at(text: str, index: int) -> bool:
 
 def _any_between(lines: list[int], first: int, last: int) -> bool:
     return bisect.bisect_left(lines, first) != bisect.bisect_right(lines, last)
+
+
+@dataclass
+class _Run:
+    """Quiet statements next to each other, with the comments and blank lines before each
+    but the first: one placeholder."""
+
+    first: int  # 1-based lines
+    last: int = 0
+    indent: str = ""
+    definition: bool = False  # holds a def or class
 
 
 def _first_line(statement: ast.stmt) -> int:
