@@ -51,6 +51,10 @@ def plan(path: Path, kind: str, options: Options) -> Plan:
     except rewriters.SourceError as exc:
         result.error = f"line {exc.line}: cannot parse: {exc}"
         return Plan(result, digest=digest)
+    except Exception as exc:  # a bug of ours must cost one file, not the whole run
+        result.error = (f"internal error of the {kind} rewriter ({type(exc).__name__}: {exc}); "
+                        "the file is left as it is: please report this with the file")
+        return Plan(result, digest=digest)
     result.changes, result.manual = outcome.changes, outcome.manual
     if outcome.text == source.text:
         return Plan(result, digest=digest)
