@@ -127,6 +127,12 @@ class Context:
     def remove_statement(self) -> None:
         self._engine.statements[-1].remove = True
 
+    def drop_import_if_unused(self, name: str, dropped: str, kept: str) -> None:
+        """Once the pass is over, remove the import of ``name`` made here if nothing uses
+        it by then, reporting ``dropped`` as a change; else report ``kept`` to decide."""
+        key = (self._engine.scope.path, name)
+        self._engine.droppable[key] = (Finding(self.rule_id, self.line, dropped), Finding(self.rule_id, self.line, kept))
+
     @property
     def block(self) -> dict:
         """Scratch space shared by rules within the current block of statements."""
@@ -249,6 +255,8 @@ class _Engine(cst.CSTTransformer):
         self.tables: dict[tuple[str, ...], tuple[bool, frozenset[str]]] = {}
         self.uses: dict[tuple[tuple[str, ...], str], int] = {}
         self.doomed = imports.Marks()  # (new) statements to drop from their block
+        # (scope path, name) of imports to drop if unused after the pass -> (change, manual item)
+        self.droppable: dict[tuple[tuple[str, ...], str], tuple[Finding, Finding]] = {}
         self._taken: set[str] | None = None
         # (id of the anchor statement line or None for the top of the file) -> import lines
         self.additions: dict[int | None, list[tuple[str, str | None]]] = {}
@@ -476,17 +484,23 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
         return Outcome(text)
     engine = _Engine(text, module, options, rules, lines)
     new = module.visit(engine)
-    if not (engine.changes or engine.manual or engine.additions):
+    if not (engine.changes or engine.manual or engine.additions or engine.droppable):
         # Nothing to report means nothing changed: skip regenerating the code (about a
         # tenth of the rewriter's time), and the file comes back as it came in.
         return Outcome(text)
-    if engine.changes or engine.additions:
+    if engine.changes or engine.additions or engine.droppable:
         # Imports whose every use went away with a rewrite are stale; planned imports
         # whose use a later rewrite removed again are not needed.
         counter = imports.NameUses(engine.tables)
         new.visit(counter)
         before, after = engine.uses, counter.counts
         stale = {key for key in before if not after.get(key)}
+        for key, (dropped, kept) in engine.droppable.items():
+            if after.get(key):
+                engine.manual.append(kept)
+            else:
+                stale.add(key)
+                engine.changes.append(dropped)
         used = {name for (_, name), count in after.items() if count}
         additions, top = imports.Marks(), []
         for key, planned in engine.additions.items():
