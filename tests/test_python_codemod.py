@@ -344,6 +344,7 @@ def test_many_function_local_imports_lose_no_statement():
 def test_multi_line_calls_keep_their_layout():
     out = text("""\
         import torch.distributed as dist
+        import torch_xla.core.xla_model as xm
         import torch_xla.distributed.xla_multiprocessing as xmp
 
         xmp.spawn(
@@ -353,8 +354,8 @@ def test_multi_line_calls_keep_their_layout():
         )
         dist.init_process_group(
             'xla',
-            rank=rank,
-            world_size=world,
+            rank=xm.get_ordinal(),
+            world_size=xm.xrt_world_size(),
         )
         """)
     assert out.endswith(textwrap.dedent("""\

@@ -46,7 +46,7 @@ SHADOWING = {
     "a global os": ("import os\ndef f():\n    global os\n    os = make()\n    os.environ['XRT_TPU_CONFIG'] = 'x'\n", False),
     "os imported inside a quiet if": ("if ready:\n    import os\nos.environ['XRT_TPU_CONFIG'] = 'x'\n", True),
     "init_process_group by another name": (
-        "from torch.distributed import init_process_group as start\n\nstart('xla', rank=r, world_size=n)\n", True),
+        "from torch.distributed import init_process_group as start\n\nstart('xla', init_method='env://')\n", True),
 }
 
 

@@ -11,10 +11,17 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import PythonRule, argument, literal, named, without_args
+from xrt2pjrt.rules.base import PythonRule, argument, code, literal, named, without_args
 
 _MASTER = ("MASTER_ADDR", "MASTER_PORT")
 _ENV_WRITES = ("os.environ.setdefault", "os.putenv")
+# What XRT-era code passed as rank / world_size: the runtime's own numbers, which xla:// gives.
+_RUNTIME_RANK = {"torch_xla.core.xla_model.get_ordinal", "torch_xla.runtime.global_ordinal",
+                 "torch_xla.experimental.pjrt.global_ordinal"}
+_RUNTIME_WORLD = {"torch_xla.core.xla_model.xrt_world_size", "torch_xla.runtime.world_size",
+                  "torch_xla.experimental.pjrt.world_size"}
+# Init methods xla:// replaces: env:// (MASTER_ADDR/PORT) and early PJRT's pjrt://.
+_REPLACED_METHODS = ("env://", "pjrt://", "xla://")
 _MASTER_NOTE = ("MASTER_ADDR/MASTER_PORT served the XRT-era env:// rendezvous; xla:// does not read them: "
                 "drop them unless something else does")
 
@@ -41,6 +48,15 @@ class InitMethod(PythonRule):
             f"# TODO(xrt2pjrt): {_MASTER_NOTE} [dist-init-method]\n"
             "dist.init_process_group(backend='xla', init_method='xla://')\n",
             manual=("(set on line 5, 6)",),
+        ),
+        Example(
+            "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
+            "dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)\n",
+            "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n# TODO(xrt2pjrt): "
+            "init_process_group('xla') with init_method=f'file://{path}', rank=rank, world_size=world: if these are "
+            "the runtime's own numbers, init_method='xla://' alone gives them under PJRT [dist-init-method]\n"
+            "dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)\n",
+            manual=("if these are the runtime's own numbers",),
         ),
         Example(
             "import torch.distributed as dist  # beside torch_xla\n\ndist.init_process_group('gloo', rank=r, world_size=n)\n",
@@ -70,6 +86,11 @@ class InitMethod(PythonRule):
         drop = {index for param in ("rank", "world_size") if (hit := argument(node, param, None))
                 for index in (hit[0],)}
         method = argument(node, "init_method", 1)
+        unknown = self._not_the_runtimes(ctx, ctx.original)
+        if unknown:  # a rendezvous of the user's own: only a person knows whether xla:// is the same
+            ctx.manual(f"init_process_group('xla') with {', '.join(unknown)}: if these are the runtime's own numbers, "
+                       "init_method='xla://' alone gives them under PJRT")
+            return node
         new_method = cst.SimpleString("'xla://'")
         if method is not None and literal(method[1].value) == "xla://":
             if not drop:
@@ -95,3 +116,18 @@ class InitMethod(PythonRule):
             lines = ", ".join(map(str, self.master_lines))
             ctx.manual(f"{_MASTER_NOTE} (set on line {lines})", comment=_MASTER_NOTE)
         return new
+
+    @staticmethod
+    def _not_the_runtimes(ctx, call: cst.Call) -> list[str]:
+        """The arguments (as written) that may not be what xla:// gives: an init method of the
+        user's own, or a rank / world size not read from the runtime."""
+        out = []
+        method = argument(call, "init_method", 1)
+        if method is not None and literal(method[1].value) not in _REPLACED_METHODS:
+            out.append(f"init_method={code(method[1].value)}")
+        for param, runtime in (("rank", _RUNTIME_RANK), ("world_size", _RUNTIME_WORLD)):
+            hit = argument(call, param, None)
+            value = hit[1].value if hit else None
+            if value is not None and not (isinstance(value, cst.Call) and ctx.resolve(value.func) in runtime):
+                out.append(f"{param}={code(value)}")
+        return out
