@@ -130,6 +130,16 @@ def test_a_rewriter_bug_costs_one_file_not_the_run(tree, monkeypatch):
     assert (tree / "train.py").read_text() == MIGRATED
 
 
+def test_each_item_to_decide_is_one_line_of_output(tree):
+    """FILE:LINE: lines are what editors and CI read; a quoted bash error spans several."""
+    (tree / "README.md").write_text("Run:\n\n```\n(vm)$ export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n```\n")
+    result = run("migrate", tree)
+    (line,) = [line for line in result.stderr.splitlines() if "README.md" in line]
+    assert line.startswith(f"{tree / 'README.md'}:4: decide [shell-env-xrt-tpu-config] code block left as it was")
+    assert "syntax error" in line
+    assert all(out.startswith(str(tree)) or "files seen" in out for out in result.stderr.splitlines())
+
+
 def test_json_report_shape(tree, tmp_path):
     (tree / "broken.py").write_bytes(b"import torch_xla\ndef f(:\n")
     report = tmp_path / "report.json"

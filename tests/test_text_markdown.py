@@ -52,6 +52,15 @@ def test_block_whose_rewrite_would_not_parse_is_kept_and_reported(monkeypatch):
     assert outcome.manual and "left as it was" in outcome.manual[0].message
 
 
+def test_a_block_left_as_it_was_is_reported_at_its_own_line():
+    # Found in real READMEs: `(vm)$` prompts make the rewritten block invalid shell.
+    text = "# Title\n\nSome text.\n\nRun:\n\n```\n(vm)$ export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n```\n"
+    outcome = markdown.rewrite(text, ALL)
+    assert outcome.text == text
+    (item,) = outcome.manual
+    assert item.line == 8 and "left as it was" in item.message
+
+
 def test_prose_only_document_is_untouched():
     text = "# XRT_TPU_CONFIG\n\nWe used `python -m torch_xla.distributed.xla_dist` in 2021.\n"
     assert markdown.rewrite(text, ALL).text == text

@@ -54,11 +54,18 @@ def _print_diff(result: report.FileResult, color: bool) -> None:
 
 
 def _print_findings(results: list[report.FileResult]) -> None:
+    # One line per item, as editors and CI annotations read FILE:LINE: (a message may
+    # quote a tool's error output over several lines).
     for r in results:
         if r.error:
-            typer.secho(f"{r.path}: error: {r.error}", err=True, fg=typer.colors.RED)
+            typer.secho(f"{r.path}: error: {_one_line(r.error)}", err=True, fg=typer.colors.RED)
         for f in r.manual:
-            typer.secho(f"{r.path}:{f.line}: decide [{f.rule}] {f.message}", err=True, fg=typer.colors.YELLOW)
+            typer.secho(f"{r.path}:{f.line}: decide [{f.rule}] {_one_line(f.message)}", err=True,
+                        fg=typer.colors.YELLOW)
+
+
+def _one_line(message: str) -> str:
+    return " / ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 @app.command()

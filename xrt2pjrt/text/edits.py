@@ -37,7 +37,10 @@ class Recorder:
         self.changes.append(Finding(rule, self.line(offset), message))
 
     def ask(self, rule: str, offset: int, message: str) -> None:
-        finding = Finding(rule, self.line(offset), message)
+        self.ask_at_line(rule, self.line(offset), message)
+
+    def ask_at_line(self, rule: str, line: int, message: str) -> None:
+        finding = Finding(rule, line, message)
         if finding not in self.manual:
             self.manual.append(finding)
 

@@ -54,8 +54,8 @@ def rewrite(text: str, options: Options) -> Outcome:
             problem = module.check(outcome.text)
             if problem:
                 for f in outcome.changes:
-                    rec.ask(f.rule, f.line + lines, f"code block left as it was: its rewrite would not be "
-                            f"valid {block.kind} ({problem})")
+                    rec.ask_at_line(f.rule, f.line + lines, f"code block left as it was: its rewrite would not be "
+                                    f"valid {block.kind} ({problem})")
                 continue
             rec.edits.append(Edit(block.start, block.end, indent(outcome.text, block.indent)))
         merge_into(rec, outcome, lines)
