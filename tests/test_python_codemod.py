@@ -439,3 +439,9 @@ def test_an_unused_import_of_the_deleted_pjrt_module_goes_with_the_rest():
                   "def f():\n    return xm.xla_device()\n")
     assert out.text == "import torch_xla\n\ndef f():\n    return torch_xla.device()\n"
     assert any(c.rule == "pjrt-import" and c.line == 2 for c in out.changes) and not out.manual
+
+
+def test_the_comment_of_a_replaced_import_stays_on_the_line_that_replaces_it():
+    # Found in accelerate 0.12: `import torch_xla.core.xla_model as xm  # noqa: F401` lost its comment.
+    out = text("import torch_xla.core.xla_model as xm  # noqa: F401\n\ndevice = xm.xla_device()\n")
+    assert out == "import torch_xla  # noqa: F401\n\ndevice = torch_xla.device()\n"

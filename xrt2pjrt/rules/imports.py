@@ -426,6 +426,10 @@ class FinishImports(cst.CSTTransformer):
             end += 1
         run = body[start:end + 1]
         new = [cst.parse_statement(text + "\n") for text in sorted(set(texts))]
+        replaced = body[index]
+        if replaced in self.doomed and replaced.trailing_whitespace.comment is not None:
+            # The import line they replace had a comment (# noqa, # pylint: ...): it goes on with them.
+            new[0] = new[0].with_changes(trailing_whitespace=replaced.trailing_whitespace)
         keys = [_sort_key(statement) for statement in run if statement not in self.doomed]
         if keys != sorted(keys):
             return [*body[:end + 1], *new, *body[end + 1:]]
