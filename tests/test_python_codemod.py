@@ -445,3 +445,61 @@ def test_the_comment_of_a_replaced_import_stays_on_the_line_that_replaces_it():
     # Found in accelerate 0.12: `import torch_xla.core.xla_model as xm  # noqa: F401` lost its comment.
     out = text("import torch_xla.core.xla_model as xm  # noqa: F401\n\ndevice = xm.xla_device()\n")
     assert out == "import torch_xla  # noqa: F401\n\ndevice = torch_xla.device()\n"
+
+
+def test_a_runtime_started_before_spawn_is_reported_once_per_file():
+    # Found in pytorch/xla v1.13's tests: one item above each of three spawns; only the first runs.
+    out = migrate("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+                  "if __name__ == '__main__':\n    n = len(xm.get_xla_supported_devices())\n"
+                  "    xmp.spawn(fn, args=())\n    xmp.spawn(fn, nprocs=4)\n")
+    (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert item.line == 6 and "(line 5)" in item.message and "at module level" in item.message
+    assert out.text.count("[spawn-runtime-before]") == 1
+
+
+# --- environment: a device variable becomes the PJRT_DEVICE its value names ----------------
+
+def test_gpu_device_map_becomes_cuda_with_a_decision_for_2_9():
+    outcome = migrate("""\
+        import os
+        os.environ['XRT_DEVICE_MAP'] = 'GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0'
+        os.environ['XRT_WORKERS'] = 'localservice:0;grpc://localhost:40934'
+        """)
+    assert outcome.text == (
+        "import os\n# TODO(xrt2pjrt): this ran on GPUs: PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only (2.9 "
+        "dropped CUDA: 'No PjRtPlugin registered for: CUDA'); stay on torch_xla 2.8, or run on TPU or CPU, or "
+        "use PyTorch's own CUDA [env-xrt-cpu-topology]\nos.environ['PJRT_DEVICE'] = 'CUDA'\n")
+    assert [(f.rule, f.line) for f in outcome.manual] == [("env-xrt-cpu-topology", 2)]
+
+
+def test_tpu_node_map_keeps_tpu_and_reports_the_node_on_each_line():
+    outcome = migrate("""\
+        import os
+        os.environ['XRT_WORKERS'] = 'tpu_worker:0;grpc://10.0.0.2:8470'
+        os.environ['XRT_DEVICE_MAP'] = 'TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0'
+        """)
+    assert outcome.text.endswith("[env-xrt-cpu-topology]\nos.environ['PJRT_DEVICE'] = 'TPU'\n")
+    assert [(f.rule, f.line) for f in outcome.manual] == [("env-xrt-cpu-topology", 2), ("env-xrt-cpu-topology", 3)]
+    assert all(f.message.startswith("this configured a remote TPU node") for f in outcome.manual)
+
+
+def test_colab_tpu_address_read_is_reported():
+    outcome = migrate("""\
+        import os
+        assert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'
+        """)
+    assert outcome.text == (
+        "import os\n# TODO(xrt2pjrt): COLAB_TPU_ADDR is XRT-era: only the old Colab TPU runtime (a TPU node "
+        "driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE or xr.device_type() == 'TPU' "
+        "instead [env-xrt-unprefixed]\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n")
+    assert [(f.rule, f.line) for f in outcome.manual] == [("env-xrt-unprefixed", 2)]
+
+
+def test_device_map_from_a_variable_keeps_cpu_and_says_it_could_not_be_read():
+    outcome = migrate("""\
+        import os
+        os.environ['XRT_DEVICE_MAP'] = device_map
+        """)
+    assert outcome.text.endswith("set PJRT_DEVICE to CPU, TPU or CUDA by it [env-xrt-cpu-topology]\n"
+                                 "os.environ['PJRT_DEVICE'] = 'CPU'\n")
+    assert [f.line for f in outcome.manual] == [2]

@@ -142,8 +142,9 @@ class JoinDaemon(PythonRule):
         return node
 
 
-_STARTED = ("this file starts the XLA runtime at import time, before xmp.spawn, which then raises "
-            "'Runtime is already initialized' (torch_xla 2.4+): move that call into the spawned function")
+_STARTED = ("this file starts the XLA runtime at module level, in the launching process, before xmp.spawn, "
+            "which then raises 'Runtime is already initialized' (torch_xla 2.4+): move that call into the spawned "
+            "function")
 
 # APIs that start the XLA runtime in the calling process.
 _RUNTIME_STARTERS = frozenset({
@@ -158,7 +159,7 @@ _RUNTIME_STARTERS = frozenset({
 @register
 class RuntimeBeforeSpawn(PythonRule):
     id = "spawn-runtime-before"
-    summary = "XLA runtime touched at import time in a file that calls xmp.spawn (RuntimeError from 2.4); report"
+    summary = "XLA runtime touched at module level in a file that calls xmp.spawn (RuntimeError from 2.4); report once"
     names = _RUNTIME_STARTERS | {SPAWN}
     examples = (
         Example(
@@ -179,12 +180,14 @@ class RuntimeBeforeSpawn(PythonRule):
 
     def __init__(self):
         self.started_at: list[int] = []  # module-level lines that start the runtime
+        self.reported = False  # the first spawn after them raises: the later ones never run
 
     def call(self, ctx, node, name):
         if name != SPAWN:
             if ctx.at_module_level:
                 self.started_at.append(ctx.line)
-        elif self.started_at:
+        elif self.started_at and not self.reported:
             lines = ", ".join(map(str, self.started_at))
             ctx.manual(f"{_STARTED} (line {lines})", comment=_STARTED)
+            self.reported = True
         return node
