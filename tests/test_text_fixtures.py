@@ -31,7 +31,7 @@ CASES = [
     ("shell/abbreviated_flags.sh", "shell/abbreviated_flags.expected.sh", {}, NOTHING),
     ("shell/no_separator.sh", "shell/no_separator.expected.sh", {}, NOTHING),
     ("shell/env_vars.sh", "shell/env_vars.expected.sh", {},
-     ("XRT_SHARD_ORDINAL is read here", "XRT_SHARD_ORDINAL is read here")),
+     ("remote TPU node", "XRT_SHARD_ORDINAL is read here", "XRT_SHARD_ORDINAL is read here")),
     ("shell/cpu_topology.sh", "shell/cpu_topology.expected.sh", {}, NOTHING),
     ("shell/untranslatable.sh", "shell/untranslatable.expected.sh", {},
      ("--vm names TPU-node VMs", "unknown xla_dist flag --num-cores", "xla_dist inside another command's argument",

@@ -10,6 +10,7 @@ import pytest
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text import markdown, shell
 from xrt2pjrt.text.edits import dedent
+from test_text_shell import REMOTE, assert_decisions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "markdown"
 ALL = Options(rules=frozenset(all_rules()))
@@ -64,3 +65,15 @@ def test_a_block_left_as_it_was_is_reported_at_its_own_line():
 def test_prose_only_document_is_untouched():
     text = "# XRT_TPU_CONFIG\n\nWe used `python -m torch_xla.distributed.xla_dist` in 2021.\n"
     assert markdown.rewrite(text, ALL).text == text
+
+
+def test_tpu_node_setup_in_a_guide_gets_the_same_decision_as_in_python():
+    text = ("# Old setup\n\n```bash\n$ export TPU_IP_ADDRESS=10.0.0.2\n"
+            '$ export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\n```\n\n'
+            ".. code-block:: python\n\n   import os\n   os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n")
+    outcome = markdown.rewrite(text, ALL)
+    assert outcome.text == ("# Old setup\n\n```bash\n$ export TPU_IP_ADDRESS=10.0.0.2\n"
+                            "$ export PJRT_DEVICE=TPU\n```\n\n.. code-block:: python\n\n   import os\n"
+                            "   # TODO(xrt2pjrt): " + REMOTE + ": PJRT needs the program to run on the TPU VM itself "
+                            "[env-xrt-tpu-config]\n   os.environ['PJRT_DEVICE'] = 'TPU'\n")
+    assert_decisions(outcome, [("shell-env-xrt-tpu-config", 5, REMOTE), ("env-xrt-tpu-config", 11, REMOTE)])

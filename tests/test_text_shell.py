@@ -8,6 +8,7 @@ its argv word for word, its environment, and the exit status.
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import sys
@@ -246,3 +247,106 @@ def test_script_arguments_under_sh_are_left_for_a_person():
     outcome = rewrite(text)
     assert outcome.text == text
     assert "would need bash" in outcome.manual[0].message
+
+
+# --- device settings: the device follows the value (xrt_variables.device_for) ---------------
+
+REMOTE = "this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive"
+NO_CUDA = "this ran on GPUs: PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only (2.9 dropped CUDA"
+UNREADABLE = "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not be read from its value"
+
+
+def assert_decisions(outcome, decisions: list[tuple[str, int, str]]) -> None:
+    """``outcome`` asks exactly these (rule, line, start of the message), in this order."""
+    assert [(f.rule, f.line) for f in outcome.manual] == [(rule, line) for rule, line, _ in decisions]
+    for finding, (_, _, start) in zip(outcome.manual, decisions):
+        assert finding.message.startswith(start), finding.message
+
+
+@pytest.mark.parametrize("before, after, decisions", [
+    pytest.param(  # a GPU map was turned into a silent PJRT_DEVICE=CPU
+        '#!/bin/bash\nexport XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
+        'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\npython train.py\n',
+        "#!/bin/bash\nexport PJRT_DEVICE=CUDA\npython train.py\n",
+        [("shell-env-xrt-cpu", 2, NO_CUDA)], id="gpu-map"),
+    pytest.param(  # a TPU node reached over gRPC: the device is TPU, the node is for a person
+        '#!/bin/bash\nexport XRT_WORKERS="tpu_worker:0;grpc://10.0.0.2:8470"\n'
+        'export XRT_DEVICE_MAP="TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0"\npython train.py\n',
+        "#!/bin/bash\nexport PJRT_DEVICE=TPU\npython train.py\n",
+        [("shell-env-xrt-cpu", 2, REMOTE), ("shell-env-xrt-cpu", 3, REMOTE)], id="tpu-node-map"),
+    pytest.param(
+        '#!/bin/bash\nexport XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\npython train.py\n',
+        "#!/bin/bash\nexport PJRT_DEVICE=TPU\npython train.py\n",
+        [("shell-env-xrt-tpu-config", 2, REMOTE)], id="tpu-node-config"),
+    pytest.param(
+        'XRT_TPU_CONFIG="grpc://${COLAB_TPU_ADDR}" python3 train.py\n', "PJRT_DEVICE=TPU python3 train.py\n",
+        [("shell-env-xrt-tpu-config", 1, REMOTE),
+         ("shell-env-xrt-unused", 1, "COLAB_TPU_ADDR is read here but nothing sets it under PJRT: only the old "
+          "Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE "
+          "or xr.device_type() == 'TPU' instead")], id="colab-config"),
+    pytest.param(  # the TPU VM's own local server is not a node
+        'export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n', "export PJRT_DEVICE=TPU\n", [], id="tpu-vm"),
+    pytest.param(
+        'export XRT_DEVICE_MAP="CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0|CPU:1;/job:localservice/'
+        'replica:0/task:0/device:XLA_CPU:1"\n', "export PJRT_DEVICE=CPU\n", [], id="cpu-map"),
+    pytest.param(  # the device cannot be read: CPU as before, and said so
+        'export XRT_DEVICE_MAP="$DEVICE_MAP"\nexport XRT_WORKERS="$WORKERS"\n', "export PJRT_DEVICE=CPU\n",
+        [("shell-env-xrt-cpu", 1, UNREADABLE)], id="unreadable-map"),
+    pytest.param(  # XRT_WORKERS alone chose no device: XRT read it only beside XRT_DEVICE_MAP
+        'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\npython3 t.py\n', "python3 t.py\n", [],
+        id="workers-alone"),
+])
+def test_device_settings_follow_their_value(before, after, decisions):
+    outcome = rewrite(before)
+    assert outcome.text == after
+    assert_decisions(outcome, decisions)
+
+
+def test_gpu_map_becomes_cuda_without_a_decision_for_torch_xla_2_8_and_gpu_for_2_1():
+    text = 'export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
+    assert (rewrite(text, target_version=(2, 8)).text, rewrite(text, target_version=(2, 8)).manual) == (
+        "export PJRT_DEVICE=CUDA\n", [])
+    assert rewrite(text, target_version=(2, 1)).text == "export PJRT_DEVICE=GPU\n"
+
+
+def test_a_quoted_setting_written_to_bashrc_reports_the_tpu_node():
+    text = 'echo "export XRT_TPU_CONFIG=\\"tpu_worker;0;\\$TPU_IP:8470\\"" >> ~/.bashrc\n'
+    outcome = rewrite(text)
+    assert outcome.text == 'echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
+    assert_decisions(outcome, [("shell-env-xrt-tpu-config", 1, REMOTE)])
+
+
+def test_unset_of_a_device_variable_asks_nothing():
+    outcome = rewrite("unset XRT_DEVICE_MAP\n")
+    assert (outcome.text, outcome.manual) == ("unset PJRT_DEVICE\n", [])
+
+
+def test_tpuvm_mode_read_in_a_build_script_says_what_it_means_now():
+    """xla v2.0 scripts/build_torch_wheels.sh: no topology hint, which would not apply."""
+    text = 'if [ "$TPUVM_MODE" == "1" ]; then\n  pip install torch_xla[tpuvm]\nfi\n'
+    tpuvm = [f for f in rewrite(text).manual if f.rule == "shell-env-xrt-unused"]
+    assert [(f.line, f.message) for f in tpuvm] == [(1, (
+        "TPUVM_MODE is read here but nothing sets it under PJRT: torch_xla 2.1+ ignores it: TPU nodes are gone, "
+        "every TPU torch_xla runs on is a TPU VM, so code that branches on it wants the TPU VM branch"))]
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("XRT_TPU_CONFIG", "localservice;0;localhost:51011"),
+    ("XRT_TPU_CONFIG", "tpu_worker;0;10.0.0.2:8470"),
+    ("XRT_TPU_CONFIG", "grpc://10.240.1.2:8470"),
+    ("XRT_DEVICE_MAP", "CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0"),
+    ("XRT_DEVICE_MAP", "GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"),
+    ("XRT_DEVICE_MAP", "TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0"),
+    ("XRT_WORKERS", "tpu_worker:0;grpc://10.0.0.2:8470"),
+    ("XRT_WORKERS", "localservice:0;grpc://localhost:40934"),
+])
+def test_python_and_shell_settings_of_one_value_agree(variable, value):
+    """One mechanism (xrt_variables.device_for): the same device and the same decision."""
+    from xrt2pjrt.rules import python
+
+    in_python = python.rewrite(f"import os\nos.environ['{variable}'] = '{value}'\n", Options(rules=ALL))
+    in_shell = rewrite(f"export {variable}='{value}'\n")
+    devices = (re.findall(r"^os.environ\['PJRT_DEVICE'\] = '(\w+)'$", in_python.text, re.M),
+               re.findall(r"^export PJRT_DEVICE=(\w+)$", in_shell.text, re.M))
+    assert devices[0] == devices[1] and len(devices[0]) == (variable != "XRT_WORKERS")
+    assert [f.message for f in in_python.manual] == [f.message for f in in_shell.manual]

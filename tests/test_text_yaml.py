@@ -10,6 +10,7 @@ import yaml
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
+from test_text_shell import NO_CUDA, REMOTE, UNREADABLE, assert_decisions
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.text import yaml as yaml_rewriter
 
@@ -79,3 +80,27 @@ def test_broken_yaml_is_a_source_error_with_its_line():
                                           ("line\nbreak", "'"), ('say "hi"', '"'), ("- dash", None)])
 def test_render_keeps_the_value(value, style):
     assert yaml.safe_load(f"k: {yaml_rewriter.render(value, style)}\n") == {"k": value}
+
+
+def test_gke_tpu_node_endpoints_are_reported_and_a_local_config_is_not():
+    """GKE's TPU-node integration handed XRT the node in KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS."""
+    text = ("containers:\n- name: train\n  env:\n  - name: XRT_TPU_CONFIG\n"
+            '    value: "tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS:7}"\n  - name: XLA_USE_BF16\n    value: "1"\n'
+            "- name: eval\n  env:\n    XRT_TPU_CONFIG: localservice;0;localhost:51011\n    XLA_USE_BF16: 1\n")
+    outcome = rewrite(text)
+    assert outcome.text == ("containers:\n- name: train\n  env:\n  - name: PJRT_DEVICE\n"
+                            '    value: "TPU"\n  - name: XLA_USE_BF16\n    value: "1"\n'
+                            "- name: eval\n  env:\n    PJRT_DEVICE: TPU\n    XLA_USE_BF16: 1\n")
+    assert_decisions(outcome, [("shell-env-xrt-tpu-config", 4, REMOTE)])
+
+
+def test_compose_gpu_map_and_a_map_from_a_secret():
+    text = ("services:\n  gpu:\n    environment:\n"
+            "    - XRT_DEVICE_MAP=GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0\n"
+            "    - XRT_WORKERS=localservice:0;grpc://localhost:40934\n"
+            "env:\n- name: XRT_DEVICE_MAP\n  valueFrom: {secretKeyRef: {name: xrt, key: map}}\n- name: A\n  value: b\n")
+    outcome = rewrite(text)
+    assert outcome.text == ("services:\n  gpu:\n    environment:\n    - PJRT_DEVICE=CUDA\n"
+                            "env:\n- name: PJRT_DEVICE\n  valueFrom: {secretKeyRef: {name: xrt, key: map}}\n"
+                            "- name: A\n  value: b\n")
+    assert_decisions(outcome, [("shell-env-xrt-cpu", 4, NO_CUDA), ("shell-env-xrt-cpu", 7, UNREADABLE)])

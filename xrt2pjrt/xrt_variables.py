@@ -7,11 +7,16 @@ Every ``XRT_*`` name not listed below configured XRT's server and mesh: it just 
 
 from __future__ import annotations
 
-# Variables that chose the device: a setting of one becomes PJRT_DEVICE=<value>.
+import re
+from dataclasses import dataclass
+
+# Variables that chose the device, with the device a setting chooses when its value does not
+# say (``device_for`` reads the value). XRT_WORKERS only said where XRT's servers ran: the
+# device came from XRT_DEVICE_MAP, set next to it.
 DEVICE_SETTINGS = {
     "XRT_TPU_CONFIG": "TPU",
     "XRT_DEVICE_MAP": "CPU",
-    "XRT_WORKERS": "CPU",
+    "XRT_WORKERS": None,
 }
 
 # Variables XRT set in every replica: a read of one becomes this torch_xla.runtime call.
@@ -28,9 +33,11 @@ RUNTIME_READS = {
 UNPREFIXED = {
     "TPU_NUM_DEVICES": ("torch_xla runs one process per chip; to use fewer chips set "
                         "TPU_PROCESS_BOUNDS and TPU_VISIBLE_CHIPS, or spawn with nprocs=1"),
-    "TPUVM_MODE": "nothing replaces it: PJRT always runs in TPU VM mode",
+    "TPUVM_MODE": ("torch_xla 2.1+ ignores it: TPU nodes are gone, every TPU torch_xla runs on is "
+                   "a TPU VM, so code that branches on it wants the TPU VM branch"),
+    "COLAB_TPU_ADDR": ("only the old Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab "
+                       "TPU VM does not: test PJRT_DEVICE or xr.device_type() == 'TPU' instead"),
 }
-
 
 # A regex matching the name of any XRT-era variable, for the text rewriters.
 XRT_ERA_PATTERN = r"XRT_\w+|" + "|".join(UNPREFIXED)
@@ -45,13 +52,59 @@ def is_plumbing(name: str) -> bool:
     return name.startswith("XRT_") and name not in DEVICE_SETTINGS and name not in RUNTIME_READS
 
 
-def replacement(name: str) -> str:
-    """What a person does instead of setting or reading ``name``, an XRT-era variable."""
+# A value naming a TPU node that XRT reached over the network. Local XRT servers listened
+# on localhost (localservice); a TPU node's on its own address, port 8470.
+_REMOTE = re.compile(r"tpu_worker|COLAB_TPU_ADDR|KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS|:8470\b"
+                     r"|grpc://(?!localhost\b|127\.0\.0\.1\b)")
+# The device kind a device map starts with: `GPU:0;/job:localservice/...`, in whatever quotes.
+_MAP_DEVICE = re.compile(r"""[rRbBfFuU]*["']*(CPU|GPU|TPU):""")
+REMOTE_TPU = ("this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive: "
+              "PJRT needs the program to run on the TPU VM itself")
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """What a setting of a device variable becomes."""
+
+    device: str | None  # the PJRT_DEVICE it becomes; None: the setting just goes
+    note: str | None = None  # what a person must decide about it
+
+
+def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9)) -> DeviceChoice:
+    """What setting ``variable`` (a key of DEVICE_SETTINGS) to ``value`` becomes, for torch_xla
+    ``target``. ``value`` is the value as written (quotes, ``$X`` and all); None when the
+    setting carries none (``export X``)."""
+    remote = REMOTE_TPU if value is not None and _REMOTE.search(value) else None
+    if variable != "XRT_DEVICE_MAP":
+        return DeviceChoice(DEVICE_SETTINGS[variable], remote)
+    kind = _MAP_DEVICE.match(value or "")
+    if kind is None:
+        return DeviceChoice("CPU", remote or "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not "
+                                             "be read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it")
+    if kind.group(1) != "GPU":
+        return DeviceChoice(kind.group(1), remote)
+    if target < (2, 2):
+        return DeviceChoice("GPU")
+    if target < (2, 9):
+        return DeviceChoice("CUDA")
+    return DeviceChoice("CUDA", "this ran on GPUs: PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only (2.9 dropped "
+                                "CUDA: 'No PjRtPlugin registered for: CUDA'); stay on torch_xla 2.8, or run on "
+                                "TPU or CPU, or use PyTorch's own CUDA")
+
+
+def replacement(name: str, value: str | None = None) -> str:
+    """What a person does instead of setting or reading ``name``, an XRT-era variable
+    (set to ``value``, when known)."""
     if name in UNPREFIXED:
         return UNPREFIXED[name]
     if name in DEVICE_SETTINGS:
-        device = DEVICE_SETTINGS[name]
-        return f"set PJRT_DEVICE={device} instead" + (" (CPU_NUM_DEVICES for devices)" if device == "CPU" else "")
+        choice = device_for(name, value)
+        if choice.device is None:
+            instead = "nothing replaces it: XRT_DEVICE_MAP chose the device"
+        else:
+            instead = f"set PJRT_DEVICE={choice.device} instead" + (
+                " (CPU_NUM_DEVICES for devices)" if choice.device == "CPU" else "")
+        return instead + (f"; {choice.note}" if choice.note else "")
     if name in RUNTIME_READS:
         return f"read {RUNTIME_READS[name]} (torch_xla.runtime) instead"
     return "nothing replaces it: it configured XRT's server and mesh"

@@ -6,7 +6,8 @@ From torch_xla 2.1 every ``XRT_*`` variable is silently ignored. One mechanism
 os.environ``, ``del os.environ[K]``, ``{K: v}`` literals — with ``K`` a string or an
 ``xenv.*`` name; each rule only says what becomes of its variables:
 
-- a write becomes a PJRT setting (``Setting``) or goes (``None``);
+- a write becomes a PJRT setting (``Setting``) or goes (``None``), with a manual item
+  where its value asks for one (a remote TPU node, a GPU map, an unreadable map);
 - a read becomes a manual item naming the PJRT replacement.
 """
 
@@ -16,7 +17,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import Example, register
 from xrt2pjrt.rules.base import PythonRule, argument, code
-from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, UNPREFIXED, is_plumbing
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, UNPREFIXED, device_for, is_plumbing
 
 XENV = "torch_xla.core.xla_env_vars"
 
@@ -44,6 +45,8 @@ _WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
 
 # (variable, value): what a write becomes.
 Setting = tuple[str, str]
+# What a write becomes (None: it goes), and the manual item to add with it (None: none).
+Write = tuple[Setting | None, str | None]
 
 
 class EnvRule(PythonRule):
@@ -52,17 +55,13 @@ class EnvRule(PythonRule):
     def handles(self, variable: str) -> bool:
         raise NotImplementedError
 
-    def write(self, variable: str) -> Setting | None:
-        """What a write of ``variable`` becomes; None: it goes."""
+    def write(self, variable: str, value: str, target: tuple[int, int]) -> Write:
+        """What a write of ``value`` (source text) to ``variable`` becomes, for torch_xla ``target``."""
         raise NotImplementedError
 
     def read(self, variable: str) -> str:
         """The manual item for a read of ``variable``."""
         raise NotImplementedError
-
-    def write_note(self, variable: str, value: str) -> str | None:
-        """A manual item to add when a write of ``value`` (source text) is rewritten or removed."""
-        return None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -204,8 +203,7 @@ class EnvRule(PythonRule):
 
     # --- shared pieces ---------------------------------------------------------------
     def _written(self, ctx, variable: str, value: cst.BaseExpression, memo: bool = True) -> Setting | None:
-        setting = self.write(variable)
-        note = self.write_note(variable, code(value))
+        setting, note = self.write(variable, code(value), ctx.target_version)
         if note:
             ctx.manual(note)
         if setting is None:
@@ -233,10 +231,21 @@ class EnvRule(PythonRule):
         return cst.SimpleString(f"{quote}{text}{quote}")
 
 
+class DeviceRule(EnvRule):
+    """A variable that chose the device: a write becomes the PJRT_DEVICE its value names."""
+
+    def handles(self, variable):
+        return variable in DEVICE_SETTINGS
+
+    def write(self, variable, value, target):
+        choice = device_for(variable, value, target)
+        return (None if choice.device is None else ("PJRT_DEVICE", choice.device)), choice.note
+
+
 @register
-class TpuConfig(EnvRule):
+class TpuConfig(DeviceRule):
     id = "env-xrt-tpu-config"
-    summary = "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU'; reads reported"
+    summary = "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported"
     examples = (
         Example(
             "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'  # torch_xla\n",
@@ -248,6 +257,13 @@ class TpuConfig(EnvRule):
             "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
             "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
             "os.environ.setdefault('PJRT_DEVICE', 'TPU')\n",
+            manual=("remote TPU node",),
+        ),
+        Example(
+            "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'grpc://' + os.environ['COLAB_TPU_ADDR']  # torch_xla\n",
+            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
+            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
+            "os.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n",
             manual=("remote TPU node",),
         ),
         Example(
@@ -263,25 +279,17 @@ class TpuConfig(EnvRule):
     )
 
     def handles(self, variable):
-        return DEVICE_SETTINGS.get(variable) == "TPU"
-
-    def write(self, variable):
-        return ("PJRT_DEVICE", DEVICE_SETTINGS[variable])
-
-    def write_note(self, variable, value):
-        if "tpu_worker" in value or "COLAB_TPU_ADDR" in value:
-            return ("this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive: "
-                    "PJRT needs the program to run on the TPU VM itself")
-        return None
+        return variable == "XRT_TPU_CONFIG"
 
     def read(self, variable):
         return "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'"
 
 
 @register
-class CpuTopology(EnvRule):
+class CpuTopology(DeviceRule):
     id = "env-xrt-cpu-topology"
-    summary = "XRT_DEVICE_MAP / XRT_WORKERS set → PJRT_DEVICE='CPU' (+ CPU_NUM_DEVICES for more devices)"
+    summary = ("XRT_DEVICE_MAP set → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when unreadable, "
+               "reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported")
     examples = (
         Example(
             "import os\n\n"
@@ -290,19 +298,35 @@ class CpuTopology(EnvRule):
             "import os\n\nos.environ['PJRT_DEVICE'] = 'CPU'\n",
         ),
         Example(
+            "import os\n\n"
+            "os.environ['XRT_DEVICE_MAP'] = 'GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0'\n"
+            "os.environ['XRT_WORKERS'] = 'localservice:0;grpc://localhost:40934'  # torch_xla\n",
+            "import os\n\nos.environ['PJRT_DEVICE'] = 'CUDA'\n",
+            options={"target_version": (2, 8)},
+        ),
+        Example(
+            "import os\n\n"
+            "os.environ['XRT_WORKERS'] = 'tpu_worker:0;grpc://10.0.0.2:8470'  # torch_xla\n"
+            "os.environ['XRT_DEVICE_MAP'] = 'TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0'\n",
+            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
+            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-cpu-topology]\n"
+            "os.environ['PJRT_DEVICE'] = 'TPU'\n",
+            manual=("remote TPU node", "remote TPU node"),
+        ),
+        Example(
             "import os\n\nos.environ.update(XRT_DEVICE_MAP=device_map, XRT_WORKERS=workers)  # torch_xla\n",
-            "import os\n\nos.environ.update(PJRT_DEVICE='CPU')  # torch_xla\n",
+            "import os\n\n# TODO(xrt2pjrt): PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not be "
+            "read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it [env-xrt-cpu-topology]\n"
+            "os.environ.update(PJRT_DEVICE='CPU')  # torch_xla\n",
+            manual=("could not be read",),
         ),
     )
 
     def handles(self, variable):
-        return DEVICE_SETTINGS.get(variable) == "CPU"
-
-    def write(self, variable):
-        return ("PJRT_DEVICE", DEVICE_SETTINGS[variable])
+        return variable in DEVICE_SETTINGS and variable != "XRT_TPU_CONFIG"
 
     def read(self, variable):
-        return f"{variable} is ignored from torch_xla 2.1: test xr.device_type() == 'CPU'"
+        return f"{variable} is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type()"
 
 
 @register
@@ -337,11 +361,8 @@ class ReplicaVariables(EnvRule):
     def handles(self, variable):
         return variable in RUNTIME_READS
 
-    def write(self, variable):
-        return None
-
-    def write_note(self, variable, value):
-        return "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
+    def write(self, variable, value, target):
+        return None, "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
 
     def read(self, variable):
         return f"{variable} is never set under PJRT: use {RUNTIME_READS[variable]}"
@@ -365,8 +386,8 @@ class Plumbing(EnvRule):
     def handles(self, variable):
         return is_plumbing(variable)
 
-    def write(self, variable):
-        return None
+    def write(self, variable, value, target):
+        return None, None
 
     def read(self, variable):
         return f"{variable} belonged to the XRT server; PJRT neither sets nor reads it"
@@ -375,8 +396,8 @@ class Plumbing(EnvRule):
 @register
 class Unprefixed(EnvRule):
     id = "env-xrt-unprefixed"
-    summary = ("TPU_NUM_DEVICES / TPUVM_MODE (XRT-era, no XRT_ prefix) set → removed; "
-               "TPU_NUM_DEVICES reported with how to use fewer chips under PJRT")
+    summary = ("TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR (XRT-era, no XRT_ prefix) set → removed; "
+               "reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT")
     examples = (
         Example(
             "import os\n\nos.environ['TPUVM_MODE'] = '1'\nos.environ['TPU_NUM_DEVICES'] = '1'\ntrain()\n",
@@ -390,16 +411,20 @@ class Unprefixed(EnvRule):
             "cores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n",
             manual=("one process per chip",),
         ),
+        Example(
+            "import os\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
+            "import os\n# TODO(xrt2pjrt): COLAB_TPU_ADDR is XRT-era: only the old Colab TPU runtime (a TPU node "
+            "driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE or xr.device_type() == 'TPU' "
+            "instead [env-xrt-unprefixed]\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
+            manual=("xr.device_type() == 'TPU'",),
+        ),
     )
 
     def handles(self, variable):
         return variable in UNPREFIXED
 
-    def write(self, variable):
-        return None
-
-    def write_note(self, variable, value):
-        return self.read(variable) if variable == "TPU_NUM_DEVICES" else None
+    def write(self, variable, value, target):
+        return None, (self.read(variable) if variable == "TPU_NUM_DEVICES" else None)
 
     def read(self, variable):
         return f"{variable} is XRT-era: {UNPREFIXED[variable]}"

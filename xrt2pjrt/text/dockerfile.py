@@ -113,7 +113,8 @@ def _settings(ins: Instruction, text: str) -> list[EnvSetting]:
         def rename_legacy(new: str, value: str) -> list[Edit]:
             return [Edit(at + name.start, at + name.end, new), Edit(value_start, ins.end, value)]
 
-        return [EnvSetting(name.value, at + name.start, rename_legacy, whole, scope=ins.keyword)]
+        return [EnvSetting(name.value, at + name.start, rename_legacy, whole, scope=ins.keyword,
+                           value=text[value_start:ins.end])]
     out = []
     for w in words:
         split = w.assignment()
@@ -126,5 +127,6 @@ def _settings(ins: Instruction, text: str) -> list[EnvSetting]:
             start, end = without_word(words, words.index(w))
             delete = [Edit(at + start, at + end, "")]
         out.append(EnvSetting(name, at + w.start, environment.replacing(at + w.start, at + w.end, bool(split)),
-                              delete, form="set" if split else "pass", scope=ins.keyword, statement=whole))
+                              delete, form="set" if split else "pass", scope=ins.keyword, statement=whole,
+                              value=split[1].source(body) if split else None))
     return out

@@ -3,19 +3,20 @@
 Every file kind finds its own *settings* of variables — ``export X=…``, ``X=… cmd``,
 ``unset X``, ``docker run -e X=…``, Dockerfile ``ENV``, YAML ``env:`` entries, ``%env`` —
 and describes each as an ``EnvSetting`` that knows how to rename itself or delete itself
-in its own syntax. The rules below only decide *what* happens to a variable; ``apply``
-does it the same way for every kind.
+in its own syntax. The rules below only decide *what* happens to a variable (for the
+device variables, by its value: ``xrt_variables.device_for``, as in the Python rules);
+``apply`` does it the same way for every kind.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, NamedTuple
 
 from xrt2pjrt.registry import Example, Rule, register
 from xrt2pjrt.text.edits import Edit, Recorder
-from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, UNPREFIXED, XRT_ERA_PATTERN
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
 
 
 @dataclass
@@ -35,33 +36,52 @@ class EnvSetting:
     # Edits removing the whole statement the setting is part of (`export A=1 B=2`, one ENV
     # instruction), shared by identity among its settings: used when all of them go.
     statement: list[Edit] | None = None
+    # The value as written (quotes, `$X` and all); None when the form carries none or the
+    # file kind does not say.
+    value: str | None = None
+
+
+# (name, value) that replaces a setting, or None: the setting goes.
+Replacement = tuple[str, str] | None
 
 
 class EnvRule(Rule):
     kind = "shell"
     # The variables this rule handles, as a regex on the whole name.
     variables: ClassVar[str]
-    # What replaces them: (name, value), or None to delete the setting.
-    replacement: ClassVar[tuple[str, str] | None]
+    # What replaces them when their value does not say otherwise.
+    replacement: ClassVar[Replacement]
+
+    @classmethod
+    def choose(cls, setting: EnvSetting, target: tuple[int, int]) -> tuple[Replacement, str | None]:
+        """What replaces ``setting`` for torch_xla ``target``, and what a person must decide."""
+        return cls.replacement, None
 
 
-def _setting_device(device: str) -> str:
-    """A regex of the XRT variables that chose ``device``."""
-    return "|".join(name for name, chosen in DEVICE_SETTINGS.items() if chosen == device)
+class DeviceRule(EnvRule):
+    """A variable that chose the device: it becomes the PJRT_DEVICE its value names."""
+
+    @classmethod
+    def choose(cls, setting, target):
+        choice = device_for(setting.name, setting.value, target)
+        chosen = None if choice.device is None else ("PJRT_DEVICE", choice.device)
+        return chosen, None if setting.form == "unset" else choice.note
 
 
 @register
-class XrtTpuConfig(EnvRule):
+class XrtTpuConfig(DeviceRule):
     id = "shell-env-xrt-tpu-config"
     summary = ("XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, "
-               "docker -e, Dockerfile ENV, YAML env, %env).")
-    variables = _setting_device("TPU")
+               "docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported.")
+    variables = "XRT_TPU_CONFIG"
     replacement = ("PJRT_DEVICE", "TPU")
     examples = (
         Example('export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n',
                 "export PJRT_DEVICE=TPU\npython3 train.py\n"),
         Example("XRT_TPU_CONFIG='tpu_worker;0;10.0.0.2:8470' python3 train.py\n",
-                "PJRT_DEVICE=TPU python3 train.py\n"),
+                "PJRT_DEVICE=TPU python3 train.py\n", manual=("remote TPU node",)),
+        Example('export XRT_TPU_CONFIG="tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS#grpc://}"\n',
+                "export PJRT_DEVICE=TPU\n", manual=("remote TPU node",)),
         Example("docker run -e XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011 img python3 train.py\n",
                 "docker run -e PJRT_DEVICE=TPU img python3 train.py\n"),
         Example("unset XRT_TPU_CONFIG\n", "unset PJRT_DEVICE\n"),
@@ -69,10 +89,11 @@ class XrtTpuConfig(EnvRule):
 
 
 @register
-class XrtCpuTopology(EnvRule):
+class XrtCpuTopology(DeviceRule):
     id = "shell-env-xrt-cpu"
-    summary = "XRT_DEVICE_MAP / XRT_WORKERS (an explicit CPU topology) → PJRT_DEVICE=CPU."
-    variables = _setting_device("CPU")
+    summary = ("XRT_DEVICE_MAP → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when it cannot be "
+               "read, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported.")
+    variables = "|".join(name for name in DEVICE_SETTINGS if name != XrtTpuConfig.variables)
     replacement = ("PJRT_DEVICE", "CPU")
     examples = (
         Example(
@@ -84,6 +105,10 @@ class XrtCpuTopology(EnvRule):
         Example('XRT_WORKERS="localservice:0;grpc://localhost:40934" XRT_DEVICE_MAP="CPU:0;/job:localservice/'
                 'replica:0/task:0/device:XLA_CPU:0" python3 test.py\n',
                 "PJRT_DEVICE=CPU python3 test.py\n"),
+        Example('export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
+                'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n',
+                "export PJRT_DEVICE=CUDA\n", manual=("2.9 dropped CUDA",)),
+        Example('export XRT_DEVICE_MAP="$DEVICE_MAP"\n', "export PJRT_DEVICE=CPU\n", manual=("could not be read",)),
     )
 
 
@@ -112,6 +137,15 @@ READ = re.compile(rf"\$\{{?({XRT_ERA_PATTERN})")
 SETTING = re.compile(rf"\b({XRT_ERA_PATTERN})=")
 
 
+class Plan(NamedTuple):
+    """What ``apply`` does with one setting."""
+
+    setting: EnvSetting
+    rule: type[EnvRule] | None  # None: no rule (or no selected rule) handles it
+    chosen: Replacement  # what replaces it
+    drop: bool  # it goes instead
+
+
 def replacing(start: int, end: int, with_value: bool) -> Callable[[str, str], list[Edit]]:
     """A rename that rewrites the span [start, end) as ``NAME=VALUE`` (or ``NAME`` alone)."""
 
@@ -136,25 +170,28 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
     then an ``unset`` of an XRT variable is dropped instead of unsetting PJRT_DEVICE.
     """
     done: set = set()  # (scope, form, replacement) already written: a second one is removed
-    plans: list[tuple[EnvSetting, type[EnvRule] | None, bool]] = []  # (setting, rule, drop)
+    plans: list[Plan] = []
     for s in settings:
         rule = rule_for(s.name)
         if rule is None or not rec.options.on(rule.id):
-            plans.append((s, None, False))
+            plans.append(Plan(s, None, None, False))
             continue
-        key = (s.scope, s.form, rule.replacement)
+        chosen, note = rule.choose(s, rec.options.target_version)
+        if note:
+            rec.ask(rule.id, s.offset, note)
+        key = (s.scope, s.form, chosen)
         # A repeated replacement is dropped only where it can be: a second PJRT_DEVICE=TPU
         # is harmless, and renaming it keeps a second pass from finding anything to do.
         repeated = key in done and (s.delete is not None or s.statement is not None)
-        drop = rule.replacement is None or repeated or (s.form == "unset" and earlier_pjrt(s.offset))
+        drop = chosen is None or repeated or (s.form == "unset" and earlier_pjrt(s.offset))
         done.add(key)
-        plans.append((s, rule, drop))
+        plans.append(Plan(s, rule, chosen, drop))
     emptied, removed = _emptied_statements(plans), set()
-    for s, rule, drop in plans:
+    for s, rule, chosen, drop in plans:
         if rule is None:
             continue
         if not drop:
-            name, value = rule.replacement
+            name, value = chosen
             shown = {"unset": f"unset {name}", "pass": name}.get(s.form, f"{name}={value}")
             rec.change(rule.id, s.offset, f"{s.name} → {shown}", *s.rename(name, value))
             continue
@@ -163,17 +200,17 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         if edits is None:
             rec.ask(rule.id, s.offset, f"{s.name} is not used under PJRT: remove it here by hand")
             continue
-        why = (UNPREFIXED.get(s.name, "PJRT ignores it") if rule.replacement is None
-               else f"{'='.join(rule.replacement)} is already set here")
+        why = (UNPREFIXED.get(s.name, "PJRT ignores it") if chosen is None
+               else f"{'='.join(chosen)} is already set here")
         rec.change(rule.id, s.offset, f"removed {s.name}: {why}", *edits)
         if whole:
             removed.add(id(s.statement))  # the statement goes once; its other settings with it
 
 
-def _emptied_statements(plans) -> set[int]:
+def _emptied_statements(plans: list[Plan]) -> set[int]:
     """Statements every setting of which is dropped: they are removed whole."""
     verdicts: dict[int, bool] = {}
-    for s, rule, drop in plans:
+    for s, rule, _, drop in plans:
         if s.statement is not None:
             verdicts[id(s.statement)] = verdicts.get(id(s.statement), True) and rule is not None and drop
     return {key for key, emptied in verdicts.items() if emptied}
@@ -184,5 +221,5 @@ def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
     for m in READ.finditer(text):
         rule = rule_for(m.group(1))
         if rec.options.on(rule.id):
-            rec.ask(rule.id, base + m.start(), f"{m.group(1)} is read here but nothing sets it under PJRT "
-                    "(xr.world_size(), xr.global_ordinal(), xr.process_index() give topology)")
+            rec.ask(rule.id, base + m.start(), f"{m.group(1)} is read here but nothing sets it under PJRT: "
+                    f"{replacement(m.group(1))}")

@@ -205,7 +205,8 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
         split = w.assignment()
         name = split[0] if split else w.value
         rename = environment.replacing(w.start, w.end, with_value=form == "set")
-        out.append(EnvSetting(name, w.start, rename, delete, form, scope, whole))
+        value = split[1].source(text) if split else None
+        out.append(EnvSetting(name, w.start, rename, delete, form, scope, whole, value))
 
     for k, w in enumerate(prefix):
         if args:

@@ -119,7 +119,7 @@ def _env_settings(node, text: str) -> list[EnvSetting]:
         for k, v in node.value:
             if isinstance(k, Scalar) and NAME.fullmatch(str(k.value)):
                 out.append(EnvSetting(k.value, k.start_mark.index, _rename_pair(k, v),
-                                      _delete_lines(text, k, v, node), scope=id(node)))
+                                      _delete_lines(text, k, v, node), scope=id(node), value=_value(v)))
         return out
     for item in node.value:
         if isinstance(item, Mapping):  # Kubernetes: - name: N / value: V
@@ -128,15 +128,20 @@ def _env_settings(node, text: str) -> list[EnvSetting]:
             if isinstance(name, Scalar) and NAME.fullmatch(str(name.value)):
                 value = fields.get("value", (None, None))[1]
                 out.append(EnvSetting(name.value, name.start_mark.index, _rename_pair(name, value),
-                                      _delete_lines(text, item, item, node), scope=id(node)))
+                                      _delete_lines(text, item, item, node), scope=id(node), value=_value(value)))
         elif isinstance(item, Scalar) and isinstance(item.value, str):  # Compose: - NAME=value
             name = item.value.partition("=")[0]
             if NAME.fullmatch(name):
                 has_value = "=" in item.value
                 out.append(EnvSetting(name, item.start_mark.index, _rename_scalar(item, has_value),
                                       _delete_lines(text, item, item, node), form="set" if has_value else "pass",
-                                      scope=id(node)))
+                                      scope=id(node), value=item.value.partition("=")[2] if has_value else None))
     return out
+
+
+def _value(node) -> str | None:
+    """An env entry's value as a string; None when it is not a scalar (valueFrom: …)."""
+    return str(node.value) if isinstance(node, Scalar) else None
 
 
 def _rename_pair(name_node, value_node):
