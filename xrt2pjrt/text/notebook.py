@@ -3,13 +3,18 @@ cells through the shell rewriter, ``%env`` through the environment rules, Markdo
 through the Markdown rewriter.
 
 A cell's source is joined before it is rewritten, so a call split across two JSON source
-strings is one call. Only the ``source`` values of changed cells are re-written, in the
+strings is one call. The Python of all code cells is rewritten as one module, as the
+kernel runs it: an import in one cell binds the names a later cell uses, and is stale only
+when no cell uses it. Only the ``source`` values of changed cells are re-written, in the
 layout the file uses (one string per line, indentation, ASCII escapes); metadata, outputs,
 ids and every other byte stay as they were, and an unchanged notebook is byte-identical.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -17,6 +22,7 @@ from pathlib import Path
 
 from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options
+from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import environment, markdown, shell
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into, shifted
@@ -25,6 +31,8 @@ from xrt2pjrt.text.environment import EnvSetting
 _PYTHON = rewriters.module_for("python")
 TRIGGER = re.compile(f"{shell.TRIGGER.pattern}|{_PYTHON.TRIGGER.pattern}")
 SHELL_CELLS = re.compile(r"%%(bash|sh|script[ \t]+(ba)?sh)\b")
+# cell magics that run the rest of the cell as Python in the notebook's namespace
+KERNEL_CELL_MAGICS = re.compile(r"%%(time|timeit|capture|prun|debug)\b")
 WRITEFILE = re.compile(r"%%writefile(?:[ \t]+-a)?[ \t]+(\S+)[ \t]*$")
 # `%env NAME=value`, `%env NAME value`, `%set_env NAME=value` (Colab)
 ENV_MAGIC = re.compile(r"%(?:set_)?env[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*=[ \t]*|[ \t]+)(.*)")
@@ -48,11 +56,20 @@ def rewrite(text: str, options: Options) -> Outcome:
         raise SourceError(f"not a notebook: {exc}", 1) from None
     rec = Recorder(text, options)
     ascii_only = "\\u" in text and not any(ord(c) > 127 for c in text)
-    for cell in cells:
-        if not TRIGGER.search(cell.source):
-            continue
+    python = _kernel_cells(cells)
+    unparsed = [index for index, cell in python.items() if not _parses(cell.python)]
+    together = {} if unparsed else _rewrite_together(python, options)
+    for index, cell in enumerate(cells):
         lines = _first_line(text, cell) - 1
-        if cell.cell_type == "code":
+        if index in together:
+            outcome = together[index]
+        elif not TRIGGER.search(cell.source):
+            if index in unparsed and any(_PYTHON.TRIGGER.search(c.python) for c in python.values()):
+                rec.ask(CELL_RULE, cell.start, "this cell is not Python the codemod can parse, so each cell "
+                        "was migrated on its own: a name one cell imports for another was not followed; "
+                        "check the torch_xla code of the other cells by hand")
+            continue
+        elif cell.cell_type == "code":
             outcome = _code_cell(cell.source, options)
         elif cell.cell_type == "markdown":
             outcome = markdown.rewrite(cell.source, options)
@@ -136,11 +153,94 @@ def _render(source: str, original: str, ascii_only: bool) -> str:
     return "[\n" + ",\n".join(item_margin + i for i in items) + "\n" + (close_margin.group(1) if close_margin else "") + "]"
 
 
-# --- one code cell -----------------------------------------------------------------------------
+# --- the code cells --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PythonCell:
+    """A code cell of Python, its ``!``/``%`` lines hidden (see ``_hide_magics``)."""
+
+    prefix: str  # the cell magic line the Python follows (``%%time``), or ""
+    python: str
+    magics: list[tuple[str, int]]
+
+
+def _python_cell(source: str) -> PythonCell | None:
+    """The cell's Python; None for a cell that is a script (``%%bash``, ``%%writefile``)."""
+    head, newline, rest = source.partition("\n")
+    if SHELL_CELLS.match(head) or WRITEFILE.match(head):
+        return None
+    if head.startswith("%%"):  # another cell magic (%%time, %%capture): the rest is Python
+        return PythonCell(head + newline, *_hide_magics(rest))
+    return PythonCell("", *_hide_magics(source))
+
+
+def _kernel_cells(cells: list[SourceSpan]) -> dict[int, PythonCell]:
+    """The code cells (by index) whose Python the kernel runs in the notebook's namespace:
+    plain cells and those of a cell magic that runs its Python there (not ``%%html``)."""
+    python = {i: _python_cell(c.source) for i, c in enumerate(cells) if c.cell_type == "code"}
+    return {i: cell for i, cell in python.items()
+            if cell is not None and (not cell.prefix or KERNEL_CELL_MAGICS.match(cell.prefix))}
+
+
+def _parses(python: str) -> bool:
+    try:
+        ast.parse(python)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+# A comment line between two cells of the joined module; k numbers the boundary.
+_BOUNDARY = "# xrt2pjrt-cell-{}\n"
+_BOUNDARIES = re.compile(r"^# xrt2pjrt-cell-(\d+)\n", re.M)
+
+
+def _rewrite_together(python: dict[int, PythonCell], options: Options) -> dict[int, Outcome]:
+    """The outcome of each of the ``python`` cells, their code rewritten as the one module
+    they are in the kernel. Empty when the rewrite moved a boundary between two cells (the
+    cells are then rewritten one by one)."""
+    sources = [cell.python for cell in python.values()]
+    # a cell without a last newline gets one in the module, and loses it again after
+    unended = [bool(s) and not s.endswith("\n") for s in sources]
+    pieces = [s + "\n" if add else s for s, add in zip(sources, unended)]
+    module = "".join(_BOUNDARY.format(k) + piece if k else piece for k, piece in enumerate(pieces))
+    if not _PYTHON.TRIGGER.search(module) or _cells_of(module, len(pieces)) is None:
+        return {}  # nothing to do, or a cell has a line that looks like a boundary
+    try:
+        outcome = _PYTHON.rewrite(module, options)
+    except SourceError:  # each cell parses, but libcst may read less than ast
+        return {}
+    texts = _cells_of(outcome.text, len(pieces))
+    if texts is None:
+        return {}
+    starts = list(itertools.accumulate((p.count("\n") + 1 for p in pieces[:-1]), initial=1))
+    together = {}
+    for k, (index, cell) in enumerate(python.items()):
+        text = texts[k].removesuffix("\n") if unended[k] else texts[k]
+        in_cell = [_cell_findings(found, starts, k) for found in (outcome.changes, outcome.manual)]
+        together[index] = _finish(cell, Outcome(text, *in_cell), options)
+    return together
+
+
+def _cells_of(module: str, count: int) -> list[str] | None:
+    """The ``count`` cells of a joined module; None unless its boundaries are the ones it was
+    made with, each once and in order."""
+    parts = _BOUNDARIES.split(module)
+    if parts[1::2] != [str(k) for k in range(1, count)] or module.count("xrt2pjrt-cell-") != count - 1:
+        return None
+    return parts[0::2]
+
+
+def _cell_findings(findings: list[Finding], starts: list[int], k: int) -> list[Finding]:
+    """The findings on the ``k``th cell of a module whose cells start at lines ``starts``,
+    numbered from the cell's first line."""
+    return [Finding(f.rule, f.line - starts[k] + 1, f.message)
+            for f in findings if bisect.bisect_right(starts, f.line) - 1 == k]
 
 
 def _code_cell(source: str, options: Options) -> Outcome | None:
-    """The rewrite of a code cell; None when it is not Python the codemod can parse."""
+    """The rewrite of a code cell on its own; None when it is not Python the codemod can parse."""
     head, _, rest = source.partition("\n")
     kind = "shell" if SHELL_CELLS.match(head) else _written_kind(head)
     if kind:  # the rest of the cell is a script of that kind
@@ -149,21 +249,23 @@ def _code_cell(source: str, options: Options) -> Outcome | None:
         except SourceError:
             return None
         return Outcome(head + "\n" + outcome.text, *_shift(outcome, 1))
-    if WRITEFILE.match(head):
-        return Outcome(source)  # writes a file of a kind no rewriter reads
-    prefix = ""
-    if head.startswith("%%"):  # another cell magic (%%time, %%capture): the rest is Python
-        prefix, source = head + "\n", rest
-    python, magics = _hide_magics(source)
+    cell = _python_cell(source)
+    if cell is None:
+        return Outcome(source)  # %%writefile of a file of a kind no rewriter reads
     try:
-        outcome = _PYTHON.rewrite(python, options) if _PYTHON.TRIGGER.search(python) else Outcome(python)
+        outcome = _PYTHON.rewrite(cell.python, options) if _PYTHON.TRIGGER.search(cell.python) else Outcome(cell.python)
     except SourceError:
         return None
+    return _finish(cell, outcome, options)
+
+
+def _finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
+    """The cell from the rewrite of its Python: its magics back, through their rules."""
     rec = Recorder(outcome.text, options)
     rec.changes, rec.manual = list(outcome.changes), list(outcome.manual)
     text = outcome.text
     for m in _PLACEHOLDER.finditer(text):
-        magic_line, line = magics[int(m.group(2))]
+        magic_line, line = cell.magics[int(m.group(2))]
         end = m.end()
         for _ in range(magic_line.count("\n")):  # its continuation placeholders go with it
             end = _line_end(text, end + 1)
@@ -173,8 +275,8 @@ def _code_cell(source: str, options: Options) -> Outcome | None:
         else:  # the magic is removed, with its line
             rec.edits.append(Edit(m.start(), min(end + 1, len(text)), ""))
     done = rec.outcome()
-    if prefix:
-        return Outcome(prefix + done.text, *_shift(done, 1))
+    if cell.prefix:
+        return Outcome(cell.prefix + done.text, *_shift(done, 1))
     return done
 
 
