@@ -132,7 +132,7 @@ def test_a_rewriter_bug_costs_one_file_not_the_run(tree, monkeypatch):
 
 def test_each_item_to_decide_is_one_line_of_output(tree):
     """FILE:LINE: lines are what editors and CI read; a quoted bash error spans several."""
-    (tree / "README.md").write_text("Run:\n\n```\n(vm)$ export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n```\n")
+    (tree / "README.md").write_text("Run:\n\n```\nexport XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\nif true; then\n```\n")
     result = run("migrate", tree)
     (line,) = [line for line in result.stderr.splitlines() if "README.md" in line]
     assert line.startswith(f"{tree / 'README.md'}:4: decide [shell-env-xrt-tpu-config] code block left as it was")

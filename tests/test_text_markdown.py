@@ -54,12 +54,28 @@ def test_block_whose_rewrite_would_not_parse_is_kept_and_reported(monkeypatch):
 
 
 def test_a_block_left_as_it_was_is_reported_at_its_own_line():
-    # Found in real READMEs: `(vm)$` prompts make the rewritten block invalid shell.
-    text = "# Title\n\nSome text.\n\nRun:\n\n```\n(vm)$ export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n```\n"
+    # A snippet cut short in the middle of an `if`: its rewrite cannot pass `bash -n`.
+    text = "# Title\n\nSome text.\n\nRun:\n\n```\nexport XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\nif true; then\n```\n"
     outcome = markdown.rewrite(text, ALL)
     assert outcome.text == text
     (item,) = outcome.manual
     assert item.line == 8 and "left as it was" in item.message
+
+
+def test_a_console_session_is_rewritten_command_by_command_keeping_prompts_and_output():
+    # As pytorch/xla's own README wrote them (v1.12).
+    text = ("Run:\n\n```\n(vm)$ export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n"
+            "(vm)$ export XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
+            "(torch-xla-1.11)$ python -m torch_xla.distributed.xla_dist --tpu=$TPU_POD_NAME -- \\\n"
+            "    python train.py --fake_data\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n")
+    outcome = markdown.rewrite(text, ALL)
+    assert outcome.text == (
+        "Run:\n\n```\n(vm)$ export PJRT_DEVICE=TPU\n"
+        "(torch-xla-1.11)$ gcloud compute tpus tpu-vm ssh $TPU_POD_NAME --worker=all \\\n"
+        "    --command=\"PJRT_DEVICE=TPU python train.py --fake_data\"\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n")
+    assert [(f.rule, f.line) for f in outcome.changes] == [
+        ("shell-env-xrt-tpu-config", 4), ("shell-env-xrt-unused", 5), ("launch-xla-dist", 6)]
+    assert markdown.rewrite(outcome.text, ALL).text == outcome.text
 
 
 def test_prose_only_document_is_untouched():

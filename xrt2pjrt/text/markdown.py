@@ -2,7 +2,9 @@
 
 Each code block goes, dedented, to the rewriter of its language (shell, Python, Dockerfile,
 YAML; an untagged block counts as shell), and comes back re-indented. A block whose
-rewrite that rewriter's own check rejects is left as it was, and reported.
+rewrite that rewriter's own check rejects is left as it was, and reported. A shell block
+written as a console session (`(vm)$ export ...`, output lines between) is rewritten
+command by command, each keeping its prompt.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import shell
-from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into
+from xrt2pjrt.report import Finding
+from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted
 
 TRIGGER = re.compile(shell.TRIGGER.pattern + r"|xla_model|xla_multiprocessing|xmp\.|xm\.")
 
@@ -45,21 +48,62 @@ def rewrite(text: str, options: Options) -> Outcome:
         module = rewriters.module_for(block.kind)
         if not module.TRIGGER.search(body):
             continue
-        try:
-            outcome = module.rewrite(body, options)
-        except SourceError:
-            continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
         lines = rec.line(block.start) - 1
+        if block.kind == "shell" and _PROMPT.search(body):
+            outcome = _rewrite_session(body, options)
+        else:
+            try:
+                outcome = _checked(module, body, options)
+            except SourceError:
+                continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
         if outcome.text != body:
-            problem = module.check(outcome.text)
-            if problem:
-                for f in outcome.changes:
-                    rec.ask_at_line(f.rule, f.line + lines, f"code block left as it was: its rewrite would not be "
-                                    f"valid {block.kind} ({problem})")
-                continue
             rec.edits.append(Edit(block.start, block.end, indent(outcome.text, block.indent)))
         merge_into(rec, outcome, lines)
     return rec.outcome()
+
+
+def _checked(module, body: str, options: Options) -> Outcome:
+    """``body`` rewritten by ``module``; left as it was, and reported, when the rewrite fails
+    that module's own check."""
+    outcome = module.rewrite(body, options)
+    if outcome.text == body:
+        return outcome
+    problem = module.check(outcome.text)
+    if problem is None:
+        return outcome
+    problem = " / ".join(line.strip() for line in problem.splitlines() if line.strip())
+    return Outcome(body, manual=[Finding(f.rule, f.line, "code block left as it was: its rewrite would not be "
+                                         f"valid {module.__name__.rsplit('.', 1)[-1]} ({problem})")
+                                 for f in outcome.changes])
+
+
+# A shell prompt that starts a command in a console session: `$ `, `(vm)$ `, `user@host:~$ `.
+_PROMPT = re.compile(r"^[ \t]*(?:\([^()\n]*\)[ \t]*)?(?:[\w.-]+@[\w.-]+(?::[^\s$]*)?)?\$[ \t]+", re.M)
+
+
+def _rewrite_session(body: str, options: Options) -> Outcome:
+    """A console session: each command after a prompt (with its ``\\`` continuation lines)
+    goes to the shell rewriter on its own, and gets its prompt back; output lines stay."""
+    lines = body.splitlines(keepends=True)
+    out, changes, manual = [], [], []
+    i = 0
+    while i < len(lines):
+        prompt = _PROMPT.match(lines[i])
+        if prompt is None:  # output, or a comment between commands
+            out.append(lines[i])
+            i += 1
+            continue
+        end = i + 1
+        while end < len(lines) and lines[end - 1].rstrip("\r\n").endswith("\\"):
+            end += 1
+        command = lines[i][prompt.end():] + "".join(lines[i + 1:end])
+        done = _checked(shell, command, options)
+        changes += shifted(done.changes, i)
+        manual += shifted(done.manual, i)
+        if done.text.strip():
+            out.append(prompt.group() + done.text)
+        i = end
+    return Outcome("".join(out), changes, manual)
 
 
 def check(text: str) -> str | None:
