@@ -71,7 +71,6 @@ def _checked(module, body: str, options: Options) -> Outcome:
     problem = module.check(outcome.text)
     if problem is None:
         return outcome
-    problem = " / ".join(line.strip() for line in problem.splitlines() if line.strip())
     return Outcome(body, manual=[Finding(f.rule, f.line, "code block left as it was: its rewrite would not be "
                                          f"valid {module.__name__.rsplit('.', 1)[-1]} ({problem})")
                                  for f in outcome.changes])
