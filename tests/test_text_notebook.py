@@ -309,7 +309,7 @@ def test_a_moved_cell_boundary_makes_each_cell_migrate_on_its_own(monkeypatch):
 
     def losing_boundaries(python, options):
         outcome = real(python, options)
-        outcome.text = outcome.text.replace("# xrt2pjrt-cell-1\n", "")
+        outcome.text = outcome.text.replace("# xrt2pjrt-piece-1\n", "")
         return outcome
 
     text = _notebook(["import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()\n"], ["xm.mark_step()\n"])
@@ -319,7 +319,7 @@ def test_a_moved_cell_boundary_makes_each_cell_migrate_on_its_own(monkeypatch):
 
 
 def test_a_line_like_a_cell_boundary_in_a_cell_is_kept():
-    text = _notebook(["import torch_xla.core.xla_model as xm\n", "# xrt2pjrt-cell-1\n"], ["d = xm.xla_device()\n"])
+    text = _notebook(["import torch_xla.core.xla_model as xm\n", "# xrt2pjrt-piece-1\n"], ["d = xm.xla_device()\n"])
     outcome = _twice(text)
     assert _sources(outcome.text) == _alone(text)
     assert _sources(outcome.text)[0] == _sources(text)[0]

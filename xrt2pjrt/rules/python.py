@@ -20,7 +20,9 @@ used because of a rewrite are removed.
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -464,6 +466,50 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
 
 def _same_line(line: int) -> int:
     return line
+
+
+# A comment line between two pieces of one program, in the module they are joined into.
+_PIECE = "# xrt2pjrt-piece-{}\n"
+_PIECES = re.compile(r"^# xrt2pjrt-piece-(\d+)\n", re.M)
+
+
+def rewrite_together(pieces: list[str], options: Options) -> list[Outcome] | None:
+    """Pieces of one program (a notebook's cells, a document's code blocks) rewritten as the
+    one module they make, so that a name one piece imports is followed in the others. Each
+    outcome holds its piece's text and findings, lines counted from the piece's first. None
+    when the pieces cannot be told apart again (one holds a line like a boundary, or the
+    rewrite moved one) or libcst cannot read them: rewrite each on its own then."""
+    unended = [bool(piece) and not piece.endswith("\n") for piece in pieces]
+    ended = [piece + "\n" if add else piece for piece, add in zip(pieces, unended)]
+    module = "".join(_PIECE.format(k) + piece if k else piece for k, piece in enumerate(ended))
+    if _pieces_of(module, len(pieces)) is None:
+        return None
+    if not TRIGGER.search(module):
+        return [Outcome(piece) for piece in pieces]
+    try:
+        outcome = rewrite(module, options)
+    except SourceError:  # each piece parses, but libcst may read less than ast
+        return None
+    texts = _pieces_of(outcome.text, len(pieces))
+    if texts is None:
+        return None
+    starts = list(itertools.accumulate((piece.count("\n") + 1 for piece in ended[:-1]), initial=1))
+
+    def own(findings: list[Finding], k: int) -> list[Finding]:
+        return [Finding(f.rule, f.line - starts[k] + 1, f.message)
+                for f in findings if bisect.bisect_right(starts, f.line) - 1 == k]
+
+    return [Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))
+            for k, (text, add) in enumerate(zip(texts, unended))]
+
+
+def _pieces_of(module: str, count: int) -> list[str] | None:
+    """The ``count`` pieces of a joined module; None unless its boundaries are the ones it
+    was made with, each once and in order."""
+    parts = _PIECES.split(module)
+    if parts[1::2] != [str(k) for k in range(1, count)] or module.count("xrt2pjrt-piece-") != count - 1:
+        return None
+    return parts[0::2]
 
 
 def _parse(text: str) -> cst.Module:

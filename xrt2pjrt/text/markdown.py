@@ -20,6 +20,7 @@ from xrt2pjrt.report import Finding
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted
 
 TRIGGER = re.compile(shell.TRIGGER.pattern + r"|xla_model|xla_multiprocessing|xmp\.|xm\.")
+_PYTHON = rewriters.module_for("python")
 
 # info string / directive language -> file kind
 LANGUAGES = {
@@ -43,29 +44,42 @@ class Block:
 
 def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
-    for block in blocks(text):
+    found = blocks(text)
+    together = _python_together(text, found, options)
+    for block in found:
         body = dedent(text[block.start:block.end], block.indent)
         module = rewriters.module_for(block.kind)
-        if not module.TRIGGER.search(body):
+        if block in together:
+            outcome = _checked(module, body, together[block])
+        elif not module.TRIGGER.search(body):
             continue
-        lines = rec.line(block.start) - 1
-        if block.kind == "shell" and _PROMPT.search(body):
+        elif block.kind == "shell" and _PROMPT.search(body):
             outcome = _rewrite_session(body, options)
         else:
             try:
-                outcome = _checked(module, body, options)
+                outcome = _checked(module, body, module.rewrite(body, options))
             except SourceError:
                 continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
         if outcome.text != body:
             rec.edits.append(Edit(block.start, block.end, indent(outcome.text, block.indent)))
-        merge_into(rec, outcome, lines)
+        merge_into(rec, outcome, rec.line(block.start) - 1)
     return rec.outcome()
 
 
-def _checked(module, body: str, options: Options) -> Outcome:
-    """``body`` rewritten by ``module``; left as it was, and reported, when the rewrite fails
-    that module's own check."""
-    outcome = module.rewrite(body, options)
+def _python_together(text: str, found: list[Block], options: Options) -> dict[Block, Outcome]:
+    """The outcome of each Python block that parses, all of them rewritten as one program:
+    a document imports torch_xla in one block and uses it in the next ones."""
+    python = [block for block in found if block.kind == "python"
+              and _PYTHON.check(dedent(text[block.start:block.end], block.indent)) is None]
+    if len(python) < 2:
+        return {}
+    outcomes = _PYTHON.rewrite_together([dedent(text[b.start:b.end], b.indent) for b in python], options)
+    return dict(zip(python, outcomes or ()))
+
+
+def _checked(module, body: str, outcome: Outcome) -> Outcome:
+    """``outcome``, the rewrite of ``body`` by ``module``; ``body`` as it was, reported, when
+    the rewrite fails that module's own check."""
     if outcome.text == body:
         return outcome
     problem = module.check(outcome.text)
@@ -96,7 +110,7 @@ def _rewrite_session(body: str, options: Options) -> Outcome:
         while end < len(lines) and lines[end - 1].rstrip("\r\n").endswith("\\"):
             end += 1
         command = lines[i][prompt.end():] + "".join(lines[i + 1:end])
-        done = _checked(shell, command, options)
+        done = _checked(shell, command, shell.rewrite(command, options))
         changes += shifted(done.changes, i)
         manual += shifted(done.manual, i)
         if done.text.strip():

@@ -13,8 +13,6 @@ ids and every other byte stay as they were, and an unchanged notebook is byte-id
 from __future__ import annotations
 
 import ast
-import bisect
-import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -22,7 +20,6 @@ from pathlib import Path
 
 from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options
-from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import environment, markdown, shell
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into, shifted
@@ -191,52 +188,14 @@ def _parses(python: str) -> bool:
     return True
 
 
-# A comment line between two cells of the joined module; k numbers the boundary.
-_BOUNDARY = "# xrt2pjrt-cell-{}\n"
-_BOUNDARIES = re.compile(r"^# xrt2pjrt-cell-(\d+)\n", re.M)
-
-
 def _rewrite_together(python: dict[int, PythonCell], options: Options) -> dict[int, Outcome]:
     """The outcome of each of the ``python`` cells, their code rewritten as the one module
-    they are in the kernel. Empty when the rewrite moved a boundary between two cells (the
-    cells are then rewritten one by one)."""
-    sources = [cell.python for cell in python.values()]
-    # a cell without a last newline gets one in the module, and loses it again after
-    unended = [bool(s) and not s.endswith("\n") for s in sources]
-    pieces = [s + "\n" if add else s for s, add in zip(sources, unended)]
-    module = "".join(_BOUNDARY.format(k) + piece if k else piece for k, piece in enumerate(pieces))
-    if not _PYTHON.TRIGGER.search(module) or _cells_of(module, len(pieces)) is None:
-        return {}  # nothing to do, or a cell has a line that looks like a boundary
-    try:
-        outcome = _PYTHON.rewrite(module, options)
-    except SourceError:  # each cell parses, but libcst may read less than ast
+    they are in the kernel. Empty when that cannot be done (the cells are then rewritten one
+    by one)."""
+    outcomes = _PYTHON.rewrite_together([cell.python for cell in python.values()], options)
+    if outcomes is None:
         return {}
-    texts = _cells_of(outcome.text, len(pieces))
-    if texts is None:
-        return {}
-    starts = list(itertools.accumulate((p.count("\n") + 1 for p in pieces[:-1]), initial=1))
-    together = {}
-    for k, (index, cell) in enumerate(python.items()):
-        text = texts[k].removesuffix("\n") if unended[k] else texts[k]
-        in_cell = [_cell_findings(found, starts, k) for found in (outcome.changes, outcome.manual)]
-        together[index] = _finish(cell, Outcome(text, *in_cell), options)
-    return together
-
-
-def _cells_of(module: str, count: int) -> list[str] | None:
-    """The ``count`` cells of a joined module; None unless its boundaries are the ones it was
-    made with, each once and in order."""
-    parts = _BOUNDARIES.split(module)
-    if parts[1::2] != [str(k) for k in range(1, count)] or module.count("xrt2pjrt-cell-") != count - 1:
-        return None
-    return parts[0::2]
-
-
-def _cell_findings(findings: list[Finding], starts: list[int], k: int) -> list[Finding]:
-    """The findings on the ``k``th cell of a module whose cells start at lines ``starts``,
-    numbered from the cell's first line."""
-    return [Finding(f.rule, f.line - starts[k] + 1, f.message)
-            for f in findings if bisect.bisect_right(starts, f.line) - 1 == k]
+    return {index: _finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}
 
 
 def _code_cell(source: str, options: Options) -> Outcome | None:
