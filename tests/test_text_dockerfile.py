@@ -92,3 +92,11 @@ def test_env_device_map_follows_its_value_in_both_env_forms():
     outcome = rewrite(text)
     assert outcome.text == "FROM python:3.11\nENV PJRT_DEVICE CUDA\nENV XLA_USE_BF16=1\n"
     assert_decisions(outcome, [("shell-env-xrt-cpu", 2, NO_CUDA)])
+
+
+def test_env_values_are_not_shell_a_semicolon_is_part_of_the_value():
+    # Docker reads `ENV A=x;y` as A="x;y"; read as shell, the line was cut at the `;`.
+    text = ("FROM python:3.10\nENV XRT_WORKERS=localservice:0;grpc://localhost:40934 X=1\n"
+            "ENV XRT_TPU_CONFIG=localservice;0;localhost:51011\n")
+    outcome = rewrite(text)
+    assert outcome.text == "FROM python:3.10\nENV X=1\nENV PJRT_DEVICE=TPU\n"

@@ -13,7 +13,7 @@ from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, installs, shell, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into
 from xrt2pjrt.text.environment import EnvSetting
-from xrt2pjrt.text.words import NAME, commands, without_word
+from xrt2pjrt.text.words import NAME, docker_words, without_word
 
 TRIGGER = shell.TRIGGER
 SHELL_FORMS = ("RUN", "CMD", "ENTRYPOINT")
@@ -78,7 +78,7 @@ def rewrite(text: str, options: Options) -> Outcome:
             settings += _settings(ins, text)
             environment.ask_about_reads(body, ins.args, rec)
         elif ins.keyword == "FROM":
-            words = [w for cmd in commands(body) for w in cmd.words if not (w.value or "").startswith("--")]
+            words = [w for w in docker_words(body) if not (w.value or "").startswith("--")]
             if words:  # the image, after any --platform=
                 installs.ask(rec, words[0].value or words[0].source(body), ins.args + words[0].start)
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE" in text[:offset])
@@ -98,7 +98,7 @@ def check(text: str) -> str | None:
 
 def _settings(ins: Instruction, text: str) -> list[EnvSetting]:
     body = text[ins.args:ins.end]
-    words = [w for cmd in commands(body) for w in cmd.words]
+    words = docker_words(body)
     if not words:
         return []
     whole = [Edit(ins.start, min(ins.end + 1, len(text)), "")]

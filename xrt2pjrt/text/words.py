@@ -129,10 +129,14 @@ def line_of(text: str, offset: int) -> int:
 
 
 class _Scanner:
-    def __init__(self, text: str):
+    def __init__(self, text: str, operators: bool = True):
         self.text = text
         self.i = 0
         self.n = len(text)
+        # Without operators (a Dockerfile ENV line), `;`, `|`, `&`, `<`, `>`, `(`, `)` and
+        # `#` are characters of a word like any other: only blanks end one.
+        self.operators = operators
+        self.ends = " \t\r\n;&|()<>" if operators else " \t\r\n"
         self.pending_heredocs: list[tuple[str, bool]] = []
         self.heredocs: list[tuple[int, int]] = []  # spans of here-document bodies
 
@@ -160,6 +164,10 @@ class _Scanner:
                 finish(None)
                 self.i += 1
                 self._skip_heredoc_bodies()
+                gap_start = self.i
+                continue
+            if not self.operators:
+                current.words.append(self._word(gap=text[gap_start:self.i]))
                 gap_start = self.i
                 continue
             if c == "#":
@@ -221,11 +229,11 @@ class _Scanner:
         parts: list[Part] = []
         while self.i < self.n:
             c = text[self.i]
-            if c in " \t\r\n;&|()<>":
+            if c in self.ends:
                 break
             if c == "\\":
                 if text.startswith("\\\n", self.i):
-                    if self.i + 2 >= self.n or text[self.i + 2] in " \t\r\n;&|()<>":
+                    if self.i + 2 >= self.n or text[self.i + 2] in self.ends:
                         break  # the continuation ends the word: it belongs to the next gap
                     self.i += 2
                     continue
@@ -345,6 +353,12 @@ def _merge(parts: list[Part]) -> list[Part]:
 def commands(text: str) -> list[Command]:
     """Every simple command of a shell text, in source order."""
     return _Scanner(text).commands()
+
+
+def docker_words(text: str) -> list[Word]:
+    """The words of a Dockerfile ENV/ARG line: quoted and escaped as in shell, but with no
+    operators or comments (``ENV A=x;y`` sets A to ``x;y``)."""
+    return [w for cmd in _Scanner(text, operators=False).commands() for w in cmd.words]
 
 
 def heredocs(text: str) -> list[tuple[int, int]]:
