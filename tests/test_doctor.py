@@ -122,6 +122,12 @@ def test_xrt_leftovers_are_each_listed_with_their_replacement_and_exit_1():
     assert "ignored since torch_xla 2.1" in text
 
 
+def test_a_leftover_device_map_is_named_by_its_value():
+    assert "PJRT_DEVICE=CUDA" in doctor.xrt_env_leftovers(
+        {"XRT_DEVICE_MAP": "GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"})[0].replacement
+    assert "remote TPU node" in doctor.xrt_env_leftovers({"XRT_TPU_CONFIG": "tpu_worker;0;10.0.0.2:8470"})[0].replacement
+
+
 def test_xrt_tpu_config_without_pjrt_device_says_the_runtime_will_fall_back_to_cpu():
     record, code = doctor_json(clean_env(XRT_TPU_CONFIG="localservice;0;localhost:51011"))
     assert code == doctor.EXIT_MUST_FIX

@@ -336,3 +336,9 @@ def test_migrated_cells_run_in_one_kernel_namespace_on_torch_xla_2_9():
                          env={"PJRT_DEVICE": "CPU", "PATH": "/usr/bin:/bin"})
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert ran.stdout.strip() == "0 [1.0, 1.0]"
+
+
+def test_an_env_magic_is_judged_by_its_value():
+    outcome = rewrite(_notebook(["%env XRT_TPU_CONFIG=tpu_worker;0;10.0.0.2:8470\n", "import torch_xla\n"]))
+    assert _sources(outcome.text)[0] == ["%env PJRT_DEVICE=TPU\n", "import torch_xla\n"]
+    assert [m.rule for m in outcome.manual] == ["shell-env-xrt-tpu-config"] and "remote TPU node" in outcome.manual[0].message

@@ -14,7 +14,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, shell, xla_dist
 from xrt2pjrt.text.edits import Recorder
-from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
+from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN, replacement
 
 TRIGGER = shell.TRIGGER
 _VARIABLE = re.compile(rf"\b({XRT_ERA_PATTERN})\b")
@@ -29,8 +29,7 @@ def rewrite(text: str, options: Options) -> Outcome:
     for m in _VARIABLE.finditer(text):
         rule = environment.rule_for(m.group(1))
         if options.on(rule.id):
-            what = "remove it" if rule.replacement is None else f"set {'='.join(rule.replacement)} instead"
-            rec.ask(rule.id, m.start(), f"{m.group(1)} in a jsonnet config: {what}")
+            rec.ask(rule.id, m.start(), f"{m.group(1)} in a jsonnet config: {replacement(m.group(1))}")
     return rec.outcome()
 
 

@@ -296,7 +296,7 @@ def _magic(line: str, options: Options, rec: Recorder, cell_line: int) -> str:
     start, end = m.start(1), m.end(2)
     removed = [Edit(0, len(line), "")]
     rename = environment.replacing(start, end, with_value=True)
-    environment.apply([EnvSetting(m.group(1), start, rename, removed)], magic, lambda offset: False)
+    environment.apply([EnvSetting(m.group(1), start, rename, removed, value=m.group(2))], magic, lambda offset: False)
     done = magic.outcome()
     merge_into(rec, done, cell_line - 1)
     return done.text
