@@ -503,3 +503,16 @@ def test_device_map_from_a_variable_keeps_cpu_and_says_it_could_not_be_read():
     assert outcome.text.endswith("set PJRT_DEVICE to CPU, TPU or CUDA by it [env-xrt-cpu-topology]\n"
                                  "os.environ['PJRT_DEVICE'] = 'CPU'\n")
     assert [f.line for f in outcome.manual] == [2]
+
+
+def test_a_write_of_a_variable_the_file_reads_again_stays():
+    # Found in danielkunin/neural-mechanics: renamed, the write left a read raising KeyError.
+    source = ('import os\n\nos.environ["XRT_TPU_CONFIG"] = "localservice;0;localhost:51011"\n'
+              'print("config:", os.environ["XRT_TPU_CONFIG"])\n'
+              "os.environ.setdefault('XRT_DEVICE_MAP', 'CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0')\n")
+    out = migrate(source)
+    assert 'os.environ["XRT_TPU_CONFIG"] = "localservice;0;localhost:51011"\n' in out.text
+    assert "os.environ.setdefault('PJRT_DEVICE', 'CPU')" in out.text  # not read again: migrated
+    (kept,) = [m for m in out.manual if "this write stays" in m.message]
+    assert kept.line == 3 and "read on line 4" in kept.message and "set PJRT_DEVICE='TPU' instead" in kept.message
+    assert migrate(out.text).text == out.text

@@ -8,10 +8,14 @@ os.environ``, ``del os.environ[K]``, ``{K: v}`` literals — with ``K`` a string
 
 - a write becomes a PJRT setting (``Setting``) or goes (``None``), with a manual item
   where its value asks for one (a remote TPU node, a GPU map, an unreadable map);
-- a read becomes a manual item naming the PJRT replacement.
+- a read becomes a manual item naming the PJRT replacement;
+- a write to ``os.environ`` of a variable the file also reads stays as it is while those
+  reads do (renamed, they would raise KeyError), with a manual item.
 """
 
 from __future__ import annotations
+
+import ast
 
 import libcst as cst
 
@@ -93,7 +97,7 @@ class EnvRule(PythonRule):
         if not (isinstance(target, cst.Subscript) and self._environ(ctx, target.value)):
             return updated
         variable = self._subscript_key(target)
-        if variable is None:
+        if variable is None or self._still_read(ctx, variable, updated.value):
             return updated
         setting = self._written(ctx, variable, updated.value)
         if setting is None:
@@ -150,7 +154,7 @@ class EnvRule(PythonRule):
             return updated
         key, value = updated.args
         variable = self._key(key.value)
-        if variable is None:
+        if variable is None or self._still_read(ctx, variable, value.value):
             return updated
         setting = self._written(ctx, variable, value.value)
         if setting is None:
@@ -202,6 +206,23 @@ class EnvRule(PythonRule):
         return updated.with_changes(elements=elements)
 
     # --- shared pieces ---------------------------------------------------------------
+    def _still_read(self, ctx, variable: str, value: cst.BaseExpression) -> bool:
+        """Whether the file reads ``variable`` from os.environ elsewhere; if so, the write
+        that sets it stays, reported with what it becomes once those reads are migrated."""
+        if not hasattr(self, "_reads"):
+            self._reads = _environ_reads(ctx.source)
+        lines = [line for line in self._reads.get(variable, ()) if line != ctx.line]
+        if not lines:
+            return False
+        setting, _ = self.write(variable, code(value), ctx.target_version)
+        then = f"set {setting[0]}={setting[1]!r} instead" if setting else "remove it"
+        why = (f"this write stays while it is, or that read raises KeyError; once the reads are migrated, "
+               f"{then}")
+        # (the comment left in the code names no line: lines move, and a second pass must find it)
+        ctx.manual(f"{variable} is read on line {', '.join(map(str, lines))}: {why}",
+                   comment=f"{variable} is read elsewhere in this file: {why}")
+        return True
+
     def _written(self, ctx, variable: str, value: cst.BaseExpression, memo: bool = True) -> Setting | None:
         setting, note = self.write(variable, code(value), ctx.target_version)
         if note:
@@ -428,3 +449,27 @@ class Unprefixed(EnvRule):
 
     def read(self, variable):
         return f"{variable} is XRT-era: {UNPREFIXED[variable]}"
+
+
+def _environ_reads(source: str) -> dict[str, list[int]]:
+    """The variables ``source`` reads from os.environ by a literal name, with the lines:
+    ``environ[K]``, ``environ.get/pop(K)``, ``getenv(K)``, ``K in environ``. Names are not
+    resolved here: a read that only looks like one keeps a write, which is the safe side."""
+    def environ(node):
+        return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+            isinstance(node, ast.Name) and node.id == "environ")
+
+    reads: dict[str, list[int]] = {}
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and environ(node.value):
+            key = node.slice
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Attribute, ast.Name)):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            if name == "getenv" or (name in ("get", "pop") and environ(getattr(node.func, "value", None))):
+                key = node.args[0]
+        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) and environ(node.comparators[0]):
+            key = node.left
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            reads.setdefault(key.value, []).append(node.lineno)
+    return reads

@@ -77,6 +77,11 @@ class Context:
         return self._engine.line_of(self.original)
 
     @property
+    def source(self) -> str:
+        """The file's text as it was read."""
+        return self._engine.text
+
+    @property
     def target_version(self) -> tuple[int, int]:
         return self.options.target_version
 
