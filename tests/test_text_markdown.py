@@ -89,6 +89,13 @@ def test_python_blocks_of_a_document_are_one_program():
     assert markdown.rewrite(outcome.text, ALL).text == outcome.text
 
 
+def test_a_line_a_message_names_is_the_documents_line():
+    text = ("x\n\n```python\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
+            "```\n\ny\n\n```python\nDEVICE = xm.xla_device()\nxmp.spawn(fn)\n```\n")
+    (item,) = markdown.rewrite(text, ALL).manual
+    assert item.line == 12 and item.message.endswith("(line 11)")
+
+
 def test_prose_only_document_is_untouched():
     text = "# XRT_TPU_CONFIG\n\nWe used `python -m torch_xla.distributed.xla_dist` in 2021.\n"
     assert markdown.rewrite(text, ALL).text == text

@@ -342,3 +342,11 @@ def test_an_env_magic_is_judged_by_its_value():
     outcome = rewrite(_notebook(["%env XRT_TPU_CONFIG=tpu_worker;0;10.0.0.2:8470\n", "import torch_xla\n"]))
     assert _sources(outcome.text)[0] == ["%env PJRT_DEVICE=TPU\n", "import torch_xla\n"]
     assert [m.rule for m in outcome.manual] == ["shell-env-xrt-tpu-config"] and "remote TPU node" in outcome.manual[0].message
+
+
+def test_a_line_a_message_names_is_the_cells_line():
+    # The joined module's own line numbers mean nothing to the reader of a notebook.
+    text = _notebook(["import torch_xla.core.xla_model as xm\n", "import torch_xla.distributed.xla_multiprocessing as xmp\n"],
+                     ["DEVICE = xm.xla_device()\n"], ["xmp.spawn(fn)\n"])
+    (item,) = rewrite(text).manual
+    assert item.message.endswith("(line 1 of cell 2)")

@@ -24,6 +24,7 @@ import bisect
 import functools
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -476,14 +477,17 @@ def _same_line(line: int) -> int:
 # A comment line between two pieces of one program, in the module they are joined into.
 _PIECE = "# xrt2pjrt-piece-{}\n"
 _PIECES = re.compile(r"^# xrt2pjrt-piece-(\d+)\n", re.M)
+_LINES_NAMED = re.compile(r"\bline (\d+(?:, \d+)*)")  # as rules name lines in messages
 
 
-def rewrite_together(pieces: list[str], options: Options) -> list[Outcome] | None:
+def rewrite_together(pieces: list[str], options: Options,
+                     where: Callable[[int, int], str] = lambda k, line: f"line {line}") -> list[Outcome] | None:
     """Pieces of one program (a notebook's cells, a document's code blocks) rewritten as the
     one module they make, so that a name one piece imports is followed in the others. Each
-    outcome holds its piece's text and findings, lines counted from the piece's first. None
-    when the pieces cannot be told apart again (one holds a line like a boundary, or the
-    rewrite moved one) or libcst cannot read them: rewrite each on its own then."""
+    outcome holds its piece's text and findings, lines counted from the piece's first; a
+    line a message names ("set on line 12") is given as ``where(piece, line in it)`` says.
+    None when the pieces cannot be told apart again (one holds a line like a boundary, or
+    the rewrite moved one) or libcst cannot read them: rewrite each on its own then."""
     unended = [bool(piece) and not piece.endswith("\n") for piece in pieces]
     ended = [piece + "\n" if add else piece for piece, add in zip(pieces, unended)]
     module = "".join(_PIECE.format(k) + piece if k else piece for k, piece in enumerate(ended))
@@ -500,9 +504,16 @@ def rewrite_together(pieces: list[str], options: Options) -> list[Outcome] | Non
         return None
     starts = list(itertools.accumulate((piece.count("\n") + 1 for piece in ended[:-1]), initial=1))
 
+    def place(line: int) -> tuple[int, int]:  # the piece a line of the module is in, and its line there
+        k = bisect.bisect_right(starts, line) - 1
+        return k, line - starts[k] + 1
+
+    def named(match: re.Match) -> str:
+        return ", ".join(where(*place(int(line))) for line in match.group(1).split(", "))
+
     def own(findings: list[Finding], k: int) -> list[Finding]:
-        return [Finding(f.rule, f.line - starts[k] + 1, f.message)
-                for f in findings if bisect.bisect_right(starts, f.line) - 1 == k]
+        return [Finding(f.rule, place(f.line)[1], _LINES_NAMED.sub(named, f.message))
+                for f in findings if place(f.line)[0] == k]
 
     return [Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))
             for k, (text, add) in enumerate(zip(texts, unended))]

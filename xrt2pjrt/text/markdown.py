@@ -73,7 +73,9 @@ def _python_together(text: str, found: list[Block], options: Options) -> dict[Bl
               and _PYTHON.check(dedent(text[block.start:block.end], block.indent)) is None]
     if len(python) < 2:
         return {}
-    outcomes = _PYTHON.rewrite_together([dedent(text[b.start:b.end], b.indent) for b in python], options)
+    first = [text.count("\n", 0, block.start) for block in python]  # lines before each block
+    outcomes = _PYTHON.rewrite_together([dedent(text[b.start:b.end], b.indent) for b in python], options,
+                                        where=lambda k, line: f"line {first[k] + line}")
     return dict(zip(python, outcomes or ()))
 
 

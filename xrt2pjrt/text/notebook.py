@@ -192,7 +192,9 @@ def _rewrite_together(python: dict[int, PythonCell], options: Options) -> dict[i
     """The outcome of each of the ``python`` cells, their code rewritten as the one module
     they are in the kernel. Empty when that cannot be done (the cells are then rewritten one
     by one)."""
-    outcomes = _PYTHON.rewrite_together([cell.python for cell in python.values()], options)
+    numbers = [index + 1 for index in python]  # as Jupyter counts cells
+    outcomes = _PYTHON.rewrite_together([cell.python for cell in python.values()], options,
+                                        where=lambda k, line: f"line {line} of cell {numbers[k]}")
     if outcomes is None:
         return {}
     return {index: _finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}
