@@ -289,7 +289,7 @@ def test_a_cell_whose_statements_all_go_keeps_the_cells_around_it():
 
 def test_a_cell_that_does_not_parse_makes_each_cell_migrate_on_its_own():
     text = _notebook(["import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()\n"],
-                     ["files = !ls\n", "xm.mark_step()\n"],  # IPython syntax the codemod does not read
+                     ["print 'hello'\n", "xm.mark_step()\n"],  # Python 2: not Python the codemod reads
                      ["import torch_xla.core.xla_model as xm\n", "n = xm.xrt_world_size(\n"])  # a syntax error
     outcome = _twice(text)
     assert _sources(outcome.text) == _alone(text)
@@ -350,3 +350,12 @@ def test_a_line_a_message_names_is_the_cells_line():
                      ["DEVICE = xm.xla_device()\n"], ["xmp.spawn(fn)\n"])
     (item,) = rewrite(text).manual
     assert item.message.endswith("(line 1 of cell 2)")
+
+
+def test_lines_only_ipython_reads_keep_the_notebook_one_program():
+    text = _notebook(["import torch_xla.core.xla_model as xm\n", "files = !ls\n", "xm.get_ordinal?\n"],
+                     ["n = xm.xrt_world_size()\n"])
+    outcome = _twice(text)
+    assert _sources(outcome.text) == [["import torch_xla.runtime as xr\n", "files = !ls\n", "xm.get_ordinal?\n"],
+                                      ["n = xr.world_size()\n"]]
+    assert not outcome.manual

@@ -259,9 +259,14 @@ def _written_kind(head: str) -> str | None:
     return files.kind_of(path)
 
 
+# Other lines only IPython reads: `files = !ls`, `t = %timeit -o f()`, `obj?`, `obj??`.
+_IPYTHON_ONLY = re.compile(r"[\w.]+[ \t]*=[ \t]*[!%]|[\w.]+\?\??[ \t]*$")
+
+
 def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
-    """The cell with each `!`/`%` line (and its `\\` continuations) replaced by a placeholder
-    statement of the same indentation, and the lines it replaced, with their cell line."""
+    """The cell with each `!`/`%` line or other line only IPython reads (and its `\\`
+    continuations) replaced by a placeholder statement of the same indentation, and the
+    lines it replaced, with their cell line."""
     out: list[str] = []
     magics: list[tuple[str, int]] = []
     lines = source.splitlines(keepends=True)
@@ -269,7 +274,7 @@ def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
     while i < len(lines):
         line = lines[i]
         stripped = line.lstrip(" \t")
-        if not stripped.startswith(("!", "%")):
+        if not (stripped.startswith(("!", "%")) or _IPYTHON_ONLY.match(stripped)):
             out.append(line)
             i += 1
             continue
