@@ -430,3 +430,25 @@ def test_one_dispatch_sends_every_call_and_what_is_built_on_them_to_the_active_b
     assert xm.mesh_reduce("loss", 1.5, sum) == 6.0
     assert calls[0][0] == "rendezvous" and calls[0][1][0] == "loss"
     assert not xm.is_master_ordinal() and xm.get_ordinal() == 2 and xm.xrt_world_size() == 4
+
+
+def test_on_a_torch_xla_without_torch_xla_device_and_sync_the_shim_uses_xms_own():
+    """SIMULATED torch_xla 2.2: before torch_xla.device (2.3) and torch_xla.sync (2.5), the
+    shim's xla_device and mark_step must call xm's own functions, which did the job then."""
+    code = textwrap.dedent("""\
+        import json
+        import torch_xla
+        import torch_xla.core.xla_model as native
+        del torch_xla.device, torch_xla.sync  # SIMULATED: names torch_xla 2.2 did not have
+        calls = []
+        native.xla_device = lambda n=None, devkind=None: calls.append(["xla_device", n]) or "xla:0"
+        native.mark_step = lambda wait=False: calls.append(["mark_step", wait])
+        import xrt2pjrt.shim.xla_model as xm
+        xm.xla_device()
+        xm.mark_step(wait=True)
+        print(json.dumps(calls))
+        """)
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert last_json(done.stdout) == [["xla_device", None], ["mark_step", True]]
