@@ -38,7 +38,7 @@ _ALWAYS_XRT_ERA = (
 _VERSION = re.compile(r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)"
                       r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)")
 _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
-# torch_xla 2.1 was released on 2023-10-10: a nightly from before has XRT.
+# A nightly from before the 2.1 release (October 2023) predates every release without XRT.
 _LAST_XRT_NIGHTLY = "20231009"
 
 
@@ -83,7 +83,7 @@ def finding(word: str, target: tuple[int, int]) -> str | None:
             return f"{what}: {instead}"
     nightly = _NIGHTLY.search(word)
     if nightly and nightly.group(1) <= _LAST_XRT_NIGHTLY:
-        return f"a torch_xla nightly from {nightly.group(1)}, before XRT was removed: {instead}"
+        return f"a torch_xla nightly from {nightly.group(1)}, older than 2.1 (the first release without XRT): {instead}"
     found = _VERSION.search(word)
     if found is None:
         return None
