@@ -581,4 +581,6 @@ def check(text: str) -> str | None:
         ast.parse(text)
     except SyntaxError as exc:
         return f"line {exc.lineno}: {exc.msg}"
+    except ValueError as exc:  # a NUL character
+        return str(exc)
     return None

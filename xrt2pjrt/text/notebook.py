@@ -12,7 +12,6 @@ ids and every other byte stay as they were, and an unchanged notebook is byte-id
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass
@@ -54,7 +53,7 @@ def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
     ascii_only = "\\u" in text and not any(ord(c) > 127 for c in text)
     python = _kernel_cells(cells)
-    unparsed = [index for index, cell in python.items() if not _parses(cell.python)]
+    unparsed = [index for index, cell in python.items() if _PYTHON.check(cell.python) is not None]
     together = {} if unparsed else _rewrite_together(python, options)
     for index, cell in enumerate(cells):
         lines = _first_line(text, cell) - 1
@@ -178,14 +177,6 @@ def _kernel_cells(cells: list[SourceSpan]) -> dict[int, PythonCell]:
     python = {i: _python_cell(c.source) for i, c in enumerate(cells) if c.cell_type == "code"}
     return {i: cell for i, cell in python.items()
             if cell is not None and (not cell.prefix or KERNEL_CELL_MAGICS.match(cell.prefix))}
-
-
-def _parses(python: str) -> bool:
-    try:
-        ast.parse(python)
-    except (SyntaxError, ValueError):
-        return False
-    return True
 
 
 def _rewrite_together(python: dict[int, PythonCell], options: Options) -> dict[int, Outcome]:
