@@ -580,7 +580,7 @@ def check(text: str) -> str | None:
     try:
         ast.parse(text)
     except SyntaxError as exc:
-        return f"line {exc.lineno}: {exc.msg}"
-    except ValueError as exc:  # a NUL character
+        return f"line {exc.lineno or 1}: {exc.msg}"
+    except ValueError as exc:  # a NUL character, before Python 3.11.4
         return str(exc)
     return None
