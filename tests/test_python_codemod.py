@@ -6,7 +6,9 @@ parameter called ``xm``) never do; imports a rewrite leaves unused go, new ones 
 beside the imports they replace.
 """
 
+import sys
 import textwrap
+import types
 
 import pytest
 
@@ -516,3 +518,44 @@ def test_a_write_of_a_variable_the_file_reads_again_stays():
     (kept,) = [m for m in out.manual if "this write stays" in m.message]
     assert kept.line == 3 and "read on line 4" in kept.message and "set PJRT_DEVICE='TPU' instead" in kept.message
     assert migrate(out.text).text == out.text
+
+
+def test_each_block_that_imported_torch_xla_gets_its_own_new_import(monkeypatch):
+    """fairseq 0.10's train_step imports xm in two blocks; an import added only to the first
+    made the second raise UnboundLocalError whenever the first had not run."""
+    out = text("""\
+        def train_step(self, samples):
+            for i, sample in enumerate(samples):
+                if self.tpu and i < len(samples) - 1:
+                    import torch_xla.core.xla_model as xm
+
+                    xm.mark_step()
+
+            if self.tpu:
+                import torch_xla.core.xla_model as xm
+
+                xm.mark_step()
+        """)
+    assert out.count("import torch_xla\n") == 2 and "xm" not in out
+    synced = []
+    fake = types.ModuleType("torch_xla")  # SIMULATED torch_xla: only sync, counted
+    fake.sync = lambda: synced.append(True)
+    monkeypatch.setitem(sys.modules, "torch_xla", fake)
+    namespace = {}
+    exec(out, namespace)
+    namespace["train_step"](types.SimpleNamespace(tpu=True), samples=[1])  # the first block does not run
+    assert synced == [True]
+
+
+def test_one_new_import_per_block_however_many_names_it_replaces():
+    out = text("""\
+        try:
+            import torch_xla.core.xla_model as xm
+            from torch_xla.core import xla_model
+        except ImportError:
+            xm = None
+
+        def f():
+            return xm.xrt_world_size(), xla_model.get_ordinal()
+        """)
+    assert out.count("import torch_xla.runtime as xr") == 1

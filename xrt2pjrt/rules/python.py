@@ -255,6 +255,7 @@ class _Engine(cst.CSTTransformer):
         self.scope: imports.Scope | None = None
         self.statements: list[_Statement] = []
         self.blocks: list[dict] = []  # per block of statements: Context.block
+        self.block_nodes: list[cst.CSTNode] = []  # the blocks being visited (Module, IndentedBlock)
         self.not_references: set[int] = set()  # ids of Names/Attributes that are no expression of their own
         self.stores: set[int] = set()  # ids of assignment and ``del`` targets
         self.labels: set[int] = set()  # ids of Names that name no variable (``.attr``, ``key=``)
@@ -268,7 +269,10 @@ class _Engine(cst.CSTTransformer):
         self._taken: set[str] | None = None
         # (id of the anchor statement line or None for the top of the file) -> import lines
         self.additions: dict[int | None, list[tuple[str, str | None]]] = {}
-        self.planned: dict[tuple[imports.Scope | None, str], str] = {}  # (scope, module) -> name
+        # (id of the block of the anchor import line, or None for the top of the file, module) -> name
+        self.planned: dict[tuple[int | None, str], str] = {}
+        # id of an original import line -> (its statement index, id of its block)
+        self.import_lines: dict[int, tuple[int, int]] = {}
         self.anchors: dict[int, cst.CSTNode] = {}  # id of an original import line -> its new node
 
     # --- imports -------------------------------------------------------------------
@@ -291,13 +295,13 @@ class _Engine(cst.CSTTransformer):
         if existing is not None and (alias or existing == local):
             return existing
         # Place it after the import that bound the replaced name, when that import is
-        # visible from here; else at the top of the file. One import per scope.
-        anchor_line, anchor_scope = None, None
+        # visible from here; else at the top of the file. One import per block.
+        anchor_line = anchor_block = None
         if anchor is not None and anchor.statements and self._encloses(anchor.scope):
-            # Original nodes live as long as the rewrite, so their ids stay theirs; a
-            # Scope may not, hence the object itself as the key.
-            anchor_line, anchor_scope = id(anchor.statements[0]), anchor.scope
-        for key in ((anchor_scope, module), (None, module)):
+            # Original nodes live as long as the rewrite, so their ids stay theirs.
+            line = self._nearest_above(anchor.statements)
+            anchor_line, anchor_block = id(line), self.import_lines.get(id(line), (0, None))[1]
+        for key in ((anchor_block, module), (None, module)):
             if key in self.planned:
                 return self.planned[key]
         if alias is not None and alias in self.taken():
@@ -309,8 +313,16 @@ class _Engine(cst.CSTTransformer):
         name = alias or local
         # (import line, the name that must be used for it to stay; None: imported for its effect)
         self.additions.setdefault(anchor_line, []).append((text, None if exact else name))
-        self.planned[(anchor_scope, module)] = name
+        self.planned[(anchor_block, module)] = name
         return name
+
+    def _nearest_above(self, statements: list[cst.SimpleStatementLine]) -> cst.SimpleStatementLine:
+        """Of the import lines that bind a name, the last one above the statement being
+        visited: an import in one ``if`` block binds nothing in the next block when the
+        first did not run (fairseq's train_step imports xm in two such blocks)."""
+        here = self.statements[-1].index if self.statements else 0
+        above = [s for s in statements if self.import_lines.get(id(s), (here + 1, None))[0] <= here]
+        return above[-1] if above else statements[0]
 
     def _encloses(self, scope: imports.Scope) -> bool:
         current = self.scope
@@ -340,12 +352,15 @@ class _Engine(cst.CSTTransformer):
             self.tables[self.scope.path] = (self.scope.is_class, old | frozenset(self.scope.names))
         if roles & _STATEMENT:
             self.statements.append(_Statement(node, self.next_statement))
+            if roles & _SMALL_STATEMENTS and _roles(type(node.body[0])) & _IMPORT:
+                self.import_lines[id(node)] = (self.next_statement, id(self.block_nodes[-1]))
         if roles & _SMALL_STATEMENTS:
             self.next_statement += len(node.body)
         elif roles & _STATEMENT:
             self.next_statement += 1
         if roles & _BLOCK:
             self.blocks.append({})
+            self.block_nodes.append(node)
         if roles & _NAME:
             if id(node) not in self.labels:
                 binding = self.scope.lookup(node.value)
@@ -376,6 +391,7 @@ class _Engine(cst.CSTTransformer):
             updated = self._finish_statement(self.statements.pop(), original, updated)
         if roles & _BLOCK:
             self.blocks.pop()
+            self.block_nodes.pop()
             if isinstance(original, cst.IndentedBlock):
                 updated = imports.keep_block_valid(updated, self.doomed)
             else:
