@@ -559,3 +559,19 @@ def test_one_new_import_per_block_however_many_names_it_replaces():
             return xm.xrt_world_size(), xla_model.get_ordinal()
         """)
     assert out.count("import torch_xla.runtime as xr") == 1
+
+
+@pytest.mark.parametrize("fallback", ["xm, xmp = None, None", "xm, xmp = [None] * 2", "xm = xmp = None"])
+def test_an_import_fallback_that_sets_several_names_to_none_hides_nothing(fallback):
+    # PyTorch Lightning 1.3: `xm, xmp, MpDeviceLoader, rendezvous = [None] * 4` made the
+    # whole file look torch_xla-free.
+    out = text(f"""\
+        if _TPU_AVAILABLE:
+            import torch_xla.core.xla_model as xm
+        else:
+            {fallback}
+
+        def rank():
+            return xm.get_ordinal()
+        """)
+    assert "return xr.global_ordinal()" in out

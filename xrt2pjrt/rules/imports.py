@@ -6,8 +6,9 @@ to: the dotted name an import gives it (``import torch_xla.core.xla_model as xm`
 (assignment, parameter, ``def``, loop target ...). A name resolves only when the
 innermost scope that binds it binds it to exactly one dotted name, so ``from xmanager
 import xm`` in one function and torch_xla's ``xm`` in another are told apart, and a
-parameter called ``xm`` is never mistaken for the module. ``x = None`` is not counted
-as a binding: it is the fallback of ``try: import ... except ImportError: x = None``.
+parameter called ``xm`` is never mistaken for the module. ``x = None`` (or ``x, y = None,
+None``) is not counted as a binding: it is the fallback of ``try: import ... except
+ImportError: x = None``.
 
 Scopes follow Python's rules: a name bound anywhere in a function is local to it for
 the whole body, and class bodies are not visible from the methods inside them.
@@ -224,12 +225,25 @@ class _Collector:
                     if line is not None:
                         binding.statements.append(line)
             elif isinstance(small, cst.Assign):
-                if isinstance(small.value, cst.Name) and small.value.value == "None":
+                if _only_none(small.value):
                     continue  # an ImportError fallback does not change what the name is
                 for target in small.targets:
                     self.bind_target(target.target)
             elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
                 self.bind_target(small.target)
+
+
+def _only_none(value: cst.BaseExpression) -> bool:
+    """``None``, and the ways fallbacks set several names to it: ``None, None``,
+    ``[None] * 4`` (PyTorch Lightning 1.3's ``xm, xmp, MpDeviceLoader, rendezvous = [None] * 4``)."""
+    if isinstance(value, cst.Name):
+        return value.value == "None"
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return bool(value.elements) and all(_only_none(element.value) for element in value.elements)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        return any(_only_none(side) and isinstance(other, cst.Integer)
+                   for side, other in ((value.left, value.right), (value.right, value.left)))
+    return False
 
 
 def collect(node: cst.CSTNode, parent: Scope | None) -> Scope:
