@@ -10,7 +10,6 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules import imports
 from xrt2pjrt.rules.base import PythonRule, argument, code, keywordize, named
 from xrt2pjrt.rules.runtime_api import XM, XR, Rename, RenameRule, Spelling
 
@@ -168,31 +167,3 @@ class PjrtRunMultiprocess(PythonRule):
         new = cst.parse_expression(call)
         return new.with_changes(func=ctx.ref(XMP, "spawn", "xmp"))
 
-
-@register
-class PjrtImport(PythonRule):
-    id = "pjrt-import"
-    summary = ("import of torch_xla.experimental.pjrt (deleted in 2.5, so the import itself fails): removed "
-               "when nothing uses it once the other rules are done, else reported")
-    nodes = (cst.Import, cst.ImportFrom)
-    examples = (
-        Example(
-            "import os\nfrom torch_xla.experimental import pjrt\nfrom torch_xla.experimental.pjrt import "
-            "world_size\n\nprint(os.getpid())\n",
-            "import os\n\nprint(os.getpid())\n",
-        ),
-        Example(
-            "import torch_xla.experimental.pjrt as pjrt\n\nSPAWNERS = [pjrt.spawn]\n",
-            "import torch_xla.experimental.pjrt as pjrt\n\nSPAWNERS = [pjrt.spawn]\n",
-            manual=("still used",),
-        ),
-    )
-
-    def leave(self, ctx, original, updated):
-        for local, target, alias in imports.import_bindings(updated):
-            spelled = imports.dotted(alias.name) if isinstance(updated, cst.Import) else target
-            if spelled == PJRT or spelled.startswith(f"{PJRT}."):
-                gone = f"torch_xla.experimental.pjrt (gone from torch_xla 2.5, where importing it fails)"
-                ctx.drop_import_if_unused(local, f"import of {spelled} removed: {gone}, and nothing uses it",
-                                          f"{local} from {gone} is still used: migrate what uses it, then remove the import")
-        return updated

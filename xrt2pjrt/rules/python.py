@@ -39,7 +39,7 @@ from xrt2pjrt.xrt_variables import UNPREFIXED
 
 # Importing the rule modules registers their rules.
 from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
-    distributed, environment, manual, pjrt_module, runtime_api, shim_target, spawn,
+    distributed, environment, gone_modules, manual, pjrt_module, runtime_api, shim_target, spawn,
 )
 
 # A file that matches none of these cannot hold anything a Python rule acts on.
