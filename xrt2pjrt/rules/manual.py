@@ -180,6 +180,29 @@ class SaveBarrier(PythonRule):
 
 
 @register
+class MemoryInfo(PythonRule):
+    id = "manual-memory-info"
+    summary = "xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report"
+    names = frozenset({f"{XM}.get_memory_info"})
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nfree = xm.get_memory_info(device)['kb_free']\n",
+            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.get_memory_info returns bytes_used, "
+            "bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free and kb_total are gone (KeyError): "
+            "kb_free is (bytes_limit - bytes_used) // 1024 [manual-memory-info]\n"
+            "free = xm.get_memory_info(device)['kb_free']\n",
+            manual=("bytes_limit",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        # Found in fairseq (0.10 and today's): a KeyError on every logging step.
+        ctx.manual("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; "
+                   "kb_free and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
+        return node
+
+
+@register
 class PjrtPrivate(PythonRule):
     id = "manual-pjrt-other"
     summary = "other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report"
