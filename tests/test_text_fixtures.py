@@ -39,7 +39,7 @@ CASES = [
       "XRT_TPU_CONFIG set inside a here-document")),
     ("dockerfile/Dockerfile", "dockerfile/Dockerfile.expected", {}, (OLD_IMAGE, "exec form")),
     ("dockerfile/Dockerfile.cpu", "dockerfile/Dockerfile.cpu.expected", {}, ("XRT_SHARD_WORLD_SIZE is read here",)),
-    ("yaml/train-job.yaml", "yaml/train-job.yaml.expected", {}, ("exec array",)),
+    ("yaml/train-job.yaml", "yaml/train-job.yaml.expected", {}, (OLD_IMAGE, OLD_IMAGE, "exec array")),
     ("yaml/ci.yml", "yaml/ci.yml.expected", {}, NOTHING),
     ("markdown/README.md", "markdown/README.md.expected", {}, ("no command to run after `--`",)),
     ("markdown/guide.rst", "markdown/guide.rst.expected", {}, (OLD_IMAGE,)),

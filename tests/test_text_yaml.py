@@ -104,3 +104,12 @@ def test_compose_gpu_map_and_a_map_from_a_secret():
                             "env:\n- name: PJRT_DEVICE\n  valueFrom: {secretKeyRef: {name: xrt, key: map}}\n"
                             "- name: A\n  value: b\n")
     assert_decisions(outcome, [("shell-env-xrt-cpu", 4, NO_CUDA), ("shell-env-xrt-cpu", 7, UNREADABLE)])
+
+
+def test_an_xrt_era_container_image_is_reported():
+    # GKE TPU jobs and Compose files pin their torch_xla through the image.
+    text = ("spec:\n  template:\n    spec:\n      containers:\n      - name: train\n"
+            "        image: gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm\n        command: [\"python3\", \"train.py\"]\n")
+    outcome = yaml_rewriter.rewrite(text, ALL)
+    assert outcome.text == text
+    assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]

@@ -17,7 +17,7 @@ import yaml as pyyaml
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.text import environment, shell, xla_dist
+from xrt2pjrt.text import environment, installs, shell, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME
@@ -60,6 +60,8 @@ def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting]) -> N
             name = k.value if isinstance(k, Scalar) else None
             if name in ENV_KEYS and isinstance(v, (Mapping, Sequence)):
                 settings += _env_settings(v, rec.text)
+            if name == "image" and isinstance(v, Scalar) and isinstance(v.value, str):
+                installs.ask(rec, v.value, v.start_mark.index)  # a Kubernetes / Compose / CI container
             _walk(v, name, rec, settings)
     elif isinstance(node, Sequence):
         items = node.value
