@@ -74,7 +74,8 @@ class XlaDist(_ImportedModuleRule):
 @register
 class PreOneZero(_ImportedModuleRule):
     id = "manual-pre-1.0"
-    summary = "torch_xla_py.* and other pre-1.0 modules (torch_xla.distributed.data_parallel): report"
+    summary = ("torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several "
+               "devices from one process, the XRT-era way): report")
     examples = (
         Example(
             "import torch_xla_py.xla_model as xm\n",
@@ -84,8 +85,9 @@ class PreOneZero(_ImportedModuleRule):
         ),
         Example(
             "import torch_xla.distributed.data_parallel as dp\n",
-            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel is a pre-1.0 module: port this file by hand "
-            "(xmp.spawn, one process per device) [manual-pre-1.0]\nimport torch_xla.distributed.data_parallel as dp\n",
+            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel drives several devices from one process with "
+            "threads, the XRT-era way; torch_xla 2.x runs one process per device: port this to xmp.spawn by hand "
+            "[manual-pre-1.0]\nimport torch_xla.distributed.data_parallel as dp\n",
             manual=("data_parallel",),
         ),
     )
@@ -95,7 +97,8 @@ class PreOneZero(_ImportedModuleRule):
 
     def message(self, module):
         if "data_parallel" in module:
-            return f"{module} is a pre-1.0 module: port this file by hand (xmp.spawn, one process per device)"
+            return (f"{module} drives several devices from one process with threads, the XRT-era way; torch_xla 2.x "
+                    "runs one process per device: port this to xmp.spawn by hand")
         return f"{module} is a pre-1.0 module: port this file by hand (torch_xla.core.xla_model, torch_xla.runtime)"
 
 
