@@ -575,3 +575,15 @@ def test_an_import_fallback_that_sets_several_names_to_none_hides_nothing(fallba
             return xm.get_ordinal()
         """)
     assert "return xr.global_ordinal()" in out
+
+
+def test_an_nprocs_name_used_for_other_sizes_too_is_reported():
+    # pytorch/xla v1.8's embedding notebook sizes its shards by the same NUM_DEVICES.
+    out = migrate("import torch_xla.distributed.xla_multiprocessing as xmp\n\nNUM_DEVICES = 8\n\n"
+                  "def train(index):\n    return 1024 // NUM_DEVICES\n\n"
+                  "xmp.spawn(\n    train,\n    nprocs=NUM_DEVICES,\n)\n")
+    (item,) = out.manual
+    assert item.rule == "spawn-nprocs-expression" and item.message.endswith("(line 6)")
+    alone = migrate("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+                    "xmp.spawn(\n    train,\n    nprocs=flags.num_cores,\n)\n")
+    assert not alone.manual and "nprocs=1 if flags.num_cores == 1 else None" in alone.text

@@ -7,6 +7,8 @@ it is kept, as is ``start_method``.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
@@ -111,10 +113,26 @@ class NprocsExpression(_NprocsRule):
         if not isinstance(arg.value, _ATOMS):
             text = f"({text})"
         ctx.change(f"xmp.spawn: nprocs={code(arg.value)} → one device when it is 1, else every device")
+        others = _other_uses(ctx.source, code(arg.value), range(ctx.line, ctx.line + code(node).count("\n") + 1))
+        if others:
+            why = (f"{code(arg.value)} is also used elsewhere in this file, as if it were the number of processes: "
+                   "under PJRT that is xr.world_size(), which need not match it; use xr.world_size() there")
+            ctx.manual(f"{why} (line {', '.join(map(str, others))})", comment=why)
         return node.with_changes(
             args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
                   *node.args[index + 1:]]
         )
+
+
+def _other_uses(source: str, expression: str, call: range) -> list[int]:
+    """When ``expression`` is a module-level constant (``NUM_DEVICES = 8``), the lines that
+    read it but for those of the ``call``: code sized by it (a shard per replica). A flag or
+    a parameter is left alone: libraries read those for every launcher they support."""
+    if not re.search(rf"^{re.escape(expression)}[ \t]*=[ \t]*\d+[ \t]*(#.*)?$", source, re.M):
+        return []
+    pattern = re.compile(rf"(?<![\w.]){re.escape(expression)}(?![\w])(?!\s*=(?!=))")
+    lines = {source.count("\n", 0, m.start()) + 1 for m in pattern.finditer(source)}
+    return sorted(lines - set(call))
 
 
 @register
