@@ -90,7 +90,7 @@ EXPECTED = {
 }
 
 
-def test_every_place_an_install_is_written_is_reported_and_left_byte_identical(tmp_path):
+def test_every_place_an_install_is_written_is_reported_and_no_install_is_changed(tmp_path):
     root = tmp_path / "repo"
     for name, text in TREE.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -107,5 +107,10 @@ def test_every_place_an_install_is_written_is_reported_and_left_byte_identical(t
     assert found - {f for f in found if f[0] == "colab.ipynb"} == EXPECTED
     assert len(notebook) == 2  # the `!pip` line (two items on it) and the `%pip` line
     assert entries["requirements.txt"]["kind"] == "requirements"
+    # nothing is rewritten; scripts, Dockerfiles and code blocks get a TODO line above each
+    # install to decide, requirements files and notebooks keep every byte
     for name, text in TREE.items():
-        assert (root / name).read_text() == text, f"{name} was changed"
+        written = (root / name).read_text()
+        kept = "".join(line for line in written.splitlines(keepends=True) if "# TODO(xrt2pjrt)" not in line)
+        assert kept == text, f"{name} was changed"
+        assert (written == text) == (name in ("requirements.txt", "requirements-dev.in", "colab.ipynb")), name

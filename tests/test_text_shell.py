@@ -245,8 +245,28 @@ def test_script_arguments_under_sh_are_left_for_a_person():
     """${*@Q} is bash; a #!/bin/sh script (or a Dockerfile RUN) cannot use it."""
     text = '#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$@"\n'
     outcome = rewrite(text)
-    assert outcome.text == text
+    assert without_todos(outcome.text) == text
     assert "would need bash" in outcome.manual[0].message
+
+
+def without_todos(text: str) -> str:
+    """``text`` without the TODO comment lines that mark items to decide."""
+    return "".join(line for line in text.splitlines(keepends=True) if not line.lstrip().startswith("# TODO(xrt2pjrt)"))
+
+
+def test_items_to_decide_are_marked_in_the_script_once_above_their_command():
+    """So that a decision outlives --write, as in Python; never inside a continued command."""
+    text = ('#!/bin/bash\nif true; then\n  export XRT_TPU_CONFIG="tpu_worker;0;$IP:8470"\nfi\n'
+            'echo "$XRT_SHARD_ORDINAL" && \\\n  echo "$XRT_HOST_ORDINAL"\n')
+    outcome = rewrite(text)
+    lines = outcome.text.splitlines()
+    assert lines[2].startswith("  # TODO(xrt2pjrt): this configured a remote TPU node") and lines[3] == "  export PJRT_DEVICE=TPU"
+    # the read on the continued line stays in the report only: no comment line can go there
+    assert lines[5].startswith("# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is read here")
+    assert lines[6:] == ['echo "$XRT_SHARD_ORDINAL" && \\', '  echo "$XRT_HOST_ORDINAL"']
+    assert len(outcome.manual) == 3
+    assert shell.check(outcome.text) is None
+    assert rewrite(outcome.text).text == outcome.text
 
 
 # --- device settings: the device follows the value (xrt_variables.device_for) ---------------
@@ -298,8 +318,9 @@ def assert_decisions(outcome, decisions: list[tuple[str, int, str]]) -> None:
 ])
 def test_device_settings_follow_their_value(before, after, decisions):
     outcome = rewrite(before)
-    assert outcome.text == after
+    assert without_todos(outcome.text) == after
     assert_decisions(outcome, decisions)
+    assert outcome.text.count("# TODO(xrt2pjrt)") == len(decisions)
 
 
 def test_gpu_map_becomes_cuda_without_a_decision_for_torch_xla_2_8_and_gpu_for_2_1():
@@ -312,7 +333,7 @@ def test_gpu_map_becomes_cuda_without_a_decision_for_torch_xla_2_8_and_gpu_for_2
 def test_a_quoted_setting_written_to_bashrc_reports_the_tpu_node():
     text = 'echo "export XRT_TPU_CONFIG=\\"tpu_worker;0;\\$TPU_IP:8470\\"" >> ~/.bashrc\n'
     outcome = rewrite(text)
-    assert outcome.text == 'echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
+    assert without_todos(outcome.text) == 'echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
     assert_decisions(outcome, [("shell-env-xrt-tpu-config", 1, REMOTE)])
 
 

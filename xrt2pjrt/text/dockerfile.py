@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, installs, shell, xla_dist
-from xrt2pjrt.text.edits import Edit, Recorder, merge_into
+from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME, docker_words, without_word
 
@@ -65,7 +65,7 @@ def rewrite(text: str, options: Options) -> Outcome:
     for ins in instructions(text):
         body = text[ins.args:ins.end]
         if ins.keyword in SHELL_FORMS and not body.lstrip().startswith("["):
-            outcome = shell.rewrite(body, options, posix_sh=True)  # docker runs them with /bin/sh -c
+            outcome = shell.rewrite(body, options, posix_sh=True, comments=False)  # docker runs them with /bin/sh -c
             if outcome.text != body:
                 rec.edits.append(Edit(ins.args, ins.end, outcome.text))
             merge_into(rec, outcome, rec.line(ins.args) - 1)
@@ -82,6 +82,7 @@ def rewrite(text: str, options: Options) -> Outcome:
             if words:  # the image, after any --platform=
                 installs.ask(rec, words[0].value or words[0].source(body), ins.args + words[0].start)
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE" in text[:offset])
+    leave_todo_comments(rec, [(rec.line(ins.start), rec.line(ins.end)) for ins in instructions(text)])
     return rec.outcome()
 
 

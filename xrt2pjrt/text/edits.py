@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import Options
@@ -53,6 +55,45 @@ class Recorder:
         out.append(self.text[pos:])
         by_line = lambda f: f.line  # noqa: E731  (stable: same-line findings keep their order)
         return Outcome("".join(out), sorted(self.changes, key=by_line), sorted(self.manual, key=by_line))
+
+
+TODO = "# TODO(xrt2pjrt): "
+
+
+def todo_line(message: str, rule: str, margin: str = "") -> str:
+    """The comment line that marks an item to decide in a text (shell, Dockerfile)."""
+    return f"{margin}{TODO}{message} [{rule}]\n"
+
+
+def leave_todo_comments(rec: Recorder, statements: list[tuple[int, int]]) -> None:
+    """Mark each item to decide with a ``# TODO(xrt2pjrt): ...`` line above the statement it
+    is in, as the Python rules do, so that it outlives ``--write``. ``statements`` are the
+    (first, last) lines of the statements a comment line may go above; an item in none of
+    them stays in the report only. A comment already there is not written again."""
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", rec.text)  # as Recorder.line counts them
+    starts = list(itertools.accumulate(map(len, lines), initial=0))
+    written: set[tuple[int, str]] = set()
+    for f in rec.manual:
+        first = next((a for a, b in statements if a <= f.line <= b), None)
+        if first is None or first > len(lines):
+            continue
+        line = lines[first - 1]
+        margin = line[:len(line) - len(line.lstrip(" \t"))]
+        comment = todo_line(f.message, f.rule, margin)
+        if (first, comment) in written or _comment_above(lines, first, comment):
+            continue
+        written.add((first, comment))
+        rec.edits.append(Edit(starts[first - 1], starts[first - 1], comment))
+
+
+def _comment_above(lines: list[str], first: int, comment: str) -> bool:
+    """Whether ``comment`` is among the comment lines right above line ``first``."""
+    above = first - 1
+    while above > 0 and lines[above - 1].lstrip().startswith("#"):
+        if lines[above - 1].strip() == comment.strip():
+            return True
+        above -= 1
+    return False
 
 
 def shifted(findings: list[Finding], lines: int) -> list[Finding]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar, NamedTuple
 
 from xrt2pjrt.registry import Example, Rule, register
-from xrt2pjrt.text.edits import Edit, Recorder
-from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
+from xrt2pjrt.text.edits import Edit, Recorder, todo_line
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, REMOTE_TPU, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
 
 
 @dataclass
@@ -79,9 +79,11 @@ class XrtTpuConfig(DeviceRule):
         Example('export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n',
                 "export PJRT_DEVICE=TPU\npython3 train.py\n"),
         Example("XRT_TPU_CONFIG='tpu_worker;0;10.0.0.2:8470' python3 train.py\n",
-                "PJRT_DEVICE=TPU python3 train.py\n", manual=("remote TPU node",)),
+                todo_line(REMOTE_TPU, "shell-env-xrt-tpu-config") + "PJRT_DEVICE=TPU python3 train.py\n",
+                manual=("remote TPU node",)),
         Example('export XRT_TPU_CONFIG="tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS#grpc://}"\n',
-                "export PJRT_DEVICE=TPU\n", manual=("remote TPU node",)),
+                todo_line(REMOTE_TPU, "shell-env-xrt-tpu-config") + "export PJRT_DEVICE=TPU\n",
+                manual=("remote TPU node",)),
         Example("docker run -e XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011 img python3 train.py\n",
                 "docker run -e PJRT_DEVICE=TPU img python3 train.py\n"),
         Example("unset XRT_TPU_CONFIG\n", "unset PJRT_DEVICE\n"),
@@ -107,8 +109,11 @@ class XrtCpuTopology(DeviceRule):
                 "PJRT_DEVICE=CPU python3 test.py\n"),
         Example('export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
                 'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n',
-                "export PJRT_DEVICE=CUDA\n", manual=("2.9 dropped CUDA",)),
-        Example('export XRT_DEVICE_MAP="$DEVICE_MAP"\n', "export PJRT_DEVICE=CPU\n", manual=("could not be read",)),
+                todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note, "shell-env-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
+                manual=("2.9 dropped CUDA",)),
+        Example('export XRT_DEVICE_MAP="$DEVICE_MAP"\n',
+                todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note, "shell-env-xrt-cpu") + "export PJRT_DEVICE=CPU\n",
+                manual=("could not be read",)),
     )
 
 
@@ -126,7 +131,9 @@ class XrtUnused(EnvRule):
                 "export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\npython3 train.py\n"),
         Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n",
                 "python3 train.py\n"),
-        Example('echo "ordinal $XRT_SHARD_ORDINAL"\n', 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
+        Example('echo "ordinal $XRT_SHARD_ORDINAL"\n',
+                todo_line("XRT_SHARD_ORDINAL is read here but nothing sets it under PJRT: read xr.global_ordinal() "
+                          "(torch_xla.runtime) instead", "shell-env-xrt-unused") + 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
                 manual=("XRT_SHARD_ORDINAL is read here",)),
     )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from xrt2pjrt.registry import Example, Rule, register
-from xrt2pjrt.text.edits import Recorder
+from xrt2pjrt.text.edits import Recorder, todo_line
 
 # What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
 WORDS = r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu)"
@@ -40,38 +40,6 @@ _VERSION = re.compile(r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(
 _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
 # A nightly from before the 2.1 release (October 2023) predates every release without XRT.
 _LAST_XRT_NIGHTLY = "20231009"
-
-
-@register
-class InstallXrtEraRelease(Rule):
-    id = "install-xrt-era-release"
-    kind = "shell"
-    summary = ("pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla "
-               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py, cloud-tpu-client): "
-               "reported with what to install instead")
-    examples = (
-        Example(
-            "sudo pip3 install https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/"
-            "torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl\n",
-            "sudo pip3 install https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/"
-            "torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl\n",
-            manual=("XRT-era", "torch_xla[tpu]~=2.9.0"),
-        ),
-        Example(
-            "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
-            "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
-            manual=("torch_xla 1.13",),
-        ),
-        Example(
-            "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
-            "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
-            manual=("older than the 2.9 the code was migrated for",),
-        ),
-        Example(
-            "pip install 'torch_xla[tpu]~=2.9.0'\n",
-            "pip install 'torch_xla[tpu]~=2.9.0'\n",
-        ),
-    )
 
 
 def finding(word: str, target: tuple[int, int]) -> str | None:
@@ -100,6 +68,43 @@ def _instead(target: tuple[int, int]) -> str:
     version = f"{target[0]}.{target[1]}.0"
     return (f"install torch~={version} and 'torch_xla[tpu]~={version}' (torchvision to match), or use an "
             f"xla:r{version}_* image from us-central1-docker.pkg.dev/tpu-pytorch-releases/docker")
+
+
+# The seed issue's own install line.
+_SEED_WHEEL = "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
+
+
+@register
+class InstallXrtEraRelease(Rule):
+    id = "install-xrt-era-release"
+    kind = "shell"
+    summary = ("pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla "
+               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py, cloud-tpu-client): "
+               "reported with what to install instead")
+    # (each says what it reports with the message ``finding`` writes, as a TODO line above it)
+    examples = (
+        Example(
+            f"sudo pip3 install {_SEED_WHEEL}\n",
+            todo_line(finding(_SEED_WHEEL, (2, 9)), "install-xrt-era-release") + f"sudo pip3 install {_SEED_WHEEL}\n",
+            manual=("XRT-era", "torch_xla[tpu]~=2.9.0"),
+        ),
+        Example(
+            "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
+            todo_line(finding("torch_xla[tpuvm]==1.13", (2, 9)), "install-xrt-era-release")
+            + "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
+            manual=("torch_xla 1.13",),
+        ),
+        Example(
+            "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
+            todo_line(finding("torch_xla[tpu]==2.1.0", (2, 9)), "install-xrt-era-release")
+            + "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
+            manual=("older than the 2.9 the code was migrated for",),
+        ),
+        Example(
+            "pip install 'torch_xla[tpu]~=2.9.0'\n",
+            "pip install 'torch_xla[tpu]~=2.9.0'\n",
+        ),
+    )
 
 
 def ask(rec: Recorder, word: str, offset: int) -> None:

@@ -112,7 +112,7 @@ def _rewrite_session(body: str, options: Options) -> Outcome:
         while end < len(lines) and lines[end - 1].rstrip("\r\n").endswith("\\"):
             end += 1
         command = lines[i][prompt.end():] + "".join(lines[i + 1:end])
-        done = _checked(shell, command, shell.rewrite(command, options))
+        done = _checked(shell, command, shell.rewrite(command, options, comments=False))
         changes += shifted(done.changes, i)
         manual += shifted(done.manual, i)
         if done.text.strip():

@@ -284,7 +284,7 @@ def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
 def _magic(line: str, options: Options, rec: Recorder, cell_line: int) -> str:
     """A `!` or `%` line after the shell and environment rules; "" when it is removed."""
     if line.startswith("!") or _INSTALL_MAGIC.match(line):
-        outcome = shell.rewrite(line[1:], options, posix_sh=True)  # IPython runs it with /bin/sh
+        outcome = shell.rewrite(line[1:], options, posix_sh=True, comments=False)  # IPython runs it with /bin/sh
         merge_into(rec, outcome, cell_line - 1)
         return line[0] + outcome.text
     m = ENV_MAGIC.match(line)

@@ -15,7 +15,7 @@ import subprocess
 from xrt2pjrt.registry import Example, Options, Rule, register
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, installs, xla_dist
-from xrt2pjrt.text.edits import Edit, Recorder, merge_into
+from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into, todo_line
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME, Command, Word, commands, heredocs, without_word
 from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
@@ -61,12 +61,16 @@ class LaunchXlaDist(Rule):
         ),
         Example(
             'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
-            'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
+            todo_line("xla_dist inside another command's argument (`gcloud …`): translate it by hand to gcloud compute "
+                      'tpus tpu-vm ssh NAME --worker=all --command="PJRT_DEVICE=TPU …"', "launch-xla-dist")
+            + 'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
             manual=("inside",),
         ),
         Example(
             "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
-            "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
+            todo_line("xla_dist call left as it is: --vm names TPU-node VMs; TPU nodes run XRT only and have no PJRT "
+                      "equivalent; translate it by hand", "launch-xla-dist")
+            + "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
             manual=("--vm",),
         ),
     )
@@ -75,12 +79,29 @@ class LaunchXlaDist(Rule):
 POSIX_SH = re.compile(r"#![ \t]*(?:/usr)?/bin/(?:env[ \t]+)?(?:sh|dash|ash)\b")
 
 
-def rewrite(text: str, options: Options, posix_sh: bool | None = None) -> Outcome:
+def rewrite(text: str, options: Options, posix_sh: bool | None = None, comments: bool = True) -> Outcome:
     """``posix_sh``: the text runs under sh, not bash (Dockerfile RUN, IPython's `!`); by
-    default, when its shebang says so."""
+    default, when its shebang says so. ``comments``: leave a TODO comment above each command
+    with an item to decide (not for a command inside another file's line: a RUN, a prompt)."""
     rec = Recorder(text, options)
     _apply(rec, nested=False, posix_sh=bool(POSIX_SH.match(text)) if posix_sh is None else posix_sh)
+    if comments:
+        leave_todo_comments(rec, _command_lines(text))
     return rec.outcome()
+
+
+def _command_lines(text: str) -> list[tuple[int, int]]:
+    """The (first, last) lines of each command that starts its line, where a comment line
+    may go above it (not a `\\` continuation, not after `;` on the same line)."""
+    out = []
+    for cmd in commands(text):
+        if not (cmd.words or cmd.redirects):
+            continue
+        line_start = text.rfind("\n", 0, cmd.start) + 1
+        if text[line_start:cmd.start].strip() or text[:line_start].rstrip("\n").endswith("\\"):
+            continue
+        out.append((text.count("\n", 0, cmd.start) + 1, text.count("\n", 0, cmd.end) + 1))
+    return out
 
 
 def check(text: str) -> str | None:

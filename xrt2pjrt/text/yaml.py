@@ -91,12 +91,12 @@ def _shell_scalar(node, rec: Recorder) -> None:
         body_start = text.index("\n", start) + 1
         source = text[body_start:end]
         margin = re.match(r"[ \t]*", source.lstrip("\n")).group(0)
-        outcome = shell.rewrite(dedent(source, margin), rec.options)
+        outcome = shell.rewrite(dedent(source, margin), rec.options, comments=False)
         if outcome.text != dedent(source, margin):
             rec.edits.append(Edit(body_start, end, indent(outcome.text, margin)))
         merge_into(rec, outcome, rec.line(body_start) - 1)
         return
-    outcome = shell.rewrite(node.value, rec.options)
+    outcome = shell.rewrite(node.value, rec.options, comments=False)
     if outcome.text != node.value:
         rec.edits.append(Edit(start, end, render(outcome.text, node.style)))
     merge_into(rec, outcome, rec.line(start) - 1)
