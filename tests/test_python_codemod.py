@@ -587,3 +587,24 @@ def test_an_nprocs_name_used_for_other_sizes_too_is_reported():
     alone = migrate("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
                     "xmp.spawn(\n    train,\n    nprocs=flags.num_cores,\n)\n")
     assert not alone.manual and "nprocs=1 if flags.num_cores == 1 else None" in alone.text
+
+
+def test_the_environment_a_launcher_builds_for_a_child_process_is_migrated_too():
+    # XRT-era launchers copied os.environ, set XRT_* in the copy and passed it to subprocess.
+    out = text("""\
+        import os
+        import subprocess
+        import torch_xla
+
+        env = os.environ.copy()
+        env['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'
+        env.update(XRT_MESH_SERVICE_ADDRESS='localhost:53627')
+        subprocess.run(['python', 't.py'], env=dict(os.environ, XRT_TPU_CONFIG='localservice;0;localhost:51011'))
+        config.update(lr=0.1)
+        """)
+    assert out.endswith(textwrap.dedent("""\
+        env = os.environ.copy()
+        env['PJRT_DEVICE'] = 'TPU'
+        subprocess.run(['python', 't.py'], env=dict(os.environ, PJRT_DEVICE='TPU'))
+        config.update(lr=0.1)
+        """))

@@ -38,13 +38,13 @@ def test_generated_programs_rewrite_the_same_folded_or_not(blocks, encoding):
 # Statements that hold no rule word but change what a name means: folding them away
 # would change which calls resolve to torch_xla or os.
 SHADOWING = {
-    "a local os": ("import os\n\ndef f():\n    os = make()\n    os.environ['XRT_TPU_CONFIG'] = 'x'\n", False),
-    "os from elsewhere too": ("import os\nif fake:\n    from fakes import os\nos.environ['XRT_TPU_CONFIG'] = 'x'\n", False),
-    "os as an exception": ("import os\ntry:\n    pass\nexcept E as os:\n    pass\nos.environ['XRT_TPU_CONFIG'] = 'x'\n", False),
-    "os by a loop": ("import os\nfor os in paths:\n    pass\nos.environ['XRT_TPU_CONFIG'] = 'x'\n", False),
-    "os by a def": ("import os\ndef os():\n    pass\nos.environ['XRT_TPU_CONFIG'] = 'x'\n", False),
-    "a global os": ("import os\ndef f():\n    global os\n    os = make()\n    os.environ['XRT_TPU_CONFIG'] = 'x'\n", False),
-    "os imported inside a quiet if": ("if ready:\n    import os\nos.environ['XRT_TPU_CONFIG'] = 'x'\n", True),
+    "a local os": ("import os\n\ndef f():\n    os = make()\n    os.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
+    "os from elsewhere too": ("import os\nif fake:\n    from fakes import os\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
+    "os as an exception": ("import os\ntry:\n    pass\nexcept E as os:\n    pass\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
+    "os by a loop": ("import os\nfor os in paths:\n    pass\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
+    "os by a def": ("import os\ndef os():\n    pass\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
+    "a global os": ("import os\ndef f():\n    global os\n    os = make()\n    os.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
+    "os imported inside a quiet if": ("if ready:\n    import os\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", True),
     "init_process_group by another name": (
         "from torch.distributed import init_process_group as start\n\nstart('xla', init_method='env://')\n", True),
 }

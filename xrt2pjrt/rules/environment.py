@@ -3,8 +3,10 @@
 From torch_xla 2.1 every ``XRT_*`` variable is silently ignored. One mechanism
 (``EnvRule``) finds every access — ``os.environ[K] = v``, ``os.environ[K]``,
 ``os.environ.get/setdefault/pop/update``, ``os.getenv``, ``os.putenv``, ``K in
-os.environ``, ``del os.environ[K]``, ``{K: v}`` literals — with ``K`` a string or an
-``xenv.*`` name; each rule only says what becomes of its variables:
+os.environ``, ``del os.environ[K]``, ``{K: v}`` literals, and the environments launchers
+build for child processes (``env[K] = v`` on a copy, ``env.update(K=v)``, ``dict(os.environ,
+K=v)``) — with ``K`` a string or an ``xenv.*`` name; each rule only says what becomes of its
+variables:
 
 - a write becomes a PJRT setting (``Setting``) or goes (``None``), with a manual item
   where its value asks for one (a remote TPU node, a GPU map, an unreadable map);
@@ -94,7 +96,9 @@ class EnvRule(PythonRule):
         if len(updated.targets) != 1:
             return updated
         target = updated.targets[0].target
-        if not (isinstance(target, cst.Subscript) and self._environ(ctx, target.value)):
+        # os.environ, or a copy of it for a child process (env = os.environ.copy()): an
+        # XRT_* key says which, as it does in a dict literal.
+        if not isinstance(target, cst.Subscript):
             return updated
         variable = self._subscript_key(target)
         if variable is None or self._still_read(ctx, variable, updated.value):
@@ -148,7 +152,7 @@ class EnvRule(PythonRule):
             if variable:
                 ctx.manual(self.read(variable))
             return updated
-        if callee == f"{ENVIRON}.update":
+        if callee == f"{ENVIRON}.update" or _builds_an_environment(ctx, updated):
             return self._update_keywords(ctx, updated)
         if callee not in _WRITES or len(updated.args) != 2 or any(a.keyword or a.star for a in updated.args):
             return updated
@@ -181,6 +185,8 @@ class EnvRule(PythonRule):
             return call
         if args:
             args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+        elif isinstance(call.func, cst.Attribute) and ctx.is_whole_statement():
+            ctx.remove_statement()  # an update with nothing left to set
         return call.with_changes(args=args)
 
     def _Dict(self, ctx, original, updated):
@@ -449,6 +455,15 @@ class Unprefixed(EnvRule):
 
     def read(self, variable):
         return f"{variable} is XRT-era: {UNPREFIXED[variable]}"
+
+
+def _builds_an_environment(ctx, call: cst.Call) -> bool:
+    """``dict(os.environ, K=v)`` or ``env.update(K=v)`` on a copy of it: what a launcher
+    hands to a child process (a keyword that is an XRT variable says so)."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "dict" and ctx.resolve(func) is None:
+        return True
+    return isinstance(func, cst.Attribute) and func.attr.value == "update"
 
 
 def _environ_reads(source: str) -> dict[str, list[int]]:
