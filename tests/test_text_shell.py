@@ -371,3 +371,13 @@ def test_python_and_shell_settings_of_one_value_agree(variable, value):
                re.findall(r"^export PJRT_DEVICE=(\w+)$", in_shell.text, re.M))
     assert devices[0] == devices[1] and len(devices[0]) == (variable != "XRT_WORKERS")
     assert [f.message for f in in_python.manual] == [f.message for f in in_shell.manual]
+
+
+@pytest.mark.parametrize("before, after", [
+    ('sudo -E XRT_TPU_CONFIG="localservice;0;localhost:51011" python3 train.py\n', "sudo -E PJRT_DEVICE=TPU python3 train.py\n"),
+    ("sudo -u ubuntu XRT_TPU_CONFIG=localservice XRT_MESH_SERVICE_ADDRESS=x python3 t.py\n",
+     "sudo -u ubuntu PJRT_DEVICE=TPU python3 t.py\n"),
+])
+def test_settings_sudo_passes_to_its_command_are_migrated(before, after):
+    # Kaggle's and pytorch/xla's TPU scripts ran training through sudo.
+    assert rewrite(before).text == after

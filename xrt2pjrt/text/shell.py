@@ -240,8 +240,17 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
     if not args:
         return out
     head = args[0].value
-    if head == "sudo" and len(args) > 1:
-        args, head = args[1:], args[1].value
+    if head == "sudo":
+        # `sudo -E -u user VAR=value cmd`: its options, then settings for the command it runs
+        k = 1
+        while k < len(args) and (args[k].value or "").startswith("-"):
+            k += 2 if args[k].value in _SUDO_OPTIONS_WITH_AN_ARGUMENT else 1
+        while k < len(args) and args[k].assignment():
+            setting(args[k], [Edit(args[k].start - len(args[k].gap), args[k].end, "")], scope=id(cmd))
+            k += 1
+        if k >= len(args):
+            return out
+        args, head = args[k:], args[k].value
     operands = [w for w in args[1:] if not (w.value or "").startswith("-")]
     if head in ("export", "declare", "typeset", "readonly", "unset", "env"):
         names = [w for w in operands if w.assignment() or NAME.fullmatch(w.value or "")]
@@ -259,6 +268,9 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
                 setting(w, [Edit(flag.start - len(flag.gap), w.end, "")],
                         form="set" if w.assignment() else "pass", scope=id(cmd))
     return out
+
+
+_SUDO_OPTIONS_WITH_AN_ARGUMENT = frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"})
 
 
 def _statement_delete(text: str, cmd: Command, argv: list[Word]) -> list[Edit] | None:
