@@ -608,3 +608,11 @@ def test_the_environment_a_launcher_builds_for_a_child_process_is_migrated_too()
         subprocess.run(['python', 't.py'], env=dict(os.environ, PJRT_DEVICE='TPU'))
         config.update(lr=0.1)
         """))
+
+
+def test_a_torch_xla_module_borrowed_from_a_module_of_the_project_is_reported_once_per_name():
+    # `from .tpu_utils import xm, xmp`: the file holds no torch_xla word, yet calls XRT-era APIs.
+    out = migrate("from .tpu_utils import xm, xmp\n\nxmp.spawn(f, nprocs=8)\nn = xm.xrt_world_size()\nr = xm.get_ordinal()\n")
+    assert [(m.rule, m.line) for m in out.manual] == [("manual-borrowed-alias", 3), ("manual-borrowed-alias", 4)]
+    assert "xmp comes from .tpu_utils" in out.manual[0].message
+    assert migrate(out.text).text == out.text

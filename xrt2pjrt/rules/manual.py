@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import re
+
 import libcst as cst
 
-from xrt2pjrt.registry import Example, register
+from xrt2pjrt.registry import RULES, Example, register
 from xrt2pjrt.rules.base import PythonRule, argument, code, literal
 from xrt2pjrt.rules.imports import dotted
 from xrt2pjrt.rules.pjrt_module import PJRT, PJRT_RENAMES
@@ -203,6 +206,64 @@ class MemoryInfo(PythonRule):
         ctx.manual("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; "
                    "kb_free and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
         return node
+
+
+# The names XRT-era code called torch_xla's modules by, when it borrowed them from a module
+# of its own (``from tpu_utils import xm``).
+CONVENTIONAL = {"xm": XM, "xmp": "torch_xla.distributed.xla_multiprocessing"}
+_LOOK_ALIKES = ("xmanager",)  # libraries with an xm of their own (Google's XManager)
+_RELATIVE_IMPORT = r"^[ \t]*from[ \t]+\.[\w.]*[ \t]+import[^\n]*\b{}\b"
+
+
+@register
+class BorrowedAlias(PythonRule):
+    id = "manual-borrowed-alias"
+    summary = ("xm / xmp imported from a module of the project (from tpu_utils import xm), then called as "
+               "torch_xla's (xm.xrt_world_size()): not followed; report once per name")
+    nodes = (cst.Call,)
+    examples = (
+        Example(
+            "from tpu_utils import xm\n\nn = xm.xrt_world_size()\n",
+            "from tpu_utils import xm\n\n# TODO(xrt2pjrt): xm comes from tpu_utils, not from torch_xla: the codemod "
+            "follows torch_xla's own imports only; import torch_xla.core.xla_model as xm here, then run xrt2pjrt "
+            "again [manual-borrowed-alias]\nn = xm.xrt_world_size()\n",
+            manual=("comes from tpu_utils",),
+        ),
+        Example(  # Google's XManager has an xm of its own
+            "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
+            "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
+        ),
+    )
+
+    def __init__(self):
+        self.reported: set[str] = set()
+
+    def leave(self, ctx, original, updated):
+        func = original.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return updated
+        local = func.value.value
+        module = CONVENTIONAL.get(local)
+        if module is None or local in self.reported or f"{module}.{func.attr.value}" not in _xrt_era_names():
+            return updated
+        origin = ctx.resolve(func.value)
+        if origin is None:  # a relative import binds nothing the codemod can read
+            relative = re.search(_RELATIVE_IMPORT.format(local), ctx.source, re.M)
+            where = relative and relative.group(0).split()[1]
+        else:
+            where = None if origin.startswith(("torch_xla", "xrt2pjrt", *_LOOK_ALIKES)) else origin.rpartition(".")[0]
+        if where:
+            self.reported.add(local)
+            ctx.manual(f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own imports "
+                       f"only; import {module} as {local} here, then run xrt2pjrt again")
+        return updated
+
+
+@functools.cache
+def _xrt_era_names() -> frozenset[str]:
+    """What the Python rules rewrite or report in the modules XRT-era code borrowed."""
+    return frozenset(name for cls in RULES.values() if cls.kind == "python"
+                     for name in getattr(cls, "names", ()) if name.startswith(tuple(CONVENTIONAL.values())))
 
 
 @register

@@ -43,7 +43,8 @@ from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
 )
 
 # A file that matches none of these cannot hold anything a Python rule acts on.
-TRIGGER = Words("torch_xla", "XRT_", "xenv", "xla_dist", *UNPREFIXED)
+# (xrt_world_size: a file may call torch_xla by a name borrowed from a module of its own)
+TRIGGER = Words("torch_xla", "XRT_", "xenv", "xla_dist", "xrt_world_size", *UNPREFIXED)
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.
 REWRITTEN_MODULES = ("torch_xla", "xrt2pjrt.shim")
@@ -202,7 +203,8 @@ def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:
     of a rule's own name, like ``from torch.distributed import init_process_group as
     ipg``) binds."""
     targets = ("torch_xla", "xrt2pjrt", "torch.distributed.init_process_group", "importlib.import_module")
-    aliases = sorted(local for local, fulls in bound.items() if any(full.startswith(targets) for full in fulls))
+    aliases = sorted(local for local, fulls in bound.items()
+                     if any(full.startswith(targets) for full in fulls) or local in manual.CONVENTIONAL)
     return (*TRIGGER.words, *_RULE_WORDS), aliases
 
 

@@ -43,10 +43,11 @@ def import_names(tree: ast.Module) -> dict[str, set[str]]:
             for alias in node.names:
                 top = alias.name.split(".")[0]
                 out.setdefault(alias.asname or top, set()).add(alias.name if alias.asname else top)
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names if node.module and not node.level else ():
+        elif isinstance(node, ast.ImportFrom):  # (relative ones too: ".utils.xm")
+            module = "." * node.level + (node.module or "")
+            for alias in node.names:
                 if alias.name != "*":
-                    out.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+                    out.setdefault(alias.asname or alias.name, set()).add(f"{module}.{alias.name}")
         else:
             for body in _bodies(node):
                 pending += body
