@@ -616,3 +616,22 @@ def test_a_torch_xla_module_borrowed_from_a_module_of_the_project_is_reported_on
     assert [(m.rule, m.line) for m in out.manual] == [("manual-borrowed-alias", 3), ("manual-borrowed-alias", 4)]
     assert "xmp comes from .tpu_utils" in out.manual[0].message
     assert migrate(out.text).text == out.text
+
+
+def test_a_removed_last_argument_takes_its_comment_with_it():
+    # fairseq: `nprocs=8,  # use all 8 TPU cores` left its comment on the `args=` line.
+    out = text("""\
+        import torch_xla.distributed.xla_multiprocessing as xmp
+
+        xmp.spawn(
+            fn=distributed_main,
+            args=(main, args, kwargs),
+            nprocs=8,  # use all 8 TPU cores
+        )
+        xmp.spawn(
+            fn,
+            nprocs=8
+        )
+        """)
+    assert out.endswith("xmp.spawn(\n    fn=distributed_main,\n    args=(main, args, kwargs),\n)\n"
+                        "xmp.spawn(\n    fn\n)\n")

@@ -70,9 +70,19 @@ def has_star_args(call: cst.Call) -> bool:
 def without_args(call: cst.Call, indexes: set[int]) -> cst.Call:
     """``call`` without the arguments at ``indexes``, commas kept tidy."""
     kept = [arg for i, arg in enumerate(call.args) if i not in indexes]
-    if kept and len(kept) < len(call.args):
-        last_original = call.args[-1]
-        kept[-1] = kept[-1].with_changes(comma=last_original.comma)
+    last = call.args[-1] if call.args else None
+    if not kept or kept[-1] is last:
+        return call.with_changes(args=kept)
+    if isinstance(last.comma, cst.MaybeSentinel):  # no trailing comma: nor has the new last argument
+        kept[-1] = kept[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+    else:
+        # A trailing comma: the new last argument ends as the old did (the line break before
+        # `)`), with its own comment, not the removed argument's (`nprocs=8,  # all 8 cores`).
+        own, after = kept[-1].comma.whitespace_after, last.comma.whitespace_after
+        if isinstance(after, cst.ParenthesizedWhitespace):
+            first_line = own.first_line if isinstance(own, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
+            after = after.with_changes(first_line=first_line)
+        kept[-1] = kept[-1].with_changes(comma=kept[-1].comma.with_changes(whitespace_after=after))
     return call.with_changes(args=kept)
 
 
