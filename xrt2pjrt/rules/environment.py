@@ -216,7 +216,7 @@ class EnvRule(PythonRule):
         """Whether the file reads ``variable`` from os.environ elsewhere; if so, the write
         that sets it stays, reported with what it becomes once those reads are migrated."""
         if not hasattr(self, "_reads"):
-            self._reads = _environ_reads(ctx.source)
+            self._reads = _environ_reads(ctx.tree)
         lines = [line for line in self._reads.get(variable, ()) if line != ctx.line]
         if not lines:
             return False
@@ -466,16 +466,19 @@ def _builds_an_environment(ctx, call: cst.Call) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == "update"
 
 
-def _environ_reads(source: str) -> dict[str, list[int]]:
-    """The variables ``source`` reads from os.environ by a literal name, with the lines:
-    ``environ[K]``, ``environ.get/pop(K)``, ``getenv(K)``, ``K in environ``. Names are not
-    resolved here: a read that only looks like one keeps a write, which is the safe side."""
+def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
+    """The variables the file (``tree``) reads from os.environ by a literal name, with the
+    lines: ``environ[K]``, ``environ.get/pop(K)``, ``getenv(K)``, ``K in environ``. Names are
+    not resolved here: a read that only looks like one keeps a write, which is the safe side.
+    For a file only libcst can read no read is known, and writes are migrated as ever."""
+    if tree is None:
+        return {}
     def environ(node):
         return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
             isinstance(node, ast.Name) and node.id == "environ")
 
     reads: dict[str, list[int]] = {}
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         key = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and environ(node.value):
             key = node.slice

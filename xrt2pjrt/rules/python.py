@@ -84,6 +84,11 @@ class Context:
         return self._engine.text
 
     @property
+    def tree(self) -> ast.Module | None:
+        """The ast of ``source`` (parsed once, by the engine); None when ast cannot read it."""
+        return self._engine.tree
+
+    @property
     def target_version(self) -> tuple[int, int]:
         return self.options.target_version
 
@@ -235,9 +240,11 @@ class _Lines:
 
 
 class _Engine(cst.CSTTransformer):
-    def __init__(self, text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None):
+    def __init__(self, text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None,
+                 tree: ast.Module | None):
         super().__init__()
         self.text = text  # as read, quiet statements included
+        self.tree = tree  # ``text``'s ast; None when ast cannot read it
         self.module = module
         self._positions = None  # libcst's, only where ``ast`` cannot parse: see line_of
         self.lines = lines  # None when ``ast`` cannot parse
@@ -475,11 +482,11 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
         tree = None  # libcst may still read it; if not, Python's message is the one to show
     rules = _selected(options)
     if tree is None or not rules or not fold:
-        return _rewrite(text, _parse(text), options, rules, tree and _Lines(tree, _same_line))
+        return _rewrite(text, _parse(text), options, rules, tree and _Lines(tree, _same_line), tree)
     bound = quiet.import_names(tree)
     folded = quiet.fold(text, tree, *_relevant(bound), set(bound))
     lines = _Lines(ast.parse(folded.text), folded.original_line)
-    outcome = _rewrite(text, _parse(folded.text), options, rules, lines)
+    outcome = _rewrite(text, _parse(folded.text), options, rules, lines, tree)
     if outcome.text is not text:
         unfolded = folded.unfold(outcome.text)
         if unfolded is None:  # a placeholder moved: an engine bug, so take the plain road
@@ -558,11 +565,12 @@ def _parse(text: str) -> cst.Module:
         raise SourceError(exc.message, exc.raw_line) from None
 
 
-def _rewrite(text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None) -> Outcome:
-    """One pass of ``rules`` over ``module``; ``text`` is the file as read."""
+def _rewrite(text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None,
+             tree: ast.Module | None) -> Outcome:
+    """One pass of ``rules`` over ``module``; ``text`` is the file as read, ``tree`` its ast."""
     if not rules:
         return Outcome(text)
-    engine = _Engine(text, module, options, rules, lines)
+    engine = _Engine(text, module, options, rules, lines, tree)
     new = module.visit(engine)
     if not (engine.changes or engine.manual or engine.additions or engine.droppable):
         # Nothing to report means nothing changed: skip regenerating the code (about a
