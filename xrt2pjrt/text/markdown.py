@@ -44,10 +44,9 @@ class Block:
 
 def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
-    found = blocks(text)
-    together = _python_together(text, found, options)
-    for block in found:
-        body = dedent(text[block.start:block.end], block.indent)
+    bodies = {block: dedent(text[block.start:block.end], block.indent) for block in blocks(text)}
+    together = _python_together(text, bodies, options)
+    for block, body in bodies.items():
         module = rewriters.module_for(block.kind)
         if block in together:
             outcome = _checked(module, body, together[block])
@@ -66,15 +65,15 @@ def rewrite(text: str, options: Options) -> Outcome:
     return rec.outcome()
 
 
-def _python_together(text: str, found: list[Block], options: Options) -> dict[Block, Outcome]:
+def _python_together(text: str, bodies: dict[Block, str], options: Options) -> dict[Block, Outcome]:
     """The outcome of each Python block that parses, all of them rewritten as one program:
-    a document imports torch_xla in one block and uses it in the next ones."""
-    python = [block for block in found if block.kind == "python"
-              and _PYTHON.check(dedent(text[block.start:block.end], block.indent)) is None]
+    a document imports torch_xla in one block and uses it in the next ones. ``bodies``:
+    every code block, dedented."""
+    python = [block for block, body in bodies.items() if block.kind == "python" and _PYTHON.check(body) is None]
     if len(python) < 2:
         return {}
     first = [text.count("\n", 0, block.start) for block in python]  # lines before each block
-    outcomes = _PYTHON.rewrite_together([dedent(text[b.start:b.end], b.indent) for b in python], options,
+    outcomes = _PYTHON.rewrite_together([bodies[block] for block in python], options,
                                         where=lambda k, line: f"line {first[k] + line}")
     return dict(zip(python, outcomes or ()))
 
