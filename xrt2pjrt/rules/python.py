@@ -35,6 +35,7 @@ from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, Words
 from xrt2pjrt.rules import imports, quiet
 from xrt2pjrt.rules.base import PythonRule
+from xrt2pjrt.text.edits import TODO  # one marker for every kind of file
 from xrt2pjrt.xrt_variables import UNPREFIXED
 
 # Importing the rule modules registers their rules.
@@ -51,7 +52,6 @@ REWRITTEN_MODULES = ("torch_xla", "xrt2pjrt.shim")
 # ... except these, imported for what importing them does.
 SIDE_EFFECT_MODULES = frozenset({"torch_xla.distributed.xla_backend"})
 
-TODO = "# TODO(xrt2pjrt): "
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
