@@ -10,5 +10,8 @@ One mechanism, several adapters:
 - ``shell``: the shell rewriter, and the rules' home (``launch-xla-dist``);
 - ``dockerfile``, ``yaml``, ``markdown``, ``notebook``, ``jsonnet``: adapters that find the
   shell (or Python) inside their files and hand it to the rewriter of its kind;
-- ``edits``: span edits and findings of one pass (``Recorder``).
+- ``installs``: the one check of install lines (wheels, pins, images) every adapter calls;
+  ``requirements``: the rewriter of requirements files, which only reports;
+- ``edits``: span edits and findings of one pass (``Recorder``), and the TODO lines that
+  mark items to decide.
 """
