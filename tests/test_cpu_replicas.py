@@ -513,13 +513,13 @@ def _host_env(index: int, master: str, port: int, **extra) -> dict:
 
 
 def _pod_replicas(runs) -> dict[int, dict]:
-    """Every host's run finished and succeeded; their replicas' results by ordinal."""
-    replicas = {}
-    for run in runs:
-        code, results, output = _finish(run)
-        assert code == 0, output[-3000:]
-        replicas.update(_replicas(results))
-    return replicas
+    """Every host's run finished and succeeded; their replicas' results by ordinal. A
+    failure shows every host's output: the first to fail is often only waiting for another."""
+    finished = [_finish(run) for run in runs]
+    outputs = "\n".join(f"--- host run {k} (exit {code}):\n{output[-3000:]}"
+                         for k, (code, _, output) in enumerate(finished))
+    assert all(code == 0 for code, _, _ in finished), outputs
+    return {ordinal: value for _, results, _ in finished for ordinal, value in _replicas(results).items()}
 
 
 def _assert_pod_layout(replicas: dict[int, dict]) -> None:

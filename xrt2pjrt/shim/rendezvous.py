@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -244,6 +245,8 @@ def connect_store(host: str, port: int, *, is_server: bool, timeout: float, list
     """
     from torch.distributed import TCPStore
 
+    if not is_server:
+        _wait_until_listening(host, port, time.monotonic() + timeout)
     return TCPStore(
         host,
         port,
@@ -252,6 +255,20 @@ def connect_store(host: str, port: int, *, is_server: bool, timeout: float, list
         timeout=datetime.timedelta(seconds=timeout),
         master_listen_fd=listening.detach() if listening is not None else None,
     )
+
+
+def _wait_until_listening(host: str, port: int, deadline: float) -> None:
+    """Wait for the store's host to listen. A host that starts before host 0 would otherwise
+    meet a refused connection, and TCPStore retries after a random back-off that can take
+    most of the timeout (seen: 46 s of 60): then it times out although host 0 came up."""
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                return  # TCPStore reports the failure, with its own message
+            time.sleep(0.2)
 
 
 def _serve(host: str, port: int, seconds: float) -> None:
