@@ -5,19 +5,17 @@ start) or which node types (``nodes``) and implements the matching hooks below. 
 tree once, resolves every name/attribute chain through the imports (rules/imports.py)
 and calls the hooks of the rules that asked for that name. A hook returns the node to
 put in place of ``updated`` (``updated`` itself when it changes nothing); it reports
-what it did through ``ctx.change`` / ``ctx.manual``.
+what it did through ``ctx.change`` / ``ctx.manual`` (rules/context.py).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import libcst as cst
 
 from xrt2pjrt.registry import Rule
-
-if TYPE_CHECKING:
-    from xrt2pjrt.rules.python import Context
+from xrt2pjrt.rules.context import Context
 
 
 class PythonRule(Rule):

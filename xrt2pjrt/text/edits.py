@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
-from xrt2pjrt.rewriters import Outcome
+from xrt2pjrt.rewriters import TODO, Outcome
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,6 @@ class Recorder:
         out.append(self.text[pos:])
         by_line = lambda f: f.line  # noqa: E731  (stable: same-line findings keep their order)
         return Outcome("".join(out), sorted(self.changes, key=by_line), sorted(self.manual, key=by_line))
-
-
-TODO = "# TODO(xrt2pjrt): "
 
 
 def todo_line(message: str, rule: str, margin: str = "") -> str:
