@@ -135,7 +135,7 @@ def test_each_item_to_decide_is_one_line_of_output(tree):
     (tree / "README.md").write_text("Run:\n\n```\nexport XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\nif true; then\n```\n")
     result = run("migrate", tree)
     (line,) = [line for line in result.stderr.splitlines() if "README.md" in line]
-    assert line.startswith(f"{tree / 'README.md'}:4: decide [shell-env-xrt-tpu-config] code block left as it was")
+    assert line.startswith(f"{tree / 'README.md'}:4: decide [env-shell-xrt-tpu-config] code block left as it was")
     assert "syntax error" in line
     assert all(out.startswith(str(tree)) or "files seen" in out for out in result.stderr.splitlines())
 
@@ -187,8 +187,8 @@ def test_rules_json_lists_every_rule():
     rows = json.loads(result.stdout)
     assert [row["id"] for row in rows] == sorted(all_rules())
     for row in rows:
-        assert set(row) == {"id", "kind", "safe", "summary", "example"}
-        assert set(row["example"]) == {"before", "after"}
+        assert set(row) == {"id", "family", "kind", "safe", "summary", "example", "examples"}
+        assert set(row["example"]) == {"before", "after"} and row["id"].startswith(row["family"] + "-")
     assert {"spawn-nprocs-literal", "api-world-size", "env-xrt-tpu-config", "dist-init-method"} <= {r["id"] for r in rows}
 
 

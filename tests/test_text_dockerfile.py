@@ -60,8 +60,8 @@ def test_cmd_launches_on_every_worker(tmp_path):
 def test_findings_name_the_dockerfile_lines():
     outcome = rewrite((FIXTURES / "Dockerfile").read_text())
     lines = {(f.rule, f.line) for f in outcome.changes}
-    assert ("launch-xla-dist", 13) in lines and ("shell-env-xrt-tpu-config", 9) in lines
-    assert ("shell-env-xrt-unused", 6) in lines and ("shell-env-xrt-unused", 7) in lines
+    assert ("launch-xla-dist", 13) in lines and ("env-shell-xrt-tpu-config", 9) in lines
+    assert ("env-shell-xrt-unused", 6) in lines and ("env-shell-xrt-unused", 7) in lines
     old_image, exec_form = outcome.manual
     assert old_image.line == 2 and old_image.rule == "install-xrt-era-release"
     assert exec_form.line == 15 and "exec form" in exec_form.message
@@ -83,7 +83,7 @@ def test_a_tpu_node_config_in_env_and_bashrc_is_reported_where_it_is_set():
             'RUN echo "export XRT_TPU_CONFIG=\\"tpu_worker;0;\\$TPU_IP:8470\\"" >> ~/.bashrc\n')
     outcome = rewrite(text)
     assert without_todos(outcome.text) == 'FROM python:3.8\nENV PJRT_DEVICE=TPU\nRUN echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
-    assert_decisions(outcome, [("shell-env-xrt-tpu-config", 2, REMOTE), ("shell-env-xrt-tpu-config", 3, REMOTE)])
+    assert_decisions(outcome, [("env-shell-xrt-tpu-config", 2, REMOTE), ("env-shell-xrt-tpu-config", 3, REMOTE)])
     assert outcome.text.count("# TODO(xrt2pjrt): this configured a remote TPU node") == 2
 
 
@@ -92,7 +92,7 @@ def test_env_device_map_follows_its_value_in_both_env_forms():
             "ENV XRT_WORKERS=\"localservice:0;grpc://localhost:40934\" XLA_USE_BF16=1\n")
     outcome = rewrite(text)
     assert without_todos(outcome.text) == "FROM python:3.11\nENV PJRT_DEVICE CUDA\nENV XLA_USE_BF16=1\n"
-    assert_decisions(outcome, [("shell-env-xrt-cpu", 2, NO_CUDA)])
+    assert_decisions(outcome, [("env-shell-xrt-cpu", 2, NO_CUDA)])
 
 
 def test_env_values_are_not_shell_a_semicolon_is_part_of_the_value():

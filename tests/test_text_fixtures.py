@@ -76,5 +76,5 @@ def test_jsonnet_is_reported_never_rewritten():
     outcome = module.rewrite(text, Options(rules=frozenset(all_rules())))
     assert outcome.text == text and outcome.changes == []
     assert [(f.rule, f.line) for f in outcome.manual] == [
-        ("launch-xla-dist", 6), ("shell-env-xrt-tpu-config", 10), ("shell-env-xrt-cpu", 11)]
+        ("launch-xla-dist", 6), ("env-shell-xrt-tpu-config", 10), ("env-shell-xrt-cpu", 11)]
     assert "set PJRT_DEVICE=TPU instead" in outcome.manual[1].message

@@ -40,8 +40,8 @@ def test_rewritten_shell_blocks_still_parse():
 
 def test_findings_carry_file_lines():
     outcome = markdown.rewrite((FIXTURES / "README.md").read_text(), ALL)
-    assert [(f.rule, f.line) for f in outcome.changes if f.rule.startswith(("launch", "shell"))] == [
-        ("shell-env-xrt-tpu-config", 7), ("launch-xla-dist", 8), ("launch-xla-dist", 15)]
+    assert [(f.rule, f.line) for f in outcome.changes if f.rule.startswith(("launch", "env-shell"))] == [
+        ("env-shell-xrt-tpu-config", 7), ("launch-xla-dist", 8), ("launch-xla-dist", 15)]
     assert [(f.rule, f.line) for f in outcome.manual] == [("launch-xla-dist", 28)]
 
 
@@ -74,7 +74,7 @@ def test_a_console_session_is_rewritten_command_by_command_keeping_prompts_and_o
         "(torch-xla-1.11)$ gcloud compute tpus tpu-vm ssh $TPU_POD_NAME --worker=all \\\n"
         "    --command=\"PJRT_DEVICE=TPU python train.py --fake_data\"\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n")
     assert [(f.rule, f.line) for f in outcome.changes] == [
-        ("shell-env-xrt-tpu-config", 4), ("shell-env-xrt-unused", 5), ("launch-xla-dist", 6)]
+        ("env-shell-xrt-tpu-config", 4), ("env-shell-xrt-unused", 5), ("launch-xla-dist", 6)]
     assert markdown.rewrite(outcome.text, ALL).text == outcome.text
 
 
@@ -110,4 +110,4 @@ def test_tpu_node_setup_in_a_guide_gets_the_same_decision_as_in_python():
                             "$ export PJRT_DEVICE=TPU\n```\n\n.. code-block:: python\n\n   import os\n"
                             "   # TODO(xrt2pjrt): " + REMOTE + ": PJRT needs the program to run on the TPU VM itself "
                             "[env-xrt-tpu-config]\n   os.environ['PJRT_DEVICE'] = 'TPU'\n")
-    assert_decisions(outcome, [("shell-env-xrt-tpu-config", 5, REMOTE), ("env-xrt-tpu-config", 11, REMOTE)])
+    assert_decisions(outcome, [("env-shell-xrt-tpu-config", 5, REMOTE), ("env-xrt-tpu-config", 11, REMOTE)])

@@ -109,7 +109,7 @@ def test_launcher_zone_and_project_options_reach_the_rewrite(tree):
 
 
 def test_select_runs_only_the_chosen_text_rules(tree):
-    assert migrate("--write", "--select", "shell-env", str(tree / "scripts" / "run_pod.sh")).returncode == 0
+    assert migrate("--write", "--select", "env", str(tree / "scripts" / "run_pod.sh")).returncode == 0
     text = (tree / "scripts" / "run_pod.sh").read_text()
     assert "torch_xla.distributed.xla_dist" in text  # launch-xla-dist was not selected
 
@@ -144,7 +144,7 @@ def test_crlf_script_keeps_its_line_endings(tmp_path):
 def test_rules_lists_the_text_rules():
     ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "rules", "--json"], capture_output=True, text=True)
     rows = {r["id"]: r for r in json.loads(ran.stdout)}
-    for rule_id in ("launch-xla-dist", "shell-env-xrt-tpu-config", "shell-env-xrt-cpu", "shell-env-xrt-unused"):
+    for rule_id in ("launch-xla-dist", "env-shell-xrt-tpu-config", "env-shell-xrt-cpu", "env-shell-xrt-unused"):
         assert rows[rule_id]["kind"] == "shell"
 
 

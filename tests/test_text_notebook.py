@@ -271,10 +271,10 @@ def test_magics_and_line_numbers_across_cells():
     assert sources[3] == "d = torch_xla.device()"
     lines = text.splitlines()
     for finding in outcome.changes:
-        word = {"api-world-size": "xrt_world_size", "shell-env-xrt-tpu-config": "%env XRT_TPU_CONFIG",
+        word = {"api-world-size": "xrt_world_size", "env-shell-xrt-tpu-config": "%env XRT_TPU_CONFIG",
                 "api-xla-device": "xla_device"}[finding.rule]
         assert word in lines[finding.line - 1], finding
-    assert [f.rule for f in outcome.changes] == ["shell-env-xrt-tpu-config", "api-world-size", "api-xla-device"]
+    assert [f.rule for f in outcome.changes] == ["env-shell-xrt-tpu-config", "api-world-size", "api-xla-device"]
     assert [f.rule for f in outcome.manual] == ["install-xrt-era-release", "notebook-cell"]
     assert outcome.manual[1].line == _source_lines(text)[1]  # the %%html cell, as before
 
@@ -341,7 +341,7 @@ def test_migrated_cells_run_in_one_kernel_namespace_on_torch_xla_2_9():
 def test_an_env_magic_is_judged_by_its_value():
     outcome = rewrite(_notebook(["%env XRT_TPU_CONFIG=tpu_worker;0;10.0.0.2:8470\n", "import torch_xla\n"]))
     assert _sources(outcome.text)[0] == ["%env PJRT_DEVICE=TPU\n", "import torch_xla\n"]
-    assert [m.rule for m in outcome.manual] == ["shell-env-xrt-tpu-config"] and "remote TPU node" in outcome.manual[0].message
+    assert [m.rule for m in outcome.manual] == ["env-shell-xrt-tpu-config"] and "remote TPU node" in outcome.manual[0].message
 
 
 def test_a_line_a_message_names_is_the_cells_line():

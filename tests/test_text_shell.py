@@ -288,20 +288,20 @@ def assert_decisions(outcome, decisions: list[tuple[str, int, str]]) -> None:
         '#!/bin/bash\nexport XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
         'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\npython train.py\n',
         "#!/bin/bash\nexport PJRT_DEVICE=CUDA\npython train.py\n",
-        [("shell-env-xrt-cpu", 2, NO_CUDA)], id="gpu-map"),
+        [("env-shell-xrt-cpu", 2, NO_CUDA)], id="gpu-map"),
     pytest.param(  # a TPU node reached over gRPC: the device is TPU, the node is for a person
         '#!/bin/bash\nexport XRT_WORKERS="tpu_worker:0;grpc://10.0.0.2:8470"\n'
         'export XRT_DEVICE_MAP="TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0"\npython train.py\n',
         "#!/bin/bash\nexport PJRT_DEVICE=TPU\npython train.py\n",
-        [("shell-env-xrt-cpu", 2, REMOTE), ("shell-env-xrt-cpu", 3, REMOTE)], id="tpu-node-map"),
+        [("env-shell-xrt-cpu", 2, REMOTE), ("env-shell-xrt-cpu", 3, REMOTE)], id="tpu-node-map"),
     pytest.param(
         '#!/bin/bash\nexport XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\npython train.py\n',
         "#!/bin/bash\nexport PJRT_DEVICE=TPU\npython train.py\n",
-        [("shell-env-xrt-tpu-config", 2, REMOTE)], id="tpu-node-config"),
+        [("env-shell-xrt-tpu-config", 2, REMOTE)], id="tpu-node-config"),
     pytest.param(
         'XRT_TPU_CONFIG="grpc://${COLAB_TPU_ADDR}" python3 train.py\n', "PJRT_DEVICE=TPU python3 train.py\n",
-        [("shell-env-xrt-tpu-config", 1, REMOTE),
-         ("shell-env-xrt-unused", 1, "COLAB_TPU_ADDR is read here but nothing sets it under PJRT: only the old "
+        [("env-shell-xrt-tpu-config", 1, REMOTE),
+         ("env-shell-xrt-unused", 1, "COLAB_TPU_ADDR is read here but nothing sets it under PJRT: only the old "
           "Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE "
           "or xr.device_type() == 'TPU' instead")], id="colab-config"),
     pytest.param(  # the TPU VM's own local server is not a node
@@ -311,7 +311,7 @@ def assert_decisions(outcome, decisions: list[tuple[str, int, str]]) -> None:
         'replica:0/task:0/device:XLA_CPU:1"\n', "export PJRT_DEVICE=CPU\n", [], id="cpu-map"),
     pytest.param(  # the device cannot be read: CPU as before, and said so
         'export XRT_DEVICE_MAP="$DEVICE_MAP"\nexport XRT_WORKERS="$WORKERS"\n', "export PJRT_DEVICE=CPU\n",
-        [("shell-env-xrt-cpu", 1, UNREADABLE)], id="unreadable-map"),
+        [("env-shell-xrt-cpu", 1, UNREADABLE)], id="unreadable-map"),
     pytest.param(  # XRT_WORKERS alone chose no device: XRT read it only beside XRT_DEVICE_MAP
         'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\npython3 t.py\n', "python3 t.py\n", [],
         id="workers-alone"),
@@ -334,7 +334,7 @@ def test_a_quoted_setting_written_to_bashrc_reports_the_tpu_node():
     text = 'echo "export XRT_TPU_CONFIG=\\"tpu_worker;0;\\$TPU_IP:8470\\"" >> ~/.bashrc\n'
     outcome = rewrite(text)
     assert without_todos(outcome.text) == 'echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
-    assert_decisions(outcome, [("shell-env-xrt-tpu-config", 1, REMOTE)])
+    assert_decisions(outcome, [("env-shell-xrt-tpu-config", 1, REMOTE)])
 
 
 def test_unset_of_a_device_variable_asks_nothing():
@@ -345,7 +345,7 @@ def test_unset_of_a_device_variable_asks_nothing():
 def test_tpuvm_mode_read_in_a_build_script_says_what_it_means_now():
     """xla v2.0 scripts/build_torch_wheels.sh: no topology hint, which would not apply."""
     text = 'if [ "$TPUVM_MODE" == "1" ]; then\n  pip install torch_xla[tpuvm]\nfi\n'
-    tpuvm = [f for f in rewrite(text).manual if f.rule == "shell-env-xrt-unused"]
+    tpuvm = [f for f in rewrite(text).manual if f.rule == "env-shell-xrt-unused"]
     assert [(f.line, f.message) for f in tpuvm] == [(1, (
         "TPUVM_MODE is read here but nothing sets it under PJRT: torch_xla 2.1+ ignores it: TPU nodes are gone, "
         "every TPU torch_xla runs on is a TPU VM, so code that branches on it wants the TPU VM branch"))]

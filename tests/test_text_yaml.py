@@ -66,8 +66,8 @@ def test_ci_steps_run_with_pjrt(tmp_path):
 def test_findings_carry_file_lines():
     outcome = rewrite((FIXTURES / "ci.yml").read_text())
     assert [(f.rule, f.line) for f in outcome.changes] == [
-        ("shell-env-xrt-cpu", 4), ("shell-env-xrt-cpu", 5), ("shell-env-xrt-tpu-config", 14),
-        ("launch-xla-dist", 18), ("shell-env-xrt-tpu-config", 21)]
+        ("env-shell-xrt-cpu", 4), ("env-shell-xrt-cpu", 5), ("env-shell-xrt-tpu-config", 14),
+        ("launch-xla-dist", 18), ("env-shell-xrt-tpu-config", 21)]
 
 
 def test_broken_yaml_is_a_source_error_with_its_line():
@@ -91,7 +91,7 @@ def test_gke_tpu_node_endpoints_are_reported_and_a_local_config_is_not():
     assert outcome.text == ("containers:\n- name: train\n  env:\n  - name: PJRT_DEVICE\n"
                             '    value: "TPU"\n  - name: XLA_USE_BF16\n    value: "1"\n'
                             "- name: eval\n  env:\n    PJRT_DEVICE: TPU\n    XLA_USE_BF16: 1\n")
-    assert_decisions(outcome, [("shell-env-xrt-tpu-config", 4, REMOTE)])
+    assert_decisions(outcome, [("env-shell-xrt-tpu-config", 4, REMOTE)])
 
 
 def test_compose_gpu_map_and_a_map_from_a_secret():
@@ -103,7 +103,7 @@ def test_compose_gpu_map_and_a_map_from_a_secret():
     assert outcome.text == ("services:\n  gpu:\n    environment:\n    - PJRT_DEVICE=CUDA\n"
                             "env:\n- name: PJRT_DEVICE\n  valueFrom: {secretKeyRef: {name: xrt, key: map}}\n"
                             "- name: A\n  value: b\n")
-    assert_decisions(outcome, [("shell-env-xrt-cpu", 4, NO_CUDA), ("shell-env-xrt-cpu", 7, UNREADABLE)])
+    assert_decisions(outcome, [("env-shell-xrt-cpu", 4, NO_CUDA), ("env-shell-xrt-cpu", 7, UNREADABLE)])
 
 
 def test_an_xrt_era_container_image_is_reported():

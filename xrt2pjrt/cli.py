@@ -11,7 +11,8 @@ from typing import List, Optional
 import typer
 
 from xrt2pjrt import codemod, files, report
-from xrt2pjrt.registry import TARGETS, Options, UnknownRule, all_rules, parse_version, select
+from xrt2pjrt.registry import (TARGETS, Options, UnknownRule, all_rules, expand, family, parse_version, select,
+                               split_words)
 
 app = typer.Typer(
     help="Move PyTorch/XLA programs off XRT and onto PJRT.",
@@ -27,6 +28,10 @@ EXIT_OK, EXIT_PENDING, EXIT_ERROR = 0, 1, 2
 def _fail(message: str) -> None:
     typer.secho(f"xrt2pjrt: {message}", err=True, fg=typer.colors.RED)
     raise typer.Exit(EXIT_ERROR)
+
+
+def _note(message: str) -> None:
+    typer.secho(f"xrt2pjrt: note: {message}", err=True, fg=typer.colors.YELLOW)
 
 
 def _diff_label(side: str, path: str) -> str:
@@ -74,8 +79,8 @@ def migrate(
     write: bool = typer.Option(False, "--write", help="Apply the changes in place."),
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when changes are pending."),
     report_file: Optional[Path] = typer.Option(None, "--report", help="Write a report: FILE.json or FILE.md."),
-    chosen: Optional[List[str]] = typer.Option(None, "--select", help="Only these rule ids or id prefixes."),
-    ignored: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these rule ids or id prefixes."),
+    chosen: Optional[List[str]] = typer.Option(None, "--select", help="Only these families, rule ids or id prefixes (comma-separated, repeatable)."),
+    ignored: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these families, rule ids or id prefixes (comma-separated, repeatable)."),
     target: str = typer.Option("native", help="native: torch_xla 2.x APIs; shim: xrt2pjrt.shim, call sites kept."),
     target_version: str = typer.Option("2.9", help="The torch_xla release to write for (2.1 … 2.9)."),
     zone: Optional[str] = typer.Option(None, help="--zone for generated gcloud commands."),
@@ -94,7 +99,7 @@ def migrate(
         _fail(f"--report takes a .json or .md file; got {report_file}")
     try:
         options = Options(
-            rules=select(chosen, ignored),
+            rules=select(chosen, ignored, note=_note),
             target=target,
             target_version=parse_version(target_version),
             zone=zone,
@@ -136,31 +141,48 @@ def migrate(
 
 
 @app.command("rules")
-def list_rules(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    """List every rule: id, file kind, safe or unsafe, summary and an example."""
+def list_rules(
+    words: Optional[List[str]] = typer.Argument(None, metavar="[RULE]...", help="Families, rule ids or id prefixes (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List the rules: id, file kind, safe or unsafe, summary and examples.
+
+    With no RULE, every rule and its first example; with RULE, the rules it names and all
+    their examples.
+    """
     rules = all_rules()
+    try:
+        ids = sorted(set().union(*(expand(word, _note) for word in split_words(words)))) if words else list(rules)
+    except UnknownRule as exc:
+        _fail(str(exc))
+    chosen = [rules[rid] for rid in ids]
     if as_json:
         rows = [
             {
                 "id": rule.id,
+                "family": family(rule.id),
                 "kind": rule.kind,
                 "safe": rule.safe,
                 "summary": rule.summary,
                 "example": {"before": rule.examples[0].before, "after": rule.examples[0].after},
+                "examples": [{"before": e.before, "after": e.after, "manual": list(e.manual), "options": e.options}
+                             for e in rule.examples],
             }
-            for rule in rules.values()
+            for rule in chosen
         ]
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps(rows, indent=2, default=str))
         return
-    for rule in rules.values():
+    for rule in chosen:
         safety = "safe" if rule.safe else "unsafe"
         typer.secho(f"{rule.id}  [{rule.kind}, {safety}]", bold=True)
         typer.echo(f"    {rule.summary}")
-        example = rule.examples[0]
-        for prefix, text in (("-", example.before), ("+", example.after)):
-            for line in text.rstrip("\n").splitlines():
-                typer.echo(f"    {prefix} {line}")
-        typer.echo("")
+        for example in rule.examples if words else rule.examples[:1]:
+            if example.options:
+                typer.echo("    with " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in example.options.items()))
+            for prefix, text in (("-", example.before), ("+", example.after)):
+                for line in text.rstrip("\n").splitlines():
+                    typer.echo(f"    {prefix} {line}")
+            typer.echo("")
 
 
 @app.command("launch")

@@ -1,5 +1,10 @@
 """The rule registry: every rule of every file kind, with the examples that document it.
 
+A rule id is ``FAMILY-NAME``: the family says what the rule migrates (``env``: XRT-era
+variables), whatever the file kind, so ``--select env`` migrates the variables in Python,
+shell, Dockerfiles and YAML alike. FAMILIES lists them; a rule outside them does not
+register. RENAMED keeps the ids of earlier releases working, with a note.
+
 A rule is one class. Its examples are its documentation (``xrt2pjrt rules``,
 docs/MIGRATION.md) and its tests (tests/test_rule_examples.py runs each one through the
 rewriter of the rule's kind with only that rule selected, then once more to show that a
@@ -9,7 +14,7 @@ second pass changes nothing).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 TARGETS = ("native", "shim")
 TARGET_VERSIONS = tuple((2, minor) for minor in range(1, 10))
@@ -34,10 +39,38 @@ class Rule:
     examples: ClassVar[tuple[Example, ...]] = ()
 
 
+# Family -> what its rules migrate. The guide's checklist takes one family per pull request.
+FAMILIES: dict[str, str] = {
+    "api": "xm / xr calls renamed or removed in torch_xla 2.x",
+    "spawn": "xmp.spawn's arguments, and what runs before it",
+    "env": "XRT-era environment variables, in code, scripts, Dockerfiles and YAML",
+    "launch": "xla_dist launches",
+    "install": "install lines that bring back an XRT-era torch_xla",
+    "pjrt": "the early torch_xla.experimental.pjrt module",
+    "dist": "torch.distributed on XLA",
+    "import": "imports of torch_xla modules that are gone",
+    "manual": "what only a person can migrate: reported, with a TODO line",
+    "shim": "--target shim: imports pointed at xrt2pjrt.shim",
+}
+
+# Ids of earlier releases -> today's, still accepted wherever an id is (users have them
+# in CI configs). Renamed by one rule: the family comes first.
+RENAMED: dict[str, str] = {
+    "shell-env-xrt-tpu-config": "env-shell-xrt-tpu-config",
+    "shell-env-xrt-cpu": "env-shell-xrt-cpu",
+    "shell-env-xrt-unused": "env-shell-xrt-unused",
+}
+
 RULES: dict[str, type[Rule]] = {}
 
 
+def family(rule_id: str) -> str:
+    return rule_id.split("-", 1)[0]
+
+
 def register(cls: type[Rule]) -> type[Rule]:
+    if family(cls.id) not in FAMILIES:
+        raise ValueError(f"rule id {cls.id!r} must start with a family: {', '.join(FAMILIES)}")
     if cls.id in RULES:
         raise ValueError(f"rule id {cls.id!r} registered twice")
     if not cls.examples:
@@ -58,21 +91,34 @@ class UnknownRule(ValueError):
     pass
 
 
-def select(chosen: list[str] | None, ignored: list[str] | None) -> frozenset[str]:
-    """Rule ids picked by ``--select``/``--ignore``; each entry is an id or an id prefix."""
+def split_words(values: list[str] | None) -> list[str]:
+    """``--select a,b --select c`` (and config lists) as one list of words."""
+    return [word.strip() for value in values or [] for word in value.split(",") if word.strip()]
+
+
+def expand(word: str, note: Callable[[str], None] | None = None) -> set[str]:
+    """The rule ids a word names: a family, an id, or an id prefix; an old id or prefix
+    names today's ids (with a note). UnknownRule when it names none."""
     rules = all_rules()
+    matched = {rid for rid in rules if rid.startswith(word)}
+    if not matched:
+        matched = {new for old, new in RENAMED.items() if old.startswith(word)}
+        if matched and note:
+            note(f"{word!r} is an old rule id: use {', '.join(sorted(matched))}")
+    if not matched:
+        raise UnknownRule(f"no rule id starts with {word!r}; see `xrt2pjrt rules`")
+    return matched
 
-    def expand(words: list[str]) -> set[str]:
-        ids: set[str] = set()
-        for word in words:
-            matched = {rid for rid in rules if rid == word or rid.startswith(word)}
-            if not matched:
-                raise UnknownRule(f"no rule id starts with {word!r}; see `xrt2pjrt rules`")
-            ids |= matched
-        return ids
 
-    picked = expand(chosen) if chosen else set(rules)
-    return frozenset(picked - expand(ignored or []))
+def select(chosen: list[str] | None, ignored: list[str] | None,
+           note: Callable[[str], None] | None = None) -> frozenset[str]:
+    """Rule ids picked by ``--select``/``--ignore``: families, ids or id prefixes, each
+    option repeatable and comma-separated."""
+    def ids(values: list[str] | None) -> set[str]:
+        return set().union(*(expand(word, note) for word in split_words(values)))
+
+    picked = ids(chosen) if split_words(chosen) else set(all_rules())
+    return frozenset(picked - ids(ignored))
 
 
 @dataclass(frozen=True)

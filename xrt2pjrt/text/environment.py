@@ -70,7 +70,7 @@ class DeviceRule(EnvRule):
 
 @register
 class XrtTpuConfig(DeviceRule):
-    id = "shell-env-xrt-tpu-config"
+    id = "env-shell-xrt-tpu-config"
     summary = ("XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, "
                "docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported.")
     variables = "XRT_TPU_CONFIG"
@@ -79,10 +79,10 @@ class XrtTpuConfig(DeviceRule):
         Example('export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n',
                 "export PJRT_DEVICE=TPU\npython3 train.py\n"),
         Example("XRT_TPU_CONFIG='tpu_worker;0;10.0.0.2:8470' python3 train.py\n",
-                todo_line(REMOTE_TPU, "shell-env-xrt-tpu-config") + "PJRT_DEVICE=TPU python3 train.py\n",
+                todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config") + "PJRT_DEVICE=TPU python3 train.py\n",
                 manual=("remote TPU node",)),
         Example('export XRT_TPU_CONFIG="tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS#grpc://}"\n',
-                todo_line(REMOTE_TPU, "shell-env-xrt-tpu-config") + "export PJRT_DEVICE=TPU\n",
+                todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config") + "export PJRT_DEVICE=TPU\n",
                 manual=("remote TPU node",)),
         Example("docker run -e XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011 img python3 train.py\n",
                 "docker run -e PJRT_DEVICE=TPU img python3 train.py\n"),
@@ -92,7 +92,7 @@ class XrtTpuConfig(DeviceRule):
 
 @register
 class XrtCpuTopology(DeviceRule):
-    id = "shell-env-xrt-cpu"
+    id = "env-shell-xrt-cpu"
     summary = ("XRT_DEVICE_MAP → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when it cannot be "
                "read, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported.")
     variables = "|".join(name for name in DEVICE_SETTINGS if name != XrtTpuConfig.variables)
@@ -109,17 +109,17 @@ class XrtCpuTopology(DeviceRule):
                 "PJRT_DEVICE=CPU python3 test.py\n"),
         Example('export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
                 'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n',
-                todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note, "shell-env-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
+                todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
                 manual=("2.9 dropped CUDA",)),
         Example('export XRT_DEVICE_MAP="$DEVICE_MAP"\n',
-                todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note, "shell-env-xrt-cpu") + "export PJRT_DEVICE=CPU\n",
+                todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CPU\n",
                 manual=("could not be read",)),
     )
 
 
 @register
 class XrtUnused(EnvRule):
-    id = "shell-env-xrt-unused"
+    id = "env-shell-xrt-unused"
     summary = ("Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES and "
                "TPUVM_MODE is removed: torch_xla 2.1+ reads none of them. "
                "Reads of them are reported.")
@@ -133,7 +133,7 @@ class XrtUnused(EnvRule):
                 "python3 train.py\n"),
         Example('echo "ordinal $XRT_SHARD_ORDINAL"\n',
                 todo_line("XRT_SHARD_ORDINAL is read here but nothing sets it under PJRT: read xr.global_ordinal() "
-                          "(torch_xla.runtime) instead", "shell-env-xrt-unused") + 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
+                          "(torch_xla.runtime) instead", "env-shell-xrt-unused") + 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
                 manual=("XRT_SHARD_ORDINAL is read here",)),
     )
 
