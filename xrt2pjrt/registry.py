@@ -6,7 +6,7 @@ shell, Dockerfiles and YAML alike. FAMILIES lists them; a rule outside them does
 register. RENAMED keeps the ids of earlier releases working, with a note.
 
 A rule is one class. Its examples are its documentation (``xrt2pjrt rules``,
-docs/MIGRATION.md) and its tests (tests/test_rule_examples.py runs each one through the
+docs/RULES.md) and its tests (tests/test_rule_examples.py runs each one through the
 rewriter of the rule's kind with only that rule selected, then once more to show that a
 second pass changes nothing).
 """
@@ -97,9 +97,11 @@ def split_words(values: list[str] | None) -> list[str]:
 
 
 def expand(word: str, note: Callable[[str], None] | None = None) -> set[str]:
-    """The rule ids a word names: a family, an id, or an id prefix; an old id or prefix
+    """The rule ids a word names: an id, else the ids it starts (a family); an old id or prefix
     names today's ids (with a note). UnknownRule when it names none."""
     rules = all_rules()
+    if word in rules:
+        return {word}
     matched = {rid for rid in rules if rid.startswith(word)}
     if not matched:
         matched = {new for old, new in RENAMED.items() if old.startswith(word)}
