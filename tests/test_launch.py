@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _hostile import hostile_words
 from stand_ins.pod import Pod
 
 LAUNCH = [sys.executable, "-m", "xrt2pjrt", "launch"]
@@ -29,8 +30,8 @@ def test_runs_on_every_worker_with_pjrt_and_prefixes_output(pod):
     calls = pod.calls()
     assert sorted(calls) == [0, 1, 2], "the worker count came from `gcloud ... describe`"
     for worker, (call,) in calls.items():
-        # the worker's shell expanded $HOME, as under xla_dist (it wrapped words in double quotes)
-        assert call.argv == ["python3", "train.py", "--model", "vit b/16", f"/home/worker-{worker}/out"]
+        # each word as given: the worker's shell expands nothing (xla_dist expanded $HOME there)
+        assert call.argv == ["python3", "train.py", "--model", "vit b/16", "$HOME/out"]
         assert call.env["PJRT_DEVICE"] == "TPU"
         assert call.env["MSG"] == "hello world" and call.env["XLA_USE_BF16"] == "1"
     assert sorted(ran.stdout.splitlines()) == [f"[worker {i}] python3 ran on worker {i}" for i in range(3)]
@@ -165,3 +166,78 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return state != "Z"
+
+
+# --- the words given are the words run ---------------------------------------------------------
+
+def _argv_of_first_tool(pod: Pod, worker: int = 0) -> list[str]:
+    return pod.calls()[worker][-1].argv
+
+
+def test_every_hostile_word_arrives_as_given_and_runs_nothing(pod, tmp_path):
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    words = hostile_words(canary)
+    assert len(words) >= 30
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", "--", "python3", "t.py", *words])
+    assert ran.returncode == 0, ran.stderr
+    for worker in (0, 1):
+        assert _argv_of_first_tool(pod, worker) == ["python3", "t.py", *words]
+    assert sorted(p.name for p in canary.iterdir()) == [], "a word ran as a command on a worker"
+
+
+@pytest.mark.parametrize("layer", ["plain", "conda", "docker"])
+def test_env_values_conda_env_image_and_container_arrive_as_given(pod, tmp_path, layer):
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    words = [w for w in hostile_words(canary) if w and not w.startswith("-")]
+    env = [f"V{i}={w}" for i, w in enumerate(words)]
+    extra = {"plain": [], "conda": ["--conda-env", words[0]],
+             "docker": ["--docker-image", words[1], "--docker-container", words[2],
+                        "--docker-run-flag", f"--label={words[3]}"]}[layer]
+    argv = ["--tpu", "pod", "--num-workers", "1", *[x for kv in env for x in ("--env", kv)], *extra,
+            "--", "python3", words[4]]
+    ran = pod.run(LAUNCH + argv)
+    assert ran.returncode == 0, ran.stderr
+    calls = pod.calls()[0]
+    if layer == "docker":
+        (docker,) = calls
+        args = docker.argv
+        assert [args[i + 1] for i, a in enumerate(args) if a == "-e"] == ["PJRT_DEVICE=TPU", *env]
+        assert args[args.index("--name") + 1] == words[2] and f"--label={words[3]}" in args
+        assert args[-3:] == [words[1], "python3", words[4]]
+    else:
+        if layer == "conda":
+            conda, *calls = calls
+            assert conda.argv == ["conda", "activate", words[0]]
+        (python,) = calls
+        assert python.argv == ["python3", words[4]]
+        assert [python.env[f"V{i}"] for i in range(len(words))] == words
+    assert sorted(p.name for p in canary.iterdir()) == []
+
+
+@pytest.mark.parametrize("docker", [False, True])
+def test_shell_string_is_expanded_by_the_workers_shell_only_when_asked(pod, tmp_path, docker):
+    string = f"python3 t.py $HOME/out $((6*7)) && touch {tmp_path}/ran-$TPU_WORKER_ID"
+    extra = ["--docker-image", "img:1"] if docker else []
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", *extra, "--shell", string])
+    assert ran.returncode == 0, ran.stderr
+    for worker in (0, 1):
+        if docker:  # the stand-in docker records its argv: the string reaches the container's bash whole
+            (call,) = pod.calls()[worker]
+            assert call.argv[-4:] == ["img:1", "bash", "-c", string]
+        else:
+            (call,) = pod.calls()[worker]
+            assert call.argv == ["python3", "t.py", f"/home/worker-{worker}/out", "42"]
+            assert call.env["PJRT_DEVICE"] == "TPU"
+            assert (tmp_path / f"ran-{worker}").exists()
+
+
+def test_shell_and_words_together_or_an_option_like_name_are_refused(pod):
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--shell", "echo hi", "--", "python3", "t.py"])
+    assert ran.returncode == 2 and "not both" in ran.stderr
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--docker-image=--privileged", "--", "python3", "t.py"])
+    assert ran.returncode == 2 and "start with '-'" in ran.stderr
+    ran = pod.run(LAUNCH + ["--tpu=-x", "--", "python3", "t.py"])
+    assert ran.returncode == 2
+    assert pod.gcloud_calls() == []

@@ -23,7 +23,7 @@ OLD_IMAGE = "XRT-era gcr.io/tpu-pytorch registry"  # the fixtures' docker images
 CASES = [
     ("shell/pod_launch.sh", "shell/pod_launch.expected.sh", {}, NOTHING),
     ("shell/pod_launch.sh", "shell/pod_launch.xrt2pjrt.expected.sh",
-     {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, NOTHING),
+     {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, ("'$HOME/logs' expanded on each worker under xla_dist",)),
     ("shell/no_space_backslash.sh", "shell/no_space_backslash.expected.sh", {}, NOTHING),
     ("shell/docker.sh", "shell/docker.expected.sh", {}, (OLD_IMAGE,)),
     ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"}, (OLD_IMAGE,)),

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from stand_ins.pod import Pod
+from _hostile import hostile_words
+from stand_ins.pod import XLA_DIST_1_13, Pod
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text import shell
 
@@ -60,7 +61,7 @@ def _run_both(tmp_path: Path, before: str, after: str, workers: int = 4, **env):
     env.setdefault("TPU_NAME", "my-pod")
     # the path form of xla_dist names a file of the old wheel: point it at the simulation
     before = before.replace("/usr/share/torch-xla-1.13/pytorch/xla/torch_xla/distributed/xla_dist.py",
-                            str(Path(old.env["PYTHONPATH"]) / "torch_xla" / "distributed" / "xla_dist.py"))
+                            str(XLA_DIST_1_13 / "torch_xla" / "distributed" / "xla_dist.py"))
     tail = "wait\n" if "&\n" in before else ""  # a backgrounded launch: wait for it
     ran_old = old.run_script(before + tail, **env)
     ran_new = new.run_script(after + tail, **env)
@@ -174,8 +175,9 @@ def test_xrt2pjrt_launcher_runs_the_same_words(tmp_path):
     new.env["PATH"] = f"{Path(xrt2pjrt).parent}:{new.env['PATH']}"
     ran = new.run_script(after, TPU_NAME="my-pod")
     assert ran.returncode == 0
-    assert {w: [c.argv for c in cs] for w, cs in new.calls().items()} == \
-           {w: [c.argv for c in cs] for w, cs in old.calls().items()}
+    # the same words, but `xrt2pjrt launch` passes '$HOME/logs' as written (reported: --shell expands)
+    literal = {w: [c.argv[:-1] + ["$HOME/logs"] for c in cs] for w, cs in old.calls().items()}
+    assert {w: [c.argv for c in cs] for w, cs in new.calls().items()} == literal
     assert "[worker 2] python3 ran on worker 2" in (new.root / "train.log").read_text()
     assert {c[5] for c in new.gcloud_calls() if c[3] == "ssh"} == {"--zone=us-central1-a"}
 
@@ -381,3 +383,38 @@ def test_python_and_shell_settings_of_one_value_agree(variable, value):
 def test_settings_sudo_passes_to_its_command_are_migrated(before, after):
     # Kaggle's and pytorch/xla's TPU scripts ran training through sudo.
     assert rewrite(before).text == after
+
+
+def test_values_of_this_machine_reach_the_workers_as_words_and_run_nothing(tmp_path):
+    """A variable's value is expanded by the local shell, as for xla_dist, and arrives on every
+    worker as the word it was: xla_dist (and the rewrite before) let the worker's shell read
+    it again, so `;`, quotes and `$(…)` in a value ran there."""
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    values = hostile_words(canary)
+    assignments = "".join(f"V{i}={shlex.quote(v)}\n" for i, v in enumerate(values))
+    quoted = " ".join(f'"$V{i}" "${{V{i}}}/tail"' for i in range(len(values)))
+    env = " ".join(f'--env "E{i}=$V{i}"' for i in range(len(values)))
+    unquoted = "U='a  b;c $(touch " + str(canary) + "/split) d'\n"
+    script = (assignments + unquoted +
+              f"python3 -m torch_xla.distributed.xla_dist --tpu=pod {env} -- python3 t.py {quoted} $U\n")
+    outcome = rewrite(script)
+    assert shell.check(outcome.text) is None and [c.rule for c in outcome.changes] == ["launch-xla-dist"]
+    pod = Pod(tmp_path / "pod", workers=2)
+    ran = pod.run_script(outcome.text)
+    assert ran.returncode == 0, ran.stderr
+    expected = [w for v in values for w in (v, v + "/tail")] + ["a", "b;c", "$(touch", f"{canary}/split)", "d"]
+    for worker in (0, 1):
+        (call,) = pod.calls()[worker]
+        assert call.argv == ["python3", "t.py", *expected]
+        assert [call.env[f"E{i}"] for i in range(len(values))] == values
+    assert list(canary.iterdir()) == [], "a value ran as a command"
+
+
+def test_a_command_substitution_written_for_the_workers_is_kept_and_reported():
+    """'$(hostname)' reached xla_dist literally and ran on every worker; the rewrite keeps
+    that meaning (a `$` written for the worker still expands there) and says so."""
+    outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py --log '/logs/$(hostname)'\n")
+    assert "\\\"/logs/\\$(hostname)\\\"" in outcome.text
+    (item,) = outcome.manual
+    assert "runs a command on each worker" in item.message

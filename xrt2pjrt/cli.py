@@ -187,8 +187,9 @@ def list_rules(
 
 @app.command("launch")
 def launch_command(
-    command: List[str] = typer.Argument(..., help="The command every worker runs (after `--`)."),
+    command: Optional[List[str]] = typer.Argument(None, help="The command every worker runs (after `--`), word for word."),
     tpu: str = typer.Option(..., "--tpu", help="Name of the TPU VM or pod."),
+    shell: Optional[str] = typer.Option(None, "--shell", help="Instead of words: one string the worker's bash expands."),
     zone: Optional[str] = typer.Option(None, help="Its zone (default: gcloud's)."),
     project: Optional[str] = typer.Option(None, help="Its project (default: gcloud's)."),
     env: Optional[List[str]] = typer.Option(None, "--env", help="K=V set for the command; repeatable."),
@@ -203,32 +204,17 @@ def launch_command(
 ) -> None:
     """Run a command on every worker of a TPU pod with PJRT_DEVICE=TPU: a drop-in for xla_dist."""
     from xrt2pjrt import launch
-    from xrt2pjrt.text.words import Word
-    from xrt2pjrt.text.xla_dist import Launch, Untranslatable
 
-    for flag, given in (("--restart-tpuvm-pod-server", restart_tpuvm_pod_server),
-                        ("--tpuvm-server-port", tpuvm_server_port is not None)):
-        if given:
-            typer.echo(f"xrt2pjrt launch: ignoring {flag}: PJRT runs no XRT server", err=True)
-
-    def word(value: Optional[str]) -> Optional[Word]:
-        return Word.literal(value) if value is not None else None
-
+    request = launch.Request(
+        tpu=tpu, command=tuple(command or ()), shell=shell, zone=zone, project=project, env=tuple(env or ()),
+        conda_env=conda_env, docker_image=docker_image, docker_container=docker_container,
+        docker_run_flags=tuple(docker_run_flag or ()),
+        xrt_only=tuple(flag for flag, given in (("--restart-tpuvm-pod-server", restart_tpuvm_pod_server),
+                                                ("--tpuvm-server-port", tpuvm_server_port is not None)) if given),
+    )
     try:
-        model = Launch(
-            tpu=Word.literal(tpu),
-            command=[Word.literal(w) for w in command],
-            env=[Word.literal(kv) for kv in env or []],
-            conda_env=word(conda_env),
-            docker_image=word(docker_image),
-            docker_container=word(docker_container),
-            docker_run_flags=[Word.literal(f) for f in docker_run_flag or []],
-        )
-        target = launch.Target(tpu, zone, project)
-        if dry_run:
-            raise typer.Exit(launch.dry_run(model, target, num_workers, sys.stdout))
-        raise typer.Exit(launch.run(model, target, num_workers))
-    except (Untranslatable, launch.LaunchError) as exc:
+        raise typer.Exit(launch.main(request, num_workers, dry_run))
+    except launch.LaunchError as exc:
         _fail(str(exc))
 
 

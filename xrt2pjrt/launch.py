@@ -1,7 +1,18 @@
 """`xrt2pjrt launch`: xla_dist's job under PJRT — one command on every worker of a TPU pod.
 
-The worker command comes from the same model as ``migrate``'s rewrite of an xla_dist line
-(text/xla_dist.py), so a script and this command run the same thing on the workers.
+The words given are the words run. Each word of the command, each ``--env`` value, the conda
+environment, the image and the container name is quoted for the worker's shell
+(``shlex.quote``): the shell that gcloud's ``--command`` reaches over ssh is the one layer
+in between, and it passes every word on as it is — ``$VAR``, ``$(…)``, backquotes, ``~`` and
+globs are not expanded there. (xla_dist wrapped each word in double quotes, so all of these
+but globs and ``~`` expanded on the worker.) A user who wants the worker's shell to expand a
+command says so: ``--shell 'CMD STRING'`` runs ``bash -c 'CMD STRING'`` on each worker (in
+the container, with ``--docker-image``). A value that would be read as an option where it
+goes (an image or a TPU name starting with ``-``) is refused.
+
+The worker command's shape (PJRT_DEVICE=TPU, the env, conda or docker) comes from the same
+model as ``migrate``'s rewrite of an xla_dist line (text/xla_dist.py), so a script and this
+command run the same program on the workers; only the quoting of the words differs.
 
 Design. One ``gcloud compute tpus tpu-vm ssh NAME --worker=i --command=…`` per worker, run
 at once, so that each output line can be prefixed with its worker and each worker's exit
@@ -32,7 +43,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from xrt2pjrt.text.words import Word
-from xrt2pjrt.text.xla_dist import Launch, as_argv_text, gcloud_describe, gcloud_ssh
+from xrt2pjrt.text.xla_dist import (XRT_ONLY, Launch, Untranslatable, as_argv_text, gcloud_describe, gcloud_ssh,
+                                    literal_word)
 
 GRACE_SECONDS = 5.0
 STOP_SECONDS = 60.0
@@ -47,6 +59,66 @@ class Target:
     tpu: str
     zone: str | None = None
     project: str | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """A launch as the user asked for it: the words of the command line, nothing parsed yet."""
+
+    tpu: str
+    command: tuple[str, ...] = ()  # the words after `--`
+    shell: str | None = None  # or one string for the worker's shell to expand (--shell)
+    zone: str | None = None
+    project: str | None = None
+    env: tuple[str, ...] = ()  # NAME=VALUE
+    conda_env: str | None = None
+    docker_image: str | None = None
+    docker_container: str | None = None
+    docker_run_flags: tuple[str, ...] = ()
+    xrt_only: tuple[str, ...] = ()  # xla_dist's XRT-server flags given: said and ignored
+
+    def model(self) -> tuple[Launch, Target]:
+        """The launch model and its target; LaunchError for a request that cannot run as given."""
+        if self.shell is not None and self.command:
+            raise LaunchError("give the command after `--` or as --shell 'CMD', not both")
+        if self.shell is not None and not self.shell.strip():
+            raise LaunchError("--shell needs a command")
+        for flag, value in (("--tpu", self.tpu), ("--docker-image", self.docker_image),
+                            ("--docker-container", self.docker_container), ("--conda-env", self.conda_env)):
+            if value is not None and (not value or value.startswith("-")):
+                raise LaunchError(f"{flag} {value!r}: a name cannot be empty or start with '-' "
+                                  "(it would be read as an option)")
+        command = ("bash", "-c", self.shell) if self.shell is not None else self.command
+
+        def word(value: str | None) -> Word | None:
+            return Word.literal(value) if value is not None else None
+
+        try:
+            launch = Launch(
+                tpu=Word.literal(self.tpu),
+                command=[Word.literal(w) for w in command],
+                env=[Word.literal(kv) for kv in self.env],
+                conda_env=word(self.conda_env),
+                docker_image=word(self.docker_image),
+                docker_container=word(self.docker_container),
+                docker_run_flags=[Word.literal(f) for f in self.docker_run_flags],
+                ignored=[f for f in self.xrt_only if f in XRT_ONLY],
+            )
+            launch.worker_command(literal_word)  # an --env that is not NAME=VALUE is refused here
+        except Untranslatable as exc:
+            raise LaunchError(str(exc)) from None
+        return launch, Target(self.tpu, self.zone, self.project)
+
+
+def main(request: Request, num_workers: int | None = None, dry_run_only: bool = False,
+         out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """`xrt2pjrt launch`: run (or, with ``dry_run_only``, print) the request; its exit status."""
+    launch, target = request.model()
+    for flag in launch.ignored:
+        print(f"xrt2pjrt launch: ignoring {flag}: PJRT runs no XRT server", file=err)
+    if dry_run_only:
+        return dry_run(launch, target, num_workers, out)
+    return run(launch, target, num_workers, out, err)
 
 
 def worker_count(target: Target) -> int:
@@ -87,7 +159,7 @@ class Run:
         return cls(launch, target, run_id)
 
     def ssh(self, worker: str) -> list[str]:
-        command = f"export {MARKER}={self.id}; " + as_argv_text(self.launch.worker_command())
+        command = f"export {MARKER}={self.id}; " + as_argv_text(self.launch.worker_command(literal_word))
         return self._gcloud(worker, command)
 
     def stop(self, worker: str) -> list[str]:

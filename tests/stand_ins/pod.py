@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+XLA_DIST_1_13 = HERE / "xla_dist_1_13"  # the stand-in torch_xla 1.13 with its xla_dist
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,9 @@ class Pod:
         self.env = {
             **base,
             "PATH": f"{HERE}{os.pathsep}{base.get('PATH', '/usr/bin:/bin')}",
-            "PYTHONPATH": str(HERE / "xla_dist_1_13"),
+            # the stand-in torch_xla first; then this checkout, so that `python -m xrt2pjrt` is
+            # the code under test even where the installed package points elsewhere
+            "PYTHONPATH": f"{XLA_DIST_1_13}{os.pathsep}{HERE.parents[1]}",
             "STAND_IN_RECORDS": str(self.records),
             "STAND_IN_WORKER_PATH": f"{HERE / 'worker_bin'}{os.pathsep}/usr/bin{os.pathsep}/bin",
             "STAND_IN_WORKERS": str(workers),

@@ -165,14 +165,16 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
             edits = _as_xrt2pjrt_launch(argv, inv, launch, rec)
         else:
             edits = [Edit(start, end, _as_gcloud(launch, text[start:end], rec))]
-            if posix_sh and "@Q}" in edits[0].text:
-                raise xla_dist.Untranslatable('"$@" would need bash (${*@Q}), and this runs under sh')
+            if posix_sh and ("@Q}" in edits[0].text or "$(printf %q " in edits[0].text):
+                raise xla_dist.Untranslatable("quoting this machine's values for the workers would need bash "
+                                              "(printf %q, ${*@Q}), and this runs under sh")
     except xla_dist.Untranslatable as exc:
         hint = ""
         if re.match(r"[ \t]*\n[ \t]*--", text[cmd.end:]):
             hint = " (it seems to go on over the next line without a `\\`)"
         rec.ask(LaunchXlaDist.id, start, f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
         return
+    _ask_about_worker_expansions(launch, rec)
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.conda_env:
         notes += "; conda must be usable from a non-interactive shell on the workers"
@@ -180,6 +182,25 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
         notes += "; the image must ship torch_xla 2.x"
     target = "xrt2pjrt launch" if rec.options.launcher == "xrt2pjrt" else "gcloud … --worker=all"
     rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits)
+
+
+def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None:
+    """Literal text with a `$` or a backquote, which xla_dist expanded again on each worker.
+    The gcloud rewrite keeps that; a command run there (`$(…)`, backquotes) is reported.
+    `xrt2pjrt launch` passes every word as it is given: any such text is reported."""
+    xrt2pjrt = rec.options.launcher == "xrt2pjrt"
+    live = re.compile(r"[$`]" if xrt2pjrt else r"\$\(|`")
+    words = [*launch.env, *launch.command, launch.conda_env, launch.docker_image, launch.docker_container]
+    for w in words:
+        if w is None or not any(not p.expansion and live.search(p.text) for p in w.parts):
+            continue
+        source = w.source(rec.text)
+        if xrt2pjrt:
+            rec.ask(LaunchXlaDist.id, w.start, f"{source} expanded on each worker under xla_dist; `xrt2pjrt launch` "
+                    "passes it as written: to have the worker's shell expand it, use --shell 'COMMAND'")
+        else:
+            rec.ask(LaunchXlaDist.id, w.start, f"{source} runs a command on each worker (xla_dist's double quotes "
+                    "let it, and so does the rewrite): keep it only if that is meant")
 
 
 def _as_gcloud(launch: xla_dist.Launch, span: str, rec: Recorder) -> str:

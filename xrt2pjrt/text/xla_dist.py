@@ -1,30 +1,43 @@
 """The xla_dist command model: words -> a ``Launch`` -> gcloud (or ``xrt2pjrt launch``).
 
 One model serves ``migrate`` (which renders shell source for a script) and ``xrt2pjrt
-launch`` (which renders an argv per worker), so both run the same command on the workers.
+launch`` (which renders an argv per worker), so both run the same program on the workers.
 
 What runs on a worker, and where ``$`` expands. torch_xla 1.13's xla_dist received its
 arguments after the local shell had expanded them, then wrote a script for each worker in
 which every word was wrapped in double quotes (``concat_cmd_list``) — so ``$VAR`` written
 unquoted or in double quotes expanded on the local machine, and a ``$`` that reached xla_dist
-literally (``'$HOME'``, ``\\$HOME``) expanded again on the worker. The rendering here keeps
-both: local expansions stay unescaped inside ``--command="…"`` (the same shell expands them
-before gcloud runs), literal text goes into double quotes on the worker with only ``"`` and
-``\\`` escaped, so a literal ``$`` still expands there. A word with spaces stays one word.
-Deliberate differences: an unquoted expansion (``$EXTRA_ARGS``), glob or leading ``~`` is
-left unquoted on the worker, so it still splits into words as it did locally, but globs
-match files and ``~`` is the home folder on the worker; the script's own arguments
-(``"$@"``, and arrays, ``"${ARGS[@]}"``) become ``${*@Q}`` (``${ARGS[*]@Q}``, bash 4.4+),
-each quoted for the worker, so ``$`` in them does not expand there; ``$'…'`` strings are left
-for a person. Backslashes are kept (xla_dist did not escape them in its double quotes, so
-it lost them, and broke on a word that ended in one).
+literally (``'$HOME'``, ``\\$HOME``) expanded again on the worker. The rendering for a script
+keeps the first and the second, but not what xla_dist also did: read the local values again
+as shell on the worker.
+
+- Text the script wrote literally goes into the worker's command as it reached xla_dist:
+  single quotes, or, when it holds a ``$`` or a backquote, double quotes with ``"`` and
+  ``\\`` escaped, so that the ``$`` still expands there (the rewriter reports a ``$(…)`` or
+  backquote, which runs a command on every worker). Backslashes are kept (xla_dist lost
+  them, and broke on a word that ended in one).
+- A word holding local expansions (``"${OUT_DIR}/ckpt"``, ``$EXTRA_ARGS``) is expanded by
+  the local shell as before, then each resulting word is quoted for the worker at run time
+  — ``$(printf %q "…")``, or ``$(set -- …; echo "${*@Q}")`` where it splits into any number
+  of words; the script's own arguments (``"$@"``, arrays ``"${ARGS[@]}"``) become ``${*@Q}``
+  (``${ARGS[*]@Q}``). So a value holding ``;``, quotes or ``$(…)`` arrives as the word (or,
+  unquoted, the words) the local shell made of it. All of these need bash (4.4+) where the script runs; under ``sh`` the call is
+  left for a person.
+- Deliberate differences: a glob or a leading ``~`` written unquoted is left unquoted on the
+  worker, so it matches files and names the home folder there; ``$'…'`` strings, and words
+  mixing local expansions with a literal ``$`` or a glob, are left for a person.
+
+``xrt2pjrt launch`` renders the same model with ``literal_word``: each word it is given
+arrives as it is, and nothing expands on the worker.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from dataclasses import dataclass, field
+from typing import Callable
 
 from xrt2pjrt.text.words import GLOB, PLAIN, Part, Word
 
@@ -91,19 +104,23 @@ class Launch:
         if (self.docker_container or self.docker_run_flags) and not self.docker_image:
             raise Untranslatable("docker flags without --docker-image")
 
-    def worker_command(self) -> list[Seg]:
+    def worker_command(self, quote: "Quote | None" = None) -> list[Seg]:
         """What each worker runs: PJRT_DEVICE=TPU, the env, conda or docker, the command.
 
-        The command words keep their gaps (spaces, ``\\``-newlines) after the first.
+        ``quote`` writes one word for the worker's shell: by default as xla_dist made the
+        worker see a script's word (``remote_word``); ``xrt2pjrt launch`` gives
+        ``literal_word``, so that each word arrives as it was given. The command words keep
+        their gaps (spaces, ``\\``-newlines) after the first.
         """
+        quote = quote or remote_word
         segs: list[Seg] = []
 
         def word(w: Word, gap: str = " ") -> None:
             if segs:
                 segs.append(Seg(gap, local=True))  # spaces, or a `\`-newline kept from the script
-            segs.extend(remote_word(w))
+            segs.extend(quote(w))
 
-        assignments = [_assignment(w) for w in self.env]
+        assignments = [_assignment(w, quote) for w in self.env]
         if self.docker_image:
             for s in DOCKER_RUN:
                 word(Word.literal(s))
@@ -158,62 +175,91 @@ def escape_double_quoted(text: str) -> str:
 
 
 def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
-    """How a word is written in the worker's command so the worker sees what xla_dist gave it."""
+    """How a script's word is written in the worker's command, so the worker sees what
+    xla_dist was given — with a value of this machine's shell arriving as a word."""
     value = word.value
     if value is not None and PLAIN.fullmatch(value):
         return [Seg(value)]
-    many = ALL_ELEMENTS.fullmatch(word.parts[0].text) if len(word.parts) == 1 and word.parts[0].expansion else None
+    parts = word.parts
+    many = ALL_ELEMENTS.fullmatch(parts[0].text) if len(parts) == 1 and parts[0].expansion else None
     if many and not assignment:
         # "$@", "${ARGS[@]}": many words locally; each one quoted, all in the one --command
         array = many.group(1)
         return [Seg(f"${{{array}[*]@Q}}" if array else "${*@Q}", local=True)]
-    active = [not assignment and _active(p, i == 0) for i, p in enumerate(word.parts)]
-    if value is not None and value and not re.search(r"[$`\\\"'\n]", value) and not any(active):
-        return [Seg(f"'{value}'")]
-    segs: list[Seg] = []
-    run: list[Part] = []
-
-    def flush() -> None:
-        if run:
-            segs.append(Seg('"'))
-            segs.extend(Seg(p.text, local=True) if p.expansion else Seg(_escape_inner(p.text)) for p in run)
-            segs.append(Seg('"'))
-            run.clear()
-
-    for p, is_active in zip(word.parts, active):
+    for p in parts:
         if p.expansion and p.text.startswith("$'"):
             raise Untranslatable(f"$'…' string {p.text}")
         if p.expansion and ALL_ELEMENTS.fullmatch(p.text):
             raise Untranslatable(f"{p.text} inside a longer word")
-        if is_active:
-            flush()
-            segs.append(Seg(p.text, local=p.expansion))
-        else:
-            run.append(p)
-    flush()
+    active = [not assignment and _active(p, i == 0) for i, p in enumerate(parts)]
+    if value is None:
+        return [_quoted_at_run_time(word, active, assignment)]
+    segs: list[Seg] = []
+    for is_active, run in itertools.groupby(zip(active, parts), key=lambda pair: pair[0]):
+        text = "".join(p.text for _, p in run)
+        segs.append(Seg(text) if is_active else Seg(_worker_quote(text)))
     return segs
 
 
+def _quoted_at_run_time(word: Word, active: list[bool], assignment: bool) -> Seg:
+    """A word holding this machine's expansions: the local shell expands it as it would have
+    for xla_dist, then quotes each resulting word for the worker (bash: ``printf %q``,
+    ``${*@Q}``), so that nothing in a value is read again as shell on the worker."""
+    parts = word.parts
+    if any(a and not p.expansion for a, p in zip(active, parts)):
+        raise Untranslatable("a word mixing an expansion with a glob or a leading `~`")
+    if any(not p.expansion and re.search(r"[$`]", p.text) for p in parts):
+        raise Untranslatable("a word mixing this machine's expansions with a `$` for the worker")
+    source, open_quote = [], False
+    for p in parts:
+        splits = p.expansion and not p.quoted and not assignment
+        if splits == open_quote:
+            source.append('"')
+            open_quote = not open_quote
+        source.append(p.text if p.expansion else escape_double_quoted(p.text))
+    if open_quote:
+        source.append('"')
+    text = "".join(source)
+    if any(a for a in active):  # unquoted: it splits (and globs) into any number of words, even none
+        return Seg(f'$(set -- {text}; echo "${{*@Q}}")', local=True)
+    return Seg(f"$(printf %q {text})", local=True)
+
+
+def _worker_quote(text: str) -> str:
+    """Literal text for the worker's shell. A `$` or backquote stays live inside double
+    quotes, as in the script xla_dist wrote for each worker; anything else arrives as it is."""
+    if re.search(r"[$`]", text):
+        return '"' + re.sub(r'([\\"])', r"\\\1", text) + '"'
+    if "'" not in text:
+        return f"'{text}'"
+    if not re.search(r'[\\"]', text):
+        return f'"{text}"'
+    return shlex.quote(text)
+
+
 def _active(part: Part, first: bool) -> bool:
-    """Unquoted expansions, globs and a leading `~`: left unquoted on the worker, so they still
-    split, match files (on the worker) and expand `~` (to the worker's home)."""
+    """Unquoted expansions, globs and a leading `~`. A glob and `~` are left unquoted on the
+    worker, so they match files and name the home folder there; an expansion splits here."""
     if part.quoted:
         return False
     return part.expansion or bool(GLOB.search(part.text)) or (first and part.text.startswith("~"))
 
 
-def _escape_inner(text: str) -> str:
-    # Inside the worker's double quotes: keep `"` and `\` literal; `$` and backquotes stay
-    # live, as they were in xla_dist's quoted words.
-    return re.sub(r'([\\"])', r"\\\1", text)
+def literal_word(word: Word, assignment: bool = False) -> list[Seg]:
+    """A word written so that the worker's shell passes it on as it is: nothing in it expands."""
+    return [Seg(shlex.quote(word.value or ""))]
 
 
-def _assignment(word: Word) -> list[Seg]:
+# How a word is written for the worker's shell: remote_word or literal_word.
+Quote = Callable[..., "list[Seg]"]
+
+
+def _assignment(word: Word, quote: Quote) -> list[Seg]:
     split = word.assignment(quoted_name=True)
     if split is None:
         raise Untranslatable("--env value is not NAME=VALUE with a literal NAME")
     name, value = split
-    return [Seg(f"{name}=")] + (remote_word(value, assignment=True) if value.parts else [])
+    return [Seg(f"{name}=")] + (quote(value, assignment=True) if value.parts else [])
 
 
 def strip_prefix(word: Word, prefix: str, text: str) -> Word:
