@@ -96,6 +96,7 @@ class Scope:
     is_class: bool = False
     path: tuple[str, ...] = ()  # names of the enclosing functions and classes
     names: dict[str, Binding] = field(default_factory=dict)
+    _targets: dict[str, list[str]] | None = field(default=None, repr=False)
 
     def lookup(self, name: str) -> Binding | None:
         scope: Scope | None = self
@@ -123,11 +124,22 @@ class Scope:
         """A name visible here that is bound to exactly ``module``."""
         scope: Scope | None = self
         while scope is not None:
-            for name, binding in scope.names.items():
-                if binding.target == module and self.lookup(name) is binding:
+            for name in scope._bound_to().get(module, ()):
+                if self.lookup(name) is scope.names[name]:
                     return name
             scope = scope.parent
         return None
+
+    def _bound_to(self) -> dict[str, list[str]]:
+        """Dotted name -> the names bound to it, in binding order. Built once, when the scope's
+        names are all collected: asked for each new import, a walk over every name of a module
+        made a file of many names and many rewrites quadratic."""
+        if self._targets is None:
+            self._targets = {}
+            for name, binding in self.names.items():
+                if binding.target is not None:
+                    self._targets.setdefault(binding.target, []).append(name)
+        return self._targets
 
 
 def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str, cst.ImportAlias | None]]:
