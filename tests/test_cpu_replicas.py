@@ -126,12 +126,15 @@ def test_outside_a_replica_the_xrt_defaults_hold(monkeypatch):
 # --- the seed -----------------------------------------------------------------------------
 SEED = """
 def _mp_fn(index):
+    import torch_xla.runtime as xr
+
     rank = xm.get_ordinal()
     world_size = xm.xrt_world_size()
     device = xm.xla_device()
     xm.mark_step()
     seen = {"index": index, "world": world_size, "local": xm.get_local_ordinal(),
-            "master": xm.is_master_ordinal(), "device": str(device)}
+            "master": xm.is_master_ordinal(), "device": str(device),
+            "torch_xla": [xr.world_size(), xr.global_ordinal(), xr.local_ordinal()]}
     for pin_layout in (False, True):
         t1 = (torch.ones(1) * rank).to(device)
         all_gather_out = xm.all_gather(t1, dim=0, pin_layout=pin_layout)
@@ -158,6 +161,7 @@ def _assert_seed_table(replicas: dict[int, dict], world: int) -> None:
     assert sorted(replicas) == list(range(world))
     for i, seen in replicas.items():
         assert seen["index"] == i and seen["world"] == world
+        assert seen["torch_xla"] == [world, i, seen["local"]]  # torch_xla's own API: the same world
         for pin_layout in (False, True):
             outputs = seen[f"pin_layout={pin_layout}"]
             assert outputs["all_gather"] == list(range(world)), (i, pin_layout)

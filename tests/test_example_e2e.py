@@ -68,3 +68,21 @@ def test_example_trains_after_migration(tmp_path, target):
     losses = _losses(run.stdout)
     assert len(losses) == 3, run.stdout
     assert losses[-1] < losses[0] * 0.95, losses
+
+
+def test_example_migrated_to_the_native_target_trains_on_4_cpu_replicas(tmp_path):
+    """`xrt2pjrt run --nprocs 4`: torch_xla's own xmp.spawn starts 4 replicas, and torch_xla's
+    own ordinals, optimizer_step, rendezvous, mesh_reduce and master_print see one world."""
+    folder = _copy(tmp_path)
+    assert _migrate(folder, "--target", "native").returncode == 0
+    checkpoint = folder / "model.pt"
+    run = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "4", "train.py", "--epochs", "3",
+                          "--checkpoint", str(checkpoint)], cwd=folder,
+                         env={**_env(), "PYTHONPATH": str(EXAMPLE.parents[1])}, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    losses = _losses(run.stdout)
+    # one line per epoch: only ordinal 0 is the master (in a world of one, every replica would print)
+    assert len(losses) == 3, run.stdout
+    assert losses[-1] < losses[0] * 0.95, losses
+    assert checkpoint.is_file()

@@ -246,5 +246,24 @@ def verify_command(
                                  error=lambda message: typer.secho(message, err=True, fg=typer.colors.RED)))
 
 
+@app.command("run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def run_command(
+    script: str = typer.Argument(..., help="The program, run as `python SCRIPT ARGS...` would run it."),
+    args: Optional[List[str]] = typer.Argument(None, help="Its arguments."),
+    nprocs: int = typer.Option(..., "--nprocs", min=1, help="CPU replicas on this host."),
+    per_process: bool = typer.Option(False, "--per-process", help="Run SCRIPT once per replica (it never spawns)."),
+    hosts: Optional[int] = typer.Option(None, "--hosts", min=1, help="Hosts running this command (default 1)."),
+    host_index: Optional[int] = typer.Option(None, "--host-index", min=0, help="This host's index."),
+    master: Optional[str] = typer.Option(None, "--master", help="Host 0's ADDR[:PORT]."),
+) -> None:
+    """Run a torch_xla program on N CPU replicas that form one world (PJRT_DEVICE=CPU)."""
+    from xrt2pjrt import run
+
+    try:
+        raise typer.Exit(run.main(script, args or [], nprocs, per_process, hosts, host_index, master))
+    except run.RunError as exc:
+        _fail(str(exc))
+
+
 def main() -> None:
     app()

@@ -12,10 +12,13 @@ in CI, with the results a TPU pod gives:
   processes: ordinals and world size come from this mode, and every collective moves
   its inputs to the host, exchanges them with torch.distributed's gloo backend over a
   TCPStore served by the parent, computes XLA's result for this replica, and moves it
-  back to the XLA device.
+  back to the XLA device;
+* torch_xla's own API answers from the same world inside every replica
+  (:mod:`xrt2pjrt.shim.replica_world`, applied before ``fn`` runs).
 
 How to ask for it: ``xmp.spawn(fn, nprocs=N)`` with ``PJRT_DEVICE=CPU`` and N > 1; or,
-for XRT-era programs that pass ``nprocs=None``, ``XRT2PJRT_CPU_REPLICAS=N``.
+for XRT-era programs that pass ``nprocs=None``, ``XRT2PJRT_CPU_REPLICAS=N``; or, for any
+torch_xla program, ``xrt2pjrt run --nprocs N SCRIPT`` (:mod:`xrt2pjrt.run`).
 
 Several "hosts" (as on a pod, each runs the same program): set ``XRT2PJRT_CPU_HOSTS``
 (host count) and ``XRT2PJRT_CPU_HOST_INDEX`` (this host) on every host, and point every
@@ -199,6 +202,12 @@ def _world() -> _Transport:
         if _transport is None or _transport.placement != placement():
             _transport = _Transport(placement())
         return _transport
+
+
+def store():
+    """A connection of this thread's own to the replica mode's store (torch.distributed's
+    ``xla://`` init method uses it instead of serving a store of its own)."""
+    return _world().store.clone()
 
 
 def _exchange(tensors: Sequence, members: Sequence[int]) -> list[list]:
@@ -442,6 +451,30 @@ def _local_address_towards(host: str) -> str:
         return probe.getsockname()[0]
 
 
+_spawns = 0  # spawn calls in this process: `xrt2pjrt run` tells a script that never spawned
+
+
+def spawn_count() -> int:
+    return _spawns
+
+
+def run_multiprocess(fn: Callable, *args, start_method: str = "spawn", **kwargs) -> dict[int, Any]:
+    """torch_xla's ``run_multiprocess`` over the CPU replicas: ``{ordinal: fn(*args, **kwargs)}``."""
+    return spawn(_WithoutIndex(fn, args, kwargs), start_method=start_method)
+
+
+@dataclasses.dataclass(frozen=True)
+class _WithoutIndex:
+    """``fn(*args, **kwargs)`` as a spawn target, which is called with the ordinal first."""
+
+    fn: Callable
+    args: tuple
+    kwargs: dict
+
+    def __call__(self, index: int) -> Any:
+        return self.fn(*self.args, **self.kwargs)
+
+
 def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_method: str = "spawn") -> dict[int, Any]:
     """Run ``fn(ordinal, *args)`` in ``nprocs`` replica processes on this host; join them.
 
@@ -449,11 +482,13 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     could not be pickled). Raises :class:`ReplicaFailed` when any replica, here or on
     another host, fails.
     """
+    global _spawns
     if active():
         raise RuntimeError("spawn called inside a CPU replica: nested spawn is not supported")
     if start_method == "fork":
         _refuse_initialised_runtime()
     count = _replica_count(nprocs)
+    _spawns += 1
     hosts = _Hosts.from_env()
     timeout = default_timeout()
     if hosts.count == 1:
@@ -523,21 +558,37 @@ def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
     _die_with_parent()
     os.environ.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1", **{_PLACEMENT_ENV: where.to_env()})
     try:
-        result = fn(where.ordinal, *args)
+        from xrt2pjrt.shim import replica_world
+
+        replica_world.enter()  # torch_xla's own API now sees the N replicas too
+        try:
+            result = fn(where.ordinal, *args)
+        except SystemExit as stop:
+            if stop.code not in (0, None):
+                raise
+            result = None  # sys.exit(0): a replica that finished
         # Nobody leaves before everybody finished, so no replica closes its gloo sockets
         # while a peer still reads from them; then tell host 0 this replica is done.
         rendezvous("xrt2pjrt.cpu_replicas.exit")
         _world().store.add(_FINISHED_KEY, 1)
-    except BaseException:  # noqa: BLE001 -- reported to the parent, then a non-zero exit
+    except BaseException as error:  # noqa: BLE001 -- reported to the parent, then a non-zero exit
         _send(report, ("error", traceback.format_exc(), time.time()))
         report.close()
+        sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(1)
+        os._exit(_exit_code(error))
     try:
         _send(report, ("ok", result))
     except (pickle.PicklingError, TypeError, AttributeError):
         _send(report, ("ok", None))
     report.close()
+
+
+def _exit_code(error: BaseException) -> int:
+    """sys.exit(n)'s n (an int from 1 to 255); 1 for anything else, as Python exits."""
+    if isinstance(error, SystemExit) and isinstance(error.code, int) and 0 < error.code < 256:
+        return error.code
+    return 1
 
 
 def _die_with_parent() -> None:

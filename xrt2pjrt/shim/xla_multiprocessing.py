@@ -114,6 +114,9 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
 
 
 def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn", **kwargs) -> dict[int, Any]:
-    """Run ``fn(*args, **kwargs)`` on every local device; return ``{ordinal: result}``."""
+    """Run ``fn(*args, **kwargs)`` on every local device; return ``{ordinal: result}``.
+    With ``PJRT_DEVICE=CPU`` and ``XRT2PJRT_CPU_REPLICAS=N``: on N CPU replicas."""
     _refuse_started_runtime("run_multiprocess")
+    if cpu_replicas.requested(None):
+        return cpu_replicas.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
     return _pjrt.run_multiprocess(fn, *args, start_method=start_method, **kwargs)

@@ -1,0 +1,396 @@
+"""One world on CPU: torch_xla's own API inside the CPU replicas (xrt2pjrt.shim.replica_world).
+
+The table is checked against the installed torch_xla (every target exists, every
+replacement takes the target's arguments). Then one real run of a program written against
+torch_xla's own API only -- ``torch_xla.runtime``, ``torch_xla.core.xla_model``,
+``torch_xla.core.functions``, ``torch.distributed``'s ``xla`` backend, ``torch_xla.launch``
+-- under ``xrt2pjrt run --nprocs 4``: 4 real processes, each a real PJRT CPU replica. Every
+replica writes what it saw to a JSON file; the tests below each judge one part of it
+against what an N-replica pod gives (the seeds' table, XLA's semantics, plain-torch
+BatchNorm over the whole batch, and the same program trained as one replica on the whole
+batch, run beside it as a plain torch_xla process without xrt2pjrt).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORLD = 4
+
+PROGRAM = '''
+import json, os, sys, time
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch_xla
+import torch_xla.core.functions as xf
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.parallel_loader as pl
+import torch_xla.distributed.xla_backend  # noqa: F401 -- registers the 'xla' backend
+import torch_xla.runtime as xr
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+# Bound at import, in the parent, before any replica exists:
+from torch_xla.core.xla_model import all_reduce as early_all_reduce
+from torch_xla.runtime import world_size as early_world_size
+
+OUT = sys.argv[1]
+RUNTIME = ("world_size", "global_ordinal", "local_ordinal", "process_index", "process_count",
+           "local_process_count", "host_index", "global_device_count", "local_device_count",
+           "addressable_device_count", "global_runtime_device_count", "addressable_runtime_device_count")
+STEPS, BATCH, EPOCHS, REPLICAS = 3, 8, 2, 4
+
+
+def dump(name, value):
+    with open(os.path.join(OUT, f"{name}.json"), "w") as handle:
+        json.dump(value, handle)
+
+
+def values(tensor):
+    return tensor.detach().cpu().tolist()
+
+
+def seed_table(seen, rank, world, d):
+    for pin in (False, True):
+        seen[f"all_gather pin={pin}"] = values(xm.all_gather((torch.ones(1) * rank).to(d), dim=0, pin_layout=pin))
+        seen[f"reduce_scatter pin={pin}"] = values(xm.reduce_scatter(
+            xm.REDUCE_SUM, -torch.arange(world, dtype=torch.float32).to(d), scale=1.0 / world, scatter_dim=0,
+            shard_count=world, pin_layout=pin))
+        mixed = torch.cat([-torch.arange(world, dtype=torch.float32).view(-1, 1, 1),
+                           torch.ones(world, 1, 1) * rank], dim=1)
+        seen[f"all_to_all pin={pin}"] = values(xm.all_to_all(mixed.to(d), 0, 2, world, pin_layout=pin))
+        seen[f"all_reduce pin={pin}"] = values(xm.all_reduce(xm.REDUCE_SUM, torch.ones(1, device=d) * (rank + 1),
+                                                             pin_layout=pin))
+    seen["early all_reduce"] = values(early_all_reduce(xm.REDUCE_SUM, torch.ones(1, device=d) * (rank + 1)))
+
+
+def functions(seen, rank, world, d):
+    x = torch.tensor([rank + 1.0, 2.0], device=d, requires_grad=True)
+    y = xf.all_reduce(xm.REDUCE_SUM, x * 1.0)
+    (y * (rank + 1)).sum().backward()
+    seen["xf.all_reduce"] = {"out": values(y), "grad": values(x.grad)}
+    x = torch.tensor([[rank + 1.0, 2.0]], device=d, requires_grad=True)
+    gathered = xf.all_gather(x, dim=0)
+    (gathered * torch.arange(2.0 * world, device=d).view(world, 2)).sum().backward()
+    seen["xf.all_gather"] = {"out": values(gathered), "grad": values(x.grad)}
+    generator = torch.Generator().manual_seed(3)
+    w, x = torch.randn(3, 2 * world, generator=generator), torch.randn(2 * world, 5, generator=generator)
+    seen["distributed_mm"] = values(xf.distributed_mm(w[:, 2 * rank:2 * rank + 2].to(d), x.to(d)))
+    generator = torch.Generator().manual_seed(5)
+    batch, weight = torch.randn(4 * world, 3, 2, 2, generator=generator), torch.randn(4 * world, 3, 2, 2, generator=generator)
+    mine = slice(4 * rank, 4 * rank + 4)
+    norm = xf.SyncBatchNorm(3).to(d)
+    local = batch[mine].to(d).requires_grad_()
+    out = norm(local)
+    (out * weight[mine].to(d)).sum().backward()
+    seen["SyncBatchNorm"] = {"out": values(out), "grad": values(local.grad), "weight": values(norm.weight.grad),
+                             "bias": values(norm.bias.grad)}
+
+
+def bucketized(seen, rank, world, d):
+    a, b = torch.ones(2, device=d) * rank, torch.ones(3, device=d) * (rank + 10)
+    seen["all_gather_bucketized"] = [values(v) for v in xm.all_gather_bucketized([a, b], pin_layout=False,
+                                                                                  bucket_cap_mb=1)]
+    ramp = torch.arange(2.0 * world, device=d) * (rank + 1)
+    seen["reduce_scatter_bucketized"] = [values(v) for v in xm.reduce_scatter_bucketized(
+        xm.REDUCE_SUM, [ramp, ramp * 2], 1.0, 0, world, pin_layout=False, bucket_cap_mb=1)]
+    grads = [torch.ones(2, device=d) * rank, torch.ones(3, device=d) * 2 * rank]
+    xm.all_reduce_bucketized_gradients(grads, scale=0.5, groups=None, pin_layout=False, bucket_cap_mb=1)
+    seen["all_reduce_bucketized_gradients"] = [values(v) for v in grads]
+
+
+def meeting_points(seen, rank, world, d):
+    if rank == world - 1:
+        time.sleep(1)
+    entered = time.monotonic()
+    seen["rendezvous"] = [p.decode() for p in xm.rendezvous("late", f"p{rank}".encode())]
+    seen["rendezvous waited"] = time.monotonic() - entered
+    seen["xla_rendezvous"] = [p.decode() for p in xm.xla_rendezvous(f"q{rank}".encode())]
+    seen["mesh_reduce"] = xm.mesh_reduce("loss", rank * 1.5, sum)
+    try:
+        xm.rendezvous("subset", b"", [0, 1])
+    except ValueError as error:
+        seen["rendezvous subset"] = str(error)
+
+
+def distributed(seen, rank, world, d):
+    dist.init_process_group("xla", init_method="xla://")
+    seen["dist rank, size"] = [dist.get_rank(), dist.get_world_size()]
+    summed = torch.tensor([rank + 1.0], device=d)
+    dist.all_reduce(summed)
+    gathered = [torch.zeros(1, device=d) for _ in range(world)]
+    dist.all_gather(gathered, torch.tensor([rank * 1.0], device=d))
+    broadcast = torch.tensor([rank * 10.0], device=d)
+    dist.broadcast(broadcast, src=2)
+    seen["dist.all_reduce"], seen["dist.broadcast"] = values(summed), values(broadcast)
+    seen["dist.all_gather"] = [values(t) for t in gathered]
+    if rank == 0:
+        time.sleep(1)
+    entered = time.monotonic()
+    dist.barrier()
+    seen["barrier waited"] = time.monotonic() - entered
+    seen["sampler from xr"] = list(DistributedSampler(range(16), num_replicas=xr.world_size(),
+                                                      rank=xr.global_ordinal(), shuffle=False))
+    seen["sampler from dist"] = list(DistributedSampler(range(16), shuffle=False))
+
+
+def dataset():
+    generator = torch.Generator().manual_seed(7)
+    x = torch.randn(REPLICAS * STEPS * BATCH, 8, generator=generator)
+    y = torch.tanh(x @ torch.randn(8, 1, generator=generator)) + 0.1 * torch.randn(len(x), 1, generator=generator)
+    return TensorDataset(x, y)
+
+
+def network(seed, d):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1)).to(d)
+
+
+def weights(model):
+    return {name: value.detach().cpu().numpy().tobytes().hex() for name, value in model.state_dict().items()}
+
+
+def train(rank, d):
+    """Data-parallel, as torch_xla's examples do it."""
+    model = network(rank, d)  # different initial weights on every replica ...
+    xm.broadcast_master_param(model)  # ... until ordinal 0's are broadcast
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    data = dataset()
+    sampler = DistributedSampler(data, num_replicas=xr.world_size(), rank=xr.global_ordinal(), seed=3)
+    loader = pl.MpDeviceLoader(DataLoader(data, batch_size=BATCH, sampler=sampler), d)
+    for epoch in range(EPOCHS):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            xm.optimizer_step(optimizer)
+    torch_xla.sync()
+    return weights(model)
+
+
+def train_as_one_replica():
+    """The same job on one replica: each step takes every replica's batch, one after the other
+    in ordinal order, and sums their gradients in that order."""
+    d = torch_xla.device()
+    model = network(0, d)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    data = dataset()
+    samplers = [DistributedSampler(data, num_replicas=REPLICAS, rank=r, seed=3) for r in range(REPLICAS)]
+    for epoch in range(EPOCHS):
+        for sampler in samplers:
+            sampler.set_epoch(epoch)
+        batches = [iter(DataLoader(data, batch_size=BATCH, sampler=sampler)) for sampler in samplers]
+        for _ in range(STEPS):
+            total = None
+            for replica_batches in batches:
+                x, y = next(replica_batches)
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(x.to(d)), y.to(d)).backward()
+                torch_xla.sync()
+                grads = [p.grad.clone() for p in model.parameters()]
+                total = grads if total is None else [t + g for t, g in zip(total, grads)]
+            for parameter, summed in zip(model.parameters(), total):
+                parameter.grad = summed * (1.0 / REPLICAS)
+            optimizer.step()
+            torch_xla.sync()
+    dump("one replica", weights(model))
+
+
+def _mp_fn(index):
+    rank, world, d = xr.global_ordinal(), xr.world_size(), torch_xla.device()
+    seen = {"index": index, "runtime": {name: getattr(xr, name)() for name in RUNTIME},
+            "early world_size": early_world_size(), "master": xm.is_master_ordinal(),
+            "master (global)": xm.is_master_ordinal(local=False)}
+    for part in (seed_table, functions, bucketized, meeting_points, distributed):
+        part(seen, rank, world, d)
+    seen["trained"] = train(rank, d)
+    dump(rank, seen)
+
+
+if __name__ == "__main__":
+    if sys.argv[2:] == ["--one-replica"]:
+        train_as_one_replica()
+    else:
+        torch_xla.launch(_mp_fn, start_method="fork")
+'''
+
+
+# --- the table against the installed torch_xla (no processes) --------------------------------
+def _tables():
+    from xrt2pjrt.shim import replica_world
+
+    return [("WORLD", r) for r in replica_world.WORLD] + [("LAUNCH", r) for r in replica_world.LAUNCH]
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("table,replacement", _tables(),
+                         ids=lambda value: getattr(value, "target", value))
+def test_every_target_exists_and_its_replacement_takes_its_arguments(table, replacement):
+    original = replacement.slot().get()
+    assert callable(original)
+    expected = _parameters(original)
+    if expected is not None:
+        assert _parameters(replacement.replica) in (expected, None), replacement.target
+
+
+def _parameters(function):
+    """(name, kind, default) of every parameter; None for a replacement that takes anything."""
+    unwrapped = inspect.unwrap(function)
+    parameters = list(inspect.signature(unwrapped).parameters.values())
+    if [p.kind for p in parameters] == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]:
+        return None
+    return [(p.name, p.kind, p.default) for p in parameters]
+
+
+@pytest.mark.xla
+def test_a_target_torch_xla_does_not_have_fails_loudly():
+    from xrt2pjrt.shim import replica_world
+
+    for target in ("torch_xla.runtime:world_sizes", "torch_xla.runtimes:world_size",
+                   "torch.distributed.rendezvous:_rendezvous_handlers['xrt']"):
+        with pytest.raises(replica_world.MissingTarget, match=target.replace("[", r"\[")):
+            replica_world.Replacement(target, len, "").slot()
+
+
+# --- one run at 4 replicas, judged part by part ----------------------------------------------
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "XRT2PJRT_", "CPU_NUM_DEVICES", "PJRT_"))}
+    env.update(PYTHONPATH=str(ROOT), XRT2PJRT_RENDEZVOUS_TIMEOUT="120")
+    return env
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> dict:
+    """Every replica's JSON by ordinal, plus the one-replica reference under 'one replica'."""
+    folder = tmp_path_factory.mktemp("one_world")
+    script = folder / "program.py"
+    script.write_text(textwrap.dedent(PROGRAM))
+    replicas = subprocess.Popen([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", str(WORLD), str(script),
+                                 str(folder)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    one = subprocess.run([sys.executable, str(script), str(folder), "--one-replica"], capture_output=True, text=True,
+                         env={**_env(), "PJRT_DEVICE": "CPU"}, timeout=300)
+    try:
+        output, _ = replicas.communicate(timeout=300)
+    finally:
+        replicas.kill()
+    assert replicas.returncode == 0, output[-4000:]
+    assert one.returncode == 0, one.stderr[-4000:]
+    results = {path.stem: json.loads(path.read_text()) for path in folder.glob("*.json")}
+    return {(int(name) if name.isdigit() else name): value for name, value in results.items()}
+
+
+def _replicas(run: dict) -> dict[int, dict]:
+    replicas = {o: seen for o, seen in run.items() if isinstance(o, int)}
+    assert sorted(replicas) == list(range(WORLD))
+    return replicas
+
+
+@pytest.mark.xla
+def test_torch_xla_runtime_answers_as_on_a_4_replica_pod(run):
+    for i, seen in _replicas(run).items():
+        assert seen["index"] == i  # torch_xla.launch passes the global ordinal
+        assert seen["runtime"] == {
+            "world_size": 4, "global_ordinal": i, "local_ordinal": i, "process_index": i, "process_count": 4,
+            "local_process_count": 4, "host_index": 0, "global_device_count": 4, "local_device_count": 4,
+            "addressable_device_count": 1, "global_runtime_device_count": 4, "addressable_runtime_device_count": 1}
+        assert (seen["master"], seen["master (global)"]) == (i == 0, i == 0)
+        assert seen["early world_size"] == 4  # a name bound before the replicas started
+
+
+@pytest.mark.xla
+def test_the_seeds_table_from_torch_xlas_own_collectives(run):
+    for i, seen in _replicas(run).items():
+        for pin in (False, True):
+            assert seen[f"all_gather pin={pin}"] == [0.0, 1.0, 2.0, 3.0]
+            assert seen[f"reduce_scatter pin={pin}"] == [-i]
+            assert seen[f"all_to_all pin={pin}"] == [[[-i] * 4, [0.0, 1.0, 2.0, 3.0]]]
+            assert seen[f"all_reduce pin={pin}"] == [10.0]
+        assert seen["early all_reduce"] == [10.0]
+
+
+@pytest.mark.xla
+def test_torch_xla_core_functions_reduce_forward_and_backward(run):
+    import torch
+
+    generator = torch.Generator().manual_seed(3)
+    w, x = torch.randn(3, 8, generator=generator), torch.randn(8, 5, generator=generator)
+    for i, seen in _replicas(run).items():
+        # all_reduce's backward is the local gradient, all_gather's the replica's slice (torch_xla's rules)
+        assert seen["xf.all_reduce"] == {"out": [10.0, 8.0], "grad": [i + 1.0, i + 1.0]}
+        assert seen["xf.all_gather"] == {"out": [[1.0, 2.0], [2.0, 2.0], [3.0, 2.0], [4.0, 2.0]],
+                                         "grad": [[2.0 * i, 2.0 * i + 1]]}
+        # each replica holds 2 columns of the weight; together they multiply by all of it
+        assert torch.allclose(torch.tensor(seen["distributed_mm"]), w @ x, atol=1e-5)
+
+
+@pytest.mark.xla
+def test_sync_batch_norm_on_4_replicas_is_batch_norm_over_the_whole_batch(run):
+    import torch
+
+    generator = torch.Generator().manual_seed(5)
+    batch, weight = torch.randn(16, 3, 2, 2, generator=generator), torch.randn(16, 3, 2, 2, generator=generator)
+    norm = torch.nn.BatchNorm2d(3)
+    batch.requires_grad_()
+    out = norm(batch)
+    (out * weight).sum().backward()
+    replicas = _replicas(run)
+    got = {key: torch.cat([torch.tensor(replicas[i]["SyncBatchNorm"][key]) for i in range(4)])
+           for key in ("out", "grad")}
+    assert torch.allclose(got["out"], out.detach(), atol=1e-5)
+    assert torch.allclose(got["grad"], batch.grad, atol=1e-5)
+    for key, expected in (("weight", norm.weight.grad), ("bias", norm.bias.grad)):
+        # each replica's parameter gradient covers its own quarter of the batch
+        summed = sum(torch.tensor(replicas[i]["SyncBatchNorm"][key]) for i in range(4))
+        assert torch.allclose(summed, expected, atol=1e-5), key
+
+
+@pytest.mark.xla
+def test_bucketized_collectives_span_the_replicas(run):
+    for i, seen in _replicas(run).items():
+        assert seen["all_gather_bucketized"] == [[0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0],
+                                                 [10.0] * 3 + [11.0] * 3 + [12.0] * 3 + [13.0] * 3]
+        ramp_sum = [10.0 * k for k in range(8)]  # ramp * (1 + 2 + 3 + 4)
+        assert seen["reduce_scatter_bucketized"] == [ramp_sum[2 * i:2 * i + 2], [2 * v for v in ramp_sum[2 * i:2 * i + 2]]]
+        assert seen["all_reduce_bucketized_gradients"] == [[3.0, 3.0], [6.0, 6.0, 6.0]]  # (0+1+2+3) * 0.5
+
+
+@pytest.mark.xla
+def test_rendezvous_is_a_barrier_and_exchanges_payloads(run):
+    for i, seen in _replicas(run).items():
+        assert seen["rendezvous"] == ["p0", "p1", "p2", "p3"]
+        assert seen["xla_rendezvous"] == ["q0", "q1", "q2", "q3"]
+        assert seen["mesh_reduce"] == 9.0
+        if i != 3:  # ordinal 3 arrived a second late
+            assert seen["rendezvous waited"] > 0.5
+        assert seen["rendezvous subset"] == "Only global rendezvous is supported"  # as torch_xla on a pod
+
+
+@pytest.mark.xla
+def test_torch_distributed_xla_backend_spans_the_replicas(run):
+    for i, seen in _replicas(run).items():
+        assert seen["dist rank, size"] == [i, 4]
+        assert seen["dist.all_reduce"] == [10.0]
+        assert seen["dist.all_gather"] == [[0.0], [1.0], [2.0], [3.0]]
+        assert seen["dist.broadcast"] == [20.0]
+        if i != 0:  # ordinal 0 arrived a second late
+            assert seen["barrier waited"] > 0.5
+        assert seen["sampler from xr"] == seen["sampler from dist"] == [i, i + 4, i + 8, i + 12]
+
+
+@pytest.mark.xla
+def test_data_parallel_training_ends_bit_identical_and_equal_to_one_replica_on_the_whole_batch(run):
+    """Equal bit for bit, not approximately: the replica mode sums gradients in ordinal order,
+    so the reference sums its micro-batches' gradients in that order too (float addition is
+    not associative: summed in another order, the weights differ in their last bits)."""
+    replicas = _replicas(run)
+    assert all(replicas[i]["trained"] == replicas[0]["trained"] for i in range(4))
+    assert replicas[0]["trained"] == run["one replica"]

@@ -1,0 +1,169 @@
+"""``xrt2pjrt run``: real commands in real processes (torch_xla 2.9 on CPU), and its options.
+
+The one-world behaviour inside the replicas is tests/test_replica_world.py (a run of 4
+replicas); here: how run starts a script (once, or once per replica), what the script sees
+(its arguments, torchrun's variables), exit codes and failures, several hosts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from xrt2pjrt import run as run_command
+from tests.test_shim_rendezvous import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TORCHRUN_STYLE = '''
+import json, os, sys
+import torch
+import torch.distributed as dist
+import torch_xla
+import torch_xla.distributed.xla_backend  # noqa: F401
+import torch_xla.runtime as xr
+
+OUT = sys.argv[1]
+dist.init_process_group("xla", init_method="xla://")
+rank = xr.global_ordinal()
+if os.environ.get("FAULT") == "exit" and rank == 1:
+    sys.exit(4)
+summed = torch.tensor([rank + 1.0], device=torch_xla.device())
+dist.all_reduce(summed)
+with open(os.path.join(OUT, f"{rank}.json"), "w") as handle:
+    json.dump({"name": __name__, "argv": sys.argv[2:], "dist": [dist.get_rank(), dist.get_world_size()],
+               "torchrun": [os.environ[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")],
+               "all_reduce": summed.cpu().tolist(), "world_size": xr.world_size()}, handle)
+'''
+
+SPAWNING = '''
+import json, os, sys
+import torch_xla
+import torch_xla.runtime as xr
+import xrt2pjrt.shim.xla_multiprocessing as shim_xmp
+
+
+def where(offset):
+    return [offset, xr.global_ordinal(), xr.world_size(), xr.host_index()]
+
+
+def report(index, out):
+    with open(os.path.join(out, f"{index}.json"), "w") as handle:
+        json.dump(where(0), handle)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "run_multiprocess":
+        print(json.dumps(shim_xmp.run_multiprocess(where, 7, start_method="fork")))
+    elif mode == "launch":
+        torch_xla.launch(report, args=(sys.argv[2],), start_method="fork")
+    sys.exit(int(sys.argv[-1]))
+'''
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "XRT2PJRT_", "CPU_NUM_DEVICES", "PJRT_",
+                                                                      "MASTER_"))}
+    env.update(PYTHONPATH=str(ROOT), XRT2PJRT_RENDEZVOUS_TIMEOUT="120", **extra)
+    return env
+
+
+def _script(tmp_path: Path, text: str) -> Path:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(text))
+    return script
+
+
+def _run(*words: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", *words], env=env or _env(), capture_output=True,
+                          text=True, timeout=300)
+
+
+def _results(folder: Path) -> dict[int, dict]:
+    return {int(path.stem): json.loads(path.read_text()) for path in folder.glob("*.json")}
+
+
+@pytest.mark.xla
+def test_per_process_runs_the_script_once_per_replica_as_torchrun_would(tmp_path):
+    script = _script(tmp_path, TORCHRUN_STYLE)
+    # words after SCRIPT are the script's, even those that look like run's own options
+    done = _run("--nprocs", "2", "--per-process", str(script), str(tmp_path), "--nprocs", "9", "--help")
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen = _results(tmp_path)
+    assert sorted(seen) == [0, 1]
+    for i, replica in seen.items():
+        assert replica == {"name": "__main__", "argv": ["--nprocs", "9", "--help"], "dist": [i, 2],
+                           "torchrun": [str(i), str(i), "2", "2"], "all_reduce": [3.0], "world_size": 2}
+
+
+@pytest.mark.xla
+def test_per_process_a_failed_replica_ends_the_run_with_its_exit_code(tmp_path):
+    script = _script(tmp_path, TORCHRUN_STYLE)
+    done = _run("--nprocs", "2", "--per-process", str(script), str(tmp_path), env=_env(FAULT="exit"))
+    assert done.returncode == 4, done.stderr[-4000:]
+    assert "CPU replica 1" in done.stderr and "exited with code 4" in done.stderr
+    assert _results(tmp_path) == {}  # replica 0, waiting in all_reduce for replica 1, was ended
+
+
+@pytest.mark.xla
+def test_the_shims_run_multiprocess_returns_every_replicas_result_and_the_scripts_exit_code_is_runs(tmp_path):
+    done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "run_multiprocess", "5")
+    assert done.returncode == 5, done.stderr[-4000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {str(i): [7, i, 2, 0] for i in range(2)}
+
+
+@pytest.mark.xla
+def test_a_script_that_never_starts_replicas_is_not_passed_off_as_n_replicas(tmp_path):
+    done = _run("--nprocs", "4", str(_script(tmp_path, SPAWNING)), "exit", "0")
+    assert done.returncode == run_command.EXIT_NEVER_SPAWNED
+    assert "ran as one process, not 4 replicas" in done.stderr and "--per-process" in done.stderr
+
+
+def test_a_missing_script_is_an_error_before_anything_starts(tmp_path):
+    done = _run("--nprocs", "2", str(tmp_path / "absent.py"))
+    assert done.returncode == 2 and "absent.py: no such file" in done.stderr
+
+
+@pytest.mark.parametrize("master,address,port", [
+    ("10.0.0.2", "10.0.0.2", None), ("10.0.0.2:29500", "10.0.0.2", "29500"), ("host-0:1", "host-0", "1"),
+    ("[fd00::1]:29500", "fd00::1", "29500"), ("[fd00::1]", "fd00::1", None), ("fd00::1", "fd00::1", None)])
+def test_master_sets_master_addr_and_port(master, address, port):
+    environ: dict[str, str] = {}
+    run_command.configure(2, hosts=2, host_index=1, master=master, environ=environ)
+    assert environ["MASTER_ADDR"] == address and environ.get("MASTER_PORT") == port
+    assert (environ["PJRT_DEVICE"], environ["XRT2PJRT_CPU_REPLICAS"]) == ("CPU", "2")
+    assert (environ["XRT2PJRT_CPU_HOSTS"], environ["XRT2PJRT_CPU_HOST_INDEX"]) == ("2", "1")
+
+
+@pytest.mark.parametrize("master", ["host:port", ":29500", "[fd00::1]:x"])
+def test_a_master_that_is_not_addr_port_is_an_error(master):
+    with pytest.raises(run_command.RunError, match="not ADDR"):
+        run_command.configure(2, master=master, environ={})
+
+
+def test_options_leave_the_existing_variables_alone_when_not_given():
+    environ = {"XRT2PJRT_CPU_HOSTS": "3", "XRT2PJRT_CPU_HOST_INDEX": "2", "MASTER_ADDR": "10.1.1.1"}
+    run_command.configure(2, environ=environ)
+    assert environ["XRT2PJRT_CPU_HOSTS"] == "3" and environ["MASTER_ADDR"] == "10.1.1.1"
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_two_hosts_join_through_run_options(tmp_path):
+    script = _script(tmp_path, SPAWNING)
+    port = free_port()
+    runs = [subprocess.Popen([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", "--hosts", "2",
+                              "--host-index", str(h), "--master", f"127.0.0.1:{port}", str(script), "launch",
+                              str(tmp_path), "0"], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for h in (1, 0)]
+    outputs = [process.communicate(timeout=300)[0] for process in runs]
+    assert all(process.returncode == 0 for process in runs), "\n---\n".join(o[-3000:] for o in outputs)
+    # host h runs ordinals 2h and 2h+1, as torch_xla numbers a pod's processes
+    assert _results(tmp_path) == {o: [0, o, 4, o // 2] for o in range(4)}

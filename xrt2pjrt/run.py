@@ -1,0 +1,164 @@
+"""``xrt2pjrt run``: any torch_xla program on N CPU replicas, in the spirit of torchrun.
+
+    xrt2pjrt run --nprocs N SCRIPT [ARGS...]
+    xrt2pjrt run --nprocs N --per-process SCRIPT [ARGS...]
+
+By default SCRIPT runs once, in this process, with ``PJRT_DEVICE=CPU``. When it calls
+``xmp.spawn`` or ``torch_xla.launch`` (torch_xla's own, or the shim's), N CPU replica
+processes start (:mod:`xrt2pjrt.shim.cpu_replicas`); inside each one torch_xla's own API
+sees the N-replica world (:mod:`xrt2pjrt.shim.replica_world`). A script that finishes
+without starting replicas ran as one process, not N: run says so and exits with
+:data:`EXIT_NEVER_SPAWNED` rather than pass for an N-replica run.
+
+``--per-process`` is for scripts that never spawn (one process per replica, as under
+torchrun): SCRIPT runs N times, each run one replica from its first line, with ``RANK``,
+``LOCAL_RANK``, ``WORLD_SIZE`` and ``LOCAL_WORLD_SIZE`` set as torchrun sets them.
+
+Several hosts: ``--hosts H --host-index I --master ADDR[:PORT]`` on every host. They set
+``XRT2PJRT_CPU_HOSTS``, ``XRT2PJRT_CPU_HOST_INDEX``, ``MASTER_ADDR`` and ``MASTER_PORT``,
+which keep working on their own; the replicas' store is served by host 0 (see
+:mod:`xrt2pjrt.shim.cpu_replicas` for its port).
+
+Exit code: by default the script's own. With ``--per-process``, 0 when every replica
+finished, else the exit code of the replica that failed (128 + N for a signal N), as a
+shell reports it. Output: every replica writes to this terminal, as in the shim's mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Sequence
+
+from xrt2pjrt.shim import cpu_replicas
+
+EXIT_NEVER_SPAWNED = 3
+
+
+class RunError(ValueError):
+    """The command line asks for something run cannot do."""
+
+
+def configure(nprocs: int, hosts: int | None = None, host_index: int | None = None,
+              master: str | None = None, environ=os.environ) -> None:
+    """The environment the CPU replica mode reads, from run's options."""
+    if nprocs < 1:
+        raise RunError(f"--nprocs {nprocs}: at least one replica is needed")
+    environ["PJRT_DEVICE"] = "CPU"
+    environ[cpu_replicas.REPLICAS_ENV] = str(nprocs)
+    if hosts is not None:
+        environ[cpu_replicas.HOSTS_ENV] = str(hosts)
+    if host_index is not None:
+        environ[cpu_replicas.HOST_INDEX_ENV] = str(host_index)
+    if master:
+        address, port = _address_and_port(master)
+        environ["MASTER_ADDR"] = address
+        if port:
+            environ["MASTER_PORT"] = port
+    try:
+        cpu_replicas.requested(None)  # reads and checks the replica and host counts
+    except ValueError as error:
+        raise RunError(str(error)) from None
+
+
+def _address_and_port(master: str) -> tuple[str, str]:
+    """'host', 'host:port', '[v6]' or '[v6]:port' -> (address, port or '')."""
+    if master.startswith("["):
+        address, _, rest = master[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else rest
+    elif master.count(":") == 1:
+        address, port = master.split(":")
+    else:
+        address, port = master, ""
+    if not address or (port and not port.isdigit()):
+        raise RunError(f"--master {master!r} is not ADDR[:PORT]")
+    return address, port
+
+
+def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = False, hosts: int | None = None,
+         host_index: int | None = None, master: str | None = None) -> int:
+    """Run SCRIPT as the options say; return the exit code."""
+    if not os.path.isfile(script):
+        raise RunError(f"{script}: no such file")
+    configure(nprocs, hosts, host_index, master)
+    if per_process:
+        return _per_process(script, list(args), nprocs)
+    return _once(script, list(args))
+
+
+def _once(script: str, args: list[str]) -> int:
+    from xrt2pjrt.shim import replica_world
+
+    replica_world.apply("launch", replica_world.LAUNCH)
+    started = cpu_replicas.spawn_count()
+    code = _exit_code_of(lambda: _execute(script, args))
+    if code == 0 and cpu_replicas.spawn_count() == started and _world() > 1:
+        print(f"xrt2pjrt run: {script} finished without starting replicas (no xmp.spawn or "
+              "torch_xla.launch with nprocs=None): it ran as one process, not "
+              f"{_world()} replicas. A script that runs once per replica needs --per-process.",
+              file=sys.stderr)
+        return EXIT_NEVER_SPAWNED
+    return code
+
+
+def _world() -> int:
+    return int(os.environ[cpu_replicas.REPLICAS_ENV]) * int(os.environ.get(cpu_replicas.HOSTS_ENV) or 1)
+
+
+def _per_process(script: str, args: list[str], nprocs: int) -> int:
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods:
+        import torch_xla  # noqa: F401 -- imported once here, each forked replica starts with it
+
+    try:
+        cpu_replicas.spawn(ScriptReplica(script, args), nprocs=nprocs,
+                           start_method="fork" if "fork" in methods else "spawn")
+    except cpu_replicas.ReplicaFailed as failure:
+        print(f"xrt2pjrt run: {failure}", file=sys.stderr)
+        code = failure.exitcode
+        return 128 - code if code is not None and code < 0 else code or 1
+    return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptReplica:
+    """A spawn target: SCRIPT from its first line, as one replica (torchrun's variables set)."""
+
+    script: str
+    args: list[str]
+
+    def __call__(self, index: int) -> None:
+        where = cpu_replicas.placement()
+        os.environ.update(RANK=str(where.ordinal), WORLD_SIZE=str(where.world_size),
+                          LOCAL_RANK=str(where.local_ordinal), LOCAL_WORLD_SIZE=str(where.local_world_size))
+        _execute(self.script, self.args)
+
+
+def _execute(script: str, args: list[str]) -> None:
+    """SCRIPT as ``python SCRIPT ARGS`` runs it: as __main__, its folder first on sys.path."""
+    sys.argv = [script, *args]
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    runpy.run_path(script, run_name="__main__")
+
+
+def _exit_code_of(call) -> int:
+    """What the interpreter would exit with after ``call``: SystemExit's code, 1 after an
+    uncaught exception (its traceback printed), 130 after Ctrl-C."""
+    try:
+        call()
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return stop.code or 0
+        print(stop.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return 130
+    except BaseException:  # noqa: BLE001 -- the script's own failure: shown as Python shows it
+        traceback.print_exc()
+        return 1
+    return 0

@@ -1,0 +1,276 @@
+"""torch_xla's own API inside a CPU replica: one table of replacements, applied in one place.
+
+A CPU replica (:mod:`xrt2pjrt.shim.cpu_replicas`) is a real single-device PJRT CPU
+process, so torch_xla on its own sees a world of one: ``xr.world_size()`` is 1,
+``xm.all_reduce`` clones, ``SyncBatchNorm`` normalises by the local batch. :data:`WORLD`
+lists every torch_xla name whose answer comes from that world, with what it answers inside
+a replica instead: the replica's place in the N-replica world for ``torch_xla.runtime``,
+the CPU replica mode's collectives for ``torch_xla.core.xla_model``, a real barrier for the
+``xla`` backend of ``torch.distributed``, and the replica mode's store for ``xla://``.
+Everything else in torch_xla is built on these names and follows: the bucketized
+collectives, ``rendezvous``, ``mesh_reduce``, ``reduce_gradients``, ``optimizer_step``,
+``torch_xla.core.functions`` (forward and backward) and every ``ProcessGroupXla``
+collective call them by module attribute at call time (``xm.all_reduce(...)``,
+``runtime.world_size()``), which is where the table replaces them.
+
+:func:`enter` applies the table in a replica process, before the replica's function runs,
+and only there (``cpu_replicas`` calls it; nothing changes on a TPU or in any other
+process). It modifies no file: it sets module attributes of this process. A name written
+into some module before the replica started (``from torch_xla.runtime import world_size``
+at the top of a user's module, imported before the fork) is a binding of its own; enter
+rebinds every module-level binding of a replaced function in every loaded module. A target
+torch_xla does not have fails loudly (:class:`MissingTarget`), here and in
+tests/test_replica_world.py against the installed torch_xla.
+
+:data:`LAUNCH` is the second, smaller table, applied by ``xrt2pjrt run`` in the process
+that runs the user's script: torch_xla's own ``xmp.spawn`` (and so ``torch_xla.launch``)
+starts the CPU replicas.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from xrt2pjrt.shim import cpu_replicas
+
+
+class MissingTarget(LookupError):
+    """A name the table replaces is not in the installed torch_xla (renamed or removed)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Replacement:
+    """``target`` ("module:attribute", "module:Class.method" or "module:mapping['key']")
+    answers with ``replica`` once the table is applied."""
+
+    target: str
+    replica: Callable
+    why: str  # what the torch_xla name does in a one-replica world
+
+    def slot(self) -> _Slot:
+        module_name, _, path = self.target.partition(":")
+        try:
+            owner: Any = importlib.import_module(module_name)
+        except ImportError as error:
+            raise MissingTarget(f"{self.target}: cannot import {module_name} ({error})") from error
+        *parents, last = path.split(".")
+        for name in parents:
+            owner = _attribute(owner, name, self.target)
+        keyed = re.fullmatch(r"(\w+)\['(\w+)'\]", last)
+        if keyed:
+            mapping = _attribute(owner, keyed.group(1), self.target)
+            if keyed.group(2) not in mapping:
+                raise MissingTarget(f"{self.target}: {keyed.group(1)} has no entry {keyed.group(2)!r}")
+            return _Slot(mapping, keyed.group(2), item=True)
+        _attribute(owner, last, self.target)
+        return _Slot(owner, last, item=False)
+
+
+def _attribute(owner: Any, name: str, target: str) -> Any:
+    try:
+        return getattr(owner, name)
+    except AttributeError:
+        raise MissingTarget(f"{target}: {owner!r} has no attribute {name!r}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Slot:
+    owner: Any
+    name: str
+    item: bool
+
+    def get(self) -> Any:
+        return self.owner[self.name] if self.item else getattr(self.owner, self.name)
+
+    def set(self, value: Any) -> None:
+        if self.item:
+            self.owner[self.name] = value
+        else:
+            setattr(self.owner, self.name, value)
+
+
+# table name -> {id(original): (original, replacement)}; the originals are kept alive so
+# that their ids stay theirs.
+_applied: dict[str, dict[int, tuple[Any, Callable]]] = {}
+
+
+def apply(name: str, table: tuple[Replacement, ...]) -> None:
+    """Replace every target of ``table`` in this process (once), then rebind early bindings."""
+    if name in _applied:
+        return
+    slots = [(replacement, replacement.slot()) for replacement in table]  # all found, or nothing changes
+    replaced: dict[int, tuple[Any, Callable]] = {}
+    for replacement, slot in slots:
+        original = slot.get()
+        replaced[id(original)] = (original, replacement.replica)
+        slot.set(replacement.replica)
+    _applied[name] = replaced
+    _rebind(replaced)
+
+
+def _rebind(replaced: dict[int, tuple[Any, Callable]]) -> None:
+    """Every module-level name bound to a replaced function now names its replacement."""
+    this = sys.modules[__name__]  # holds LAUNCH's functions, which WORLD replaces in a forked replica
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if module is this or not isinstance(module, types.ModuleType) or not isinstance(namespace, dict):
+            continue
+        for key, value in list(namespace.items()):
+            if id(value) in replaced and replaced[id(value)][0] is value:
+                namespace[key] = replaced[id(value)][1]
+
+
+def enter() -> None:
+    """Make torch_xla's own API answer as one replica of the N-replica world (in a replica)."""
+    if not cpu_replicas.active():
+        raise RuntimeError("replica_world.enter() outside a CPU replica")
+    apply("world", WORLD)
+
+
+# --- torch_xla.runtime: this replica's place in the world ---------------------------------
+def _where() -> cpu_replicas.Placement:
+    return cpu_replicas.placement()
+
+
+def world_size() -> int:
+    return _where().world_size
+
+
+def global_ordinal() -> int:
+    return _where().ordinal
+
+
+def local_ordinal() -> int:
+    return _where().local_ordinal
+
+
+def local_process_count() -> int:
+    return _where().local_world_size
+
+
+def host_index() -> int:
+    return _where().host
+
+
+def get_master_ip() -> str:
+    return _where().store_host
+
+
+# --- torch_xla.core.xla_model: the CPU replica mode's collectives --------------------------
+def _no_channels(what: str, channel_id, use_global_device_ids) -> None:
+    if channel_id is not None or use_global_device_ids is not None:
+        raise NotImplementedError(f"xm.{what}: channel_id and use_global_device_ids (cross-module, "
+                                  "SPMD) are not supported in the CPU replica mode")
+
+
+def all_gather(value, dim=0, groups=None, output=None, pin_layout=True, channel_id=None,
+               use_global_device_ids=None):
+    _no_channels("all_gather", channel_id, use_global_device_ids)
+    return cpu_replicas.all_gather(value, dim, groups, output, pin_layout)
+
+
+def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None,
+                   pin_layout=True, channel_id=None, use_global_device_ids=None):
+    _no_channels("reduce_scatter", channel_id, use_global_device_ids)
+    return cpu_replicas.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups, output,
+                                       pin_layout)
+
+
+def xla_rendezvous(payload: bytes = b"", ordinals=None, tag=None) -> list[bytes]:
+    """torch_xla's checks and graph sync, then the replica mode's barrier with payloads."""
+    import torch_xla
+
+    if ordinals and len(ordinals) != world_size():
+        raise ValueError("Only global rendezvous is supported")
+    if not isinstance(payload, bytes):
+        raise TypeError(f"`payload` must be bytes, not {type(payload)}")
+    torch_xla.sync()
+    return cpu_replicas.rendezvous(tag or "torch_xla.core.xla_model.xla_rendezvous", payload)
+
+
+def _unsupported(what: str) -> Callable:
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(f"{what} is not supported in the CPU replica mode")
+
+    refuse.__name__ = what.rsplit(".", 1)[-1]
+    return refuse
+
+
+def _nested_spawn(*args, **kwargs):
+    raise RuntimeError("xmp.spawn / torch_xla.launch called inside a CPU replica: replicas cannot start "
+                       "replicas (under `xrt2pjrt run --per-process` the script is already one replica: "
+                       "call the function directly, or run without --per-process)")
+
+
+# --- torch.distributed's xla backend ---------------------------------------------------------
+def _barrier(self, opts):
+    """ProcessGroupXla.barrier: a real barrier among the group's members (torch_xla's returns at once)."""
+    import torch
+    import torch.distributed as dist
+
+    cpu_replicas.rendezvous("torch.distributed.barrier", b"", dist.get_process_group_ranks(self))
+    future = torch.futures.Future()
+    future.set_result([])
+    return torch._C._distributed_c10d._create_work_from_future(future)
+
+
+def _xla_init_method(url: str, timeout=..., **kwargs):
+    """``init_method='xla://'``: rank and world size of this replica, over the replica mode's store
+    (torch_xla's handler serves a TCPStore of its own on MASTER_PORT)."""
+    from torch.distributed import PrefixStore
+
+    yield PrefixStore("xrt2pjrt/torch.distributed", cpu_replicas.store()), global_ordinal(), world_size()
+
+
+WORLD: tuple[Replacement, ...] = (
+    Replacement("torch_xla.runtime:world_size", world_size, "1: the XLA replication count of this process"),
+    Replacement("torch_xla.runtime:global_ordinal", global_ordinal, "0: the default device's ordinal"),
+    Replacement("torch_xla.runtime:local_ordinal", local_ordinal, "0: PJRT_LOCAL_PROCESS_RANK unset"),
+    Replacement("torch_xla.runtime:process_index", global_ordinal, "0: one PJRT process"),
+    Replacement("torch_xla.runtime:process_count", world_size, "1: one PJRT process"),
+    Replacement("torch_xla.runtime:local_process_count", local_process_count, "1: PJRT_LOCAL_PROCESS_COUNT unset"),
+    Replacement("torch_xla.runtime:host_index", host_index, "0 on CPU"),
+    Replacement("torch_xla.runtime:global_device_count", world_size, "1: this process's devices"),
+    Replacement("torch_xla.runtime:global_runtime_device_count", world_size, "1: this process's devices"),
+    Replacement("torch_xla.runtime:get_master_ip", get_master_ip, "RuntimeError: no IP discovery on CPU"),
+    Replacement("torch_xla.core.xla_model:all_reduce", cpu_replicas.all_reduce, "a clone (world size 1)"),
+    Replacement("torch_xla.core.xla_model:all_gather", all_gather, "the value itself"),
+    Replacement("torch_xla.core.xla_model:reduce_scatter", reduce_scatter, "XLA's op over one replica"),
+    Replacement("torch_xla.core.xla_model:all_to_all", cpu_replicas.all_to_all, "XLA's op over one replica"),
+    Replacement("torch_xla.core.xla_model:collective_permute", cpu_replicas.collective_permute,
+                "XLA's op over one replica"),
+    Replacement("torch_xla.core.xla_model:xla_rendezvous", xla_rendezvous, "all_gather over one replica"),
+    Replacement("torch_xla.core.xla_model:send", _unsupported("xm.send"), "an XLA Send no replica receives"),
+    Replacement("torch_xla.core.xla_model:recv", _unsupported("xm.recv"), "an XLA Recv no replica sends"),
+    Replacement("torch_xla.distributed.xla_backend:ProcessGroupXla.barrier", _barrier, "returns at once"),
+    Replacement("torch.distributed.rendezvous:_rendezvous_handlers['xla']", _xla_init_method,
+                "a TCPStore on MASTER_PORT with world size and rank from torch_xla.runtime"),
+    Replacement("torch_xla.distributed.xla_multiprocessing:spawn", _nested_spawn,
+                "a one-replica world of its own in a new process"),
+    Replacement("torch_xla._internal.pjrt:run_multiprocess", _nested_spawn,
+                "a one-replica world of its own in a new process"),
+)
+
+
+# --- LAUNCH: torch_xla's spawn starts CPU replicas under `xrt2pjrt run` --------------------------
+def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn"):
+    """torch_xla's ``xmp.spawn``: ``nprocs=None`` (every device) starts the CPU replicas; other
+    values go to torch_xla (1 runs ``fn`` here, anything else is its ValueError)."""
+    from torch_xla._internal import pjrt
+
+    if nprocs is None and cpu_replicas.requested(None):
+        cpu_replicas.spawn(fn, args, None, start_method)
+        return None
+    return pjrt.spawn(fn, nprocs, start_method, args)
+
+
+LAUNCH: tuple[Replacement, ...] = (
+    Replacement("torch_xla.distributed.xla_multiprocessing:spawn", spawn,
+                "one replica on CPU (torch_xla.launch calls it too)"),
+)
