@@ -4,7 +4,8 @@ It starts every replica of this machine, runs :mod:`xrt2pjrt.verify_checks` in e
 every replica's results back to this process, and judges them together:
 
 * ``PJRT_DEVICE=CPU`` with ``--nprocs N`` (N > 1): the shim's CPU replica mode
-  (``xrt2pjrt.shim.cpu_replicas``), N processes that are one PJRT CPU replica each;
+  (``xrt2pjrt.shim.cpu_replicas``), N processes that are one PJRT CPU replica each and
+  one world for the shim and for torch_xla's own API alike;
 * otherwise torch_xla's ``run_multiprocess``: every local device (one replica on CPU; every
   chip, or TensorCore on v2/v3, on a TPU VM). On a pod, run it on every worker
   (``xrt2pjrt launch --tpu NAME -- xrt2pjrt verify``): each worker shows its own ordinals.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xrt2pjrt import doctor, verify_checks
@@ -37,7 +38,6 @@ class Verification:
     mode: str
     torch_xla: str | None
     checks: list[CheckResult]
-    skipped: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -101,11 +101,7 @@ def run(nprocs: int | None = None, replica: Callable = verify_checks.replica_mai
     if device is None:
         raise CannotVerify("torch_xla would pick no device: set PJRT_DEVICE (see xrt2pjrt doctor)")
     reports, world, mode = _start(nprocs, device, replica)
-    skipped = []
-    if verify_checks.NATIVE not in verify_checks.labels_run(reports):
-        skipped.append({"name": f"every check ({verify_checks.NATIVE})",
-                        "reason": verify_checks.NATIVE_SKIPPED_IN_CPU_REPLICAS})
-    return Verification(world, device, mode, versions["torch_xla"], verify_checks.judge(reports, world), skipped)
+    return Verification(world, device, mode, versions["torch_xla"], verify_checks.judge(reports, world))
 
 
 # --- rendering ---------------------------------------------------------------------------
@@ -137,8 +133,6 @@ def render(verification: Verification) -> str:
         lines += ["", "Notes"]
         for note, names in checks_by_note.items():
             lines += [f"  {note}", f"    ({', '.join(names)})"]
-    for skipped in verification.skipped:
-        lines += ["", f"Skipped: {skipped['name']}: {skipped['reason']}"]
     failed = [check.name for check in verification.checks if not check.passed]
     total = len(verification.checks)
     lines.append("")
@@ -164,7 +158,6 @@ def to_record(verification: Verification) -> dict:
             }
             for check in verification.checks
         ],
-        "skipped": verification.skipped,
     }
 
 

@@ -18,9 +18,9 @@ mesh_reduce           i, reduce_fn = list                        [0, 1, ..., N-1
 ====================  =========================================  ===========================
 
 Each check is written once and runs against two APIs: the shim's
-(``xrt2pjrt.shim.xla_model``) and, where torch_xla 2.9 still has the function and the
-replicas form one torch_xla world, torch_xla's own (``torch_xla.core.xla_model`` with
-``torch_xla.runtime`` ordinals). A replica returns plain data (:func:`replica_main`); the
+(``xrt2pjrt.shim.xla_model``) and torch_xla's own (``torch_xla.core.xla_model`` with
+``torch_xla.runtime`` ordinals; in the CPU replica mode the replicas are one torch_xla world
+too, see ``xrt2pjrt.shim.replica_world``). A replica returns plain data (:func:`replica_main`); the
 parent judges every replica's data together (:func:`judge`), so the expected values come
 from ordinals and the world size, never from a table.
 
@@ -41,9 +41,6 @@ from typing import Any
 
 LATE_SECONDS = 1.0
 SHIM, NATIVE = "shim", "torch_xla"
-NATIVE_SKIPPED_IN_CPU_REPLICAS = (
-    "not run in the CPU replica mode: each replica process is a torch_xla world of its own, "
-    "and only the shim's collectives span them")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,12 +172,9 @@ def _apis() -> list[Api]:
     import torch_xla.runtime as xr
 
     import xrt2pjrt.shim.xla_model as shim_xm
-    from xrt2pjrt.shim import cpu_replicas
 
-    apis = [Api(SHIM, shim_xm, shim_xm.get_ordinal, shim_xm.xrt_world_size, shim_xm.get_local_ordinal)]
-    if not cpu_replicas.active():
-        apis.append(Api(NATIVE, native_xm, xr.global_ordinal, xr.world_size, xr.local_ordinal))
-    return apis
+    return [Api(SHIM, shim_xm, shim_xm.get_ordinal, shim_xm.xrt_world_size, shim_xm.get_local_ordinal),
+            Api(NATIVE, native_xm, xr.global_ordinal, xr.world_size, xr.local_ordinal)]
 
 
 def _error(error: BaseException) -> dict:
@@ -210,11 +204,12 @@ def replica_main(index: int | None = None) -> dict:
     # The parent's stdout carries the table or the JSON: replicas write to stderr only.
     os.dup2(2, 1)
     import xrt2pjrt.shim.xla_model as shim_xm
+    from xrt2pjrt.shim import cpu_replicas
 
     device = shim_xm.xla_device()
     apis = _apis()
     report: dict[str, Any] = {"identity": {}, "results": {}}
-    if any(api.label == NATIVE for api in apis):
+    if not cpu_replicas.active():  # there the mode defines the replica ids: the launched ordinals
         try:
             report["replica_id"] = _replica_id(device)
         except Exception as error:  # noqa: BLE001 -- reported as this replica's result
