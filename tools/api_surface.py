@@ -36,6 +36,10 @@ OUT = Path(__file__).resolve().parent.parent / "xrt2pjrt" / "rules" / "api_surfa
 XLAC = "torch_xla._XLAC"
 BINDING = re.compile(rb"(?<=\x00)_[a-z][a-z0-9_]*(?=\x00)")
 
+# Bindings a release's Python code calls that its extension does not have (torch_xla 2.5's
+# torch_xla.py calls a name the C++ side spelled _dynamic_shape_detector_set_max_allowed_traces).
+CALLED_BUT_ABSENT = {"_dynamic_shape_detector_set_max_num_different_graphs_allowed"}
+
 # Decorators that keep the signature of what they wrap (functools.wraps and the like), by
 # the last part of their name (``runtime.requires_pjrt``, ``contextlib.contextmanager``).
 KEEP_SIGNATURE = {
@@ -237,8 +241,13 @@ def release_surface(path: Path) -> dict[str, str]:
                 except SyntaxError:
                     continue
                 modules[dotted] = Module(dotted, tree, package)
-            elif name.startswith("_XLAC") and name.endswith(".so"):
+            elif name.startswith("_XLAC.") and name.endswith(".so"):  # (not _XLAC_cuda_functions)
                 bindings = {m.decode() for m in BINDING.findall(z.read(name))}
+        # A check of the method on every release: each binding its Python code calls is found.
+        called = {m.group(1) for name in z.namelist() if name.startswith("torch_xla/") and name.endswith(".py")
+                  for m in re.finditer(r"_XLAC\.(_[a-z][a-z0-9_]*)", z.read(name).decode("utf-8", "replace"))}
+    if not called - CALLED_BUT_ABSENT <= bindings:
+        raise SystemExit(f"{path.name}: bindings its Python code calls were not found: {sorted(called - bindings)}")
     return Resolver(modules, bindings).surface()
 
 

@@ -25,6 +25,9 @@ class PythonRule(Rule):
     prefixes: ClassVar[tuple[str, ...]] = ()
     # The --target values the rule runs under.
     targets: ClassVar[tuple[str, ...]] = ("native", "shim")
+    # True: its call/reference hooks run after every other rule's at the node, on what they
+    # made of it (the check of the result against the target release does).
+    runs_last: ClassVar[bool] = False
 
     def call(self, ctx: Context, node: cst.Call, name: str) -> cst.BaseExpression:
         """A call whose callee resolves to ``name``."""

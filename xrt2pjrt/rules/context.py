@@ -49,6 +49,17 @@ class Context:
     def resolve(self, node: cst.BaseExpression) -> str | None:
         return self._engine.scope.resolve(node)[0]
 
+    def resolve_written(self, node: cst.BaseExpression) -> str | None:
+        """``resolve`` for an expression a rule wrote: the names of the imports the rules
+        are adding resolve too."""
+        path = imports.dotted(node)
+        if path is None:
+            return None
+        head, _, rest = path.partition(".")
+        binding = self._engine.scope.lookup(head)
+        target = binding.target if binding is not None else self._engine.new_names().get(head)
+        return None if target is None else f"{target}.{rest}" if rest else target
+
     def change(self, message: str) -> None:
         self._engine.changes.append(Finding(self.rule_id, self.line, message))
 
@@ -62,7 +73,12 @@ class Context:
         self._engine.manual.append(finding)
         if comment and self._engine.statements:
             text = comment if isinstance(comment, str) else message
-            self._engine.statements[-1].comments.append(f"{TODO}{text} [{self.rule_id}]")
+            self._engine.statements[-1].comments.append(todo_comment(text, self.rule_id))
+
+    @property
+    def reported_here(self) -> bool:
+        """True when a rule has reported a manual item on the node being visited."""
+        return len(self._engine.manual) > self._engine.dispatch_start
 
     def is_whole_statement(self, original: cst.CSTNode | None = None) -> bool:
         """True when ``original`` (default: the node being visited) is the one small
@@ -99,7 +115,9 @@ class Context:
         """Once the pass is over, remove the import of ``name`` made here if nothing uses
         it by then, reporting ``dropped`` as a change; else report ``kept`` to decide."""
         key = (self._engine.scope.path, name)
-        self._engine.droppable[key] = (Finding(self.rule_id, self.line, dropped), Finding(self.rule_id, self.line, kept))
+        statement = id(self._engine.statements[-1].node)  # its TODO line goes above it, if kept
+        self._engine.droppable[key] = (Finding(self.rule_id, self.line, dropped),
+                                       Finding(self.rule_id, self.line, kept), statement)
 
     @property
     def block(self) -> dict:
@@ -122,3 +140,8 @@ class Context:
         """Make sure ``import module`` runs (for its side effects)."""
         if not self._engine.imports_module(module):
             self._engine.name_for(module, None, self.anchor, exact=True)
+
+
+def todo_comment(message: str, rule_id: str) -> str:
+    """The comment that marks an item to decide in Python code."""
+    return f"{TODO}{message} [{rule_id}]"

@@ -337,11 +337,15 @@ class FinishImports(cst.CSTTransformer):
 
     ``additions`` marks statement lines with the import lines that go beside them;
     ``top`` are the import lines for the top of the file, after the leading imports. ``stale`` names
-    lose their import aliases when the alias binds one of ``modules``.
+    lose their import aliases when the alias binds one of ``modules``. ``comments`` marks
+    import lines with the comment lines to put above them (unless there already, or in
+    the module's ``header`` above the first one).
     """
 
     def __init__(self, stale: set[str], modules: tuple[str, ...], keep: frozenset[str],
-                 additions: Marks, top: list[str]):
+                 additions: Marks, top: list[str], comments: Marks | None = None, header=()):
+        self.comments = comments or Marks()
+        self.header = header
         self.stale = stale
         self.modules = modules
         self.keep = keep
@@ -390,6 +394,10 @@ class FinishImports(cst.CSTTransformer):
         return self._rebuild(updated)
 
     def leave_SimpleStatementLine(self, original, updated):
+        if original in self.comments:
+            present = {line.comment.value for line in [*updated.leading_lines, *self.header] if line.comment}
+            new = [cst.EmptyLine(comment=cst.Comment(c)) for c in self.comments.get(original) if c not in present]
+            updated = updated.with_changes(leading_lines=[*updated.leading_lines, *new])
         if not updated.body:
             updated = updated.with_changes(body=[cst.Pass()])  # a placeholder until its block drops it
             self.doomed.add(updated)

@@ -35,12 +35,12 @@ from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, Words
 from xrt2pjrt.rules import imports, quiet
 from xrt2pjrt.rules.base import PythonRule
-from xrt2pjrt.rules.context import Context
+from xrt2pjrt.rules.context import Context, todo_comment
 from xrt2pjrt.xrt_variables import UNPREFIXED
 
 # Importing the rule modules registers their rules.
 from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
-    distributed, environment, gone_modules, manual, pjrt_module, runtime_api, shim_target, spawn,
+    distributed, environment, manual, pjrt_module, runtime_api, shim_target, spawn, target_api,
 )
 
 # A file that matches none of these cannot hold anything a Python rule acts on.
@@ -154,13 +154,15 @@ class _Engine(cst.CSTTransformer):
         self.ctx = Context(self, options)
         self.by_name: dict[str, list[PythonRule]] = {}
         self.by_prefix: list[tuple[str, PythonRule]] = []
+        self.last: list[tuple[str, PythonRule]] = []  # (prefix, rule) of the rules that run last
         self.by_type: dict[type, list[PythonRule]] = {}
         for rule in rules:
             for name in rule.names:
                 self.by_name.setdefault(name, []).append(rule)
-            self.by_prefix += [(prefix, rule) for prefix in rule.prefixes]
+            (self.last if rule.runs_last else self.by_prefix).extend((prefix, rule) for prefix in rule.prefixes)
             for node_type in rule.nodes:
                 self.by_type.setdefault(node_type, []).append(rule)
+        self.dispatch_start = 0  # len(manual) when the node being visited was reached
         self.changes: list[Finding] = []
         self.manual: list[Finding] = []
         self.scope: imports.Scope | None = None
@@ -175,8 +177,9 @@ class _Engine(cst.CSTTransformer):
         self.tables: dict[tuple[str, ...], tuple[bool, frozenset[str]]] = {}
         self.uses: dict[tuple[tuple[str, ...], str], int] = {}
         self.doomed = imports.Marks()  # (new) statements to drop from their block
-        # (scope path, name) of imports to drop if unused after the pass -> (change, manual item)
-        self.droppable: dict[tuple[tuple[str, ...], str], tuple[Finding, Finding]] = {}
+        # (scope path, name) of imports to drop if unused after the pass -> (change, manual
+        # item, id of the import's statement line)
+        self.droppable: dict[tuple[tuple[str, ...], str], tuple[Finding, Finding, int]] = {}
         self._taken: set[str] | None = None
         # (id of the anchor statement line or None for the top of the file) -> import lines
         self.additions: dict[int | None, list[tuple[str, str | None]]] = {}
@@ -193,6 +196,10 @@ class _Engine(cst.CSTTransformer):
         if self._taken is None:
             self._taken = set(_WORD.findall(self.text))
         return self._taken
+
+    def new_names(self) -> dict[str, str]:
+        """The names the imports planned so far bind -> what they are bound to."""
+        return {name: (name if name == module.split(".")[0] else module) for (_, module), name in self.planned.items()}
 
     def imports_module(self, module: str) -> bool:
         """True when the file has ``import module`` or ``from parent import leaf``."""
@@ -312,13 +319,15 @@ class _Engine(cst.CSTTransformer):
         return updated
 
     def _dispatch(self, original: cst.CSTNode, updated: cst.CSTNode):
+        self.dispatch_start = len(self.manual)
         updated = self._dispatch_type(original, updated)
         is_call = type(original) is cst.Call
         if is_call or (type(original) in (cst.Name, cst.Attribute) and id(original) not in self.not_references):
             target = original.func if is_call else original
             name, binding = self.scope.resolve(target)
             if name is not None:
-                rules = self.by_name.get(name, []) + [r for p, r in self.by_prefix if name.startswith(p)]
+                rules = (self.by_name.get(name, []) + [r for p, r in self.by_prefix if name.startswith(p)]
+                         + [r for p, r in self.last if name.startswith(p)])
                 if rules:
                     updated = self._run(rules, original, updated, name, binding)
         return updated
@@ -485,9 +494,15 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
         new.visit(counter)
         before, after = engine.uses, counter.counts
         stale = {key for key in before if not after.get(key)}
-        for key, (dropped, kept) in engine.droppable.items():
+        comments = imports.Marks()  # the import lines kept to decide get their TODO line now
+        for key, (dropped, kept, statement) in engine.droppable.items():
             if after.get(key):
+                if any(f.line == kept.line for f in engine.manual):
+                    continue  # a rule of its own reported this import (manual-xla-dist ...)
                 engine.manual.append(kept)
+                if statement in engine.anchors:
+                    line = engine.anchors[statement]
+                    comments.add(line, [*comments.get(line, []), todo_comment(kept.message, kept.rule)])
             else:
                 stale.add(key)
                 engine.changes.append(dropped)
@@ -499,8 +514,9 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
                 top = needed
             elif needed:
                 additions.add(engine.anchors[key], needed)
-        if stale or additions or top:
-            new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions, top))
+        if stale or additions or top or comments:
+            new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions, top,
+                                                  comments, engine.module.header))
     return Outcome(new.code, engine.changes, engine.manual)
 
 
