@@ -1,7 +1,9 @@
 """The command line stays light: `xrt2pjrt --help` and a migrate run over a folder with
 nothing to do never import torch or torch_xla (seconds of start-up and gigabytes of
-memory a user would pay for nothing). Checked with Python's own import log."""
+memory a user would pay for nothing), and a tree with nothing to migrate does not even
+import libcst. Checked with Python's own import log; the times are in bench/startup.py."""
 
+import json
 import subprocess
 import sys
 
@@ -32,3 +34,28 @@ def test_migrate_on_an_empty_folder_does_not_import_torch(tmp_path):
     modules = imported_modules("migrate", str(tmp_path))
     assert "xrt2pjrt.codemod" in modules
     assert not heavy(modules)
+
+
+def test_migrate_on_a_tree_with_nothing_to_do_imports_no_libcst(tmp_path):
+    """Every kind of file, none of them XRT-era: the triggers turn each away before its
+    rewriter (and libcst with the Python one) is imported, and the selection is checked
+    against the generated index of rule ids, not the rules themselves."""
+    files = {"train.py": "import torch\nprint(torch.ones(2))\n", "run.sh": "python3 train.py\n",
+             "Dockerfile": "FROM python:3.11\n", "job.yaml": "steps: [1]\n", "README.md": "```python\nx = 1\n```\n",
+             "nb.ipynb": '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n',
+             "requirements.txt": "torch\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    # sys.modules of a real run (the import log misses modules imported by importlib's
+    # import_module, as the rewriters are).
+    listing = tmp_path / "modules.json"
+    code = ("import json, sys\nfrom xrt2pjrt.cli import main\n"
+            f"code = main(['migrate', '--check', '--select', 'api,env', {str(tmp_path)!r}])\n"
+            f"open({str(listing)!r}, 'w').write(json.dumps(sorted(sys.modules)))\nsys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "7 files seen" in done.stderr
+    modules = set(json.loads(listing.read_text()))
+    assert {"xrt2pjrt.codemod", "xrt2pjrt.text.notebook", "xrt2pjrt.text.markdown"} <= modules
+    assert not {m for m in modules if m.split(".")[0] == "libcst"}
+    assert "xrt2pjrt.rules.python" not in modules

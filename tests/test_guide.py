@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from xrt2pjrt import guide
-from xrt2pjrt.cli import app
 from xrt2pjrt.registry import FAMILIES, all_rules
+from cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -136,7 +135,7 @@ def _catalogue_examples():
 def test_catalogue_example_round_trips_through_the_cli(tmp_path, rule_id, flags, before, after):
     target = tmp_path / FILE_FOR_KIND[all_rules()[rule_id].kind]
     target.write_text(before, encoding="utf-8")
-    result = CliRunner().invoke(app, ["migrate", str(target), "--write", "--select", rule_id, *flags])
+    result = invoke(["migrate", str(target), "--write", "--select", rule_id, *flags])
     assert result.exit_code == 0, result.output
     assert target.read_text(encoding="utf-8") == after
 

@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from xrt2pjrt.cli import app
 from xrt2pjrt.registry import all_rules
+from cli_runner import invoke
 
 LEGACY = (
     "import torch_xla.core.xla_model as xm\n"
@@ -43,7 +42,7 @@ CLEAN = "import torch\n\nprint(torch.ones(2))\n"
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, [str(a) for a in args])
+    return invoke([str(a) for a in args])
 
 
 @pytest.fixture
@@ -135,7 +134,7 @@ def test_each_item_to_decide_is_one_line_of_output(tree):
     (tree / "README.md").write_text("Run:\n\n```\nexport XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\nif true; then\n```\n")
     result = run("migrate", tree)
     (line,) = [line for line in result.stderr.splitlines() if "README.md" in line]
-    assert line.startswith(f"{tree / 'README.md'}:4: decide [env-shell-xrt-tpu-config] code block left as it was")
+    assert line.startswith(f"{tree / 'README.md'}:4:1: decide [env-shell-xrt-tpu-config] code block left as it was")
     assert "syntax error" in line
     assert all(out.startswith(str(tree)) or "files seen" in out for out in result.stderr.splitlines())
 
@@ -145,14 +144,14 @@ def test_json_report_shape(tree, tmp_path):
     report = tmp_path / "report.json"
     assert run("migrate", tree, "--report", report).exit_code == 2
     data = json.loads(report.read_text())
-    assert set(data) == {"files", "summary"}
+    assert set(data) == {"mode", "files", "summary"} and data["mode"] == "preview"
     by_path = {Path(f["path"]).name: f for f in data["files"]}
     assert set(by_path) == {"train.py", "broken.py"}  # files with nothing to say stay out
     train = by_path["train.py"]
     assert {"path", "changes", "manual", "error"} <= set(train)
     assert train["error"] is None
     for finding in train["changes"] + train["manual"]:
-        assert set(finding) == {"rule", "line", "message"}
+        assert set(finding) == {"rule", "line", "column", "end_line", "end_column", "message", "safe"}
     assert {c["rule"] for c in train["changes"]} == {"api-ordinal", "api-world-size", "spawn-nprocs-literal"}
     assert [(m["rule"], m["line"]) for m in train["manual"]] == [("manual-save-barrier", 6)]
     assert by_path["broken.py"]["error"].startswith("line 2")

@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from xrt2pjrt import cli, codemod, files
+from xrt2pjrt import codemod, files
+from cli_runner import invoke
 
 XRT_PROGRAM = b"import torch_xla.core.xla_model as xm\n\nprint(xm.xrt_world_size())\n"
 
@@ -98,7 +98,7 @@ def test_disk_full_simulated_at_fsync(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(files.os, "fsync", full_disk)
-    run = CliRunner().invoke(cli.app, ["migrate", "--write", str(target)])
+    run = invoke(["migrate", "--write", str(target)])
     assert_failed_cleanly(run.stderr, run.exit_code, target, XRT_PROGRAM)
     assert "No space left on device" in run.stderr
 
@@ -174,6 +174,6 @@ def test_a_file_edited_during_the_run_is_not_overwritten_simulated(tmp_path, mon
         return plans
 
     monkeypatch.setattr(codemod, "plan_all", plan_then_edit)
-    run = CliRunner().invoke(cli.app, ["migrate", "--write", str(target)])
+    run = invoke(["migrate", "--write", str(target)])
     assert_failed_cleanly(run.stderr, run.exit_code, target, edited)
     assert "changed on disk" in run.stderr

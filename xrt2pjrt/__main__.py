@@ -1,3 +1,5 @@
+import sys
+
 from xrt2pjrt.cli import main
 
-main()
+sys.exit(main())

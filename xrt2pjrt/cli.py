@@ -1,37 +1,94 @@
-"""The command line: parses options, calls the library, renders. No logic of its own."""
+"""The command line: parses options, calls the library, renders. No logic of its own.
+
+argparse, not typer: typer 0.2x converts every option through pydantic, which made
+`xrt2pjrt migrate --help` 7.5x `python -c pass` (bench/startup.py measures it); argparse
+is in the standard library and costs next to nothing. Each command imports what it needs
+when it runs, so `--help` and `--version` stay light.
+"""
 
 from __future__ import annotations
 
-import difflib
-import json
+import argparse
+import os
+import shutil
 import sys
 from pathlib import Path
-from typing import List, Optional
 
-import typer
-
-from xrt2pjrt import codemod, files, report
-from xrt2pjrt.registry import (TARGETS, Options, UnknownRule, all_rules, expand, family, parse_version, select,
-                               split_words)
-
-app = typer.Typer(
-    help="Move PyTorch/XLA programs off XRT and onto PJRT.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+from xrt2pjrt import __version__
 
 # Exit codes shared by every command that checks or rewrites files.
 EXIT_OK, EXIT_PENDING, EXIT_ERROR = 0, 1, 2
+COLORS = ("auto", "always", "never")
+OUTPUT_FORMATS = ("text", "json", "github", "sarif")
+# A run over at least this many files shows its progress on a terminal.
+PROGRESS_FROM = 100
+WIDTH = 80  # help text, at most
 
 
-def _fail(message: str) -> None:
-    typer.secho(f"xrt2pjrt: {message}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(EXIT_ERROR)
+class Failure(Exception):
+    """A command that cannot go on: its message is printed, and the exit code is 2."""
 
 
-def _note(message: str) -> None:
-    typer.secho(f"xrt2pjrt: note: {message}", err=True, fg=typer.colors.YELLOW)
+# --- output --------------------------------------------------------------------------
+
+_ANSI = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1"}
+
+
+def uses_color(choice: str, stream) -> bool:
+    # --color wins; then NO_COLOR and FORCE_COLOR (no-color.org, force-color.org); then the terminal.
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return stream.isatty()
+
+
+class Out:
+    """stdout and stderr, each coloured or not; -q and -v."""
+
+    def __init__(self, color: str = "auto", quiet: bool = False, verbose: bool = False):
+        self.quiet, self.verbose = quiet, verbose
+        self.color = {sys.stdout: uses_color(color, sys.stdout), sys.stderr: uses_color(color, sys.stderr)}
+
+    def _write(self, stream, text: str, style: str | None, end: str) -> None:
+        if style and self.color[stream]:
+            text = f"\033[{_ANSI[style]}m{text}\033[0m"
+        stream.write(text + end)
+
+    def out(self, text: str, style: str | None = None, end: str = "\n") -> None:
+        self._write(sys.stdout, text, style, end)
+
+    def err(self, text: str, style: str | None = None) -> None:
+        self._write(sys.stderr, text, style, "\n")
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            self.err(f"xrt2pjrt: note: {text}", "yellow")
+
+
+class Progress:
+    """`1234/4150 files` on stderr, redrawn at most ten times a second, only on a terminal."""
+
+    def __init__(self, out: Out):
+        self.out, self.last, self.shown = out, 0.0, False
+
+    def __call__(self, done: int, total: int) -> None:
+        import time
+
+        if done == 1:
+            self.shown = not self.out.quiet and total >= PROGRESS_FROM and sys.stderr.isatty()
+        now = time.monotonic()
+        if self.shown and (now - self.last >= 0.1 or done == total):
+            self.last = now
+            sys.stderr.write(f"\r{done}/{total} files")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def _diff_label(side: str, path: str) -> str:
@@ -40,123 +97,97 @@ def _diff_label(side: str, path: str) -> str:
     return path if Path(path).is_absolute() else f"{side}/{path}"
 
 
-def _print_diff(result: report.FileResult, color: bool) -> None:
-    lines = difflib.unified_diff(
-        result.original.splitlines(keepends=True),
-        result.updated.splitlines(keepends=True),
-        fromfile=_diff_label("a", result.path),
-        tofile=_diff_label("b", result.path),
-    )
+_DIFF_STYLE = {"+": "green", "-": "red", "@": "cyan"}
+
+
+def print_diff(out: Out, original: str, updated: str, path: str) -> None:
+    import difflib
+
+    lines = difflib.unified_diff(original.splitlines(keepends=True), updated.splitlines(keepends=True),
+                                 fromfile=_diff_label("a", path), tofile=_diff_label("b", path))
     for line in lines:
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"
-        style = None
-        if color:
-            style = {"+": typer.colors.GREEN, "-": typer.colors.RED, "@": typer.colors.CYAN}.get(line[0])
-            if line.startswith(("+++", "---")):
-                style = None
-        typer.secho(line, nl=False, fg=style, bold=line.startswith(("+++", "---")) and color)
+        header = line.startswith(("+++", "---"))
+        out.out(line.rstrip("\n"), "bold" if header else _DIFF_STYLE.get(line[0]), end=line[len(line.rstrip("\n")):])
 
 
-def _print_findings(results: list[report.FileResult]) -> None:
-    # One line per item, as editors and CI annotations read FILE:LINE: (a message may
-    # quote a tool's error output over several lines).
-    for r in results:
-        if r.error:
-            typer.secho(f"{r.path}: error: {_one_line(r.error)}", err=True, fg=typer.colors.RED)
-        for f in r.manual:
-            typer.secho(f"{r.path}:{f.line}: decide [{f.rule}] {_one_line(f.message)}", err=True,
-                        fg=typer.colors.YELLOW)
+# --- commands ------------------------------------------------------------------------
+
+_TEXT_STYLE = {"error": "red", "decide": "yellow", "file": "bold"}
 
 
-def _one_line(message: str) -> str:
-    return " / ".join(line.strip() for line in message.splitlines() if line.strip())
+def migrate(args) -> int:
+    out = Out(args.color, args.quiet, args.verbose)
+    if args.report and args.report.suffix not in (".json", ".md"):
+        raise Failure(f"--report takes a .json or .md file; got {args.report}")
+    from xrt2pjrt import migration, report
 
-
-@app.command()
-def migrate(
-    paths: List[Path] = typer.Argument(..., help="Files and folders to migrate."),
-    write: bool = typer.Option(False, "--write", help="Apply the changes in place."),
-    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when changes are pending."),
-    report_file: Optional[Path] = typer.Option(None, "--report", help="Write a report: FILE.json or FILE.md."),
-    chosen: Optional[List[str]] = typer.Option(None, "--select", help="Only these families, rule ids or id prefixes (comma-separated, repeatable)."),
-    ignored: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these families, rule ids or id prefixes (comma-separated, repeatable)."),
-    target: str = typer.Option("native", help="native: torch_xla 2.x APIs; shim: xrt2pjrt.shim, call sites kept."),
-    target_version: str = typer.Option("2.9", help="The torch_xla release to write for (2.1 … 2.9)."),
-    zone: Optional[str] = typer.Option(None, help="--zone for generated gcloud commands."),
-    project: Optional[str] = typer.Option(None, help="--project for generated gcloud commands."),
-    launcher: str = typer.Option("gcloud", help="What replaces xla_dist: gcloud (default) or xrt2pjrt."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: all cores)."),
-) -> None:
-    """Rewrite XRT-era code, scripts and configs for PJRT. Preview by default."""
-    if write and check:
-        _fail("--write and --check exclude each other")
-    if target not in TARGETS:
-        _fail(f"--target must be one of {', '.join(TARGETS)}; got {target!r}")
-    if launcher not in ("gcloud", "xrt2pjrt"):
-        _fail(f"--launcher must be gcloud or xrt2pjrt; got {launcher!r}")
-    if report_file and report_file.suffix not in (".json", ".md"):
-        _fail(f"--report takes a .json or .md file; got {report_file}")
-    try:
-        options = Options(
-            rules=select(chosen, ignored, note=_note),
-            target=target,
-            target_version=parse_version(target_version),
-            zone=zone,
-            project=project,
-            launcher=launcher,
-        )
-        targets = files.discover(paths)
-    except (UnknownRule, ValueError, FileNotFoundError) as exc:
-        _fail(str(exc))
-
-    plans = codemod.plan_all(targets, options, jobs)
-    results = [p.result for p in plans]
-    if write:
-        for p in plans:
-            codemod.apply(p)
-    elif not check:
-        color = sys.stdout.isatty()
-        for r in results:
-            if r.changed:
-                _print_diff(r, color)
-
-    _print_findings(results)
-    summary = report.Summary.of(results)
-    verb = "changed" if write else "would change"
-    typer.echo(
-        f"{summary.files_seen} files seen, {summary.files_changed} {verb} "
-        f"({summary.changes} changes), {summary.manual} to decide by hand, "
-        f"{summary.files_failed} could not be processed.",
-        err=True,
+    reads_stdin = args.paths == [migration.STDIN]
+    request = migration.Request(
+        paths=args.paths, write=args.write, check=args.check, select=args.select, ignore=args.ignore,
+        target=args.target, target_version=args.target_version, zone=args.zone, project=args.project,
+        launcher=args.launcher, jobs=args.jobs, config=args.config, exclude=args.exclude,
+        extend_exclude=args.extend_exclude, force_exclude=args.force_exclude, stdin_filename=args.stdin_filename,
+        stdin=sys.stdin.buffer.read() if reads_stdin else None,
     )
-    if report_file:
-        render = report.to_json if report_file.suffix == ".json" else report.to_markdown
-        report_file.write_text(render(results), encoding="utf-8")
-
-    if summary.files_failed:
-        raise typer.Exit(EXIT_ERROR)
-    if check and summary.files_changed:
-        raise typer.Exit(EXIT_PENDING)
-
-
-@app.command("rules")
-def list_rules(
-    words: Optional[List[str]] = typer.Argument(None, metavar="[RULE]...", help="Families, rule ids or id prefixes (default: all)."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-) -> None:
-    """List the rules: id, file kind, safe or unsafe, summary and examples.
-
-    With no RULE, every rule and its first example; with RULE, the rules it names and all
-    their examples.
-    """
-    rules = all_rules()
+    progress = Progress(out)
     try:
-        ids = sorted(set().union(*(expand(word, _note) for word in split_words(words)))) if words else list(rules)
+        done = migration.migrate(request, note=out.note, progress=progress)
+    except migration.UsageError as exc:
+        raise Failure(str(exc)) from None
+    finally:
+        progress.close()
+    run = done.run
+
+    if args.verbose:
+        out.err(f"xrt2pjrt: configuration: {done.settings.path or 'none found, the defaults'}")
+    if not run.results and not args.quiet:
+        out.err(f"xrt2pjrt: no files found in {', '.join(map(str, args.paths))}: nothing there is a kind "
+                "xrt2pjrt rewrites (Python, shell, Dockerfile, YAML, Markdown, notebook, requirements)", "yellow")
+    sys.stdout.flush()
+    if args.output_format != "text":
+        out.out(report.FORMATS[args.output_format](run), end="")
+    elif reads_stdin and args.write:
+        sys.stdout.buffer.write(done.new_stdin)
+    elif not args.write and not args.check:
+        for r in run.results:
+            if r.changed:
+                print_diff(out, r.original, r.updated, r.path)
+    sys.stdout.flush()
+    if args.verbose:
+        for line in report.change_lines(run):
+            out.err(line)
+        for r in run.results:
+            if r.skipped:
+                out.err(f"{r.path}: skipped (# xrt2pjrt: skip-file)")
+    # -q keeps what a person must act on; stdin (an editor) gets no file or summary line.
+    terse = args.quiet or (reads_stdin and not args.verbose)
+    for style, line in report.to_text(run):
+        if style in ("file", "summary") and (terse or not run.results):
+            continue
+        out.err(line, _TEXT_STYLE.get(style))
+    if args.verbose:
+        out.err(f"xrt2pjrt: {report.plural(len(run.results), 'file')} in {done.seconds:.2f} s")
+    if args.report:
+        render = report.to_json if args.report.suffix == ".json" else report.to_markdown
+        args.report.write_text(render(run), encoding="utf-8")
+    return done.exit_code
+
+
+def rules(args) -> int:
+    import json
+
+    from xrt2pjrt.registry import UnknownRule, all_rules, expand, family, split_words
+
+    every = all_rules()
+    out = Out()
+    try:
+        ids = sorted(set().union(*(expand(word, out.note, frozenset(every)) for word in split_words(args.rules))))
     except UnknownRule as exc:
-        _fail(str(exc))
-    chosen = [rules[rid] for rid in ids]
-    if as_json:
+        raise Failure(str(exc)) from None
+    chosen = [every[rid] for rid in ids] if args.rules else list(every.values())
+    if args.json:
         rows = [
             {
                 "id": rule.id,
@@ -170,100 +201,223 @@ def list_rules(
             }
             for rule in chosen
         ]
-        typer.echo(json.dumps(rows, indent=2, default=str))
-        return
+        out.out(json.dumps(rows, indent=2, default=str))
+        return EXIT_OK
     for rule in chosen:
-        safety = "safe" if rule.safe else "unsafe"
-        typer.secho(f"{rule.id}  [{rule.kind}, {safety}]", bold=True)
-        typer.echo(f"    {rule.summary}")
-        for example in rule.examples if words else rule.examples[:1]:
+        out.out(f"{rule.id}  [{rule.kind}, {'safe' if rule.safe else 'unsafe'}]", "bold")
+        out.out(f"    {rule.summary}")
+        for example in rule.examples if args.rules else rule.examples[:1]:
             if example.options:
-                typer.echo("    with " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in example.options.items()))
+                out.out("    with " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in example.options.items()))
             for prefix, text in (("-", example.before), ("+", example.after)):
                 for line in text.rstrip("\n").splitlines():
-                    typer.echo(f"    {prefix} {line}")
-            typer.echo("")
+                    out.out(f"    {prefix} {line}")
+            out.out("")
+    return EXIT_OK
 
 
-@app.command("launch")
-def launch_command(
-    command: Optional[List[str]] = typer.Argument(None, help="The command every worker runs (after `--`), word for word."),
-    tpu: str = typer.Option(..., "--tpu", help="Name of the TPU VM or pod."),
-    shell: Optional[str] = typer.Option(None, "--shell", help="Instead of words: one string the worker's bash expands."),
-    zone: Optional[str] = typer.Option(None, help="Its zone (default: gcloud's)."),
-    project: Optional[str] = typer.Option(None, help="Its project (default: gcloud's)."),
-    env: Optional[List[str]] = typer.Option(None, "--env", help="K=V set for the command; repeatable."),
-    conda_env: Optional[str] = typer.Option(None, "--conda-env", help="Conda environment to activate first."),
-    docker_image: Optional[str] = typer.Option(None, "--docker-image", help="Run the command in this image."),
-    docker_run_flag: Optional[List[str]] = typer.Option(None, "--docker-run-flag", help="Extra `docker run` flag; repeatable."),
-    docker_container: Optional[str] = typer.Option(None, "--docker-container", help="Name of the container."),
-    restart_tpuvm_pod_server: bool = typer.Option(False, "--restart-tpuvm-pod-server", help="XRT only: ignored."),
-    tpuvm_server_port: Optional[int] = typer.Option(None, "--tpuvm-server-port", help="XRT only: ignored."),
-    num_workers: Optional[int] = typer.Option(None, "--num-workers", min=1, help="Workers of the pod (default: ask gcloud describe)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the gcloud commands; run nothing."),
-) -> None:
-    """Run a command on every worker of a TPU pod with PJRT_DEVICE=TPU: a drop-in for xla_dist."""
+def guide(args) -> int:
+    from xrt2pjrt import guide
+
+    try:
+        path = guide.installed(guide.CATALOGUE if args.rules else guide.GUIDE)
+    except FileNotFoundError as exc:
+        raise Failure(str(exc)) from None
+    sys.stdout.write(f"{path}\n" if args.path else path.read_text(encoding="utf-8"))
+    return EXIT_OK
+
+
+def launch(args) -> int:
     from xrt2pjrt import launch
 
     request = launch.Request(
-        tpu=tpu, command=tuple(command or ()), shell=shell, zone=zone, project=project, env=tuple(env or ()),
-        conda_env=conda_env, docker_image=docker_image, docker_container=docker_container,
-        docker_run_flags=tuple(docker_run_flag or ()),
-        xrt_only=tuple(flag for flag, given in (("--restart-tpuvm-pod-server", restart_tpuvm_pod_server),
-                                                ("--tpuvm-server-port", tpuvm_server_port is not None)) if given),
+        tpu=args.tpu, command=tuple(args.command), shell=args.shell, zone=args.zone, project=args.project,
+        env=tuple(args.env), conda_env=args.conda_env, docker_image=args.docker_image,
+        docker_container=args.docker_container, docker_run_flags=tuple(args.docker_run_flag),
+        xrt_only=tuple(flag for flag, given in (("--restart-tpuvm-pod-server", args.restart_tpuvm_pod_server),
+                                                ("--tpuvm-server-port", args.tpuvm_server_port is not None)) if given),
     )
     try:
-        raise typer.Exit(launch.main(request, num_workers, dry_run))
+        return launch.main(request, args.num_workers, args.dry_run)
     except launch.LaunchError as exc:
-        _fail(str(exc))
+        raise Failure(str(exc)) from None
 
 
-@app.command("doctor")
-def doctor_command(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    """Read this environment (packages, PJRT_DEVICE, XRT leftovers, TPU topology); say what to fix.
+def doctor(args) -> int:
+    import json
 
-    Exit 0 when healthy, 1 when something must be fixed. Works without torch_xla.
-    """
     from xrt2pjrt import doctor
 
     diagnosis = doctor.diagnose()
-    typer.echo(json.dumps(doctor.to_record(diagnosis), indent=2) if as_json else doctor.render(diagnosis))
-    raise typer.Exit(diagnosis.exit_code)
+    print(json.dumps(doctor.to_record(diagnosis), indent=2) if args.json else doctor.render(diagnosis))
+    return diagnosis.exit_code
 
 
-@app.command("verify")
-def verify_command(
-    nprocs: Optional[int] = typer.Option(None, "--nprocs", min=1, help="CPU only: run N replicas in the CPU replica mode."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-) -> None:
-    """Run the ordinal, collective and rendezvous checks on every replica of this machine.
-
-    Exit 0 when every check passes, 1 when one fails, 2 when the replicas could not run.
-    """
+def verify(args) -> int:
     from xrt2pjrt import verify
 
-    raise typer.Exit(verify.main(nprocs, as_json, echo=typer.echo,
-                                 error=lambda message: typer.secho(message, err=True, fg=typer.colors.RED)))
+    return verify.main(args.nprocs, args.json, echo=print, error=lambda message: Out().err(message, "red"))
 
 
-@app.command("run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
-def run_command(
-    script: str = typer.Argument(..., help="The program, run as `python SCRIPT ARGS...` would run it."),
-    args: Optional[List[str]] = typer.Argument(None, help="Its arguments."),
-    nprocs: int = typer.Option(..., "--nprocs", min=1, help="CPU replicas on this host."),
-    per_process: bool = typer.Option(False, "--per-process", help="Run SCRIPT once per replica (it never spawns)."),
-    hosts: Optional[int] = typer.Option(None, "--hosts", min=1, help="Hosts running this command (default 1)."),
-    host_index: Optional[int] = typer.Option(None, "--host-index", min=0, help="This host's index."),
-    master: Optional[str] = typer.Option(None, "--master", help="Host 0's ADDR[:PORT]."),
-) -> None:
-    """Run a torch_xla program on N CPU replicas that form one world (PJRT_DEVICE=CPU)."""
+def run(args) -> int:
     from xrt2pjrt import run
 
     try:
-        raise typer.Exit(run.main(script, args or [], nprocs, per_process, hosts, host_index, master))
+        return run.main(args.script, args.args, args.nprocs, args.per_process, args.hosts, args.host_index,
+                        args.master)
     except run.RunError as exc:
-        _fail(str(exc))
+        raise Failure(str(exc)) from None
 
 
-def main() -> None:
-    app()
+# --- parsing -------------------------------------------------------------------------
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str):
+        width = min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
+        super().__init__(prog, width=width, max_help_position=30)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more; got {value}")
+    return value
+
+
+def _wrapped(text: str) -> str:
+    import textwrap
+
+    return "\n\n".join(textwrap.fill(" ".join(p.split()), WIDTH) for p in text.split("\n\n") if p.strip())
+
+
+def _index(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more; got {value}")
+    return value
+
+
+def _command(sub, name: str, handler, summary: str, details: str = "", usage: str = "[OPTIONS]"):
+    parser = sub.add_parser(name, help=summary, description=_wrapped(f"{summary}\n\n{details}"),
+                            usage=f"xrt2pjrt {name} {usage}", formatter_class=_Formatter, add_help=False)
+    parser.add_argument("-h", "--help", action="help", help="show this help and exit")
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="xrt2pjrt", usage="xrt2pjrt [OPTIONS] COMMAND ...",
+                                  description="Move PyTorch/XLA programs off XRT and onto PJRT.",
+                                  formatter_class=_Formatter, add_help=False)
+    top.add_argument("-h", "--help", action="help", help="show this help and exit")
+    top.add_argument("--version", action="version", version=f"xrt2pjrt {__version__}",
+                     help="print the version and exit")
+    sub = top.add_subparsers(metavar="COMMAND", help=argparse.SUPPRESS)
+
+    p = _command(sub, "migrate", migrate, "Rewrite XRT-era code, scripts and configs for PJRT.",
+                 "A preview by default: the diff, and what a person must decide. Exit 0 when done, "
+                 "1 when --check finds changes pending, 2 when a file could not be processed (it is "
+                 "named and left as it was) or an option is wrong. The options win over the "
+                 "configuration ([tool.xrt2pjrt] in pyproject.toml).",
+                 usage="[OPTIONS] PATH...")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                   help="files and folders to migrate; - reads stdin (with --stdin-filename)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="apply the changes in place (with -: print the new text)")
+    mode.add_argument("--check", action="store_true", help="write nothing; exit 1 when changes are pending")
+    p.add_argument("--select", action="append", metavar="RULES",
+                   help="only these families, rule ids or id prefixes (comma-separated)")
+    p.add_argument("--ignore", action="append", metavar="RULES",
+                   help="skip these families, rule ids or id prefixes (comma-separated)")
+    p.add_argument("--target", choices=("native", "shim"), metavar="TARGET",
+                   help="native (torch_xla 2.x APIs; the default) or shim (xrt2pjrt.shim, call sites kept)")
+    p.add_argument("--target-version", metavar="X.Y", help="the torch_xla to write for: 2.1 ... 2.9 (default 2.9)")
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text", metavar="FORMAT",
+                   help="text (the diff; findings on stderr), json, github or sarif, on stdout")
+    p.add_argument("--report", type=Path, metavar="FILE", help="also write a report: FILE.json or FILE.md")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="this configuration, not the nearest pyproject.toml's [tool.xrt2pjrt]")
+    p.add_argument("--exclude", action="append", metavar="PATTERN",
+                   help="leave these out (gitignore patterns), instead of the default ones")
+    p.add_argument("--extend-exclude", action="append", metavar="PATTERN",
+                   help="leave these out as well (gitignore patterns)")
+    p.add_argument("--force-exclude", action="store_true", help="exclude files named on the command line too")
+    p.add_argument("--stdin-filename", type=Path, metavar="PATH", help="with -: the path of the text on stdin")
+    p.add_argument("--zone", metavar="ZONE", help="--zone of the gcloud commands written")
+    p.add_argument("--project", metavar="PROJECT", help="--project of the gcloud commands written")
+    p.add_argument("--launcher", choices=("gcloud", "xrt2pjrt"), default="gcloud", metavar="LAUNCHER",
+                   help="what replaces xla_dist: gcloud (the default) or xrt2pjrt")
+    p.add_argument("-j", "--jobs", type=_positive, metavar="N", help="worker processes")
+    p.add_argument("--color", choices=COLORS, default="auto", metavar="WHEN", help="auto (the default), always or never")
+    p.add_argument("-q", "--quiet", action="store_true", help="only the items to decide, and errors")
+    p.add_argument("-v", "--verbose", action="store_true", help="also every change, the configuration, the time")
+
+    p = _command(sub, "rules", rules, "List the rules: id, file kind, safe or unsafe, summary and examples.",
+                 "With no RULE, every rule and its first example; with RULE, the rules it names "
+                 "and all their examples.", usage="[OPTIONS] [RULE...]")
+    p.add_argument("rules", nargs="*", metavar="RULE", help="families, rule ids or id prefixes")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = _command(sub, "guide", guide, "Print the migration guide (docs/MIGRATION.md), as installed.")
+    p.add_argument("--path", action="store_true", help="print where it is, not the guide")
+    p.add_argument("--rules", action="store_true", help="the rules page (RULES.md), not the guide")
+
+    p = _command(sub, "launch", launch, "Run a command on every worker of a TPU pod with PJRT_DEVICE=TPU.",
+                 "A drop-in for xla_dist: it takes xla_dist's flags.",
+                 usage="--tpu NAME [OPTIONS] -- COMMAND...")
+    p.add_argument("command", nargs="*", metavar="COMMAND", help="what every worker runs (after --), word for word")
+    p.add_argument("--tpu", required=True, metavar="NAME", help="the TPU VM or pod")
+    p.add_argument("--shell", metavar="CMD", help="instead of words: one string the worker's bash expands")
+    p.add_argument("--zone", metavar="ZONE", help="its zone (default: gcloud's)")
+    p.add_argument("--project", metavar="PROJECT", help="its project (default: gcloud's)")
+    p.add_argument("--env", action="append", default=[], metavar="K=V", help="set for the command; repeatable")
+    p.add_argument("--conda-env", metavar="ENV", help="conda environment to activate first")
+    p.add_argument("--docker-image", metavar="IMAGE", help="run the command in this image")
+    p.add_argument("--docker-run-flag", action="append", default=[], metavar="FLAG",
+                   help="extra `docker run` flag; repeatable")
+    p.add_argument("--docker-container", metavar="NAME", help="name of the container")
+    p.add_argument("--restart-tpuvm-pod-server", action="store_true", help="XRT only: ignored")
+    p.add_argument("--tpuvm-server-port", type=int, metavar="PORT", help="XRT only: ignored")
+    p.add_argument("--num-workers", type=_positive, metavar="N", help="workers of the pod (default: ask gcloud)")
+    p.add_argument("--dry-run", action="store_true", help="print the gcloud commands; run nothing")
+
+    p = _command(sub, "doctor", doctor, "Read this environment and say what to fix.",
+                 "Packages, PJRT_DEVICE, leftover XRT variables, the TPU topology. Exit 0 when "
+                 "healthy, 1 when something must be fixed. Works without torch_xla.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = _command(sub, "verify", verify, "Check ordinals, collectives and rendezvous on every replica here.",
+                 "Exit 0 when every check passes, 1 when one fails, 2 when the replicas could not run.")
+    p.add_argument("--nprocs", type=_positive, metavar="N", help="CPU only: N replicas in the CPU replica mode")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = _command(sub, "run", run, "Run a torch_xla program on N CPU replicas that form one world.",
+                 "With PJRT_DEVICE=CPU. The options come before SCRIPT; what follows it is its own.",
+                 usage="--nprocs N [OPTIONS] SCRIPT [ARGS...]")
+    p.add_argument("script", metavar="SCRIPT", help="the program, run as `python SCRIPT ARGS...` would run it")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its arguments")
+    p.add_argument("--nprocs", type=_positive, required=True, metavar="N", help="CPU replicas on this host")
+    p.add_argument("--per-process", action="store_true", help="run SCRIPT once per replica (it never spawns)")
+    p.add_argument("--hosts", type=_positive, metavar="N", help="hosts running this command (default 1)")
+    p.add_argument("--host-index", type=_index, metavar="I", help="this host's index")
+    p.add_argument("--master", metavar="ADDR[:PORT]", help="host 0's address")
+
+    # The commands, one line each (argparse's own listing of subcommands is unreadable).
+    top.epilog = "commands:\n" + "\n".join(
+        f"  {name:<9} {parser.description.split(chr(10))[0]}" for name, parser in sub.choices.items())
+    top.epilog += "\n\n`xrt2pjrt COMMAND --help` tells more; the guide: `xrt2pjrt guide`."
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    top = parser()
+    args = top.parse_args(argv)
+    if not hasattr(args, "handler"):
+        top.print_help()
+        return EXIT_ERROR
+    try:
+        return args.handler(args)
+    except Failure as exc:
+        Out().err(f"xrt2pjrt: {exc}", "red")
+        return EXIT_ERROR

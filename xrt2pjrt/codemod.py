@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from xrt2pjrt import files, rewriters
+from xrt2pjrt import files, rewriters, suppress
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import FileResult
 
@@ -29,10 +30,11 @@ class Plan:
     digest: str | None = None  # sha256 of the bytes the plan was made from
 
 
-def plan(path: Path, kind: str, options: Options) -> Plan:
+def plan(path: Path, kind: str, options: Options, data: bytes | None = None) -> Plan:
+    """``data``: the file's bytes when they are not on disk (stdin)."""
     result = FileResult(path=str(path), kind=kind)
     try:
-        data = path.read_bytes()
+        data = path.read_bytes() if data is None else data
     except OSError as exc:
         result.error = f"cannot read: {exc.strerror or exc}"
         return Plan(result)
@@ -43,9 +45,12 @@ def plan(path: Path, kind: str, options: Options) -> Plan:
         result.error = f"line {exc.line}: {exc}"
         return Plan(result, digest=digest)
 
-    rewriter = rewriters.module_for(kind)
-    if not rewriter.TRIGGER.search(source.text):
+    if not rewriters.trigger_for(kind).search(source.text):
         return Plan(result, digest=digest)
+    if suppress.skips_file(source.text):
+        result.skipped = True
+        return Plan(result, digest=digest)
+    rewriter = rewriters.module_for(kind)
     try:
         outcome = rewriter.rewrite(source.text, options)
     except rewriters.SourceError as exc:
@@ -78,19 +83,28 @@ def _plan_star(job: tuple[Path, str, Options]) -> Plan:
     return plan(*job)
 
 
-def plan_all(targets: list[tuple[Path, str]], options: Options, jobs: int | None = None) -> list[Plan]:
-    """Plans for every file, in the order given; ``jobs`` worker processes (default: all cores)."""
-    work = [(path, kind, options) for path, kind in targets]
+def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
+             progress: Callable[[int], None] | None = None) -> list[Plan]:
+    """Plans for every file, in the order given; ``jobs`` worker processes (default: all cores).
+    ``options`` may depend on the file (per-file-ignores); ``progress(n)`` hears of each
+    file done."""
+    work = [(path, kind, options(path) if callable(options) else options) for path, kind in targets]
+    progress = progress or (lambda done: None)
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1 or len(work) < _POOL_THRESHOLD:
-        return [_plan_star(job) for job in work]
+        plans = []
+        for job in work:
+            plans.append(_plan_star(job))
+            progress(len(plans))
+        return plans
     # Largest files first, one at a time: the few big files that are parsed dominate the
     # run and would leave a worker idle if they arrived last or together in one chunk.
     order = sorted(range(len(work)), key=lambda i: _size(work[i][0]), reverse=True)
     plans: list[Plan | None] = [None] * len(work)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for i, p in zip(order, pool.map(_plan_star, [work[i] for i in order], chunksize=1)):
+        for done, (i, p) in enumerate(zip(order, pool.map(_plan_star, [work[i] for i in order], chunksize=1)), 1):
             plans[i] = p
+            progress(done)
     return plans
 
 

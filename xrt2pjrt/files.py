@@ -15,6 +15,7 @@ import re
 import stat
 import tempfile
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,21 +74,28 @@ def _is_venv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file()
 
 
-def discover(paths: list[Path]) -> list[tuple[Path, str]]:
+def _skipped_dir(path: Path, is_dir: bool) -> bool:
+    return is_dir and path.name in SKIPPED_DIRS
+
+
+def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skipped_dir,
+             force_exclude: bool = False) -> list[tuple[Path, str]]:
     """Every file under ``paths`` that a rewriter handles, with its kind, in a stable order.
 
-    Files named explicitly are always taken (when some rewriter handles them); folders are
-    walked honouring each ``.gitignore`` on the way down and skipping SKIPPED_DIRS and
-    virtualenvs.
+    Files named explicitly are always taken (when some rewriter handles them) unless
+    ``force_exclude``; folders are walked honouring each ``.gitignore`` on the way down and
+    skipping virtualenvs and what ``excluded(path, is_dir)`` says (default: SKIPPED_DIRS).
     """
     found: dict[Path, str] = {}
     for root in paths:
         if root.is_file():
             kind = kind_of(root)
-            if kind:
+            if kind and not (force_exclude and excluded(root, False)):
                 found.setdefault(root, kind)
         elif root.is_dir():
-            for path in _walk(root):
+            if force_exclude and excluded(root, True):
+                continue
+            for path in _walk(root, excluded):
                 kind = kind_of(path)
                 if kind:
                     found.setdefault(path, kind)
@@ -96,7 +104,7 @@ def discover(paths: list[Path]) -> list[tuple[Path, str]]:
     return sorted(found.items(), key=lambda item: str(item[0]))
 
 
-def _walk(root: Path):
+def _walk(root: Path, excluded: Callable[[Path, bool], bool]):
     # Each entry: (folder, [(folder the spec is relative to, spec), ...]) so that a
     # .gitignore applies below the folder it lives in, as git does.
     stack = [(root, _ignore_specs_above(root))]
@@ -113,10 +121,10 @@ def _walk(root: Path):
         for entry in entries:
             path = Path(entry.path)
             is_dir = entry.is_dir(follow_symlinks=False)
-            if _ignored(path, is_dir, specs):
+            if _ignored(path, is_dir, specs) or excluded(path, is_dir):
                 continue
             if is_dir:
-                if entry.name not in SKIPPED_DIRS and not _is_venv(path):
+                if not _is_venv(path):
                     stack.append((path, specs))
             elif entry.is_file(follow_symlinks=False):
                 yield path

@@ -13,7 +13,7 @@ second pass changes nothing).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, ClassVar
 
 TARGETS = ("native", "shim")
@@ -96,15 +96,28 @@ def split_words(values: list[str] | None) -> list[str]:
     return [word.strip() for value in values or [] for word in value.split(",") if word.strip()]
 
 
-def expand(word: str, note: Callable[[str], None] | None = None) -> set[str]:
-    """The rule ids a word names: an id, else the ids it starts (a family); an old id or prefix
-    names today's ids (with a note). UnknownRule when it names none."""
-    rules = all_rules()
-    if word in rules:
-        return {word}
-    matched = {rid for rid in rules if rid.startswith(word)}
+def names(word: str, rule_id: str) -> bool:
+    """Whether ``word`` (a family, an id, an id prefix, or one of an earlier release) names
+    ``rule_id``: how --select, --ignore, the configuration and ``# xrt2pjrt: ignore[...]``
+    read their words."""
+    return rule_id.startswith(word) or any(old.startswith(word) and new == rule_id for old, new in RENAMED.items())
+
+
+def known_ids() -> frozenset[str]:
+    """Every rule id, from the generated index (xrt2pjrt/rule_index.py): the parent process
+    checks the user's words against it without importing the rules (and libcst)."""
+    from xrt2pjrt.rule_index import RULES as INDEX
+
+    return frozenset(INDEX)
+
+
+def expand(word: str, note: Callable[[str], None] | None = None, ids: frozenset[str] | None = None) -> set[str]:
+    """The rule ids (of ``ids``, default every rule) a word names; a word of an earlier
+    release comes with a note. UnknownRule when it names none."""
+    ids = known_ids() if ids is None else ids
+    matched = {rid for rid in ids if rid.startswith(word)}
     if not matched:
-        matched = {new for old, new in RENAMED.items() if old.startswith(word)}
+        matched = {rid for rid in ids if names(word, rid)}
         if matched and note:
             note(f"{word!r} is an old rule id: use {', '.join(sorted(matched))}")
     if not matched:
@@ -112,22 +125,43 @@ def expand(word: str, note: Callable[[str], None] | None = None) -> set[str]:
     return matched
 
 
-def select(chosen: list[str] | None, ignored: list[str] | None,
-           note: Callable[[str], None] | None = None) -> frozenset[str]:
-    """Rule ids picked by ``--select``/``--ignore``: families, ids or id prefixes, each
-    option repeatable and comma-separated."""
-    def ids(values: list[str] | None) -> set[str]:
-        return set().union(*(expand(word, note) for word in split_words(values)))
+@dataclass(frozen=True)
+class Selection:
+    """The rules a run takes: those ``select`` names (None: every rule), minus those
+    ``ignore`` names and the ``removed`` ids. Words are matched when a rule asks
+    (``rule_id in selection``), so a rule is on without any list of ids in hand."""
 
-    picked = ids(chosen) if split_words(chosen) else set(all_rules())
-    return frozenset(picked - ids(ignored))
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    removed: frozenset[str] = frozenset()
+
+    def __contains__(self, rule_id: str) -> bool:
+        return (rule_id not in self.removed
+                and (self.select is None or any(names(word, rule_id) for word in self.select))
+                and not any(names(word, rule_id) for word in self.ignore))
+
+    def __sub__(self, ids) -> "Selection":
+        return replace(self, removed=self.removed | frozenset(ids))
+
+    def ignoring(self, words: list[str]) -> "Selection":
+        return replace(self, ignore=self.ignore + tuple(words)) if words else self
+
+
+def select(chosen: list[str] | None, ignored: list[str] | None,
+           note: Callable[[str], None] | None = None) -> Selection:
+    """The rules ``--select``/``--ignore`` pick: families, ids or id prefixes, each option
+    repeatable and comma-separated. UnknownRule for a word that names no rule."""
+    chosen, ignored = split_words(chosen), split_words(ignored)
+    for word in chosen + ignored:
+        expand(word, note)
+    return Selection(tuple(chosen) or None, tuple(ignored))
 
 
 @dataclass(frozen=True)
 class Options:
     """What the user asked for, handed to every rewriter."""
 
-    rules: frozenset[str]
+    rules: Selection | frozenset[str]
     target: str = "native"
     target_version: tuple[int, int] = (2, 9)
     zone: str | None = None

@@ -1,13 +1,24 @@
-"""What a migration run found: records, and their JSON and Markdown renderings.
+"""What a migration run found: records, and their renderings (text, JSON, GitHub, SARIF, Markdown).
 
-Every rewriter (Python or text) returns the same records, so one report serves all
-file kinds. Workers build these records; only the parent process renders them.
+Every rewriter (Python or text) returns the same records, so one report serves all file
+kinds. Workers build these records; only the parent process renders them, each format
+by one function here. A finding's place is given in the file as it is written: the file
+as read for a preview or ``--check``, the new file after ``--write`` (where an item to
+decide is on its statement, below the TODO line that now marks it).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
+
+from xrt2pjrt import __version__
+
+MODES = ("preview", "check", "write")
+TODO_MARK = "TODO(xrt2pjrt):"
 
 
 @dataclass(frozen=True)
@@ -28,16 +39,23 @@ class FileResult:
     changes: list[Finding] = field(default_factory=list)
     manual: list[Finding] = field(default_factory=list)
     error: str | None = None
+    skipped: bool = False  # by a `# xrt2pjrt: skip-file` comment
 
     @property
     def changed(self) -> bool:
         return self.error is None and self.updated is not None and self.updated != self.original
 
+    @property
+    def only_todo_lines(self) -> bool:
+        """Changed, but only by the TODO lines that mark items to decide."""
+        return self.changed and not self.changes
+
 
 @dataclass
 class Summary:
     files_seen: int = 0
-    files_changed: int = 0
+    files_changed: int = 0  # the text changes (TODO lines included)
+    files_only_todo_lines: int = 0  # ... of which only by TODO lines
     files_with_manual_items: int = 0
     files_failed: int = 0
     changes: int = 0
@@ -48,6 +66,7 @@ class Summary:
         return cls(
             files_seen=len(results),
             files_changed=sum(r.changed for r in results),
+            files_only_todo_lines=sum(r.only_todo_lines for r in results),
             files_with_manual_items=sum(bool(r.manual) for r in results),
             files_failed=sum(r.error is not None for r in results),
             changes=sum(len(r.changes) for r in results),
@@ -55,42 +74,280 @@ class Summary:
         )
 
 
-def _interesting(results: list[FileResult]) -> list[FileResult]:
-    # Files that were only looked at stay out of the listing; the summary counts them.
-    return [r for r in results if r.changes or r.manual or r.error]
+@dataclass(frozen=True)
+class Item:
+    """A change, an item to decide or an error, placed in the file as written: 1-based
+    lines and columns, the end column just past the region (as SARIF counts)."""
+
+    path: str
+    kind: str  # "change", "decide" or "error"
+    rule: str | None
+    message: str
+    line: int
+    column: int = 1
+    end_line: int = 0
+    end_column: int = 1
+    safe: bool | None = None  # the rule's fix is safe (None: no rule, or an error)
+
+    def record(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k not in ("path", "kind")}
 
 
-def to_json(results: list[FileResult]) -> str:
-    files = [
-        {
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def one_line(message: str) -> str:
+    """A message that may quote a tool's output over several lines, on one line."""
+    return " / ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
+_ERROR_LINE = re.compile(r"^line (\d+)\b")
+
+
+@dataclass
+class Run:
+    """The results of one run, in ``mode``; ``texts`` holds a file's text where the disk
+    does not (stdin)."""
+
+    results: list[FileResult]
+    mode: str = "preview"
+    texts: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def summary(self) -> Summary:
+        return Summary.of(self.results)
+
+    @property
+    def interesting(self) -> list[FileResult]:
+        # Files that were only looked at stay out of the listings; the summary counts them.
+        return [r for r in self.results if r.changes or r.manual or r.error or r.changed]
+
+    def verb(self, result: FileResult) -> str:
+        done = "changed" if self.mode == "write" else "would change"
+        return f"{done} (TODO lines only)" if result.only_todo_lines else done
+
+    def items(self, result: FileResult) -> list[Item]:
+        """Every item of ``result``, placed in the file as written."""
+        if result.error is not None:
+            match = _ERROR_LINE.match(result.error)
+            line = int(match.group(1)) if match else 1
+            return [Item(result.path, "error", None, one_line(result.error), line, 1, line, 1)]
+        text = self._text_as_written(result)
+        lines = text.splitlines() if text is not None else []
+        moved = self._new_line if self.mode == "write" and result.changed else (lambda r, line: (line, line))
+        out = []
+        for kind, findings in (("change", result.changes), ("decide", result.manual)):
+            for f in findings:
+                line, last = moved(result, f.line)
+                out.append(Item(result.path, kind, f.rule, one_line(f.message), line, *_span(lines, line, last),
+                                safe=_safe(f.rule)))
+        return out
+
+    def _text_as_written(self, result: FileResult) -> str | None:
+        if self.mode == "write" and result.changed:
+            return result.updated
+        if result.path in self.texts:
+            return self.texts[result.path]
+        if result.original is not None:
+            return result.original
+        try:  # a file with findings and no change: read it again (few files do)
+            with open(result.path, encoding="utf-8", errors="replace", newline=None) as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def _new_line(self, result: FileResult, line: int) -> tuple[int, int]:
+        """Where line ``line`` of the file as read is in the new file: its statement's line
+        (the TODO lines written above it skipped), and the last line of what replaced it."""
+        cache = self.__dict__.setdefault("_opcodes", {})
+        if result.path not in cache:
+            new = result.updated.splitlines()
+            matcher = difflib.SequenceMatcher(None, result.original.splitlines(), new, autojunk=False)
+            cache[result.path] = (new, matcher.get_opcodes())
+        new, opcodes = cache[result.path]
+        for tag, i1, i2, j1, j2 in opcodes:
+            if not i1 <= line - 1 < i2:
+                continue
+            if tag == "equal":
+                at = j1 + line - 1 - i1
+                return at + 1, at + 1
+            skip = 0  # a replaced block may open with the TODO lines that mark its items
+            while j1 + skip < j2 - 1 and TODO_MARK in new[j1 + skip]:
+                skip += 1
+            at = min(j1 + skip + line - 1 - i1, max(j2 - 1, j1))
+            return at + 1, max(at + 1, j2)
+        return line, line
+
+
+def _span(lines: list[str], line: int, last: int) -> tuple[int, int, int]:
+    """(column, end line, end column) of lines ``line``..``last`` without their indent."""
+    if not 1 <= line <= len(lines):
+        return 1, line, 1
+    text = lines[line - 1]
+    end_text = lines[min(last, len(lines)) - 1]
+    return len(text) - len(text.lstrip()) + 1, last, len(end_text.rstrip()) + 1
+
+
+def _safe(rule: str) -> bool | None:
+    from xrt2pjrt.rule_index import RULES
+
+    entry = RULES.get(rule)
+    return entry[1] if entry else None
+
+
+# --- renderings -------------------------------------------------------------------
+
+
+def to_text(run: Run) -> list[tuple[str, str]]:
+    """The human report, as (style, line): style "file", "decide", "change", "error",
+    "summary". Each file's line comes first, then its items: FILE:LINE:COLUMN: lines, as
+    editors and CI read them (one line each)."""
+    out = []
+    for r in run.interesting:
+        if r.error is None and r.changed:
+            details = [plural(len(r.changes), "change")] if r.changes else []
+            details += [plural(len(r.manual), "item") + " to decide"] if r.manual else []
+            out.append(("file", f"{r.path}: {run.verb(r)}" + (f" ({', '.join(details)})" if details else "")))
+        for item in run.items(r):
+            if item.kind == "change":
+                continue  # the diff shows them; -v lists them
+            where = f"{item.path}:{item.line}:{item.column}:"
+            if item.kind == "error":
+                out.append(("error", f"{item.path}: error: {item.message}"))
+            else:
+                out.append(("decide", f"{where} decide [{item.rule}] {item.message}"))
+    out.append(("summary", summary_line(run)))
+    if run.mode == "check" and run.summary.files_changed:
+        out.append(("summary", "To apply them: xrt2pjrt migrate --write, with the same paths and options."))
+    return out
+
+
+def change_lines(run: Run) -> list[str]:
+    """Every change, one FILE:LINE:COLUMN: line each (for -v)."""
+    return [f"{i.path}:{i.line}:{i.column}: {'changed' if run.mode == 'write' else 'change'} [{i.rule}] {i.message}"
+            for r in run.interesting for i in run.items(r) if i.kind == "change"]
+
+
+def summary_line(run: Run) -> str:
+    s = run.summary
+    done = "changed" if run.mode == "write" else "would change"
+    parts = [f"{plural(s.files_seen, 'file')} seen", f"{s.files_changed - s.files_only_todo_lines} {done}"
+             + f" ({plural(s.changes, 'change')})"]
+    if s.files_only_todo_lines:
+        parts.append(f"{s.files_only_todo_lines} {'gained' if run.mode == 'write' else 'would gain'} TODO lines only")
+    parts.append(f"{plural(s.manual, 'item')} to decide by hand")
+    if s.files_failed:
+        parts.append(f"{s.files_failed} could not be processed")
+    return ", ".join(parts) + "."
+
+
+def to_json(run: Run) -> str:
+    files = []
+    for r in run.interesting:
+        items = run.items(r)
+        files.append({
             "path": r.path,
             "kind": r.kind,
-            "changes": [asdict(f) for f in r.changes],
-            "manual": [asdict(f) for f in r.manual],
+            "changed": r.changed,
+            "changes": [i.record() for i in items if i.kind == "change"],
+            "manual": [i.record() for i in items if i.kind == "decide"],
             "error": r.error,
-        }
-        for r in _interesting(results)
-    ]
-    return json.dumps({"files": files, "summary": asdict(Summary.of(results))}, indent=2) + "\n"
+        })
+    return json.dumps({"mode": run.mode, "files": files, "summary": asdict(run.summary)}, indent=2) + "\n"
 
 
-def to_markdown(results: list[FileResult]) -> str:
-    summary = Summary.of(results)
-    lines = [
-        "# xrt2pjrt migration report",
-        "",
-        f"{summary.files_seen} files seen, {summary.files_changed} changed, "
-        f"{summary.changes} changes, {summary.manual} items for a person to decide, "
-        f"{summary.files_failed} files could not be processed.",
-        "",
-    ]
-    for r in _interesting(results):
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_github(run: Run) -> str:
+    """GitHub Actions workflow commands: one annotation per change, per item to decide and per error."""
+    lines = []
+    for r in run.interesting:
+        for i in run.items(r):
+            level = {"error": "error", "decide": "warning"}.get(i.kind, "notice" if run.mode == "write" else "warning")
+            title = "xrt2pjrt" if i.rule is None else f"xrt2pjrt {i.rule}"
+            what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
+                    "error": "not processed"}[i.kind]
+            props = (f"file={_escape_property(i.path)},line={i.line},col={i.column},endLine={i.end_line},"
+                     f"endColumn={i.end_column},title={_escape_property(title)}")
+            lines.append(f"::{level} {props}::{_escape_data(f'{what}: {i.message}')}")
+    return "".join(line + "\n" for line in lines)
+
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def to_sarif(run: Run) -> str:
+    """SARIF 2.1.0: one run, the rules that appear as the driver's rules, one result per
+    change and item to decide; files that could not be processed are the invocation's
+    notifications."""
+    from xrt2pjrt.rule_index import RULES
+
+    items = [i for r in run.interesting for i in run.items(r)]
+    rule_ids = sorted({i.rule for i in items if i.rule})
+    index = {rid: n for n, rid in enumerate(rule_ids)}
+    rules = []
+    for rid in rule_ids:
+        kind, safe, summary = RULES.get(rid, (None, None, rid))
+        rules.append({"id": rid, "shortDescription": {"text": summary},
+                      "properties": {"kind": kind, "safe": safe}})
+
+    def location(i: Item) -> dict:
+        return {"physicalLocation": {
+            "artifactLocation": {"uri": i.path.replace("\\", "/")},
+            "region": {"startLine": i.line, "startColumn": i.column, "endLine": max(i.end_line, i.line),
+                       "endColumn": i.end_column},
+        }}
+
+    results, notifications = [], []
+    for i in items:
+        if i.kind == "error":
+            notifications.append({"level": "error", "message": {"text": f"not processed: {i.message}"},
+                                  "locations": [location(i)]})
+            continue
+        what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand"}[i.kind]
+        results.append({
+            "ruleId": i.rule, "ruleIndex": index[i.rule],
+            "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
+            "message": {"text": f"{what}: {i.message}"},
+            "locations": [location(i)],
+            "properties": {"xrt2pjrt": i.kind, "safe": i.safe},
+        })
+    document = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "xrt2pjrt", "version": __version__, "rules": rules}},
+            "invocations": [{"executionSuccessful": not notifications,
+                             "toolExecutionNotifications": notifications}],
+            "results": results,
+        }],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def to_markdown(run: Run) -> str:
+    lines = ["# xrt2pjrt migration report", "", summary_line(run), ""]
+    for r in run.interesting:
         lines += [f"## `{r.path}`", ""]
         if r.error:
             lines += [f"**Not processed:** {r.error}", ""]
-        for title, findings in (("Changes", r.changes), ("Decide by hand", r.manual)):
-            if findings:
+        elif r.changed:
+            lines += [f"{run.verb(r).capitalize()}.", ""]
+        items = run.items(r)
+        for title, kind in (("Changes", "change"), ("Decide by hand", "decide")):
+            chosen = [i for i in items if i.kind == kind]
+            if chosen:
                 lines += [f"### {title}", ""]
-                lines += [f"- line {f.line} `{f.rule}`: {f.message}" for f in findings]
+                lines += [f"- line {i.line} `{i.rule}`: {i.message}" for i in chosen]
                 lines.append("")
     return "\n".join(lines)
+
+
+FORMATS = {"json": to_json, "github": to_github, "sarif": to_sarif, "markdown": to_markdown}

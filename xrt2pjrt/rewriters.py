@@ -67,8 +67,17 @@ class SourceError(Exception):
         self.line = line
 
 
+# kind -> a lighter module holding the same TRIGGER, where the rewriter's is heavy to import
+TRIGGERS: dict[str, str] = {"python": "xrt2pjrt.rules.trigger"}
+
+
 def module_for(kind: str) -> ModuleType:
     return importlib.import_module(MODULES[kind])
+
+
+def trigger_for(kind: str):
+    """The TRIGGER of ``kind``'s rewriter, without importing the rewriter if it is heavy."""
+    return importlib.import_module(TRIGGERS.get(kind, MODULES[kind])).TRIGGER
 
 
 def load_all() -> None:

@@ -36,6 +36,8 @@ from xrt2pjrt.rewriters import Outcome, SourceError, Words
 from xrt2pjrt.rules import imports, quiet
 from xrt2pjrt.rules.base import PythonRule
 from xrt2pjrt.rules.context import Context, todo_comment
+from xrt2pjrt.rules.trigger import TRIGGER
+from xrt2pjrt.suppress import Suppressions
 from xrt2pjrt.xrt_variables import UNPREFIXED
 
 # Importing the rule modules registers their rules.
@@ -43,9 +45,6 @@ from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
     distributed, environment, manual, pjrt_module, runtime_api, shim_target, spawn, target_api,
 )
 
-# A file that matches none of these cannot hold anything a Python rule acts on.
-# (xrt_world_size: a file may call torch_xla by a name borrowed from a module of its own)
-TRIGGER = Words("torch_xla", "XRT_", "xenv", "xla_dist", "xrt_world_size", *UNPREFIXED)
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.
 REWRITTEN_MODULES = ("torch_xla", "xrt2pjrt.shim")
@@ -152,6 +151,7 @@ class _Engine(cst.CSTTransformer):
         self.lines = lines  # None when ``ast`` cannot parse
         self.next_statement = 0
         self.ctx = Context(self, options)
+        self.suppressions = Suppressions(text, lambda: _simple_statements(tree))
         self.by_name: dict[str, list[PythonRule]] = {}
         self.by_prefix: list[tuple[str, PythonRule]] = []
         self.last: list[tuple[str, PythonRule]] = []  # (prefix, rule) of the rules that run last
@@ -340,6 +340,8 @@ class _Engine(cst.CSTTransformer):
         for rule in rules:
             if not isinstance(updated, type(original)):
                 break
+            if self._suppressed(rule, original):
+                continue
             self.ctx.rule_id = rule.id
             updated = rule.leave(self.ctx, original, updated)
         return updated
@@ -347,6 +349,8 @@ class _Engine(cst.CSTTransformer):
     def _run(self, rules, original, updated, name, binding):
         self.ctx.anchor, self.ctx.original = binding, original
         for rule in rules:
+            if self._suppressed(rule, original):
+                continue
             self.ctx.rule_id = rule.id
             if isinstance(original, cst.Call):
                 if not isinstance(updated, cst.Call):
@@ -355,6 +359,10 @@ class _Engine(cst.CSTTransformer):
             else:
                 updated = rule.reference(self.ctx, updated, name)
         return updated
+
+    def _suppressed(self, rule: PythonRule, original: cst.CSTNode) -> bool:
+        """An ``# xrt2pjrt: ignore`` marker keeps ``rule`` off this node (suppress.py)."""
+        return bool(self.suppressions) and self.suppressions.covers(rule.id, self.line_of(original))
 
     def _finish_statement(self, frame: _Statement, original, updated):
         if frame.remove:
@@ -373,6 +381,15 @@ class _Engine(cst.CSTTransformer):
         ):
             self.anchors[id(original)] = updated  # new imports may go after it, see rewrite()
         return updated
+
+
+def _simple_statements(tree: ast.Module | None):
+    """(first, last) line of each statement that holds no others: a marker on any of its
+    lines covers it whole (a compound statement's marker covers its own line only)."""
+    if tree is None:
+        return ()
+    return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+            if isinstance(n, ast.stmt) and not hasattr(n, "body")]
 
 
 def _selected(options: Options) -> list[PythonRule]:

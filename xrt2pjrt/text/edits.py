@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import TODO, Outcome
+from xrt2pjrt.suppress import Suppressions
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,22 @@ class Recorder:
     changes: list[Finding] = field(default_factory=list)
     manual: list[Finding] = field(default_factory=list)
 
+    def __post_init__(self):
+        self.suppressions = Suppressions(self.text)  # `# xrt2pjrt: ignore` markers (suppress.py)
+
+    def on(self, rule: str, offset: int) -> bool:
+        """Whether ``rule`` is selected and no marker keeps it off at ``offset``: what a rule
+        that plans several places together asks first, so a kept one counts as absent."""
+        return self.options.on(rule) and not (self.suppressions and self.suppressions.covers(rule, self.line(offset)))
+
     def line(self, offset: int) -> int:
         return self.text.count("\n", 0, offset) + 1
 
     def change(self, rule: str, offset: int, message: str, *edits: Edit) -> None:
         """Record a change made of ``edits``; dropped whole when it overlaps an earlier one."""
         if any(e.start < o.end and o.start < e.end for e in edits for o in self.edits):
+            return
+        if self.suppressions and self.suppressions.covers(rule, self.line(offset)):
             return
         self.edits.extend(edits)
         self.changes.append(Finding(rule, self.line(offset), message))
@@ -43,6 +54,8 @@ class Recorder:
 
     def ask_at_line(self, rule: str, line: int, message: str) -> None:
         finding = Finding(rule, line, message)
+        if self.suppressions and self.suppressions.covers(rule, line):
+            return
         if finding not in self.manual:
             self.manual.append(finding)
 

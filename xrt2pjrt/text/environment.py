@@ -180,7 +180,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
     plans: list[Plan] = []
     for s in settings:
         rule = rule_for(s.name)
-        if rule is None or not rec.options.on(rule.id):
+        if rule is None or not rec.on(rule.id, s.offset):
             plans.append(Plan(s, None, None, False))
             continue
         chosen, note = rule.choose(s, rec.options.target_version)

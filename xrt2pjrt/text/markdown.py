@@ -15,12 +15,18 @@ from dataclasses import dataclass
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
 from xrt2pjrt.text import shell
 from xrt2pjrt.report import Finding
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted
 
+
+def _python():
+    """The Python rewriter, imported when a file needs it (it brings libcst)."""
+    return rewriters.module_for("python")
+
+
 TRIGGER = re.compile(shell.TRIGGER.pattern + r"|xla_model|xla_multiprocessing|xmp\.|xm\.")
-_PYTHON = rewriters.module_for("python")
 
 # info string / directive language -> file kind
 LANGUAGES = {
@@ -69,11 +75,11 @@ def _python_together(text: str, bodies: dict[Block, str], options: Options) -> d
     """The outcome of each Python block that parses, all of them rewritten as one program:
     a document imports torch_xla in one block and uses it in the next ones. ``bodies``:
     every code block, dedented."""
-    python = [block for block, body in bodies.items() if block.kind == "python" and _PYTHON.check(body) is None]
+    python = [block for block, body in bodies.items() if block.kind == "python" and _python().check(body) is None]
     if len(python) < 2:
         return {}
     first = [text.count("\n", 0, block.start) for block in python]  # lines before each block
-    outcomes = _PYTHON.rewrite_together([bodies[block] for block in python], options,
+    outcomes = _python().rewrite_together([bodies[block] for block in python], options,
                                         where=lambda k, line: f"line {first[k] + line}")
     return dict(zip(python, outcomes or ()))
 

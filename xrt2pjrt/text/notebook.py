@@ -20,12 +20,17 @@ from pathlib import Path
 from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
 from xrt2pjrt.text import environment, markdown, shell
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into, shifted
 from xrt2pjrt.text.environment import EnvSetting
 
-_PYTHON = rewriters.module_for("python")
-TRIGGER = re.compile(f"{shell.TRIGGER.pattern}|{_PYTHON.TRIGGER.pattern}")
+def _python():
+    """The Python rewriter, imported when a file needs it (it brings libcst)."""
+    return rewriters.module_for("python")
+
+
+TRIGGER = re.compile(f"{shell.TRIGGER.pattern}|{PYTHON_TRIGGER.pattern}")
 SHELL_CELLS = re.compile(r"%%(bash|sh|script[ \t]+(ba)?sh)\b")
 # cell magics that run the rest of the cell as Python in the notebook's namespace
 KERNEL_CELL_MAGICS = re.compile(r"%%(time|timeit|capture|prun|debug)\b")
@@ -53,14 +58,14 @@ def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
     ascii_only = "\\u" in text and not any(ord(c) > 127 for c in text)
     python = _kernel_cells(cells)
-    unparsed = [index for index, cell in python.items() if _PYTHON.check(cell.python) is not None]
+    unparsed = [index for index, cell in python.items() if _python().check(cell.python) is not None]
     together = {} if unparsed else _rewrite_together(python, options)
     for index, cell in enumerate(cells):
         lines = _first_line(text, cell) - 1
         if index in together:
             outcome = together[index]
         elif not TRIGGER.search(cell.source):
-            if index in unparsed and any(_PYTHON.TRIGGER.search(c.python) for c in python.values()):
+            if index in unparsed and any(PYTHON_TRIGGER.search(c.python) for c in python.values()):
                 rec.ask(CELL_RULE, cell.start, "this cell is not Python the codemod can parse, so each cell "
                         "was migrated on its own: a name one cell imports for another was not followed; "
                         "check the torch_xla code of the other cells by hand")
@@ -184,7 +189,7 @@ def _rewrite_together(python: dict[int, PythonCell], options: Options) -> dict[i
     they are in the kernel. Empty when that cannot be done (the cells are then rewritten one
     by one)."""
     numbers = [index + 1 for index in python]  # as Jupyter counts cells
-    outcomes = _PYTHON.rewrite_together([cell.python for cell in python.values()], options,
+    outcomes = _python().rewrite_together([cell.python for cell in python.values()], options,
                                         where=lambda k, line: f"line {line} of cell {numbers[k]}")
     if outcomes is None:
         return {}
@@ -205,7 +210,7 @@ def _code_cell(source: str, options: Options) -> Outcome | None:
     if cell is None:
         return Outcome(source)  # %%writefile of a file of a kind no rewriter reads
     try:
-        outcome = _PYTHON.rewrite(cell.python, options) if _PYTHON.TRIGGER.search(cell.python) else Outcome(cell.python)
+        outcome = _python().rewrite(cell.python, options) if PYTHON_TRIGGER.search(cell.python) else Outcome(cell.python)
     except SourceError:
         return None
     return _finish(cell, outcome, options)

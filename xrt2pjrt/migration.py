@@ -1,0 +1,174 @@
+"""One ``xrt2pjrt migrate`` run, below the command line: what the user asked (options and
+the configuration together), the files it covers, their plans, and the writes.
+
+The command line (cli.py) parses options into a ``Request`` and renders the ``Done`` it
+gets back; everything it decides on is decided here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from xrt2pjrt import codemod, config, files, report
+from xrt2pjrt.registry import TARGETS, Options, parse_version, select, split_words
+
+STDIN = Path("-")
+LAUNCHERS = ("gcloud", "xrt2pjrt")
+
+
+class UsageError(ValueError):
+    """A request that cannot run: a bad option or configuration, a missing path."""
+
+
+@dataclass
+class Request:
+    paths: list[Path]
+    write: bool = False
+    check: bool = False
+    select: list[str] | None = None
+    ignore: list[str] | None = None
+    target: str | None = None
+    target_version: str | None = None
+    zone: str | None = None
+    project: str | None = None
+    launcher: str = "gcloud"
+    jobs: int | None = None
+    config: Path | None = None
+    exclude: list[str] | None = None
+    extend_exclude: list[str] | None = None
+    force_exclude: bool = False
+    stdin_filename: Path | None = None
+    stdin: bytes | None = None  # read by the command line when a path is "-"
+
+    @property
+    def mode(self) -> str:
+        return "write" if self.write else "check" if self.check else "preview"
+
+
+@dataclass
+class Done:
+    run: report.Run
+    plans: list[codemod.Plan]
+    settings: config.Settings
+    seconds: float = 0.0
+    new_stdin: bytes | None = None  # stdin's bytes after the rewrite (the input when unchanged)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        summary = self.run.summary
+        if summary.files_failed:
+            return 2
+        return 1 if self.run.mode == "check" and summary.files_changed else 0
+
+
+def _check(request: Request) -> None:
+    if request.write and request.check:
+        raise UsageError("--write and --check exclude each other")
+    if request.launcher not in LAUNCHERS:
+        raise UsageError(f"--launcher must be gcloud or xrt2pjrt; got {request.launcher!r}")
+    if STDIN in request.paths:
+        if len(request.paths) != 1:
+            raise UsageError("'-' (stdin) cannot be given with other paths")
+        if request.stdin_filename is None:
+            raise UsageError("reading stdin ('-') needs --stdin-filename PATH: its kind and its configuration")
+        if files.kind_of(request.stdin_filename) is None:
+            raise UsageError(f"--stdin-filename {request.stdin_filename}: not a kind of file xrt2pjrt rewrites "
+                             "(.py, .sh, Dockerfile, .yaml, .md, .ipynb, ...)")
+    elif request.stdin_filename is not None:
+        raise UsageError("--stdin-filename goes with the path '-' (stdin)")
+
+
+def load_settings(request: Request) -> config.Settings:
+    if request.config is not None:
+        if not request.config.is_file():
+            raise UsageError(f"--config {request.config}: no such file")
+        return config.load(request.config)
+    paths = [request.stdin_filename if p == STDIN else p for p in request.paths]
+    starts = [p.resolve() for p in paths if p.exists()] or [Path.cwd()]
+    common = Path(os.path.commonpath([str(p) for p in starts]))
+    return config.load(config.find(common))
+
+
+def options_for(request: Request, settings: config.Settings, note: Callable[[str], None]) -> Callable[[Path], Options]:
+    """The options of each file: the selection (command line over configuration) less the
+    configuration's per-file-ignores that match the file."""
+    target = request.target or settings.target
+    if target not in TARGETS:
+        raise UsageError(f"--target must be one of {', '.join(TARGETS)}; got {target!r}")
+    try:
+        version = parse_version(request.target_version or settings.target_version)
+        chosen = request.select if split_words(request.select) else settings.select
+        rules = select(chosen, list(settings.ignore) + split_words(request.ignore), note=note)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    base = Options(rules=rules, target=target, target_version=version, zone=request.zone,
+                   project=request.project, launcher=request.launcher)
+    per_file = config.per_file_ignores(settings)
+    if not per_file:
+        return lambda path: base
+    cache: dict[tuple[str, ...], Options] = {}
+
+    def options(path: Path) -> Options:
+        words = tuple(w for match, ids in per_file if match(path) for w in ids)
+        if words not in cache:
+            cache[words] = replace(base, rules=rules.ignoring(list(words))) if words else base
+        return cache[words]
+
+    return options
+
+
+def discover(request: Request, settings: config.Settings) -> list[tuple[Path, str]]:
+    excluded = config.excluded(settings, request.exclude, request.extend_exclude)
+    if request.paths == [STDIN]:
+        name = request.stdin_filename
+        if request.force_exclude and excluded(name, False):
+            return []
+        return [(name, files.kind_of(name))]
+    try:
+        return files.discover(request.paths, excluded=excluded, force_exclude=request.force_exclude)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def migrate(request: Request, note: Callable[[str], None] = lambda message: None,
+            progress: Callable[[int, int], None] | None = None) -> Done:
+    """Plan every file the request covers, write them for --write; UsageError when it cannot run."""
+    _check(request)
+    try:
+        settings = load_settings(request)
+    except config.ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    options = options_for(request, settings, note)
+    targets = discover(request, settings)
+    started = time.perf_counter()
+    if request.paths == [STDIN]:
+        return _migrate_stdin(request, settings, options, targets, started)
+    total = len(targets)
+    plans = codemod.plan_all(targets, options, request.jobs,
+                             progress=(lambda done: progress(done, total)) if progress else None)
+    if request.write:
+        for p in plans:
+            codemod.apply(p)
+    run = report.Run([p.result for p in plans], request.mode)
+    return Done(run, plans, settings, time.perf_counter() - started)
+
+
+def _migrate_stdin(request, settings, options, targets, started) -> Done:
+    """stdin for editors: the text is planned as the file ``--stdin-filename`` names would
+    be, and nothing is written to disk (``--write`` prints the new text instead)."""
+    data = request.stdin or b""
+    plans = [codemod.plan(path, kind, options(path), data=data) for path, kind in targets]
+    texts = {}
+    for p in plans:
+        try:
+            texts[p.result.path] = files.decode(data, p.result.kind).text
+        except files.DecodeError:
+            pass
+    new = next((p.new_bytes for p in plans if p.new_bytes is not None), data)
+    run = report.Run([p.result for p in plans], request.mode, texts=texts)
+    return Done(run, plans, settings, time.perf_counter() - started, new_stdin=new)

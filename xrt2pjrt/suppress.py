@@ -1,0 +1,81 @@
+"""Inline suppression: the comments that keep a line, a statement or a file as it is.
+
+    x = xm.xrt_world_size()  # xrt2pjrt: ignore
+    xmp.spawn(fn, nprocs=8)  # xrt2pjrt: ignore[spawn-nprocs-literal, api]
+    # xrt2pjrt: skip-file
+
+Every file kind the tool rewrites writes comments with ``#`` (Python, shell, Dockerfile,
+YAML; a Markdown code block or a notebook cell is rewritten as the code it holds), so one
+reading serves all of them. ``ignore`` with no list keeps every rule off; a list names
+rule ids, id prefixes or families, as ``--ignore`` does. A marker covers every line of the
+statement it is on: the Python rewriter gives the statements' spans (so a marker on any
+line of ``xmp.spawn(...)`` over three lines keeps the call), and a command continued with
+``\\`` (where a comment can only go on the last line) is covered whole.
+
+The rewriters ask ``covers(rule, line)`` before they change or report anything: the
+Python engine before it runs a rule on a node, ``text.edits.Recorder`` before it takes a
+change or an item to decide; the engine (codemod.py) leaves a ``skip-file`` file unread.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from xrt2pjrt.registry import names
+
+_MARKER = re.compile(r"#\s*xrt2pjrt:\s*ignore(?:\[(?P<ids>[^\]]*)\])?(?![\w\[-])")
+_SKIP_FILE = re.compile(r"#\s*xrt2pjrt:\s*skip-file\b")
+_QUICK = "xrt2pjrt:"  # no marker without it: most files stop at this test
+
+EVERY_RULE = None  # a line's entry when ``ignore`` names no rule
+
+
+class Suppressions:
+    """The suppression markers of one text: line -> the rule words it names (EVERY_RULE: all)."""
+
+    def __init__(self, text: str, statements: Callable[[], Iterable[tuple[int, int]]] | None = None):
+        """``statements``: the (first, last) lines of the statements of ``text``, asked for
+        only when the text holds a marker."""
+        self.lines: dict[int, frozenset[str] | None] = {}
+        if _QUICK not in text:
+            return
+        continued_from = 1  # the first line of the logical line being read
+        for number, line in enumerate(text.splitlines(), start=1):
+            match = _MARKER.search(line)
+            if match:
+                words = EVERY_RULE if match["ids"] is None else frozenset(
+                    w.strip() for w in match["ids"].split(",") if w.strip())
+                for covered in range(continued_from, number + 1):
+                    self._add(covered, words)
+            if not line.endswith("\\"):
+                continued_from = number + 1
+        if self.lines and statements is not None:
+            for first, last in statements():
+                marked = [self.lines[n] for n in range(first, last + 1) if n in self.lines]
+                for words in marked:
+                    for covered in range(first, last + 1):
+                        self._add(covered, words)
+
+    def _add(self, line: int, words: frozenset[str] | None) -> None:
+        if words is EVERY_RULE or (line in self.lines and self.lines[line] is EVERY_RULE):
+            self.lines[line] = EVERY_RULE
+        else:
+            self.lines[line] = self.lines.get(line, frozenset()) | words
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+    def covers(self, rule_id: str, *lines: int) -> bool:
+        """True when a marker on one of ``lines`` keeps ``rule_id`` off."""
+        for line in lines:
+            words = self.lines.get(line, frozenset())
+            if words is EVERY_RULE or any(names(word, rule_id) for word in words):
+                return True
+        return False
+
+
+def skips_file(text: str) -> bool:
+    """True when ``# xrt2pjrt: skip-file`` asks to leave the whole file alone (anywhere: in a
+    notebook the comment is inside the JSON of a cell)."""
+    return _QUICK in text and _SKIP_FILE.search(text) is not None
