@@ -50,7 +50,7 @@ def test_version(tmp_path):
     assert ran.returncode == 0 and ran.stdout == f"xrt2pjrt {__version__}\n"
 
 
-COMMANDS = ["migrate", "rules", "guide", "launch", "doctor", "verify"]
+COMMANDS = ["migrate", "rules", "guide", "launch", "doctor", "verify", "run"]
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])

@@ -4,6 +4,7 @@ from the registry (tests/test_guide.py holds it to the rules): do not edit."""
 RULES: dict[str, tuple[str, bool, str]] = {
     'api-local-ordinal': ('python', True, 'xm.get_local_ordinal(defval) → xr.local_ordinal()'),
     'api-mark-step': ('python', True, 'xm.mark_step() (deprecated in 2.8) → torch_xla.sync() (2.4+)'),
+    'api-not-in-target': ('python', True, 'any other torch_xla name, keyword or positional argument the target release lacks (xm.CollectiveContext, torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings): reported with the release that removed it and its replacement, as the last check of every spot'),
     'api-ordinal': ('python', True, 'xm.get_ordinal() (removed in 2.7) → xr.global_ordinal()'),
     'api-rendezvous-payload': ('python', True, "xm.rendezvous(tag, 'text'): PJRT takes bytes only (TypeError); a str literal becomes b'...'"),
     'api-supported-devices': ('python', True, 'xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8)'),
@@ -19,7 +20,7 @@ RULES: dict[str, tuple[str, bool, str]] = {
     'env-xrt-replica-vars': ('python', True, 'XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed'),
     'env-xrt-tpu-config': ('python', True, "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported"),
     'env-xrt-unprefixed': ('python', True, 'TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR (XRT-era, no XRT_ prefix) set → removed; reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT'),
-    'import-gone-module': ('python', True, 'imports of torch_xla modules 2.9 no longer has (experimental.pjrt, experimental.xla_sharding, utils.gcsfs, amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported with what to use instead'),
+    'import-gone-module': ('python', True, 'imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs, amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported with what to use instead'),
     'install-xrt-era-release': ('shell', True, 'pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla (tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py, cloud-tpu-client): reported with what to install instead'),
     'launch-xla-dist': ('shell', False, 'python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME --worker=all --command="PJRT_DEVICE=TPU …" (or `xrt2pjrt launch` with --launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.'),
     'manual-borrowed-alias': ('python', True, "xm / xmp imported from a module of the project (from tpu_utils import xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name"),
