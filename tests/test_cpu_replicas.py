@@ -215,6 +215,14 @@ def _mp_fn(index):
     seen["scaled"] = xm.all_reduce("sum", f(r), scale=0.25).cpu().tolist()
     seen["int scaled"] = xm.all_reduce("sum", i32(r), scale=2.0).cpu().tolist()
     seen["grouped"] = xm.all_reduce("sum", f(r), groups=[[0, 2], [1, 3]]).cpu().tolist()
+    mixed = [f(*[r] * 5), i32(r, 1, 2), f(), torch.tensor(r + 0.5, device=d), f(*range(1001))]
+    xm.all_reduce("sum", mixed)  # dtypes, sizes not a multiple of 4, empty, 0-dim: one call
+    seen["mixed list"] = [t.cpu().tolist() for t in mixed[:4]] + [mixed[4].sum().item()]
+    for groups in (None, [[0], [1], [2], [3]]):  # a result never shares memory with its input
+        source = f(r, r)
+        reduced = xm.all_reduce("sum", source, groups=groups)
+        reduced.add_(100)
+        seen[f"input kept, groups={groups}"] = source.cpu().tolist()
     a, b = f(r), f(r, 1.0).view(1, 2)
     inputs = [a, b]
     returned = xm.all_reduce("max", inputs)
@@ -283,6 +291,8 @@ def test_collectives_have_xla_semantics_across_4_processes(tmp_path):
         assert got["scaled"] == [1.5]
         assert got["int scaled"] == [12]
         assert got["grouped"] == [[2.0], [4.0]][r % 2]
+        assert got["mixed list"] == [[6.0] * 5, [6, 4, 8], [], 8.0, 4 * sum(range(1001))]
+        assert got["input kept, groups=None"] == got["input kept, groups=[[0], [1], [2], [3]]"] == [r, r]
         assert got["list returned itself"] is True
         assert got["list in place"] == [[3.0], [[3.0, 1.0]]]
         for pin in (True, False):

@@ -29,13 +29,16 @@ replica i has ordinal ``h * nprocs + i``, as torch_xla numbers a pod's processes
 ``MASTER_ADDR`` does not pick the right one.
 
 One mechanism serves every collective: gather every group member's bytes (one gloo
-allgather per call), then compute XLA's result locally in group order. It costs N times
-the data of a ring algorithm, which a test mode can afford, and it makes every member
-compute a bit-identical result (so data-parallel replicas keep identical weights) with
-XLA's semantics for each reduce type (bitwise and/or, NaN-propagating min/max, the scale
-converted to the element type). Unlike XLA each collective syncs the graph of its inputs
-(one execution per call); ``pin_layout`` changes no result, so it only selects torch_xla's
-all_reduce-based all_gather, which is kept for identical results.
+allgather per call), then compute XLA's result locally in group order. That moves N times
+the data of a ring algorithm, so reductions, where the data is large (gradients), take
+the ring's traffic instead: a gloo all-to-all hands member p the p-th chunk of everyone's
+values, p folds its chunk, and a gloo allgather hands every member every folded chunk.
+Either way each element is folded in group order, so every member gets a bit-identical
+result (data-parallel replicas keep identical weights) with XLA's semantics for each
+reduce type (bitwise and/or, NaN-propagating min/max, the scale converted to the element
+type). Unlike XLA each collective syncs the graph of its inputs (one execution per call);
+``pin_layout`` changes no result, so it only selects torch_xla's all_reduce-based
+all_gather, which is kept for identical results.
 
 Faults: a replica that raises or dies makes the parent end the others and raise
 :class:`ReplicaFailed` naming the replica and its exit code; across hosts the failure is
@@ -233,16 +236,40 @@ def _exchange(tensors: Sequence, members: Sequence[int]) -> list[list]:
 
 
 def _to_host(tensors: Sequence) -> list:
-    """Host copies; XLA tensors come over in one graph execution."""
+    """The tensors' values on the host, to be read only (they may share an input's memory).
+    XLA tensors come over in one graph execution."""
     xla = [t for t in tensors if t.device.type == "xla"]
-    fetched = iter(_xla_to_cpu(xla)) if xla else iter(())
-    return [next(fetched) if t.device.type == "xla" else t.detach().clone() for t in tensors]
+    fetched = iter(_xla_to_host(xla)) if xla else iter(())
+    return [next(fetched) if t.device.type == "xla" else t.detach() for t in tensors]
 
 
-def _xla_to_cpu(tensors: list) -> list:
+def _xla_to_host(tensors: list) -> list:
+    """A PJRT CPU buffer is host memory: after the sync, torch_xla's DLPack export lends it
+    without a copy (a copy where a tensor has no buffer of its own)."""
+    import torch
     import torch_xla
 
-    return torch_xla._XLAC._xla_get_cpu_tensors(tensors)
+    torch_xla._XLAC._xla_sync_multi(tensors, devices=[], wait=True)
+    try:
+        torch_xla._XLAC._get_tensors_handle(tensors)  # raises for a tensor without a buffer
+    except RuntimeError:
+        return torch_xla._XLAC._xla_get_cpu_tensors(tensors)
+    return [torch.utils.dlpack.from_dlpack(torch_xla._XLAC._to_dlpack(t)) for t in tensors]
+
+
+def _on_device(result, like):
+    """``result`` (host memory of its own, shared with nothing) on ``like``'s device: XLA's
+    CPU client takes it over without a copy where it is compact and 64-byte aligned."""
+    import torch
+
+    if like.device.type != "xla":
+        return result
+    import torch_xla
+
+    try:
+        return torch_xla._XLAC._from_dlpack(torch.utils.dlpack.to_dlpack(result))
+    except RuntimeError:  # unaligned or strided: copied
+        return result.to(like.device)
 
 
 # --- collectives (XRT-era signatures) -----------------------------------------------------
@@ -271,9 +298,12 @@ def _fold(reduce_type: str, values: list, scale: float):
         "min": torch.minimum,
         "max": torch.maximum,
     }[kind]
-    result = values[0]
-    for value in values[1:]:
-        result = combine(result, value)
+    if len(values) == 1:
+        result = values[0].clone()  # never the caller's memory
+    else:
+        result = combine(values[0], values[1])
+        for value in values[2:]:
+            combine(result, value, out=result)  # in place: no new buffer per member
     if scale != 1.0:
         # XLA multiplies by the scale converted to the element type (0.5 -> 0 for ints).
         result = result * torch.tensor(scale, dtype=result.dtype)
@@ -281,8 +311,67 @@ def _fold(reduce_type: str, values: list, scale: float):
 
 
 def _reduce(reduce_type: str, tensors: Sequence, scale: float, members: Sequence[int]) -> list:
-    gathered = _exchange(tensors, members)
-    return [_fold(reduce_type, [member[i] for member in gathered], scale) for i in range(len(tensors))]
+    """XLA's AllReduce of every tensor; the tensors of one dtype travel as one buffer."""
+    import torch
+
+    host = _to_host(tensors)
+    results: list = [None] * len(host)
+    by_dtype: dict = {}
+    for index, tensor in enumerate(host):
+        by_dtype.setdefault(tensor.dtype, []).append(index)
+    for indices in by_dtype.values():
+        flat, offsets = _packed([host[i] for i in indices])
+        reduced = _reduce_flat(reduce_type, flat, scale, members)
+        for i, offset in zip(indices, offsets):
+            results[i] = reduced[offset : offset + host[i].numel()].view(host[i].shape)
+    return results
+
+
+_ALIGN_BYTES = 64  # the alignment XLA's CPU client needs to take host memory over
+
+
+def _packed(tensors: list) -> tuple:
+    """One flat buffer of ``tensors`` (each starting 64-byte aligned), and their offsets."""
+    import torch
+
+    if len(tensors) == 1:
+        return tensors[0].reshape(-1), [0]
+    step = max(1, _ALIGN_BYTES // tensors[0].element_size())
+    parts, offsets, position = [], [], 0
+    for tensor in tensors:
+        offsets.append(position)
+        parts.append(tensor.reshape(-1))
+        padding = -tensor.numel() % step
+        if padding:
+            parts.append(tensor.new_zeros(padding))
+        position += tensor.numel() + padding
+    return torch.cat(parts), offsets
+
+
+def _reduce_flat(reduce_type: str, flat, scale: float, members: Sequence[int]):
+    """Member p folds chunk p of every member's ``flat`` (in group order), then all gather."""
+    import torch
+
+    size = len(members)
+    if size == 1 or flat.numel() == 0:
+        return _fold(reduce_type, [flat], scale)
+    chunk = -(-flat.numel() // size)
+    padded = torch.cat([flat, flat.new_zeros(chunk * size - flat.numel())]) if chunk * size != flat.numel() else flat
+    transport = _world()
+    group, wait = transport.group(members), datetime.timedelta(seconds=transport.timeout)
+    mine = torch.empty_like(padded)  # row q: member q's values of my chunk
+    group.alltoall_base(_bytes(mine), _bytes(padded), [], []).wait(wait)
+    folded = _fold(reduce_type, list(mine.view(size, chunk)), scale).contiguous()
+    gathered = torch.empty_like(padded)
+    group._allgather_base(_bytes(gathered), _bytes(folded)).wait(wait)
+    return gathered[: flat.numel()]
+
+
+def _bytes(tensor):
+    """The tensor's storage as uint8 (gloo moves any dtype as bytes: bool, bfloat16, ...)."""
+    import torch
+
+    return tensor.view(torch.uint8)
 
 
 def _write(outputs: Sequence, results: Sequence) -> None:
@@ -290,7 +379,7 @@ def _write(outputs: Sequence, results: Sequence) -> None:
 
     with torch.no_grad():
         for output, result in zip(outputs, results):
-            output.copy_(result)
+            output.copy_(_on_device(result, output))
 
 
 def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
@@ -302,7 +391,7 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     tensors = [inputs] if single else list(inputs)
     results = _reduce(reduce_type, tensors, scale, members)
     if single:
-        return results[0].to(inputs.device)
+        return _on_device(results[0], inputs)
     _write(tensors, results)
     return inputs
 
@@ -321,7 +410,7 @@ def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
         if output is not None:
             _write([output], [result])
             return output
-        return result.to(value.device)
+        return _on_device(result, value)
     if not (isinstance(value, list) and all(isinstance(v, torch.Tensor) for v in value)):
         raise TypeError(f"`value` needs to be a Tensor or a list of Tensors, but given {type(value)}.")
     if pin_layout:
@@ -332,7 +421,7 @@ def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
         _check_output_list(output, value)
         _write(output, results)
         return output
-    return [r.to(v.device) for r, v in zip(results, value)]
+    return [_on_device(r, v) for r, v in zip(results, value)]
 
 
 def _all_gather_using_all_reduce(value, dim, members, groups):
@@ -376,7 +465,7 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
             _check_output_list(output, tensors)
         _write(outputs, shards)
         return output
-    placed = [s.to(t.device) for s, t in zip(shards, tensors)]
+    placed = [_on_device(s, t) for s, t in zip(shards, tensors)]
     return placed[0] if single else placed
 
 
@@ -401,7 +490,7 @@ def all_to_all(value, split_dimension, concat_dimension, split_count, groups=Non
     position = members.index(get_ordinal())
     gathered = _exchange([value], members)
     chunks = [_shard(member[0], split_dimension, split_count, position) for member in gathered]
-    return torch.cat(chunks, concat_dimension).to(value.device)
+    return _on_device(torch.cat(chunks, concat_dimension), value)
 
 
 def collective_permute(value, pairs):
