@@ -2,12 +2,13 @@
 from the registry (tests/test_guide.py holds it to the rules): do not edit."""
 
 RULES: dict[str, tuple[str, bool, str]] = {
+    'api-keywords': ('python', True, 'keywords torch_xla 2.x renamed or dropped: send_cpu_data_to_device(data=) → datas=, ParallelLoader(loader=) → cpu_loader= (2.5+), FSDP(mark_step_on_finalization=) → sync_on_finalization= (2.8+), all_reduce(cctx=) dropped'),
     'api-local-ordinal': ('python', True, 'xm.get_local_ordinal(defval) → xr.local_ordinal()'),
     'api-mark-step': ('python', True, 'xm.mark_step() (deprecated in 2.8) → torch_xla.sync() (2.4+)'),
     'api-not-in-target': ('python', True, 'any other torch_xla name, keyword or positional argument the target release lacks (xm.CollectiveContext, torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings): reported with the release that removed it and its replacement, as the last check of every spot'),
     'api-ordinal': ('python', True, 'xm.get_ordinal() (removed in 2.7) → xr.global_ordinal()'),
     'api-rendezvous-payload': ('python', True, "xm.rendezvous(tag, 'text'): PJRT takes bytes only (TypeError); a str literal becomes b'...'"),
-    'api-supported-devices': ('python', True, 'xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8)'),
+    'api-supported-devices': ('python', True, 'xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8); as a probe (bool(...), if ..., len(...) > 0, ... is not None) → xr.device_type() == devkind'),
     'api-using-pjrt': ('python', True, 'xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; `if xr.using_pjrt():` keeps its body and loses its XRT-only else'),
     'api-world-size': ('python', True, 'xm.xrt_world_size() (removed in 2.7) → xr.world_size()'),
     'api-xla-device': ('python', True, 'xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)'),
@@ -33,7 +34,7 @@ RULES: dict[str, tuple[str, bool, str]] = {
     'manual-star-import': ('python', True, 'from torch_xla... import *: the names it brings cannot be followed; report'),
     'manual-xla-dist': ('python', True, 'torch_xla.distributed.xla_dist used from Python (removed in 2.1): report'),
     'pjrt-rendezvous': ('python', True, 'pjrt.rendezvous(tag, payload, ordinals) → xm.xla_rendezvous(payload, ordinals, tag=tag)'),
-    'pjrt-run-multiprocess': ('python', False, "pjrt.run_multiprocess(fn, *args) → xmp.spawn when its result is unused, else xrt2pjrt.shim's run_multiprocess (no public API returns results)"),
+    'pjrt-run-multiprocess': ('python', False, "pjrt.run_multiprocess(fn, *args) / pjrt._run_multiprocess → xrt2pjrt.shim's run_multiprocess, which calls fn(*args) as before (xmp.spawn would call fn(index, *args)); a used result is reported"),
     'pjrt-runtime': ('python', True, 'torch_xla.experimental.pjrt.* (deleted in 2.5) → torch_xla.runtime (xr.*)'),
     'pjrt-spawn': ('python', True, 'pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name'),
     'shim-imports': ('python', True, "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt.shim; calls kept"),

@@ -24,8 +24,9 @@ RUNTIME_READS = {
     "XRT_SHARD_WORLD_SIZE": "xr.world_size()",
     "XRT_SHARD_ORDINAL": "xr.global_ordinal()",
     "XRT_SHARD_LOCAL_ORDINAL": "xr.local_ordinal()",
-    "XRT_HOST_ORDINAL": "xr.process_index()",
-    "XRT_HOST_WORLD_SIZE": "xr.process_count()",
+    # Hosts, not processes: xr.process_index()/process_count() count processes (4 on one v4-8).
+    "XRT_HOST_ORDINAL": "xr.host_index()",
+    "XRT_HOST_WORLD_SIZE": "xr.process_count() // xr.local_process_count() (the number of hosts)",
 }
 
 

@@ -75,6 +75,11 @@ class Context:
             text = comment if isinstance(comment, str) else message
             self._engine.statements[-1].comments.append(todo_comment(text, self.rule_id))
 
+    def parent(self, level: int = 1) -> cst.CSTNode | None:
+        """The original node ``level`` steps above the one being visited (1: its parent)."""
+        ancestors = self._engine.ancestors
+        return ancestors[-level] if level <= len(ancestors) else None
+
     @property
     def reported_here(self) -> bool:
         """True when a rule has reported a manual item on the node being visited."""

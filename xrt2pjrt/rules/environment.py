@@ -365,9 +365,10 @@ class ReplicaVariables(EnvRule):
             "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
             "hosts = int(os.environ.get(xenv.HOST_WORLD_SIZE, '1'))\n",
             "import os\n\n"
-            "# TODO(xrt2pjrt): XRT_HOST_WORLD_SIZE is never set under PJRT: use xr.process_count() "
+            "# TODO(xrt2pjrt): XRT_HOST_WORLD_SIZE is never set under PJRT: use xr.process_count() // "
+            "xr.local_process_count() (the number of hosts) "
             "[env-xrt-replica-vars]\nhosts = int(os.environ.get('XRT_HOST_WORLD_SIZE', '1'))\n",
-            manual=("xr.process_count()",),
+            manual=("xr.local_process_count()",),
         ),
         Example(
             "import os\n\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",

@@ -11,7 +11,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import Example, register
 from xrt2pjrt.rules.base import PythonRule, argument, code, keywordize, named
-from xrt2pjrt.rules.runtime_api import XM, XR, Rename, RenameRule, Spelling
+from xrt2pjrt.rules.runtime_api import DEVKIND, XM, XR, Dropped, Rename, RenameRule, Spelling
 
 PJRT = "torch_xla.experimental.pjrt"
 XMP = "torch_xla.distributed.xla_multiprocessing"
@@ -27,7 +27,8 @@ PJRT_RENAMES: tuple[Rename, ...] = (
     *(Rename(f"{PJRT}.{name}", (Spelling(XR, name, "xr", (2, 1)),)) for name in _SAME_IN_RUNTIME),
     Rename(f"{PJRT}.xla_device",
            (Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),)),
-            Spelling(XR, "xla_device", "xr", (2, 1), (2, 7)))),
+            Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
+           (Dropped("devkind", 1, None, DEVKIND),)),
     Rename(f"{PJRT}.device_attributes", (Spelling(XR, "runtime_device_attributes", "xr", (2, 1)),)),
     Rename(f"{PJRT}.global_device_attributes", (Spelling(XR, "global_runtime_device_attributes", "xr", (2, 1)),)),
     Rename(f"{PJRT}.broadcast_master_param", (Spelling(XM, "broadcast_master_param", "xm", (2, 1)),)),
@@ -43,6 +44,12 @@ class PjrtRuntime(RenameRule):
         Example(
             "from torch_xla.experimental import pjrt\n\nif pjrt.global_ordinal() == 0:\n    print(pjrt.world_size())\n",
             "import torch_xla.runtime as xr\n\nif xr.global_ordinal() == 0:\n    print(xr.world_size())\n",
+        ),
+        Example(  # the device kind goes: torch_xla.device takes none (TypeError)
+            "from torch_xla.experimental import pjrt\n\ndevice = pjrt.xla_device(0, 'TPU')\n",
+            "import torch_xla\n\n# TODO(xrt2pjrt): devkind='TPU' dropped: PJRT_DEVICE chooses the device type "
+            "[pjrt-runtime]\ndevice = torch_xla.device(0)\n",
+            manual=("devkind='TPU' dropped",),
         ),
         Example(
             "import torch_xla.runtime as xr\nfrom torch_xla.experimental.pjrt import local_ordinal, world_size\n\n"
@@ -126,44 +133,34 @@ class PjrtSpawn(PythonRule):
         return keywordize(node, params).with_changes(func=ctx.ref(XMP, "spawn", "xmp"))
 
 
-_INDEX_FIRST = "xmp.spawn calls fn(index, *args): give fn a first parameter for the process index"
+_RESULTS = "results now come from xrt2pjrt.shim; torch_xla has no public API that returns per-process results"
 
 
 @register
 class PjrtRunMultiprocess(PythonRule):
     id = "pjrt-run-multiprocess"
-    summary = ("pjrt.run_multiprocess(fn, *args) → xmp.spawn when its result is unused, "
-               "else xrt2pjrt.shim's run_multiprocess (no public API returns results)")
+    summary = ("pjrt.run_multiprocess(fn, *args) / pjrt._run_multiprocess → xrt2pjrt.shim's run_multiprocess, "
+               "which calls fn(*args) as before (xmp.spawn would call fn(index, *args)); a used result is reported")
     safe = False
     names = frozenset({f"{PJRT}.run_multiprocess", f"{PJRT}._run_multiprocess"})
     examples = (
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.run_multiprocess(train, flags)\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            f"# TODO(xrt2pjrt): {_INDEX_FIRST} [pjrt-run-multiprocess]\n"
-            "xmp.spawn(train, args=(flags,))\n",
-            manual=("index",),
+            "from torch_xla.experimental import pjrt\n\npjrt._run_multiprocess(train, flags)\n",
+            "import xrt2pjrt.shim.xla_multiprocessing as shim_xmp\n\nshim_xmp.run_multiprocess(train, flags)\n",
         ),
         Example(
             "from torch_xla.experimental import pjrt\n\nresults = pjrt.run_multiprocess(evaluate, model)\n",
             "import xrt2pjrt.shim.xla_multiprocessing as shim_xmp\n\n"
-            "# TODO(xrt2pjrt): results now come from xrt2pjrt.shim; torch_xla has no public API that returns "
-            "per-process results [pjrt-run-multiprocess]\n"
+            f"# TODO(xrt2pjrt): {_RESULTS} [pjrt-run-multiprocess]\n"
             "results = shim_xmp.run_multiprocess(evaluate, model)\n",
             manual=("results",),
         ),
     )
 
     def call(self, ctx, node, name):
-        if not ctx.is_whole_statement() or not node.args or any(a.keyword or a.star for a in node.args):
-            ctx.manual("results now come from xrt2pjrt.shim; torch_xla has no public API that returns per-process results")
-            ctx.change("pjrt.run_multiprocess → xrt2pjrt.shim.xla_multiprocessing.run_multiprocess")
-            return node.with_changes(func=ctx.ref(SHIM_XMP, "run_multiprocess", "shim_xmp"))
-        fn, *rest = node.args
-        args = ", ".join(code(arg.value) for arg in rest)
-        call = f"spawn({code(fn.value)}" + (f", args=({args},))" if rest else ")")
-        ctx.manual(_INDEX_FIRST)
-        ctx.change("pjrt.run_multiprocess → xmp.spawn (result was unused)")
-        new = cst.parse_expression(call)
-        return new.with_changes(func=ctx.ref(XMP, "spawn", "xmp"))
-
+        # Not xmp.spawn, even where the result goes unused: it calls fn(index, *args).
+        if not ctx.is_whole_statement():
+            ctx.manual(_RESULTS)
+        ctx.change(f"pjrt.{name.rsplit('.', 1)[1]} → xrt2pjrt.shim.xla_multiprocessing.run_multiprocess "
+                   "(fn(*args), as before)")
+        return node.with_changes(func=ctx.ref(SHIM_XMP, "run_multiprocess", "shim_xmp"))

@@ -163,6 +163,7 @@ class _Engine(cst.CSTTransformer):
             for node_type in rule.nodes:
                 self.by_type.setdefault(node_type, []).append(rule)
         self.dispatch_start = 0  # len(manual) when the node being visited was reached
+        self.ancestors: list[cst.CSTNode] = []  # the original nodes around the one being visited
         self.changes: list[Finding] = []
         self.manual: list[Finding] = []
         self.scope: imports.Scope | None = None
@@ -261,6 +262,7 @@ class _Engine(cst.CSTTransformer):
         return position.start.line if position is not None else 0
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        self.ancestors.append(node)
         roles = _roles(type(node))
         if not roles:
             return True
@@ -300,6 +302,7 @@ class _Engine(cst.CSTTransformer):
         return True
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        self.ancestors.pop()
         roles = _roles(type(original))
         if roles & _DISPATCHED or type(original) in self.by_type:
             updated = self._dispatch(original, updated)

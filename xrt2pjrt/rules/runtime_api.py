@@ -18,6 +18,8 @@ from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, keyword
 
 XM = "torch_xla.core.xla_model"
 XR = "torch_xla.runtime"
+PL = "torch_xla.distributed.parallel_loader"
+FSDP = "torch_xla.distributed.fsdp"
 LATEST = (2, 9)
 
 
@@ -47,6 +49,8 @@ class Dropped:
     # Match a positional argument only when it is a string or None literal: the new
     # function may take something else at that position.
     positional_if_str: bool = False
+    # Dropping it never changes what the call does (an XRT-only hint): no item to decide.
+    harmless: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ class Rename:
 
 
 _DEFVAL = "under PJRT the fallback is never used; check nothing relied on it"
-_DEVKIND = "PJRT_DEVICE chooses the device type"
+DEVKIND = "PJRT_DEVICE chooses the device type"
 
 _DEVICE = Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),))
 
@@ -80,15 +84,29 @@ RENAMES: tuple[Rename, ...] = (
            (Dropped("defval", 0, 0, _DEFVAL),)),
     Rename(f"{XM}.xla_device",
            (_DEVICE, Spelling(XM, "xla_device", "xm", (2, 1))),
-           (Dropped("devkind", 1, None, _DEVKIND),)),
+           (Dropped("devkind", 1, None, DEVKIND),)),
     Rename(f"{XR}.xla_device",
            (_DEVICE, Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
-           (Dropped("devkind", 1, None, _DEVKIND),)),
+           (Dropped("devkind", 1, None, DEVKIND),)),
     Rename(f"{XM}.mark_step",
            (Spelling("torch_xla", "sync", None, (2, 5)), Spelling("torch_xla", "sync", None, (2, 4), takes_args=False))),
     Rename(f"{XM}.get_xla_supported_devices", (Spelling(XM, "get_xla_supported_devices", "xm", (2, 1)),),
-           (Dropped("devkind", 0, None, _DEVKIND, positional_if_str=True),),
+           (Dropped("devkind", 0, None, DEVKIND, positional_if_str=True),),
            params=("devkind", "max_devices")),
+    # Keywords renamed or dropped under the same name (read from v1.13 against 2.1 … 2.9).
+    Rename(f"{XM}.send_cpu_data_to_device",
+           (Spelling(XM, "send_cpu_data_to_device", "xm", (2, 1), keywords=(("data", "datas"),)),)),
+    Rename(f"{PL}.ParallelLoader",
+           (Spelling(PL, "ParallelLoader", "pl", (2, 5), keywords=(("loader", "cpu_loader"),)),
+            Spelling(PL, "ParallelLoader", "pl", (2, 1), (2, 4)))),
+    *(Rename(f"{module}.XlaFullyShardedDataParallel",
+             (Spelling(module, "XlaFullyShardedDataParallel", None, (2, 8),
+                       keywords=(("mark_step_on_finalization", "sync_on_finalization"),)),
+              Spelling(module, "XlaFullyShardedDataParallel", None, (2, 1), (2, 7))))
+      for module in (FSDP, f"{FSDP}.xla_fully_sharded_data_parallel")),
+    Rename(f"{XM}.all_reduce", (Spelling(XM, "all_reduce", "xm", (2, 1)),),
+           (Dropped("cctx", 4, None, "XRT's collective context is gone", harmless=True),),
+           params=("reduce_type", "inputs", "scale", "groups", "cctx", "pin_layout")),
 )
 
 
@@ -118,17 +136,20 @@ class RenameRule(PythonRule):
             return node
         for index, param in dropped.items():
             value = node.args[index].value
-            if literal(value) is NOT_LITERAL or literal(value) != param.default:
+            if not param.harmless and (literal(value) is NOT_LITERAL or literal(value) != param.default):
                 ctx.manual(f"{param.name}={code(value)} dropped: {param.why}")
         # Positional arguments after a dropped one are passed by name to keep their meaning.
         new = keywordize(node, rename.params, start=min(dropped) + 1) if dropped else node
         new = without_args(new, set(dropped))
+        renamed = [(arg.keyword.value, new_keyword) for arg in new.args if arg.keyword is not None
+                   for old, new_keyword in spelling.keywords if arg.keyword.value == old]
         new = new.with_changes(args=[_renamed_keyword(arg, spelling) for arg in new.args])
         if spelling.dotted != name:
             new = new.with_changes(func=ctx.ref(spelling.module, spelling.attr, spelling.alias))
             ctx.change(self._message(name, spelling, rename))
-        elif dropped:
-            ctx.change(f"{short(name)}(): dropped {', '.join(p.name for p in dropped.values())}")
+        elif dropped or renamed:
+            done = [f"{p.name} dropped ({p.why})" for p in dropped.values()] + [f"{a}= → {b}=" for a, b in renamed]
+            ctx.change(f"{short(name)}(): {', '.join(done)}")
         return new
 
     @staticmethod
@@ -161,7 +182,7 @@ def _renamed_keyword(arg: cst.Arg, spelling: Spelling) -> cst.Arg:
 
 
 _ALIASES = {XM: "xm", XR: "xr", "torch_xla.experimental.pjrt": "pjrt",
-            "torch_xla.distributed.xla_multiprocessing": "xmp"}
+            "torch_xla.distributed.xla_multiprocessing": "xmp", PL: "pl"}
 
 
 def short(dotted: str) -> str:
@@ -240,7 +261,7 @@ class XlaDevice(RenameRule):
         ),
         Example(
             "import torch_xla\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(n=1, devkind='TPU')\n",
-            "import torch_xla\n\n# TODO(xrt2pjrt): devkind='TPU' dropped: " + _DEVKIND + " [api-xla-device]\n"
+            "import torch_xla\n\n# TODO(xrt2pjrt): devkind='TPU' dropped: " + DEVKIND + " [api-xla-device]\n"
             "device = torch_xla.device(index=1)\n",
             manual=("devkind='TPU' dropped",),
         ),
@@ -271,23 +292,158 @@ class MarkStep(RenameRule):
     )
 
 
+_PROBE = ("a TPU probe answers by the runtime's device type: PJRT lists the devices of that type only, "
+          "so the devices of the kind asked for are never missing from the list")
+
+
 @register
 class SupportedDevices(RenameRule):
     id = "api-supported-devices"
-    summary = "xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8)"
+    summary = ("xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8); as a probe "
+               "(bool(...), if ..., len(...) > 0, ... is not None) → xr.device_type() == devkind")
     targets = ("native",)
     table = _table(f"{XM}.get_xla_supported_devices")
+    nodes = (cst.Comparison,)
     examples = (
         Example(
             "import torch_xla.core.xla_model as xm\n\ndevices = xm.get_xla_supported_devices('TPU', 8)\n",
             "import torch_xla.core.xla_model as xm\n\n"
-            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + _DEVKIND + " [api-supported-devices]\n"
+            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + DEVKIND + " [api-supported-devices]\n"
             "devices = xm.get_xla_supported_devices(max_devices=8)\n",
             manual=("devkind='TPU' dropped",),
         ),
         Example(
             "import torch_xla.core.xla_model as xm\n\nn = len(xm.get_xla_supported_devices(max_devices=8))\n",
             "import torch_xla.core.xla_model as xm\n\nn = len(xm.get_xla_supported_devices(max_devices=8))\n",
+        ),
+        Example(  # on a CPU host this answered False under XRT, and must still
+            "import torch_xla.core.xla_model as xm\n\nhas_tpu = bool(xm.get_xla_supported_devices('TPU'))\n"
+            "if not xm.get_xla_supported_devices(devkind='GPU'):\n    print('no GPU')\n",
+            "import torch_xla.runtime as xr\n\nhas_tpu = bool(xr.device_type() == 'TPU')\n"
+            "if not xr.device_type() == 'CUDA':\n    print('no GPU')\n",
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\ndef found(kind):\n"
+            "    return len(xm.get_xla_supported_devices(devkind=kind)) > 0\n",
+            "import torch_xla.runtime as xr\n\ndef found(kind):\n    return xr.device_type() == kind\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        kind = self._kind(ctx.original)
+        if kind is not None:
+            if _tested(ctx, 1):
+                ctx.change(f"{code(ctx.original)} as a probe → xr.device_type() == {code(kind)}: {_PROBE}")
+                return self._probe(ctx, kind, negated=False)
+            if self._counted(ctx) is not None:
+                return node  # the comparison around it is the probe: see leave
+        return super().call(ctx, node, name)
+
+    def leave(self, ctx, original, updated):
+        """``len(C) > 0``, ``len(C) == 0``, ``C is not None`` ... for C a call with a device kind."""
+        found = _counted_call(original)
+        if found is None or ctx.resolve(found[0].func) not in self.names:
+            return updated
+        call, negated = found
+        kind = self._kind(call)
+        if kind is None:
+            return updated
+        ctx.change(f"{code(original)} as a probe → xr.device_type() {'!=' if negated else '=='} {code(kind)}: {_PROBE}")
+        return self._probe(ctx, kind, negated).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    def _counted(self, ctx):
+        """The comparison this call's count or None-ness is tested by, if any."""
+        for level in (1, 3):  # C is None / len(C) > 0 (Call len -> Arg -> C)
+            comparison = ctx.parent(level)
+            if isinstance(comparison, cst.Comparison):
+                found = _counted_call(comparison)
+                if found is not None and found[0] is ctx.original:
+                    return comparison
+        return None
+
+    def _kind(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The device kind the call asks for (by keyword, or a literal string first)."""
+        found = self._dropped(call, self.by_old[f"{XM}.get_xla_supported_devices"])
+        if not found:
+            return None
+        value = call.args[next(iter(found))].value
+        return None if literal(value) is None else value
+
+    @staticmethod
+    def _probe(ctx, kind: cst.BaseExpression, negated: bool) -> cst.Comparison:
+        # XRT's 'GPU' is PJRT's 'CUDA' (2.2 … 2.8; torch_xla 2.9 has no GPU device).
+        if literal(kind) == "GPU" and ctx.target_version >= (2, 2):
+            kind = kind.with_changes(value=kind.value.replace("GPU", "CUDA"))
+        operator = cst.NotEqual() if negated else cst.Equal()
+        return cst.Comparison(cst.Call(ctx.ref(XR, "device_type", "xr")), [cst.ComparisonTarget(operator, kind)])
+
+
+def _tested(ctx, level: int) -> bool:
+    """Whether the node ``level`` steps below ``ctx.parent(level)`` is only tested for truth:
+    an ``if``/``while``/``assert``/``x if ... else y`` test, ``not ...``, ``bool(...)``."""
+    parent, child = ctx.parent(level), ctx.original if level == 1 else ctx.parent(level - 1)
+    if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert)):
+        return parent.test is child
+    if isinstance(parent, cst.UnaryOperation):
+        return isinstance(parent.operator, cst.Not)
+    if isinstance(parent, cst.Arg):
+        call = ctx.parent(level + 1)
+        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "bool"
+                and len(call.args) == 1 and ctx.resolve(call.func) is None)
+    return False
+
+
+# (operator, number): a count compared so that the comparison says "some" (False: "none")
+_SOME = {(cst.GreaterThan, 0): True, (cst.NotEqual, 0): True, (cst.GreaterThanEqual, 1): True,
+         (cst.Equal, 0): False, (cst.LessThan, 1): False, (cst.LessThanEqual, 0): False}
+
+
+def _counted_call(comparison: cst.Comparison) -> tuple[cst.Call, bool] | None:
+    """(C, negated) for ``len(C) > 0`` (or == 0, ...) and ``C is not None`` (or is None)."""
+    if len(comparison.comparisons) != 1:
+        return None
+    left, (target,) = comparison.left, comparison.comparisons
+    if isinstance(target.operator, (cst.Is, cst.IsNot)) and literal(target.comparator) is None:
+        return (left, isinstance(target.operator, cst.Is)) if isinstance(left, cst.Call) else None
+    count = literal(target.comparator)
+    some = _SOME.get((type(target.operator), count)) if isinstance(count, int) else None
+    if (some is None or not isinstance(left, cst.Call) or not isinstance(left.func, cst.Name)
+            or left.func.value != "len" or len(left.args) != 1 or not isinstance(left.args[0].value, cst.Call)):
+        return None
+    return left.args[0].value, not some
+
+
+@register
+class Keywords(RenameRule):
+    id = "api-keywords"
+    summary = ("keywords torch_xla 2.x renamed or dropped: send_cpu_data_to_device(data=) → datas=, "
+               "ParallelLoader(loader=) → cpu_loader= (2.5+), FSDP(mark_step_on_finalization=) → "
+               "sync_on_finalization= (2.8+), all_reduce(cctx=) dropped")
+    table = _table(f"{XM}.send_cpu_data_to_device", f"{PL}.ParallelLoader", f"{FSDP}.XlaFullyShardedDataParallel",
+                   f"{FSDP}.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel", f"{XM}.all_reduce")
+    examples = (
+        Example(
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "loader = pl.ParallelLoader(loader=train_loader, devices=[device])\n",
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "loader = pl.ParallelLoader(cpu_loader=train_loader, devices=[device])\n",
+        ),
+        Example(
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "loader = pl.ParallelLoader(loader=train_loader, devices=[device])\n",
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "loader = pl.ParallelLoader(loader=train_loader, devices=[device])\n",
+            options={"target_version": (2, 4)},
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nbatch = xm.send_cpu_data_to_device(data=batch, device=device)\n",
+            "import torch_xla.core.xla_model as xm\n\nbatch = xm.send_cpu_data_to_device(datas=batch, device=device)\n",
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\n"
+            "cctx = make_context()\nxm.all_reduce(xm.REDUCE_SUM, grads, 1.0 / n, None, cctx, True)\n",
+            "import torch_xla.core.xla_model as xm\n\n"
+            "cctx = make_context()\nxm.all_reduce(xm.REDUCE_SUM, grads, 1.0 / n, None, pin_layout=True)\n",
         ),
     )
 
@@ -297,7 +453,7 @@ class UsingPjrt(PythonRule):
     id = "api-using-pjrt"
     summary = ("xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; "
                "`if xr.using_pjrt():` keeps its body and loses its XRT-only else")
-    targets = ("native",)
+    # (with --target shim too: the shim serves xm and xmp, and the module of pjrt.using_pjrt is gone)
     names = frozenset({f"{XR}.using_pjrt", "torch_xla.experimental.pjrt.using_pjrt"})
     nodes = (cst.If,)
     examples = (
@@ -314,6 +470,12 @@ class UsingPjrt(PythonRule):
         Example(
             "import torch_xla.runtime as xr\n\npjrt = xr.using_pjrt()\n",
             "pjrt = True\n",
+        ),
+        Example(
+            "from torch_xla.experimental import pjrt\nimport torch_xla.core.xla_model as xm\n\n"
+            "if pjrt.using_pjrt():\n    xm.rendezvous('init')\n",
+            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init')\n",
+            options={"target": "shim"},
         ),
     )
 
