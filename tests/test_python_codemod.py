@@ -338,7 +338,7 @@ def test_many_function_local_imports_lose_no_statement():
     for i in range(40):
         assert f'        log.debug("note {i}")\n' in out
         assert f"        import torch_xla.runtime as xr\n\n        return xr.world_size() + {i}\n" in out
-        assert f"return int(os.environ.get('XRT_HOST_ORDINAL', {i}))" in out
+        assert f'return int(os.environ.get("XRT_HOST_ORDINAL", {i}))' in out  # in the file's quotes
     assert out.count("import torch_xla.runtime as xr") == 40
     assert "xla_env_vars" not in out and "xla_model" not in out
 
@@ -635,3 +635,22 @@ def test_a_removed_last_argument_takes_its_comment_with_it():
         """)
     assert out.endswith("xmp.spawn(\n    fn=distributed_main,\n    args=(main, args, kwargs),\n)\n"
                         "xmp.spawn(\n    fn\n)\n")
+
+
+# --- new imports go where isort would put them -----------------------------------------------
+@pytest.mark.parametrize("source, expected", [
+    (  # isort's default: the plain imports of a block before its from-imports
+        "import os\nfrom torch_xla import runtime as xr\nfrom torch_xla.core import xla_model as xm\n\nd = xm.xla_device()\n",
+        "import os\nimport torch_xla\nfrom torch_xla import runtime as xr\n\nd = torch_xla.device()\n",
+    ),
+    (  # force_sort_within_sections (Google's style): by module alone
+        "import os\nfrom torch_xla import runtime as xr\nimport torch_xla.core.xla_model as xm\n\nd = xm.xla_device()\n",
+        "import os\nimport torch_xla\nfrom torch_xla import runtime as xr\n\nd = torch_xla.device()\n",
+    ),
+    (  # a block in no order: after it
+        "import torch_xla.core.xla_model as xm\nimport sys\nimport os\n\nd = xm.xla_device()\n",
+        "import sys\nimport os\nimport torch_xla\n\nd = torch_xla.device()\n",
+    ),
+])
+def test_new_imports_are_placed_as_isort_would(source, expected):
+    assert text(source) == expected

@@ -46,6 +46,15 @@ class Context:
     def target_version(self) -> tuple[int, int]:
         return self.options.target_version
 
+    def string(self, text: str, like: cst.BaseExpression | None = None) -> cst.SimpleString:
+        """A new string literal of ``text`` (plain characters): in the quotes of ``like``
+        when that is a plain string, else in the quotes most of the file's strings use."""
+        if isinstance(like, cst.SimpleString) and like.prefix == "":
+            quote = like.quote
+        else:
+            quote = self._engine.quote()
+        return cst.SimpleString(f"{quote}{text}{quote}")
+
     def resolve(self, node: cst.BaseExpression) -> str | None:
         return self._engine.scope.resolve(node)[0]
 

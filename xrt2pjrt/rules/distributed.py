@@ -62,6 +62,12 @@ class InitMethod(PythonRule):
             "import torch.distributed as dist  # beside torch_xla\n\ndist.init_process_group('gloo', rank=r, world_size=n)\n",
             "import torch.distributed as dist  # beside torch_xla\n\ndist.init_process_group('gloo', rank=r, world_size=n)\n",
         ),
+        Example(  # the new string in the file's quotes
+            'import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n'
+            'dist.init_process_group(backend="xla")\n',
+            'import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n'
+            'dist.init_process_group(backend="xla", init_method="xla://")\n',
+        ),
     )
 
     def __init__(self):
@@ -91,7 +97,7 @@ class InitMethod(PythonRule):
             ctx.manual(f"init_process_group('xla') with {', '.join(unknown)}: if these are the runtime's own numbers, "
                        "init_method='xla://' alone gives them under PJRT")
             return node
-        new_method = cst.SimpleString("'xla://'")
+        new_method = ctx.string("xla://", method[1].value if method is not None else backend[1].value)
         if method is not None and literal(method[1].value) == "xla://":
             if not drop:
                 return node

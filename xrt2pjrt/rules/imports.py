@@ -447,8 +447,8 @@ class FinishImports(cst.CSTTransformer):
         return new
 
     def _insert(self, body: list, index: int, texts: list[str]) -> list:
-        # The paragraph of import lines around the anchor: sorted, the new lines join in
-        # order; else they follow it.
+        # The paragraph of import lines around the anchor: sorted (as isort sorts, or by module
+        # alone), the new lines join in that order; else they follow it.
         def importish(statement):
             return is_import_line(statement) or statement in self.doomed
 
@@ -464,17 +464,24 @@ class FinishImports(cst.CSTTransformer):
         if replaced in self.doomed and replaced.trailing_whitespace.comment is not None:
             # The import line they replace had a comment (# noqa, # pylint: ...): it goes on with them.
             new[0] = new[0].with_changes(trailing_whitespace=replaced.trailing_whitespace)
-        keys = [_sort_key(statement) for statement in run if statement not in self.doomed]
-        if keys != sorted(keys):
+        kept = [statement for statement in run if statement not in self.doomed]
+        key = next((key for key in (_isort_key, _sort_key) if [key(s) for s in kept] == sorted(map(key, kept))), None)
+        if key is None:
             return [*body[:end + 1], *new, *body[end + 1:]]
         lead = run[0].leading_lines
         run[0] = self._moved(run[0], leading_lines=[])
-        merged = sorted(run + new, key=_sort_key)
+        merged = sorted(run + new, key=key)
         merged[0] = self._moved(merged[0], leading_lines=lead)
         return [*body[:start], *merged, *body[end + 1:]]
 
 
+def _isort_key(statement: cst.SimpleStatementLine) -> tuple[bool, str]:
+    """isort's order (its default profile): every ``import x`` of a block before its ``from x import``."""
+    return isinstance(statement.body[0], cst.ImportFrom), _sort_key(statement)
+
+
 def _sort_key(statement: cst.SimpleStatementLine) -> str:
+    """By module alone (isort's force_sort_within_sections, Google's style)."""
     first = statement.body[0]
     if isinstance(first, cst.Import):
         return dotted(first.names[0].name).lower()

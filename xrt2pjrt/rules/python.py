@@ -182,6 +182,7 @@ class _Engine(cst.CSTTransformer):
         # item, id of the import's statement line)
         self.droppable: dict[tuple[tuple[str, ...], str], tuple[Finding, Finding, int]] = {}
         self._taken: set[str] | None = None
+        self._quote: str | None = None
         # (id of the anchor statement line or None for the top of the file) -> import lines
         self.additions: dict[int | None, list[tuple[str, str | None]]] = {}
         # (id of the block of the anchor import line, or None for the top of the file, module) -> name
@@ -197,6 +198,13 @@ class _Engine(cst.CSTTransformer):
         if self._taken is None:
             self._taken = set(_WORD.findall(self.text))
         return self._taken
+
+    def quote(self) -> str:
+        """The quote most of the file's one-line strings are written in (' when none is)."""
+        if self._quote is None:
+            double, single = (len(re.findall(rf"(?<![\w'\"]){q}(?!{q})", self.text)) for q in ('"', "'"))
+            self._quote = '"' if double > single else "'"
+        return self._quote
 
     def new_names(self) -> dict[str, str]:
         """The names the imports planned so far bind -> what they are bound to."""
