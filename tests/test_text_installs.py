@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text import installs
 
 TARGET = (2, 9)
@@ -108,10 +109,22 @@ def test_every_place_an_install_is_written_is_reported_and_no_install_is_changed
     assert found - {f for f in found if f[0] == "colab.ipynb"} == EXPECTED
     assert len(notebook) == 2  # the `!pip` line (two items on it) and the `%pip` line
     assert entries["requirements.txt"]["kind"] == "requirements"
-    # nothing is rewritten; scripts, Dockerfiles and code blocks get a TODO line above each
-    # install to decide, requirements files and notebooks keep every byte
+    # nothing is rewritten; scripts and Dockerfiles get a TODO line above each install to
+    # decide, documentation, requirements files and notebooks keep every byte
     for name, text in TREE.items():
         written = (root / name).read_text()
         kept = "".join(line for line in written.splitlines(keepends=True) if "# TODO(xrt2pjrt)" not in line)
         assert kept == text, f"{name} was changed"
-        assert (written == text) == (name in ("requirements.txt", "requirements-dev.in", "colab.ipynb")), name
+        assert (written == text) == (name in ("requirements.txt", "requirements-dev.in", "colab.ipynb", "README.md")), name
+
+
+def test_install_lines_in_jsonnet_are_reported_as_its_variables_are():
+    from xrt2pjrt.text import jsonnet
+
+    config = ("{\n  setup: 'pip install torch_xla[tpuvm]==1.13',\n  image: 'gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm',\n"
+              "  command: ['pip3', 'install', 'cloud-tpu-client'],\n  env: { XRT_TPU_CONFIG: 'localservice;0;localhost:51011' },\n}\n")
+    outcome = jsonnet.rewrite(config, Options(rules=frozenset(all_rules())))
+    assert outcome.text == config
+    assert [(f.rule, f.line) for f in outcome.manual] == [
+        (installs.InstallXrtEraRelease.id, 2), (installs.InstallXrtEraRelease.id, 3),
+        (installs.InstallXrtEraRelease.id, 4), ("env-shell-xrt-tpu-config", 5)]

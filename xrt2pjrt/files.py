@@ -44,7 +44,7 @@ def kind_of(path: Path) -> str | None:
         return "shell"
     if suffix in (".yml", ".yaml"):
         return "yaml"
-    if suffix in (".md", ".markdown", ".rst"):
+    if suffix in (".md", ".markdown", ".mdx", ".rst"):  # (MDX: Markdown with JSX, the same code blocks)
         return "markdown"
     if suffix in (".jsonnet", ".libsonnet"):
         return "jsonnet"

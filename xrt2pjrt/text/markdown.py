@@ -4,7 +4,9 @@ Each code block goes, dedented, to the rewriter of its language (shell, Python, 
 YAML; an untagged block counts as shell), and comes back re-indented. A block whose
 rewrite that rewriter's own check rejects is left as it was, and reported. A shell block
 written as a console session (`(vm)$ export ...`, output lines between) is rewritten
-command by command, each keeping its prompt.
+command by command, each keeping its prompt. The items to decide are reported only: the
+``# TODO(xrt2pjrt)`` lines the rewriters write into code do not go into documentation,
+where readers copy them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
-from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.rewriters import TODO, Outcome, SourceError
 from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
 from xrt2pjrt.text import shell
 from xrt2pjrt.report import Finding
@@ -65,8 +67,9 @@ def rewrite(text: str, options: Options) -> Outcome:
                 outcome = _checked(module, body, module.rewrite(body, options))
             except SourceError:
                 continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
-        if outcome.text != body:
-            rec.edits.append(Edit(block.start, block.end, indent(outcome.text, block.indent)))
+        new = _without_new_todo_lines(body, outcome.text)
+        if new != body:
+            rec.edits.append(Edit(block.start, block.end, indent(new, block.indent)))
         merge_into(rec, outcome, rec.line(block.start) - 1)
     return rec.outcome()
 
@@ -82,6 +85,13 @@ def _python_together(text: str, bodies: dict[Block, str], options: Options) -> d
     outcomes = _python().rewrite_together([bodies[block] for block in python], options,
                                         where=lambda k, line: f"line {first[k] + line}")
     return dict(zip(python, outcomes or ()))
+
+
+def _without_new_todo_lines(before: str, after: str) -> str:
+    """``after`` (the rewrite of ``before``) without the TODO lines the rewrite added."""
+    had = {line.strip() for line in before.splitlines()}
+    return "".join(line for line in after.splitlines(keepends=True)
+                   if not (line.lstrip().startswith(TODO) and line.strip() not in had))
 
 
 def _checked(module, body: str, outcome: Outcome) -> Outcome:
