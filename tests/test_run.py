@@ -58,12 +58,23 @@ def report(index, out):
         json.dump(where(0), handle)
 
 
+def die_on_1(index):
+    import signal
+    import torch_xla.core.xla_model as xm
+
+    if index == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    xm.rendezvous("never complete")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "run_multiprocess":
         print(json.dumps(shim_xmp.run_multiprocess(where, 7, start_method="fork")))
     elif mode == "launch":
         torch_xla.launch(report, args=(sys.argv[2],), start_method="fork")
+    elif mode == "kill":
+        torch_xla.launch(die_on_1, start_method="fork")
     sys.exit(int(sys.argv[-1]))
 '''
 
@@ -117,6 +128,13 @@ def test_the_shims_run_multiprocess_returns_every_replicas_result_and_the_script
     done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "run_multiprocess", "5")
     assert done.returncode == 5, done.stderr[-4000:]
     assert json.loads(done.stdout.splitlines()[-1]) == {str(i): [7, i, 2, 0] for i in range(2)}
+
+
+@pytest.mark.xla
+def test_a_dead_replica_ends_the_run_with_an_error_naming_it(tmp_path):
+    done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "kill", "0")
+    assert done.returncode == 1  # the script's uncaught ReplicaFailed, as in the shim's mode
+    assert "ReplicaFailed: CPU replica 1" in done.stderr and "killed by SIGKILL" in done.stderr
 
 
 @pytest.mark.xla

@@ -178,6 +178,26 @@ class _Transport:
         self.store = connect_store(where.store_host, where.store_port, is_server=False, timeout=self.timeout)
         self._pg_store = PrefixStore("xrt2pjrt/cpu_replicas/gloo", self.store)
         self._groups: dict[tuple[int, ...], Any] = {}
+        self._scratch = None
+
+    def exchange(self, members: Sequence[int], messages, tag: int) -> None:
+        """Send and receive at once: ``messages`` are (peer's position in ``members``,
+        tensor to send it, tensor to receive its message into)."""
+        group, wait = self.group(members), datetime.timedelta(seconds=self.timeout)
+        works = [group.recv([_bytes(into)], peer, tag) for peer, _, into in messages]
+        works += [group.send([_bytes(out)], peer, tag) for peer, out, _ in messages]
+        for work in works:
+            work.wait(wait)
+
+    def scratch(self, like):
+        """A buffer shaped like ``like`` for this call only, reused across calls (a fresh one
+        would cost a page fault per 4 KB)."""
+        import torch
+
+        needed = like.numel() * like.element_size()
+        if self._scratch is None or self._scratch.numel() < needed:
+            self._scratch = torch.empty(needed, dtype=torch.uint8)
+        return self._scratch[:needed].view(like.dtype).view(like.shape)
 
     def group(self, members: Sequence[int]):
         """The gloo process group of ``members``; every member creates it on first use."""
@@ -282,8 +302,9 @@ def _my_group(groups, what: str) -> list[int]:
     raise collective_args.CollectiveArgumentError(f"{what}: ordinal {ordinal} is in none of the groups {explicit}")
 
 
-def _fold(reduce_type: str, values: list, scale: float):
-    """XLA's AllReduce of ``values`` (in group order), then its scale."""
+def _fold(reduce_type: str, values: list, scale: float, out=None):
+    """XLA's AllReduce of ``values`` (in group order), then its scale, written to ``out``
+    (which may be ``values[0]``) or to new memory."""
     import torch
 
     kind = collective_args.reduce_type(reduce_type)
@@ -298,15 +319,16 @@ def _fold(reduce_type: str, values: list, scale: float):
         "min": torch.minimum,
         "max": torch.maximum,
     }[kind]
+    result = torch.empty_like(values[0]) if out is None else out
     if len(values) == 1:
-        result = values[0].clone()  # never the caller's memory
+        result.copy_(values[0])
     else:
-        result = combine(values[0], values[1])
+        combine(values[0], values[1], out=result)
         for value in values[2:]:
-            combine(result, value, out=result)  # in place: no new buffer per member
+            combine(result, value, out=result)
     if scale != 1.0:
         # XLA multiplies by the scale converted to the element type (0.5 -> 0 for ints).
-        result = result * torch.tensor(scale, dtype=result.dtype)
+        result.mul_(torch.tensor(scale, dtype=result.dtype))
     return result
 
 
@@ -349,7 +371,9 @@ def _packed(tensors: list) -> tuple:
 
 
 def _reduce_flat(reduce_type: str, flat, scale: float, members: Sequence[int]):
-    """Member p folds chunk p of every member's ``flat`` (in group order), then all gather."""
+    """Member p folds chunk p of every member's ``flat`` (in group order); then every member
+    sends its folded chunk to every other. Point-to-point messages: on one machine they
+    move faster than gloo's alltoall and allgather (bench/cpu_replicas.py)."""
     import torch
 
     size = len(members)
@@ -358,13 +382,13 @@ def _reduce_flat(reduce_type: str, flat, scale: float, members: Sequence[int]):
     chunk = -(-flat.numel() // size)
     padded = torch.cat([flat, flat.new_zeros(chunk * size - flat.numel())]) if chunk * size != flat.numel() else flat
     transport = _world()
-    group, wait = transport.group(members), datetime.timedelta(seconds=transport.timeout)
-    mine = torch.empty_like(padded)  # row q: member q's values of my chunk
-    group.alltoall_base(_bytes(mine), _bytes(padded), [], []).wait(wait)
-    folded = _fold(reduce_type, list(mine.view(size, chunk)), scale).contiguous()
-    gathered = torch.empty_like(padded)
-    group._allgather_base(_bytes(gathered), _bytes(folded)).wait(wait)
-    return gathered[: flat.numel()]
+    me = members.index(get_ordinal())
+    sent, received = padded.view(size, chunk), transport.scratch(padded).view(size, chunk)
+    transport.exchange(members, [(q, sent[q], received[q]) for q in range(size) if q != me], tag=1)
+    gathered = torch.empty_like(padded).view(size, chunk)  # the result's own memory (the XLA tensor's)
+    _fold(reduce_type, [sent[q] if q == me else received[q] for q in range(size)], scale, out=gathered[me])
+    transport.exchange(members, [(q, gathered[me], gathered[q]) for q in range(size) if q != me], tag=2)
+    return gathered.view(-1)[: flat.numel()]
 
 
 def _bytes(tensor):
