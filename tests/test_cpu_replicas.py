@@ -60,6 +60,12 @@ MAIN = textwrap.dedent(
 )
 
 
+def _edited(program: str, old: str, new: str) -> str:
+    """PROGRAM with OLD replaced by NEW; OLD must be there, or the edit would silently test nothing."""
+    assert program.count(old) == 1, f"{old!r} is not once in the program"
+    return program.replace(old, new)
+
+
 def _program(tmp_path: Path, body: str) -> Path:
     script = tmp_path / f"program_{uuid.uuid4().hex[:8]}.py"
     script.write_text(PRELUDE + textwrap.dedent(body) + MAIN)
@@ -508,10 +514,12 @@ def _alive(pid: int) -> bool:
 
 
 # --- several hosts --------------------------------------------------------------------------
-HOSTS = SEED.replace(
-    '"device": str(device)}',
-    '"device": str(device), "host": int(os.environ["XRT2PJRT_CPU_HOST_INDEX"]),'
-    ' "payloads": [p.decode() for p in xm.rendezvous("hosts", os.environ["XRT2PJRT_CPU_HOST_INDEX"].encode())]}',
+HOSTS = _edited(
+    SEED,
+    "    dump(rank, seen)\n",
+    '    seen["host"] = int(os.environ["XRT2PJRT_CPU_HOST_INDEX"])\n'
+    '    seen["payloads"] = [p.decode() for p in xm.rendezvous("hosts", str(seen["host"]).encode())]\n'
+    "    dump(rank, seen)\n",
 )
 
 
@@ -557,7 +565,7 @@ def test_two_hosts_on_loopback_join_through_the_store_of_host_0(tmp_path):
 @pytest.mark.xla
 @pytest.mark.slow
 def test_a_failure_on_one_host_ends_the_other_host(tmp_path):
-    script = _program(tmp_path, FAULTS.replace('mode == "exit" and r == 1', 'mode == "exit" and r == 3'))
+    script = _program(tmp_path, _edited(FAULTS, 'mode == "exit" and r == 1', 'mode == "exit" and r == 3'))
     port = _free_port()
     runs = [_start(script, 2, "fork", env=_host_env(h, "127.0.0.1", port, FAULT="exit")) for h in (0, 1)]
     outcomes = [_finish(run) for run in runs]
