@@ -4,7 +4,7 @@ parsed before still parses after (``bash -n``)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from xrt2pjrt import rewriters
@@ -22,6 +22,8 @@ texts = st.lists(st.sampled_from(PIECES), min_size=1, max_size=30).map("".join)
 
 @settings(max_examples=150, deadline=None)
 @given(text=texts, kind=st.sampled_from(["shell", "dockerfile", "markdown", "yaml"]))
+# An item quoting an unclosed backquote up to the end: its TODO line must stay one line.
+@example(text="torch_xla.distributed.xla_dist```bash\n", kind="shell")
 def test_rewrite_is_total_and_converges(text, kind):
     module = rewriters.module_for(kind)
     try:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from xrt2pjrt.report import Finding
+from xrt2pjrt.report import Finding, one_line
 
 # file kind -> module implementing the contract above
 MODULES: dict[str, str] = {
@@ -38,6 +38,12 @@ MODULES: dict[str, str] = {
 # The marker of an item to decide, left in the file above its statement (Python, shell,
 # Dockerfile): one spelling, so that a second pass and a reader's grep find every one.
 TODO = "# TODO(xrt2pjrt): "
+
+
+def todo_comment(message: str, rule: str) -> str:
+    """The comment that marks an item to decide, on one line whatever the message quotes
+    (a message quoting a multi-line word would otherwise spill out of the comment)."""
+    return f"{TODO}{one_line(message)} [{rule}]"
 
 
 @dataclass

@@ -12,7 +12,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
-from xrt2pjrt.rewriters import TODO
+from xrt2pjrt.rewriters import todo_comment
 from xrt2pjrt.rules import imports
 
 
@@ -154,8 +154,3 @@ class Context:
         """Make sure ``import module`` runs (for its side effects)."""
         if not self._engine.imports_module(module):
             self._engine.name_for(module, None, self.anchor, exact=True)
-
-
-def todo_comment(message: str, rule_id: str) -> str:
-    """The comment that marks an item to decide in Python code."""
-    return f"{TODO}{message} [{rule_id}]"

@@ -32,10 +32,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from xrt2pjrt.registry import RULES, Options
 from xrt2pjrt.report import Finding
-from xrt2pjrt.rewriters import Outcome, SourceError, Words
+from xrt2pjrt.rewriters import Outcome, SourceError, Words, todo_comment
 from xrt2pjrt.rules import imports, quiet
 from xrt2pjrt.rules.base import PythonRule
-from xrt2pjrt.rules.context import Context, todo_comment
+from xrt2pjrt.rules.context import Context
 from xrt2pjrt.rules.trigger import TRIGGER
 from xrt2pjrt.suppress import Suppressions
 from xrt2pjrt.xrt_variables import UNPREFIXED

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
-from xrt2pjrt.rewriters import TODO, Outcome
+from xrt2pjrt.rewriters import Outcome, todo_comment
 from xrt2pjrt.suppress import Suppressions
 
 
@@ -72,7 +72,7 @@ class Recorder:
 
 def todo_line(message: str, rule: str, margin: str = "") -> str:
     """The comment line that marks an item to decide in a text (shell, Dockerfile)."""
-    return f"{margin}{TODO}{message} [{rule}]\n"
+    return f"{margin}{todo_comment(message, rule)}\n"
 
 
 def leave_todo_comments(rec: Recorder, statements: list[tuple[int, int]]) -> None:
