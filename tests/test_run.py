@@ -166,6 +166,12 @@ def test_a_master_that_is_not_addr_port_is_an_error(master):
         run_command.configure(2, master=master, environ={})
 
 
+@pytest.mark.parametrize("hosts,index,environ", [(2, 2, {}), (None, 1, {}), (None, None, {"XRT2PJRT_CPU_HOSTS": "two"})])
+def test_a_host_index_outside_the_hosts_is_an_error(hosts, index, environ):
+    with pytest.raises(run_command.RunError, match="is not one of"):
+        run_command.configure(2, hosts=hosts, host_index=index, environ=environ)
+
+
 def test_options_leave_the_existing_variables_alone_when_not_given():
     environ = {"XRT2PJRT_CPU_HOSTS": "3", "XRT2PJRT_CPU_HOST_INDEX": "2", "MASTER_ADDR": "10.1.1.1"}
     run_command.configure(2, environ=environ)

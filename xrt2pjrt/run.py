@@ -59,10 +59,11 @@ def configure(nprocs: int, hosts: int | None = None, host_index: int | None = No
         environ["MASTER_ADDR"] = address
         if port:
             environ["MASTER_PORT"] = port
-    try:
-        cpu_replicas.requested(None)  # reads and checks the replica and host counts
-    except ValueError as error:
-        raise RunError(str(error)) from None
+    count = environ.get(cpu_replicas.HOSTS_ENV) or "1"
+    index = environ.get(cpu_replicas.HOST_INDEX_ENV) or "0"
+    if not (count.isdigit() and index.isdigit() and int(index) < int(count)):
+        raise RunError(f"host index {index} is not one of {count} hosts "
+                       f"(--host-index, --hosts or {cpu_replicas.HOST_INDEX_ENV}, {cpu_replicas.HOSTS_ENV})")
 
 
 def _address_and_port(master: str) -> tuple[str, str]:
