@@ -138,6 +138,14 @@ def distributed(seen, rank, world, d):
     entered = time.monotonic()
     dist.barrier()
     seen["barrier waited"] = time.monotonic() - entered
+    import torch.distributed._functional_collectives as funcol  # DTensor's and traced code's collectives
+
+    ramp = torch.arange(4.0, device=d)
+    seen["functional"] = [values(funcol.all_reduce(ramp * (rank + 1), "sum", dist.group.WORLD)),
+                          values(funcol.all_gather_tensor(ramp[:1] + rank, 0, dist.group.WORLD)),
+                          values(funcol.reduce_scatter_tensor(ramp * (rank + 1), "sum", 0, dist.group.WORLD)),
+                          values(funcol.all_to_all_single(ramp + 10 * rank, None, None, dist.group.WORLD)),
+                          values(funcol.broadcast(ramp + rank, 1, dist.group.WORLD))]
     seen["sampler from xr"] = list(DistributedSampler(range(16), num_replicas=xr.world_size(),
                                                       rank=xr.global_ordinal(), shuffle=False))
     seen["sampler from dist"] = list(DistributedSampler(range(16), shuffle=False))
@@ -235,7 +243,12 @@ def _tables():
 @pytest.mark.parametrize("table,replacement", _tables(),
                          ids=lambda value: getattr(value, "target", value))
 def test_every_target_exists_and_its_replacement_takes_its_arguments(table, replacement):
-    original = replacement.slot().get()
+    slot = replacement.slot()
+    if replacement.target.startswith("kernel:"):  # called by the dispatcher with the schema's arguments
+        arguments = [argument.name for argument in slot.schema().arguments]
+        assert list(inspect.signature(replacement.replica).parameters) == arguments
+        return
+    original = slot.get()
     assert callable(original)
     expected = _parameters(original)
     if expected is not None:
@@ -256,7 +269,7 @@ def test_a_target_torch_xla_does_not_have_fails_loudly():
     from xrt2pjrt.shim import replica_world
 
     for target in ("torch_xla.runtime:world_sizes", "torch_xla.runtimes:world_size",
-                   "torch.distributed.rendezvous:_rendezvous_handlers['xrt']"):
+                   "torch.distributed.rendezvous:_rendezvous_handlers['xrt']", "kernel:_c10d_functional::wait_tensor"):
         with pytest.raises(replica_world.MissingTarget, match=target.replace("[", r"\[")):
             replica_world.Replacement(target, len, "").slot()
 
@@ -384,6 +397,8 @@ def test_torch_distributed_xla_backend_spans_the_replicas(run):
         if i != 0:  # ordinal 0 arrived a second late
             assert seen["barrier waited"] > 0.5
         assert seen["sampler from xr"] == seen["sampler from dist"] == [i, i + 4, i + 8, i + 12]
+        assert seen["functional"] == [[0.0, 10.0, 20.0, 30.0], [0.0, 1.0, 2.0, 3.0], [10.0 * i],
+                                      [0.0 + i, 10.0 + i, 20.0 + i, 30.0 + i], [1.0, 2.0, 3.0, 4.0]]
 
 
 @pytest.mark.xla

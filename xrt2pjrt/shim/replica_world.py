@@ -5,8 +5,10 @@ process, so torch_xla on its own sees a world of one: ``xr.world_size()`` is 1,
 ``xm.all_reduce`` clones, ``SyncBatchNorm`` normalises by the local batch. :data:`WORLD`
 lists every torch_xla name whose answer comes from that world, with what it answers inside
 a replica instead: the replica's place in the N-replica world for ``torch_xla.runtime``,
-the CPU replica mode's collectives for ``torch_xla.core.xla_model``, a real barrier for the
-``xla`` backend of ``torch.distributed``, and the replica mode's store for ``xla://``.
+the CPU replica mode's collectives for ``torch_xla.core.xla_model`` and for the XLA
+kernels of torch.distributed's functional collectives (DTensor, traced code), a real
+barrier for the ``xla`` backend of ``torch.distributed``, and the replica mode's store for
+``xla://``.
 Everything else in torch_xla is built on these names and follows: the bucketized
 collectives, ``rendezvous``, ``mesh_reduce``, ``reduce_gradients``, ``optimizer_step``,
 ``torch_xla.core.functions`` (forward and backward) and every ``ProcessGroupXla``
@@ -46,15 +48,18 @@ class MissingTarget(LookupError):
 
 @dataclasses.dataclass(frozen=True)
 class Replacement:
-    """``target`` ("module:attribute", "module:Class.method" or "module:mapping['key']")
-    answers with ``replica`` once the table is applied."""
+    """``target`` answers with ``replica`` once the table is applied. A target is a module
+    attribute ("module:attribute", "module:Class.method", "module:mapping['key']") or the
+    XLA kernel of a torch operator ("kernel:namespace::operator")."""
 
     target: str
     replica: Callable
     why: str  # what the torch_xla name does in a one-replica world
 
-    def slot(self) -> _Slot:
+    def slot(self) -> _Slot | _Kernel:
         module_name, _, path = self.target.partition(":")
+        if module_name == "kernel":
+            return _Kernel.of(path, self.target)
         try:
             owner: Any = importlib.import_module(module_name)
         except ImportError as error:
@@ -95,6 +100,43 @@ class _Slot:
             setattr(self.owner, self.name, value)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Kernel:
+    """The XLA kernel of a torch operator; torch.library takes a Python one in its place."""
+
+    namespace: str
+    operator: str
+
+    @classmethod
+    def of(cls, name: str, target: str) -> _Kernel:
+        import torch
+
+        namespace, _, operator = name.partition("::")
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(name, "XLA"):
+            raise MissingTarget(f"{target}: torch_xla registers no XLA kernel for {name}")
+        return cls(namespace, operator)
+
+    def schema(self):
+        import torch
+
+        return getattr(getattr(torch.ops, self.namespace), self.operator).default._schema
+
+    def get(self) -> None:
+        return None  # a C++ kernel: nothing in Python is bound to it
+
+    def set(self, value: Callable) -> None:
+        import warnings
+
+        import torch
+
+        library = _libraries.setdefault(self.namespace, torch.library.Library(self.namespace, "IMPL"))
+        with warnings.catch_warnings():  # "Overriding a previously registered kernel": the point
+            warnings.simplefilter("ignore", UserWarning)
+            library.impl(self.operator, value, "XLA")
+
+
+_libraries: dict[str, Any] = {}  # kept alive: a torch.library.Library unregisters when collected
+
 # table name -> {id(original): (original, replacement)}; the originals are kept alive so
 # that their ids stay theirs.
 _applied: dict[str, dict[int, tuple[Any, Callable]]] = {}
@@ -108,7 +150,8 @@ def apply(name: str, table: tuple[Replacement, ...]) -> None:
     replaced: dict[int, tuple[Any, Callable]] = {}
     for replacement, slot in slots:
         original = slot.get()
-        replaced[id(original)] = (original, replacement.replica)
+        if original is not None:
+            replaced[id(original)] = (original, replacement.replica)
         slot.set(replacement.replica)
     _applied[name] = replaced
     _rebind(replaced)
@@ -228,6 +271,27 @@ def _xla_init_method(url: str, timeout=..., **kwargs):
     yield PrefixStore("xrt2pjrt/torch.distributed", cpu_replicas.store()), global_ordinal(), world_size()
 
 
+# --- torch.distributed's functional collectives (DTensor, traced collectives) on XLA tensors -----
+# torch_xla's XLA kernels: the whole world, or ordinals 0 .. group_size-1; the group name unread.
+def _functional_all_reduce(input, reduce_op: str, group_name: str):
+    return cpu_replicas.all_reduce(reduce_op, input)
+
+
+def _functional_all_gather(input, group_size: int, group_name: str):
+    return cpu_replicas.all_gather(input, 0, [list(range(group_size))], None, False)
+
+
+def _functional_reduce_scatter(input, reduce_op: str, group_size: int, group_name: str):
+    return cpu_replicas.reduce_scatter(reduce_op, input, 1.0, 0, group_size, [list(range(group_size))])
+
+
+def _functional_all_to_all(input, output_split_sizes, input_split_sizes, group_name: str):
+    world = world_size()
+    if any(size != input.size(0) // world for size in [*output_split_sizes, *input_split_sizes]):
+        raise RuntimeError("torch_xla does not support arbitrary split sizes for all_to_all")
+    return cpu_replicas.all_to_all(input, 0, 0, world, pin_layout=False)
+
+
 WORLD: tuple[Replacement, ...] = (
     Replacement("torch_xla.runtime:world_size", world_size, "1: the XLA replication count of this process"),
     Replacement("torch_xla.runtime:global_ordinal", global_ordinal, "0: the default device's ordinal"),
@@ -251,6 +315,12 @@ WORLD: tuple[Replacement, ...] = (
     Replacement("torch_xla.distributed.xla_backend:ProcessGroupXla.barrier", _barrier, "returns at once"),
     Replacement("torch.distributed.rendezvous:_rendezvous_handlers['xla']", _xla_init_method,
                 "a TCPStore on MASTER_PORT with world size and rank from torch_xla.runtime"),
+    Replacement("kernel:_c10d_functional::all_reduce", _functional_all_reduce, "XLA's op over one replica"),
+    Replacement("kernel:_c10d_functional::all_gather_into_tensor", _functional_all_gather,
+                "XLA's op over one replica"),
+    Replacement("kernel:_c10d_functional::reduce_scatter_tensor", _functional_reduce_scatter,
+                "XLA's op over one replica"),
+    Replacement("kernel:_c10d_functional::all_to_all_single", _functional_all_to_all, "XLA's op over one replica"),
     Replacement("torch_xla.distributed.xla_multiprocessing:spawn", _nested_spawn,
                 "a one-replica world of its own in a new process"),
     Replacement("torch_xla._internal.pjrt:run_multiprocess", _nested_spawn,
