@@ -256,6 +256,7 @@ def test_json_on_stdout_places_every_item(tree):
 
 def test_github_annotations_one_per_change_and_decision(tree):
     ran = xrt2pjrt("migrate", "--output-format", "github", ".", cwd=tree)
+    assert ran.stderr.splitlines() == ["2 files seen, 2 would change (4 changes), 1 item to decide by hand."]
     lines = ran.stdout.splitlines()
     assert len(lines) == _counts(tree)
     pattern = re.compile(r"^::(warning|notice|error) file=[^,]+,line=\d+,col=\d+,endLine=\d+,endColumn=\d+,"
@@ -331,13 +332,13 @@ def test_decide_lines_come_with_their_file_and_the_line_as_written(tree):
 def test_counts_say_what_they_mean(tmp_path):
     (tmp_path / "save.py").write_text(TODO_ONLY)
     preview = xrt2pjrt("migrate", ".", "--report", tmp_path / "r.md", cwd=tmp_path)
-    assert "save.py: would change (TODO lines only) (1 item to decide)" in preview.stderr
+    assert "save.py: would gain TODO lines only (1 item to decide)" in preview.stderr
     assert preview.stderr.rstrip().endswith(
         "1 file seen, 0 would change (0 changes), 1 would gain TODO lines only, 1 item to decide by hand.")
     markdown = (tmp_path / "r.md").read_text()
     assert "would change" in markdown.lower() and "changed" not in markdown.replace("unchanged", "")
     write = xrt2pjrt("migrate", "--write", "save.py", cwd=tmp_path)
-    assert "1 gained TODO lines only" in write.stderr
+    assert "save.py: gained TODO lines only" in write.stderr and "1 gained TODO lines only" in write.stderr
 
 
 def test_no_files_found_is_said_plainly(tmp_path):
@@ -439,3 +440,10 @@ def test_pre_commit_hooks_check_then_fix(tree):
     fix = xrt2pjrt(*_hook("xrt2pjrt-fix"), "train.py", "run.sh", cwd=tree)
     assert fix.returncode == 0 and (tree / "train.py").read_text() != LEGACY
     assert xrt2pjrt(*_hook("xrt2pjrt"), "train.py", "run.sh", cwd=tree).returncode == 0
+
+
+def test_guide_command_prints_the_guide_of_this_checkout(tmp_path):
+    where = xrt2pjrt("guide", "--path", cwd=tmp_path)
+    assert where.returncode == 0 and Path(where.stdout.strip()) == ROOT / "docs" / "MIGRATION.md"
+    shown = xrt2pjrt("guide", cwd=tmp_path)
+    assert shown.stdout == (ROOT / "docs" / "MIGRATION.md").read_text(encoding="utf-8")

@@ -161,10 +161,13 @@ def migrate(args) -> int:
         for r in run.results:
             if r.skipped:
                 out.err(f"{r.path}: skipped (# xrt2pjrt: skip-file)")
-    # -q keeps what a person must act on; stdin (an editor) gets no file or summary line.
+    # -q keeps what a person must act on; stdin (an editor) gets no file or summary line;
+    # with a document on stdout, stderr says no more than the summary.
     terse = args.quiet or (reads_stdin and not args.verbose)
     for style, line in report.to_text(run):
         if style in ("file", "summary") and (terse or not run.results):
+            continue
+        if args.output_format != "text" and style != "summary" and not args.verbose:
             continue
         out.err(line, _TEXT_STYLE.get(style))
     if args.verbose:

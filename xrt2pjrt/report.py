@@ -124,8 +124,9 @@ class Run:
         return [r for r in self.results if r.changes or r.manual or r.error or r.changed]
 
     def verb(self, result: FileResult) -> str:
-        done = "changed" if self.mode == "write" else "would change"
-        return f"{done} (TODO lines only)" if result.only_todo_lines else done
+        if result.only_todo_lines:
+            return "gained TODO lines only" if self.mode == "write" else "would gain TODO lines only"
+        return "changed" if self.mode == "write" else "would change"
 
     def items(self, result: FileResult) -> list[Item]:
         """Every item of ``result``, placed in the file as written."""
@@ -142,7 +143,7 @@ class Run:
                 line, last = moved(result, f.line)
                 out.append(Item(result.path, kind, f.rule, one_line(f.message), line, *_span(lines, line, last),
                                 safe=_safe(f.rule)))
-        return out
+        return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
 
     def _text_as_written(self, result: FileResult) -> str | None:
         if self.mode == "write" and result.changed:
