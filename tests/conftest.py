@@ -15,7 +15,7 @@ HAS_XLA = importlib.util.find_spec("torch_xla") is not None
 def pytest_collection_modifyitems(config, items):
     if HAS_XLA:
         return
-    skip = pytest.mark.skip(reason="torch_xla is not installed (pip install -e '.[xla]')")
+    skip = pytest.mark.skip(reason="needs torch_xla: pip install -e '.[xla]'")
     for item in items:
         if "xla" in item.keywords:
             item.add_marker(skip)

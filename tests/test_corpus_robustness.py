@@ -73,7 +73,7 @@ def corpus() -> list[Path]:
     try:
         return _corpus.corpus_paths()
     except _corpus.CorpusUnavailable as exc:
-        pytest.skip(f"{exc}: the real-code corpus is fetched with pip on first use")
+        pytest.skip(f"needs the network: the real-code corpus is fetched from PyPI with pip on first use ({exc})")
 
 
 @pytest.fixture(scope="module")

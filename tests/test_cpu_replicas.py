@@ -581,7 +581,7 @@ def test_a_failure_on_one_host_ends_the_other_host(tmp_path):
 def _network_namespaces(count: int):
     """``count`` namespaces joined by veth pairs to a bridge: hosts 10.231.x.(h+1)/24."""
     if shutil.which("ip") is None:
-        pytest.skip("the `ip` tool is not installed: cannot make network namespaces")
+        pytest.skip("needs the `ip` tool (iproute2) to make network namespaces")
     tag = uuid.uuid4().hex[:6]
     names = [f"xrtns{tag}{h}" for h in range(count)]
     bridge = f"xrtbr{tag}"
@@ -611,7 +611,7 @@ def _network_namespaces(count: int):
                 ip("-n", name, "link", "set", "lo", "up")
                 addresses.append(address)
         except OSError as error:
-            pytest.skip(f"cannot make network namespaces here ({error}); needs root and CAP_NET_ADMIN")
+            pytest.skip(f"needs root and CAP_NET_ADMIN to make network namespaces ({error})")
         yield list(zip(names, addresses))
     finally:
         for name in names:

@@ -57,7 +57,7 @@ def tiny_filesystem():
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)], capture_output=True)
     if done.returncode != 0:
         mount_point.rmdir()
-        pytest.skip("mounting a small tmpfs needs root (mount -t tmpfs); the simulated disk-full test still runs")
+        pytest.skip("needs root to mount a small tmpfs (mount -t tmpfs); the simulated disk-full test still runs")
     try:
         yield mount_point
     finally:
@@ -114,7 +114,7 @@ def unprivileged():
     setpriv = shutil.which("setpriv")
     prefix = (setpriv, "--reuid=65534", "--regid=65534", "--clear-groups") if setpriv else None
     if prefix is None or subprocess.run([*prefix, sys.executable, "-c", "import xrt2pjrt"]).returncode != 0:
-        pytest.skip("cannot run xrt2pjrt as an unprivileged user here (setpriv, readable install)")
+        pytest.skip("needs setpriv and an install an unprivileged user can read, to run xrt2pjrt as one")
     return prefix
 
 
