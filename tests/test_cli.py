@@ -373,6 +373,11 @@ def test_quiet_and_verbose(tree):
     verbose = xrt2pjrt("migrate", "-v", ".", cwd=tree)
     assert "train.py:5:5: change [api-ordinal]" in verbose.stderr
     assert "configuration: none found" in verbose.stderr and re.search(r"2 files in \d+\.\d\d s", verbose.stderr)
+    # --check -q fails naming the files, never in silence
+    (tree / "train.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+    quiet_check = xrt2pjrt("migrate", "--check", "-q", ".", cwd=tree)
+    assert quiet_check.returncode == 1
+    assert quiet_check.stderr.splitlines() == ["run.sh: would change (1 change)", "train.py: would change (1 change)"]
 
 
 def test_progress_shows_on_a_terminal_only(tmp_path):

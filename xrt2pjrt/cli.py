@@ -161,11 +161,14 @@ def migrate(args) -> int:
         for r in run.results:
             if r.skipped:
                 out.err(f"{r.path}: skipped (# xrt2pjrt: skip-file)")
-    # -q keeps what a person must act on; stdin (an editor) gets no file or summary line;
-    # with a document on stdout, stderr says no more than the summary.
+    # -q keeps what a person must act on (with --check, the files pending too); stdin (an
+    # editor) gets no file or summary line; with a document on stdout, stderr says no more
+    # than the summary.
     terse = args.quiet or (reads_stdin and not args.verbose)
     for style, line in report.to_text(run):
-        if style in ("file", "summary") and (terse or not run.results):
+        if style == "summary" and (terse or not run.results):
+            continue
+        if style == "file" and terse and not (args.check and args.quiet):
             continue
         if args.output_format != "text" and style != "summary" and not args.verbose:
             continue
@@ -353,7 +356,8 @@ def parser() -> argparse.ArgumentParser:
                    help="what replaces xla_dist: gcloud (the default) or xrt2pjrt")
     p.add_argument("-j", "--jobs", type=_positive, metavar="N", help="worker processes")
     p.add_argument("--color", choices=COLORS, default="auto", metavar="WHEN", help="auto (the default), always or never")
-    p.add_argument("-q", "--quiet", action="store_true", help="only the items to decide, and errors")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="only the items to decide and errors (and with --check, the files)")
     p.add_argument("-v", "--verbose", action="store_true", help="also every change, the configuration, the time")
 
     p = _command(sub, "rules", rules, "List the rules: id, file kind, safe or unsafe, summary and examples.",
