@@ -32,7 +32,10 @@ def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     work = tmp_path_factory.mktemp("checkout")
     # Build from a copy of the tracked files, as a release would from a clean checkout.
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
+    if listed.returncode != 0 or not listed.stdout:  # an unpacked sdist, say
+        pytest.skip("needs a git checkout: the package is built from its tracked files")
+    tracked = listed.stdout
     for name in filter(None, tracked.decode().split("\0")):
         source = ROOT / name
         if source.is_file():
