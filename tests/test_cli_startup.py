@@ -59,3 +59,16 @@ def test_migrate_on_a_tree_with_nothing_to_do_imports_no_libcst(tmp_path):
     assert {"xrt2pjrt.codemod", "xrt2pjrt.text.notebook", "xrt2pjrt.text.markdown"} <= modules
     assert not {m for m in modules if m.split(".")[0] == "libcst"}
     assert "xrt2pjrt.rules.python" not in modules
+
+
+def test_python_m_in_a_project_that_shadows_the_standard_library(tmp_path):
+    """`python -m xrt2pjrt` run at the top of a project with its own logging/ (fairseq's
+    layout): the project's folders must not stand in for the standard library inside the
+    tool, as they don't for the console script."""
+    (tmp_path / "logging").mkdir()
+    (tmp_path / "logging" / "__init__.py").write_text("raise ImportError('the project logging package')\n")
+    (tmp_path / "train.py").write_text("import torch_xla.core.xla_model as xm\nprint(xm.xrt_world_size())\n")
+    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--check", "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr[-2000:]  # changes pending, not a crash
+    assert "train.py" in done.stdout + done.stderr
