@@ -98,7 +98,18 @@ def check(text: str) -> str | None:
 
 
 def source_spans(text: str) -> list[SourceSpan]:
-    """Where each cell's ``source`` value is in the notebook's text."""
+    """Where each cell's ``source`` value is in the notebook's text. ValueError for a text
+    that is not one JSON document (trailing text included) or not an nbformat 4 notebook."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if isinstance(document, dict) and "cells" not in document and (
+            "worksheets" in document or document.get("nbformat", 4) < 4):
+        raise ValueError(f"nbformat {document.get('nbformat', 3)} (cells in worksheets); this tool reads "
+                         "nbformat 4: convert it with `jupyter nbconvert --to notebook --nbformat 4`")
+    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
+        raise ValueError("no 'cells' list at the top level")
     out = []
     members = {k: (s, e) for k, s, e in _children(text, _WS.match(text).end())}
     cells_start, _ = members["cells"]
