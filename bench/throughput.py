@@ -53,7 +53,7 @@ def main() -> None:
     repeat = parser.parse_args().repeat
 
     roots = _corpus.corpus_paths()
-    seen = files.discover(roots)
+    seen = files.discover(roots).targets
     python_files = [path for path, kind in seen if kind == "python"]
     lines_seen = sum(path.read_bytes().count(b"\n") for path, _ in seen)
     python_lines = sum(path.read_bytes().count(b"\n") for path in python_files)

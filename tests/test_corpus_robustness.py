@@ -240,7 +240,7 @@ def test_folding_quiet_statements_changes_no_outcome(corpus):
     parsing the whole file gives: the same text, the same findings on the same lines."""
     options = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
     relevant = 0
-    for path, kind in files.discover(corpus):
+    for path, kind in files.discover(corpus).targets:
         text = files.decode(path.read_bytes(), kind).text if kind == "python" else ""
         if not python.TRIGGER.search(text):
             continue

@@ -32,7 +32,7 @@ def test_discover_honours_gitignore_and_skips_environments(tmp_path):
     script = _touch(tmp_path / "run_pod", "#!/bin/bash\necho hi\n")
     _touch(tmp_path / "notes.txt")
 
-    found = files.discover([tmp_path])
+    found = files.discover([tmp_path]).targets
 
     assert found == sorted(
         [(keep, "python"), (kept_sub, "python"), (script, "shell")], key=lambda item: str(item[0])
@@ -43,12 +43,14 @@ def test_discover_honours_gitignore_and_skips_environments(tmp_path):
 def test_explicit_file_is_processed_even_when_ignored(tmp_path):
     (tmp_path / ".gitignore").write_text("*.py\n")
     target = _touch(tmp_path / "ignored.py")
-    assert files.discover([target]) == [(target, "python")]
+    assert files.discover([target]).targets == [(target, "python")]
 
 
-def test_missing_path_is_an_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope"):
-        files.discover([tmp_path / "nope"])
+def test_a_missing_path_is_refused_and_the_others_still_taken(tmp_path):
+    kept = _touch(tmp_path / "a.py")
+    found = files.discover([tmp_path / "nope", kept])
+    assert found.targets == [(kept, "python")]
+    assert found.refused == [(tmp_path / "nope", "no such file or folder")]
 
 
 @pytest.mark.parametrize(

@@ -103,8 +103,10 @@ _DIFF_STYLE = {"+": "green", "-": "red", "@": "cyan"}
 def print_diff(out: Out, original: str, updated: str, path: str) -> None:
     import difflib
 
+    from xrt2pjrt.files import quoted  # an unusual name (a newline in it) quoted as git does
+
     lines = difflib.unified_diff(original.splitlines(keepends=True), updated.splitlines(keepends=True),
-                                 fromfile=_diff_label("a", path), tofile=_diff_label("b", path))
+                                 fromfile=quoted(_diff_label("a", path)), tofile=quoted(_diff_label("b", path)))
     for line in lines:
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"
@@ -129,7 +131,7 @@ def migrate(args) -> int:
         target=args.target, target_version=args.target_version, zone=args.zone, project=args.project,
         launcher=args.launcher, jobs=args.jobs, config=args.config, exclude=args.exclude,
         extend_exclude=args.extend_exclude, force_exclude=args.force_exclude, stdin_filename=args.stdin_filename,
-        stdin=sys.stdin.buffer.read() if reads_stdin else None,
+        stdin=sys.stdin.buffer.read() if reads_stdin else None, report=args.report, max_file_size=args.max_file_size,
     )
     progress = Progress(out)
     try:
@@ -139,6 +141,13 @@ def migrate(args) -> int:
     finally:
         progress.close()
     run = done.run
+    if done.stopped_by is not None:
+        from xrt2pjrt.files import quoted
+
+        written = ", ".join(quoted(p) for p in done.written)
+        out.err(f"xrt2pjrt: interrupted: {report.plural(len(done.written), 'file')} written"
+                f"{': ' + written if written else ''}; the others are as they were", "red")
+        return done.exit_code
 
     if args.verbose:
         out.err(f"xrt2pjrt: configuration: {done.settings.path or 'none found, the defaults'}")
@@ -177,7 +186,9 @@ def migrate(args) -> int:
         out.err(f"xrt2pjrt: {report.plural(len(run.results), 'file')} in {done.seconds:.2f} s")
     if args.report:
         render = report.to_json if args.report.suffix == ".json" else report.to_markdown
-        args.report.write_text(render(run), encoding="utf-8")
+        from xrt2pjrt.files import write_atomic
+
+        write_atomic(args.report, render(run).encode("utf-8"))
     return done.exit_code
 
 
@@ -291,6 +302,15 @@ def _positive(text: str) -> int:
     return value
 
 
+def _size(text: str) -> int:
+    from xrt2pjrt.files import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _wrapped(text: str) -> str:
     import textwrap
 
@@ -354,7 +374,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--project", metavar="PROJECT", help="--project of the gcloud commands written")
     p.add_argument("--launcher", choices=("gcloud", "xrt2pjrt"), default="gcloud", metavar="LAUNCHER",
                    help="what replaces xla_dist: gcloud (the default) or xrt2pjrt")
-    p.add_argument("-j", "--jobs", type=_positive, metavar="N", help="worker processes")
+    p.add_argument("-j", "--jobs", type=_positive, metavar="N",
+                   help="worker processes (default: as many as the work found pays for)")
+    p.add_argument("--max-file-size", type=_size, metavar="SIZE",
+                   help="skip, and report, a file to parse larger than this (default 2M)")
     p.add_argument("--color", choices=COLORS, default="auto", metavar="WHEN", help="auto (the default), always or never")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="only the items to decide and errors (and with --check, the files)")

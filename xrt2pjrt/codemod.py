@@ -1,129 +1,402 @@
 """The engine: files in, proposed new texts and findings out; and the one place that writes.
 
-``plan`` runs in worker processes and never writes or prints: it reads a file, skips it
-by its text when nothing can apply, runs the rewriter of the file's kind once, checks the
-result, and returns a ``FileResult``. ``apply`` runs in the parent and writes a changed
-file atomically, refusing when the file changed on disk since it was read.
+``execute`` plans every file, then (with ``write``) writes, with Ctrl-C and SIGTERM handled
+so that the run stops cleanly and can say what it wrote (migration.py runs it). ``plan``
+never writes or prints: it reads a file, skips it by its text when nothing
+can apply, runs the rewriter of the file's kind once, checks the result, and returns a
+``FileResult``. ``apply`` writes a changed file atomically, refusing when the file changed
+on disk since it was read (files.write_atomic compares it again just before the rename).
+
+Worker processes. The parent reads every file and tests its trigger (most files of a tree
+stop there, in a few milliseconds each); only the files a rewriter must parse are worth a
+process pool, and only when there is enough of them to pay for its start-up (forking,
+returning results) and cores free to run it: below ``POOL_MIN_WORK`` characters of such
+text, for one file, or when the load average leaves no core idle, the parent parses them
+itself (an explicit ``--jobs N`` is taken as given). Workers end with the parent however it ends (Linux: the kernel
+kills them when it dies, PR_SET_PDEATHSIG; elsewhere they watch their parent id), ignore
+Ctrl-C (the parent stops them) and never write.
 """
 
 from __future__ import annotations
 
-import hashlib
+import gc
+import multiprocessing
 import os
+import signal
+import sys
+import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xrt2pjrt import files, rewriters, suppress
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import FileResult
 
-# Below this many files a process pool costs more than it saves.
-_POOL_THRESHOLD = 16
+# Characters of text to parse below which a process pool costs more than it saves, and the
+# least a worker should get (bench/jobs.py). The parent parses about a million characters a
+# second; a pool of two costs about 0.3 s of CPU to start, feed and drain, and pays only
+# when a core is free to run it.
+POOL_MIN_WORK = 1_000_000
+WORK_PER_WORKER = 500_000
 
 
 @dataclass
 class Plan:
     result: FileResult
     new_bytes: bytes | None = None  # what ``apply`` writes, when the file changed
-    digest: str | None = None  # sha256 of the bytes the plan was made from
+    snapshot: files.Snapshot | None = None  # the file as the plan read it
+    write_to: str | None = None  # the file itself (a symbolic link named on the command line, resolved)
+
+
+@dataclass
+class _Job:
+    """A file that was read and decoded and that its rewriter must parse."""
+
+    path: Path
+    kind: str
+    source: files.TextFile
+    snapshot: files.Snapshot | None  # None: not on disk (stdin)
+    write_to: str | None
 
 
 def plan(path: Path, kind: str, options: Options, data: bytes | None = None) -> Plan:
-    """``data``: the file's bytes when they are not on disk (stdin)."""
+    """``data``: the file's bytes when they are not on disk (stdin; such a plan is not written)."""
+    prepared = _prepare(path, kind, options, data)
+    return prepared if isinstance(prepared, Plan) else _finish(prepared, options)
+
+
+def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None) -> Plan | _Job:
+    """Read, decode and test the trigger: a finished Plan, or the job of parsing the file."""
     result = FileResult(path=str(path), kind=kind)
-    try:
-        data = path.read_bytes() if data is None else data
-    except OSError as exc:
-        result.error = f"cannot read: {exc.strerror or exc}"
-        return Plan(result)
-    digest = hashlib.sha256(data).hexdigest()
+    snapshot = write_to = None
+    if data is None:
+        try:
+            write_to = os.path.realpath(path)
+            data, snapshot = files.read(Path(write_to))
+        except files.NotAFile as exc:
+            result.error = str(exc)
+            return Plan(result)
+        except OSError as exc:
+            result.error = f"cannot read: {exc.strerror or exc}"
+            return Plan(result)
     try:
         source = files.decode(data, kind)
     except files.DecodeError as exc:
         result.error = f"line {exc.line}: {exc}"
-        return Plan(result, digest=digest)
-
+        return Plan(result, snapshot=snapshot)
     if not rewriters.trigger_for(kind).search(source.text):
-        return Plan(result, digest=digest)
+        return Plan(result, snapshot=snapshot)
     if suppress.skips_file(source.text):
         result.skipped = True
-        return Plan(result, digest=digest)
+        return Plan(result, snapshot=snapshot)
+    if len(data) > options.max_file_bytes:
+        result.error = (f"skipped: {len(data):,} bytes, more than the size limit of {options.max_file_bytes:,} "
+                        "(--max-file-size); nothing in it was migrated")
+        return Plan(result, snapshot=snapshot)
+    return _Job(path, kind, source, snapshot, write_to)
+
+
+def _finish(job: _Job, options: Options) -> Plan:
+    result = FileResult(path=str(job.path), kind=job.kind)
+    source, kind = job.source, job.kind
     rewriter = rewriters.module_for(kind)
+    unfinished = Plan(result, snapshot=job.snapshot)
     try:
-        outcome = rewriter.rewrite(source.text, options)
+        with _no_cyclic_gc():
+            outcome = rewriter.rewrite(source.text, options)
     except rewriters.SourceError as exc:
         result.error = f"line {exc.line}: cannot parse: {exc}"
-        return Plan(result, digest=digest)
+        return unfinished
+    except RecursionError:
+        result.error = ("nested too deeply to parse: an expression or block is deeper than libcst, the parser "
+                        f"used here, can follow (Python's recursion limit, {sys.getrecursionlimit()}), though "
+                        "Python may run it; the file is left as it is: migrate it by hand")
+        return unfinished
     except Exception as exc:  # a bug of ours must cost one file, not the whole run
         result.error = (f"internal error of the {kind} rewriter ({type(exc).__name__}: {exc}); "
                         "the file is left as it is: please report this with the file")
-        return Plan(result, digest=digest)
+        return unfinished
     result.changes, result.manual = outcome.changes, outcome.manual
     if outcome.text == source.text:
-        return Plan(result, digest=digest)
+        return unfinished
 
     problem = rewriter.check(outcome.text)
     if problem:
         result.error = f"rewrite discarded, the result would not be valid {kind}: {problem}"
-        return Plan(result, digest=digest)
+        return unfinished
     try:
         new_bytes = source.encode(outcome.text)
     except UnicodeEncodeError as exc:
         result.error = f"rewrite discarded, the new text cannot be encoded as {source.encoding}: {exc.reason}"
-        return Plan(result, digest=digest)
+        return unfinished
+    if job.snapshot is not None and job.snapshot.nlink > 1:
+        result.error = (f"has {job.snapshot.nlink} hard links: not rewritten (a new file would leave the other "
+                        "names with the old text, an in-place write is not atomic); break the link "
+                        "(cp FILE FILE.new && mv FILE.new FILE) and run again")
+        return unfinished
     # Only a changed file carries its texts back to the parent (for the diff): the
     # thousands of files left alone cost no copying between processes.
     result.original, result.updated = source.text, outcome.text
-    return Plan(result, new_bytes=new_bytes, digest=digest)
+    return Plan(result, new_bytes=new_bytes, snapshot=job.snapshot, write_to=job.write_to)
 
 
-def _plan_star(job: tuple[Path, str, Options]) -> Plan:
-    return plan(*job)
+@contextmanager
+def _no_cyclic_gc():
+    """libcst builds a node per token and drops whole trees at once: the cyclic collector,
+    run every few hundred allocations over a heap that grows with the file, costs a fifth of
+    a large file's rewrite and finds nothing (the trees hold no cycles; reference counting
+    frees them)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _finish_star(job: tuple[_Job, Options]) -> Plan:
+    return _finish(*job)
 
 
 def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
              progress: Callable[[int], None] | None = None) -> list[Plan]:
-    """Plans for every file, in the order given; ``jobs`` worker processes (default: all cores).
-    ``options`` may depend on the file (per-file-ignores); ``progress(n)`` hears of each
-    file done."""
-    work = [(path, kind, options(path) if callable(options) else options) for path, kind in targets]
+    """Plans for every file, in the order given; up to ``jobs`` worker processes (default:
+    as many as the cores and the work found call for, see POOL_MIN_WORK). ``options`` may
+    depend on the file (per-file-ignores); ``progress(n)`` hears of each file done."""
     progress = progress or (lambda done: None)
-    jobs = jobs or os.cpu_count() or 1
-    if jobs == 1 or len(work) < _POOL_THRESHOLD:
-        plans = []
-        for job in work:
-            plans.append(_plan_star(job))
+    settings = [options(path) if callable(options) else options for path, _ in targets]
+    plans: list[Plan | _Job] = []
+    for (path, kind), opts in zip(targets, settings):
+        plans.append(_prepare(path, kind, opts))
+        if isinstance(plans[-1], Plan):
             progress(len(plans))
-        return plans
-    # Largest files first, one at a time: the few big files that are parsed dominate the
-    # run and would leave a worker idle if they arrived last or together in one chunk.
-    order = sorted(range(len(work)), key=lambda i: _size(work[i][0]), reverse=True)
-    plans: list[Plan | None] = [None] * len(work)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for done, (i, p) in enumerate(zip(order, pool.map(_plan_star, [work[i] for i in order], chunksize=1)), 1):
-            plans[i] = p
+    pending = [i for i, p in enumerate(plans) if isinstance(p, _Job)]
+    done = len(plans) - len(pending)
+    workers = pool_size(jobs, [len(plans[i].source.text) for i in pending])
+    if workers <= 1:
+        for done, i in enumerate(pending, done + 1):
+            plans[i] = _finish(plans[i], settings[i])
             progress(done)
+        return plans
+    # Largest files first, one at a time: the few big files dominate the run and would
+    # leave a worker idle if they arrived last or together in one chunk.
+    pending.sort(key=lambda i: len(plans[i].source.text), reverse=True)
+    for kind in {plans[i].kind for i in pending}:
+        rewriters.module_for(kind)  # imported once here, inherited by every forked worker
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_fork_context(), initializer=_worker_start,
+                             initargs=(os.getpid(),)) as pool:
+        try:
+            for done, (i, p) in enumerate(zip(pending, pool.map(_finish_star, [(plans[i], settings[i])
+                                                                               for i in pending])), done + 1):
+                plans[i] = p
+                progress(done)
+        except BaseException:
+            _end_workers(pool)
+            raise
     return plans
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+def pool_size(jobs: int | None, work: list[int]) -> int:
+    """How many worker processes ``work`` (characters of text to parse, per file) is worth."""
+    if jobs is not None:
+        return max(1, min(jobs, len(work)))
+    total = sum(work)
+    if len(work) < 2 or total < POOL_MIN_WORK:
+        return 1
+    cores = os.cpu_count() or 1
+    idle = round(cores - os.getloadavg()[0]) if hasattr(os, "getloadavg") else cores  # cores others leave free
+    return max(1, min(cores, idle, len(work), total // WORK_PER_WORKER))
 
 
-def apply(p: Plan) -> None:
-    """Write a changed file; on failure, record the error on the result and leave the file."""
+def _fork_context():
+    """fork where there is one: the workers start with the rewriters the parent imported."""
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _worker_start(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (a forked worker inherits the parent's handler)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent ended before the line above
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        threading.Event().wait(0.5)
+    os._exit(1)
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop the workers now (an interrupt): a parse under way is not waited for."""
+    for child in multiprocessing.active_children():
+        child.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def apply(p: Plan, held: list[tuple[Plan, files.Replaced]] | None = None) -> bool:
+    """Write a changed file; True when it was written. On failure the error is recorded on
+    the result and the file is left as it is. With ``held``, the file it replaced is kept
+    open there, to be looked at again once the other files are written (``settle``)."""
     if p.new_bytes is None:
-        return
-    path = Path(p.result.path)
+        return False
     try:
-        if hashlib.sha256(path.read_bytes()).hexdigest() != p.digest:
-            p.result.error = "changed on disk while xrt2pjrt ran; not written (run again)"
-            return
-        files.write_atomic(path, p.new_bytes)
+        replaced = files.write_atomic(Path(p.write_to or p.result.path), p.new_bytes, expect=p.snapshot, hold=True)
+    except files.Changed as exc:
+        p.result.error = str(exc) or "changed on disk while xrt2pjrt ran; not written (run again)"
+        return False
     except OSError as exc:
         p.result.error = f"cannot write: {exc.strerror or exc}; the file is unchanged"
+        return False
+    try:
+        replaced.settle(put_back=True)
+        written = True
+    except files.Changed as exc:
+        p.result.error = str(exc) or "changed on disk while xrt2pjrt wrote it; put back as edited, not written"
+        written = exc.written
+    if held is None:
+        settle([(p, replaced)])
+        return written
+    held.append((p, replaced))
+    if len(held) > HELD_OPEN:
+        settle(held[:-HELD_OPEN])
+        del held[:-HELD_OPEN]
+    return written
+
+
+# Replaced files kept open at most (each one a file descriptor).
+HELD_OPEN = 256
+
+
+def settle(held: list[tuple[Plan, files.Replaced]]) -> None:
+    """Look once more at files replaced a moment ago: an edit still in flight during the
+    rename (an editor that opened the file just before it) is saved beside the new file."""
+    for p, replaced in held:
+        try:
+            replaced.settle()
+        except files.Changed as exc:
+            p.result.error = str(exc)
+        finally:
+            replaced.close()
+
+
+# --- planning and writing, under signals ---------------------------------------------------
+
+
+@dataclass
+class Executed:
+    plans: list[Plan] = field(default_factory=list)  # empty when a signal came during planning
+    written: list[str] = field(default_factory=list)  # files written, in order
+    stopped_by: int | None = None  # the signal that ended the run early
+
+    @property
+    def interrupted_status(self) -> int | None:
+        """The exit status of a run ended by a signal, as a shell gives it: 128 + the signal."""
+        return None if self.stopped_by is None else 128 + self.stopped_by
+
+
+def execute(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
+            write: bool = False, progress: Callable[[int], None] | None = None) -> Executed:
+    """Plan every file and, with ``write``, write the changed ones. SIGINT or SIGTERM ends the
+    run: at once while planning (the workers are stopped, nothing was written), between two
+    files while writing (a write is never cut short); ``stopped_by`` says which."""
+    out = Executed()
+    with _signals() as stop:
+        try:
+            out.plans = plan_all(targets, options, jobs, progress)
+        except _Interrupted as exc:
+            out.stopped_by = exc.signum
+            return out
+        stop.defer = True  # from here on a signal ends the run between two files, never within a write
+        held: list[tuple[Plan, files.Replaced]] = []
+        try:
+            for p in out.plans if write else ():
+                if stop.signum is not None:
+                    break
+                if apply(p, held):
+                    out.written.append(p.result.path)
+        finally:
+            settle(held)
+        out.stopped_by = stop.signum
+    return out
+
+
+def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
+    """What a run says once about what it found besides its files; with ``write``, the stale
+    temporary files of an interrupted run are removed (and said)."""
+    notes = []
+    if discovery.symlinks:
+        notes.append(f"{discovery.symlinks} symbolic link{'s' * (discovery.symlinks > 1)} inside the folders "
+                     "not followed (name a link to migrate the file it points to)")
+    if discovery.stale:
+        names = ", ".join(files.quoted(str(p)) for p in discovery.stale)
+        if write:
+            removed = files.remove_stale(discovery.stale)
+            notes.append(f"removed {len(removed)} temporary file(s) an interrupted run left: {names}")
+        else:
+            notes.append(f"{len(discovery.stale)} temporary file(s) an interrupted run left: {names} "
+                         "(--write removes them)")
+    return notes
+
+
+def check_report_path(report: Path, targets: list[Path]) -> None:
+    """ValueError unless ``report`` can be written without touching a file of the run:
+    checked before anything is written, so that a bad path fails the run, not its end."""
+    if report.is_dir():
+        raise ValueError(f"--report {report}: is a folder")
+    if not report.parent.is_dir():
+        raise ValueError(f"--report {report}: the folder {report.parent} does not exist")
+    if not report.exists():
+        return
+    for target in targets:
+        try:
+            if os.path.samefile(report, target):
+                raise ValueError(f"--report {report}: is {target}, a file of this run; choose another name")
+        except OSError:
+            continue
+
+
+class _Interrupted(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Stop:
+    """What a signal did: ``signum`` once one arrived. Until ``defer`` is set, a signal also
+    raises _Interrupted at once (planning may be in a long parse)."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        self.defer = False
+
+    def __call__(self, signum, frame):
+        self.signum = signum
+        if not self.defer:
+            raise _Interrupted(signum)
+
+
+@contextmanager
+def _signals():
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

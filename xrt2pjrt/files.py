@@ -3,20 +3,39 @@
 A user's file is never damaged: text is decoded with the encoding the file declares (a
 PEP 263 cookie, a BOM, else UTF-8), line endings and the BOM are restored on the way
 out, and a write goes to a temporary file in the same folder that then replaces the
-original atomically, with the original's mode.
+original atomically, with the original's mode, owner and group.
+
+What is never done, because it would lose data or surprise:
+- a file is not written when it changed since it was read: it is compared again (content,
+  size, times, inode) after the new bytes are on disk, just before the rename, so the
+  window in which an edit by another program can be lost is the one between a ``stat``
+  and a ``rename`` (microseconds);
+- a symbolic link named on the command line is written through (its target is replaced),
+  never replaced by a file; links met inside a folder are not followed, and counted;
+- a file with several hard links is not rewritten (a rename would split it from its other
+  names, an in-place write is not atomic): it is reported;
+- a FIFO, socket or device is never opened for reading.
+
+Temporary files are named ``.NAME.XXXXXXXX.xrt2pjrt`` and locked (``flock``) while they
+exist; a lock left unheld means the run that made it is gone, so a later run that finds one
+(``stale``) can remove it knowing it is no other run's work in progress.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
+import fcntl
+import hashlib
 import io
+import itertools
 import os
 import re
 import stat
 import tempfile
 import tokenize
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
@@ -59,8 +78,9 @@ def kind_of(path: Path) -> str | None:
 
 def _kind_from_shebang(path: Path) -> str | None:
     try:
-        with path.open("rb") as f:
-            head = f.readline(200)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # never waits on a FIFO
+        with os.fdopen(fd, "rb") as f:
+            head = f.readline(200) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     except OSError:
         return None
     if _SHELL_SHEBANG.match(head):
@@ -74,65 +94,109 @@ def _is_venv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file()
 
 
+@dataclass
+class Discovery:
+    """What ``discover`` found: the files to migrate, and what the run must say about the rest."""
+
+    targets: list[tuple[Path, str]] = field(default_factory=list)  # (path, kind), in a stable order
+    refused: list[tuple[Path, str]] = field(default_factory=list)  # a path named that cannot be read, and why
+    symlinks: int = 0  # symbolic links inside the folders walked, not followed
+    stale: list[Path] = field(default_factory=list)  # temporary files an interrupted run left
+
+
 def _skipped_dir(path: Path, is_dir: bool) -> bool:
     return is_dir and path.name in SKIPPED_DIRS
 
 
 def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skipped_dir,
-             force_exclude: bool = False) -> list[tuple[Path, str]]:
+             force_exclude: bool = False) -> Discovery:
     """Every file under ``paths`` that a rewriter handles, with its kind, in a stable order.
 
     Files named explicitly are always taken (when some rewriter handles them) unless
-    ``force_exclude``; folders are walked honouring each ``.gitignore`` on the way down and
-    skipping virtualenvs and what ``excluded(path, is_dir)`` says (default: SKIPPED_DIRS).
+    ``force_exclude``, a symbolic link as the file it points to; folders are walked
+    honouring each ``.gitignore`` on the way down and skipping virtualenvs, symbolic links
+    and what ``excluded(path, is_dir)`` says (default: SKIPPED_DIRS). A named path that is
+    missing, a FIFO, a socket or a device is refused with the reason; the others go on.
     """
     found: dict[Path, str] = {}
+    out = Discovery()
     for root in paths:
-        if root.is_file():
-            kind = kind_of(root)
-            if kind and not (force_exclude and excluded(root, False)):
-                found.setdefault(root, kind)
+        problem = _named_problem(root)
+        if problem:
+            out.refused.append((root, problem))
         elif root.is_dir():
             if force_exclude and excluded(root, True):
                 continue
-            for path in _walk(root, excluded):
+            for path in _walk(root, excluded, out):
                 kind = kind_of(path)
                 if kind:
                     found.setdefault(path, kind)
         else:
-            raise FileNotFoundError(f"{root}: no such file or folder")
-    return sorted(found.items(), key=lambda item: str(item[0]))
+            kind = kind_of(root)
+            if kind and not (force_exclude and excluded(root, False)):
+                found.setdefault(root, kind)
+            out.stale += _stale_beside(root)
+    out.targets = sorted(found.items(), key=lambda item: str(item[0]))
+    return out
 
 
-def _walk(root: Path, excluded: Callable[[Path, bool], bool]):
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _named_problem(path: Path) -> str | None:
+    """Why a path named on the command line cannot be migrated, or None."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+        return "no such file or folder"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    for test, what in _SPECIAL:
+        if test(st.st_mode):
+            return f"{what}, not a file: not read"
+    return None
+
+
+def _walk(root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
     # Each entry: (folder, [(folder the spec is relative to, spec), ...]) so that a
-    # .gitignore applies below the folder it lives in, as git does.
-    stack = [(root, _ignore_specs_above(root))]
+    # .gitignore applies below the folder it lives in, as git does. Paths are matched as
+    # they are below the root (never resolved: a folder may hold a symbolic link loop).
+    real_root = root.resolve()
+    stack = [(root, _ignore_specs_above(real_root))]
     while stack:
         folder, specs = stack.pop()
         gitignore = folder / ".gitignore"
         if gitignore.is_file():
             lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            specs = specs + [(folder, pathspec.GitIgnoreSpec.from_lines(lines))]
+            specs = specs + [(real_root / folder.relative_to(root), pathspec.GitIgnoreSpec.from_lines(lines))]
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
         for entry in entries:
             path = Path(entry.path)
+            if entry.is_symlink():
+                out.symlinks += 1
+                continue
             is_dir = entry.is_dir(follow_symlinks=False)
-            if _ignored(path, is_dir, specs) or excluded(path, is_dir):
+            if _ignored(real_root / path.relative_to(root), is_dir, specs) or excluded(path, is_dir):
                 continue
             if is_dir:
                 if not _is_venv(path):
                     stack.append((path, specs))
             elif entry.is_file(follow_symlinks=False):
+                if _TEMPORARY.fullmatch(entry.name):
+                    if _unlocked(path):
+                        out.stale.append(path)
+                    continue
                 yield path
 
 
 def _ignore_specs_above(root: Path):
-    """The .gitignore files of the enclosing git checkout that lie above ``root``."""
-    root = root.resolve()
+    """The .gitignore files of the enclosing git checkout that lie above ``root`` (resolved)."""
     specs = []
     for parent in reversed(root.parents):
         gitignore = parent / ".gitignore"
@@ -147,12 +211,58 @@ def _ignore_specs_above(root: Path):
 def _ignored(path: Path, is_dir: bool, specs) -> bool:
     for base, spec in specs:
         try:
-            rel = path.resolve().relative_to(base.resolve()).as_posix()
+            rel = path.relative_to(base).as_posix()
         except ValueError:
             continue
         if spec.match_file(rel + "/" if is_dir else rel):
             return True
     return False
+
+
+# --- temporary files -----------------------------------------------------------------------
+
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.xrt2pjrt")  # .NAME.XXXXXXXX.xrt2pjrt (mkstemp's 8)
+
+
+def _unlocked(path: Path) -> bool:
+    """True when no process holds the lock a run keeps on its temporary file while it lives."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _stale_beside(path: Path) -> list[Path]:
+    """Stale temporary files of a file named on the command line."""
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return []
+    prefix = f".{path.name}."
+    return [path.parent / n for n in sorted(names) if n.startswith(prefix) and _TEMPORARY.fullmatch(n)
+            and _TEMPORARY.fullmatch(n).group(1) == path.name and _unlocked(path.parent / n)]
+
+
+def remove_stale(paths: list[Path]) -> list[Path]:
+    """Remove the stale temporary files found; the ones removed (another run may have beaten us)."""
+    removed = []
+    for path in paths:
+        if _unlocked(path):
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
 
 
 class DecodeError(Exception):
@@ -202,24 +312,261 @@ def decode(data: bytes, kind: str) -> TextFile:
     return TextFile(text=text, encoding=encoding, bom=bom, crlf=crlf)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+@dataclass(frozen=True)
+class Snapshot:
+    """A file as it was read: what a write compares it to, just before replacing it."""
+
+    digest: str  # sha256 of the bytes
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    dev: int
+    ino: int
+    nlink: int
+
+    @classmethod
+    def of(cls, data: bytes, st: os.stat_result) -> "Snapshot":
+        return cls(hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev,
+                   st.st_ino, st.st_nlink)
+
+    def same_file(self, st: os.stat_result) -> bool:
+        return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino) == (
+            self.size, self.mtime_ns, self.ctime_ns, self.dev, self.ino)
+
+
+class Changed(Exception):
+    """The file changed on disk since it was read: it is left as it now is (``written``:
+    False), or it was written and an edit made meanwhile was saved beside it (True)."""
+
+    def __init__(self, message: str = "", written: bool = False):
+        super().__init__(message)
+        self.written = written
+
+
+class NotAFile(Exception):
+    """A path that is no regular file (a FIFO, a device, a folder): never read."""
+
+
+def read(path: Path) -> tuple[bytes, Snapshot]:
+    """A regular file's bytes and snapshot. Never blocks on a FIFO (opened non-blocking,
+    refused once ``fstat`` shows what it is)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = next((what for test, what in _SPECIAL if test(st.st_mode)), "not a regular file")
+            raise NotAFile(f"{what}, not a file: not read")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read()
+        return data, Snapshot.of(data, os.fstat(fd))
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, expect: Snapshot | None = None, new: bool = False,
+                 hold: bool = False) -> "Replaced | None":
     """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never half.
 
-    The original's permission bits survive. On any failure the original is untouched and
-    the temporary file is removed.
+    ``path`` is the file itself (a symbolic link is resolved by the caller). The original's
+    permission bits, owner and group survive; when the owner cannot be kept (not root),
+    nothing is written. A path that does not exist yet (a report) is created with the
+    default mode; with ``new``, only created (FileExistsError when something is there by
+    then). On any failure the original is untouched and the temporary file removed.
+
+    With ``expect``, the file must still be what it was when it was read: once the new
+    bytes are on disk it is compared again (content and ``fstat``, then an ``lstat`` right
+    before the rename), and ``Changed`` is raised when it differs. The file being replaced
+    stays open across the rename and is looked at once more right after it (``Replaced``):
+    an edit that reached it all the same (this process was paused between its last look and
+    the rename) is kept. With ``hold``, it stays open for the caller to look again later
+    (``settle``: an editor's write in flight during the rename lands a little later) and close;
+    the caller then settles it once right away (``put_back=True``) and once more later.
     """
-    mode = stat.S_IMODE(path.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".xrt2pjrt")
+    replaced = _replace(path, data, expect, new)
+    if replaced is None or hold:
+        return replaced
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        replaced.settle(put_back=True)
+    finally:
+        replaced.close()
+    return None
+
+
+def _replace(path: Path, data: bytes, expect: Snapshot | None, new: bool) -> "Replaced | None":
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".xrt2pjrt")
+    original = None  # the file being replaced, open across the rename
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held while the temporary file lives: it is not stale
+        if st is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)
+        else:
+            _keep_owner(fd, st, path)
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        if expect is not None:
+            original = _open_unchanged(path, expect)
+        if new:
+            os.link(tmp, path)  # never over a file: fails when the name is taken
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if original is not None:
+            os.close(original)
+        os.close(fd)
         raise
+    written = Snapshot.of(data, os.fstat(fd))
+    os.close(fd)
+    _sync_folder(path.parent)
+    return None if original is None else Replaced(path, original, expect.digest, written)
+
+
+class Replaced:
+    """A file that a write replaced, still open: an edit that reached it during the rename
+    is found by comparing it with how it was just before, and kept."""
+
+    def __init__(self, path: Path, fd: int, digest: str, written: Snapshot):
+        # (its content is what counts: the rename itself changes its ctime, and mtime is coarse)
+        self.path, self.fd, self.digest, self.written = path, fd, digest, written
+        self._put_backs: list[Replaced] = []
+
+    def settle(self, put_back: bool = False) -> None:
+        """Changed when the replaced file was edited after its last look. With ``put_back``
+        (right after the rename), the edited file goes back in place of the new one when the
+        new one is still as written; else the edited file is saved beside the new one."""
+        for back in self._put_backs:
+            back.settle()
+        edited = _read_all(self.fd)
+        if hashlib.sha256(edited).hexdigest() == self.digest:
+            return
+        new = self.written
+        for _ in range(3 if put_back else 0):
+            try:
+                back = _replace(self.path, edited, new, new=False)
+            except Changed:
+                break  # the new file was edited as well: keep both
+            self._put_backs.append(back)  # the new file it replaced, looked at again with this one
+            back.settle()  # an edit that reached the new file meanwhile: saved beside
+            again = _read_all(self.fd)  # the edits may still be coming in
+            if again == edited:
+                self.digest = hashlib.sha256(edited).hexdigest()
+                raise Changed()  # the file is as its editor left it, as if never written
+            edited, new = again, back.written
+        self.digest = hashlib.sha256(edited).hexdigest()
+        raise Changed(f"changed on disk while xrt2pjrt wrote it: written, and the file as edited meanwhile is "
+                      f"saved as {_save_beside(self.path, edited)}: merge the two", written=True)
+
+    def close(self) -> None:
+        for back in self._put_backs:
+            back.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _save_beside(path: Path, data: bytes) -> Path:
+    for n in itertools.count(1):
+        saved = path.with_name(f"{path.name}.edited-while-xrt2pjrt-wrote{'' if n == 1 else f'-{n}'}")
+        try:
+            write_atomic(saved, data, new=True)
+            return saved
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
+
+
+def _open_unchanged(path: Path, expect: Snapshot) -> int:
+    """An open descriptor on ``path``, once the file is shown to be what ``expect`` says;
+    Changed otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not expect.same_file(os.fstat(fd)) or hashlib.sha256(_read_all(fd)).hexdigest() != expect.digest:
+            raise Changed()
+        if not expect.same_file(os.fstat(fd)) or not expect.same_file(os.lstat(path)):
+            raise Changed()
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_all(fd: int) -> bytes:
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _keep_owner(fd: int, st: os.stat_result, path: Path) -> None:
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) == (st.st_uid, st.st_gid):
+        return
+    try:
+        os.fchown(fd, st.st_uid, st.st_gid)
+    except PermissionError:
+        raise PermissionError(errno.EPERM, f"owned by {st.st_uid}:{st.st_gid}, which a rewrite by this user "
+                              "cannot keep; not written") from None
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename itself durable (a crash right after it keeps one of the two files)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg]?)b?", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``2000000``, ``500k``, ``2MB`` or ``1.5M`` (powers of 1000, as file managers show)."""
+    m = _SIZE.fullmatch(text.strip())
+    if not m:
+        raise ValueError(f"a size is a number of bytes, optionally with k, M or G (2M, 500k); got {text!r}")
+    return int(float(m.group(1)) * 1000 ** " kmg".index(m.group(2).lower() or " "))
+
+
+# --- names as shown ------------------------------------------------------------------------
+
+_PLAIN_NAME = re.compile(r'[^"\\\x00-\x1f\x7f\ud800-\udfff]*')
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
+              "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def quoted(name: str) -> str:
+    """A path as git writes an unusual one: as it is when it holds no control character,
+    ``"``, ``\\`` or undecodable byte; else in double quotes with C escapes, each byte that
+    is not UTF-8 (a lone surrogate from ``os.fsdecode``) as an octal escape ``\\377``. The
+    quoted form is reversible, and it is what ``git apply`` reads in a diff header."""
+    if _PLAIN_NAME.fullmatch(name):
+        return name
+    out = []
+    for ch in name:
+        if ch in _C_ESCAPES:
+            out.append(_C_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F or 0xD800 <= ord(ch) <= 0xDFFF:
+            out.extend(f"\\{byte:03o}" for byte in os.fsencode(ch))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'

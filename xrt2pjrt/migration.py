@@ -43,6 +43,8 @@ class Request:
     force_exclude: bool = False
     stdin_filename: Path | None = None
     stdin: bytes | None = None  # read by the command line when a path is "-"
+    report: Path | None = None  # where the command line writes its report: checked before anything is written
+    max_file_size: int | None = None  # bytes (Options.max_file_bytes)
 
     @property
     def mode(self) -> str:
@@ -57,9 +59,13 @@ class Done:
     seconds: float = 0.0
     new_stdin: bytes | None = None  # stdin's bytes after the rewrite (the input when unchanged)
     notes: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # files written, in order
+    stopped_by: int | None = None  # the signal (SIGINT, SIGTERM) that ended the run early
 
     @property
     def exit_code(self) -> int:
+        if self.stopped_by is not None:
+            return 128 + self.stopped_by  # as a shell reports a command a signal ended
         summary = self.run.summary
         if summary.files_failed:
             return 2
@@ -108,6 +114,8 @@ def options_for(request: Request, settings: config.Settings, note: Callable[[str
         raise UsageError(str(exc)) from None
     base = Options(rules=rules, target=target, target_version=version, zone=request.zone,
                    project=request.project, launcher=request.launcher)
+    if request.max_file_size is not None:
+        base = replace(base, max_file_bytes=request.max_file_size)
     per_file = config.per_file_ignores(settings)
     if not per_file:
         return lambda path: base
@@ -122,17 +130,14 @@ def options_for(request: Request, settings: config.Settings, note: Callable[[str
     return options
 
 
-def discover(request: Request, settings: config.Settings) -> list[tuple[Path, str]]:
+def discover(request: Request, settings: config.Settings) -> files.Discovery:
     excluded = config.excluded(settings, request.exclude, request.extend_exclude)
     if request.paths == [STDIN]:
         name = request.stdin_filename
         if request.force_exclude and excluded(name, False):
-            return []
-        return [(name, files.kind_of(name))]
-    try:
-        return files.discover(request.paths, excluded=excluded, force_exclude=request.force_exclude)
-    except FileNotFoundError as exc:
-        raise UsageError(str(exc)) from None
+            return files.Discovery()
+        return files.Discovery(targets=[(name, files.kind_of(name))])
+    return files.discover(request.paths, excluded=excluded, force_exclude=request.force_exclude)
 
 
 def migrate(request: Request, note: Callable[[str], None] = lambda message: None,
@@ -144,18 +149,25 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
     except config.ConfigError as exc:
         raise UsageError(str(exc)) from None
     options = options_for(request, settings, note)
-    targets = discover(request, settings)
+    found = discover(request, settings)
+    if request.report is not None:
+        try:
+            codemod.check_report_path(request.report, [path for path, _ in found.targets])
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     started = time.perf_counter()
     if request.paths == [STDIN]:
-        return _migrate_stdin(request, settings, options, targets, started)
-    total = len(targets)
-    plans = codemod.plan_all(targets, options, request.jobs,
-                             progress=(lambda done: progress(done, total)) if progress else None)
-    if request.write:
-        for p in plans:
-            codemod.apply(p)
-    run = report.Run([p.result for p in plans], request.mode)
-    return Done(run, plans, settings, time.perf_counter() - started)
+        return _migrate_stdin(request, settings, options, found.targets, started)
+    for line in codemod.notes_on(found, request.write):
+        note(line)
+    total = len(found.targets)
+    done = codemod.execute(found.targets, options, request.jobs, write=request.write,
+                           progress=(lambda n: progress(n, total)) if progress else None)
+    # a path named that cannot be read fails as a file does: said, the run goes on, exit 2
+    refused = [report.FileResult(str(path), "", error=why) for path, why in found.refused]
+    run = report.Run([p.result for p in done.plans] + refused, request.mode)
+    return Done(run, done.plans, settings, time.perf_counter() - started, written=done.written,
+                stopped_by=done.stopped_by)
 
 
 def _migrate_stdin(request, settings, options, targets, started) -> Done:

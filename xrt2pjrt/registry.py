@@ -167,6 +167,8 @@ class Options:
     zone: str | None = None
     project: str | None = None
     launcher: str = "gcloud"
+    # A file a rewriter would parse is skipped, and reported, above this size (--max-file-size).
+    max_file_bytes: int = 2_000_000
 
     def on(self, rule_id: str) -> bool:
         return rule_id in self.rules

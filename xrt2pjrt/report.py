@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
 from xrt2pjrt import __version__
+from xrt2pjrt.files import quoted  # a file name as git shows it: an unusual one quoted, reversibly
 
 MODES = ("preview", "check", "write")
 TODO_MARK = "TODO(xrt2pjrt):"
@@ -69,7 +70,7 @@ class Summary:
             files_only_todo_lines=sum(r.only_todo_lines for r in results),
             files_with_manual_items=sum(bool(r.manual) for r in results),
             files_failed=sum(r.error is not None for r in results),
-            changes=sum(len(r.changes) for r in results),
+            changes=sum(len(r.changes) for r in results if r.error is None),  # a file that failed changed nothing
             manual=sum(len(r.manual) for r in results),
         )
 
@@ -130,10 +131,11 @@ class Run:
 
     def items(self, result: FileResult) -> list[Item]:
         """Every item of ``result``, placed in the file as written."""
+        path = quoted(result.path)
         if result.error is not None:
             match = _ERROR_LINE.match(result.error)
             line = int(match.group(1)) if match else 1
-            return [Item(result.path, "error", None, one_line(result.error), line, 1, line, 1)]
+            return [Item(path, "error", None, one_line(result.error), line, 1, line, 1)]
         text = self._text_as_written(result)
         lines = text.splitlines() if text is not None else []
         moved = self._new_line if self.mode == "write" and result.changed else (lambda r, line: (line, line))
@@ -141,7 +143,7 @@ class Run:
         for kind, findings in (("change", result.changes), ("decide", result.manual)):
             for f in findings:
                 line, last = moved(result, f.line)
-                out.append(Item(result.path, kind, f.rule, one_line(f.message), line, *_span(lines, line, last),
+                out.append(Item(path, kind, f.rule, one_line(f.message), line, *_span(lines, line, last),
                                 safe=_safe(f.rule)))
         return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
 
@@ -209,7 +211,7 @@ def to_text(run: Run) -> list[tuple[str, str]]:
         if r.error is None and r.changed:
             details = [plural(len(r.changes), "change")] if r.changes else []
             details += [plural(len(r.manual), "item") + " to decide"] if r.manual else []
-            out.append(("file", f"{r.path}: {run.verb(r)}" + (f" ({', '.join(details)})" if details else "")))
+            out.append(("file", f"{quoted(r.path)}: {run.verb(r)}" + (f" ({', '.join(details)})" if details else "")))
         for item in run.items(r):
             if item.kind == "change":
                 continue  # the diff shows them; -v lists them
@@ -248,7 +250,7 @@ def to_json(run: Run) -> str:
     for r in run.interesting:
         items = run.items(r)
         files.append({
-            "path": r.path,
+            "path": quoted(r.path),
             "kind": r.kind,
             "changed": r.changed,
             "changes": [i.record() for i in items if i.kind == "change"],
@@ -336,7 +338,7 @@ def to_sarif(run: Run) -> str:
 def to_markdown(run: Run) -> str:
     lines = ["# xrt2pjrt migration report", "", summary_line(run), ""]
     for r in run.interesting:
-        lines += [f"## `{r.path}`", ""]
+        lines += [f"## `{quoted(r.path)}`", ""]
         if r.error:
             lines += [f"**Not processed:** {r.error}", ""]
         elif r.changed:
