@@ -1,0 +1,126 @@
+"""Input that once crashed `migrate` or gave an unclear word: each gets a clear message
+naming the file, the file is left byte-identical, and the run goes on with the others."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+XRT = "import torch_xla.core.xla_model as xm\n\nprint(xm.xrt_world_size())\n"
+MIGRATED_LINE = "print(xr.world_size())"
+
+
+def migrate(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=cwd)
+
+
+def test_deeply_nested_valid_python_says_the_nesting_is_too_deep(tmp_path):
+    deep = tmp_path / "deep.py"
+    source = XRT + "total = " + " + ".join(["xm.xrt_world_size()"] * 600) + "\n"
+    compile(source, "deep.py", "exec")  # Python itself runs it
+    deep.write_text(source)
+    ran = migrate("--write", deep)
+    assert ran.returncode == 2
+    assert f"{deep}: error: nested too deeply to parse" in ran.stderr
+    assert "internal error" not in ran.stderr and deep.read_text() == source
+
+
+def test_a_fifo_named_explicitly_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "train.py"
+    os.mkfifo(fifo)
+    other = tmp_path / "other.py"
+    other.write_text(XRT)
+    ran = migrate("--write", fifo, other)  # would hang forever if the FIFO were opened for reading
+    assert ran.returncode == 2
+    assert f"{fifo}: error: a FIFO (named pipe), not a file: not read" in ran.stderr
+    assert MIGRATED_LINE in other.read_text()
+
+
+def test_a_device_named_explicitly_is_refused():
+    ran = migrate("/dev/null")
+    assert ran.returncode == 2 and "/dev/null: error: a character device, not a file" in ran.stderr
+
+
+def test_a_missing_path_is_said_and_the_run_goes_on_then_exits_2(tmp_path):
+    kept = tmp_path / "train.py"
+    kept.write_text(XRT)
+    ran = migrate("--write", tmp_path / "nope", kept)
+    assert ran.returncode == 2
+    assert f"{tmp_path / 'nope'}: error: no such file or folder" in ran.stderr
+    assert MIGRATED_LINE in kept.read_text()
+
+
+def test_an_nbformat_3_notebook_is_named_as_such(tmp_path):
+    notebook = tmp_path / "old.ipynb"
+    text = json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+                       "worksheets": [{"cells": [{"cell_type": "code", "input": ["import torch_xla\n"]}]}]})
+    notebook.write_text(text)
+    ran = migrate(notebook)
+    assert ran.returncode == 2
+    assert "nbformat 3" in ran.stderr and "jupyter nbconvert" in ran.stderr and "'cells'" not in ran.stderr
+    assert notebook.read_text() == text
+
+
+def test_a_notebook_with_trailing_garbage_is_reported_not_rewritten(tmp_path):
+    notebook = tmp_path / "nb.ipynb"
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+            "source": ["import torch_xla.core.xla_model as xm\n", "print(xm.xrt_world_size())\n"]}
+    text = json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]}) + "\n}garbage\n"
+    notebook.write_text(text)
+    ran = migrate("--write", notebook)
+    assert ran.returncode == 2 and "not valid JSON" in ran.stderr
+    assert notebook.read_text() == text
+
+
+def test_a_newline_in_a_file_name_is_quoted_in_the_diff_as_git_does(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    name = "new\nline.py"
+    (tmp_path / name).write_text(XRT)
+    preview = migrate(name, cwd=tmp_path)
+    assert preview.returncode == 0, preview.stderr
+    assert preview.stdout.startswith('--- "a/new\\nline.py"\n+++ "b/new\\nline.py"\n')
+    subprocess.run(["git", "apply", "-p1", "-"], input=preview.stdout, text=True, check=True, cwd=tmp_path)
+    assert MIGRATED_LINE in (tmp_path / name).read_text()
+
+
+def test_the_json_report_names_an_undecodable_file_reversibly_with_no_lone_surrogate(tmp_path):
+    raw = os.fsencode(tmp_path) + b"/caf\xe9.py"  # Latin-1 bytes: not UTF-8
+    with open(raw, "w") as f:
+        f.write(XRT)
+    report = tmp_path / "report.json"
+    ran = migrate(tmp_path, "--report", report)
+    assert ran.returncode == 0, ran.stderr
+    data = report.read_bytes().decode("utf-8")  # strict: a lone surrogate would not encode to begin with
+    (entry,) = json.loads(data)["files"]
+    path = entry["path"]
+    assert not any(0xD800 <= ord(c) <= 0xDFFF for c in path)
+    assert path.startswith('"') and path.endswith('caf\\351.py"')
+    # reversible: the C escapes give the bytes of the name back
+    assert path[1:-1].encode("latin-1").decode("unicode_escape").encode("latin-1") == raw
+
+
+def test_the_summary_does_not_count_the_changes_of_a_file_that_failed(tmp_path):
+    target = tmp_path / "train.py"
+    target.write_text(XRT)
+    os.link(target, tmp_path / "again.py")  # a second name: the file is refused, its changes not made
+    ran = migrate("--write", target)
+    assert ran.returncode == 2
+    assert "0 changed (0 changes)" in ran.stderr, ran.stderr
+
+
+def test_a_file_above_the_size_limit_is_reported_as_skipped(tmp_path):
+    big = tmp_path / "big.py"
+    big.write_text(XRT + "x = 1\n" * 500)
+    ran = migrate("--write", "--max-file-size", "1k", big)
+    assert ran.returncode == 2
+    assert f"{big}: error: skipped: {big.stat().st_size:,} bytes, more than the size limit of 1,000" in ran.stderr
+    assert "xrt_world_size" in big.read_text()
+    assert migrate("--write", big).returncode == 0 and MIGRATED_LINE in big.read_text()
