@@ -38,6 +38,9 @@ UNPREFIXED = {
                    "a TPU VM, so code that branches on it wants the TPU VM branch"),
     "COLAB_TPU_ADDR": ("only the old Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab "
                        "TPU VM does not: test PJRT_DEVICE or xr.device_type() == 'TPU' instead"),
+    **dict.fromkeys(("TPU_MESH_CONTROLLER_ADDRESS", "TPU_MESH_CONTROLLER_PORT"), (
+        "xla_dist set it for XRT's mesh controller on worker 0; PJRT neither sets nor reads it (a read is a "
+        "KeyError): take host 0's address from your launcher, or use xr.process_index() == 0 to pick host 0")),
 }
 
 # A regex matching the name of any XRT-era variable, for the text rewriters.

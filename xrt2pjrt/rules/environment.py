@@ -45,6 +45,14 @@ XENV_XRT = {
     "TORCH_DIST_ROOT": "XRT_TORCH_DIST_ROOT",
     "START_LOCAL_SERVER": "XRT_START_LOCAL_SERVER",
 }
+# The xla_env_vars names torch_xla 2.9 still has for XRT-era variables, which it neither
+# sets nor reads: os.environ[xenv.TPU_MESH_CTLER_ADDR] is a KeyError under PJRT.
+XENV_STILL = {
+    "TPUVM_MODE": "TPUVM_MODE",
+    "TPU_NUM_DEVICES": "TPU_NUM_DEVICES",
+    "TPU_MESH_CTLER_ADDR": "TPU_MESH_CONTROLLER_ADDRESS",
+    "TPU_MESH_CTLER_PORT": "TPU_MESH_CONTROLLER_PORT",
+}
 ENVIRON = "os.environ"
 _READS = {f"{ENVIRON}.get": 0, "os.getenv": 0, f"{ENVIRON}.pop": 0}
 _WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
@@ -79,12 +87,16 @@ class EnvRule(PythonRule):
         ctx.change(f"xenv.{name.rsplit('.', 1)[-1]} is gone from torch_xla: spelled out")
         return ctx.string(XENV_XRT[name.rsplit(".", 1)[-1]])
 
-    def _key(self, node: cst.BaseExpression) -> str | None:
+    def _key(self, ctx, node: cst.BaseExpression) -> str | None:
+        """The XRT-era variable ``node`` names: a string, or one of the xla_env_vars names
+        torch_xla 2.9 still has for one (``xenv.TPUVM_MODE``)."""
         if isinstance(node, cst.SimpleString):
             value = node.evaluated_value
-            if isinstance(value, str) and self.handles(value):
-                return value
-        return None
+        elif isinstance(node, cst.Attribute) and node.attr.value in XENV_STILL:
+            value = XENV_STILL[node.attr.value] if ctx.resolve(node) == f"{XENV}.{node.attr.value}" else None
+        else:
+            return None
+        return value if isinstance(value, str) and self.handles(value) else None
 
     def _environ(self, ctx, node) -> bool:
         return ctx.resolve(node) == ENVIRON
@@ -115,7 +127,7 @@ class EnvRule(PythonRule):
         # XRT_* key says which, as it does in a dict literal.
         if not isinstance(target, cst.Subscript):
             return updated
-        variable = self._subscript_key(target)
+        variable = self._subscript_key(ctx, target)
         if variable is None or self._still_read(ctx, variable, updated.value):
             return updated
         setting = self._written(ctx, variable, updated.value)
@@ -126,15 +138,15 @@ class EnvRule(PythonRule):
         value = self._string(ctx, setting[1], target.slice[0].slice.value)
         return updated.with_changes(targets=[updated.targets[0].with_changes(target=new_target)], value=value)
 
-    def _subscript_key(self, node: cst.Subscript) -> str | None:
+    def _subscript_key(self, ctx, node: cst.Subscript) -> str | None:
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            return self._key(node.slice[0].slice.value)
+            return self._key(ctx, node.slice[0].slice.value)
         return None
 
     def _Subscript(self, ctx, original, updated):
         if ctx.is_store(original) or not self._environ(ctx, updated.value):
             return updated
-        variable = self._subscript_key(updated)
+        variable = self._subscript_key(ctx, updated)
         if variable is not None:
             ctx.manual(self.read(variable))
         return updated
@@ -142,7 +154,7 @@ class EnvRule(PythonRule):
     def _Del(self, ctx, original, updated):
         target = updated.target
         if isinstance(target, cst.Subscript) and self._environ(ctx, target.value):
-            variable = self._subscript_key(target)
+            variable = self._subscript_key(ctx, target)
             if variable is not None:
                 self._left_alone_in_tests(ctx, variable)
                 ctx.change(f"del {variable} removed: PJRT ignores it")
@@ -155,7 +167,7 @@ class EnvRule(PythonRule):
     def _Comparison(self, ctx, original, updated):
         for left, target in zip([updated.left] + [c.comparator for c in updated.comparisons], updated.comparisons):
             if isinstance(target.operator, (cst.In, cst.NotIn)) and self._environ(ctx, target.comparator):
-                variable = self._key(left)
+                variable = self._key(ctx, left)
                 if variable is not None:
                     ctx.manual(self.read(variable))
         return updated
@@ -163,14 +175,14 @@ class EnvRule(PythonRule):
     def _Call(self, ctx, original, updated):
         func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == "setenv" and updated.args:  # pytest's monkeypatch
-            variable = self._key(updated.args[0].value)
+            variable = self._key(ctx, updated.args[0].value)
             if variable is not None:
                 self._set_for_a_test(ctx, variable)
             return updated
         callee = ctx.resolve(updated.func)
         if callee in _READS:
             hit = argument(updated, "key", 0)
-            variable = hit and self._key(hit[1].value)
+            variable = hit and self._key(ctx, hit[1].value)
             if variable:
                 ctx.manual(self.read(variable))
             return updated
@@ -179,7 +191,7 @@ class EnvRule(PythonRule):
         if callee not in _WRITES or len(updated.args) != 2 or any(a.keyword or a.star for a in updated.args):
             return updated
         key, value = updated.args
-        variable = self._key(key.value)
+        variable = self._key(ctx, key.value)
         if variable is None or self._still_read(ctx, variable, value.value):
             return updated
         setting = self._written(ctx, variable, value.value)
@@ -216,7 +228,7 @@ class EnvRule(PythonRule):
         present = {e.key.evaluated_value for e in updated.elements
                    if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)}
         for element in updated.elements:
-            variable = self._key(element.key) if isinstance(element, cst.DictElement) else None
+            variable = self._key(ctx, element.key) if isinstance(element, cst.DictElement) else None
             if variable is None:
                 elements.append(element)
                 continue
@@ -483,6 +495,14 @@ class Unprefixed(EnvRule):
             "instead [env-xrt-unprefixed]\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
             manual=("xr.device_type() == 'TPU'",),
         ),
+        Example(  # torch_xla 2.9 still names it, and never sets it
+            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\nmaster = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n",
+            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n# TODO(xrt2pjrt): TPU_MESH_CONTROLLER_ADDRESS is "
+            "XRT-era: xla_dist set it for XRT's mesh controller on worker 0; PJRT neither sets nor reads it (a read "
+            "is a KeyError): take host 0's address from your launcher, or use xr.process_index() == 0 to pick host 0 "
+            "[env-xrt-unprefixed]\nmaster = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n",
+            manual=("a read is a KeyError",),
+        ),
     )
 
     def handles(self, variable):
@@ -552,6 +572,8 @@ def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
                 key = node.args[0]
         elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) and environ(node.comparators[0]):
             key = node.left
+        if isinstance(key, ast.Attribute):  # xenv.TPUVM_MODE, xenv.HOST_ORDINAL
+            key = ast.Constant(XENV_STILL.get(key.attr) or XENV_XRT.get(key.attr))
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             reads.setdefault(key.value, []).append(node.lineno)
     return reads
