@@ -8,7 +8,7 @@
 2. Graph executions, compilations and device->host transfers per training step, from
    torch_xla.debug.metrics, for the same XRT-era loop written against the shim and against
    native torch_xla. Target: no extra execution or transfer.
-3. Host rendezvous latency (xrt2pjrt.shim.rendezvous, over TCPStore) against
+3. Host rendezvous latency (xrt2pjrt.shim.rendezvous, over the shim's store) against
    torch.distributed.barrier on gloo, on the same N processes of this machine.
 
 Parts 1-2 run in a child process with PJRT_DEVICE=CPU; part 3 in N fresh processes
@@ -123,6 +123,8 @@ def _rendezvous_worker(rank: int, world: int, rounds: int, results) -> None:
 
     from xrt2pjrt.shim.rendezvous import host_rendezvous
 
+    # torchrun's variables: they tell the shim this process is rank `rank` of a job (rank 0 serves its store)
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
     dist.init_process_group("gloo", rank=rank, world_size=world)
 
     def timed(op) -> list[float]:

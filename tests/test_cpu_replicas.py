@@ -529,9 +529,13 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+JOB_SECRET = uuid.uuid4().hex  # the same on every host of one job
+
+
 def _host_env(index: int, master: str, port: int, **extra) -> dict:
     return {"XRT2PJRT_CPU_HOSTS": "2", "XRT2PJRT_CPU_HOST_INDEX": str(index), "MASTER_ADDR": master,
-            "XRT2PJRT_RENDEZVOUS_PORT": str(port), "XRT2PJRT_RENDEZVOUS_TIMEOUT": "60", **extra}
+            "XRT2PJRT_RENDEZVOUS_PORT": str(port), "XRT2PJRT_RENDEZVOUS_TIMEOUT": "60",
+            "XRT2PJRT_JOB_SECRET": JOB_SECRET, **extra}
 
 
 def _pod_replicas(runs) -> dict[int, dict]:

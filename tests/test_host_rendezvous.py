@@ -1,7 +1,7 @@
 """xrt2pjrt.shim.rendezvous across real processes and threads on loopback.
 
 Each participant is a separate Python process (or a thread inside one) talking to a real
-TCPStore over a real socket; nothing is mocked.
+store (xrt2pjrt.shim.store) over a real socket; nothing is mocked.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 
 import pytest
-
-pytest.importorskip("torch", reason="needs torch: pip install -e '.[xla]'")
 
 PYTHON = sys.executable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,10 +65,13 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+SECRET = uuid.uuid4().hex
+
+
 def _run(processes: list[list[int]], tags: dict[int, list[str]], world: int, *, env=None,
          deadline: float = 60, **spec) -> dict[int, dict]:
     """Start one process per entry of ``processes`` (its ordinals run as threads)."""
-    environment = {**os.environ, "PYTHONPATH": ROOT, **(env or {})}
+    environment = {**os.environ, "PYTHONPATH": ROOT, "XRT2PJRT_JOB_SECRET": SECRET, **(env or {})}
     spec.update(world=world, tags={str(k): v for k, v in tags.items()})
     if "delay" in spec:
         spec["delay"] = {str(k): v for k, v in spec["delay"].items()}
@@ -78,6 +80,7 @@ def _run(processes: list[list[int]], tags: dict[int, list[str]], world: int, *, 
         arg = json.dumps({**spec, "ordinals": ordinals})
         started.append(subprocess.Popen([PYTHON, "-c", WORKER, arg], env=environment, text=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        environment = {**environment, **spec.get("next_env", {})}
     results = {}
     try:
         for process in started:
@@ -93,9 +96,10 @@ def _run(processes: list[list[int]], tags: dict[int, list[str]], world: int, *, 
 
 
 @pytest.fixture
-def served_store():
+def served_store(monkeypatch):
     from xrt2pjrt.shim.rendezvous import connect_store
 
+    monkeypatch.setenv("XRT2PJRT_JOB_SECRET", SECRET)
     store = connect_store("127.0.0.1", 0, is_server=True, timeout=30)
     yield store
 
@@ -139,11 +143,17 @@ def test_timeout_names_the_replicas_that_never_arrived(served_store):
         assert record["left"] - record["arrived"] < 10
 
 
-def test_threads_in_processes_meet_through_the_store_of_ordinal_0():
-    """Two processes with two replica threads each (TPU v2/v3 shape), no store handed in:
-    ordinal 0's process serves it at MASTER_ADDR and the rendezvous port."""
-    env = {"MASTER_ADDR": "127.0.0.1", "XRT2PJRT_RENDEZVOUS_PORT": str(_free_port())}
-    results = _run([[2, 3], [0, 1]], {o: ["a", "b", "a"] for o in range(4)}, 4, env=env)
+def test_threads_in_processes_meet_in_the_store_local_process_0_serves():
+    """Two processes with two replica threads each (TPU v2/v3 shape), no store handed in,
+    as torch_xla's spawn starts them (PJRT's process variables). Local process 0 serves
+    the job's store although ordinal 0 runs in the other process (PJRT gives ordinals no
+    fixed link to processes); it starts second, and nobody waits for a timeout."""
+    port = str(_free_port())
+    first = {"PJRT_LOCAL_PROCESS_COUNT": "2", "PJRT_LOCAL_PROCESS_RANK": "1", "XRT2PJRT_RENDEZVOUS_PORT": port}
+    started = time.monotonic()
+    results = _run([[0, 1], [2, 3]], {o: ["a", "b", "a"] for o in range(4)}, 4, env=first,
+                   next_env={"PJRT_LOCAL_PROCESS_RANK": "0"}, delay={2: 1.0, 3: 1.0})
+    assert time.monotonic() - started < 30
     expected = [f"from {o}" for o in range(4)]
     assert {o: r["results"] for o, r in results.items()} == {o: [expected] * 3 for o in range(4)}
 
@@ -158,7 +168,7 @@ def test_timeout_setting_is_checked(monkeypatch):
     assert rendezvous.default_timeout() == 12.5
 
 
-def test_store_address_avoids_the_port_torch_distributed_uses(monkeypatch):
+def test_the_cpu_modes_store_address_avoids_the_port_torch_distributed_uses(monkeypatch):
     from xrt2pjrt.shim import rendezvous
 
     for name in (rendezvous.ADDR_ENV, rendezvous.PORT_ENV, "MASTER_ADDR", "MASTER_PORT"):

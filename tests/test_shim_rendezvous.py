@@ -1,9 +1,10 @@
 """xm.rendezvous through the shim, across real processes on loopback (default transport).
 
 PJRT on CPU runs one replica per process, so each process here is told its ordinal and
-the world size (the PJRT backend's two answers are SIMULATED); everything after that is
-real: xrt2pjrt.shim.xla_model.rendezvous picks its default transport, finds the store,
-and real processes meet over a real TCP socket. The store module itself is tested in
+the world size (the PJRT backend's two answers are SIMULATED). The processes carry PJRT's
+process variables as torch_xla's spawn sets them (local process 0 of 3, ...), and no secret:
+the job's store, its secret (derived for the children of one parent) and the real TCP
+socket they meet over are the shim's own. The store module itself is tested in
 test_host_rendezvous.py; this file checks what the shim's callers see.
 """
 
@@ -26,13 +27,7 @@ PARTICIPANT = textwrap.dedent("""
     import xrt2pjrt.shim.xla_model as xm
 
     ordinal, world = int(os.environ["ORDINAL"]), int(os.environ["WORLD"])
-    if os.environ.get("SPMD"):  # SIMULATED: one SPMD process of `world`, driving every device
-        xm._runtime_started = lambda: True
-        xm._xr.is_spmd = lambda: True
-        xm._xr.process_index, xm._xr.process_count = (lambda: ordinal), (lambda: world)
-        xm.PJRT.get_ordinal = lambda defval=0: 0  # replica ids say nothing about processes here
-        xm.PJRT.xrt_world_size = lambda defval=1: 8
-    else:
+    if not os.environ.get("XLA_USE_SPMD"):  # under SPMD the shim counts processes itself
         xm.PJRT.get_ordinal = lambda defval=0: ordinal  # SIMULATED: the replica id PJRT gives
         xm.PJRT.xrt_world_size = lambda defval=1: world
     out = []
@@ -61,9 +56,11 @@ def meet(plan: list[list], timeout_setting: str = "30", **extra_env: str) -> lis
     procs = []
     for ordinal in range(len(plan)):
         env = {**os.environ, "PJRT_DEVICE": "CPU", "ORDINAL": str(ordinal), "WORLD": str(len(plan)),
-               "MASTER_ADDR": "127.0.0.1", "XRT2PJRT_RENDEZVOUS_PORT": port,
-               "XRT2PJRT_RENDEZVOUS_TIMEOUT": timeout_setting, **extra_env}
-        env.pop("XRT2PJRT_RENDEZVOUS_TRANSPORT", None)
+               "PJRT_LOCAL_PROCESS_RANK": str(ordinal), "PJRT_LOCAL_PROCESS_COUNT": str(len(plan)),
+               "XRT2PJRT_RENDEZVOUS_PORT": port, "XRT2PJRT_RENDEZVOUS_TIMEOUT": timeout_setting, **extra_env}
+        for name in ("XRT2PJRT_RENDEZVOUS_TRANSPORT", "XRT2PJRT_JOB_SECRET", "XLA_USE_SPMD"):
+            env.pop(name, None)
+        env.update(extra_env)
         procs.append(subprocess.Popen([sys.executable, "-c", PARTICIPANT, json.dumps(plan)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     reports = []
@@ -76,9 +73,9 @@ def meet(plan: list[list], timeout_setting: str = "30", **extra_env: str) -> lis
 
 def test_barrier_payloads_subset_tag_mismatch_and_timeout_through_xm_rendezvous():
     plan = [
-        # ordinal 0 serves the store: it lingers at the end (a rendezvous of its own) so
-        # ordinal 2, which may start waiting later, times out rather than losing the store
-        [["barrier", [], 0], ["pair", [0, 1], 0], ["epoch", [], 0], ["checkpoint", [], 0], ["linger", [0], 4]],
+        # ordinal 0's process serves the store and finishes first: the store stays until the
+        # others are done, so ordinal 2 times out waiting for ordinal 1, not for the store
+        [["barrier", [], 0], ["pair", [0, 1], 0], ["epoch", [], 0], ["checkpoint", [], 0]],
         [["barrier", [], 0], ["pair", [0, 1], 0], ["epoch-typo", [], 0]],  # never reaches checkpoint
         [["barrier", [], 1.5], ["epoch", [], 0], ["checkpoint", [], 0]],  # late, not in the pair
     ]
@@ -105,7 +102,7 @@ def test_barrier_payloads_subset_tag_mismatch_and_timeout_through_xm_rendezvous(
 def test_under_spmd_the_processes_meet():
     """Under SPMD one process drives all its devices, and an XLA collective does not
     synchronise processes (pytorch/xla#9479): the shim's rendezvous meets per process."""
-    reports = meet([[["spmd", [], 0]], [["spmd", [], 1]]], SPMD="1")
+    reports = meet([[["spmd", [], 0]], [["spmd", [], 1]]], XLA_USE_SPMD="1")
     first, second = ({step[0]: step for step in report} for report in reports)
     assert first["spmd"][1] == second["spmd"][1] == ["from 0", "from 1"]
     assert first["spmd"][3] >= second["spmd"][2]

@@ -34,7 +34,8 @@ def square(x, offset=0):
 
 if __name__ == "__main__":
     print(json.dumps(["results", {str(k): v for k, v in xmp.run_multiprocess(square, 3, offset=1).items()}]))
-    xmp.spawn(report, args=("spawned",), nprocs=None, join=False, daemon=True, start_method="spawn")
+    context = xmp.spawn(report, args=("spawned",), nprocs=None, join=False, daemon=True, start_method="spawn")
+    print(json.dumps(["joined", context.join()]))  # XRT's join=False: a context to join
     xmp.spawn(report, args=("in-process",), nprocs=1)  # last: it starts the runtime here
 '''
 
@@ -54,7 +55,7 @@ def test_spawn_and_run_multiprocess_on_one_cpu_replica(tmp_path):
     done = run_program(tmp_path, SPAWNING_PROGRAM)
     assert done.returncode == 0, done.stderr[-4000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
-    assert ["spawned", 0, 0, 1, "xla:0"] in lines
+    assert lines.index(["spawned", 0, 0, 1, "xla:0"]) < lines.index(["joined", True])
     assert ["in-process", 0, 0, 1, "xla:0"] in lines
     assert ["results", {"0": 10}] in lines  # {ordinal: fn(*args, **kwargs)}
 
@@ -216,6 +217,26 @@ def test_cpu_multi_replica_requests_go_to_the_cpu_replica_mode(monkeypatch):
     monkeypatch.setattr(xmp.cpu_replicas, "spawn", lambda *a: handed.append(a) or "replica results")
     assert xmp.spawn(print, ("x",), 3, start_method="fork") == "replica results"
     assert handed == [(print, ("x",), 3, "fork")]
+
+
+def test_join_false_returns_at_once_and_join_raises_what_the_replicas_raised(monkeypatch):
+    import threading
+
+    import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+    monkeypatch.setenv("PJRT_DEVICE", "CPU")
+    release = threading.Event()
+
+    def replicas(fn, args, nprocs, start_method):
+        release.wait(10)
+        raise xmp.cpu_replicas.ReplicaFailed("CPU replica 1 exited with code 7", 1, 7)
+
+    monkeypatch.setattr(xmp.cpu_replicas, "spawn", replicas)
+    context = xmp.spawn(print, nprocs=2, join=False)
+    assert context.join(timeout=0.1) is False  # still running
+    release.set()
+    with pytest.raises(xmp.cpu_replicas.ReplicaFailed, match="exited with code 7"):
+        context.join(timeout=10)
 
 
 def test_model_wrapper_and_serial_executor_pass_through():

@@ -11,8 +11,8 @@ in CI, with the results a TPU pod gives:
 * the XRT-era functions below (the backend signatures of the shim's ``xla_model``) span the N
   processes: ordinals and world size come from this mode, and every collective moves
   its inputs to the host, exchanges them with torch.distributed's gloo backend over a
-  TCPStore served by the parent, computes XLA's result for this replica, and moves it
-  back to the XLA device;
+  key-value store served by the parent (``store``: only the job's processes get in),
+  computes XLA's result for this replica, and moves it back to the XLA device;
 * torch_xla's own API answers from the same world inside every replica
   (:mod:`xrt2pjrt.shim.replica_world`, applied before ``fn`` runs).
 
@@ -23,7 +23,8 @@ torch_xla program, ``xrt2pjrt run --nprocs N SCRIPT`` (:mod:`xrt2pjrt.run`).
 Several "hosts" (as on a pod, each runs the same program): set ``XRT2PJRT_CPU_HOSTS``
 (host count) and ``XRT2PJRT_CPU_HOST_INDEX`` (this host) on every host, and point every
 host at host 0 with ``MASTER_ADDR`` (the rendezvous store's address; the port is the
-rendezvous module's: ``XRT2PJRT_RENDEZVOUS_PORT`` or ``MASTER_PORT + 1``). Host h's local
+rendezvous module's: ``XRT2PJRT_RENDEZVOUS_PORT`` or ``MASTER_PORT + 1``), and give every
+host the same ``XRT2PJRT_JOB_SECRET`` (only its holders get in). Host h's local
 replica i has ordinal ``h * nprocs + i``, as torch_xla numbers a pod's processes.
 ``XRT2PJRT_CPU_HOST_ADDR`` names this host's address for gloo when the route to
 ``MASTER_ADDR`` does not pick the right one.
@@ -66,6 +67,7 @@ from typing import Any
 
 from xrt2pjrt.shim import collective_args
 from xrt2pjrt.shim import rendezvous as host_rendezvous_module
+from xrt2pjrt.shim import store as store_module
 from xrt2pjrt.shim.rendezvous import connect_store, default_timeout
 
 REPLICAS_ENV = "XRT2PJRT_CPU_REPLICAS"
@@ -176,7 +178,7 @@ class _Transport:
         self.placement = where
         self.timeout = default_timeout()
         self.store = connect_store(where.store_host, where.store_port, is_server=False, timeout=self.timeout)
-        self._pg_store = PrefixStore("xrt2pjrt/cpu_replicas/gloo", self.store)
+        self._pg_store = PrefixStore("xrt2pjrt/cpu_replicas/gloo", store_module.c10d_store(self.store.clone()))
         self._groups: dict[tuple[int, ...], Any] = {}
         self._scratch = None
 
@@ -230,7 +232,7 @@ def _world() -> _Transport:
 def store():
     """A connection of this thread's own to the replica mode's store (torch.distributed's
     ``xla://`` init method uses it instead of serving a store of its own)."""
-    return _world().store.clone()
+    return store_module.c10d_store(_world().store.clone())
 
 
 def _exchange(tensors: Sequence, members: Sequence[int]) -> list[list]:
@@ -605,12 +607,18 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     hosts = _Hosts.from_env()
     timeout = default_timeout()
     if hosts.count == 1:
-        # A free port picked by the OS: two runs on one machine never collide.
-        listening = _listen("127.0.0.1", 0)
+        # A free port picked by the OS: two runs on one machine never collide. The replicas
+        # inherit the job's secret from this process's environment.
+        os.environ.setdefault(store_module.SECRET_ENV, store_module.new_secret())
+        listening = store_module.listen("127.0.0.1", 0)
         store_host, store_port, gloo_addr = "127.0.0.1", listening.getsockname()[1], "127.0.0.1"
     else:
+        if store_module.job_secret() is None:
+            raise RuntimeError(f"{hosts.count} CPU hosts meet in a store that lets in only the job's processes: "
+                               f"set {store_module.SECRET_ENV} to the same random value on every host "
+                               "(python -c 'import secrets; print(secrets.token_hex(16))')")
         store_host, store_port = host_rendezvous_module.store_address()
-        listening = _listen(store_host, store_port) if hosts.index == 0 else None
+        listening = store_module.listen(store_host, store_port) if hosts.index == 0 else None
         gloo_addr = os.environ.get(HOST_ADDR_ENV, "").strip() or _local_address_towards(store_host)
 
     context = multiprocessing.get_context(start_method)
@@ -635,7 +643,7 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
         writer.close()
         replicas.append(_Replica(where, process, reader))
     # The store's server and client start threads; forking after that can hand a child a
-    # lock held by one of them (seen: the resolver lock, inside TCPStore's connect). So the
+    # lock held by one of them (seen: the resolver lock, inside a store client's connect). So the
     # store comes up only after the last fork; the replicas retry until it answers.
     try:
         store = connect_store(store_host, store_port, is_server=listening is not None, timeout=timeout,
@@ -644,15 +652,6 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
         _Supervisor(replicas, None, hosts, timeout).end_all()
         raise
     return _Supervisor(replicas, store, hosts, timeout).join()
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.socket(family, socket.SOCK_STREAM)
-    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listening.bind(("", port))
-    listening.listen(1024)
-    return listening
 
 
 def _refuse_initialised_runtime() -> None:

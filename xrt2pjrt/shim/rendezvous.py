@@ -1,8 +1,9 @@
-"""Host rendezvous: a barrier with payload exchange over torch.distributed's TCPStore.
+"""Host rendezvous: a barrier with payload exchange over the job's key-value store.
 
 XRT's ``xm.rendezvous`` was a real barrier served by a gRPC mesh on the host of ordinal 0;
 PJRT's is an XLA all_gather that syncs the graph and does nothing under SPMD. This module
-brings back the XRT behaviour with an existing engine, ``torch.distributed.TCPStore``:
+brings back the XRT behaviour over a key-value store (``store``: authenticated, with
+server-side waits):
 
 * every participant writes ``(tag, payload)`` under a key for this rendezvous and waits
   until every other participant's key exists, so nobody leaves before all arrived;
@@ -15,20 +16,13 @@ brings back the XRT behaviour with an existing engine, ``torch.distributed.TCPSt
 
 It needs no graph sync, works under SPMD, and works with threads (v2/v3: two devices per
 process) as well as processes: the ordinal is an argument, not a per-process global, and
-each thread talks to the store over its own connection, because a TCPStore client
+each thread talks to the store over its own connection, because a store client
 serialises its calls and a thread blocked in ``wait`` would block the others.
 
-Where the store lives (first match wins):
-
-1. ``store=`` handed in (the CPU multi-replica mode passes the one its parent serves);
-2. ``XRT2PJRT_RENDEZVOUS_ADDR=host:port``;
-3. ``MASTER_ADDR`` (default ``127.0.0.1``) and ``XRT2PJRT_RENDEZVOUS_PORT``, else
-   ``MASTER_PORT + 1`` (``MASTER_PORT`` defaults to 12355 as in torch_xla). Not
-   ``MASTER_PORT`` itself: ``init_process_group(init_method='xla://' or 'env://')``
-   serves its own TCPStore there, and two servers cannot share a port.
-
-In cases 2 and 3 the process that holds ordinal 0 serves the store (the host of ordinal
-0, as XRT's mesh master); the others connect and retry until the timeout.
+Where the store lives: ``store=`` handed in (the CPU multi-replica mode passes the one its
+parent serves), else the store of this process's job (``job``: placed where every host can
+find it without an XLA collective, served by a process that exists there, and kept up until
+the job's last process is done with it). Only the job's processes get in (``store``).
 
 The timeout (seconds) comes from the ``timeout`` argument, else
 ``XRT2PJRT_RENDEZVOUS_TIMEOUT``, else 300.
@@ -37,17 +31,18 @@ The timeout (seconds) comes from the ``timeout`` argument, else
 from __future__ import annotations
 
 import datetime
+import multiprocessing.util
 import os
-import socket
+import sys
 import threading
-import time
 from collections.abc import Sequence
+
+from xrt2pjrt.shim import job as job_module
+from xrt2pjrt.shim import store as store_module
+from xrt2pjrt.shim.job import ADDR_ENV, PORT_ENV
 
 TIMEOUT_ENV = "XRT2PJRT_RENDEZVOUS_TIMEOUT"
 DEFAULT_TIMEOUT_SECONDS = 300.0
-ADDR_ENV = "XRT2PJRT_RENDEZVOUS_ADDR"
-PORT_ENV = "XRT2PJRT_RENDEZVOUS_PORT"
-DEFAULT_MASTER_PORT = 12355  # torch_xla's default for xla:// and its master discovery
 
 _KEY_PREFIX = "xrt2pjrt/rendezvous"
 
@@ -62,6 +57,10 @@ class RendezvousTagMismatch(RendezvousError):
 
 class RendezvousTimeout(RendezvousError):
     """Some participants did not arrive within the timeout."""
+
+
+class RendezvousAborted(RendezvousError):
+    """Another process of the job failed; its message says how."""
 
 
 def default_timeout() -> float:
@@ -115,23 +114,30 @@ def host_rendezvous(
             f"ordinal {ordinal} joined rendezvous {tag!r} but is not among its replicas {members}"
         )
     seconds = default_timeout() if timeout is None else float(timeout)
-    client = _thread_client(store, ordinal, seconds)
+    try:
+        client = _thread_client(store, seconds)
+    except (job_module.JobError, store_module.StoreError) as error:
+        raise RendezvousError(f"rendezvous {tag!r} on ordinal {ordinal}: {error}") from None
 
     group = "all" if len(members) == world_size else ",".join(map(str, members))
     generation = _next_generation(client.identity, group, ordinal)
     base = f"{_KEY_PREFIX}/{group}/{generation}"
     keys = {member: f"{base}/{member}" for member in members}
-
-    client.store.set(keys[ordinal], _encode(tag, bytes(payload)))
-    _wait_for_all(client.store, tag, keys, ordinal, seconds)
-    values = client.store.multi_get([keys[m] for m in members])
+    try:
+        client.store.set(keys[ordinal], _encode(tag, bytes(payload)))
+        _wait_for_all(client.store, tag, keys, ordinal, seconds)
+        values = client.store.multi_get([keys[m] for m in members])
+        # Everyone has read every key once the counter reaches the group size: the last one
+        # deletes them (the counter key last, so a late reader never sees a half-deleted set).
+        if client.store.add(f"{base}/read", 1) == len(members):
+            for key in keys.values():
+                client.store.delete_key(key)
+            client.store.delete_key(f"{base}/read")
+    except store_module.StoreAborted as error:
+        raise RendezvousAborted(f"rendezvous {tag!r} on ordinal {ordinal} ended: {error}") from None
+    except store_module.StoreError as error:
+        raise RendezvousError(f"rendezvous {tag!r} failed on ordinal {ordinal}: {error}") from None
     arrivals = {member: _decode(value) for member, value in zip(members, values)}
-    # Everyone has read every key once the counter reaches the group size: the last one
-    # deletes them (the counter key last, so a late reader never sees a half-deleted set).
-    if client.store.add(f"{base}/read", 1) == len(members):
-        for key in keys.values():
-            client.store.delete_key(key)
-        client.store.delete_key(f"{base}/read")
 
     tags = {member: arrived_tag for member, (arrived_tag, _) in arrivals.items()}
     if len(set(tags.values())) > 1:
@@ -142,13 +148,13 @@ def host_rendezvous(
 def _wait_for_all(store, tag: str, keys: dict[int, str], ordinal: int, seconds: float) -> None:
     try:
         store.wait(list(keys.values()), datetime.timedelta(seconds=seconds))
-    except Exception as error:  # the store raises a generic DistStoreError on timeout
+    except store_module.StoreTimeout:
         try:
             missing = [member for member, key in keys.items() if not store.check([key])]
-        except Exception:  # noqa: BLE001 -- the store itself is gone
+        except store_module.StoreError:
             missing = []
         if not missing:
-            raise RendezvousError(f"rendezvous {tag!r} failed on ordinal {ordinal}: {error}") from error
+            raise
         raise RendezvousTimeout(
             f"rendezvous {tag!r} timed out after {seconds:g}s on ordinal {ordinal}: "
             f"replicas {missing} never arrived (participants {sorted(keys)}; "
@@ -197,81 +203,160 @@ class _Client:
 
 
 _local = threading.local()
-_server_lock = threading.Lock()
-_servers: dict[tuple[str, int], object] = {}
 
 
-def _thread_client(store, ordinal: int, seconds: float) -> _Client:
-    """This thread's own connection to the handed-in store or to the configured address."""
+def _thread_client(store, seconds: float) -> _Client:
+    """This thread's own connection to the handed-in store or to this process's job's store."""
     clients = getattr(_local, "clients", None)
-    if clients is None:
+    if clients is None or getattr(_local, "pid", None) != os.getpid():  # not a forked parent's
         clients = _local.clients = {}
-    key = id(store) if store is not None else store_address()
+        _local.pid = os.getpid()
+    key = id(store) if store is not None else job_module.current()
     client = clients.get(key)
     if client is None:
         if store is not None:
             client = _Client(store.clone() if hasattr(store, "clone") else store, id(store))
         else:
-            host, port = key
-            if ordinal == 0:
-                _serve(host, port, seconds)
-            client = _Client(connect_store(host, port, is_server=False, timeout=seconds), key)
+            client = _Client(JOB_STORE.connect(key, seconds), key)
         clients[key] = client
     client.store.set_timeout(datetime.timedelta(seconds=seconds))
     return client
 
 
+class _JobStore:
+    """This process's part in its job's store: it starts the store when the job says this
+    process serves it, and at exit tells the store this process is done (or failed), so
+    that the store outlives every process that may still need it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.pid = os.getpid()
+        self.job: job_module.Job | None = None
+        self.secret = b""
+        self.helper: store_module.Helper | None = None
+        self.address: tuple[str, int] | None = None
+        self.joined = False
+
+    def join(self, job: job_module.Job) -> None:
+        """Take part in ``job``: from now on this process says done at exit."""
+        with self._lock:
+            self._join(job)
+
+    def connect(self, job: job_module.Job, seconds: float) -> store_module.StoreClient:
+        with self._lock:
+            self._join(job)
+            self._know_secret()
+            if self.address is None:
+                self._serve_if_ours(seconds)
+            host, port = self.address or (job.store_host, job.store_port)
+        return store_module.StoreClient(host, port, self.secret, timeout=seconds)
+
+    def _know_secret(self) -> None:
+        if not self.secret:
+            self.secret = job_module.secret(self.job)
+
+    def _join(self, job: job_module.Job) -> None:
+        if self.pid != os.getpid():  # forked: the parent's helper and exit duty are not ours
+            self._reset()
+        if self.job is not None and self.job != job:
+            raise RendezvousError(f"this process joined {self.job.describe()} and now its environment "
+                                  f"describes {job.describe()}: one process, one job")
+        self.job = job
+        if not self.joined and (job.processes > 1 or job.served_by_parent):
+            self.joined = True
+            # multiprocessing's exit hooks also run in its children, where atexit does not.
+            multiprocessing.util.Finalize(None, self._at_exit, exitpriority=10)
+
+    def _serve_if_ours(self, seconds: float) -> None:
+        job = self.job
+        if job.serves:
+            # One process alone: nobody else needs to find the port, so the OS picks it.
+            port = job.store_port if job.processes > 1 or os.environ.get(ADDR_ENV) \
+                or os.environ.get(PORT_ENV) else 0
+            self.helper = store_module.start_helper(job.store_host, port, self.secret,
+                                                    expected=max(1, job.processes), linger=seconds)
+            self.address = (job.store_host, self.helper.port)
+
+    def _at_exit(self) -> None:
+        if self.pid != os.getpid() or self.job is None:
+            return
+        failure = getattr(sys, "last_value", None)  # set when an uncaught exception ends Python
+        job = self.job
+        try:
+            self._know_secret()
+        except job_module.JobError:
+            return  # it never could have met anyone
+        if self.helper is None and self.address is None and job.serves:
+            try:  # the server never needed the store itself; peers still may
+                self._serve_if_ours(default_timeout())
+            except store_module.StoreError as error:
+                print(f"xrt2pjrt: could not serve the job's store: {error}", file=sys.stderr)
+                return
+        host, port = self.address or (job.store_host, job.store_port)
+        client = store_module.StoreClient(host, port, self.secret, timeout=_EXIT_SECONDS)
+        try:
+            if failure is not None:
+                client.abort(f"{job.describe()} failed: {type(failure).__name__}: {failure}")
+            else:
+                client.say_done()
+        except store_module.StoreError:
+            pass  # the store is gone: nobody is left to tell
+        finally:
+            client.close()
+        if self.helper is not None:
+            self.helper.finish()
+
+    def abort(self, message: str) -> None:
+        """Tell the job's store this process failed: every wait in the job ends with ``message``."""
+        with self._lock:
+            job = self.job
+            if job is None:
+                return
+            address = self.address or (job.store_host, job.store_port)
+            try:
+                self._know_secret()
+            except job_module.JobError:
+                return
+        client = store_module.StoreClient(*address, self.secret, timeout=_EXIT_SECONDS)
+        try:
+            client.abort(message)
+        except store_module.StoreError:
+            pass
+        finally:
+            client.close()
+
+
+_EXIT_SECONDS = 3.0  # how long an exiting process tries to tell the store it is done or failed
+JOB_STORE = _JobStore()
+
+
 def store_address() -> tuple[str, int]:
-    """(host, port) of the rendezvous store from the environment (see module docstring)."""
+    """(host, port) for the CPU mode's hosts: ``XRT2PJRT_RENDEZVOUS_ADDR``, else ``MASTER_ADDR``
+    (default 127.0.0.1) and the rendezvous port (``job.rendezvous_port``)."""
     explicit = os.environ.get(ADDR_ENV, "").strip()
     if explicit:
-        host, _, port = explicit.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"{ADDR_ENV}={explicit!r} is not host:port")
-        return host.strip("[]"), int(port)
+        return job_module.address(explicit, ADDR_ENV)
     host = os.environ.get("MASTER_ADDR", "").strip() or "127.0.0.1"
-    port = os.environ.get(PORT_ENV, "").strip()
-    if port:
-        return host, int(port)
-    master_port = int(os.environ.get("MASTER_PORT", "").strip() or DEFAULT_MASTER_PORT)
-    return host, master_port + 1
+    return host, job_module.rendezvous_port(os.environ)
 
 
 def connect_store(host: str, port: int, *, is_server: bool, timeout: float, listening=None):
-    """A TCPStore at host:port; ``port=0`` with ``is_server`` picks a free port.
+    """A client of the store at host:port, for the job whose secret is set in the environment.
 
-    ``listening``: a bound, listening socket for the server to take over (so the port can
-    be known, and handed to others, before the server's threads start).
+    ``is_server``: serve the store in this process (threads), on ``listening`` (a socket from
+    ``store.listen``, so the port is known before the server's threads start) or on host:port.
     """
-    from torch.distributed import TCPStore
-
-    if not is_server:
-        _wait_until_listening(host, port, time.monotonic() + timeout)
-    return TCPStore(
-        host,
-        port,
-        is_master=is_server,
-        wait_for_workers=False,
-        timeout=datetime.timedelta(seconds=timeout),
-        master_listen_fd=listening.detach() if listening is not None else None,
-    )
+    secret = store_module.job_secret()
+    if secret is None:
+        raise RendezvousError(f"no job secret: set {store_module.SECRET_ENV}")
+    if is_server:
+        server = store_module.StoreServer(listening or store_module.listen(host, port), secret)
+        _servers.append(server)
+        port = server.port
+    return store_module.StoreClient(host, port, secret, timeout=timeout)
 
 
-def _wait_until_listening(host: str, port: int, deadline: float) -> None:
-    """Wait for the store's host to listen. A host that starts before host 0 would otherwise
-    meet a refused connection, and TCPStore retries after a random back-off that can take
-    most of the timeout (seen: 46 s of 60): then it times out although host 0 came up."""
-    while True:
-        try:
-            socket.create_connection((host, port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() >= deadline:
-                return  # TCPStore reports the failure, with its own message
-            time.sleep(0.2)
-
-
-def _serve(host: str, port: int, seconds: float) -> None:
-    with _server_lock:
-        if (host, port) not in _servers:
-            _servers[(host, port)] = connect_store(host, port, is_server=True, timeout=seconds)
+_servers: list[store_module.StoreServer] = []

@@ -3,7 +3,7 @@
 ``import xrt2pjrt.shim.xla_model as xm`` and an XRT-era program keeps working:
 
 * every public name of the installed ``torch_xla.core.xla_model`` passes through
-  (module ``__getattr__``);
+  (module ``__getattr__``), and ``from xrt2pjrt.shim.xla_model import *`` gives them all;
 * the names torch_xla removed or changed come back with their XRT-era signatures:
   ``xrt_world_size(defval=1)``, ``get_ordinal(defval=0)``, ``get_local_ordinal(defval=0)``,
   ``is_master_ordinal(local=True)``, ``master_print``, ``xla_device(n=None, devkind=None)``,
@@ -11,39 +11,54 @@
   ``rendezvous(tag, payload=b'', replicas=[])``, ``mesh_reduce``, ``do_on_ordinals``,
   ``save`` (which ends with a rendezvous again, as before torch_xla 2.1), and the
   collectives with their XRT-era positional arguments, string reduce types, lists of
-  tensors, ``groups=`` and ``pin_layout=``;
+  tensors, ``groups=``, ``pin_layout=`` and ``cctx=`` (``CollectiveContext``),
+  ``parse_xla_device``, ``send_cpu_data_to_device(data, device)``;
 * none of them calls a torch_xla function that emits a DeprecationWarning.
 
 Semantics (the seeds' asks):
 
 * ``get_ordinal()`` is the replica id XLA uses for this thread's device,
   ``xrt_world_size()`` the replica count, ``get_local_ordinal()`` the index among this
-  host's replicas. Before the runtime starts (e.g. in the parent of ``xmp.spawn``) they
-  return ``defval`` without starting it, as XRT did when no replication was configured.
+  host's replicas. Before the runtime starts they return ``defval`` without starting it
+  where no job is described (the parent of ``xmp.spawn`` on one host, as XRT did), and
+  raise where the environment says this process is one of several (torchrun, PJRT's
+  process variables, a TPU slice of several hosts: see ``job``): there ``defval`` would
+  make every process replica 0.
+* Under SPMD (``xr.use_spmd()``) one process drives all its devices, so ordinals count
+  processes: ``get_ordinal()`` is the process index, ``xrt_world_size()`` the process count,
+  ``get_local_ordinal()`` the process's index on its host; ``is_master_ordinal``,
+  ``master_print``, ``do_on_ordinals``, ``save`` and ``rendezvous(replicas=...)`` follow. The
+  collectives are torch_xla's own there (their groups name devices of the SPMD program).
 * Every collective's result is ordered by ordinal: the shim always sends explicit replica
   groups listed in ordinal order (see ``collective_args``), so all_gather returns shards in
   ordinal order (pinned and unpinned), reduce_scatter gives ordinal i shard i, all_to_all
   sends chunk j to ordinal j; with ``groups`` the order follows each group as listed.
 * ``rendezvous`` is a real barrier with payload exchange, tag check and timeout.
 
-Rendezvous transports. ``host`` (the default) is ``xrt2pjrt.shim.rendezvous``: a TCP
-store served by the process of ordinal 0. ``xla`` is an all_gather of the payloads on the
+Rendezvous transports. ``host`` (the default) is ``xrt2pjrt.shim.rendezvous``: the job's
+store (``job``, ``store``), on worker 0, open only to the job's processes. ``xla`` is an all_gather of the payloads on the
 devices, like upstream's ``xla_rendezvous``. The default is ``host`` because it is what
 XRT's mesh rendezvous was: it leaves the user's lazy graph alone (no ``mark_step`` inside
 a rendezvous, so no extra compilation or graph cut), lets a subset of replicas meet,
 names the replicas that never arrived when it times out instead of hanging, and works
 under SPMD, where an XLA collective does not synchronise processes. The ``xla``
-transport needs no free port and no network path to ordinal 0's host; choose it with
+transport needs no free port, no network path to worker 0 and no secret; choose it with
 ``transport='xla'`` or ``XRT2PJRT_RENDEZVOUS_TRANSPORT=xla``. It also checks tags (the tag
 travels with the payload) but joins every replica and cannot time out.
+
+With one replica (and no store), ``rendezvous`` returns ``[payload]`` and ``mesh_reduce``
+``reduce_fn([data])``, as for any world size (and as torch_xla 2.x does). XRT without a mesh
+returned ``[]`` and ``data`` unreduced; code written for N replicas gets the same shapes
+from one.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import io
 import os
 import sys
-import threading
 import traceback
 from typing import Any, Callable, Protocol, Sequence, TextIO
 
@@ -54,15 +69,19 @@ import torch_xla.runtime as _xr
 
 from xrt2pjrt.shim import collective_args as _args
 from xrt2pjrt.shim import cpu_replicas as _cpu_replicas
+from xrt2pjrt.shim import job as _job
 from xrt2pjrt.shim import rendezvous as _host
-from xrt2pjrt.shim.rendezvous import RendezvousError, RendezvousTagMismatch, RendezvousTimeout
+from xrt2pjrt.shim.rendezvous import RendezvousAborted, RendezvousError, RendezvousTagMismatch, RendezvousTimeout
 
-__all__ = [
-    "RendezvousError", "RendezvousTagMismatch", "RendezvousTimeout", "xrt_world_size",
+# The shim's own names; ``__all__`` (at the end) adds every public name of torch_xla's xm,
+# so ``from xrt2pjrt.shim.xla_model import *`` gives what ``from ... xla_model import *`` gave.
+_OWN = [
+    "RendezvousError", "RendezvousTagMismatch", "RendezvousTimeout", "RendezvousAborted", "xrt_world_size",
     "get_ordinal", "get_local_ordinal", "is_master_ordinal", "master_print", "xla_device",
-    "get_xla_supported_devices", "mark_step", "all_reduce", "all_gather", "reduce_scatter",
-    "all_to_all", "collective_permute", "collective_broadcast", "broadcast_master_param",
-    "rendezvous", "mesh_reduce", "do_on_ordinals", "reduce_gradients", "optimizer_step", "save",
+    "get_xla_supported_devices", "parse_xla_device", "send_cpu_data_to_device", "mark_step",
+    "CollectiveContext", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+    "collective_broadcast", "broadcast_master_param", "rendezvous", "mesh_reduce", "do_on_ordinals",
+    "reduce_gradients", "optimizer_step", "save",
 ]
 
 # Spellings that moved within torch_xla 2.x: torch_xla.device arrived in 2.3 and
@@ -146,17 +165,76 @@ def _caller() -> str:
 DEVICE_TOUCH = _DeviceTouch()
 
 
+def _spmd() -> bool:
+    """Under ``xr.use_spmd()`` (read from the environment: no runtime needed)."""
+    return _xr.is_spmd()
+
+
+def _spmd_world() -> tuple[int, int, int]:
+    """(process index, process count, local process index): what the shim's ordinals mean
+    under SPMD, where one process drives all its devices. From the job's environment
+    (``job``: the index equals ``CLOUD_TPU_TASK_ID``, which torch_xla's process index is),
+    else from the runtime, else a process alone."""
+    job = _job.current()
+    if job.processes > 1:
+        return job.process, job.processes, job.local_process
+    if _runtime_started():
+        return _xr.process_index(), _xr.process_count(), 0
+    return 0, 1, 0
+
+
+def _not_yet(call: str, defval: int) -> int:
+    """Before the runtime starts: XRT's ``defval`` where no job is described (the parent of
+    ``xmp.spawn`` on one host); an error where the environment says this process is one of
+    several, since ``defval`` would make every one of them the same replica."""
+    job = _job.current()
+    if job.processes > 1:
+        raise RuntimeError(
+            f"{call} before torch_xla's runtime started in this process, which is {job.describe()}: "
+            f"the replica's ordinal is known once the runtime runs, and XRT's default ({defval}) would "
+            "give every process the same answer. Inside the function given to xmp.spawn it is known; "
+            "in a process that drives its devices itself, call xm.xla_device() first (under torchrun: "
+            "after dist.init_process_group('xla', init_method='xla://')).")
+    return defval
+
+
 class _PjrtBackend:
     """The XLA collectives of the installed torch_xla, called with explicit groups."""
 
     def get_ordinal(self, defval: int = 0) -> int:
-        return _xr.global_ordinal() if _runtime_started() else defval
+        if _spmd():
+            return _spmd_world()[0]
+        return _xr.global_ordinal() if self._runtime_joined() else _not_yet("xm.get_ordinal()", defval)
 
     def xrt_world_size(self, defval: int = 1) -> int:
-        return _xr.world_size() if _runtime_started() else defval
+        if _spmd():
+            return _spmd_world()[1]
+        return _xr.world_size() if self._runtime_joined() else _not_yet("xm.xrt_world_size()", defval)
 
     def get_local_ordinal(self, defval: int = 0) -> int:
-        return _xr.local_ordinal() if _runtime_started() else defval
+        if _spmd():
+            return _spmd_world()[2]
+        return _xr.local_ordinal() if self._runtime_joined() else _not_yet("xm.get_local_ordinal()", defval)
+
+    _checked_in: int | None = None  # the process whose runtime world was found to match its job
+
+    def _runtime_joined(self) -> bool:
+        """The runtime runs and its world holds this process's job (checked once per process)."""
+        if not _runtime_started():
+            return False
+        if self._checked_in == os.getpid():
+            return True
+        world, job = _xr.world_size(), _job.current()
+        if world < job.processes:
+            # e.g. torchrun's processes under PJRT_DEVICE=CPU: each one a world of its own
+            raise RuntimeError(
+                f"this is {job.describe()}, but torch_xla's runtime here sees a world of {world} "
+                f"replica(s): every process would call itself ordinal 0 of {world}. Under PJRT each "
+                "process must join its job's runtime (torchrun: dist.init_process_group('xla', "
+                "init_method='xla://') before touching the device; PJRT_DEVICE=CPU runs each process "
+                "alone: use the shim's xmp.spawn for several CPU replicas).")
+        self._checked_in = os.getpid()
+        return True
 
     def all_reduce(self, reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
         DEVICE_TOUCH.note("xm.all_reduce()")
@@ -184,22 +262,15 @@ class _PjrtBackend:
 
     def rendezvous(self, tag, payload=b"", replicas=[], *, timeout=None, transport=None):
         transport = _transport(transport)
-        spmd = _xr.is_spmd() and _runtime_started()
-        if spmd:
-            # One process drives all its devices: the participants are the processes, as
-            # torch_xla's own xla:// rendezvous counts them.
-            ordinal, world = _xr.process_index(), _xr.process_count()
-        else:
-            ordinal, world = self.get_ordinal(), self.xrt_world_size()
+        ordinal, world = self.get_ordinal(), self.xrt_world_size()
         if world == 1:
             _host.participants_of(replicas, world)  # still reject ordinals outside the world
             return [payload]
         if transport == "xla":
-            if spmd:
+            if _spmd():
                 raise RendezvousError("the xla rendezvous transport does not synchronise processes "
                                       "under SPMD (pytorch/xla#9479); use transport='host'")
             return _xla_rendezvous(tag, payload, replicas)
-        _locate_host_store(replicas)
         return _host.host_rendezvous(tag, payload, replicas, ordinal=ordinal, world_size=world,
                                      timeout=timeout)
 
@@ -245,12 +316,38 @@ def xla_device(n: int | None = None, devkind: str | None = None) -> torch.device
     return _device(n)
 
 
+# XRT's name for a device kind -> PJRT_DEVICE's (XRT called CUDA devices GPU).
+_DEVICE_KINDS = {"GPU": "CUDA"}
+
+
 def get_xla_supported_devices(devkind: str | None = None, max_devices: int | None = None) -> list[str] | None:
     """['xla:0', ...]; None when ``devkind`` names a kind this process does not run (as XRT)."""
-    if devkind and devkind.upper() != (_xr.device_type() or "").upper():
-        return None
+    if devkind:
+        wanted = _DEVICE_KINDS.get(devkind.upper(), devkind.upper())
+        if wanted != _DEVICE_KINDS.get((_xr.device_type() or "").upper(), (_xr.device_type() or "").upper()):
+            return None
     DEVICE_TOUCH.note("xm.get_xla_supported_devices()")
     return _xm.get_xla_supported_devices(max_devices=max_devices)
+
+
+def parse_xla_device(device: str) -> tuple[str, int] | None:
+    """'TPU:3' -> ('TPU', 3), as XRT's; None for anything else."""
+    kind, _, index = device.partition(":")
+    if kind in ("CPU", "TPU", "GPU", "CUDA") and index.isdigit():
+        return kind, int(index)
+    return None
+
+
+def send_cpu_data_to_device(data=None, device=None, input_sharding=None, *, datas=None):
+    """Copy the CPU tensors in ``data`` (any nesting) to ``device``. As under XRT a tensor
+    comes back as a tensor (torch_xla 2.x returns a one-element list); ``datas=`` (the 2.x
+    keyword) gets torch_xla's own result."""
+    if (data is None) == (datas is None):
+        raise TypeError("send_cpu_data_to_device() takes the data once: data= (XRT) or datas= (torch_xla 2.x)")
+    if device is None:
+        raise TypeError("send_cpu_data_to_device() missing the device")
+    moved = _xm.send_cpu_data_to_device(data if datas is None else datas, device, input_sharding)
+    return moved[0] if datas is None and isinstance(data, torch.Tensor) else moved
 
 
 def mark_step(wait: bool = False, reset_scope: bool = True) -> None:
@@ -262,31 +359,72 @@ def mark_step(wait: bool = False, reset_scope: bool = True) -> None:
 
 
 # --- collectives ------------------------------------------------------------------------
-def _groups(groups) -> list[list[int]]:
+class CollectiveContext:
+    """XRT's precomputed context for collectives (``xm.CollectiveContext(groups)``).
+
+    XRT used it to split a reduction between the devices of a host and torch.distributed
+    across hosts. Under PJRT every collective is one XLA op across all replicas, so what is
+    left is the groups: a collective given ``cctx=`` and no ``groups`` runs over
+    ``cctx.intercore_group``, as XRT's all_reduce did.
+    """
+
+    def __init__(self, groups=None):
+        self.world_size = xrt_world_size()
+        self.ordinal = get_ordinal()
+        self.replica_devcount = self.world_size
+        self.intercore_group = _args.replica_groups(groups, self.world_size) if groups else []
+        self.requires_intercore_reduce = self.world_size > 1
+        self.requires_interhost_reduce = False  # XLA reduces across hosts itself
+
+
+def _groups(groups, cctx: CollectiveContext | None = None) -> list[list[int]]:
+    if groups is None and cctx is not None:
+        groups = cctx.intercore_group or None
     return _args.replica_groups(groups, xrt_world_size())
 
 
+def _torch_xlas_own_under_spmd(function):
+    """Under SPMD a collective's groups name devices of the one SPMD program, not replicas:
+    the call goes to torch_xla's function as it is (``cctx`` dropped)."""
+    upstream = getattr(_xm, function.__name__)
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        if not _spmd():
+            return function(*args, **kwargs)
+        arguments = signature.bind(*args, **kwargs)
+        arguments.apply_defaults()
+        passed = {name: value for name, value in arguments.arguments.items() if name != "cctx"}
+        return upstream(**passed)
+
+    return call
+
+
+@_torch_xlas_own_under_spmd
 def all_reduce(reduce_type: str, inputs, scale: float = 1.0, groups=None, cctx=None, pin_layout: bool = True):
     """Reduce ``inputs`` (a tensor, returned reduced; or a list, reduced in place and
-    returned) across each replica group. ``cctx`` (XRT's CollectiveContext) is ignored."""
-    return backend().all_reduce(_args.reduce_type(reduce_type), inputs, scale=scale, groups=_groups(groups),
+    returned) across each replica group (``cctx``'s when ``groups`` is None)."""
+    return backend().all_reduce(_args.reduce_type(reduce_type), inputs, scale=scale, groups=_groups(groups, cctx),
                                 pin_layout=pin_layout)
 
 
-def all_gather(value, dim: int = 0, groups=None, output=None, pin_layout: bool = True):
+@_torch_xlas_own_under_spmd
+def all_gather(value, dim: int = 0, groups=None, output=None, pin_layout: bool = True, *, cctx=None):
     """Concatenate every group member's ``value`` along ``dim``, in ordinal (group) order.
     ``value`` may be a list of tensors (one result per tensor)."""
-    explicit = _groups(groups)
+    explicit = _groups(groups, cctx)
     if isinstance(value, (list, tuple)) and pin_layout and output is None:
         # torch_xla has no pinned coalesced all_gather: gather each tensor pinned.
         return [backend().all_gather(v, dim=dim, groups=explicit, pin_layout=True) for v in value]
     return backend().all_gather(value, dim=dim, groups=explicit, output=output, pin_layout=pin_layout)
 
 
+@_torch_xlas_own_under_spmd
 def reduce_scatter(reduce_type: str, input, scale: float, scatter_dim: int, shard_count: int,
-                   groups=None, output=None, pin_layout: bool = True):
+                   groups=None, output=None, pin_layout: bool = True, *, cctx=None):
     """Reduce across the group, then give the k-th member of the group shard k."""
-    explicit = _groups(groups)
+    explicit = _groups(groups, cctx)
     size = _args.uniform_group_size(explicit)
     if shard_count != size:
         raise _args.CollectiveArgumentError(
@@ -295,10 +433,11 @@ def reduce_scatter(reduce_type: str, input, scale: float, scatter_dim: int, shar
                                     shard_count, groups=explicit, output=output, pin_layout=pin_layout)
 
 
+@_torch_xlas_own_under_spmd
 def all_to_all(value, split_dimension: int, concat_dimension: int, split_count: int,
-               groups=None, pin_layout: bool = True):
+               groups=None, pin_layout: bool = True, *, cctx=None):
     """Split ``value`` into ``split_count`` chunks; chunk j goes to the j-th group member."""
-    explicit = _groups(groups)
+    explicit = _groups(groups, cctx)
     size = _args.uniform_group_size(explicit)
     if split_count != size:
         raise _args.CollectiveArgumentError(
@@ -307,13 +446,15 @@ def all_to_all(value, split_dimension: int, concat_dimension: int, split_count: 
                                 pin_layout=pin_layout)
 
 
-def collective_permute(value, pairs: Sequence[Sequence[int]]):
+@_torch_xlas_own_under_spmd
+def collective_permute(value, pairs: Sequence[Sequence[int]], *, cctx=None):
     """Send ``value`` from each source ordinal to its target ordinal; others receive zeros."""
     return backend().collective_permute(value, _args.source_target_pairs(pairs, xrt_world_size()))
 
 
+@_torch_xlas_own_under_spmd
 def collective_broadcast(tensors: list[torch.Tensor], root_ordinal: int = 0, groups=None,
-                         pin_layout: bool = True) -> None:
+                         pin_layout: bool = True, *, cctx=None) -> None:
     """Overwrite ``tensors`` in place with the values on ``root_ordinal``."""
     if not 0 <= root_ordinal < xrt_world_size():
         raise _args.CollectiveArgumentError(
@@ -324,7 +465,7 @@ def collective_broadcast(tensors: list[torch.Tensor], root_ordinal: int = 0, gro
             # (sent as device data, not baked in as a constant that would differ per replica)
             keep = torch.tensor(1 if get_ordinal() == root_ordinal else 0, dtype=tensor.dtype)
             tensor.mul_(_xm.send_cpu_data_to_device(keep, tensor.device)[0])
-    all_reduce("sum", tensors, groups=groups, pin_layout=pin_layout)
+    all_reduce("sum", tensors, groups=groups, cctx=cctx, pin_layout=pin_layout)
 
 
 def broadcast_master_param(model: torch.nn.Module) -> None:
@@ -335,6 +476,7 @@ def broadcast_master_param(model: torch.nn.Module) -> None:
 
 
 # --- training steps ---------------------------------------------------------------------
+@_torch_xlas_own_under_spmd
 def reduce_gradients(optimizer: torch.optim.Optimizer, groups=None, pin_layout: bool = True) -> None:
     """Average the gradients the optimizer holds across all replicas."""
     count = xrt_world_size()
@@ -343,6 +485,7 @@ def reduce_gradients(optimizer: torch.optim.Optimizer, groups=None, pin_layout: 
                    pin_layout=pin_layout)
 
 
+@_torch_xlas_own_under_spmd
 def optimizer_step(optimizer: torch.optim.Optimizer, barrier: bool = False, optimizer_args: dict = {},
                    groups=None, pin_layout: bool = True):
     """reduce_gradients, then ``optimizer.step(**optimizer_args)``; ``barrier`` adds a mark_step."""
@@ -413,27 +556,6 @@ def _transport(requested: str | None) -> str:
     return chosen
 
 
-_discovered = threading.local()
-
-
-def _locate_host_store(replicas: Sequence[int]) -> None:
-    """On a multi-host slice without MASTER_ADDR, find the host of ordinal 0 as torch_xla
-    does (``xr.get_master_ip``: a broadcast among all replicas), once per thread."""
-    if (os.environ.get(_host.ADDR_ENV) or os.environ.get("MASTER_ADDR")
-            or getattr(_discovered, "done", False)):
-        return
-    if _xr.process_count() <= _xr.local_process_count():
-        return  # one host: the default address (this machine) is right
-    if replicas and len(replicas) != xrt_world_size():
-        raise RendezvousError(
-            "the first rendezvous of a multi-host job must include every replica, so they can "
-            "find the host of ordinal 0 together; or set MASTER_ADDR to that host")
-    master = _xr.get_master_ip()
-    _discovered.done = True
-    host, port = _host.store_address()
-    os.environ.setdefault(_host.ADDR_ENV, f"{master}:{port}")
-
-
 def _xla_rendezvous(tag: str, payload: bytes, replicas: Sequence[int]) -> list[bytes]:
     """Payload exchange by two all_gathers on the devices (sizes, then padded messages).
 
@@ -473,3 +595,6 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(dir(_xm)))
+
+
+__all__ = sorted(set(_OWN) | {name for name in dir(_xm) if not name.startswith("_")})

@@ -14,13 +14,25 @@ accepts the values XRT-era code passes. torch_xla 2.6+ accepts only ``nprocs`` N
 With ``PJRT_DEVICE=CPU`` and a request for several replicas, ``spawn`` hands over to the
 CPU replica mode (``xrt2pjrt.shim.cpu_replicas``): N processes, each one real replica.
 
+When the job spans several processes, ``spawn`` serves the job's rendezvous store (see
+``job``) from a small process of its own: on one host at 127.0.0.1 on a free port, with a
+fresh secret handed to the children in their environment; on a pod only on worker 0, at
+worker 0's address, with the secret every host was given. The store outlives this process
+until every replica process of every host has said it is done, and a replica that raises
+ends every rendezvous of the job at once with its error.
+
+``join=False`` returns at once with a context whose ``join()`` waits for the replicas and
+raises what they raised, as XRT's ``torch.multiprocessing`` context did.
+
 A runtime already started in this process is an error that names the call that started
 it (torch_xla's own message only says "Runtime is already initialized").
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import warnings
 from typing import Any, Callable
 
@@ -29,15 +41,19 @@ import torch_xla.runtime as _xr
 from torch_xla._internal import pjrt as _pjrt
 from torch_xla._internal import tpu as _tpu
 from torch_xla.distributed import xla_multiprocessing as _xmp
+from torch_xla.experimental import plugins as _plugins
 
 from xrt2pjrt.shim import cpu_replicas
+from xrt2pjrt.shim import job as _job
+from xrt2pjrt.shim import rendezvous as _rendezvous
+from xrt2pjrt.shim import store as _store
 from xrt2pjrt.shim import xla_model as _shim_xm
 
 MpModelWrapper = _xmp.MpModelWrapper
 MpSerialExecutor = _xmp.MpSerialExecutor
 
 __all__ = ["spawn", "run_multiprocess", "MpModelWrapper", "MpSerialExecutor", "ShimNote",
-           "RuntimeAlreadyStarted"]
+           "RuntimeAlreadyStarted", "SpawnContext"]
 
 
 class ShimNote(UserWarning):
@@ -100,8 +116,11 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
           daemon: bool = False, start_method: str = "spawn"):
     """Run ``fn(index, *args)`` once per replica; ``index`` is the replica's ordinal.
 
-    ``join`` and ``daemon`` are accepted for XRT-era callers; PJRT always joins.
+    ``join=False`` returns a :class:`SpawnContext` at once; ``daemon`` is accepted for
+    XRT-era callers (PJRT's replicas are never daemons: they start processes of their own).
     """
+    if not join:
+        return SpawnContext(lambda: spawn(fn, args, nprocs, True, daemon, start_method))
     if cpu_replicas.requested(nprocs):
         if start_method == "fork":  # a forked replica would inherit the started runtime
             _refuse_started_runtime("xmp.spawn")
@@ -110,7 +129,9 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
     devices = _devices_for(nprocs)
     if devices == 1:
         _shim_xm.DEVICE_TOUCH.note("xmp.spawn(nprocs=1), which runs fn in this process,")
-    return _pjrt.spawn(fn, nprocs=devices, start_method=start_method, args=args)
+        return _pjrt.spawn(fn, nprocs=devices, start_method=start_method, args=args)
+    with _store_for_replicas(_local_processes()):
+        return _pjrt.spawn(_Replica(fn), nprocs=devices, start_method=start_method, args=args)
 
 
 def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn", **kwargs) -> dict[int, Any]:
@@ -119,4 +140,114 @@ def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn",
     _refuse_started_runtime("run_multiprocess")
     if cpu_replicas.requested(None):
         return cpu_replicas.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
-    return _pjrt.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
+    with _store_for_replicas(_local_processes()):
+        return _pjrt.run_multiprocess(_Replica(fn, with_index=False), *args, start_method=start_method, **kwargs)
+
+
+class SpawnContext:
+    """What ``spawn(..., join=False)`` returns: the replicas run while the caller goes on."""
+
+    def __init__(self, run: Callable[[], Any]):
+        self._outcome: list = []
+        self._thread = threading.Thread(target=self._run, args=(run,), name="xrt2pjrt-spawn", daemon=True)
+        self._thread.start()
+
+    def _run(self, run) -> None:
+        try:
+            self._outcome.append(("ok", run()))
+        except BaseException as error:  # noqa: BLE001 -- handed to join()
+            self._outcome.append(("error", error))
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout`` seconds); True once every replica has ended. Raises the
+        error a replica (or the spawn) raised."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return False
+        kind, value = self._outcome[0]
+        if kind == "error":
+            raise value
+        return True
+
+
+def _local_processes() -> int:
+    """The processes torch_xla's spawn starts on this host (as its run_multiprocess counts)."""
+    if _plugins.using_dynamic_plugins():
+        return _plugins.default().physical_chip_count()
+    if _xr.device_type() == "TPU":
+        return _tpu.num_local_processes()
+    if _xr.device_type() == "NEURON":
+        from torch_xla._internal import neuron
+
+        return neuron.num_local_processes()
+    return 1
+
+
+@contextlib.contextmanager
+def _store_for_replicas(local_processes: int):
+    """Serve the job's store for the replicas this spawn starts (on worker 0) and hand its
+    address and the job's secret to them; tell the store how the spawn ended."""
+    job = _job.current()
+    processes = job.hosts * local_processes
+    if processes <= 1 or job.served_by_parent:
+        yield
+        return
+    secret = _store.job_secret() or (_store.new_secret().encode() if job.hosts == 1 else _job.secret(job))
+    helper = None
+    if job.hosts == 1 or job.host == 0:
+        explicit = os.environ.get(_job.ADDR_ENV) or os.environ.get(_job.PORT_ENV)
+        port = job.store_port if job.hosts > 1 or explicit else 0  # one host: any free port
+        helper = _store.start_helper(job.store_host, port, secret, expected=processes,
+                                     linger=_rendezvous.default_timeout())
+    address = f"{job.store_host}:{helper.port if helper else job.store_port}"
+    with _environment({_job.SERVED_ENV: address, _store.SECRET_ENV: secret.decode()}):
+        try:
+            yield
+        except BaseException as error:
+            message = f"xmp.spawn on host {job.host} failed: {type(error).__name__}: {error}"
+            if helper is not None:
+                helper.abort(message)
+            else:
+                with contextlib.suppress(_store.StoreError):  # gone already: nobody left to tell
+                    _store_client(address, secret).abort(message)
+            raise
+    if helper is not None:
+        helper.finish(last=job.hosts == 1)  # on one host every replica was ours and has ended
+
+
+def _store_client(address: str, secret: bytes) -> _store.StoreClient:
+    host, port = _job.address(address, _job.SERVED_ENV)
+    return _store.StoreClient(host, port, secret, timeout=3)
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    """``values`` in os.environ while the replicas start (they inherit it), then as before."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class _Replica:
+    """``fn`` as each replica runs it: the replica's process joins the job (it will say done
+    at exit), and an error in ``fn`` ends the job's rendezvous everywhere at once."""
+
+    def __init__(self, fn: Callable[..., Any], with_index: bool = True):
+        self.fn = fn
+        self.with_index = with_index
+
+    def __call__(self, *args, **kwargs):
+        _rendezvous.JOB_STORE.join(_job.current())
+        try:
+            return self.fn(*args, **kwargs)
+        except BaseException as error:
+            where = f"replica {args[0]}" if self.with_index and args else f"process {os.getpid()}"
+            _rendezvous.JOB_STORE.abort(f"{where} raised {type(error).__name__}: {error}")
+            raise
