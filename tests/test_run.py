@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
@@ -183,9 +184,11 @@ def test_options_leave_the_existing_variables_alone_when_not_given():
 def test_two_hosts_join_through_run_options(tmp_path):
     script = _script(tmp_path, SPAWNING)
     port = free_port()
+    secret = uuid.uuid4().hex  # several hosts: the job's store lets in only its holders
     runs = [subprocess.Popen([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", "--hosts", "2",
                               "--host-index", str(h), "--master", f"127.0.0.1:{port}", str(script), "launch",
-                              str(tmp_path), "0"], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              str(tmp_path), "0"], env=_env(XRT2PJRT_JOB_SECRET=secret), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
             for h in (1, 0)]
     outputs = [process.communicate(timeout=300)[0] for process in runs]
     assert all(process.returncode == 0 for process in runs), "\n---\n".join(o[-3000:] for o in outputs)

@@ -179,8 +179,7 @@ def secret(job: Job, env=None) -> bytes:
         f"run (or {store.SECRET_FILE_ENV} to a file only you can read), e.g. in the command given to "
         "`gcloud compute tpus tpu-vm ssh --worker=all`: "
         f"{store.SECRET_ENV}=$(python3 -c 'import secrets; print(secrets.token_hex(16))') computed once "
-        "on your machine. `xrt2pjrt launch` does it for you. Or use XRT2PJRT_RENDEZVOUS_TRANSPORT=xla, "
-        "which needs no store.")
+        "on your machine. Or use XRT2PJRT_RENDEZVOUS_TRANSPORT=xla, which needs no store.")
 
 
 def _derived_secret(parent: int) -> bytes:
