@@ -217,6 +217,7 @@ def _mp_fn(index):
     rank, world, d = xr.global_ordinal(), xr.world_size(), torch_xla.device()
     seen = {"index": index, "runtime": {name: getattr(xr, name)() for name in RUNTIME},
             "early world_size": early_world_size(), "master": xm.is_master_ordinal(),
+            "torch threads": torch.get_num_threads(),
             "master (global)": xm.is_master_ordinal(local=False)}
     for part in (seed_table, functions, bucketized, meeting_points, distributed):
         part(seen, rank, world, d)
@@ -317,6 +318,8 @@ def test_torch_xla_runtime_answers_as_on_a_4_replica_pod(run):
             "addressable_device_count": 1, "global_runtime_device_count": 4, "addressable_runtime_device_count": 1}
         assert (seen["master"], seen["master (global)"]) == (i == 0, i == 0)
         assert seen["early world_size"] == 4  # a name bound before the replicas started
+        if not os.environ.get("OMP_NUM_THREADS"):  # the 4 replicas share the cores, as under torchrun
+            assert seen["torch threads"] == max(1, os.cpu_count() // 4)
 
 
 @pytest.mark.xla
