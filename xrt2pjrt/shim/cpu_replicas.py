@@ -198,7 +198,7 @@ class _Transport:
 
         needed = like.numel() * like.element_size()
         if self._scratch is None or self._scratch.numel() < needed:
-            self._scratch = torch.empty(needed, dtype=torch.uint8)
+            self._scratch = _fresh(needed, torch.uint8)
         return self._scratch[:needed].view(like.dtype).view(like.shape)
 
     def group(self, members: Sequence[int]):
@@ -387,10 +387,32 @@ def _reduce_flat(reduce_type: str, flat, scale: float, members: Sequence[int]):
     me = members.index(get_ordinal())
     sent, received = padded.view(size, chunk), transport.scratch(padded).view(size, chunk)
     transport.exchange(members, [(q, sent[q], received[q]) for q in range(size) if q != me], tag=1)
-    gathered = torch.empty_like(padded).view(size, chunk)  # the result's own memory (the XLA tensor's)
+    gathered = _fresh(padded.numel(), padded.dtype).view(size, chunk)  # the result's own memory (the XLA tensor's)
     _fold(reduce_type, [sent[q] if q == me else received[q] for q in range(size)], scale, out=gathered[me])
     transport.exchange(members, [(q, gathered[me], gathered[q]) for q in range(size) if q != me], tag=2)
     return gathered.view(-1)[: flat.numel()]
+
+
+_HUGE_PAGE = 2 << 20
+_MADV_HUGEPAGE = 14
+
+
+def _fresh(count: int, dtype):
+    """New memory for ``count`` elements, asked to come in 2 MB pages where Linux has them: a
+    64 MB result otherwise takes 16,384 page faults while gloo writes it (a third of the
+    time of a 64 MB all_reduce here). Advice only: nowhere else does anything change."""
+    import torch
+
+    tensor = torch.empty(count, dtype=dtype)
+    start = -(-tensor.data_ptr() // _HUGE_PAGE) * _HUGE_PAGE
+    end = (tensor.data_ptr() + tensor.numel() * tensor.element_size()) // _HUGE_PAGE * _HUGE_PAGE
+    if end > start and sys.platform == "linux":
+        import ctypes
+
+        madvise = ctypes.CDLL(None).madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        madvise(start, end - start, _MADV_HUGEPAGE)
+    return tensor
 
 
 def _bytes(tensor):
