@@ -101,12 +101,11 @@ _DIFF_STYLE = {"+": "green", "-": "red", "@": "cyan"}
 
 
 def print_diff(out: Out, original: str, updated: str, path: str) -> None:
-    import difflib
-
+    from xrt2pjrt import diff
     from xrt2pjrt.files import quoted  # an unusual name (a newline in it) quoted as git does
 
-    lines = difflib.unified_diff(original.splitlines(keepends=True), updated.splitlines(keepends=True),
-                                 fromfile=quoted(_diff_label("a", path)), tofile=quoted(_diff_label("b", path)))
+    lines = diff.unified(original.splitlines(keepends=True), updated.splitlines(keepends=True),
+                         fromfile=quoted(_diff_label("a", path)), tofile=quoted(_diff_label("b", path)))
     for line in lines:
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"

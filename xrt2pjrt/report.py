@@ -9,13 +9,12 @@ decide is on its statement, below the TODO line that now marks it).
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
-from xrt2pjrt import __version__
+from xrt2pjrt import __version__, diff
 from xrt2pjrt.files import quoted  # a file name as git shows it: an unusual one quoted, reversibly
 
 MODES = ("preview", "check", "write")
@@ -166,8 +165,7 @@ class Run:
         cache = self.__dict__.setdefault("_opcodes", {})
         if result.path not in cache:
             new = result.updated.splitlines()
-            matcher = difflib.SequenceMatcher(None, result.original.splitlines(), new, autojunk=False)
-            cache[result.path] = (new, matcher.get_opcodes())
+            cache[result.path] = (new, diff.matcher(result.original.splitlines(), new).get_opcodes())
         new, opcodes = cache[result.path]
         for tag, i1, i2, j1, j2 in opcodes:
             if not i1 <= line - 1 < i2:

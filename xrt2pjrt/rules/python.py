@@ -424,7 +424,8 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
         return _rewrite(text, _parse(text), options, rules, tree and _Lines(tree, _same_line), tree)
     bound = quiet.import_names(tree)
     folded = quiet.fold(text, tree, *_relevant(bound), set(bound))
-    lines = _Lines(ast.parse(folded.text), folded.original_line)
+    # (nothing folded, as in a file dense with XRT calls: the tree of the text is that of the folded text)
+    lines = _Lines(tree if folded.text == text else ast.parse(folded.text), folded.original_line)
     outcome = _rewrite(text, _parse(folded.text), options, rules, lines, tree)
     if outcome.text is not text:
         unfolded = folded.unfold(outcome.text)
