@@ -4,6 +4,7 @@ what the text output names and counts, colour, -q/-v, progress, stdin, pre-commi
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
@@ -452,3 +453,32 @@ def test_guide_command_prints_the_guide_of_this_checkout(tmp_path):
     assert where.returncode == 0 and Path(where.stdout.strip()) == ROOT / "docs" / "MIGRATION.md"
     shown = xrt2pjrt("guide", cwd=tmp_path)
     assert shown.stdout == (ROOT / "docs" / "MIGRATION.md").read_text(encoding="utf-8")
+
+
+F_SETPIPE_SZ = 1031  # Linux's fcntl: the size of a pipe's buffer
+
+
+@pytest.mark.parametrize("args", [("migrate", "--report", "{report}", "{tree}"), ("rules",)], ids=lambda a: a[0])
+def test_a_reader_that_leaves_early_ends_no_run(tmp_path, args):
+    """`xrt2pjrt migrate . | head -1`: more output than the pipe holds (a pipe of one page),
+    a reader that stops after one line. No traceback; the run ends as it would have (exit 0
+    for a preview, the report written)."""
+    tree = tmp_path / "project"
+    tree.mkdir()
+    for k in range(20):
+        (tree / f"train_{k}.py").write_text(LEGACY)
+    report_file = tmp_path / "report.json"
+    argv = [a.format(report=report_file, tree=tree) for a in args]
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, F_SETPIPE_SZ, 4096)
+    with open(tmp_path / "stderr", "wb") as stderr:
+        ran = subprocess.Popen([sys.executable, "-m", "xrt2pjrt", *argv], cwd=tmp_path, stdout=write_end,
+                               stderr=stderr)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as reader:
+            assert reader.readline()
+        assert ran.wait(timeout=300) == 0
+    said = (tmp_path / "stderr").read_text()
+    assert "Traceback" not in said and "BrokenPipe" not in said, said[-2000:]
+    if "--report" in args:
+        assert len(json.loads(report_file.read_text())["files"]) == 20

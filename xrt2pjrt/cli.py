@@ -9,6 +9,7 @@ when it runs, so `--help` and `--version` stay light.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -45,6 +46,19 @@ def uses_color(choice: str, stream) -> bool:
     return stream.isatty()
 
 
+@contextlib.contextmanager
+def reader_may_leave(stream):
+    """`xrt2pjrt migrate . | head`: when the reader of STREAM goes away, what is left to say
+    goes nowhere and the command goes on (a --report still gets written, the exit code is
+    the run's), instead of ending in a BrokenPipeError traceback."""
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())  # also for the flush at exit
+        os.close(devnull)
+
+
 class Out:
     """stdout and stderr, each coloured or not; -q and -v."""
 
@@ -55,10 +69,20 @@ class Out:
     def _write(self, stream, text: str, style: str | None, end: str) -> None:
         if style and self.color[stream]:
             text = f"\033[{_ANSI[style]}m{text}\033[0m"
-        stream.write(text + end)
+        with reader_may_leave(stream):
+            stream.write(text + end)
 
     def out(self, text: str, style: str | None = None, end: str = "\n") -> None:
         self._write(sys.stdout, text, style, end)
+
+    def raw(self, data: bytes) -> None:
+        with reader_may_leave(sys.stdout):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+
+    def flush(self) -> None:
+        with reader_may_leave(sys.stdout):
+            sys.stdout.flush()
 
     def err(self, text: str, style: str | None = None) -> None:
         self._write(sys.stderr, text, style, "\n")
@@ -153,16 +177,15 @@ def migrate(args) -> int:
     if not run.results and not args.quiet:
         out.err(f"xrt2pjrt: no files found in {', '.join(map(str, args.paths))}: nothing there is a kind "
                 "xrt2pjrt rewrites (Python, shell, Dockerfile, YAML, Markdown, notebook, requirements)", "yellow")
-    sys.stdout.flush()
     if args.output_format != "text":
         out.out(report.FORMATS[args.output_format](run), end="")
     elif reads_stdin and args.write:
-        sys.stdout.buffer.write(done.new_stdin)
+        out.raw(done.new_stdin)
     elif not args.write and not args.check:
         for r in run.results:
             if r.changed:
                 print_diff(out, r.original, r.updated, r.path)
-    sys.stdout.flush()
+    out.flush()
     if args.verbose:
         for line in report.change_lines(run):
             out.err(line)
@@ -239,7 +262,7 @@ def guide(args) -> int:
         path = guide.installed(guide.CATALOGUE if args.rules else guide.GUIDE)
     except FileNotFoundError as exc:
         raise Failure(str(exc)) from None
-    sys.stdout.write(f"{path}\n" if args.path else path.read_text(encoding="utf-8"))
+    Out().out(str(path) if args.path else path.read_text(encoding="utf-8"), end="\n" if args.path else "")
     return EXIT_OK
 
 
@@ -265,14 +288,15 @@ def doctor(args) -> int:
     from xrt2pjrt import doctor
 
     diagnosis = doctor.diagnose()
-    print(json.dumps(doctor.to_record(diagnosis), indent=2) if args.json else doctor.render(diagnosis))
+    Out().out(json.dumps(doctor.to_record(diagnosis), indent=2) if args.json else doctor.render(diagnosis))
     return diagnosis.exit_code
 
 
 def verify(args) -> int:
     from xrt2pjrt import verify
 
-    return verify.main(args.nprocs, args.json, echo=print, error=lambda message: Out().err(message, "red"))
+    out = Out()
+    return verify.main(args.nprocs, args.json, echo=out.out, error=lambda message: out.err(message, "red"))
 
 
 def run(args) -> int:
@@ -450,3 +474,5 @@ def main(argv: list[str] | None = None) -> int:
     except Failure as exc:
         Out().err(f"xrt2pjrt: {exc}", "red")
         return EXIT_ERROR
+    finally:
+        Out().flush()  # what is still buffered, while a reader gone away can be handled
