@@ -125,14 +125,11 @@ def host_rendezvous(
     keys = {member: f"{base}/{member}" for member in members}
     try:
         client.store.set(keys[ordinal], _encode(tag, bytes(payload)))
-        _wait_for_all(client.store, tag, keys, ordinal, seconds)
-        values = client.store.multi_get([keys[m] for m in members])
+        values = _values_of_all(client.store, tag, keys, ordinal, seconds)
         # Everyone has read every key once the counter reaches the group size: the last one
         # deletes them (the counter key last, so a late reader never sees a half-deleted set).
         if client.store.add(f"{base}/read", 1) == len(members):
-            for key in keys.values():
-                client.store.delete_key(key)
-            client.store.delete_key(f"{base}/read")
+            client.store.delete_keys([*keys.values(), f"{base}/read"])
     except store_module.StoreAborted as error:
         raise RendezvousAborted(f"rendezvous {tag!r} on ordinal {ordinal} ended: {error}") from None
     except store_module.StoreError as error:
@@ -145,9 +142,10 @@ def host_rendezvous(
     return [arrivals[member][1] for member in members]
 
 
-def _wait_for_all(store, tag: str, keys: dict[int, str], ordinal: int, seconds: float) -> None:
+def _values_of_all(store, tag: str, keys: dict[int, str], ordinal: int, seconds: float) -> list[bytes]:
+    """Every participant's arrival, once all have arrived (the store waits)."""
     try:
-        store.wait(list(keys.values()), datetime.timedelta(seconds=seconds))
+        return store.multi_get(list(keys.values()))
     except store_module.StoreTimeout:
         try:
             missing = [member for member, key in keys.items() if not store.check([key])]

@@ -326,11 +326,10 @@ class StoreServer:
             if event:
                 event.set()
             return []
-        if op == "G":
-            wait_ms, key = fields
-            self._wait([key], time.monotonic() + int(wait_ms) / 1000)
+        if op == "G":  # every key's value, once every key is there
+            self._wait(fields[1:], time.monotonic() + int(fields[0]) / 1000)
             with self._lock:
-                return [self._data[key]]
+                return [self._data[key] for key in fields[1:]]
         if op == "W":
             self._wait(fields[1:], time.monotonic() + int(fields[0]) / 1000)
             return []
@@ -348,7 +347,7 @@ class StoreServer:
             return [str(value).encode()]
         if op == "D":
             with self._lock:
-                return [b"1" if self._data.pop(fields[0], None) is not None else b"0"]
+                return [str(sum(self._data.pop(key, None) is not None for key in fields)).encode()]
         if op == "N":
             with self._lock:
                 return [str(len(self._data)).encode()]
@@ -441,10 +440,15 @@ class StoreClient:
                    timeout=None if timeout is None else _seconds(timeout))
 
     def multi_get(self, keys: Sequence[str]) -> list[bytes]:
-        return [self.get(key) for key in keys]
+        """The values of ``keys``, once all of them are set (one round trip)."""
+        return self._call("G", [_bytes(k) for k in keys], waits=True) if keys else []
 
     def delete_key(self, key: str) -> bool:
-        return self._call("D", [_bytes(key)])[0] == b"1"
+        return self.delete_keys([key]) == 1
+
+    def delete_keys(self, keys: Sequence[str]) -> int:
+        """Delete ``keys`` in one round trip; the number that were there."""
+        return int(self._call("D", [_bytes(k) for k in keys])[0])
 
     def num_keys(self) -> int:
         return int(self._call("N", [])[0])
