@@ -210,7 +210,7 @@ def migrate(args) -> int:
         render = report.to_json if args.report.suffix == ".json" else report.to_markdown
         from xrt2pjrt.files import write_atomic
 
-        write_atomic(args.report, render(run).encode("utf-8"))
+        write_atomic(Path(os.path.realpath(args.report)), render(run).encode("utf-8"))  # through a link
     return done.exit_code
 
 
