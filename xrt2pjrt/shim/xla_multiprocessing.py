@@ -41,7 +41,11 @@ import torch_xla.runtime as _xr
 from torch_xla._internal import pjrt as _pjrt
 from torch_xla._internal import tpu as _tpu
 from torch_xla.distributed import xla_multiprocessing as _xmp
-from torch_xla.experimental import plugins as _plugins
+
+try:
+    from torch_xla.experimental import plugins as _plugins
+except ImportError:  # torch_xla < 2.3 has no device plugins
+    _plugins = None
 
 from xrt2pjrt.shim import cpu_replicas
 from xrt2pjrt.shim import job as _job
@@ -172,7 +176,7 @@ class SpawnContext:
 
 def _local_processes() -> int:
     """The processes torch_xla's spawn starts on this host (as its run_multiprocess counts)."""
-    if _plugins.using_dynamic_plugins():
+    if _plugins is not None and _plugins.using_dynamic_plugins():
         return _plugins.default().physical_chip_count()
     if _xr.device_type() == "TPU":
         return _tpu.num_local_processes()
