@@ -188,3 +188,22 @@ def test_a_replica_outside_the_participants_is_refused(served_store):
         host_rendezvous("x", b"", [1, 2], ordinal=0, world_size=3, store=served_store)
     with pytest.raises(TypeError, match="bytes"):
         host_rendezvous("x", "text", None, ordinal=0, world_size=1, store=served_store)
+
+
+def test_each_handed_in_store_is_the_one_met_in_even_when_an_old_one_is_gone():
+    """The per-thread cache is keyed by the store's id; a freed store's id is reused by the
+    next object (CPython hands the freed memory to the next client made), which must not
+    inherit the freed store's connection."""
+    from xrt2pjrt.shim import store as store_module
+    from xrt2pjrt.shim.rendezvous import host_rendezvous
+
+    secret = uuid.uuid4().hex.encode()
+    servers = [store_module.StoreServer(store_module.listen("127.0.0.1", 0), secret) for _ in range(3)]
+
+    def meet(port: int) -> int:
+        handed = store_module.StoreClient("127.0.0.1", port, secret, timeout=5)
+        assert host_rendezvous("x", b"p", None, ordinal=0, world_size=1, store=handed) == [b"p"]
+        return id(handed)
+
+    ids = [meet(server.port) for server in servers]
+    assert [len(server.joined) for server in servers] == [1, 1, 1], ids

@@ -195,9 +195,10 @@ def _next_generation(identity: object, group: str, ordinal: int) -> int:
 
 # --- store connections ---------------------------------------------------------------
 class _Client:
-    def __init__(self, store, identity: object):
+    def __init__(self, store, identity: object, handed_in=None):
         self.store = store
         self.identity = identity
+        self.handed_in = handed_in  # held, so that its id (the cache key) is never another store's
 
 
 _local = threading.local()
@@ -213,7 +214,7 @@ def _thread_client(store, seconds: float) -> _Client:
     client = clients.get(key)
     if client is None:
         if store is not None:
-            client = _Client(store.clone() if hasattr(store, "clone") else store, id(store))
+            client = _Client(store.clone() if hasattr(store, "clone") else store, id(store), store)
         else:
             client = _Client(JOB_STORE.connect(key, seconds), key)
         clients[key] = client
