@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.xla
+pytestmark = [pytest.mark.xla, pytest.mark.slow]  # each test runs two simulated hosts: 20-60 s
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTS = ("127.0.0.2", "127.0.0.3")
