@@ -103,7 +103,7 @@ def test_a_call_never_outlasts_its_timeout(server, timeout):
         with pytest.raises(store.StoreError):
             call()
         elapsed = time.monotonic() - started
-        assert timeout - 0.3 <= elapsed <= timeout + 0.5, (what, elapsed)
+        assert timeout - 0.3 <= elapsed <= timeout + 1.0, (what, elapsed)  # slack for a loaded machine
     silent.close()
 
 
