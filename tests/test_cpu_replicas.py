@@ -256,6 +256,9 @@ def _mp_fn(index):
     shard = torch.zeros(1, device=d)
     xm.reduce_scatter("sum", ramp, 0.5, 0, 4, output=shard)
     seen["reduce_scatter output="] = shard.cpu().tolist()
+    larger = torch.zeros(4, device=d)  # torch_xla's out=: the output takes the result's shape
+    xm.reduce_scatter("sum", ramp, 1.0, 0, 4, output=larger)
+    seen["reduce_scatter output= of another shape"] = larger.cpu().tolist()
 
     mine = f(10 * r, 10 * r + 1).view(2, 1)
     seen["all_to_all groups"] = xm.all_to_all(mine, 0, 1, 2, groups=[[1, 0], [3, 2]]).cpu().tolist()
@@ -313,6 +316,7 @@ def test_collectives_have_xla_semantics_across_4_processes(tmp_path):
         assert got["reduce_scatter groups"] == [[0.0, 3.0], [6.0, 9.0], [0.0, 7.0], [14.0, 21.0]][r]
         assert got["reduce_scatter list"] == [[4.0 * r], [[8.0 * r]]]  # max is ordinal 3's ramp
         assert got["reduce_scatter output="] == [r * 10 * 0.5]
+        assert got["reduce_scatter output= of another shape"] == [r * 10.0]
         # member p of [1, 0] / [3, 2] receives chunk p of every member, in listed order
         assert got["all_to_all groups"] == {1: [[10.0, 0.0]], 0: [[11.0, 1.0]], 3: [[30.0, 20.0]], 2: [[31.0, 21.0]]}[r]
         assert got["permute ring"] == [float((r - 1) % 4 + 1)]

@@ -151,6 +151,18 @@ def distributed(seen, rank, world, d):
     seen["sampler from dist"] = list(DistributedSampler(range(16), shuffle=False))
 
 
+def compiled(seen, rank, world, d):
+    """torch.compile calls the replica mode's collectives (a graph break), and refuses to
+    compile one in (it would be replayed as a constant)."""
+    double_and_sum = torch.compile(lambda t: xm.all_reduce(xm.REDUCE_SUM, t * 2) + 1, backend="openxla")
+    seen["compiled all_reduce"] = [values(double_and_sum(torch.ones(2, device=d) * (rank + 10 * k))) for k in range(2)]
+    functional = torch.compile(lambda t: torch.ops._c10d_functional.all_reduce(t, "sum", "") + 1, backend="openxla")
+    try:
+        seen["compiled functional all_reduce"] = values(functional(torch.ones(2, device=d)))
+    except Exception as error:
+        seen["compiled functional all_reduce"] = str(error)
+
+
 def dataset():
     generator = torch.Generator().manual_seed(7)
     x = torch.randn(REPLICAS * STEPS * BATCH, 8, generator=generator)
@@ -219,7 +231,7 @@ def _mp_fn(index):
             "early world_size": early_world_size(), "master": xm.is_master_ordinal(),
             "torch threads": torch.get_num_threads(),
             "master (global)": xm.is_master_ordinal(local=False)}
-    for part in (seed_table, functions, bucketized, meeting_points, distributed):
+    for part in (seed_table, functions, bucketized, meeting_points, distributed, compiled):
         part(seen, rank, world, d)
     seen["trained"] = train(rank, d)
     dump(rank, seen)
@@ -402,6 +414,14 @@ def test_torch_distributed_xla_backend_spans_the_replicas(run):
         assert seen["sampler from xr"] == seen["sampler from dist"] == [i, i + 4, i + 8, i + 12]
         assert seen["functional"] == [[0.0, 10.0, 20.0, 30.0], [0.0, 1.0, 2.0, 3.0], [10.0 * i],
                                       [0.0 + i, 10.0 + i, 20.0 + i, 30.0 + i], [1.0, 2.0, 3.0, 4.0]]
+
+
+@pytest.mark.xla
+def test_torch_compile_calls_the_collectives_and_refuses_to_compile_them_in(run):
+    for i, seen in _replicas(run).items():
+        # (0+1+2+3 + 4 * 10k) * 2 + 1, for two different inputs: nothing replayed
+        assert seen["compiled all_reduce"] == [[13.0, 13.0], [93.0, 93.0]]
+        assert "inside torch.compile is not supported" in seen["compiled functional all_reduce"]
 
 
 @pytest.mark.xla

@@ -427,7 +427,12 @@ def _write(outputs: Sequence, results: Sequence) -> None:
 
     with torch.no_grad():
         for output, result in zip(outputs, results):
-            output.copy_(_on_device(result, output))
+            if output.device.type == "xla" and output.shape != result.shape:
+                import torch_xla  # torch_xla's out=: the output takes the result, shape and all
+
+                torch_xla._XLAC._replace_xla_tensor(output, _on_device(result, output))
+            else:
+                output.copy_(_on_device(result, output))
 
 
 def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):

@@ -55,6 +55,16 @@ class Replacement:
     target: str
     replica: Callable
     why: str  # what the torch_xla name does in a one-replica world
+    # False: torch.compile calls it (a graph break) rather than trace it, since it talks to
+    # the other replicas. True for the ordinals, which are constants of the process.
+    traceable: bool = False
+
+    def applied(self) -> Callable:
+        if self.traceable or self.target.startswith("kernel:"):  # kernels: see _not_in_a_graph
+            return self.replica
+        import torch._dynamo
+
+        return torch._dynamo.disable(self.replica)
 
     def slot(self) -> _Slot | _Kernel:
         module_name, _, path = self.target.partition(":")
@@ -149,10 +159,10 @@ def apply(name: str, table: tuple[Replacement, ...]) -> None:
     slots = [(replacement, replacement.slot()) for replacement in table]  # all found, or nothing changes
     replaced: dict[int, tuple[Any, Callable]] = {}
     for replacement, slot in slots:
-        original = slot.get()
+        original, value = slot.get(), replacement.applied()
         if original is not None:
-            replaced[id(original)] = (original, replacement.replica)
-        slot.set(replacement.replica)
+            replaced[id(original)] = (original, value)
+        slot.set(value)
     _applied[name] = replaced
     _rebind(replaced)
 
@@ -273,36 +283,59 @@ def _xla_init_method(url: str, timeout=..., **kwargs):
 
 # --- torch.distributed's functional collectives (DTensor, traced collectives) on XLA tensors -----
 # torch_xla's XLA kernels: the whole world, or ordinals 0 .. group_size-1; the group name unread.
+def _not_in_a_graph(what: str) -> None:
+    """torch.compile's openxla backend runs a graph's operators once, to build the XLA graph
+    it then replays: a collective run there on the host would be replayed as a constant
+    (seen: the first step's sum, every step). So refuse it there, loudly."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == "torch_xla._dynamo.dynamo_bridge":
+            raise NotImplementedError(
+                f"{what} inside torch.compile is not supported in the CPU replica mode (its result "
+                "would be compiled in as a constant): call it outside the compiled function, or "
+                "use xm's collectives, which torch.compile calls rather than compiles there")
+        frame = frame.f_back
+
+
 def _functional_all_reduce(input, reduce_op: str, group_name: str):
+    _not_in_a_graph("a functional all_reduce")
     return cpu_replicas.all_reduce(reduce_op, input)
 
 
 def _functional_all_gather(input, group_size: int, group_name: str):
+    _not_in_a_graph("a functional all_gather")
     return cpu_replicas.all_gather(input, 0, [list(range(group_size))], None, False)
 
 
 def _functional_reduce_scatter(input, reduce_op: str, group_size: int, group_name: str):
+    _not_in_a_graph("a functional reduce_scatter")
     return cpu_replicas.reduce_scatter(reduce_op, input, 1.0, 0, group_size, [list(range(group_size))])
 
 
 def _functional_all_to_all(input, output_split_sizes, input_split_sizes, group_name: str):
+    _not_in_a_graph("a functional all_to_all")
     world = world_size()
     if any(size != input.size(0) // world for size in [*output_split_sizes, *input_split_sizes]):
         raise RuntimeError("torch_xla does not support arbitrary split sizes for all_to_all")
     return cpu_replicas.all_to_all(input, 0, 0, world, pin_layout=False)
 
 
+def _runtime(name: str, replica: Callable, why: str) -> Replacement:
+    """A row for torch_xla.runtime: a constant of the process, which torch.compile may trace."""
+    return Replacement(f"torch_xla.runtime:{name}", replica, why, traceable=True)
+
+
 WORLD: tuple[Replacement, ...] = (
-    Replacement("torch_xla.runtime:world_size", world_size, "1: the XLA replication count of this process"),
-    Replacement("torch_xla.runtime:global_ordinal", global_ordinal, "0: the default device's ordinal"),
-    Replacement("torch_xla.runtime:local_ordinal", local_ordinal, "0: PJRT_LOCAL_PROCESS_RANK unset"),
-    Replacement("torch_xla.runtime:process_index", global_ordinal, "0: one PJRT process"),
-    Replacement("torch_xla.runtime:process_count", world_size, "1: one PJRT process"),
-    Replacement("torch_xla.runtime:local_process_count", local_process_count, "1: PJRT_LOCAL_PROCESS_COUNT unset"),
-    Replacement("torch_xla.runtime:host_index", host_index, "0 on CPU"),
-    Replacement("torch_xla.runtime:global_device_count", world_size, "1: this process's devices"),
-    Replacement("torch_xla.runtime:global_runtime_device_count", world_size, "1: this process's devices"),
-    Replacement("torch_xla.runtime:get_master_ip", get_master_ip, "RuntimeError: no IP discovery on CPU"),
+    _runtime("world_size", world_size, "1: the XLA replication count of this process"),
+    _runtime("global_ordinal", global_ordinal, "0: the default device's ordinal"),
+    _runtime("local_ordinal", local_ordinal, "0: PJRT_LOCAL_PROCESS_RANK unset"),
+    _runtime("process_index", global_ordinal, "0: one PJRT process"),
+    _runtime("process_count", world_size, "1: one PJRT process"),
+    _runtime("local_process_count", local_process_count, "1: PJRT_LOCAL_PROCESS_COUNT unset"),
+    _runtime("host_index", host_index, "0 on CPU"),
+    _runtime("global_device_count", world_size, "1: this process's devices"),
+    _runtime("global_runtime_device_count", world_size, "1: this process's devices"),
+    _runtime("get_master_ip", get_master_ip, "RuntimeError: no IP discovery on CPU"),
     Replacement("torch_xla.core.xla_model:all_reduce", cpu_replicas.all_reduce, "a clone (world size 1)"),
     Replacement("torch_xla.core.xla_model:all_gather", all_gather, "the value itself"),
     Replacement("torch_xla.core.xla_model:reduce_scatter", reduce_scatter, "XLA's op over one replica"),
