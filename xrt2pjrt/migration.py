@@ -117,15 +117,15 @@ def options_for(request: Request, settings: config.Settings, note: Callable[[str
     if request.max_file_size is not None:
         base = replace(base, max_file_bytes=request.max_file_size)
     per_file = config.per_file_ignores(settings)
-    if not per_file:
-        return lambda path: base
-    cache: dict[tuple[str, ...], Options] = {}
+    cache: dict[tuple[tuple[str, ...], int | None], Options] = {}
 
     def options(path: Path) -> Options:
         words = tuple(w for match, ids in per_file if match(path) for w in ids)
-        if words not in cache:
-            cache[words] = replace(base, rules=rules.ignoring(list(words))) if words else base
-        return cache[words]
+        key = (words, config.line_length(path.resolve().parent))
+        if key not in cache:
+            chosen = replace(base, rules=rules.ignoring(list(words))) if words else base
+            cache[key] = replace(chosen, line_length=key[1])
+        return cache[key]
 
     return options
 

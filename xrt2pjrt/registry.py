@@ -169,6 +169,9 @@ class Options:
     launcher: str = "gcloud"
     # A file a rewriter would parse is skipped, and reported, above this size (--max-file-size).
     max_file_bytes: int = 2_000_000
+    # The line length of the project's formatter (ruff's or black's) for the file, if it has
+    # one: a statement a rule rewrote past it is split as the formatter would (config.line_length).
+    line_length: int | None = None
 
     def on(self, rule_id: str) -> bool:
         return rule_id in self.rules

@@ -71,6 +71,8 @@ class Context:
 
     def change(self, message: str) -> None:
         self._engine.changes.append(Finding(self.rule_id, self.line, message))
+        if self._engine.statements:
+            self._engine.statements[-1].changed = True
 
     def manual(self, message: str, comment: bool | str = True) -> None:
         """Report a spot a person must decide; also mark it in the code with ``message``,

@@ -33,7 +33,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from xrt2pjrt.registry import RULES, Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, Words, todo_comment
-from xrt2pjrt.rules import imports, quiet
+from xrt2pjrt.rules import imports, layout, quiet
 from xrt2pjrt.rules.base import PythonRule
 from xrt2pjrt.rules.context import Context
 from xrt2pjrt.rules.trigger import TRIGGER
@@ -60,6 +60,7 @@ class _Statement:
     index: int  # of its first statement in _Lines.starts
     comments: list[str] = field(default_factory=list)
     remove: bool = False
+    changed: bool = False  # a rule rewrote something in it
 
 
 # What the engine does with a node, by its type (one cached lookup instead of isinstance
@@ -379,6 +380,12 @@ class _Engine(cst.CSTTransformer):
         if frame.remove:
             self.doomed.add(updated)  # the enclosing block drops it, keeping the layout
             return updated
+        limit = self.ctx.options.line_length
+        if limit and frame.changed and isinstance(updated, cst.SimpleStatementLine):
+            step = self.module.default_indent
+            indent = "".join(b.indent if b.indent is not None else step for b in self.block_nodes
+                             if isinstance(b, cst.IndentedBlock))
+            updated = layout.split(updated, original, indent, step, limit, self.module)
         if frame.comments and hasattr(updated, "leading_lines"):
             # Comments above the first statement of a file belong to the module's header.
             above = [*updated.leading_lines, *self.module.header]
