@@ -23,7 +23,7 @@ PYTHON_28 = os.environ.get("XRT2PJRT_TORCH_XLA_28")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not PYTHON_28, reason="no torch_xla 2.8 to run on: set XRT2PJRT_TORCH_XLA_28 to the python of "
+    pytest.mark.skipif(not PYTHON_28, reason="needs torch_xla 2.8 to run on: set XRT2PJRT_TORCH_XLA_28 to the python of "
                                              "a venv with torch 2.8.0 + torch_xla 2.8.1 (.ci/run makes .venv28)"),
 ]
 LOSS = re.compile(r"^epoch (\d+) loss ([0-9.]+)$", re.MULTILINE)

@@ -26,7 +26,7 @@ RULES: dict[str, tuple[str, bool, str]] = {
     'launch-xla-dist': ('shell', False, 'python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME --worker=all --command="PJRT_DEVICE=TPU …" (or `xrt2pjrt launch` with --launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.'),
     'manual-borrowed-alias': ('python', True, "xm / xmp imported from a module of the project (from tpu_utils import xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name"),
     'manual-import-module': ('python', True, "import_module('torch_xla...') / __import__: a module reached by string is not rewritten; report"),
-    'manual-memory-info': ('python', True, 'xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report'),
+    'manual-memory-info': ('python', True, 'xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report the call, and each read of those keys in the file'),
     'manual-pjrt-other': ('python', True, 'other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report'),
     'manual-pre-1.0': ('python', True, 'torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several devices from one process, the XRT-era way): report'),
     'manual-rendezvous-subset': ('python', True, 'xm.rendezvous(tag, payload, replicas=[subset]): PJRT requires every replica; report'),

@@ -21,7 +21,7 @@ import libcst as cst
 from xrt2pjrt.registry import Example, register
 from xrt2pjrt.rules import imports
 from xrt2pjrt.rules.api_surface import Lack, entry, keyword_lacks, lacks
-from xrt2pjrt.rules.base import PythonRule, code
+from xrt2pjrt.rules.base import PythonRule, code, literal
 from xrt2pjrt.rules.shim_target import shim_defines
 
 _NO_SCALER = "nothing replaces it (it served XLA:GPU): autocast to bfloat16 on TPU needs no scaler"
@@ -131,6 +131,7 @@ class NotInTarget(PythonRule):
                "that removed it and its replacement, as the last check of every spot")
     prefixes = ("torch_xla",)
     runs_last = True
+    nodes = (cst.Call,)  # getattr(xm, 'name'), which raises as xm.name does
     examples = (
         Example(
             "import torch_xla.amp as xa\n\nscaler = xa.GradScaler()\n",
@@ -168,7 +169,26 @@ class NotInTarget(PythonRule):
             "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
             "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
         ),
+        Example(  # by string: getattr raises as the attribute does (hasattr, or a default, does not)
+            "import torch_xla.core.xla_model as xm\n\nn = getattr(xm, 'xrt_world_size')()\n"
+            "m = getattr(xm, 'xrt_world_size', None)\n",
+            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): getattr(xm, 'xrt_world_size') "
+            "(torch_xla.core.xla_model.xrt_world_size) is not in torch_xla 2.9 (removed in 2.7): an AttributeError "
+            "there [api-not-in-target]\nn = getattr(xm, 'xrt_world_size')()\nm = getattr(xm, 'xrt_world_size', None)\n",
+            manual=("removed in 2.7",),
+        ),
     )
+
+    def leave(self, ctx, original, updated):
+        func, args = updated.func, updated.args
+        if not (isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 2 and ctx.resolve(func) is None):
+            return updated
+        owner, attr = ctx.resolve(args[0].value), literal(args[1].value)
+        if owner and isinstance(attr, str) and not args[0].star:
+            lack = lacks(f"{owner}.{attr}", ctx.target_version)
+            if lack is not None and lack.name == f"{owner}.{attr}":
+                ctx.manual(f"{code(updated)} ({lack.name}) {_why(lack, 'an AttributeError')}")
+        return updated
 
     def call(self, ctx, node, name):
         if ctx.reported_here:
