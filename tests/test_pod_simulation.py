@@ -41,8 +41,8 @@ PROGRAM = textwrap.dedent('''
 
     def run(step, ordinal):
         kind = step[0]
-        if kind == "rendezvous":
-            return [p.decode() for p in xm.rendezvous(step[1], str(ordinal).encode(), step[2])]
+        if kind == "rendezvous":  # [kind, tag, replicas, timeout (optional)]
+            return [p.decode() for p in xm.rendezvous(step[1], str(ordinal).encode(), step[2], timeout=(step[3:] or [None])[0])]
         if kind == "sleep":
             return time.sleep(step[1])
         if kind == "wait_for":  # until the test creates the file
@@ -98,6 +98,11 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
+# The hosts start when they start (importing torch_xla on a loaded machine): a first meeting
+# with a long timeout, so that a test's short timeout counts from there.
+STARTED = ["rendezvous", "start", [], 120]
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOSTS[0], 0))
@@ -107,7 +112,7 @@ def _free_port() -> int:
 class Pod:
     """One job on the simulated pod: its program, plan, port and secret."""
 
-    def __init__(self, tmp_path: Path, plan: dict, *, order="0,1,2,3", timeout=20, port=None, **env):
+    def __init__(self, tmp_path: Path, plan: dict, *, order="0,1,2,3", timeout=60, port=None, **env):
         self.out = tmp_path / f"out-{uuid.uuid4().hex[:6]}"
         self.out.mkdir()
         script = tmp_path / "program.py"
@@ -199,9 +204,8 @@ def test_hosts_start_in_any_order_and_meet_in_worker_0s_store_though_ordinal_0_r
 def test_the_store_outlives_worker_0_whose_replicas_finish_first(tmp_path):
     """Worker 0 (the store's host, with ordinals 0 and 1) is done after the first barrier;
     worker 1 meets twice more, seconds after worker 0's program has ended."""
-    late = [["rendezvous", "start", []], ["sleep", 3], ["rendezvous", "late", [2, 3]], ["rendezvous", "again", [3, 2]]]
-    pod = Pod(tmp_path, {"0": [["rendezvous", "start", []]], "1": [["rendezvous", "start", []]], "2": late, "3": late},
-              timeout=5)
+    late = [STARTED, ["sleep", 3], ["rendezvous", "late", [2, 3]], ["rendezvous", "again", [3, 2]]]
+    pod = Pod(tmp_path, {"0": [STARTED], "1": [STARTED], "2": late, "3": late}, timeout=5)
     pod.start("0", 0)
     pod.start("1", 1)
     _succeeded(pod.finish())
@@ -216,9 +220,8 @@ def test_a_host_that_dies(tmp_path):
     """Worker 1 is killed while worker 0 waits: worker 0's replicas give up at the timeout,
     naming the replicas that never came. Then the store's host is killed while worker 1's
     replicas wait: they know at once, not after the timeout."""
-    pod = Pod(tmp_path, {"0": [["rendezvous", "start", []], ["rendezvous", "after", []]],
-                         "1": [["rendezvous", "start", []], ["rendezvous", "after", []]],
-                         "2": [["rendezvous", "start", []], ["sleep", 60]], "3": [["rendezvous", "start", []], ["sleep", 60]]},
+    pod = Pod(tmp_path, {"0": [STARTED, ["rendezvous", "after", []]], "1": [STARTED, ["rendezvous", "after", []]],
+                         "2": [STARTED, ["sleep", 60]], "3": [STARTED, ["sleep", 60]]},
               timeout=6)
     pod.start("0", 0)
     pod.start("1", 1)

@@ -31,6 +31,9 @@ PARTICIPANT = textwrap.dedent("""
         xm.PJRT.get_ordinal = lambda defval=0: ordinal  # SIMULATED: the replica id PJRT gives
         xm.PJRT.xrt_world_size = lambda defval=1: world
     out = []
+    # the processes start when they start (importing torch_xla on a loaded machine): they
+    # first meet with a long timeout, and the plan's own timeouts count from there
+    xm.rendezvous("started", timeout=120)
     for tag, replicas, delay in json.loads(sys.argv[1])[ordinal]:
         time.sleep(delay)
         arrived = time.time()
