@@ -40,6 +40,7 @@ dist.all_reduce(summed)
 with open(os.path.join(OUT, f"{rank}.json"), "w") as handle:
     json.dump({"name": __name__, "argv": sys.argv[2:], "dist": [dist.get_rank(), dist.get_world_size()],
                "torchrun": [os.environ[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")],
+               "torchelastic": dist.is_torchelastic_launched(),
                "all_reduce": summed.cpu().tolist(), "world_size": xr.world_size()}, handle)
 '''
 
@@ -112,7 +113,8 @@ def test_per_process_runs_the_script_once_per_replica_as_torchrun_would(tmp_path
     assert sorted(seen) == [0, 1]
     for i, replica in seen.items():
         assert replica == {"name": "__main__", "argv": ["--nprocs", "9", "--help"], "dist": [i, 2],
-                           "torchrun": [str(i), str(i), "2", "2"], "all_reduce": [3.0], "world_size": 2}
+                           "torchrun": [str(i), str(i), "2", "2"], "torchelastic": True, "all_reduce": [3.0],
+                           "world_size": 2}
 
 
 @pytest.mark.xla

@@ -12,7 +12,10 @@ without starting replicas ran as one process, not N: run says so and exits with
 
 ``--per-process`` is for scripts that never spawn (one process per replica, as under
 torchrun): SCRIPT runs N times, each run one replica from its first line, with ``RANK``,
-``LOCAL_RANK``, ``WORLD_SIZE`` and ``LOCAL_WORLD_SIZE`` set as torchrun sets them.
+``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK`` and
+``TORCHELASTIC_RUN_ID`` set as torchrun sets them (so ``torch_xla.launch`` calls its
+function in the process, as under torchrun). No ``MASTER_PORT``: ``init_method='xla://'``
+meets in the replicas' store, and nothing else is opened for the script.
 
 Several hosts: ``--hosts H --host-index I --master ADDR[:PORT]`` on every host. They set
 ``XRT2PJRT_CPU_HOSTS``, ``XRT2PJRT_CPU_HOST_INDEX``, ``MASTER_ADDR`` and ``MASTER_PORT``,
@@ -135,7 +138,8 @@ class ScriptReplica:
     def __call__(self, index: int) -> None:
         where = cpu_replicas.placement()
         os.environ.update(RANK=str(where.ordinal), WORLD_SIZE=str(where.world_size),
-                          LOCAL_RANK=str(where.local_ordinal), LOCAL_WORLD_SIZE=str(where.local_world_size))
+                          LOCAL_RANK=str(where.local_ordinal), LOCAL_WORLD_SIZE=str(where.local_world_size),
+                          GROUP_RANK=str(where.host), TORCHELASTIC_RUN_ID="xrt2pjrt-run")
         _execute(self.script, self.args)
 
 

@@ -216,21 +216,15 @@ def get_master_ip() -> str:
 
 
 # --- torch_xla.core.xla_model: the CPU replica mode's collectives --------------------------
-def _no_channels(what: str, channel_id, use_global_device_ids) -> None:
-    if channel_id is not None or use_global_device_ids is not None:
-        raise NotImplementedError(f"xm.{what}: channel_id and use_global_device_ids (cross-module, "
-                                  "SPMD) are not supported in the CPU replica mode")
-
-
+# channel_id and use_global_device_ids change no result here: one device per replica, so a
+# global device id is the ordinal, and the exchange needs no channel.
 def all_gather(value, dim=0, groups=None, output=None, pin_layout=True, channel_id=None,
                use_global_device_ids=None):
-    _no_channels("all_gather", channel_id, use_global_device_ids)
     return cpu_replicas.all_gather(value, dim, groups, output, pin_layout)
 
 
 def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None,
                    pin_layout=True, channel_id=None, use_global_device_ids=None):
-    _no_channels("reduce_scatter", channel_id, use_global_device_ids)
     return cpu_replicas.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups, output,
                                        pin_layout)
 
