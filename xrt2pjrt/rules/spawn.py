@@ -7,11 +7,13 @@ it is kept, as is ``start_method``.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
+from xrt2pjrt.rules import imports, quiet
 from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
@@ -174,10 +176,16 @@ _RUNTIME_STARTERS = frozenset({
 })
 
 
+_BEYOND = ("this file starts the XLA runtime in code xmp.spawn's function does not reach; if the launching "
+           "process runs any of it before this call (a library's set-up, a logger asking for the rank), xmp.spawn "
+           "raises 'Runtime is already initialized' (torch_xla 2.4+): keep those calls out of the launching process")
+
+
 @register
 class RuntimeBeforeSpawn(PythonRule):
     id = "spawn-runtime-before"
-    summary = "XLA runtime touched at module level in a file that calls xmp.spawn (RuntimeError from 2.4); report once"
+    summary = ("XLA runtime touched in a file that calls xmp.spawn, at module level or in code the spawned function "
+               "does not reach (RuntimeError from 2.4 if the launching process runs it first); report once")
     names = _RUNTIME_STARTERS | {SPAWN}
     examples = (
         Example(
@@ -188,11 +196,26 @@ class RuntimeBeforeSpawn(PythonRule):
             f"    # TODO(xrt2pjrt): {_STARTED} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
             manual=("before xmp.spawn, which then raises",),
         ),
-        Example(
+        Example(  # the spawned function and what it calls: the workers' code
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    device = xm.xla_device()\n\nxmp.spawn(_mp_fn)\n",
+            "def _device():\n    return xm.xla_device()\n\ndef _mp_fn(index):\n    device = _device()\n\n"
+            "xmp.spawn(_mp_fn)\n",
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    device = xm.xla_device()\n\nxmp.spawn(_mp_fn)\n",
+            "def _device():\n    return xm.xla_device()\n\ndef _mp_fn(index):\n    device = _device()\n\n"
+            "xmp.spawn(_mp_fn)\n",
+        ),
+        Example(  # pytorch-ignite 0.4.8: the launcher's own class asks for the rank in the launching process
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
+            "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
+            "    @staticmethod\n    def spawn(fn):\n        xmp.spawn(XlaModel._worker, args=(fn,))\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
+            "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
+            "    @staticmethod\n    def spawn(fn):\n"
+            f"        # TODO(xrt2pjrt): {_BEYOND} [spawn-runtime-before]\n"
+            "        xmp.spawn(XlaModel._worker, args=(fn,))\n",
+            manual=("(line 6)",),
         ),
     )
 
@@ -204,8 +227,60 @@ class RuntimeBeforeSpawn(PythonRule):
         if name != SPAWN:
             if ctx.at_module_level:
                 self.started_at.append(ctx.line)
-        elif self.started_at and not self.reported:
-            lines = ", ".join(map(str, self.started_at))
-            ctx.manual(f"{_STARTED} (line {lines})", comment=_STARTED)
+            return node
+        if self.reported:
+            return node
+        if self.started_at:
+            ctx.manual(f"{_STARTED} (line {', '.join(map(str, self.started_at))})", comment=_STARTED)
+            self.reported = True
+            return node
+        beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0))
+        if beyond:
+            ctx.manual(f"{_BEYOND} (line {', '.join(map(str, beyond))})", comment=_BEYOND)
             self.reported = True
         return node
+
+
+def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[int]:
+    """The lines of the calls that start the runtime inside functions the spawned one
+    (``fn``, the spawn's argument) does not reach by name, as far as this file tells."""
+    spawned = fn and imports.dotted(fn[1].value)
+    if tree is None or not spawned:
+        return []
+    calls: dict[str, set[str]] = {}  # function name -> the names it calls
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            calls.setdefault(node.name, set()).update(
+                call.func.id if isinstance(call.func, ast.Name) else call.func.attr
+                for call in ast.walk(node) if isinstance(call, ast.Call) and isinstance(call.func, (ast.Name, ast.Attribute)))
+    reached, pending = set(), [spawned.rpartition(".")[2]]
+    while pending:
+        name = pending.pop()
+        if name not in reached:
+            reached.add(name)
+            pending += calls.get(name, ())
+    bound = {local: next(iter(fulls)) for local, fulls in quiet.import_names(tree).items() if len(fulls) == 1}
+    lines = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, child.name)
+                continue
+            if isinstance(child, ast.Call) and function is not None and function not in reached:
+                if _resolved(child.func, bound) in _RUNTIME_STARTERS:
+                    lines.append(child.lineno)
+            visit(child, function)
+
+    visit(tree, None)
+    return sorted(lines)
+
+
+def _resolved(node: ast.expr, bound: dict[str, str]) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in bound:
+        return ".".join([bound[node.id], *reversed(parts)])
+    return None
