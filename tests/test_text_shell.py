@@ -418,3 +418,16 @@ def test_a_command_substitution_written_for_the_workers_is_kept_and_reported():
     assert "\\\"/logs/\\$(hostname)\\\"" in outcome.text
     (item,) = outcome.manual
     assert "runs a command on each worker" in item.message
+
+
+def test_a_word_with_a_value_and_a_glob_matches_here_as_for_xla_dist(tmp_path):
+    pod = Pod(tmp_path / "pod", workers=2)
+    (pod.root / "data").mkdir()
+    for name in ("a.csv", "b c.csv"):
+        (pod.root / "data" / name).write_text("")
+    script = ('DIR=data\nEMPTY=\n'
+              'python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$DIR"/*.csv $EMPTY --lr=$DIR\n')
+    outcome = rewrite(script)
+    assert not outcome.manual and shell.check(outcome.text) is None
+    assert pod.run_script(outcome.text).returncode == 0
+    assert pod.calls()[1][0].argv == ["python3", "t.py", "data/a.csv", "data/b c.csv", "--lr=data"]

@@ -301,11 +301,6 @@ class Executed:
     written: list[str] = field(default_factory=list)  # files written, in order
     stopped_by: int | None = None  # the signal that ended the run early
 
-    @property
-    def interrupted_status(self) -> int | None:
-        """The exit status of a run ended by a signal, as a shell gives it: 128 + the signal."""
-        return None if self.stopped_by is None else 128 + self.stopped_by
-
 
 def execute(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
             write: bool = False, progress: Callable[[int], None] | None = None) -> Executed:

@@ -23,9 +23,11 @@ as shell on the worker.
   (``${ARGS[*]@Q}``). So a value holding ``;``, quotes or ``$(…)`` arrives as the word (or,
   unquoted, the words) the local shell made of it. All of these need bash (4.4+) where the script runs; under ``sh`` the call is
   left for a person.
-- Deliberate differences: a glob or a leading ``~`` written unquoted is left unquoted on the
-  worker, so it matches files and names the home folder there; ``$'…'`` strings, and words
-  mixing local expansions with a literal ``$`` or a glob, are left for a person.
+- Deliberate differences: a glob or a leading ``~`` written unquoted in a word without
+  expansions is left unquoted on the worker, so it matches files and names the home folder
+  there (in a word with expansions, ``"$DATA"/*.csv``, it matches here, as for xla_dist);
+  ``$'…'`` strings, and words mixing local expansions with a literal ``$``, are left for a
+  person.
 
 ``xrt2pjrt launch`` renders the same model with ``literal_word``: each word it is given
 arrives as it is, and nothing expands on the worker.
@@ -206,21 +208,20 @@ def _quoted_at_run_time(word: Word, active: list[bool], assignment: bool) -> Seg
     for xla_dist, then quotes each resulting word for the worker (bash: ``printf %q``,
     ``${*@Q}``), so that nothing in a value is read again as shell on the worker."""
     parts = word.parts
-    if any(a and not p.expansion for a, p in zip(active, parts)):
-        raise Untranslatable("a word mixing an expansion with a glob or a leading `~`")
     if any(not p.expansion and re.search(r"[$`]", p.text) for p in parts):
         raise Untranslatable("a word mixing this machine's expansions with a `$` for the worker")
     source, open_quote = [], False
-    for p in parts:
-        splits = p.expansion and not p.quoted and not assignment
-        if splits == open_quote:
+    for p, is_active in zip(parts, active):
+        # as written: unquoted expansions, globs, `~` and plain text; the rest in double quotes
+        bare = is_active or (not p.quoted and not p.expansion and bool(PLAIN.fullmatch(p.text)))
+        if bare == open_quote:
             source.append('"')
             open_quote = not open_quote
-        source.append(p.text if p.expansion else escape_double_quoted(p.text))
+        source.append(p.text if p.expansion or bare else escape_double_quoted(p.text))
     if open_quote:
         source.append('"')
     text = "".join(source)
-    if any(a for a in active):  # unquoted: it splits (and globs) into any number of words, even none
+    if any(active):  # it splits and globs here, as for xla_dist: into any number of words, even none
         return Seg(f'$(set -- {text}; echo "${{*@Q}}")', local=True)
     return Seg(f"$(printf %q {text})", local=True)
 
