@@ -159,7 +159,7 @@ def test_no_edit_of_another_program_is_lost_during_write(tmp_path):
 
 # --- owner, links -----------------------------------------------------------------------------
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: only root can give a file to another user")
 def test_owner_and_group_survive_a_rewrite_by_root(tree):
     target = tree / "train.py"
     os.chown(target, 12345, 54321)
