@@ -9,6 +9,7 @@ decide is on its statement, below the TODO line that now marks it).
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -165,20 +166,23 @@ class Run:
         cache = self.__dict__.setdefault("_opcodes", {})
         if result.path not in cache:
             new = result.updated.splitlines()
-            cache[result.path] = (new, diff.matcher(result.original.splitlines(), new).get_opcodes())
-        new, opcodes = cache[result.path]
-        for tag, i1, i2, j1, j2 in opcodes:
-            if not i1 <= line - 1 < i2:
-                continue
-            if tag == "equal":
-                at = j1 + line - 1 - i1
-                return at + 1, at + 1
-            skip = 0  # a replaced block may open with the TODO lines that mark its items
-            while j1 + skip < j2 - 1 and TODO_MARK in new[j1 + skip]:
-                skip += 1
-            at = min(j1 + skip + line - 1 - i1, max(j2 - 1, j1))
-            return at + 1, max(at + 1, j2)
-        return line, line
+            opcodes = diff.matcher(result.original.splitlines(), new).get_opcodes()
+            cache[result.path] = (new, opcodes, [op[2] for op in opcodes])
+        new, opcodes, ends = cache[result.path]
+        # the opcode holding the line, found by its end (a loop over all of them, for each of a
+        # large file's items, was quadratic)
+        k = bisect.bisect_right(ends, line - 1)
+        if k == len(opcodes) or not opcodes[k][1] <= line - 1:
+            return line, line
+        tag, i1, i2, j1, j2 = opcodes[k]
+        if tag == "equal":
+            at = j1 + line - 1 - i1
+            return at + 1, at + 1
+        skip = 0  # a replaced block may open with the TODO lines that mark its items
+        while j1 + skip < j2 - 1 and TODO_MARK in new[j1 + skip]:
+            skip += 1
+        at = min(j1 + skip + line - 1 - i1, max(j2 - 1, j1))
+        return at + 1, max(at + 1, j2)
 
 
 def _span(lines: list[str], line: int, last: int) -> tuple[int, int, int]:
