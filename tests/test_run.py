@@ -147,6 +147,13 @@ def test_a_script_that_never_starts_replicas_is_not_passed_off_as_n_replicas(tmp
     assert "ran as one process, not 4 replicas" in done.stderr and "--per-process" in done.stderr
 
 
+def test_without_torch_xla_run_says_so(tmp_path, monkeypatch):
+    script = _script(tmp_path, "print('never')")
+    monkeypatch.setattr(run_command.importlib.util, "find_spec", lambda name, *rest: None)
+    with pytest.raises(run_command.RunError, match="torch_xla is not installed"):
+        run_command.main(str(script), [], 2)
+
+
 def test_a_missing_script_is_an_error_before_anything_starts(tmp_path):
     done = _run("--nprocs", "2", str(tmp_path / "absent.py"))
     assert done.returncode == 2 and "absent.py: no such file" in done.stderr

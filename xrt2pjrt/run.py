@@ -30,6 +30,7 @@ shell reports it. Output: every replica writes to this terminal, as in the shim'
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import multiprocessing
 import os
 import runpy
@@ -88,6 +89,8 @@ def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = Fals
     """Run SCRIPT as the options say; return the exit code."""
     if not os.path.isfile(script):
         raise RunError(f"{script}: no such file")
+    if importlib.util.find_spec("torch_xla") is None:
+        raise RunError("torch_xla is not installed: run needs it (pip install 'xrt2pjrt[xla]')")
     configure(nprocs, hosts, host_index, master)
     if per_process:
         return _per_process(script, list(args), nprocs)
