@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -31,6 +32,12 @@ class Recorder:
 
     def __post_init__(self):
         self.suppressions = Suppressions(self.text)  # `# xrt2pjrt: ignore` markers (suppress.py)
+        # Where each line ends, and the edits so far sorted by place, built as needed: a line
+        # number or an overlap test must not cost a walk over the whole text or every edit
+        # (a large script of many findings was quadratic).
+        self._newlines: list[int] | None = None
+        self._spans: list[tuple[int, int]] = []
+        self._spanned = 0  # how many of ``edits`` are in _spans (rewriters also append to it)
 
     def on(self, rule: str, offset: int) -> bool:
         """Whether ``rule`` is selected and no marker keeps it off at ``offset``: what a rule
@@ -38,11 +45,22 @@ class Recorder:
         return self.options.on(rule) and not (self.suppressions and self.suppressions.covers(rule, self.line(offset)))
 
     def line(self, offset: int) -> int:
-        return self.text.count("\n", 0, offset) + 1
+        if self._newlines is None:
+            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+        return bisect.bisect_left(self._newlines, offset) + 1
+
+    def _overlaps(self, e: Edit) -> bool:
+        """Whether ``e`` overlaps an edit recorded so far (they do not overlap each other, so
+        sorted by start their ends rise too: only the last one starting before ``e`` ends can)."""
+        for o in self.edits[self._spanned:]:
+            bisect.insort(self._spans, (o.start, o.end))
+        self._spanned = len(self.edits)
+        k = bisect.bisect_left(self._spans, (e.end, -1)) - 1  # the last edit starting before e ends
+        return k >= 0 and self._spans[k][1] > e.start
 
     def change(self, rule: str, offset: int, message: str, *edits: Edit) -> None:
         """Record a change made of ``edits``; dropped whole when it overlaps an earlier one."""
-        if any(e.start < o.end and o.start < e.end for e in edits for o in self.edits):
+        if any(self._overlaps(e) for e in edits):
             return
         if self.suppressions and self.suppressions.covers(rule, self.line(offset)):
             return

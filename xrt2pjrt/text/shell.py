@@ -6,6 +6,7 @@ shell too: their adapters hand those pieces to ``rewrite`` here.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 import shlex
@@ -94,13 +95,17 @@ def _command_lines(text: str) -> list[tuple[int, int]]:
     """The (first, last) lines of each command that starts its line, where a comment line
     may go above it (not a `\\` continuation, not after `;` on the same line)."""
     out = []
+    newlines = [m.start() for m in re.finditer("\n", text)]  # (a count per command was quadratic)
     for cmd in commands(text):
         if not (cmd.words or cmd.redirects):
             continue
         line_start = text.rfind("\n", 0, cmd.start) + 1
-        if text[line_start:cmd.start].strip() or text[:line_start].rstrip("\n").endswith("\\"):
+        before = line_start - 1
+        while before >= 0 and text[before] == "\n":
+            before -= 1
+        if text[line_start:cmd.start].strip() or (before >= 0 and text[before] == "\\"):
             continue
-        out.append((text.count("\n", 0, cmd.start) + 1, text.count("\n", 0, cmd.end) + 1))
+        out.append((bisect.bisect_left(newlines, cmd.start) + 1, bisect.bisect_left(newlines, cmd.end) + 1))
     return out
 
 
