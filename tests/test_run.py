@@ -29,6 +29,7 @@ import torch.distributed as dist
 import torch_xla
 import torch_xla.distributed.xla_backend  # noqa: F401
 import torch_xla.runtime as xr
+import neighbour  # a module beside the script, as `python script.py` finds it
 
 OUT = sys.argv[1]
 dist.init_process_group("xla", init_method="xla://")
@@ -41,7 +42,8 @@ with open(os.path.join(OUT, f"{rank}.json"), "w") as handle:
     json.dump({"name": __name__, "argv": sys.argv[2:], "dist": [dist.get_rank(), dist.get_world_size()],
                "torchrun": [os.environ[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")],
                "torchelastic": dist.is_torchelastic_launched(),
-               "all_reduce": summed.cpu().tolist(), "world_size": xr.world_size()}, handle)
+               "all_reduce": summed.cpu().tolist(), "world_size": xr.world_size(), "neighbour": neighbour.NAME},
+              handle)
 '''
 
 SPAWNING = '''
@@ -91,6 +93,7 @@ def _env(**extra: str) -> dict[str, str]:
 def _script(tmp_path: Path, text: str) -> Path:
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(text))
+    (tmp_path / "neighbour.py").write_text("NAME = 'beside the script'\n")
     return script
 
 
@@ -114,7 +117,7 @@ def test_per_process_runs_the_script_once_per_replica_as_torchrun_would(tmp_path
     for i, replica in seen.items():
         assert replica == {"name": "__main__", "argv": ["--nprocs", "9", "--help"], "dist": [i, 2],
                            "torchrun": [str(i), str(i), "2", "2"], "torchelastic": True, "all_reduce": [3.0],
-                           "world_size": 2}
+                           "world_size": 2, "neighbour": "beside the script"}
 
 
 @pytest.mark.xla

@@ -147,9 +147,10 @@ class ScriptReplica:
 
 
 def _execute(script: str, args: list[str]) -> None:
-    """SCRIPT as ``python SCRIPT ARGS`` runs it: as __main__, its folder first on sys.path."""
+    """SCRIPT as ``python SCRIPT ARGS`` runs it: as __main__, its folder first on sys.path
+    (put before the tool's own entries, which stay: spawned replicas import xrt2pjrt)."""
     sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")
 
 
