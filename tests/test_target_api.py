@@ -150,6 +150,30 @@ def test_no_migrated_fixture_uses_what_the_target_lacks_unflagged(name, source, 
     assert unflagged(out, options.target_version) == []
 
 
+def test_no_migrated_notebook_fixture_uses_what_the_target_lacks_unflagged():
+    import json
+
+    from xrt2pjrt.text import notebook
+
+    for path in sorted((Path(__file__).parent / "fixtures" / "text").rglob("*.ipynb")):
+        out = json.loads(notebook.rewrite(path.read_text(encoding="utf-8"), OPTIONS).text)
+        cells = ["".join(cell["source"]) for cell in out["cells"] if cell["cell_type"] == "code"]
+        assert unflagged("\n".join(_python_lines(cell) for cell in cells), (2, 9)) == [], path.name
+
+
+def _python_lines(cell: str) -> str:
+    """A notebook cell without its shell and magic lines (``!pip ... \\`` and what continues them)."""
+    if cell.lstrip().startswith("%%"):
+        return ""  # a cell magic: the whole cell is another language
+    kept, shell = [], False
+    for line in cell.splitlines():
+        shell = shell or line.lstrip().startswith(("!", "%"))
+        if not shell:
+            kept.append(line)
+        shell = shell and line.rstrip().endswith("\\")
+    return "\n".join(kept)
+
+
 def test_the_property_sees_what_a_migration_left_unflagged():
     # the checker itself: a removed name, a removed keyword and a gone module, unmarked
     source = ("import torch_xla.amp as xa\nimport torch_xla.core.xla_model as xm\nimport torch_xla.utils.gcsfs\n\n"
