@@ -215,7 +215,7 @@ class RuntimeBeforeSpawn(PythonRule):
             "    @staticmethod\n    def spawn(fn):\n"
             f"        # TODO(xrt2pjrt): {_BEYOND} [spawn-runtime-before]\n"
             "        xmp.spawn(XlaModel._worker, args=(fn,))\n",
-            manual=("(line 6)",),
+            manual=("(in get_rank)",),
         ),
     )
 
@@ -236,14 +236,15 @@ class RuntimeBeforeSpawn(PythonRule):
             return node
         beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0))
         if beyond:
-            ctx.manual(f"{_BEYOND} (line {', '.join(map(str, beyond))})", comment=_BEYOND)
+            ctx.manual(f"{_BEYOND} (in {', '.join(beyond)})", comment=_BEYOND)
             self.reported = True
         return node
 
 
-def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[int]:
-    """The lines of the calls that start the runtime inside functions the spawned one
-    (``fn``, the spawn's argument) does not reach by name, as far as this file tells."""
+def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[str]:
+    """The functions that start the runtime and that the spawned one (``fn``, the spawn's
+    argument) does not reach by name, as far as this file tells (names: a second pass,
+    where lines have moved, says the same)."""
     spawned = fn and imports.dotted(fn[1].value)
     if tree is None or not spawned:
         return []
@@ -260,7 +261,7 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
             reached.add(name)
             pending += calls.get(name, ())
     bound = {local: next(iter(fulls)) for local, fulls in quiet.import_names(tree).items() if len(fulls) == 1}
-    lines = []
+    found: list[str] = []
 
     def visit(node: ast.AST, function: str | None) -> None:
         for child in ast.iter_child_nodes(node):
@@ -268,12 +269,12 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
                 visit(child, child.name)
                 continue
             if isinstance(child, ast.Call) and function is not None and function not in reached:
-                if _resolved(child.func, bound) in _RUNTIME_STARTERS:
-                    lines.append(child.lineno)
+                if _resolved(child.func, bound) in _RUNTIME_STARTERS and function not in found:
+                    found.append(function)
             visit(child, function)
 
     visit(tree, None)
-    return sorted(lines)
+    return found
 
 
 def _resolved(node: ast.expr, bound: dict[str, str]) -> str | None:
