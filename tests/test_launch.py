@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from _hostile import hostile_words
-from stand_ins.pod import Pod
+from stand_ins.pod import Pod, set_up, statements
 
 LAUNCH = [sys.executable, "-m", "xrt2pjrt", "launch"]
 
@@ -86,7 +86,8 @@ def test_dry_run_prints_the_commands_and_runs_nothing(pod):
     assert pod.gcloud_calls() == [] and pod.calls() == {}
     lines = [shlex.split(line) for line in ran.stdout.splitlines()]
     run_id = re.search(r"XRT2PJRT_LAUNCH=([0-9a-f]+);", ran.stdout).group(1)
-    command = f"--command=export XRT2PJRT_LAUNCH={run_id}; conda activate xla && PJRT_DEVICE=TPU python3 train.py --lr 0.1"
+    command = (f"--command=export XRT2PJRT_LAUNCH={run_id}; . /etc/profile; conda activate xla && PJRT_DEVICE=TPU "
+               "python3 train.py --lr 0.1")
     assert lines == [["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}", command]
                      for i in range(2)]
     assert "ignoring --restart-tpuvm-pod-server" in ran.stderr
@@ -112,6 +113,30 @@ def test_dry_run_matches_what_a_real_run_runs(pod):
     assert same_id.sub(r"\1ID", shlex.join(docker.argv)) == shlex.join(
         ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU", "--shm-size=1G",
          "--name", "xrt2pjrt-ID", "img:1", "python3", "t.py", "it's"])
+
+
+@pytest.mark.parametrize("layer", [[], ["--conda-env", "torch-xla"], ["--docker-image", "img:1"]],
+                         ids=["plain", "conda", "docker"])
+def test_the_workers_environment_is_set_up_as_xla_dist_set_it_up(tmp_path, layer):
+    """The same flags to xla_dist (the stand-in of 1.13) and to launch: each worker reads
+    /etc/profile first, as xla_dist's script did "for non-interactive non-login shell over
+    ssh", then runs the same set-up (conda activate) in the same words, then the program."""
+    old, new = Pod(tmp_path / "xrt", workers=2), Pod(tmp_path / "pjrt", workers=2)
+    flags = [*layer, "--env", "MSG=hi", "--", "python3", "train.py"]
+    assert old.run([sys.executable, "-m", "torch_xla.distributed.xla_dist", "--tpu=pod", *flags]).returncode == 0
+    ran = new.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", *flags])
+    assert ran.returncode == 0, ran.stderr
+    for worker in (0, 1):
+        (xla_dist,), (launched,) = old.commands()[worker], new.commands()[worker]
+        assert set_up(launched) == set_up(xla_dist)
+        before_profile = statements(launched)[:statements(launched).index([".", "/etc/profile"])]
+        assert all("XRT2PJRT_" in " ".join(s) for s in before_profile), "only the launch's own lines come first"
+        program = new.calls()[worker][-1]
+        assert program.argv[-2:] == ["python3", "train.py"]
+        if layer and layer[0] == "--conda-env":
+            assert program.env["CONDA_DEFAULT_ENV"] == "torch-xla"
+        if not layer or layer[0] != "--docker-image":  # in docker the container's environment is its own
+            assert program.env["STAND_IN_PROFILE_READ"] == "1" and program.env["MSG"] == "hi"
 
 
 def test_ctrl_c_removes_the_container_on_every_worker(pod):

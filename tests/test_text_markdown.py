@@ -74,7 +74,7 @@ def test_a_console_session_is_rewritten_command_by_command_keeping_prompts_and_o
     assert outcome.text == (
         "Run:\n\n```\n(vm)$ export PJRT_DEVICE=TPU\n"
         "(torch-xla-1.11)$ gcloud compute tpus tpu-vm ssh $TPU_POD_NAME --worker=all \\\n"
-        "    --command=\"PJRT_DEVICE=TPU python train.py --fake_data\"\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n")
+        "    --command=\". /etc/profile; PJRT_DEVICE=TPU python train.py --fake_data\"\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n")
     assert [(f.rule, f.line) for f in outcome.changes] == [
         ("env-shell-xrt-tpu-config", 4), ("env-shell-xrt-unused", 5), ("launch-xla-dist", 6)]
     assert markdown.rewrite(outcome.text, ALL).text == outcome.text

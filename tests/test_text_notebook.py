@@ -128,7 +128,7 @@ def test_writefile_cells_are_rewritten_as_the_file_they_write():
     assert outcome.manual == []
     cells = json.loads(outcome.text)["cells"]
     assert _source(cells[0]) == ('%%writefile run_pod.sh\ngcloud compute tpus tpu-vm ssh pod --worker=all '
-                                 '--command="PJRT_DEVICE=TPU python3 train.py"\n')
+                                 '--command=". /etc/profile; PJRT_DEVICE=TPU python3 train.py"\n')
     assert _source(cells[1]) == "%%writefile -a job.yaml\nenv:\n  - name: PJRT_DEVICE\n    value: TPU\n"
     assert cells[2] == nb["cells"][2], "a file of no known kind is left alone"
 

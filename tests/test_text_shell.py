@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from _hostile import hostile_words
-from stand_ins.pod import XLA_DIST_1_13, Pod
+from stand_ins.pod import XLA_DIST_1_13, Pod, set_up, statements
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text import shell
 
@@ -139,11 +139,32 @@ def test_docker_runs_the_image_with_pjrt_on_every_worker(tmp_path):
 
 
 def test_conda_is_activated_before_the_command(tmp_path):
+    """`conda activate` is a shell function that /etc/profile defines (the simulated worker's
+    profile does as conda's profile.d script does); over ssh only the command reads it."""
     before = (FIXTURES / "abbreviated_flags.sh").read_text()
-    (old, _), (new, _) = _run_both(tmp_path, before, rewrite(before).text)
-    conda, python = new.calls()[1]
-    assert conda.argv == ["conda", "activate", "torch-xla"]
-    assert python.argv == ["python3", "train.py", "--epochs", "1"] and python.env["MSG"] == "hello world"
+    (old, _), (new, ran) = _run_both(tmp_path, before, rewrite(before).text)
+    assert ran.returncode == 0, ran.stderr
+    for pod in (old, new):
+        conda, python = pod.calls()[1]
+        assert conda.argv == ["conda", "activate", "torch-xla"]
+        assert python.argv == ["python3", "train.py", "--epochs", "1"] and python.env["MSG"] == "hello world"
+        assert python.env["CONDA_DEFAULT_ENV"] == "torch-xla", "the program runs in the environment"
+
+
+@pytest.mark.parametrize("name", ["pod_launch", "abbreviated_flags", "docker"])
+def test_the_workers_environment_is_set_up_as_xla_dist_set_it_up(tmp_path, name):
+    """xla_dist's script read /etc/profile "for non-interactive non-login shell over ssh" before
+    conda, docker or the command: the gcloud command does the same, in the same words."""
+    before = (FIXTURES / f"{name}.sh").read_text()
+    (old, _), (new, ran) = _run_both(tmp_path, before, rewrite(before).text)
+    assert ran.returncode == 0, ran.stderr
+    for worker in range(4):
+        (xla_dist,), (gcloud,) = old.commands()[worker], new.commands()[worker]
+        assert set_up(gcloud) == set_up(xla_dist)
+        assert statements(gcloud)[0] == [".", "/etc/profile"], "first, as xla_dist after its XRT exports"
+        program = new.calls()[worker][-1]
+        if program.argv[0] != "docker":  # docker: the container's environment is its own
+            assert program.env["STAND_IN_PROFILE_READ"] == "1"
 
 
 @pytest.mark.parametrize("word", ["a b", "it's", "back\\slash", "tab\there", "*.csv", "$(echo sub)", "$HOME/x",

@@ -10,9 +10,10 @@ command says so: ``--shell 'CMD STRING'`` runs ``bash -c 'CMD STRING'`` on each 
 the container, with ``--docker-image``). A value that would be read as an option where it
 goes (an image or a TPU name starting with ``-``) is refused.
 
-The worker command's shape (PJRT_DEVICE=TPU, the env, conda or docker) comes from the same
-model as ``migrate``'s rewrite of an xla_dist line (text/xla_dist.py), so a script and this
-command run the same program on the workers; only the quoting of the words differs.
+The worker command's shape (/etc/profile read as xla_dist read it, PJRT_DEVICE=TPU, the env,
+conda or docker) comes from the same model as ``migrate``'s rewrite of an xla_dist line
+(text/xla_dist.py), so a script and this command run the same program on the workers; only
+the quoting of the words differs.
 
 Design. One ``gcloud compute tpus tpu-vm ssh NAME --worker=i --command=…`` per worker, run
 at once, so that each output line can be prefixed with its worker and each worker's exit

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,11 @@ class Pod:
             ]
         return out
 
+    def commands(self) -> dict[int, list[str]]:
+        """The shell commands each worker was given (by gcloud's --command, or xla_dist), in order."""
+        return {int(p.name.split("-")[1]): [json.loads(line) for line in p.read_text().splitlines()]
+                for p in sorted(self.records.glob("commands-*"))}
+
     def gcloud_calls(self) -> list[list[str]]:
         if not self.gcloud_log.exists():
             return []
@@ -78,3 +84,22 @@ class Pod:
             path.rmdir() if path.is_dir() else path.unlink()
         if self.gcloud_log.exists():
             self.gcloud_log.unlink()
+
+
+def statements(command: str) -> list[list[str]]:
+    """A worker's command as the words of each of its statements (split at `;` and `&&`)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&")
+    lexer.whitespace_split = True
+    out: list[list[str]] = [[]]
+    for token in lexer:
+        if token in (";", "&&"):
+            out.append([])
+        else:
+            out[-1].append(token)
+    return [s for s in out if s]
+
+
+def set_up(command: str) -> list[list[str]]:
+    """What a worker's command does from reading /etc/profile up to the program (not included)."""
+    done = statements(command)
+    return done[done.index([".", "/etc/profile"]):-1]

@@ -5,13 +5,18 @@ Shared by the stand-in ``gcloud`` and the stand-in XRT-era ``xla_dist``. A worke
 (whose tools, from worker_bin/, record what they are run with), HOME is a folder of its
 own (so a ``$HOME`` expanded on a worker differs from the local one), TPU_WORKER_ID is
 its index, and the STAND_IN_* variables tell the tools where to record. Nothing else of
-the local environment reaches a worker.
+the local environment reaches a worker. Its ``/etc/profile`` is worker_profile.sh (read
+through worker_startup.sh, which bash reads first as BASH_ENV). The commands worker N is
+given are kept in $STAND_IN_RECORDS/commands-N, one JSON string a line.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def worker_count() -> int:
@@ -23,11 +28,17 @@ def worker_env(worker: int) -> dict[str, str]:
     env["PATH"] = os.environ.get("STAND_IN_WORKER_PATH", "/usr/bin:/bin")
     env["HOME"] = f"/home/worker-{worker}"  # need not exist: only its expansion is looked at
     env["TPU_WORKER_ID"] = str(worker)
+    env["BASH_ENV"] = os.path.join(HERE, "worker_startup.sh")
     return env
 
 
 def run_workers(commands: dict[int, str]) -> int:
     """Run each worker's command at once; output passes through; the first failure's status."""
+    records = os.environ.get("STAND_IN_RECORDS")
+    if records:
+        for w, cmd in commands.items():
+            with open(os.path.join(records, f"commands-{w}"), "a") as log:
+                log.write(json.dumps(cmd) + "\n")
     # Each worker in a session of its own: like a remote process, it outlives this "ssh client".
     procs = {w: subprocess.Popen(["bash", "-c", cmd], env=worker_env(w), start_new_session=True)
              for w, cmd in commands.items()}

@@ -28,8 +28,8 @@ def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
     if options.on(shell.LaunchXlaDist.id):
         for m in xla_dist.MENTION.finditer(text):
-            rec.ask(shell.LaunchXlaDist.id, m.start(), "xla_dist in a jsonnet config: make it gcloud compute tpus "
-                    "tpu-vm ssh NAME --worker=all --command=\"PJRT_DEVICE=TPU …\" by hand")
+            rec.ask(shell.LaunchXlaDist.id, m.start(),
+                    f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand")
     for m in _VARIABLE.finditer(text):
         rule = environment.rule_for(m.group(1))
         if options.on(rule.id):

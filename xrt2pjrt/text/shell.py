@@ -32,28 +32,28 @@ class LaunchXlaDist(Rule):
     # conda resolve on the workers, "$@" no longer expands `$` there (see text/xla_dist.py).
     safe = False
     summary = ("python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME "
-               "--worker=all --command=\"PJRT_DEVICE=TPU …\" (or `xrt2pjrt launch` with "
+               "--worker=all --command=\". /etc/profile; PJRT_DEVICE=TPU …\" (or `xrt2pjrt launch` with "
                "--launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.")
     examples = (
         Example(
             "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME --restart-tpuvm-pod-server "
             "--env XLA_USE_BF16=1 -- python3 train.py --model 'vit b/16' 2>&1 | tee log.txt\n",
-            'gcloud compute tpus tpu-vm ssh $TPU_NAME --worker=all --command="PJRT_DEVICE=TPU '
+            'gcloud compute tpus tpu-vm ssh $TPU_NAME --worker=all --command=". /etc/profile; PJRT_DEVICE=TPU '
             "XLA_USE_BF16=1 python3 train.py --model 'vit b/16'\" 2>&1 | tee log.txt\n",
         ),
         Example(
             "python -m torch_xla.distributed.xla_dist \\\n  --tpu=my-pod \\\n  --conda-env=torch-xla-1.13 \\\n"
             "  -- \\\n  python3 train.py \\\n    --lr 0.1\n",
             "gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \\\n"
-            '  --command="conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \\\n'
+            '  --command=". /etc/profile; conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \\\n'
             '    --lr 0.1"\n',
             options={"zone": "us-central2-b"},
         ),
         Example(
             "python3 -m torch_xla.distributed.xla_dist --tpu=pod --docker-image=gcr.io/p/img:r1.13 "
             "--docker-run-flag=--shm-size=16G -- python3 /app/train.py\n",
-            'gcloud compute tpus tpu-vm ssh pod --worker=all --command="sudo docker run --rm --privileged '
-            '--net=host -e PJRT_DEVICE=TPU --shm-size=16G gcr.io/p/img:r1.13 python3 /app/train.py"\n',
+            'gcloud compute tpus tpu-vm ssh pod --worker=all --command=". /etc/profile; sudo docker run --rm '
+            '--privileged --net=host -e PJRT_DEVICE=TPU --shm-size=16G gcr.io/p/img:r1.13 python3 /app/train.py"\n',
         ),
         Example(
             "python3 -m torch_xla.distributed.xla_dist --tpu=pod --restart-tpuvm-pod-server -- python3 train.py\n",
@@ -62,8 +62,8 @@ class LaunchXlaDist(Rule):
         ),
         Example(
             'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
-            todo_line("xla_dist inside another command's argument (`gcloud …`): translate it by hand to gcloud compute "
-                      'tpus tpu-vm ssh NAME --worker=all --command="PJRT_DEVICE=TPU …"', "launch-xla-dist")
+            todo_line(f"xla_dist inside another command's argument (`gcloud …`): translate it by hand to "
+                      f"{xla_dist.BY_HAND}", "launch-xla-dist")
             + 'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
             manual=("inside",),
         ),
@@ -157,8 +157,7 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
         for w in argv:
             if xla_dist.MENTION.search(w.source(text)):
                 rec.ask(LaunchXlaDist.id, w.start, "xla_dist inside another command's argument "
-                        f"(`{argv[0].source(text)} …`): translate it by hand to gcloud compute tpus "
-                        "tpu-vm ssh NAME --worker=all --command=\"PJRT_DEVICE=TPU …\"")
+                        f"(`{argv[0].source(text)} …`): translate it by hand to {xla_dist.BY_HAND}")
                 return
         return
     start, end = argv[inv.launcher].start, argv[inv.end - 1].end
@@ -181,8 +180,6 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
         return
     _ask_about_worker_expansions(launch, rec)
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
-    if launch.conda_env:
-        notes += "; conda must be usable from a non-interactive shell on the workers"
     if launch.docker_image:
         notes += "; the image must ship torch_xla 2.x"
     target = "xrt2pjrt launch" if rec.options.launcher == "xrt2pjrt" else "gcloud … --worker=all"

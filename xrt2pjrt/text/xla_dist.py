@@ -67,6 +67,12 @@ FLAGS = {
 # Flags of the XRT server that PJRT has no use for.
 XRT_ONLY = ("--restart-tpuvm-pod-server", "--tpuvm-server-port")
 DOCKER_RUN = ("sudo", "docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU")
+# xla_dist's set-up before anything else ran on a worker, "for non-interactive non-login shell
+# over ssh": the profile that defines conda's shell function (`conda activate` fails without
+# it) and what /etc/profile.d adds to PATH.
+PROFILE = ". /etc/profile;"
+# The translation, in the words a message gives it to a person.
+BY_HAND = f'gcloud compute tpus tpu-vm ssh NAME --worker=all --command="{PROFILE} PJRT_DEVICE=TPU …"'
 
 
 # Expansions to many words even inside double quotes: "$@", "$*", "${ARGS[@]}" (group 1: ARGS).
@@ -107,7 +113,8 @@ class Launch:
             raise Untranslatable("docker flags without --docker-image")
 
     def worker_command(self, quote: "Quote | None" = None) -> list[Seg]:
-        """What each worker runs: PJRT_DEVICE=TPU, the env, conda or docker, the command.
+        """What each worker runs: /etc/profile read as xla_dist read it, then PJRT_DEVICE=TPU,
+        the env, conda or docker, the command.
 
         ``quote`` writes one word for the worker's shell: by default as xla_dist made the
         worker see a script's word (``remote_word``); ``xrt2pjrt launch`` gives
@@ -115,7 +122,7 @@ class Launch:
         their gaps (spaces, ``\\``-newlines) after the first.
         """
         quote = quote or remote_word
-        segs: list[Seg] = []
+        segs: list[Seg] = [Seg(PROFILE)]
 
         def word(w: Word, gap: str = " ") -> None:
             if segs:

@@ -76,8 +76,7 @@ def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting]) -> N
             if any(xla_dist.MENTION.search(w) or w == xla_dist.MODULE for w in words):
                 if rec.options.on(shell.LaunchXlaDist.id):
                     rec.ask(shell.LaunchXlaDist.id, node.start_mark.index, "xla_dist run from an exec array "
-                            f"(`{key}: [...]`): write it as gcloud compute tpus tpu-vm ssh NAME --worker=all "
-                            "--command=\"PJRT_DEVICE=TPU …\" by hand")
+                            f"(`{key}: [...]`): write it as {xla_dist.BY_HAND} by hand")
     elif isinstance(node, Scalar) and key in SCRIPT_KEYS and isinstance(node.value, str):
         _shell_scalar(node, rec)
 

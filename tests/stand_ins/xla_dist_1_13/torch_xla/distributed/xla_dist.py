@@ -3,11 +3,12 @@ a command on every worker of a pod, written from reading its source (not a copy)
 
 It takes the same flags through argparse (so `--flag=value`, abbreviations and `--` behave
 as they did) and, for each worker, builds the script xla_dist wrote: ``export`` lines for
-its XRT variables and for each ``--env``, then ``conda activate ENV``, a ``docker run``
-line, or the command itself — every word wrapped in double quotes unless it already
+its XRT variables and for each ``--env``, ``. /etc/profile`` (xla_dist: "Setup environment
+for non-interactive non-login shell over ssh"), then ``conda activate ENV``, a ``docker
+run`` line, or the command itself — every word wrapped in double quotes unless it already
 starts and ends with one, words joined by spaces, lines by ``; ``. The scripts run on the
 simulated pod of tests/stand_ins/workers.py. Not simulated: the XRT server, the health
-checks and restarts, ``. /etc/profile``.
+checks and restarts.
 """
 
 import argparse
@@ -29,6 +30,7 @@ def script(worker, n, flags):
         lines.append(["export", "XRT_TPU_CONFIG=" + "|".join(
             f"c_localservice;{i};10.0.0.{i + 2}:{flags.tpuvm_server_port}" for i in range(n))])
     lines += [["export", kv] for kv in flags.env or []]
+    lines.append([".", "/etc/profile"])
     if flags.docker_image:
         docker = ["docker", "run", f"--name={flags.docker_container or 'pytorchtpudistrunner'}",
                   "--network=host", *(flags.docker_run_flag or [])]
