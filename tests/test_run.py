@@ -48,7 +48,9 @@ with open(os.path.join(OUT, f"{rank}.json"), "w") as handle:
 
 SPAWNING = '''
 import json, os, sys
+import torch
 import torch_xla
+import torch_xla.distributed.xla_multiprocessing as xmp
 import torch_xla.runtime as xr
 import xrt2pjrt.shim.xla_multiprocessing as shim_xmp
 
@@ -77,6 +79,18 @@ if __name__ == "__main__":
         print(json.dumps(shim_xmp.run_multiprocess(where, 7, start_method="fork")))
     elif mode == "launch":
         torch_xla.launch(report, args=(sys.argv[2],), start_method="fork")
+    elif mode == "ask before, use after":
+        # what a launching process may do: ask what it runs on (no runtime started), spawn,
+        # then use the device itself once its replicas are done
+        asked = [xr.device_type(), xr.is_spmd(), xr.host_index(), xr.local_process_count()]
+        torch_xla.launch(report, args=(sys.argv[2],), start_method="fork")
+        print(json.dumps({"asked": asked, "after": torch.ones(3, device=torch_xla.device()).sum().item()}))
+    elif mode in ("xmp.spawn(nprocs=1)", "shim xmp.spawn(nprocs=1)", "launch(debug_single_process=True)"):
+        if mode == "launch(debug_single_process=True)":
+            torch_xla.launch(report, args=(sys.argv[2],), debug_single_process=True)
+        else:
+            spawn = shim_xmp.spawn if mode.startswith("shim") else xmp.spawn
+            spawn(report, args=(sys.argv[2],), nprocs=1)
     elif mode == "kill":
         torch_xla.launch(die_on_1, start_method="fork")
     sys.exit(int(sys.argv[-1]))
@@ -148,6 +162,75 @@ def test_a_script_that_never_starts_replicas_is_not_passed_off_as_n_replicas(tmp
     done = _run("--nprocs", "4", str(_script(tmp_path, SPAWNING)), "exit", "0")
     assert done.returncode == run_command.EXIT_NEVER_SPAWNED
     assert "ran as one process, not 4 replicas" in done.stderr and "--per-process" in done.stderr
+
+
+NEVER_SPAWNS = '''
+import argparse, os, sys
+import torch
+import torch.distributed as dist
+import torch_xla
+import torch_xla.distributed.xla_backend  # noqa: F401
+import torch_xla.runtime as xr
+import xrt2pjrt.shim.xla_model as shim_xm
+
+parser = argparse.ArgumentParser()
+parser.add_argument("first_call")
+parser.add_argument("out")
+flags = parser.parse_args()
+print("on", xr.device_type(), flush=True)  # asking what it runs on starts nothing
+if flags.first_call == "torch_xla.device":
+    device = torch_xla.device()
+elif flags.first_call == "xr.world_size":
+    world = xr.world_size()
+elif flags.first_call == "init_process_group":
+    dist.init_process_group("xla", init_method="xla://")
+elif flags.first_call == "shim xm.xla_device":
+    world, device = shim_xm.xrt_world_size(), shim_xm.xla_device()
+with open(os.path.join(flags.out, "trained"), "w") as handle:  # a whole training run, as one process
+    handle.write("all epochs")
+'''
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("first_call,line", [
+    ("torch_xla.device", "device = torch_xla.device()"), ("xr.world_size", "world = xr.world_size()"),
+    ("init_process_group", 'dist.init_process_group("xla", init_method="xla://")'),
+    ("shim xm.xla_device", "world, device = shim_xm.xrt_world_size(), shim_xm.xla_device()")])
+def test_a_script_that_never_spawns_stops_at_its_first_device_call_not_after_training(tmp_path, first_call, line):
+    script = _script(tmp_path, NEVER_SPAWNS)
+    done = _run("--nprocs", "4", str(script), first_call, str(tmp_path))
+    assert done.returncode == run_command.EXIT_NEVER_SPAWNED, done.stderr[-3000:]
+    assert not (tmp_path / "trained").exists()
+    number = [text.strip() for text in NEVER_SPAWNS.splitlines()].index(line) + 1
+    assert f"{script}:{number}: {line}" in done.stderr
+    assert "started torch_xla's runtime" in done.stderr and "--per-process" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.xla
+def test_at_one_replica_a_script_that_never_spawns_runs_to_its_end(tmp_path):
+    done = _run("--nprocs", "1", str(_script(tmp_path, NEVER_SPAWNS)), "torch_xla.device", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "trained").read_text() == "all epochs"
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("mode", ["xmp.spawn(nprocs=1)", "shim xmp.spawn(nprocs=1)",
+                                  "launch(debug_single_process=True)"])
+def test_a_spawn_of_one_replica_stops_at_the_spawn_saying_so(tmp_path, mode):
+    done = _run("--nprocs", "4", str(_script(tmp_path, SPAWNING)), mode, str(tmp_path), "0")
+    assert done.returncode == run_command.EXIT_NEVER_SPAWNED, done.stderr[-3000:]
+    assert _results(tmp_path) == {}  # the function did not run as one replica
+    assert "spawns with nprocs=1" in done.stderr and "asked for 4 replicas" in done.stderr
+    assert "--per-process" not in done.stderr  # the script does spawn
+
+
+@pytest.mark.xla
+def test_a_launching_process_may_ask_about_the_device_before_its_replicas_and_use_it_after(tmp_path):
+    done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "ask before, use after", str(tmp_path), "0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _results(tmp_path) == {o: [0, o, 2, 0] for o in range(2)}
+    assert json.loads(done.stdout.splitlines()[-1]) == {"asked": ["CPU", False, 0, 1], "after": 3.0}
 
 
 def test_without_torch_xla_run_says_so(tmp_path, monkeypatch):

@@ -6,9 +6,11 @@
 By default SCRIPT runs once, in this process, with ``PJRT_DEVICE=CPU``. When it calls
 ``xmp.spawn`` or ``torch_xla.launch`` (torch_xla's own, or the shim's), N CPU replica
 processes start (:mod:`xrt2pjrt.shim.cpu_replicas`); inside each one torch_xla's own API
-sees the N-replica world (:mod:`xrt2pjrt.shim.replica_world`). A script that finishes
-without starting replicas ran as one process, not N: run says so and exits with
-:data:`EXIT_NEVER_SPAWNED` rather than pass for an N-replica run.
+sees the N-replica world (:mod:`xrt2pjrt.shim.replica_world`). A script that would run
+as one process, not N, is stopped with :data:`EXIT_NEVER_SPAWNED` rather than passed off
+as an N-replica run: at once when, before its first spawn, it starts the XLA runtime (its
+first device or ordinal call; torch_xla's spawn could not start replicas after that) or
+spawns with ``nprocs=1``; at its end when it finished without spawning at all.
 
 ``--per-process`` is for scripts that never spawn (one process per replica, as under
 torchrun): SCRIPT runs N times, each run one replica from its first line, with ``RANK``,
@@ -30,6 +32,7 @@ shell reports it. Output: every replica writes to this terminal, as in the shim'
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import multiprocessing
 import os
@@ -37,6 +40,7 @@ import runpy
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from xrt2pjrt.shim import cpu_replicas
 
@@ -101,15 +105,36 @@ def _once(script: str, args: list[str]) -> int:
     from xrt2pjrt.shim import replica_world
 
     replica_world.apply("launch", replica_world.LAUNCH)
-    started = cpu_replicas.spawn_count()
-    code = _exit_code_of(lambda: _execute(script, args))
-    if code == 0 and cpu_replicas.spawn_count() == started and _world() > 1:
+    started, world = cpu_replicas.spawn_count(), _world()
+    if world > 1:
+        replica_world.guard_launching_process(functools.partial(_stop, script, world))
+    try:
+        code = _exit_code_of(lambda: _execute(script, args))
+    finally:
+        replica_world.lift_launch_guard()
+    if code == 0 and cpu_replicas.spawn_count() == started and world > 1:
         print(f"xrt2pjrt run: {script} finished without starting replicas (no xmp.spawn or "
-              "torch_xla.launch with nprocs=None): it ran as one process, not "
-              f"{_world()} replicas. A script that runs once per replica needs --per-process.",
-              file=sys.stderr)
+              f"torch_xla.launch): it ran as one process, not {world} replicas. A script that "
+              "runs once per replica needs --per-process.", file=sys.stderr)
         return EXIT_NEVER_SPAWNED
     return code
+
+
+def _stop(script: str, world: int, what: str, where: str) -> NoReturn:
+    """End a script that is about to run as one process, not ``world`` replicas (see
+    replica_world.guard_launching_process for ``what``)."""
+    if what == "runtime":
+        print(f"xrt2pjrt run: {script} started torch_xla's runtime in the launching process before "
+              f"any xmp.spawn or torch_xla.launch, at {where}\nStopped there: it would run as one process, "
+              f"not {world} replicas, and no spawn can start replicas after that (torch_xla: 'Runtime is "
+              "already initialized'). A script that runs once per replica (torchrun style, no spawn) needs "
+              "--per-process; a script that spawns must use the device only inside the function it spawns.",
+              file=sys.stderr)
+    else:
+        print(f"xrt2pjrt run: {script} spawns with nprocs=1 (one replica, in this process), at {where}\n"
+              f"Stopped there: run --nprocs asked for {world} replicas. Spawn with nprocs=None (every "
+              "device: here, the CPU replicas), or run with --nprocs 1.", file=sys.stderr)
+    raise SystemExit(EXIT_NEVER_SPAWNED)
 
 
 def _world() -> int:

@@ -627,6 +627,9 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     global _spawns
     if active():
         raise RuntimeError("spawn called inside a CPU replica: nested spawn is not supported")
+    from xrt2pjrt.shim import replica_world
+
+    replica_world.lift_launch_guard()  # under `xrt2pjrt run`: the launching process starts its replicas
     if start_method == "fork":
         _refuse_initialised_runtime()
     count = _replica_count(nprocs)

@@ -25,16 +25,22 @@ torch_xla does not have fails loudly (:class:`MissingTarget`), here and in
 tests/test_replica_world.py against the installed torch_xla.
 
 :data:`LAUNCH` is the second, smaller table, applied by ``xrt2pjrt run`` in the process
-that runs the user's script: torch_xla's own ``xmp.spawn`` (and so ``torch_xla.launch``)
-starts the CPU replicas.
+that runs the user's script: torch_xla's own spawn (``xmp.spawn``, ``torch_xla.launch``)
+starts the CPU replicas. :func:`guard_launching_process` stops, at once, a script there
+that is about to run as one process rather than start its replicas.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
+import os
 import re
+import site
 import sys
+import sysconfig
+import traceback
 import types
 from collections.abc import Callable
 from typing import Any
@@ -150,6 +156,7 @@ _libraries: dict[str, Any] = {}  # kept alive: a torch.library.Library unregiste
 # table name -> {id(original): (original, replacement)}; the originals are kept alive so
 # that their ids stay theirs.
 _applied: dict[str, dict[int, tuple[Any, Callable]]] = {}
+_originals: dict[str, Any] = {}  # target -> what it was before a table replaced it
 
 
 def apply(name: str, table: tuple[Replacement, ...]) -> None:
@@ -162,6 +169,7 @@ def apply(name: str, table: tuple[Replacement, ...]) -> None:
         original, value = slot.get(), replacement.applied()
         if original is not None:
             replaced[id(original)] = (original, value)
+            _originals.setdefault(replacement.target, original)
         slot.set(value)
     _applied[name] = replaced
     _rebind(replaced)
@@ -356,18 +364,94 @@ WORLD: tuple[Replacement, ...] = (
 
 
 # --- LAUNCH: torch_xla's spawn starts CPU replicas under `xrt2pjrt run` --------------------------
-def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn"):
-    """torch_xla's ``xmp.spawn``: ``nprocs=None`` (every device) starts the CPU replicas; other
-    values go to torch_xla (1 runs ``fn`` here, anything else is its ValueError)."""
-    from torch_xla._internal import pjrt
-
+def spawn(fn, nprocs=None, start_method="spawn", args=()):
+    """torch_xla's spawn (``xmp.spawn`` and ``torch_xla.launch`` call it, and the shim's
+    ``xmp.spawn`` for ``nprocs=1``): ``nprocs=None`` (every device) starts the CPU replicas;
+    other values go to torch_xla (1 runs ``fn`` here, anything else is its ValueError).
+    Before the run's first spawn, ``nprocs=1`` is a run of one replica: see
+    :func:`guard_launching_process`."""
+    guard = lift_launch_guard()
+    torch_xla_spawn = _originals["torch_xla._internal.pjrt:spawn"]
+    if cpu_replicas.active():
+        return torch_xla_spawn(fn, nprocs, start_method, args)
+    if nprocs == 1 and guard is not None:
+        guard.stop("one replica", _caller())
     if nprocs is None and cpu_replicas.requested(None):
         cpu_replicas.spawn(fn, args, None, start_method)
         return None
-    return pjrt.spawn(fn, nprocs, start_method, args)
+    return torch_xla_spawn(fn, nprocs, start_method, args)
 
 
 LAUNCH: tuple[Replacement, ...] = (
-    Replacement("torch_xla.distributed.xla_multiprocessing:spawn", spawn,
-                "one replica on CPU (torch_xla.launch calls it too)"),
+    Replacement("torch_xla._internal.pjrt:spawn", spawn, "one replica on CPU (xmp.spawn and torch_xla.launch call it)"),
 )
+
+
+# --- the launching process under `xrt2pjrt run`: it starts replicas, or it stops ------------------
+@dataclasses.dataclass(frozen=True)
+class _LaunchGuard:
+    stop: Callable[[str, str], Any]
+    module: types.ModuleType  # torch_xla._XLAC
+    originals: dict[str, Callable]  # name in it -> its function
+
+
+_launch_guard: _LaunchGuard | None = None
+
+
+def guard_launching_process(stop: Callable[[str, str], Any]) -> None:
+    """Until this process first spawns, a script about to run as one process calls
+    ``stop(what, where)``, which is expected to end it: ``what`` is "runtime" when a call
+    into torch_xla (through its C++ module, which its whole Python API calls) finds the XLA
+    runtime started, "one replica" at a spawn with ``nprocs=1``; ``where`` is the caller's
+    file:line and source.
+
+    Nothing that could still start replicas is stopped: torch_xla's spawn refuses a runtime
+    already started in its process ("Runtime is already initialized"), and so does the
+    shim's on a TPU. A script that never spawns, torchrun style, starts the runtime at its first
+    device or ordinal call (2.9's ``xr.world_size()`` starts it), so it stops there, not
+    after training for its whole length as one process."""
+    global _launch_guard
+    import torch_xla
+
+    module = torch_xla._XLAC
+    started = module._xla_runtime_is_initialized
+
+    def guarded(original: Callable) -> Callable:
+        @functools.wraps(original)
+        def call(*args, **kwargs):
+            result = original(*args, **kwargs)
+            if _launch_guard is not None and started():
+                guard = lift_launch_guard()
+                if guard is not None:
+                    guard.stop("runtime", _caller())
+            return result
+
+        return call
+
+    originals = {name: value for name, value in vars(module).items() if isinstance(value, types.BuiltinFunctionType)}
+    for name, original in originals.items():
+        setattr(module, name, guarded(original))
+    _launch_guard = _LaunchGuard(stop, module, originals)
+
+
+def lift_launch_guard() -> _LaunchGuard | None:
+    """End the guard (the process is starting its replicas, or stopping): torch_xla's own
+    functions again, so that forked replicas inherit them. Returns the guard there was."""
+    global _launch_guard
+    guard, _launch_guard = _launch_guard, None
+    if guard is not None:
+        for name, original in guard.originals.items():
+            setattr(guard.module, name, original)
+    return guard
+
+
+def _caller() -> str:
+    """file:line and source of the innermost frame of the user's own code: outside the
+    standard library, installed packages (torch, torch_xla, Lightning, ...) and xrt2pjrt."""
+    inside = [os.path.dirname(sys.modules[name].__file__) for name in ("torch", "torch_xla", "xrt2pjrt")]
+    inside += [sysconfig.get_paths()["stdlib"], *site.getsitepackages(), site.getusersitepackages()]
+    inside = tuple(os.path.join(folder, "") for folder in inside)
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(inside) and not frame.filename.startswith("<"):
+            return f"{frame.filename}:{frame.lineno}: {frame.line}"
+    return "a call inside torch_xla"
