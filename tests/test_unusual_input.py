@@ -3,10 +3,14 @@ naming the file, the file is left byte-identical, and the run goes on with the o
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import random
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -124,3 +128,87 @@ def test_a_file_above_the_size_limit_is_reported_as_skipped(tmp_path):
     assert f"{big}: error: skipped: {big.stat().st_size:,} bytes, more than the size limit of 1,000" in ran.stderr
     assert "xrt_world_size" in big.read_text()
     assert migrate("--write", big).returncode == 0 and MIGRATED_LINE in big.read_text()
+
+
+def _png(width: int, height: int) -> bytes:
+    """A real PNG of noise (it does not compress: its base64 is as long as a photo's)."""
+    noise = random.Random(0)
+    rows = b"".join(b"\x00" + noise.randbytes(width * 3) for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def _colab_notebook(code_cells: list[list[str]], image: str) -> str:
+    """A notebook as Jupyter writes one, the image the output of its second cell."""
+    cells = [{"cell_type": "code", "execution_count": i + 1, "metadata": {}, "outputs": [], "source": source}
+             for i, source in enumerate(code_cells)]
+    cells[1]["outputs"] = [{"data": {"image/png": image, "text/plain": ["<Figure size 1000x750 with 1 Axes>"]},
+                            "metadata": {}, "output_type": "display_data"}]
+    notebook = {"cells": cells, "metadata": {"accelerator": "TPU"}, "nbformat": 4, "nbformat_minor": 0}
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _all_but_the_sources(text: str) -> list[str]:
+    """The notebook's lines outside its cells' "source" arrays."""
+    out, inside = [], False
+    for line in text.splitlines(keepends=True):
+        if inside:
+            inside = not line.lstrip().startswith("]")
+        elif line.strip() == '"source": [':
+            inside = True
+        else:
+            out.append(line)
+    return out
+
+
+XRT_CELLS = [["import torch_xla.core.xla_model as xm\n"],
+             ["def _mp_fn(index):\n", "    print(xm.get_ordinal(), xm.xrt_world_size())\n"],
+             ["import torch_xla.distributed.xla_multiprocessing as xmp\n", "xmp.spawn(_mp_fn, nprocs=8)\n"]]
+
+
+def test_a_notebooks_outputs_do_not_count_against_the_size_limit(tmp_path):
+    """A Colab notebook with a plot is larger than the limit, but the limit bounds what is
+    parsed: its cells' code. It is migrated; its outputs, metadata and layout stay byte for byte."""
+    image = base64.b64encode(_png(1000, 750)).decode()
+    assert len(image) > 3_000_000
+    notebook = tmp_path / "demo.ipynb"
+    before = _colab_notebook(XRT_CELLS, image)
+    notebook.write_text(before)
+    assert notebook.stat().st_size > 2_000_000  # the default limit
+    ran = migrate("--write", notebook)
+    assert ran.returncode == 0, ran.stderr
+    after = notebook.read_text()
+    cells = json.loads(after)["cells"]
+    assert "".join(cells[1]["source"]) == "def _mp_fn(index):\n    print(xr.global_ordinal(), xr.world_size())\n"
+    assert _all_but_the_sources(after) == _all_but_the_sources(before)
+    assert cells[1]["outputs"][0]["data"]["image/png"] == image
+
+
+def test_a_notebook_with_more_code_than_the_limit_is_skipped_saying_what_counts(tmp_path):
+    notebook = tmp_path / "long.ipynb"
+    code = XRT_CELLS + [[f"x{i} = xm.xrt_world_size()\n" for i in range(100)]]
+    notebook.write_text(_colab_notebook(code, "iVBORw0KGgo="))
+    before = notebook.read_bytes()
+    ran = migrate("--write", "--max-file-size", "2k", notebook)
+    assert ran.returncode == 2
+    counted = sum(len("".join(source)) for source in code)
+    assert (f"{notebook}: error: skipped: {counted:,} characters of code to parse (a notebook's cells, a "
+            "document's code blocks), more than the size limit of 2,000") in ran.stderr
+    assert notebook.read_bytes() == before
+
+
+def test_a_documents_prose_does_not_count_against_the_size_limit(tmp_path):
+    readme = tmp_path / "README.md"
+    command = "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 train.py\n"
+    block = f"```bash\n{command}```\n"
+    prose = "".join(f"Paragraph {i} of the history of this project, which runs on TPUs.\n\n" for i in range(50_000))
+    readme.write_text(prose + block)
+    assert readme.stat().st_size > 2_000_000
+    ran = migrate("--check", "--max-file-size", "50", readme)  # the code block is longer than this
+    assert ran.returncode == 2 and f"skipped: {len(command):,} characters of code to parse" in ran.stderr
+    ran = migrate("--write", readme)
+    assert ran.returncode == 0, ran.stderr
+    assert readme.read_text().startswith(prose) and "gcloud compute tpus tpu-vm ssh pod" in readme.read_text()

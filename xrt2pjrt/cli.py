@@ -400,7 +400,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--jobs", type=_positive, metavar="N",
                    help="worker processes (default: as many as the work found pays for)")
     p.add_argument("--max-file-size", type=_size, metavar="SIZE",
-                   help="skip, and report, a file to parse larger than this (default 2M)")
+                   help="skip, and report, a file with more to parse than this: its text, a notebook's "
+                        "cells, a document's code blocks (default 2M)")
     p.add_argument("--color", choices=COLORS, default="auto", metavar="WHEN", help="auto (the default), always or never")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="only the items to decide and errors (and with --check, the files)")

@@ -93,10 +93,25 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
         result.skipped = True
         return Plan(result, snapshot=snapshot)
     if len(data) > options.max_file_bytes:
-        result.error = (f"skipped: {len(data):,} bytes, more than the size limit of {options.max_file_bytes:,} "
-                        "(--max-file-size); nothing in it was migrated")
-        return Plan(result, snapshot=snapshot)
+        result.error = _too_large(kind, data, source.text, options.max_file_bytes)
+        if result.error:
+            return Plan(result, snapshot=snapshot)
     return _Job(path, kind, source, snapshot, write_to)
+
+
+def _too_large(kind: str, data: bytes, text: str, limit: int) -> str | None:
+    """Why a file is skipped by the size limit, which bounds what its rewriter parses: the
+    whole file, or only the code in it (a notebook's outputs and a document's prose are not
+    parsed, and a notebook's images do not make it too large to migrate). None: not too large."""
+    measure = getattr(rewriters.module_for(kind), "parsed_size", None)
+    if measure is None:
+        return (f"skipped: {len(data):,} bytes, more than the size limit of {limit:,} (--max-file-size); "
+                "nothing in it was migrated")
+    code = measure(text)
+    if code <= limit:
+        return None
+    return (f"skipped: {code:,} characters of code to parse (a notebook's cells, a document's code blocks), "
+            f"more than the size limit of {limit:,} (--max-file-size); nothing in it was migrated")
 
 
 def _finish(job: _Job, options: Options) -> Plan:

@@ -8,7 +8,11 @@ A rewriter module provides:
 - ``rewrite(text, options) -> Outcome``: one pass running every selected rule of its kind;
   raises ``SourceError`` for text it cannot parse;
 - ``check(text) -> str | None``: a last look at the rewritten text (it parses, it loads);
-  a message means the rewrite is discarded and the file reported, never written.
+  a message means the rewrite is discarded and the file reported, never written;
+- optionally ``parsed_size(text) -> int``: the characters of code in ``text`` that the
+  rewriter parses, when that is not the whole text (a notebook's cells, a document's code
+  blocks): what the size limit (``--max-file-size``) bounds, as the cost of a rewrite is
+  the cost of parsing. Without it, the file's size counts.
 
 Modules are imported on first use so that ``xrt2pjrt --help`` stays light.
 """
