@@ -709,3 +709,13 @@ def test_migrate_splits_as_the_projects_formatter_is_configured(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert script.read_text().endswith("dist.init_process_group(\n    'xla', timeout=timeout, init_method='xla://'\n)\n")
+
+
+def test_a_todo_line_stays_with_its_import_when_new_imports_sort_before_it():
+    # pytorch/xla v1.13's test_experimental_pjrt_multi_cpu.py: the TODO of the pjrt import
+    # that stays went to the torch_xla.runtime import sorted in front of it
+    source = ("import torch_xla.distributed.xla_multiprocessing as xmp\nfrom torch_xla.experimental import pjrt\n\n"
+              "n = pjrt.world_size()\nspawners = [xmp.spawn, pjrt.spawn]\n")
+    lines = text(source).splitlines()
+    todo = next(i for i, line in enumerate(lines) if "[import-gone-module]" in line)
+    assert lines[todo + 1] == "from torch_xla.experimental import pjrt"

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from xrt2pjrt.rewriters import TODO
+
 UNKNOWN = "<unknown>"
 
 
@@ -468,11 +470,17 @@ class FinishImports(cst.CSTTransformer):
         key = next((key for key in (_isort_key, _sort_key) if [key(s) for s in kept] == sorted(map(key, kept))), None)
         if key is None:
             return [*body[:end + 1], *new, *body[end + 1:]]
-        lead = run[0].leading_lines
-        run[0] = self._moved(run[0], leading_lines=[])
+        # The paragraph's blank lines and comments go to its new first line; the TODO lines
+        # that mark the old first one stay with it, wherever the sort puts it.
+        lead = [line for line in run[0].leading_lines if not _is_todo(line)]
+        run[0] = self._moved(run[0], leading_lines=[line for line in run[0].leading_lines if _is_todo(line)])
         merged = sorted(run + new, key=key)
-        merged[0] = self._moved(merged[0], leading_lines=lead)
+        merged[0] = self._moved(merged[0], leading_lines=[*lead, *merged[0].leading_lines])
         return [*body[:start], *merged, *body[end + 1:]]
+
+
+def _is_todo(line: cst.EmptyLine) -> bool:
+    return line.comment is not None and line.comment.value.startswith(TODO)
 
 
 def _isort_key(statement: cst.SimpleStatementLine) -> tuple[bool, str]:
