@@ -151,14 +151,29 @@ def _read_exactly(sock: socket.socket, count: int) -> bytes:
     return b"".join(chunks)
 
 
+def _discard(sock: socket.socket, count: int) -> None:
+    while count:
+        chunk = sock.recv(min(count, 1 << 20))
+        if not chunk:
+            raise ConnectionResetError("the other end closed the connection")
+        count -= len(chunk)
+
+
 def _receive(sock: socket.socket, limit: int) -> tuple[int, list[bytes]]:
+    """One frame. A field over ``limit`` is read and dropped, and the whole frame with it
+    (:class:`_TooLarge`): the connection stays in step, so the sender, still sending,
+    gets the answer that says why rather than a reset connection."""
     code, count = _HEADER.unpack(_read_exactly(sock, _HEADER.size))
-    fields = []
+    fields, too_large = [], 0
     for _ in range(count):
         (length,) = _LENGTH.unpack(_read_exactly(sock, _LENGTH.size))
         if length > limit:
-            raise _TooLarge(length)
-        fields.append(_read_exactly(sock, length))
+            _discard(sock, length)
+            too_large = too_large or length
+        else:
+            fields.append(_read_exactly(sock, length))
+    if too_large:
+        raise _TooLarge(too_large)
     return code, fields
 
 
@@ -265,7 +280,7 @@ class StoreServer:
                 except _TooLarge as error:
                     _send(conn, _ERROR, [f"a value of {error.length} bytes is over the store's limit of "
                                          f"{describe_limit(self.max_bytes)}".encode()])
-                    return  # the rest of that frame is still on the wire: drop the connection
+                    continue
                 _send(conn, *self._handle(op, fields, token))
         except (OSError, struct.error):
             pass  # the client went away
