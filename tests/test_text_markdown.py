@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.report import Finding
+from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import markdown, shell
 from xrt2pjrt.text.edits import dedent
 from test_text_shell import REMOTE, assert_decisions
@@ -103,15 +105,55 @@ def test_prose_only_document_is_untouched():
     assert markdown.rewrite(text, ALL).text == text
 
 
-def test_tpu_node_setup_in_a_guide_gets_the_same_decision_as_in_python():
+def test_tpu_node_setup_in_a_guide_is_left_as_it_was_and_reported_on_every_run():
+    # Rewritten to `export PJRT_DEVICE=TPU  # the IP of the TPU node`, the decision was gone
+    # after --write: no TODO line in documentation, nothing left for --check to report.
     text = ("# Old setup\n\n```bash\n$ export TPU_IP_ADDRESS=10.0.0.2\n"
             '$ export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\n```\n\n'
+            "```\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$TPU_IP:8470\"  # the IP of the TPU node\n```\n\n"
             ".. code-block:: python\n\n   import os\n   os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n")
+    decisions = [("env-shell-xrt-tpu-config", 5, REMOTE), ("env-shell-xrt-tpu-config", 9, REMOTE),
+                 ("env-xrt-tpu-config", 15, REMOTE)]
     outcome = markdown.rewrite(text, ALL)
-    assert outcome.text == ("# Old setup\n\n```bash\n$ export TPU_IP_ADDRESS=10.0.0.2\n"
-                            "$ export PJRT_DEVICE=TPU\n```\n\n.. code-block:: python\n\n   import os\n"
-                            "   os.environ['PJRT_DEVICE'] = 'TPU'\n")
-    assert_decisions(outcome, [("env-shell-xrt-tpu-config", 5, REMOTE), ("env-xrt-tpu-config", 11, REMOTE)])
+    assert outcome.text == text and outcome.changes == []
+    assert_decisions(outcome, decisions)
+
+
+def test_a_block_keeps_its_other_changes_and_the_spot_to_decide_is_reported_again():
+    text = ("```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\nexport XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
+            "python3 -m torch_xla.distributed.xla_dist --tpu=my-pod -- python3 train.py\n```\n\n"
+            "```python\nimport os\nimport torch_xla.core.xla_model as xm\nn = xm.xrt_world_size()\n"
+            "os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n```\n")
+    outcome = markdown.rewrite(text, ALL)
+    assert outcome.text == (
+        "```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n"
+        "gcloud compute tpus tpu-vm ssh my-pod --worker=all --command=\". /etc/profile; PJRT_DEVICE=TPU python3 train.py\"\n"
+        "```\n\n```python\nimport os\nimport torch_xla.runtime as xr\nn = xr.world_size()\n"
+        "os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n```\n")
+    assert [(f.rule, f.line) for f in outcome.changes] == [
+        ("env-shell-xrt-unused", 3), ("launch-xla-dist", 4), ("api-world-size", 10)]
+    assert_decisions(outcome, [("env-shell-xrt-tpu-config", 2, REMOTE), ("env-xrt-tpu-config", 11, REMOTE)])
+    again = markdown.rewrite(outcome.text, ALL)  # as --check after --write (one line less above the Python)
+    assert again.text == outcome.text and again.changes == []
+    assert_decisions(again, [("env-shell-xrt-tpu-config", 2, REMOTE), ("env-xrt-tpu-config", 10, REMOTE)])
+
+
+def test_a_block_a_next_run_would_change_again_is_left_whole(monkeypatch):
+    # Simulated: a shell rewriter that changes its own output again on every run. With a spot
+    # to decide in the block, the block stays as it was and its changes are reported as not made.
+    text = "```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\necho done\n```\n"
+    real = shell.rewrite
+
+    def restless(body, options, **kw):
+        outcome = real(body, options, **kw)
+        return Outcome(outcome.text + "echo more\n", [*outcome.changes, Finding("env-shell-xrt-unused", 3, "more")],
+                       outcome.manual)
+
+    monkeypatch.setattr(shell, "rewrite", restless)
+    outcome = markdown.rewrite(text, ALL)
+    assert outcome.text == text and outcome.changes == []
+    assert [(f.rule, f.line) for f in outcome.manual][0] == ("env-shell-xrt-tpu-config", 2)
+    assert all("code block left as it was" in f.message for f in outcome.manual[1:]) and outcome.manual[1:]
 
 
 def test_documentation_gets_no_todo_lines_the_items_are_reported():

@@ -6,12 +6,15 @@ rewrite that rewriter's own check rejects is left as it was, and reported. A she
 written as a console session (`(vm)$ export ...`, output lines between) is rewritten
 command by command, each keeping its prompt. The items to decide are reported only: the
 ``# TODO(xrt2pjrt)`` lines the rewriters write into code do not go into documentation,
-where readers copy them.
+where readers copy them. So the lines of a spot to decide are left as they were: rewritten,
+the spot would hide its decision (a remote TPU node's ``XRT_TPU_CONFIG`` made a plain
+``PJRT_DEVICE=TPU``) and no later run could report it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xrt2pjrt import rewriters
@@ -53,25 +56,34 @@ class Block:
 def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
     bodies = {block: dedent(text[block.start:block.end], block.indent) for block in blocks(text)}
-    together = _python_together(text, bodies, options)
+    done = _python_together(text, bodies, options)
     for block, body in bodies.items():
         module = rewriters.module_for(block.kind)
-        if block in together:
-            outcome = _checked(module, body, together[block])
-        elif not module.TRIGGER.search(body):
+        if block in done or not module.TRIGGER.search(body):
             continue
-        elif block.kind == "shell" and _PROMPT.search(body):
-            outcome = _rewrite_session(body, options)
-        else:
-            try:
-                outcome = _checked(module, body, module.rewrite(body, options))
-            except SourceError:
-                continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
-        new = _without_new_todo_lines(body, outcome.text)
-        if new != body:
-            rec.edits.append(Edit(block.start, block.end, indent(new, block.indent)))
-        merge_into(rec, outcome, rec.line(block.start) - 1)
+        again = _rewriter(block, body, module, options)
+        try:
+            done.update(zip([block], _leave_decided([body], again([body]), again)))
+        except SourceError:
+            continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
+    for block, body in bodies.items():
+        if block not in done:
+            continue
+        if done[block].text != body:
+            rec.edits.append(Edit(block.start, block.end, indent(done[block].text, block.indent)))
+        merge_into(rec, done[block], rec.line(block.start) - 1)
     return rec.outcome()
+
+
+# How code is rewritten: its blocks' texts -> their outcomes (one block, or the Python
+# blocks of a document as one program).
+Program = Callable[[list[str]], list[Outcome]]
+
+
+def _rewriter(block: Block, body: str, module, options: Options) -> Program:
+    if block.kind == "shell" and _PROMPT.search(body):
+        return lambda texts: [_rewrite_session(texts[0], options)]
+    return lambda texts: [_checked(module, texts[0], module.rewrite(texts[0], options))]
 
 
 def _python_together(text: str, bodies: dict[Block, str], options: Options) -> dict[Block, Outcome]:
@@ -82,16 +94,99 @@ def _python_together(text: str, bodies: dict[Block, str], options: Options) -> d
     if len(python) < 2:
         return {}
     first = [text.count("\n", 0, block.start) for block in python]  # lines before each block
-    outcomes = _python().rewrite_together([bodies[block] for block in python], options,
-                                        where=lambda k, line: f"line {first[k] + line}")
-    return dict(zip(python, outcomes or ()))
+
+    def together(sources: list[str]) -> list[Outcome]:
+        outcomes = _python().rewrite_together(sources, options, where=lambda k, line: f"line {first[k] + line}")
+        if outcomes is None:
+            raise SourceError("the Python blocks are not one program", 1)
+        return [_checked(_python(), source, outcome) for source, outcome in zip(sources, outcomes)]
+
+    sources = [bodies[block] for block in python]
+    try:
+        return dict(zip(python, _leave_decided(sources, together(sources), together)))
+    except SourceError:
+        return {}
 
 
-def _without_new_todo_lines(before: str, after: str) -> str:
-    """``after`` (the rewrite of ``before``) without the TODO lines the rewrite added."""
+def _leave_decided(bodies: list[str], outcomes: list[Outcome], again: Program) -> list[Outcome]:
+    """``outcomes`` (the rewrite of ``bodies``) without their new TODO lines, and with each
+    spot whose item to decide a next run (``again``) would no longer find as it was: the code
+    is rewritten again with an ``ignore`` marker on each such statement, then without the
+    markers. Where that cannot be done, or a next run would change the result, the code is
+    left as it was and its changes are reported as not made."""
+    done = [_without_todo_lines(b, o) for b, o in zip(bodies, outcomes)]
+    if all(o.text == b for b, o in zip(bodies, done)) or not any(o.manual for o in outcomes):
+        return done
+    hidden = _hidden(outcomes, again([o.text for o in done]))
+    if not any(hidden):
+        return done
+    kept = _rewrite_keeping(bodies, [{f.line for f in h} for h in hidden], again)
+    if kept is not None:
+        then = again([o.text for o in kept])
+        if not any(_hidden(outcomes, then)):  # a next run asks each item again, and keeps each spot
+            spots = [{f.line for f in t.manual if _item(f) in set(map(_item, h))}
+                     for t, h in zip(then, hidden)]
+            second = _rewrite_keeping([o.text for o in kept], spots, again)
+            if second is not None and all(a.text == b.text and not a.changes for a, b in zip(second, kept)):
+                return [Outcome(k.text, k.changes, o.manual) for k, o in zip(kept, outcomes)]
+    return [Outcome(b, [], [*o.manual, *(Finding(f.rule, f.line, "code block left as it was, as it has an item "
+                                                 f"to decide: make this change by hand ({f.message})")
+                                         for f in o.changes)]) for b, o in zip(bodies, outcomes)]
+
+
+def _hidden(first: list[Outcome], then: list[Outcome]) -> list[list[Finding]]:
+    """For each block, the items ``first`` asks and a next run, ``then``, does not (an item
+    naming a line that has moved is the same item)."""
+    out = []
+    for a, b in zip(first, then):
+        left = [_item(f) for f in b.manual]
+        out.append([])
+        for f in a.manual:
+            if _item(f) in left:
+                left.remove(_item(f))
+            else:
+                out[-1].append(f)
+    return out
+
+
+def _item(f: Finding) -> tuple[str, str]:
+    return f.rule, re.sub(r"\bline \d+", "line", f.message)
+
+
+_KEEP = "  # xrt2pjrt: ignore"  # suppress.py: keeps every rule off the statement it is on
+
+
+def _rewrite_keeping(bodies: list[str], spots: list[set[int]], again: Program) -> list[Outcome] | None:
+    """The rewrite of ``bodies`` (by ``again``) with the statements at lines ``spots`` (of
+    each body) as they are, new TODO lines left out; None when a marker cannot be put there or
+    taken back."""
+    marked = []
+    for body, lines_at in zip(bodies, spots):
+        lines = body.splitlines(keepends=True)
+        for line in sorted(lines_at):
+            last = line
+            while last < len(lines) and lines[last - 1].rstrip("\r\n").endswith("\\"):
+                last += 1  # a marker on a command's last line covers its continued lines
+            if last > len(lines) or _KEEP in lines[last - 1] or re.search("\"\"\"|\'\'\'|<<", lines[last - 1]):
+                return None  # (in a string or a here-document, a marker would be text)
+            text = lines[last - 1].rstrip("\r\n")
+            lines[last - 1] = text + _KEEP + lines[last - 1][len(text):]
+        marked.append("".join(lines))
+    try:
+        outcomes = [_without_todo_lines(m, o) for m, o in zip(marked, again(marked))]
+    except SourceError:
+        return None
+    if any(o.text.count(_KEEP) != m.count(_KEEP) for m, o in zip(marked, outcomes)):
+        return None
+    return [Outcome(o.text.replace(_KEEP, ""), o.changes, o.manual) for o in outcomes]
+
+
+def _without_todo_lines(before: str, outcome: Outcome) -> Outcome:
+    """``outcome`` (the rewrite of ``before``) without the TODO lines the rewrite added."""
     had = {line.strip() for line in before.splitlines()}
-    return "".join(line for line in after.splitlines(keepends=True)
+    text = "".join(line for line in outcome.text.splitlines(keepends=True)
                    if not (line.lstrip().startswith(TODO) and line.strip() not in had))
+    return Outcome(text, outcome.changes, outcome.manual)
 
 
 def _checked(module, body: str, outcome: Outcome) -> Outcome:
