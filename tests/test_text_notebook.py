@@ -75,6 +75,22 @@ def test_ascii_escapes_and_string_sources_are_kept():
     assert after == json.dumps(json.loads(after), indent=2, ensure_ascii=True)
 
 
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")])
+def test_a_one_line_notebook_keeps_its_separators(separators):
+    # A compact notebook's rewritten source array was written with ", " between its items.
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                     "source": ["import torch_xla.core.xla_model as xm\n", "n = xm.xrt_world_size()"]},
+                    {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                     "source": ["xm.mark_step()"]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    text = json.dumps(nb, separators=separators)
+    outcome = rewrite(text)
+    assert outcome.text == json.dumps({**nb, "cells": [
+        {**nb["cells"][0], "source": ["import torch_xla\n", "import torch_xla.runtime as xr\n", "n = xr.world_size()"]},
+        {**nb["cells"][1], "source": ["torch_xla.sync()"]}]}, separators=separators)
+    assert rewrite(outcome.text).text == outcome.text
+
+
 def test_cell_that_does_not_parse_is_reported_and_kept():
     nb = json.loads(BEFORE)
     nb["cells"][2]["source"] = ["import torch_xla.core.xla_model as xm\n", "xm.xrt_world_size(\n"]

@@ -82,7 +82,7 @@ def rewrite(text: str, options: Options) -> Outcome:
             continue
         merge_into(rec, outcome, lines)
         if outcome.text != cell.source:
-            rec.edits.append(Edit(cell.start, cell.end, _render(outcome.text, text[cell.start:cell.end], ascii_only)))
+            rec.edits.append(Edit(cell.start, cell.end, _render(outcome.text, text[cell.start:cell.end], ascii_only, text)))
     return rec.outcome()
 
 
@@ -170,13 +170,15 @@ def _first_lines(text: str, cells: list[SourceSpan]) -> list[int]:
     return out
 
 
-def _render(source: str, original: str, ascii_only: bool) -> str:
-    """``source`` as a JSON value laid out like ``original`` (a string, or a list of lines)."""
+def _render(source: str, original: str, ascii_only: bool, whole: str) -> str:
+    """``source`` as a JSON value laid out like ``original`` (a string, or a list of lines) in
+    the notebook ``whole``."""
     if not original.startswith("["):
         return json.dumps(source, ensure_ascii=ascii_only)
     items = [json.dumps(line, ensure_ascii=ascii_only) for line in source.splitlines(keepends=True)]
-    if "\n" not in original or not items:
-        return "[" + ", ".join(items) + "]"
+    if "\n" not in original or not items:  # on one line, its items apart as the file has them
+        between = re.search(r'"([ \t]*,[ \t]*)"', original) or re.search(r'(,[ \t]*)"', whole)
+        return "[" + (between.group(1) if between else ", ").join(items) + "]"
     margin = re.match(r"\[\s*?\n([ \t]*)", original)
     item_margin = margin.group(1) if margin else " "
     close_margin = re.search(r"\n([ \t]*)\]$", original)
