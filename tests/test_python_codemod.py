@@ -214,6 +214,50 @@ def test_spawn_nprocs_forms(before, after):
     assert text(prefix + before + "\n") == prefix + after + "\n"
 
 
+_XMP = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+
+
+@pytest.mark.parametrize("target", ["native", "shim"])
+@pytest.mark.parametrize("source, refused", [
+    # KamilPiechowiak/iatransfer: a nested _mp_fn, spawned with fork (XRT forked it unpickled)
+    ("def train_all(flags):\n    def _mp_fn(rank):\n        print(rank, flags)\n"
+     "    xmp.spawn(_mp_fn, nprocs=flags['num_cores'], start_method='fork')\n",
+     "fn (`_mp_fn`, a function defined in train_all)"),
+    ("xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=8, start_method='fork')\n", "args[0] (a lambda)"),
+    ("import functools\n\ndef main(cfg):\n    def _mp_fn(rank, cfg):\n        pass\n"
+     "    xmp.spawn(fn=functools.partial(_mp_fn, cfg=cfg), start_method='fork')\n",
+     "fn (a functools.partial of `_mp_fn`, a function defined in main)"),
+    ("from functools import partial\n\ndef main():\n    transform = lambda r: r\n"
+     "    xmp.spawn(partial(_mp_fn, 1), args=(cfg, transform), start_method='fork')\n",
+     "args[1] (`transform`, a lambda)"),
+    ("def main():\n    class Cfg:\n        lr = 0.1\n    xmp.spawn(_mp_fn, args=(Cfg,), start_method='fork')\n",
+     "args[0] (`Cfg`, a class defined in main)"),
+    ("_mp_fn = lambda index: print(index)\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn, start_method='fork')\n",
+     "fn (`_mp_fn`, a lambda)"),
+])
+def test_what_spawn_cannot_pickle_is_reported_at_the_spawn(source, refused, target):
+    # torch_xla 2.x's spawn pickles fn and args for each process even under fork ("Can't pickle local object").
+    out = migrate(_XMP + source, target=target)
+    (item,) = [m for m in out.manual if m.rule == "spawn-unpicklable"]
+    assert f"pickle refuses {refused} (" in item.message and "even with start_method='fork'" in item.message
+    assert item.line == _XMP.count("\n") + source[:source.index("xmp.spawn")].count("\n") + 1
+    (todo,) = [line for line in out.text.splitlines() if "[spawn-unpicklable]" in line]
+    assert todo.strip().startswith("# TODO(xrt2pjrt): ") and refused in todo
+
+
+@pytest.mark.parametrize("source", [
+    "def _mp_fn(rank):\n    pass\n\nxmp.spawn(_mp_fn, args=(flags,), start_method='fork')\n",
+    "from train import _mp_fn\n\nxmp.spawn(_mp_fn, start_method='fork')\n",
+    "def launch(fn, args):\n    xmp.spawn(fn, args=(fn, args), start_method='fork')\n",  # a caller's: unknown here
+    "class Xla:\n    @staticmethod\n    def _worker(i, fn):\n        fn(i)\n\n"
+    "    def spawn(self, fn):\n        xmp.spawn(Xla._worker, args=(fn,))\n",
+    "def _mp_fn(rank):\n    pass\n\ndef main():\n    fn = _mp_fn\n    xmp.spawn(fn, start_method='fork')\n",
+    "def main():\n    def _mp_fn(rank):\n        pass\n    xmp.spawn(_mp_fn, nprocs=1)\n",  # called in this process
+])
+def test_what_spawn_can_pickle_is_not_reported(source):
+    assert not [m for m in migrate(_XMP + source).manual if m.rule == "spawn-unpicklable"]
+
+
 # --- target versions ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("version, expected", [

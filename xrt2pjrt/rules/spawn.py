@@ -13,7 +13,7 @@ import re
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules import imports, quiet
+from xrt2pjrt.rules import imports, quiet, spawn_site
 from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
@@ -162,6 +162,91 @@ class JoinDaemon(PythonRule):
         return node
 
 
+def _pickled(refused: str) -> str:
+    return (f"torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
+            f"forked them unpickled), and pickle refuses {refused} (\"Can't pickle ...\"): define it at module level")
+
+
+@register
+class Unpicklable(PythonRule):
+    id = "spawn-unpicklable"
+    summary = ("xmp.spawn given a nested function, a lambda or a functools.partial of one, as fn or in args: "
+               "torch_xla 2.x pickles them even under fork ('Can't pickle local object'); report")
+    names = frozenset({SPAWN, "xrt2pjrt.shim.xla_multiprocessing.spawn"})  # the shim's spawn calls torch_xla's
+    examples = (
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def train_all(flags):\n    def _mp_fn(index):\n        print(index, flags)\n\n"
+            "    xmp.spawn(_mp_fn, start_method='fork')\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def train_all(flags):\n    def _mp_fn(index):\n        print(index, flags)\n\n"
+            "    # TODO(xrt2pjrt): "
+            f"{_pickled('fn (`_mp_fn`, a function defined in train_all)')} [spawn-unpicklable]\n"
+            "    xmp.spawn(_mp_fn, start_method='fork')\n",
+            manual=("refuses fn (`_mp_fn`, a function defined in train_all)",),
+        ),
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            f"# TODO(xrt2pjrt): {_pickled('args[0] (a lambda)')} [spawn-unpicklable]\n"
+            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
+            manual=("refuses args[0] (a lambda)",),
+        ),
+        Example(  # one process: torch_xla calls fn in this one, unpickled
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=1)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=1)\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = _nprocs(ctx.original)
+        if hit is not None and literal(hit[1].value) == 1:
+            return node
+        site = spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func))
+        if site is None:
+            return node
+        bound = _imported(ctx.tree)
+        refused = []
+        fn = site.argument("fn", 0)
+        if fn is not None and (what := _refused(fn, site, bound, set())):
+            refused.append(f"fn ({what})")
+        args = site.argument("args", 1)
+        for index, value in enumerate(args.elts if isinstance(args, (ast.Tuple, ast.List)) else ()):
+            if what := _refused(value, site, bound, set()):
+                refused.append(f"args[{index}] ({what})")
+        if refused:
+            ctx.manual(_pickled(" and ".join(refused)))
+        return node
+
+
+def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen: set[str]) -> str | None:
+    """What ``value``, given to the spawn, is when pickle refuses it; None when it pickles
+    or this file cannot tell (a parameter, an import, a call's result)."""
+    if isinstance(value, ast.Lambda):
+        return "a lambda"
+    if isinstance(value, ast.Call) and _resolved(value.func, bound) == "functools.partial":
+        parts = (*value.args, *(keyword.value for keyword in value.keywords))
+        inner = next((what for part in parts if (what := _refused(part, site, bound, seen))), None)
+        return inner and f"a functools.partial of {inner}"
+    if not isinstance(value, ast.Name) or value.id in seen:
+        return None
+    scope = site.binding_scope(value.id)
+    if scope is None:
+        return None
+    found = []
+    for binding in spawn_site.bindings(scope)[value.id]:
+        if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(scope, ast.Module):
+                return None  # pickled by its name
+            found.append(f"a {'class' if isinstance(binding, ast.ClassDef) else 'function'} defined in {scope.name}")
+        else:
+            found.append(binding and _refused(binding, site, bound, seen | {value.id}))
+    return f"`{value.id}`, {found[0]}" if all(found) else None
+
+
 _STARTED = ("this file starts the XLA runtime at module level, in the launching process, before xmp.spawn, "
             "which then raises 'Runtime is already initialized' (torch_xla 2.4+): move that call into the spawned "
             "function")
@@ -260,7 +345,7 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
         if name not in reached:
             reached.add(name)
             pending += calls.get(name, ())
-    bound = {local: next(iter(fulls)) for local, fulls in quiet.import_names(tree).items() if len(fulls) == 1}
+    bound = _imported(tree)
     found: list[str] = []
 
     def visit(node: ast.AST, function: str | None) -> None:
@@ -275,6 +360,11 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
 
     visit(tree, None)
     return found
+
+
+def _imported(tree: ast.Module) -> dict[str, str]:
+    """The names the file's imports bind, each to the one dotted name it is bound to."""
+    return {local: next(iter(fulls)) for local, fulls in quiet.import_names(tree).items() if len(fulls) == 1}
 
 
 def _resolved(node: ast.expr, bound: dict[str, str]) -> str | None:
