@@ -128,3 +128,44 @@ def test_install_lines_in_jsonnet_are_reported_as_its_variables_are():
     assert [(f.rule, f.line) for f in outcome.manual] == [
         (installs.InstallXrtEraRelease.id, 2), (installs.InstallXrtEraRelease.id, 3),
         (installs.InstallXrtEraRelease.id, 4), ("env-shell-xrt-tpu-config", 5)]
+
+
+# JAX and TensorFlow set-ups install libtpu nightlies and cloud-tpu-client too, and
+# TensorFlow's Colab notebooks read COLAB_TPU_ADDR: PyTorch's advice there was noise
+# (ml-testing-accelerators' JAX and TensorFlow configs got TODO lines). (kind, text, the lines
+# a PyTorch file of the same lines gets a change or an item at)
+OTHER_FRAMEWORKS = [
+    ("shell", '#!/bin/bash\npip install "jax[tpu]" libtpu-nightly -f https://storage.googleapis.com/jax-releases/'
+              'libtpu_releases.html\necho "TPU at $COLAB_TPU_ADDR"\n', [2, 3]),
+    ("dockerfile", "FROM tensorflow/tensorflow:2.8.0\nRUN pip3 install cloud-tpu-client pyyaml\n"
+                   "ENV TPU_ADDR=${COLAB_TPU_ADDR}\n", [2, 3]),
+    ("jsonnet", '{\n  tpu: "grpc://" + std.extVar("COLAB_TPU_ADDR"),\n  setup: "pip install cloud-tpu-client tensorflow",\n}\n',
+     [2, 3]),
+    ("yaml", "steps:\n- run: pip install libtpu-nightly 'jax[tpu]'\n  env:\n    COLAB_TPU_ADDR: 10.0.0.2:8470\n    A: b\n",
+     [2, 4]),
+    ("markdown", "```bash\npip install 'jax[tpu]' libtpu-nightly\nexport COLAB_TPU_ADDR=10.0.0.2:8470\n```\n", [2, 3]),
+    ("requirements", "tensorflow==2.8\ncloud-tpu-client==0.10\n", [2]),
+    ("notebook", json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                        "source": ["!pip install cloud-tpu-client\n", "import tensorflow as tf\n"]}],
+                             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1), [9]),
+]
+
+
+@pytest.mark.parametrize("kind, text, asked", OTHER_FRAMEWORKS, ids=[c[0] for c in OTHER_FRAMEWORKS])
+def test_tpu_set_ups_of_other_frameworks_get_no_pytorch_advice_and_pytorch_files_get_all(kind, text, asked):
+    from xrt2pjrt import rewriters
+
+    module = rewriters.module_for(kind)
+    every = Options(rules=frozenset(all_rules()))
+    outcome = module.rewrite(text, every)
+    assert outcome.text == text and outcome.changes == [] and outcome.manual == []
+    # The same lines in a file that uses torch_xla: every one is found, as before.
+    if kind == "notebook":
+        torch = text.replace("import tensorflow as tf", "import torch_xla")
+    elif kind == "jsonnet":
+        torch = text.replace("tensorflow", "torch_xla[tpu]~=2.9.0")
+    else:
+        torch = text.replace("tensorflow", "torch").replace("'jax[tpu]'", "torch_xla").replace('"jax[tpu]"', "torch_xla")
+    assert torch != text
+    outcome = module.rewrite(torch, every)
+    assert sorted({f.line for f in outcome.manual + outcome.changes}) == asked, outcome

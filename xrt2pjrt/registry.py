@@ -172,6 +172,10 @@ class Options:
     # The line length of the project's formatter (ruff's or black's) for the file, if it has
     # one: a statement a rule rewrote past it is split as the formatter would (config.line_length).
     line_length: int | None = None
+    # Whether the file uses PyTorch, for the text rules whose words JAX and TensorFlow share
+    # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
+    # (text/installs.py, torch_file).
+    torch_file: bool | None = None
 
     def on(self, rule_id: str) -> bool:
         return rule_id in self.rules

@@ -60,6 +60,7 @@ def _line_end(text: str, pos: int) -> int:
 
 
 def rewrite(text: str, options: Options) -> Outcome:
+    options = installs.in_file(options, text)
     rec = Recorder(text, options)
     settings: list[EnvSetting] = []
     for ins in instructions(text):

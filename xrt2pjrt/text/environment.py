@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar, NamedTuple
 
 from xrt2pjrt.registry import Example, Rule, register
+from xrt2pjrt.text import installs
 from xrt2pjrt.text.edits import Edit, Recorder, todo_line
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, REMOTE_TPU, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
 
@@ -166,6 +167,19 @@ def rule_for(name: str) -> type[EnvRule] | None:
     return next((r for r in ENV_RULES if re.fullmatch(r.variables, name)), None)
 
 
+# Variables other frameworks read too: TensorFlow's Colab notebooks found their TPU in it.
+SHARED = frozenset({"COLAB_TPU_ADDR"})
+
+
+def rule_here(name: str, rec: Recorder) -> type[EnvRule] | None:
+    """The selected rule for ``name`` in the file of ``rec``; None in a file that does not use
+    PyTorch, for a variable other frameworks read too."""
+    rule = rule_for(name)
+    if rule is None or not rec.options.on(rule.id):
+        return None
+    return None if name in SHARED and not installs.torch_file(rec.options, rec.text) else rule
+
+
 def mentions(text: str) -> bool:
     return "XRT_" in text or any(name in text for name in UNPREFIXED)
 
@@ -179,7 +193,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
     done: set = set()  # (scope, form, replacement) already written: a second one is removed
     plans: list[Plan] = []
     for s in settings:
-        rule = rule_for(s.name)
+        rule = rule_here(s.name, rec)
         if rule is None or not rec.on(rule.id, s.offset):
             plans.append(Plan(s, None, None, False))
             continue
@@ -226,7 +240,7 @@ def _emptied_statements(plans: list[Plan]) -> set[int]:
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
     """Report every ``$XRT_…`` read in ``text`` (which starts at ``base`` in the file)."""
     for m in READ.finditer(text):
-        rule = rule_for(m.group(1))
-        if rec.options.on(rule.id):
+        rule = rule_here(m.group(1), rec)
+        if rule is not None:
             rec.ask(rule.id, base + m.start(), f"{m.group(1)} is read here but nothing sets it under PJRT: "
                     f"{replacement(m.group(1))}")

@@ -7,6 +7,8 @@ among them), ``torch_xla==1.13`` pins, ``gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm`
 Colab's ``pytorch-xla-env-setup.py`` and ``cloud-tpu-client``. Choosing the new versions
 (torch, torchvision and torch_xla move together; libtpu comes with ``torch_xla[tpu]``) is
 a person's decision, so each such spot is a manual item saying what to install instead.
+libtpu nightlies and cloud-tpu-client are reported only in files that use PyTorch: JAX and
+TensorFlow set-ups install them too.
 
 One check (``finding``, ``ask``) serves every place an install can be written: shell commands
 (and so Dockerfile RUN lines, YAML commands, Markdown code blocks and notebook ``!``
@@ -16,8 +18,9 @@ lines), Dockerfile ``FROM`` images and requirements files.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from xrt2pjrt.registry import Example, Rule, register
+from xrt2pjrt.registry import Example, Options, Rule, register
 from xrt2pjrt.text.edits import Recorder, todo_line
 
 # What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
@@ -25,15 +28,29 @@ WORDS = r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libt
 
 XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
 
-# Whatever its version: (pattern, what it is).
+# Whatever its version: (pattern, what it is, whether only PyTorch installs it).
 _ALWAYS_XRT_ERA = (
-    (re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"), "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)"),
-    (re.compile(r"gcr\.io/tpu-pytorch/"), "an image from the XRT-era gcr.io/tpu-pytorch registry"),
-    (re.compile(r"(?i)cloud[_-]tpu[_-]client"), "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)"),
-    (re.compile(r"env-setup\.py$"), "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds"),
-    (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)"),
-    (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1"),
+    (re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"), "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)", True),
+    (re.compile(r"gcr\.io/tpu-pytorch/"), "an image from the XRT-era gcr.io/tpu-pytorch registry", True),
+    (re.compile(r"(?i)cloud[_-]tpu[_-]client"), "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)", False),
+    (re.compile(r"env-setup\.py$"), "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds", True),
+    (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)", False),
+    (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1", True),
 )
+# What makes a file PyTorch's: JAX and TensorFlow set-ups install libtpu nightlies and
+# cloud-tpu-client too, and TensorFlow's Colab notebooks read COLAB_TPU_ADDR.
+_TORCH = re.compile(r"(?i)torch|XRT_|xla_dist")
+
+
+def torch_file(options: Options, text: str) -> bool:
+    """Whether the file at hand, ``text`` unless ``options`` says, uses PyTorch."""
+    return bool(_TORCH.search(text)) if options.torch_file is None else options.torch_file
+
+
+def in_file(options: Options, text: str) -> Options:
+    """``options`` for the snippets of the file ``text`` (a Dockerfile's RUN lines, a
+    document's code blocks): whether it uses PyTorch is the whole file's to say."""
+    return options if options.torch_file is not None else replace(options, torch_file=torch_file(options, text))
 # Where a version is written: a pin (==, ~=, <, <=), a wheel's file name, an image's tag.
 _VERSION = re.compile(r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)"
                       r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)")
@@ -42,13 +59,14 @@ _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
 _LAST_XRT_NIGHTLY = "20231009"
 
 
-def finding(word: str, target: tuple[int, int]) -> str | None:
+def finding(word: str, target: tuple[int, int], torch: bool = True) -> str | None:
     """What is wrong with installing ``word`` (a requirement, wheel URL, file name or
-    image) for code migrated to torch_xla ``target``; None when nothing is."""
+    image) for code migrated to torch_xla ``target``, in a file that uses PyTorch
+    (``torch``) or not; None when nothing is."""
     instead = _instead(target)
-    for pattern, what in _ALWAYS_XRT_ERA:
+    for pattern, what, torch_only in _ALWAYS_XRT_ERA:
         if pattern.search(word):
-            return f"{what}: {instead}"
+            return f"{what}: {instead}" if torch or torch_only else None
     nightly = _NIGHTLY.search(word)
     if nightly and nightly.group(1) <= _LAST_XRT_NIGHTLY:
         return f"a torch_xla nightly from {nightly.group(1)}, older than 2.1 (the first release without XRT): {instead}"
@@ -110,6 +128,6 @@ class InstallXrtEraRelease(Rule):
 def ask(rec: Recorder, word: str, offset: int) -> None:
     """Report ``word``, written at ``offset`` of ``rec.text``, if it installs what it should not."""
     if rec.options.on(InstallXrtEraRelease.id):
-        problem = finding(word, rec.options.target_version)
+        problem = finding(word, rec.options.target_version, torch_file(rec.options, rec.text))
         if problem:
             rec.ask(InstallXrtEraRelease.id, offset, problem)

@@ -31,8 +31,8 @@ def rewrite(text: str, options: Options) -> Outcome:
             rec.ask(shell.LaunchXlaDist.id, m.start(),
                     f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand")
     for m in _VARIABLE.finditer(text):
-        rule = environment.rule_for(m.group(1))
-        if options.on(rule.id):
+        rule = environment.rule_here(m.group(1), rec)
+        if rule is not None:
             rec.ask(rule.id, m.start(), f"{m.group(1)} in a jsonnet config: {replacement(m.group(1))}")
     for m in _WORD.finditer(text):
         installs.ask(rec, m.group(), m.start())

@@ -21,7 +21,7 @@ from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import TODO, Outcome, SourceError
 from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
-from xrt2pjrt.text import shell
+from xrt2pjrt.text import installs, shell
 from xrt2pjrt.report import Finding
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted
 
@@ -54,6 +54,7 @@ class Block:
 
 
 def rewrite(text: str, options: Options) -> Outcome:
+    options = installs.in_file(options, text)
     rec = Recorder(text, options)
     bodies = {block: dedent(text[block.start:block.end], block.indent) for block in blocks(text)}
     done = _python_together(text, bodies, options)

@@ -21,7 +21,7 @@ from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
-from xrt2pjrt.text import environment, markdown, shell
+from xrt2pjrt.text import environment, installs, markdown, shell
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into, shifted
 from xrt2pjrt.text.environment import EnvSetting
 
@@ -55,6 +55,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         cells = source_spans(text)
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise SourceError(f"not a notebook: {exc}", 1) from None
+    options = installs.in_file(options, text)
     rec = Recorder(text, options)
     ascii_only = "\\u" in text and text.isascii()
     python = _kernel_cells(cells)

@@ -37,6 +37,7 @@ def rewrite(text: str, options: Options) -> Outcome:
     except pyyaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SourceError(str(exc).splitlines()[0], (mark.line + 1) if mark else 1) from None
+    options = installs.in_file(options, text)
     rec = Recorder(text, options)
     settings: list[EnvSetting] = []
     for doc in documents:
