@@ -229,7 +229,10 @@ class _Engine(cst.CSTTransformer):
             # Original nodes live as long as the rewrite, so their ids stay theirs.
             line = self._nearest_above(anchor.statements)
             anchor_line, anchor_block = id(line), self.import_lines.get(id(line), (0, None))[1]
-        for key in ((anchor_block, module), (None, module)):
+        # An import planned at the top of the file, or after a module-level import line,
+        # binds everywhere: the module's block and None are one for reuse.
+        module_block = id(self.block_nodes[0]) if self.block_nodes else None
+        for key in ((anchor_block, module), (None, module), (module_block, module)):
             if key in self.planned:
                 return self.planned[key]
         if alias is not None and alias in self.taken():

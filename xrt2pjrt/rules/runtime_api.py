@@ -327,6 +327,12 @@ class SupportedDevices(RenameRule):
             "    return len(xm.get_xla_supported_devices(devkind=kind)) > 0\n",
             "import torch_xla.runtime as xr\n\ndef found(kind):\n    return xr.device_type() == kind\n",
         ),
+        Example(  # both forms in one file: one import
+            "import torch_xla.core.xla_model as xm\n\ndef probe(kind):\n"
+            "    return bool(xm.get_xla_supported_devices('TPU')), len(xm.get_xla_supported_devices(devkind=kind)) > 0\n",
+            "import torch_xla.runtime as xr\n\ndef probe(kind):\n"
+            "    return bool(xr.device_type() == 'TPU'), xr.device_type() == kind\n",
+        ),
     )
 
     def call(self, ctx, node, name):
@@ -336,7 +342,11 @@ class SupportedDevices(RenameRule):
                 ctx.change(f"{code(ctx.original)} as a probe → xr.device_type() == {code(kind)}: {_PROBE}")
                 return self._probe(ctx, kind, negated=False)
             if self._counted(ctx) is not None:
-                return node  # the comparison around it is the probe: see leave
+                # The comparison around it is the probe, which leave replaces whole; the
+                # kind goes now so that api-not-in-target, which runs next, finds no
+                # argument to report that the output will not have.
+                dropped = next(i for i, arg in enumerate(ctx.original.args) if arg.value is kind)
+                return node.with_changes(args=[a for i, a in enumerate(node.args) if i != dropped])
         return super().call(ctx, node, name)
 
     def leave(self, ctx, original, updated):
