@@ -633,6 +633,38 @@ def test_an_nprocs_name_used_for_other_sizes_too_is_reported():
     assert not alone.manual and "nprocs=1 if flags.num_cores == 1 else None" in alone.text
 
 
+@pytest.mark.parametrize("source, place, line", [
+    # the reviewer's r5: each replica's sampler sized by NUM_CORES, not by the world (half the data under 4)
+    ("NUM_CORES = 8\n\ndef _mp_fn(rank, world_size):\n    pass\n\n"
+     "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, args=(NUM_CORES,), nprocs=NUM_CORES)\n",
+     "passed to the spawned function (args=)", None),
+    ("if __name__ == '__main__':\n    n = int(sys.argv[1])\n    xmp.spawn(_mp_fn, args=(flags, n), nprocs=n)\n",
+     "passed to the spawned function (args=)", None),
+    # fastai_xla_extensions 0.0.12 multi_core/inference.py: one file of predictions per replica, read back
+    ("def get_preds(n_items=20, num_cores=8):\n    xmp.spawn(_run_inference, args=(n_items,), nprocs=num_cores)\n"
+     "    if True:\n        return reload_pred_results(num_cores)\n",
+     "used after this call", 6),
+])
+def test_an_nprocs_name_passed_to_the_replicas_or_read_after_the_spawn_is_reported(source, place, line):
+    out = migrate(_XMP + "\n" + source)
+    (item,) = out.manual
+    assert item.rule == "spawn-nprocs-expression" and f"is also {place}, as if it were the number of processes" in item.message
+    assert item.message.endswith(f"(line {line})") if line else item.message.endswith("use xr.world_size() there")
+    assert f"is also {place}" in next(line for line in out.text.splitlines() if "[spawn-nprocs-expression]" in line)
+
+
+@pytest.mark.parametrize("source", [
+    "def launch(fn, nprocs):\n    xmp.spawn(fn, args=(), nprocs=nprocs)\n",
+    # accelerate 0.12's notebook_launcher: read before the spawn, and in the other branch
+    "def notebook_launcher(function, args=(), num_processes=None):\n    if tpu:\n"
+    "        print(f'Launching a training on {num_processes} TPU cores.')\n"
+    "        xmp.spawn(function, args=args, nprocs=num_processes, start_method='fork')\n"
+    "    elif num_processes > 1:\n        start_processes(function, args=args, nprocs=num_processes)\n",
+])
+def test_an_nprocs_parameter_read_only_before_the_spawn_or_in_another_branch_is_not_reported(source):
+    assert not migrate(_XMP + "\n" + source).manual
+
+
 def test_the_environment_a_launcher_builds_for_a_child_process_is_migrated_too():
     # XRT-era launchers copied os.environ, set XRT_* in the copy and passed it to subprocess.
     out = text("""\

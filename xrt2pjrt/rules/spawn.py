@@ -8,7 +8,6 @@ it is kept, as is ``start_method``.
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
@@ -115,26 +114,42 @@ class NprocsExpression(_NprocsRule):
         if not isinstance(arg.value, _ATOMS):
             text = f"({text})"
         ctx.change(f"xmp.spawn: nprocs={code(arg.value)} → one device when it is 1, else every device")
-        others = _other_uses(ctx.source, code(arg.value), range(ctx.line, ctx.line + code(node).count("\n") + 1))
-        if others:
-            why = (f"{code(arg.value)} is also used elsewhere in this file, as if it were the number of processes: "
-                   "under PJRT that is xr.world_size(), which need not match it; use xr.world_size() there")
-            ctx.manual(f"{why} (line {', '.join(map(str, others))})", comment=why)
+        name, places, lines = _read_as_count(spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func)))
+        if places:
+            why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
+                   "xr.world_size(), which need not match it; use xr.world_size() there")
+            ctx.manual(f"{why} (line {', '.join(map(str, lines))})" if lines else why, comment=why)
         return node.with_changes(
             args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
                   *node.args[index + 1:]]
         )
 
 
-def _other_uses(source: str, expression: str, call: range) -> list[int]:
-    """When ``expression`` is a module-level constant (``NUM_DEVICES = 8``), the lines that
-    read it but for those of the ``call``: code sized by it (a shard per replica). A flag or
-    a parameter is left alone: libraries read those for every launcher they support."""
-    if not re.search(rf"^{re.escape(expression)}[ \t]*=[ \t]*\d+[ \t]*(#.*)?$", source, re.M):
-        return []
-    pattern = re.compile(rf"(?<![\w.]){re.escape(expression)}(?![\w])(?!\s*=(?!=))")
-    lines = {source.count("\n", 0, m.start()) + 1 for m in pattern.finditer(source)}
-    return sorted(lines - set(call))
+def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[int]]:
+    """The name given to the spawn as its process count, the places that read it too, as if
+    it were one (code sized by it, a file per replica), and their lines: the spawn's other
+    arguments (the spawned function gets it); anywhere in the file for a module-level
+    constant (``NUM_CORES = 8``), else only after the spawn in the code that binds it (a
+    library reads its parameter or flag before it, for every launcher it supports)."""
+    count = site and site.argument("nprocs", NPROCS_POSITION)
+    if not isinstance(count, ast.Name):
+        return "", [], []
+    places = []
+    others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not count]
+    if spawn_site.reads((node for arg in others for node in ast.walk(arg)), count.id):
+        places.append("passed to the spawned function (args=)")
+    scope = site.binding_scope(count.id)
+    if scope is None:
+        return count.id, places, []
+    if scope is site.scopes[-1] and any(isinstance(value, ast.Constant) and type(value.value) is int
+                                        for value in spawn_site.bindings(scope)[count.id]):
+        where, reads = "used elsewhere in this file", spawn_site.reads(ast.walk(scope), count.id)
+    elif scope is site.scopes[0]:
+        where, reads = "used after this call", spawn_site.reads(spawn_site.nodes_of(site.after), count.id)
+    else:
+        return count.id, places, []
+    lines = sorted({read.lineno for read in reads} - set(range(site.call.lineno, site.call.end_lineno + 1)))
+    return count.id, places + [where] * bool(lines), lines
 
 
 @register

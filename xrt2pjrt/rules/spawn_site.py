@@ -21,6 +21,9 @@ _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 class Site:
     call: ast.Call
     scopes: list[ast.AST]  # the functions around the call, innermost first, then the module
+    # The statements that run after the call in the innermost scope: of each block around
+    # the call, those after the statement that holds it (not another branch of its ``if``).
+    after: list[ast.stmt]
 
     def argument(self, name: str, position: int) -> ast.expr | None:
         """The argument bound to parameter ``name`` (by keyword, or by ``position``)."""
@@ -45,24 +48,36 @@ def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
     if tree is None:
         return None
 
-    def search(node: ast.AST, scopes: list[ast.AST]) -> Site | None:
-        for child in ast.iter_child_nodes(node):
-            if hasattr(child, "end_lineno") and not child.lineno <= line <= child.end_lineno:
-                continue
-            if isinstance(child, ast.Call) and child.lineno == line and ast.unparse(child.func) == func:
-                return Site(child, scopes)
-            found = search(child, [child, *scopes] if isinstance(child, _FUNCTIONS) else scopes)
-            if found:
-                return found
+    def search(node: ast.AST, scopes: list[ast.AST], after: list[ast.stmt]) -> Site | None:
+        for value in (value for _, value in ast.iter_fields(node)):
+            children = value if isinstance(value, list) else [value]
+            for index, child in enumerate(children):
+                if not isinstance(child, ast.AST) or (hasattr(child, "end_lineno")
+                                                      and not child.lineno <= line <= child.end_lineno):
+                    continue
+                if isinstance(child, ast.Call) and child.lineno == line and ast.unparse(child.func) == func:
+                    return Site(child, scopes, after)
+                if isinstance(child, _FUNCTIONS):
+                    found = search(child, [child, *scopes], [])
+                else:
+                    found = search(child, scopes, [*children[index + 1:], *after] if isinstance(child, ast.stmt) else after)
+                if found:
+                    return found
         return None
 
-    return search(tree, [tree])
+    return search(tree, [tree], [])
 
 
 def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of ``scope``'s own code: the functions, classes and lambdas it defines are
     yielded, not entered."""
-    pending = [scope.body] if isinstance(scope, ast.Lambda) else list(scope.body)
+    return nodes_of([scope.body] if isinstance(scope, ast.Lambda) else scope.body)
+
+
+def nodes_of(roots: list[ast.AST]) -> Iterator[ast.AST]:
+    """The nodes of ``roots``, and under them; the functions, classes and lambdas among them
+    are yielded, not entered."""
+    pending = list(roots)
     while pending:
         node = pending.pop()
         yield node
