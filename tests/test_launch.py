@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from _hostile import hostile_words
-from stand_ins.pod import Pod, set_up, statements
+from stand_ins.pod import Pod, set_up
+from xrt2pjrt.launch import READ_SECRET, SECRET_PLACEHOLDER
 
 LAUNCH = [sys.executable, "-m", "xrt2pjrt", "launch"]
 
@@ -84,35 +85,38 @@ def test_dry_run_prints_the_commands_and_runs_nothing(pod):
                             "--restart-tpuvm-pod-server", "--dry-run", "--", "python3", "train.py", "--lr", "0.1"])
     assert ran.returncode == 0
     assert pod.gcloud_calls() == [] and pod.calls() == {}
-    lines = [shlex.split(line) for line in ran.stdout.splitlines()]
+    note, *lines = [shlex.split(line, comments=True) for line in ran.stdout.splitlines()]
+    assert note == [] and "$XRT2PJRT_JOB_SECRET stands for it" in ran.stdout  # a comment, then the commands
     run_id = re.search(r"XRT2PJRT_LAUNCH=([0-9a-f]+);", ran.stdout).group(1)
-    command = (f"--command=export XRT2PJRT_LAUNCH={run_id}; . /etc/profile; conda activate xla && PJRT_DEVICE=TPU "
-               "python3 train.py --lr 0.1")
-    assert lines == [["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}", command]
-                     for i in range(2)]
+    command = (f"--command=export XRT2PJRT_LAUNCH={run_id}; {READ_SECRET.text}. /etc/profile; conda activate xla && "
+               "PJRT_DEVICE=TPU python3 train.py --lr 0.1")
+    stdin = ["printf", "%s\\n", "$XRT2PJRT_JOB_SECRET", "|"]  # the placeholder, never a secret
+    assert lines == [stdin + ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}",
+                              command] for i in range(2)]
     assert "ignoring --restart-tpuvm-pod-server" in ran.stderr
 
 
 def test_dry_run_without_worker_count_shows_the_describe_step(pod):
     ran = pod.run(LAUNCH + ["--tpu", "pod", "--dry-run", "--", "python3", "t.py"])
     assert ran.returncode == 0 and pod.gcloud_calls() == []
-    first, note, template = ran.stdout.splitlines()
+    first, note, secret_note, template = ran.stdout.splitlines()
     assert shlex.split(first) == ["gcloud", "compute", "tpus", "tpu-vm", "describe", "pod", "--format=json"]
-    assert note.startswith("#") and "--worker=<i>" in template
+    assert note.startswith("#") and secret_note.startswith("#") and "--worker=<i>" in template
 
 
 def test_dry_run_matches_what_a_real_run_runs(pod):
     argv = ["--tpu", "pod", "--num-workers", "3", "--docker-image", "img:1", "--docker-run-flag=--shm-size=1G",
             "--", "python3", "t.py", "it's"]
-    printed = pod.run(LAUNCH + ["--dry-run"] + argv).stdout
+    printed = [line.removeprefix(SECRET_PLACEHOLDER) for line in pod.run(LAUNCH + ["--dry-run"] + argv).stdout
+               .splitlines() if not line.startswith("#")]
     assert pod.run(LAUNCH + argv).returncode == 0
-    ran = "\n".join(shlex.join(["gcloud"] + c) for c in pod.gcloud_calls())
+    ran = [shlex.join(["gcloud"] + c) for c in pod.gcloud_calls()]
     same_id = re.compile(r"(XRT2PJRT_LAUNCH=|xrt2pjrt-)[0-9a-f]{12}")  # each run has its own id
-    assert sorted(same_id.sub(r"\1ID", printed).splitlines()) == sorted(same_id.sub(r"\1ID", ran).splitlines())
+    assert sorted(same_id.sub(r"\1ID", line) for line in printed) == sorted(same_id.sub(r"\1ID", line) for line in ran)
     (docker,) = pod.calls()[0]
     assert same_id.sub(r"\1ID", shlex.join(docker.argv)) == shlex.join(
-        ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU", "--shm-size=1G",
-         "--name", "xrt2pjrt-ID", "img:1", "python3", "t.py", "it's"])
+        ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU", "-e", "XRT2PJRT_JOB_SECRET",
+         "--shm-size=1G", "--name", "xrt2pjrt-ID", "img:1", "python3", "t.py", "it's"])
 
 
 @pytest.mark.parametrize("layer", [[], ["--conda-env", "torch-xla"], ["--docker-image", "img:1"]],
@@ -129,14 +133,93 @@ def test_the_workers_environment_is_set_up_as_xla_dist_set_it_up(tmp_path, layer
     for worker in (0, 1):
         (xla_dist,), (launched,) = old.commands()[worker], new.commands()[worker]
         assert set_up(launched) == set_up(xla_dist)
-        before_profile = statements(launched)[:statements(launched).index([".", "/etc/profile"])]
-        assert all("XRT2PJRT_" in " ".join(s) for s in before_profile), "only the launch's own lines come first"
+        marker, rest = launched.split("; ", 1)
+        assert re.fullmatch(r"export XRT2PJRT_LAUNCH=[0-9a-f]+", marker)
+        assert rest.startswith(READ_SECRET.text + ". /etc/profile;"), "before it only the launch's id and secret"
         program = new.calls()[worker][-1]
         assert program.argv[-2:] == ["python3", "train.py"]
         if layer and layer[0] == "--conda-env":
             assert program.env["CONDA_DEFAULT_ENV"] == "torch-xla"
         if not layer or layer[0] != "--docker-image":  # in docker the container's environment is its own
             assert program.env["STAND_IN_PROFILE_READ"] == "1" and program.env["MSG"] == "hi"
+
+
+# Each worker: the job's secret from the environment, the shim's store handshake with it (worker
+# 0 serves, worker 1 connects: only holders of the same secret get in), then worker 0 looks for
+# the secret on every command line of this machine while both are running, as `ps` would.
+HANDSHAKE = """
+import glob, hashlib, os, pathlib, sys, time
+from xrt2pjrt.shim import store
+secret, shared = store.job_secret(), pathlib.Path(sys.argv[1])
+assert sys.stdin.read() == "", "the program's stdin is empty"
+if os.environ["TPU_WORKER_ID"] == "0":
+    server = store.StoreServer(store.listen("127.0.0.1", 0), secret)
+    (shared / "port").write_text(str(server.port))
+    me = store.StoreClient("127.0.0.1", server.port, secret, timeout=120)
+    me.wait(["worker 1 is in"])
+    holding = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            holding += [path] if secret in pathlib.Path(path).read_bytes() else []
+        except OSError:
+            pass  # gone meanwhile
+    me.set("command lines holding the secret", repr(holding))
+    me.wait(["worker 1 is done"])
+else:
+    while not (shared / "port").exists():
+        time.sleep(0.05)
+    me = store.StoreClient("127.0.0.1", int((shared / "port").read_text()), secret, timeout=120)
+    me.set("worker 1 is in", b"")
+    print("command lines holding the secret:", me.get("command lines holding the secret").decode())
+    me.set("worker 1 is done", b"")
+print("secret", hashlib.sha256(secret).hexdigest()[:16])
+"""
+
+
+def test_each_run_hands_every_worker_a_new_secret_on_no_command_line(pod, tmp_path):
+    """Two workers meet in the shim's store with the secret the launch made; no process of
+    the machine (the launch, its gcloud, the workers' shells and programs) has it in its argv."""
+    root = Path(__file__).resolve().parents[1]
+    seen = []
+    for run in range(2):
+        shared = tmp_path / f"run-{run}"
+        shared.mkdir()
+        ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", "--env", f"PYTHONPATH={root}", "--",
+                                sys.executable, "-c", HANDSHAKE, str(shared)], timeout=180)
+        assert ran.returncode == 0, ran.stderr
+        assert "[worker 1] command lines holding the secret: []" in ran.stdout.splitlines()
+        secrets = {line.split()[-1] for line in ran.stdout.splitlines() if " secret " in line}
+        assert len(secrets) == 1, "the same secret on every worker"
+        seen += secrets
+    assert seen[0] != seen[1], "a new secret for each run"
+
+
+def test_the_secret_reaches_a_container_by_name_only(pod):
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", "--docker-image", "img:1", "--", "python3", "t.py"])
+    assert ran.returncode == 0, ran.stderr
+    values = set()
+    for worker in (0, 1):
+        (docker,) = pod.calls()[worker]
+        assert docker.argv[:8] == ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU",
+                                   "-e"] and docker.argv[8] == "XRT2PJRT_JOB_SECRET"  # `-e NAME`: from docker's env
+        values.add(docker.env["XRT2PJRT_JOB_SECRET"])  # kept through sudo, which resets the environment
+        assert not any(value in " ".join(docker.argv) for value in values)
+    (secret,) = values
+    assert len(secret) >= 32
+    assert not any(secret in " ".join(call) for call in pod.gcloud_calls())
+
+
+def test_a_worker_command_run_without_the_secret_on_stdin_says_so(pod):
+    """The dry run's command, run by hand without its pipe or with the variable unset: the
+    worker stops at once, saying why."""
+    printed = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "1", "--dry-run", "--", "python3", "t.py"]).stdout
+    (command,) = [line for line in printed.splitlines() if not line.startswith("#")]
+    for without in (command.removeprefix(SECRET_PLACEHOLDER) + " < /dev/null", command):  # no pipe; no value
+        ran = pod.run(["bash", "-c", without], XRT2PJRT_JOB_SECRET="")
+        assert ran.returncode == 1 and "xrt2pjrt launch: no job secret on stdin" in ran.stderr
+        assert pod.calls() == {}, "nothing ran"
+    ran = pod.run(["bash", "-c", command], XRT2PJRT_JOB_SECRET="s" * 32)  # with its pipe, as printed
+    assert ran.returncode == 0 and pod.calls()[0][0].env["XRT2PJRT_JOB_SECRET"] == "s" * 32
 
 
 def test_ctrl_c_removes_the_container_on_every_worker(pod):
@@ -228,7 +311,8 @@ def test_env_values_conda_env_image_and_container_arrive_as_given(pod, tmp_path,
     if layer == "docker":
         (docker,) = calls
         args = docker.argv
-        assert [args[i + 1] for i, a in enumerate(args) if a == "-e"] == ["PJRT_DEVICE=TPU", *env]
+        assert [args[i + 1] for i, a in enumerate(args) if a == "-e"] == [
+            "PJRT_DEVICE=TPU", "XRT2PJRT_JOB_SECRET", *env]
         assert args[args.index("--name") + 1] == words[2] and f"--label={words[3]}" in args
         assert args[-3:] == [words[1], "python3", words[4]]
     else:

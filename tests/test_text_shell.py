@@ -167,6 +167,30 @@ def test_the_workers_environment_is_set_up_as_xla_dist_set_it_up(tmp_path, name)
             assert program.env["STAND_IN_PROFILE_READ"] == "1"
 
 
+@pytest.mark.parametrize("name", ["pod_launch", "docker"])
+def test_for_the_shim_every_worker_gets_the_same_new_job_secret(tmp_path, name):
+    """--target shim: the shim's store on a pod lets in only the holders of the job's secret.
+    The gcloud line makes one when it runs, on this machine: the same on every worker, a new
+    one each run; docker gets it by name (sudo keeps it). The trade-off, said in the change's
+    message: it is on the command line each worker's shell runs."""
+    before = (FIXTURES / f"{name}.sh").read_text()
+    outcome = rewrite(before, target="shim")
+    (change,) = [c for c in outcome.changes if c.rule == "launch-xla-dist"]
+    assert "shown by `ps` here and on the workers: --launcher xrt2pjrt hands it over stdin" in change.message
+    secrets = []
+    for run in range(2):
+        (_, _), (new, ran) = _run_both(tmp_path / str(run), before, outcome.text)
+        assert ran.returncode == 0, ran.stderr
+        programs = [new.calls()[worker][-1] for worker in range(4)]
+        (secret,) = {p.env["XRT2PJRT_JOB_SECRET"] for p in programs}
+        assert len(secret) == 64 and not any(secret in " ".join(p.argv) for p in programs)
+        if name == "docker":
+            assert all(p.argv[5:9] == ["-e", "PJRT_DEVICE=TPU", "-e", "XRT2PJRT_JOB_SECRET"] for p in programs)
+        secrets.append(secret)
+    assert secrets[0] != secrets[1]
+    assert "XRT2PJRT_JOB_SECRET" not in rewrite(before).text, "the native target needs none"
+
+
 @pytest.mark.parametrize("word", ["a b", "it's", "back\\slash", "tab\there", "*.csv", "$(echo sub)", "$HOME/x",
                                   "`echo tick`", "semi;colon", "a&b|c", "{x,y}", "~/path", ""])
 def test_any_literal_word_reaches_the_worker_as_under_xla_dist(tmp_path, word):

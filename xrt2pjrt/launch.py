@@ -15,6 +15,14 @@ conda or docker) comes from the same model as ``migrate``'s rewrite of an xla_di
 (text/xla_dist.py), so a script and this command run the same program on the workers; only
 the quoting of the words differs.
 
+The job's secret. The shim's store on a pod lets in only the processes that hold the job's
+secret (xrt2pjrt.shim.store): each run makes a new one and hands it to every worker as the
+first line of its gcloud's stdin, which the worker command reads into ``XRT2PJRT_JOB_SECRET``
+before anything else (so /etc/profile cannot read it first), so that no command line on any
+machine holds it (``ps`` shows command lines to every user). Docker passes it into the
+container by name, ``sudo --preserve-env`` keeping its value. The program then reads an
+empty stdin, as it did before. ``--dry-run`` prints a placeholder, never a secret.
+
 Design. One ``gcloud compute tpus tpu-vm ssh NAME --worker=i --command=…`` per worker, run
 at once, so that each output line can be prefixed with its worker and each worker's exit
 status is known. The worker count comes from ``--num-workers`` or else from ``gcloud
@@ -43,9 +51,10 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
+from xrt2pjrt.shim import store
 from xrt2pjrt.text.words import Word
-from xrt2pjrt.text.xla_dist import (XRT_ONLY, Launch, Untranslatable, as_argv_text, gcloud_describe, gcloud_ssh,
-                                    literal_word)
+from xrt2pjrt.text.xla_dist import (XRT_ONLY, Launch, Prelude, Seg, Untranslatable, as_argv_text,
+                                    gcloud_describe, gcloud_ssh, literal_word)
 
 GRACE_SECONDS = 5.0
 STOP_SECONDS = 60.0
@@ -142,26 +151,35 @@ def worker_count(target: Target) -> int:
 # Exported in every worker's command: the processes of this launch are the ones whose
 # environment holds it, which is how they are found again to be stopped.
 MARKER = "XRT2PJRT_LAUNCH"
+# The first thing a worker does: read the job's secret, one line of its stdin. An empty line
+# (a --dry-run line run by hand without the variable set) is no secret either.
+READ_SECRET = Seg(f'IFS= read -r {store.SECRET_ENV} && [ -n "${store.SECRET_ENV}" ] || '
+                  f'{{ echo "xrt2pjrt launch: no job secret on stdin" >&2; exit 1; }}; export {store.SECRET_ENV}; ')
+# What --dry-run shows where a run writes the secret to each gcloud's stdin.
+SECRET_PLACEHOLDER = f'printf "%s\\n" "${store.SECRET_ENV}" | '
 
 
 @dataclass(frozen=True)
 class Run:
-    """One launch of a command on a pod, with the id that marks its processes on the workers."""
+    """One launch of a command on a pod: the id that marks its processes on the workers, and
+    the job's secret, both new for each run."""
 
     launch: Launch
     target: Target
     id: str
+    secret: str = dataclasses.field(repr=False)
 
     @classmethod
     def new(cls, launch: Launch, target: Target) -> "Run":
         run_id = secrets.token_hex(6)
         if launch.docker_image and not launch.docker_container:  # named, so it can be removed
             launch = dataclasses.replace(launch, docker_container=Word.literal(f"xrt2pjrt-{run_id}"))
-        return cls(launch, target, run_id)
+        return cls(launch, target, run_id, store.new_secret())
 
     def ssh(self, worker: str) -> list[str]:
-        command = f"export {MARKER}={self.id}; " + as_argv_text(self.launch.worker_command(literal_word))
-        return self._gcloud(worker, command)
+        """The gcloud command for a worker; it reads the job's secret from its stdin."""
+        prelude = Prelude((Seg(f"export {MARKER}={self.id}; "), READ_SECRET), (MARKER, store.SECRET_ENV))
+        return self._gcloud(worker, as_argv_text(self.launch.worker_command(literal_word, prelude)))
 
     def stop(self, worker: str) -> list[str]:
         """The command that stops this launch's processes on a worker, even if its ssh is gone."""
@@ -177,7 +195,7 @@ class Run:
 
 
 def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO) -> int:
-    """Print the exact commands a launch would run; run nothing."""
+    """Print the exact commands a launch would run, the job's secret as a placeholder; run nothing."""
     run_ = Run.new(launch, target)
     if num_workers is None:
         print(shlex.join(gcloud_describe(target.tpu, target.zone, target.project)), file=out)
@@ -186,8 +204,10 @@ def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO
               "(--num-workers N gives them here):", file=out)
     else:
         workers = [str(i) for i in range(num_workers)]
+    print(f"# each reads the job's secret from its stdin: ${store.SECRET_ENV} stands for it here "
+          "(a run makes a new one, the same for every worker)", file=out)
     for worker in workers:
-        print(shlex.join(run_.ssh(worker)), file=out)
+        print(SECRET_PLACEHOLDER + shlex.join(run_.ssh(worker)), file=out)
     return 0
 
 
@@ -222,11 +242,12 @@ class _Pod:
         for i, argv in enumerate(self.argvs):
             try:
                 proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                                        stdin=subprocess.PIPE, start_new_session=True)
             except FileNotFoundError:
                 self._stop(range(len(self.procs)))
                 raise LaunchError("gcloud is not on PATH") from None
             self.procs.append(proc)
+            self._hand_secret(proc)
             for stream, sink in ((proc.stdout, self.out), (proc.stderr, self.err)):
                 pump = threading.Thread(target=self._pump, args=(i, stream, sink), daemon=True)
                 pump.start()
@@ -253,6 +274,15 @@ class _Pod:
         self._say(f"failed on worker {_names(failed)} ({codes})")
         first = failed[min(failed)]
         return first if 0 < first < 256 else 1
+
+    def _hand_secret(self, proc: subprocess.Popen) -> None:
+        """The job's secret, one line, then the end of the worker's stdin (a few bytes: the
+        pipe takes them at once). A gcloud that is gone already fails on its own."""
+        try:
+            proc.stdin.write(self.run_.secret.encode() + b"\n")
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
 
     def _pump(self, worker: int, stream, sink: TextIO) -> None:
         for raw in iter(stream.readline, b""):

@@ -182,6 +182,9 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.docker_image:
         notes += "; the image must ship torch_xla 2.x"
+    if rec.options.target == "shim" and rec.options.launcher != "xrt2pjrt":
+        notes += ("; a new job secret for the shim's store each run, the same on every worker (XRT2PJRT_JOB_SECRET, "
+                  "shown by `ps` here and on the workers: --launcher xrt2pjrt hands it over stdin)")
     target = "xrt2pjrt launch" if rec.options.launcher == "xrt2pjrt" else "gcloud … --worker=all"
     rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits)
 
@@ -211,7 +214,8 @@ def _as_gcloud(launch: xla_dist.Launch, span: str, rec: Recorder) -> str:
                                  xla_dist.quote_local(options.zone), xla_dist.quote_local(options.project))
     continued = re.search(r"\\\n([ \t]*)", span)
     joint = f" \\\n{continued.group(1)}" if continued else " "
-    body = xla_dist.as_shell_source(launch.worker_command())
+    prelude = xla_dist.SECRET_HERE if options.target == "shim" else None
+    body = xla_dist.as_shell_source(launch.worker_command(prelude=prelude))
     return " ".join(header) + joint + f'--command="{body}"'
 
 

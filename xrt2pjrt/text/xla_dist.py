@@ -41,6 +41,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable
 
+from xrt2pjrt.shim.store import SECRET_ENV
 from xrt2pjrt.text.words import GLOB, PLAIN, Part, Word
 
 MODULE = "torch_xla.distributed.xla_dist"
@@ -93,6 +94,25 @@ class Seg:
     local: bool = False
 
 
+@dataclass(frozen=True)
+class Prelude:
+    """What a worker runs first, exporting ``names``: docker keeps them through sudo, and the
+    job's secret (``XRT2PJRT_JOB_SECRET``) among them goes into the container by its name, so
+    that no command line holds its value."""
+
+    segs: tuple[Seg, ...]
+    names: tuple[str, ...]
+
+
+# The job's secret for the shim's store on a pod, made once on this machine when a migrated
+# script's gcloud line runs (--target shim): every worker gets the same one, a new one each run.
+# It is on gcloud's command line here and on the one each worker runs, so `ps` shows it there
+# (`xrt2pjrt launch` hands it over stdin instead).
+SECRET_HERE = Prelude((Seg(f"export {SECRET_ENV}="),
+                       Seg("$(python3 -c 'import secrets; print(secrets.token_hex(32))')", local=True), Seg("; ")),
+                      (SECRET_ENV,))
+
+
 @dataclass
 class Launch:
     tpu: Word
@@ -112,17 +132,17 @@ class Launch:
         if (self.docker_container or self.docker_run_flags) and not self.docker_image:
             raise Untranslatable("docker flags without --docker-image")
 
-    def worker_command(self, quote: "Quote | None" = None) -> list[Seg]:
+    def worker_command(self, quote: "Quote | None" = None, prelude: Prelude | None = None) -> list[Seg]:
         """What each worker runs: /etc/profile read as xla_dist read it, then PJRT_DEVICE=TPU,
         the env, conda or docker, the command.
 
         ``quote`` writes one word for the worker's shell: by default as xla_dist made the
         worker see a script's word (``remote_word``); ``xrt2pjrt launch`` gives
         ``literal_word``, so that each word arrives as it was given. The command words keep
-        their gaps (spaces, ``\\``-newlines) after the first.
+        their gaps (spaces, ``\\``-newlines) after the first. ``prelude`` runs first.
         """
         quote = quote or remote_word
-        segs: list[Seg] = [Seg(PROFILE)]
+        segs: list[Seg] = [*(prelude.segs if prelude else ()), Seg(PROFILE)]
 
         def word(w: Word, gap: str = " ") -> None:
             if segs:
@@ -131,7 +151,11 @@ class Launch:
 
         assignments = [_assignment(w, quote) for w in self.env]
         if self.docker_image:
-            for s in DOCKER_RUN:
+            docker = DOCKER_RUN
+            if prelude:
+                docker = ("sudo", f"--preserve-env={','.join(prelude.names)}", *DOCKER_RUN[1:],
+                          *(("-e", SECRET_ENV) if SECRET_ENV in prelude.names else ()))
+            for s in docker:
                 word(Word.literal(s))
             for a in assignments:
                 word(Word.literal("-e"))
