@@ -113,3 +113,28 @@ def test_an_xrt_era_container_image_is_reported():
     outcome = yaml_rewriter.rewrite(text, ALL)
     assert outcome.text == text
     assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]
+
+
+def test_a_gke_tpu_node_job_is_reported_on_every_run():
+    # GKE's TPU-node integration (an XRT-era Cloud TPU node beside the pod): PJRT cannot drive
+    # it. Only the env entry was rewritten, to PJRT_DEVICE=TPU; the job got no item.
+    text = ("apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    metadata:\n      annotations:\n"
+            '        tf-version.cloud-tpus.google.com: "pytorch-1.9"\n    spec:\n      containers:\n'
+            "      - name: train\n        image: us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.9.0_3.10_tpuvm\n"
+            "        env:\n        - name: XRT_TPU_CONFIG\n          value: \"localservice;0;localhost:51011\"\n"
+            "        - name: A\n          value: b\n        resources:\n          limits:\n"
+            "            cloud-tpus.google.com/v3: 8\n")
+    outcome = rewrite(text)
+    assert outcome.text == text.replace("name: XRT_TPU_CONFIG\n          value: \"localservice;0;localhost:51011\"",
+                                        'name: PJRT_DEVICE\n          value: "TPU"')
+    decisions = [("env-shell-xrt-tpu-config", 7, "`tf-version.cloud-tpus.google.com`: a GKE TPU node"),
+                 ("env-shell-xrt-tpu-config", 19, "`cloud-tpus.google.com/v3`: a GKE TPU node")]
+    assert_decisions(outcome, decisions)
+    assert "google.com/tpu" in outcome.manual[0].message  # what a TPU VM node pool asks for instead
+    again = rewrite(outcome.text)  # as --check after --write
+    assert again.text == outcome.text and again.changes == []
+    assert_decisions(again, decisions)
+    # TensorFlow's TPU-node jobs are not PyTorch's to report
+    tf = text.replace("pytorch-1.9", "2.8").replace("XRT_TPU_CONFIG", "TF_CPP_MIN_LOG_LEVEL").replace(
+        "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.9.0_3.10_tpuvm", "tensorflow/tensorflow:2.8.0")
+    assert rewrite(tf).manual == []

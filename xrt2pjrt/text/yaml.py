@@ -5,7 +5,8 @@ that change, in the style they were written in (plain, quoted, ``|`` block). She
 the value of a script key (``run``, ``script``, ``command``, ...), each line of a script
 list, and the argument after ``-c`` in an exec array. Env settings are Kubernetes
 ``env: [{name, value}]`` items, ``env:``/``environment:``/``variables:`` mappings and
-docker-compose ``- NAME=value`` lists. An exec array that runs xla_dist itself is reported.
+docker-compose ``- NAME=value`` lists. An exec array that runs xla_dist itself is reported,
+and so is a GKE TPU-node annotation or resource (PJRT cannot drive a TPU node).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ SCRIPT_KEYS = frozenset({"run", "script", "before_script", "after_script", "comm
 # Keys whose list is one command's argv (Kubernetes, Compose, Cloud Build), not lines of a script.
 EXEC_KEYS = frozenset({"command", "args", "entrypoint", "cmd"})
 ENV_KEYS = frozenset({"env", "environment", "variables"})
+# GKE's TPU-node integration: the annotation choosing the node's software
+# (tf-version.cloud-tpus.google.com: "pytorch-1.9") and the resource asking for one
+# (cloud-tpus.google.com/v3: 8). Kept as it is, reported on every run.
+TPU_NODE = re.compile(r"(?:tf-version\.)?cloud-tpus\.google\.com\b")
+GKE_TPU_NODE = ("a GKE TPU node, which only XRT can drive (its XRT_TPU_CONFIG set from KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS): "
+                "PJRT runs on TPU VMs: move the workload to a TPU VM node pool (nodeSelector "
+                "cloud.google.com/gke-tpu-accelerator and cloud.google.com/gke-tpu-topology, resource google.com/tpu)")
 Scalar, Sequence, Mapping = pyyaml.ScalarNode, pyyaml.SequenceNode, pyyaml.MappingNode
 
 
@@ -63,6 +71,9 @@ def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting]) -> N
                 settings += _env_settings(v, rec.text)
             if name == "image" and isinstance(v, Scalar) and isinstance(v.value, str):
                 installs.ask(rec, v.value, v.start_mark.index)  # a Kubernetes / Compose / CI container
+            if (isinstance(name, str) and TPU_NODE.match(name) and rec.options.on(environment.XrtTpuConfig.id)
+                    and installs.torch_file(rec.options, rec.text)):
+                rec.ask(environment.XrtTpuConfig.id, k.start_mark.index, f"`{name}`: {GKE_TPU_NODE}")
             _walk(v, name, rec, settings)
     elif isinstance(node, Sequence):
         items = node.value
