@@ -336,6 +336,11 @@ def assert_decisions(outcome, decisions: list[tuple[str, int, str]]) -> None:
         'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\npython train.py\n',
         "#!/bin/bash\nexport PJRT_DEVICE=CUDA\npython train.py\n",
         [("env-shell-xrt-cpu", 2, NO_CUDA)], id="gpu-map"),
+    pytest.param(  # CPU and GPU in one map: XRT's xla_device() took the GPU (TPU, then GPU, then CPU)
+        'export XRT_DEVICE_MAP="CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0|'
+        'GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\npython train.py\n',
+        "export PJRT_DEVICE=CUDA\npython train.py\n",
+        [("env-shell-xrt-cpu", 1, NO_CUDA)], id="cpu-and-gpu-map"),
     pytest.param(  # a TPU node reached over gRPC: the device is TPU, the node is for a person
         '#!/bin/bash\nexport XRT_WORKERS="tpu_worker:0;grpc://10.0.0.2:8470"\n'
         'export XRT_DEVICE_MAP="TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0"\npython train.py\n',
@@ -405,6 +410,8 @@ def test_tpuvm_mode_read_in_a_build_script_says_what_it_means_now():
     ("XRT_DEVICE_MAP", "CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0"),
     ("XRT_DEVICE_MAP", "GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"),
     ("XRT_DEVICE_MAP", "TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0"),
+    ("XRT_DEVICE_MAP", "CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0|"
+                       "GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"),
     ("XRT_WORKERS", "tpu_worker:0;grpc://10.0.0.2:8470"),
     ("XRT_WORKERS", "localservice:0;grpc://localhost:40934"),
 ])

@@ -60,8 +60,10 @@ def is_plumbing(name: str) -> bool:
 # on localhost (localservice); a TPU node's on its own address, port 8470.
 _REMOTE = re.compile(r"tpu_worker|COLAB_TPU_ADDR|KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS|:8470\b"
                      r"|grpc://(?!localhost\b|127\.0\.0\.1\b)")
-# The device kind a device map starts with: `GPU:0;/job:localservice/...`, in whatever quotes.
-_MAP_DEVICE = re.compile(r"""[rRbBfFuU]*["']*(CPU|GPU|TPU):""")
+# The device kinds of a device map's entries: `CPU:0;/job:...|GPU:0;/job:...`, in whatever
+# quotes. XRT's xm.xla_device() took the first kind of TPU, GPU, CPU the map had.
+_MAP_DEVICE = re.compile(r"""(?:^[rRbBfFuU]*["']*|\|)(CPU|GPU|TPU):""")
+_XRT_PREFERENCE = ("TPU", "GPU", "CPU")
 REMOTE_TPU = ("this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive: "
               "PJRT needs the program to run on the TPU VM itself")
 
@@ -81,12 +83,13 @@ def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9
     remote = REMOTE_TPU if value is not None and _REMOTE.search(value) else None
     if variable != "XRT_DEVICE_MAP":
         return DeviceChoice(DEVICE_SETTINGS[variable], remote)
-    kind = _MAP_DEVICE.match(value or "")
-    if kind is None:
+    kinds = set(_MAP_DEVICE.findall(value or ""))
+    if not kinds:
         return DeviceChoice("CPU", remote or "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not "
                                              "be read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it")
-    if kind.group(1) != "GPU":
-        return DeviceChoice(kind.group(1), remote)
+    kind = next(k for k in _XRT_PREFERENCE if k in kinds)
+    if kind != "GPU":
+        return DeviceChoice(kind, remote)
     if target < (2, 2):
         return DeviceChoice("GPU")
     if target < (2, 9):
