@@ -503,6 +503,27 @@ def test_a_runtime_started_before_spawn_is_reported_once_per_file():
     assert out.text.count("[spawn-runtime-before]") == 1
 
 
+@pytest.mark.parametrize("source, lines", [
+    # the reviewer's r4: a class body and a default value run on import, in the launching process
+    ("class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n",
+     "5, 7"),
+    ("class Trainer:\n    class Defaults:\n        device = xm.xla_device()\n", "6"),
+    ("@functools.lru_cache(maxsize=xm.xrt_world_size())\ndef shard(i):\n    pass\n", "4"),
+    ("log = lambda msg, rank=xm.get_ordinal(): print(rank, msg)\n", "4"),
+    ("def main():\n    def log(msg, rank=xm.get_ordinal()):\n        pass\n    class C:\n        w = xm.xrt_world_size()\n"
+     "    return log, C\n", None),  # when main runs, not on import: main is no spawned function, so "in main"
+])
+def test_a_runtime_started_on_import_in_a_class_body_or_default_value_is_reported(source, lines):
+    out = migrate("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+                  f"{source}\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
+    (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    if lines:
+        assert "at module level" in item.message and item.message.endswith(f"(line {lines})")
+    else:
+        assert item.message.endswith("(in main)")
+    assert out.text.count("[spawn-runtime-before]") == 1
+
+
 # --- environment: a device variable becomes the PJRT_DEVICE its value names ----------------
 
 def test_gpu_device_map_becomes_cuda_with_a_decision_for_2_9():

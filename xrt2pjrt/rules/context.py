@@ -116,9 +116,12 @@ class Context:
         return not (len(frames) > 1 and isinstance(frames[-2].node, cst.If) and frames[-2].node.orelse is frames[-1].node)
 
     @property
-    def at_module_level(self) -> bool:
-        """True outside every function and class: code that runs on import."""
-        return isinstance(self._engine.scope.node, cst.Module)
+    def runs_on_import(self) -> bool:
+        """True when the node being visited runs as the module is imported: outside every
+        function's body (a class body, a function's default values and decorators run then)."""
+        ancestors = self._engine.ancestors
+        return not any(isinstance(node, (cst.FunctionDef, cst.Lambda)) and inner is node.body
+                       for node, inner in zip(ancestors, [*ancestors[1:], self.original]))
 
     def is_store(self, original: cst.CSTNode | None = None) -> bool:
         """True when ``original`` (default: the node being visited) is assigned to or deleted."""

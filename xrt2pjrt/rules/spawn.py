@@ -296,6 +296,15 @@ class RuntimeBeforeSpawn(PythonRule):
             f"    # TODO(xrt2pjrt): {_STARTED} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
             manual=("before xmp.spawn, which then raises",),
         ),
+        Example(  # a class body and a function's default values run on import too
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
+            f"if __name__ == '__main__':\n    # TODO(xrt2pjrt): {_STARTED} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            manual=("(line 5, 7)",),
+        ),
         Example(  # the spawned function and what it calls: the workers' code
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def _device():\n    return xm.xla_device()\n\ndef _mp_fn(index):\n    device = _device()\n\n"
@@ -320,12 +329,12 @@ class RuntimeBeforeSpawn(PythonRule):
     )
 
     def __init__(self):
-        self.started_at: list[int] = []  # module-level lines that start the runtime
+        self.started_at: list[int] = []  # lines run on import that start the runtime
         self.reported = False  # the first spawn after them raises: the later ones never run
 
     def call(self, ctx, node, name):
         if name != SPAWN:
-            if ctx.at_module_level:
+            if ctx.runs_on_import:
                 self.started_at.append(ctx.line)
             return node
         if self.reported:
@@ -364,13 +373,17 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
     found: list[str] = []
 
     def visit(node: ast.AST, function: str | None) -> None:
+        if isinstance(node, ast.Call) and function is not None and function not in reached:
+            if _resolved(node.func, bound) in _RUNTIME_STARTERS and function not in found:
+                found.append(function)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # its decorators and default values run where it is defined, its body when it is called
+            for part in (*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)):
+                visit(part, function)
+            for statement in node.body:
+                visit(statement, node.name)
+            return
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                visit(child, child.name)
-                continue
-            if isinstance(child, ast.Call) and function is not None and function not in reached:
-                if _resolved(child.func, bound) in _RUNTIME_STARTERS and function not in found:
-                    found.append(function)
             visit(child, function)
 
     visit(tree, None)
