@@ -166,8 +166,8 @@ def test_legacy_nprocs_become_what_torch_xla_accepts(tpu_host, cores, nprocs, pa
     import xrt2pjrt.shim.xla_multiprocessing as xmp
 
     calls = tpu_host(cores)
-    xmp.spawn(print, args=("a",), nprocs=nprocs, start_method="fork")
-    assert calls == [(passed, "fork", ("a",))]
+    xmp.spawn(print, args=("a",), nprocs=nprocs, start_method="spawn")  # fork hands args over by key
+    assert calls == [(passed, "spawn", ("a",))]
     assert not [w for w in recwarn if issubclass(w.category, xmp.ShimNote)]
 
 
@@ -246,3 +246,178 @@ def test_model_wrapper_and_serial_executor_pass_through():
 
     assert xmp.MpModelWrapper is upstream.MpModelWrapper
     assert xmp.MpSerialExecutor().run(lambda: 42) == 42
+
+
+# --- fn and args: inherited under fork, pickled otherwise (as XRT's spawn did) ----------
+
+CLOSURE_PROGRAM = '''
+import json, os, sys, threading
+import torch_xla.distributed.xla_multiprocessing as upstream_xmp
+import xrt2pjrt.shim.xla_model as xm
+import xrt2pjrt.shim.xla_multiprocessing as xmp
+
+PARENT = os.getpid()
+
+
+def train_all(world_size):
+    lock = threading.Lock()  # pickle refuses a lock
+
+    def _mp_fn(index, transform, lock):  # nested, as XRT-era scripts wrote it
+        with lock:  # one write per line: the workers share the pipe
+            os.write(1, (json.dumps(["replica", index, world_size(), transform(index), os.getpid() != PARENT,
+                                     os.environ.get("PJRT_LOCAL_PROCESS_RANK")]) + "\\n").encode())
+
+    xmp.spawn(_mp_fn, args=(lambda i: i * 10 + 1, lock), nprocs=None, start_method="fork")
+    return _mp_fn
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["simulated-host"]:
+        # SIMULATION of a TPU host's several processes: torch_xla's device-plugin hook stands in
+        # for the chip count, so its run_multiprocess forks 3 pool workers (each a CPU world of one).
+        from torch_xla.experimental import plugins
+
+        class ThreeChips(plugins.DevicePlugin):
+            def physical_chip_count(self):
+                return 3
+
+            def configure_multiprocess(self, local_rank, local_world_size):
+                pass
+
+        plugins.using_dynamic_plugins = lambda: True
+        plugins.default = lambda: ThreeChips()
+        from torch_xla._internal import pjrt  # each worker is ordinal 0 of its own world: no duplicate check
+
+        pjrt._merge_replica_results = lambda results: dict(enumerate(results))
+        fn = train_all(lambda: None)  # the shim rightly refuses an ordinal in a world of one per process
+    else:
+        fn = train_all(xm.xrt_world_size)
+        results = xmp.run_multiprocess(lambda a, b: [a, b(a), os.getpid() != PARENT], 5, b=lambda a: a + 1,
+                                       start_method="fork")
+        print(json.dumps(["results", {str(k): v for k, v in results.items()}]), flush=True)
+    try:  # torch_xla's own spawn, same closure: the pool it uses pickles even with fork
+        upstream_xmp.spawn(fn, args=(str, threading.Lock()), start_method="fork")
+    except Exception as error:
+        print(json.dumps(["upstream", type(error).__name__, str(error)]), flush=True)
+'''
+
+
+def _lines(done: subprocess.CompletedProcess) -> list:
+    import json
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
+
+
+def test_under_fork_closures_lambdas_and_locks_reach_the_replicas_through_torch_xlas_pool(tmp_path):
+    """The shim's TPU path for real on one CPU device: torch_xla 2.9's run_multiprocess forks
+    a ProcessPoolExecutor worker, which gets a nested fn, a lambda and a lock as XRT's fork did."""
+    lines = _lines(run_program(tmp_path, CLOSURE_PROGRAM))
+    assert ["replica", 0, 1, 1, True, "0"] in lines  # in the forked worker, not here
+    assert ["results", {"0": [5, 6, True]}] in lines
+    upstream = [line for line in lines if line[0] == "upstream"]
+    assert upstream == [["upstream", "AttributeError", "Can't pickle local object 'train_all.<locals>._mp_fn'"]]
+
+
+@pytest.mark.slow
+def test_under_fork_every_worker_of_a_simulated_tpu_host_gets_the_closure(tmp_path):
+    """SIMULATION: torch_xla's pool forks 3 workers (a TPU host's chips, stood in by its
+    device-plugin hook); the values registered before the first submit reach each of them."""
+    script = tmp_path / "program.py"
+    script.write_text(CLOSURE_PROGRAM)
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"}
+    for name in ("XRT2PJRT_CPU_REPLICAS", "MASTER_ADDR", "XRT2PJRT_RENDEZVOUS_TRANSPORT"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, str(script), "simulated-host"], env=env, capture_output=True,
+                          text=True, timeout=600)
+    lines = _lines(done)
+    replicas = sorted(line[-1] for line in lines if line[0] == "replica")
+    assert replicas == ["0", "1", "2"]  # PJRT_LOCAL_PROCESS_RANK of each forked worker
+    assert all(line[3:5] == [1, True] for line in lines if line[0] == "replica")  # one world each: ordinal 0
+    assert [line[0] for line in lines if line[0] == "upstream"] == ["upstream"]
+
+
+SPAWN_METHOD_PROGRAM = '''
+import json, threading
+import xrt2pjrt.shim.xla_multiprocessing as xmp
+from xrt2pjrt.shim.spawn_targets import NotPicklable
+
+
+def report(index, *args, **kwargs):
+    print("replica ran", flush=True)
+
+
+def main():
+    def nested(index):
+        pass
+
+    attempts = {
+        "nested fn": lambda: xmp.spawn(nested, start_method="spawn"),
+        "lambda arg": lambda: xmp.spawn(report, args=(1, lambda: 2), start_method="spawn"),
+        "lock kwarg": lambda: xmp.run_multiprocess(report, 1, lock=threading.Lock(), start_method="forkserver"),
+        "CPU replicas": lambda: xmp.spawn(report, args=(lambda: 2,), nprocs=2, start_method="spawn"),
+    }
+    for name, attempt in attempts.items():
+        try:
+            attempt()
+        except NotPicklable as error:
+            print(json.dumps([name, str(error)]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_under_spawn_an_unpicklable_fn_or_arg_fails_before_any_replica_starts(tmp_path):
+    """XRT's spawn pickled fn and args for 'spawn' and 'forkserver' and raised in the parent:
+    so does the shim, naming the value, on torch_xla's path and on the CPU replica mode's."""
+    done = run_program(tmp_path, SPAWN_METHOD_PROGRAM)
+    lines = dict(_lines(done))
+    assert "replica ran" not in done.stdout
+    assert lines["nested fn"].startswith("xmp.spawn(start_method='spawn') sends fn and args to each replica by "
+                                         "pickle, as XRT's spawn did, and fn cannot be pickled: Can't pickle "
+                                         "local object 'main.<locals>.nested'.")
+    assert "or use start_method='fork'" in lines["nested fn"]
+    assert "and args[1] cannot be pickled: Can't pickle local object 'main.<locals>.<lambda>.<locals>.<lambda>'" \
+        in lines["lambda arg"]
+    assert lines["lock kwarg"].startswith("run_multiprocess(start_method='forkserver') sends")
+    assert "kwargs['lock'] cannot be pickled: cannot pickle '_thread.lock' object" in lines["lock kwarg"]
+    assert "args[0] cannot be pickled" in lines["CPU replicas"]
+
+
+def test_the_pickle_check_passes_what_multiprocessing_pickles_without_copying_it():
+    """Tensors and sockets pickle by handle in multiprocessing: the check accepts them and
+    serialises no tensor data (a 1 GiB tensor, expanded from one element, costs nothing)."""
+    import socket
+
+    import torch
+
+    from xrt2pjrt.shim import spawn_targets
+
+    huge = torch.zeros(1).expand(2**28)  # a view: serialising it would write 1 GiB
+    with socket.socket() as sock:
+        spawn_targets.require_picklable(print, (huge, sock, {"nested": [torch.nn.Parameter(torch.ones(2))]}),
+                                        {"n": 3}, why="test")
+    with pytest.raises(spawn_targets.NotPicklable, match=r"^spawning, and args\[1\] cannot be pickled"):
+        spawn_targets.require_picklable(print, (1, threading_lock()), why="spawning")
+
+
+def threading_lock():
+    import threading
+
+    return threading.Lock()
+
+
+def test_a_registered_target_outside_the_processes_forked_for_it_says_so():
+    import pickle
+
+    from xrt2pjrt.shim import spawn_targets
+
+    echo = lambda *a, **k: (a, k)  # noqa: E731
+    with spawn_targets.handed_over(echo, (2,), {"k": 3}, start_method="fork") as (target, args, kwargs):
+        assert (args, kwargs) == ((), {})
+        copy = pickle.loads(pickle.dumps(target))  # what a pool worker forked now receives
+        assert copy(1) == ((1, 2), {"k": 3})
+    with pytest.raises(RuntimeError, match="reaches only processes forked while the spawn that registered it runs"):
+        copy(1)

@@ -21,6 +21,11 @@ worker 0's address, with the secret every host was given. The store outlives thi
 until every replica process of every host has said it is done, and a replica that raises
 ends every rendezvous of the job at once with its error.
 
+``fn`` and ``args`` reach the replicas as under XRT (``spawn_targets``): with
+``start_method='fork'`` by inheritance, so nested functions, lambdas and locks work (torch_xla's
+own spawn pickles them even then); with ``'spawn'`` or ``'forkserver'`` by pickle, and a value
+pickle refuses is an error naming it before any replica starts.
+
 ``join=False`` returns at once with a context whose ``join()`` waits for the replicas and
 raises what they raised, as XRT's ``torch.multiprocessing`` context did.
 
@@ -50,6 +55,7 @@ except ImportError:  # torch_xla < 2.3 has no device plugins
 from xrt2pjrt.shim import cpu_replicas
 from xrt2pjrt.shim import job as _job
 from xrt2pjrt.shim import rendezvous as _rendezvous
+from xrt2pjrt.shim import spawn_targets
 from xrt2pjrt.shim import store as _store
 from xrt2pjrt.shim import xla_model as _shim_xm
 
@@ -128,14 +134,16 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
     if cpu_replicas.requested(nprocs):
         if start_method == "fork":  # a forked replica would inherit the started runtime
             _refuse_started_runtime("xmp.spawn")
+        spawn_targets.refuse_unpicklable(fn, args, start_method=start_method)
         return cpu_replicas.spawn(fn, args, nprocs, start_method)
     _refuse_started_runtime("xmp.spawn")
     devices = _devices_for(nprocs)
     if devices == 1:
         _shim_xm.DEVICE_TOUCH.note("xmp.spawn(nprocs=1), which runs fn in this process,")
         return _pjrt.spawn(fn, nprocs=devices, start_method=start_method, args=args)
-    with _store_for_replicas(_local_processes()):
-        return _pjrt.spawn(_Replica(fn), nprocs=devices, start_method=start_method, args=args)
+    handed_over = spawn_targets.handed_over(fn, args, start_method=start_method)
+    with _store_for_replicas(_local_processes()), handed_over as (target, target_args, _):
+        return _pjrt.spawn(_Replica(target), nprocs=devices, start_method=start_method, args=target_args)
 
 
 def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn", **kwargs) -> dict[int, Any]:
@@ -143,9 +151,12 @@ def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn",
     With ``PJRT_DEVICE=CPU`` and ``XRT2PJRT_CPU_REPLICAS=N``: on N CPU replicas."""
     _refuse_started_runtime("run_multiprocess")
     if cpu_replicas.requested(None):
+        spawn_targets.refuse_unpicklable(fn, args, kwargs, start_method=start_method, api="run_multiprocess")
         return cpu_replicas.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
-    with _store_for_replicas(_local_processes()):
-        return _pjrt.run_multiprocess(_Replica(fn, with_index=False), *args, start_method=start_method, **kwargs)
+    handed_over = spawn_targets.handed_over(fn, args, kwargs, start_method=start_method, api="run_multiprocess")
+    with _store_for_replicas(_local_processes()), handed_over as (target, target_args, target_kwargs):
+        return _pjrt.run_multiprocess(_Replica(target, with_index=False), *target_args, start_method=start_method,
+                                      **target_kwargs)
 
 
 class SpawnContext:
