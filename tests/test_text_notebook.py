@@ -11,7 +11,9 @@ import pytest
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text import notebook
+from xrt2pjrt.text import installs, notebook
+from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "notebook"
 ALL = Options(rules=frozenset(all_rules()))
@@ -356,8 +358,25 @@ def test_migrated_cells_run_in_one_kernel_namespace_on_torch_xla_2_9():
 
 def test_an_env_magic_is_judged_by_its_value():
     outcome = rewrite(_notebook(["%env XRT_TPU_CONFIG=tpu_worker;0;10.0.0.2:8470\n", "import torch_xla\n"]))
-    assert _sources(outcome.text)[0] == ["%env PJRT_DEVICE=TPU\n", "import torch_xla\n"]
+    assert _sources(outcome.text)[0] == [todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config"), "%env PJRT_DEVICE=TPU\n",
+                                         "import torch_xla\n"]
     assert [m.rule for m in outcome.manual] == ["env-shell-xrt-tpu-config"] and "remote TPU node" in outcome.manual[0].message
+
+
+def test_a_magic_line_to_decide_gets_its_todo_line_once():
+    # `!`/`%` lines kept their items in the report only: after --write, the remote TPU node's
+    # `!export` was a plain PJRT_DEVICE=TPU and the notebook said nothing.
+    cell = ["import torch_xla\n", "if remote:\n", "    !export XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n",
+            "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_USE_BF16=1\n"]
+    outcome = rewrite(_notebook(cell))
+    install = installs.finding("torch_xla==1.13", (2, 9))
+    expected = ["import torch_xla\n", "if remote:\n", todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config", "    "),
+                "    !export PJRT_DEVICE=TPU\n", todo_line(install, "install-xrt-era-release"),
+                "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_USE_BF16=1\n"]
+    assert _sources(outcome.text)[0] == expected
+    again = rewrite(outcome.text)
+    assert again.text == outcome.text and again.changes == []
+    assert [m.rule for m in again.manual] == ["install-xrt-era-release"]  # the one still to install
 
 
 def test_a_line_a_message_names_is_the_cells_line():

@@ -108,13 +108,13 @@ def leave_todo_comments(rec: Recorder, statements: list[tuple[int, int]]) -> Non
         line = lines[first - 1]
         margin = line[:len(line) - len(line.lstrip(" \t"))]
         comment = todo_line(f.message, f.rule, margin)
-        if (first, comment) in written or _comment_above(lines, first, comment):
+        if (first, comment) in written or comment_above(lines, first, comment):
             continue
         written.add((first, comment))
         rec.edits.append(Edit(starts[first - 1], starts[first - 1], comment))
 
 
-def _comment_above(lines: list[str], first: int, comment: str) -> bool:
+def comment_above(lines: list[str], first: int, comment: str) -> bool:
     """Whether ``comment`` is among the comment lines right above line ``first``."""
     above = first - 1
     while above > 0 and lines[above - 1].lstrip().startswith("#"):

@@ -22,7 +22,8 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
 from xrt2pjrt.text import environment, installs, markdown, shell
-from xrt2pjrt.text.edits import Edit, Recorder, merge_into, shifted
+from xrt2pjrt.report import Finding
+from xrt2pjrt.text.edits import Edit, Recorder, comment_above, merge_into, shifted, todo_line
 from xrt2pjrt.text.environment import EnvSetting
 
 def _python():
@@ -258,15 +259,25 @@ def _finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
         end = m.end()
         for _ in range(magic_line.count("\n")):  # its continuation placeholders go with it
             end = _line_end(text, end + 1)
+        asked = len(rec.manual)
         new = _magic(magic_line, options, rec, line)
         if new:
-            rec.edits.append(Edit(m.start(), end, m.group(1) + new))
+            rec.edits.append(Edit(m.start(), end, _todo_lines(text, m, rec.manual[asked:]) + m.group(1) + new))
         else:  # the magic is removed, with its line
             rec.edits.append(Edit(m.start(), min(end + 1, len(text)), ""))
     done = rec.outcome()
     if cell.prefix:
         return Outcome(cell.prefix + done.text, *_shift(done, 1))
     return done
+
+
+def _todo_lines(text: str, placeholder: re.Match, asked: list[Finding]) -> str:
+    """The TODO lines of the items a magic's line is ``asked``, for above it (a comment line
+    of the cell's Python, as the Python rules write theirs), but those already there."""
+    lines = text.splitlines(keepends=True)
+    first = text.count("\n", 0, placeholder.start()) + 1
+    todo = (todo_line(f.message, f.rule, placeholder.group(1)) for f in asked)
+    return "".join(dict.fromkeys(t for t in todo if not comment_above(lines, first, t)))
 
 
 _INSTALL_MAGIC = re.compile(r"%(?:pip|conda)\b")  # `%pip install …`: a pip command line
