@@ -648,10 +648,27 @@ def test_an_nprocs_name_used_for_other_sizes_too_is_reported():
                   "def train(index):\n    return 1024 // NUM_DEVICES\n\n"
                   "xmp.spawn(\n    train,\n    nprocs=NUM_DEVICES,\n)\n")
     (item,) = out.manual
-    assert item.rule == "spawn-nprocs-expression" and item.message.endswith("(line 6)")
+    assert item.rule == "spawn-nprocs-expression" and item.message.endswith("(line 6: `return 1024 // NUM_DEVICES`)")
     alone = migrate("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
                     "xmp.spawn(\n    train,\n    nprocs=flags.num_cores,\n)\n")
     assert not alone.manual and "nprocs=1 if flags.num_cores == 1 else None" in alone.text
+
+
+def test_the_uses_of_an_nprocs_constant_are_quoted_as_the_file_reads_them():
+    # bram-w/my_simclr_vit_profiling: "use xr.world_size() there (line 73)", and line 73 read
+    # `xr.world_size() * tpu_cores_per_node` after --write: following it squared the world size.
+    long = "x = " + " + ".join(["tpu_cores_per_node"] * 8)
+    out = migrate(_XMP + "\ntpu_cores_per_node = 8\n\n"
+                  "def main(index):\n    num_dataset_instances = xm.xrt_world_size() * tpu_cores_per_node\n"
+                  f"    {long}\n    y = tpu_cores_per_node\n    z = tpu_cores_per_node\n\n"
+                  "xmp.spawn(main, nprocs=tpu_cores_per_node)\n")
+    (item,) = out.manual
+    assert item.message.endswith(
+        "where tpu_cores_per_node means that number, use xr.world_size() instead "
+        "(line 6: `num_dataset_instances = xm.xrt_world_size() * tpu_cores_per_node`; "
+        f"line 7: `{long[:97]}...`; line 8: `y = tpu_cores_per_node`; and line 9)")
+    todo = next(line for line in out.text.splitlines() if "[spawn-nprocs-expression]" in line)
+    assert "line" not in todo and "use xr.world_size() there" not in todo
 
 
 @pytest.mark.parametrize("source, place, line", [
@@ -664,13 +681,13 @@ def test_an_nprocs_name_used_for_other_sizes_too_is_reported():
     # fastai_xla_extensions 0.0.12 multi_core/inference.py: one file of predictions per replica, read back
     ("def get_preds(n_items=20, num_cores=8):\n    xmp.spawn(_run_inference, args=(n_items,), nprocs=num_cores)\n"
      "    if True:\n        return reload_pred_results(num_cores)\n",
-     "used after this call", 6),
+     "used after this call", "(line 6: `return reload_pred_results(num_cores)`)"),
 ])
 def test_an_nprocs_name_passed_to_the_replicas_or_read_after_the_spawn_is_reported(source, place, line):
     out = migrate(_XMP + "\n" + source)
     (item,) = out.manual
     assert item.rule == "spawn-nprocs-expression" and f"is also {place}, as if it were the number of processes" in item.message
-    assert item.message.endswith(f"(line {line})") if line else item.message.endswith("use xr.world_size() there")
+    assert item.message.endswith(line or "use xr.world_size() instead")
     assert f"is also {place}" in next(line for line in out.text.splitlines() if "[spawn-nprocs-expression]" in line)
 
 

@@ -117,8 +117,8 @@ class NprocsExpression(_NprocsRule):
         name, places, lines = _read_as_count(spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func)))
         if places:
             why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
-                   "xr.world_size(), which need not match it; use xr.world_size() there")
-            ctx.manual(f"{why} (line {', '.join(map(str, lines))})" if lines else why, comment=why)
+                   f"xr.world_size(), which need not match it; where {name} means that number, use xr.world_size() instead")
+            ctx.manual(f"{why} ({_quoted(ctx.source, lines)})" if lines else why, comment=why)
         return node.with_changes(
             args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
                   *node.args[index + 1:]]
@@ -150,6 +150,24 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
         return count.id, places, []
     lines = sorted({read.lineno for read in reads} - set(range(site.call.lineno, site.call.end_lineno + 1)))
     return count.id, places + [where] * bool(lines), lines
+
+
+_QUOTED_LINES, _QUOTE_LENGTH = 3, 100
+
+
+def _quoted(source: str, lines: list[int]) -> str:
+    """``line 73: `its text```, for the first lines of ``lines``, then the others' numbers:
+    the message says which use it means (in a file where the line numbers have moved, a
+    number alone points at a line that reads otherwise)."""
+    texts = source.splitlines()
+    quoted = []
+    for line in lines[:_QUOTED_LINES]:
+        text = texts[line - 1].strip()
+        if len(text) > _QUOTE_LENGTH:
+            text = text[:_QUOTE_LENGTH - 3] + "..."
+        quoted.append(f"line {line}: `{text}`")
+    rest = lines[_QUOTED_LINES:]
+    return "; ".join(quoted) + (f"; and line {', '.join(map(str, rest))}" if rest else "")
 
 
 @register
