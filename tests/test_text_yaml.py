@@ -12,7 +12,10 @@ from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
 from test_text_shell import NO_CUDA, REMOTE, UNREADABLE, assert_decisions
 from xrt2pjrt.rewriters import SourceError
-from xrt2pjrt.text import yaml as yaml_rewriter
+from xrt2pjrt.text import installs, yaml as yaml_rewriter
+from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.text.yaml import GKE_TPU_NODE
+from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "yaml"
 ALL = Options(rules=frozenset(all_rules()))
@@ -88,8 +91,8 @@ def test_gke_tpu_node_endpoints_are_reported_and_a_local_config_is_not():
             '    value: "tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS:7}"\n  - name: XLA_USE_BF16\n    value: "1"\n'
             "- name: eval\n  env:\n    XRT_TPU_CONFIG: localservice;0;localhost:51011\n    XLA_USE_BF16: 1\n")
     outcome = rewrite(text)
-    assert outcome.text == ("containers:\n- name: train\n  env:\n  - name: PJRT_DEVICE\n"
-                            '    value: "TPU"\n  - name: XLA_USE_BF16\n    value: "1"\n'
+    assert outcome.text == ("containers:\n- name: train\n  env:\n" + todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config", "  ")
+                            + '  - name: PJRT_DEVICE\n    value: "TPU"\n  - name: XLA_USE_BF16\n    value: "1"\n'
                             "- name: eval\n  env:\n    PJRT_DEVICE: TPU\n    XLA_USE_BF16: 1\n")
     assert_decisions(outcome, [("env-shell-xrt-tpu-config", 4, REMOTE)])
 
@@ -100,9 +103,10 @@ def test_compose_gpu_map_and_a_map_from_a_secret():
             "    - XRT_WORKERS=localservice:0;grpc://localhost:40934\n"
             "env:\n- name: XRT_DEVICE_MAP\n  valueFrom: {secretKeyRef: {name: xrt, key: map}}\n- name: A\n  value: b\n")
     outcome = rewrite(text)
-    assert outcome.text == ("services:\n  gpu:\n    environment:\n    - PJRT_DEVICE=CUDA\n"
-                            "env:\n- name: PJRT_DEVICE\n  valueFrom: {secretKeyRef: {name: xrt, key: map}}\n"
-                            "- name: A\n  value: b\n")
+    notes = [m.message for m in outcome.manual]
+    assert outcome.text == ("services:\n  gpu:\n    environment:\n" + todo_line(notes[0], "env-shell-xrt-cpu", "    ")
+                            + "    - PJRT_DEVICE=CUDA\nenv:\n" + todo_line(notes[1], "env-shell-xrt-cpu")
+                            + "- name: PJRT_DEVICE\n  valueFrom: {secretKeyRef: {name: xrt, key: map}}\n- name: A\n  value: b\n")
     assert_decisions(outcome, [("env-shell-xrt-cpu", 4, NO_CUDA), ("env-shell-xrt-cpu", 7, UNREADABLE)])
 
 
@@ -111,7 +115,8 @@ def test_an_xrt_era_container_image_is_reported():
     text = ("spec:\n  template:\n    spec:\n      containers:\n      - name: train\n"
             "        image: gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm\n        command: [\"python3\", \"train.py\"]\n")
     outcome = yaml_rewriter.rewrite(text, ALL)
-    assert outcome.text == text
+    image = installs.finding("gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", (2, 9))
+    assert outcome.text == text.replace("        image:", todo_line(image, "install-xrt-era-release", "        ") + "        image:")
     assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]
 
 
@@ -125,16 +130,40 @@ def test_a_gke_tpu_node_job_is_reported_on_every_run():
             "        - name: A\n          value: b\n        resources:\n          limits:\n"
             "            cloud-tpus.google.com/v3: 8\n")
     outcome = rewrite(text)
+    node = GKE_TPU_NODE
     assert outcome.text == text.replace("name: XRT_TPU_CONFIG\n          value: \"localservice;0;localhost:51011\"",
-                                        'name: PJRT_DEVICE\n          value: "TPU"')
+                                        'name: PJRT_DEVICE\n          value: "TPU"').replace(
+        "        tf-version.", todo_line(f"`tf-version.cloud-tpus.google.com`: {node}", "env-shell-xrt-tpu-config", "        ")
+        + "        tf-version.").replace(
+        "            cloud-tpus.", todo_line(f"`cloud-tpus.google.com/v3`: {node}", "env-shell-xrt-tpu-config", "            ")
+        + "            cloud-tpus.")
     decisions = [("env-shell-xrt-tpu-config", 7, "`tf-version.cloud-tpus.google.com`: a GKE TPU node"),
                  ("env-shell-xrt-tpu-config", 19, "`cloud-tpus.google.com/v3`: a GKE TPU node")]
     assert_decisions(outcome, decisions)
     assert "google.com/tpu" in outcome.manual[0].message  # what a TPU VM node pool asks for instead
-    again = rewrite(outcome.text)  # as --check after --write
+    again = rewrite(outcome.text)  # as --check after --write: each under its TODO line
     assert again.text == outcome.text and again.changes == []
-    assert_decisions(again, decisions)
+    assert_decisions(again, [(rule, line + k + 1, message) for k, (rule, line, message) in enumerate(decisions)])
     # TensorFlow's TPU-node jobs are not PyTorch's to report
     tf = text.replace("pytorch-1.9", "2.8").replace("XRT_TPU_CONFIG", "TF_CPP_MIN_LOG_LEVEL").replace(
         "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.9.0_3.10_tpuvm", "tensorflow/tensorflow:2.8.0")
     assert rewrite(tf).manual == []
+
+
+def test_an_item_to_decide_gets_a_todo_line_above_its_entry_never_inside_a_scalar_or_flow():
+    # YAML items to decide were in the report only: after --write the remote TPU node's export
+    # in a `run: |` script was a plain PJRT_DEVICE=TPU, and the file said nothing.
+    text = ("jobs:\n  train:\n    steps:\n    - run: |\n        pip install torch_xla==1.13\n"
+            "        export XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n        python train.py\n"
+            "    - command: [python3, -m,\n                torch_xla.distributed.xla_dist, --tpu=pod, --, python3, t.py]\n")
+    outcome = rewrite(text)
+    lines = outcome.text.splitlines()
+    todos = [k for k, line in enumerate(lines) if "TODO(xrt2pjrt)" in line]
+    under = [next(line for line in lines[k:] if "TODO" not in line).strip()[:10] for k in todos]
+    assert under == ["- run: |"] * 2 + ["- command:"]
+    assert all(lines[k].startswith("    # TODO(xrt2pjrt): ") for k in todos)
+    loaded = yaml.safe_load(outcome.text)["jobs"]["train"]["steps"]
+    assert loaded[0]["run"] == "pip install torch_xla==1.13\nexport PJRT_DEVICE=TPU\npython train.py\n"
+    assert loaded[1] == yaml.safe_load(text)["jobs"]["train"]["steps"][1]
+    again = rewrite(outcome.text)
+    assert again.text == outcome.text and again.changes == []

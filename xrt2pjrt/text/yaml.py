@@ -19,7 +19,7 @@ import yaml as pyyaml
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import environment, installs, shell, xla_dist
-from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into
+from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME
 
@@ -52,7 +52,26 @@ def rewrite(text: str, options: Options) -> Outcome:
         if doc is not None:
             _walk(doc, None, rec, settings)
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE" in text[:offset])
+    starts = sorted({line for doc in documents if doc is not None for line in _entry_lines(doc, text)})
+    leave_todo_comments(rec, list(zip(starts, [line - 1 for line in starts[1:]] + [text.count("\n") + 1])))
     return rec.outcome()
+
+
+def _entry_lines(node, text: str):
+    """The lines that start an entry of a block collection (a key, a ``-`` item): a comment
+    line can go above each. Not the lines in a block scalar (text) or a flow collection."""
+    if isinstance(node, Mapping) and not node.flow_style:
+        entries = [k for k, _ in node.value]
+    elif isinstance(node, Sequence) and not node.flow_style:
+        entries = list(node.value)
+    else:
+        return
+    for entry in entries:
+        start = entry.start_mark.index
+        if re.fullmatch(r"[ \t]*(?:-[ \t]+)*", text[text.rfind("\n", 0, start) + 1:start]):
+            yield entry.start_mark.line + 1
+    for child in ([v for _, v in node.value] if isinstance(node, Mapping) else node.value):
+        yield from _entry_lines(child, text)
 
 
 def check(text: str) -> str | None:
