@@ -217,7 +217,6 @@ def test_spawn_nprocs_forms(before, after):
 _XMP = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
 
 
-@pytest.mark.parametrize("target", ["native", "shim"])
 @pytest.mark.parametrize("source, refused", [
     # KamilPiechowiak/iatransfer: a nested _mp_fn, spawned with fork (XRT forked it unpickled)
     ("def train_all(flags):\n    def _mp_fn(rank):\n        print(rank, flags)\n"
@@ -235,14 +234,26 @@ _XMP = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
     ("_mp_fn = lambda index: print(index)\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn, start_method='fork')\n",
      "fn (`_mp_fn`, a lambda)"),
 ])
-def test_what_spawn_cannot_pickle_is_reported_at_the_spawn(source, refused, target):
+def test_what_spawn_cannot_pickle_is_reported_at_the_spawn(source, refused):
     # torch_xla 2.x's spawn pickles fn and args for each process even under fork ("Can't pickle local object").
-    out = migrate(_XMP + source, target=target)
+    out = migrate(_XMP + source)
     (item,) = [m for m in out.manual if m.rule == "spawn-unpicklable"]
     assert f"pickle refuses {refused} (" in item.message and "even with start_method='fork'" in item.message
     assert item.line == _XMP.count("\n") + source[:source.index("xmp.spawn")].count("\n") + 1
     (todo,) = [line for line in out.text.splitlines() if "[spawn-unpicklable]" in line]
     assert todo.strip().startswith("# TODO(xrt2pjrt): ") and refused in todo
+    # The shim's spawn hands fn and args to forked replicas unpickled, as XRT's did.
+    assert not [m for m in migrate(_XMP + source, target="shim").manual if m.rule == "spawn-unpicklable"]
+
+
+@pytest.mark.parametrize("imports, target", [(_XMP, "shim"), ("import xrt2pjrt.shim.xla_multiprocessing as xmp\n", "native")])
+@pytest.mark.parametrize("start", ["", ", start_method='spawn'", ", start_method=start_method"])
+def test_the_shim_reports_what_it_must_pickle_unless_spawn_forks(imports, target, start):
+    out = migrate(imports + f"def main(start_method):\n    def _mp_fn(rank):\n        pass\n    xmp.spawn(_mp_fn{start})\n",
+                  target=target)
+    (item,) = [m for m in out.manual if m.rule == "spawn-unpicklable"]
+    assert item.message.startswith("the shim's xmp.spawn pickles fn and args for each process unless start_method='fork'")
+    assert "refuses fn (`_mp_fn`, a function defined in main)" in item.message
 
 
 @pytest.mark.parametrize("source", [

@@ -16,7 +16,8 @@ from xrt2pjrt.rules import imports, quiet, spawn_site
 from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
-NPROCS_POSITION = 2
+SHIM_SPAWN = "xrt2pjrt.shim.xla_multiprocessing.spawn"
+NPROCS_POSITION, START_METHOD_POSITION = 2, 5
 
 
 def _nprocs(node: cst.Call):
@@ -195,7 +196,11 @@ class JoinDaemon(PythonRule):
         return node
 
 
-def _pickled(refused: str) -> str:
+def _pickled(refused: str, shim: bool = False) -> str:
+    if shim:  # xrt2pjrt/shim/spawn_targets.py: under fork the shim hands them over unpickled
+        return ("the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did, "
+                f"and pickle refuses {refused} (\"Can't pickle ...\"): define it at module level, or spawn with "
+                "start_method='fork'")
     return (f"torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
             f"forked them unpickled), and pickle refuses {refused} (\"Can't pickle ...\"): define it at module level")
 
@@ -204,8 +209,9 @@ def _pickled(refused: str) -> str:
 class Unpicklable(PythonRule):
     id = "spawn-unpicklable"
     summary = ("xmp.spawn given a nested function, a lambda or a functools.partial of one, as fn or in args: "
-               "torch_xla 2.x pickles them even under fork ('Can't pickle local object'); report")
-    names = frozenset({SPAWN, "xrt2pjrt.shim.xla_multiprocessing.spawn"})  # the shim's spawn calls torch_xla's
+               "torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless under fork; "
+               "report")
+    names = frozenset({SPAWN, SHIM_SPAWN})
     examples = (
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -226,6 +232,13 @@ class Unpicklable(PythonRule):
             "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
             manual=("refuses args[0] (a lambda)",),
         ),
+        Example(  # the shim's spawn forks them over unpickled, as XRT's did
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
+            options={"target": "shim"},
+        ),
         Example(  # one process: torch_xla calls fn in this one, unpickled
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=1)\n",
@@ -237,6 +250,10 @@ class Unpicklable(PythonRule):
     def call(self, ctx, node, name):
         hit = _nprocs(ctx.original)
         if hit is not None and literal(hit[1].value) == 1:
+            return node
+        shim = ctx.options.target == "shim" or name == SHIM_SPAWN
+        start_method = argument(ctx.original, "start_method", START_METHOD_POSITION)
+        if shim and start_method is not None and literal(start_method[1].value) == "fork":
             return node
         site = spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func))
         if site is None:
@@ -251,7 +268,7 @@ class Unpicklable(PythonRule):
             if what := _refused(value, site, bound, set()):
                 refused.append(f"args[{index}] ({what})")
         if refused:
-            ctx.manual(_pickled(" and ".join(refused)))
+            ctx.manual(_pickled(" and ".join(refused), shim))
         return node
 
 
