@@ -167,3 +167,18 @@ def test_an_item_to_decide_gets_a_todo_line_above_its_entry_never_inside_a_scala
     assert loaded[1] == yaml.safe_load(text)["jobs"]["train"]["steps"][1]
     again = rewrite(outcome.text)
     assert again.text == outcome.text and again.changes == []
+
+
+@pytest.mark.parametrize("text", [
+    'steps:\n- run: export XRT_TPU_CONFIG="localservice;0;localhost:51011"  # xrt2pjrt: ignore\n',
+    'steps:\n- run: |  # xrt2pjrt: ignore[env]\n    export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n',
+    'steps:\n- run: |\n    export XRT_TPU_CONFIG="localservice;0;localhost:51011"  # xrt2pjrt: ignore\n',
+    'steps:\n- run: >-  # xrt2pjrt: ignore\n    export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n',
+])
+def test_an_ignore_marker_on_a_script_keeps_it(text):
+    # A marker on a `run:` line, or after a block's `|`, was not seen by the shell inside: the
+    # script was rewritten all the same.
+    outcome = rewrite(text)
+    assert outcome.text == text and outcome.changes == []
+    other = rewrite(text.replace("# xrt2pjrt: ignore[env]", "# xrt2pjrt: ignore[launch]"))
+    assert "PJRT_DEVICE" in other.text or "ignore[env]" not in text  # a marker keeps only the rules it names

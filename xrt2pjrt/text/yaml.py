@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import yaml as pyyaml
 
-from xrt2pjrt.registry import Options
+from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import environment, installs, shell, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, leave_todo_comments, merge_into
@@ -117,19 +118,31 @@ def _shell_scalar(node, rec: Recorder) -> None:
     if node.tag != "tag:yaml.org,2002:str" or not TRIGGER.search(node.value):
         return
     text, start, end = rec.text, node.start_mark.index, node.end_mark.index
+    options = _unmarked(node, rec)
     if node.style == "|":  # a literal block: its lines are the script's lines
         body_start = text.index("\n", start) + 1
         source = text[body_start:end]
         margin = re.match(r"[ \t]*", source.lstrip("\n")).group(0)
-        outcome = shell.rewrite(dedent(source, margin), rec.options, comments=False)
+        outcome = shell.rewrite(dedent(source, margin), options, comments=False)
         if outcome.text != dedent(source, margin):
             rec.edits.append(Edit(body_start, end, indent(outcome.text, margin)))
         merge_into(rec, outcome, rec.line(body_start) - 1)
         return
-    outcome = shell.rewrite(node.value, rec.options, comments=False)
+    outcome = shell.rewrite(node.value, options, comments=False)
     if outcome.text != node.value:
         rec.edits.append(Edit(start, end, render(outcome.text, node.style)))
     merge_into(rec, outcome, rec.line(start) - 1)
+
+
+def _unmarked(node, rec: Recorder) -> Options:
+    """The options for the shell in ``node`` without the rules an ``ignore`` marker on its YAML
+    lines keeps off: the line of a ``|`` block's header, every line of another scalar (the
+    shell rewriter sees only markers inside a block, which are the script's comments)."""
+    if not rec.suppressions:
+        return rec.options
+    lines = range(node.start_mark.line + 1, (node.start_mark.line if node.style == "|" else node.end_mark.line) + 2)
+    return replace(rec.options, rules=frozenset(rule for rule in all_rules() if rec.options.on(rule)
+                                                and not rec.suppressions.covers(rule, *lines)))
 
 
 def render(value: str, style: str | None) -> str:
