@@ -235,6 +235,16 @@ def test_a_helper_outlives_its_creator_until_every_process_said_done():
     assert _ended(pid, within=5)
 
 
+def test_the_last_process_to_say_done_gets_its_answer_before_the_helper_ends():
+    """The last 'done' ends the helper's process: its answer goes out first (it could end
+    in between, and the job's last process then failed at exit: 'the store went away')."""
+    for _ in range(20):
+        helper = store.start_helper("127.0.0.1", 0, SECRET, expected=1, linger=30)
+        client(helper.port, timeout=60).say_done()
+        helper.finish()
+        assert helper.process.wait(10) == 0
+
+
 def test_a_helper_whose_creator_crashed_ends_once_nobody_is_connected():
     peer, pid = _creator(expected=4, how="crash")
     assert peer.get("peer connected") == b""

@@ -282,6 +282,8 @@ class StoreServer:
                                          f"{describe_limit(self.max_bytes)}".encode()])
                     continue
                 _send(conn, *self._handle(op, fields, token))
+                if op == ord("F"):
+                    self._said_done(token)  # once answered: the last one may end the helper's process
         except (OSError, struct.error):
             pass  # the client went away
         finally:
@@ -370,11 +372,13 @@ class StoreServer:
             self.abort(fields[0].decode("utf-8", "replace"))
             return []
         if op == "F":
-            with self._lock:
-                self.done.add(token)
-            self.changed.set()
-            return []
+            return []  # counted by _serve once answered: see _said_done
         raise ValueError("unknown operation")
+
+    def _said_done(self, token: bytes) -> None:
+        with self._lock:
+            self.done.add(token)
+        self.changed.set()
 
     def _wait(self, keys: Sequence[bytes], deadline: float) -> None:
         for key in keys:
