@@ -73,7 +73,8 @@ class DeviceRule(EnvRule):
 class XrtTpuConfig(DeviceRule):
     id = "env-shell-xrt-tpu-config"
     summary = ("XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, "
-               "docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported.")
+               "docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported, and so is "
+               "a GKE TPU-node annotation or resource (cloud-tpus.google.com) in YAML.")
     variables = "XRT_TPU_CONFIG"
     replacement = ("PJRT_DEVICE", "TPU")
     examples = (

@@ -97,8 +97,8 @@ class InstallXrtEraRelease(Rule):
     id = "install-xrt-era-release"
     kind = "shell"
     summary = ("pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla "
-               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py, cloud-tpu-client): "
-               "reported with what to install instead")
+               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py; libtpu nightlies and "
+               "cloud-tpu-client in files that use PyTorch): reported with what to install instead")
     # (each says what it reports with the message ``finding`` writes, as a TODO line above it)
     examples = (
         Example(
