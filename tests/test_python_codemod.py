@@ -535,6 +535,43 @@ def test_a_runtime_started_on_import_in_a_class_body_or_default_value_is_reporte
     assert out.text.count("[spawn-runtime-before]") == 1
 
 
+_XM = "import torch_xla.core.xla_model as xm\n"
+
+
+@pytest.mark.parametrize("source, launcher", [
+    # the reviewer's r3: the project's own launcher module spawns
+    ("from launcher import launch\n\ndef fn(i, n):\n    print(xm.get_ordinal(), n)\n\n"
+     "if __name__ == '__main__':\n    n = xm.xrt_world_size()\n    launch(fn, n)\n",
+     "`launch(...)`, given fn, a function of this file that uses it,"),
+    # dinhanhx/VisualRoBERTa exp/run_pretrain.py: Lightning spawns in trainer.fit
+    ("from pytorch_lightning import Trainer\n\nif __name__ == '__main__':\n    trainer = Trainer(accelerator='tpu', devices=8)\n"
+     "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal())\n"
+     "    trainer.fit(wrapper, DataLoader(data, sampler=sampler))\n",
+     "Lightning's `Trainer(accelerator='tpu')`"),
+    ("from accelerate import notebook_launcher\n\ndevice = xm.xla_device()\nnotebook_launcher(train, num_processes=8)\n",
+     "accelerate's notebook_launcher"),
+])
+def test_a_runtime_started_before_a_launch_that_spawns_for_the_file_is_reported(source, launcher):
+    out = migrate(_XM + source)
+    items = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert items and all(f"before {launcher} starts the replicas" in m.message for m in items)
+    assert {m.line for m in items} == {k + 1 for k, line in enumerate((_XM + source).splitlines())
+                                       if "xm.xrt_world_size()" in line or "xm.xla_device()" in line}
+    assert out.text.count("[spawn-runtime-before]") == 1
+
+
+@pytest.mark.parametrize("source", [
+    "n = xm.xrt_world_size()\nprint(n)\n",  # no launch: one process
+    "from pytorch_lightning import Trainer\n\nTrainer(accelerator='tpu', devices=1).fit(model)\nn = xm.xrt_world_size()\n",
+    "from pytorch_lightning import Trainer\n\nn = xm.xrt_world_size()\nTrainer(accelerator='tpu', devices=1).fit(model)\n",
+    "from pytorch_lightning import Trainer\n\nTrainer(tpu_cores=8).fit(model)\nif xm.get_ordinal() == 0:\n    save()\n",
+    # a function of the file given to torch_xla's own API, which spawns nothing
+    "def fn(i):\n    return xm.get_ordinal()\n\nn = xm.xrt_world_size()\nxm.do_on_ordinals(fn, (), (0,))\n",
+])
+def test_a_runtime_started_with_no_launch_before_it_is_not_reported(source):
+    assert not [m for m in migrate(_XM + source).manual if m.rule == "spawn-runtime-before"]
+
+
 # --- environment: a device variable becomes the PJRT_DEVICE its value names ----------------
 
 def test_gpu_device_map_becomes_cuda_with_a_decision_for_2_9():

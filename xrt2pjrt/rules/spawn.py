@@ -316,11 +316,21 @@ _BEYOND = ("this file starts the XLA runtime in code xmp.spawn's function does n
            "raises 'Runtime is already initialized' (torch_xla 2.4+): keep those calls out of the launching process")
 
 
+def _launched(launcher: str) -> str:
+    return (f"this call starts the XLA runtime in the launching process, before {launcher} starts the replicas: "
+            "torch_xla 2.4+ then raises 'Runtime is already initialized' (XRT's did not start there); move it into "
+            "the function the replicas run")
+
+
+_EXAMPLE_TRAINER = "Lightning's `pl.Trainer(tpu_cores=8)`"
+
+
 @register
 class RuntimeBeforeSpawn(PythonRule):
     id = "spawn-runtime-before"
-    summary = ("XLA runtime touched in a file that calls xmp.spawn, at module level or in code the spawned function "
-               "does not reach (RuntimeError from 2.4 if the launching process runs it first); report once")
+    summary = ("XLA runtime touched in a file that calls xmp.spawn, on import or in code the spawned function does "
+               "not reach (RuntimeError from 2.4 if the launching process runs it first), report once; or on import "
+               "before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))")
     names = _RUNTIME_STARTERS | {SPAWN}
     examples = (
         Example(
@@ -339,6 +349,16 @@ class RuntimeBeforeSpawn(PythonRule):
             "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
             f"if __name__ == '__main__':\n    # TODO(xrt2pjrt): {_STARTED} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
             manual=("(line 5, 7)",),
+        ),
+        Example(  # dinhanhx/VisualRoBERTa: no spawn in the file, Lightning's Trainer spawns after the sampler
+            "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
+            "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
+            "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
+            "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
+            f"    # TODO(xrt2pjrt): {_launched(_EXAMPLE_TRAINER)} [spawn-runtime-before]\n"
+            "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
+            "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
+            manual=(f"before {_EXAMPLE_TRAINER} starts the replicas",),
         ),
         Example(  # the spawned function and what it calls: the workers' code
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -366,11 +386,16 @@ class RuntimeBeforeSpawn(PythonRule):
     def __init__(self):
         self.started_at: list[int] = []  # lines run on import that start the runtime
         self.reported = False  # the first spawn after them raises: the later ones never run
+        self.launcher: tuple[str, int] | None | bool = False  # _launcher's answer, once asked
 
     def call(self, ctx, node, name):
         if name != SPAWN:
             if ctx.runs_on_import:
                 self.started_at.append(ctx.line)
+                if self.launcher is False:
+                    self.launcher = _launcher(ctx.tree)
+                if self.launcher and ctx.line < self.launcher[1]:
+                    ctx.manual(_launched(self.launcher[0]))
             return node
         if self.reported:
             return node
@@ -383,6 +408,59 @@ class RuntimeBeforeSpawn(PythonRule):
             ctx.manual(f"{_BEYOND} (in {', '.join(beyond)})", comment=_BEYOND)
             self.reported = True
         return node
+
+
+_LIGHTNING = ("pytorch_lightning", "lightning")
+_LIGHTNING_RUNS = frozenset({"fit", "validate", "test", "predict"})
+_NOTEBOOK_LAUNCHERS = frozenset({"accelerate.notebook_launcher", "accelerate.launchers.notebook_launcher"})
+
+
+def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
+    """In a file that calls no xmp.spawn, the first call run on import that has the replicas
+    spawned for it (what it is, its line): Lightning's Trainer(accelerator='tpu') (from the
+    trainer's run), accelerate's notebook_launcher, or a call given one of the file's
+    functions that uses the XLA runtime (a launcher of the project's own, r3's launch(fn)).
+    A runtime call before it runs in the launching process; a spawn in the file is judged at
+    the spawn."""
+    if tree is None:
+        return None
+    bound = _imported(tree)
+    if any(isinstance(node, ast.Call) and _resolved(node.func, bound) in (SPAWN, SHIM_SPAWN) for node in ast.walk(tree)):
+        return None
+    replicas = {name for name, values in spawn_site.bindings(tree).items()
+                if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(call, ast.Call) and _resolved(call.func, bound) in _RUNTIME_STARTERS
+                    for call in ast.walk(value)) for value in values)}
+    lightning = any(full.startswith(_LIGHTNING) for full in bound.values())
+    calls = sorted((node for node in spawn_site.nodes_of(tree.body) if isinstance(node, ast.Call)),
+                   key=lambda call: (call.lineno, call.col_offset))
+    for index, call in enumerate(calls):
+        if _resolved(call.func, bound) in _NOTEBOOK_LAUNCHERS:
+            return "accelerate's notebook_launcher", call.lineno
+        given = [arg.id for arg in (*call.args, *(keyword.value for keyword in call.keywords))
+                 if isinstance(arg, ast.Name) and arg.id in replicas]
+        if given and not (_resolved(call.func, bound) or "").startswith("torch_xla"):
+            return f"`{ast.unparse(call.func)}(...)`, given {given[0]}, a function of this file that uses it,", call.lineno
+        if lightning and (keyword := _on_tpu(call)):
+            run = next((later for later in calls[index:] if isinstance(later.func, ast.Attribute)
+                        and later.func.attr in _LIGHTNING_RUNS), call)
+            return f"Lightning's `{ast.unparse(call.func)}({keyword})`", run.lineno
+    return None
+
+
+def _on_tpu(call: ast.Call) -> str | None:
+    """The keyword by which a Lightning Trainer (or Fabric) spawns a replica per TPU device:
+    tpu_cores=8 (Lightning < 2), a TPU strategy ('tpu_spawn', 'xla'), accelerator='tpu'
+    unless on one device."""
+    given = {keyword.arg: keyword.value.value for keyword in call.keywords if isinstance(keyword.value, ast.Constant)}
+    cores, strategy = given.get("tpu_cores"), given.get("strategy")
+    if isinstance(cores, int) and cores > 1:
+        return f"tpu_cores={cores}"
+    if isinstance(strategy, str) and ("tpu" in strategy or "xla" in strategy):
+        return f"strategy={strategy!r}"
+    if given.get("accelerator") == "tpu" and given.get("devices") != 1:
+        return "accelerator='tpu'"
+    return None
 
 
 def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[str]:
