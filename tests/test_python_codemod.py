@@ -737,6 +737,9 @@ def test_an_nprocs_name_passed_to_the_replicas_or_read_after_the_spawn_is_report
     assert item.rule == "spawn-nprocs-expression" and f"is also {place}, as if it were the number of processes" in item.message
     assert item.message.endswith(line or "use xr.world_size() instead")
     assert f"is also {place}" in next(line for line in out.text.splitlines() if "[spawn-nprocs-expression]" in line)
+    # and on every later run (--check after --write), where nprocs reads 1 if ... == 1 else None
+    (again,) = migrate(out.text).manual
+    assert again.rule == item.rule and again.message.startswith(item.message.partition(" (line")[0])
 
 
 @pytest.mark.parametrize("source", [

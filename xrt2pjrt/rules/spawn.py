@@ -109,17 +109,20 @@ class NprocsExpression(_NprocsRule):
                 ctx.manual("spawn arguments come from **kwargs: make sure nprocs is None or 1")
             return node
         index, arg = hit
-        if literal(arg.value) is not NOT_LITERAL or _already_none_or_one(arg.value):
+        if literal(arg.value) is not NOT_LITERAL:
             return node
-        text = code(arg.value)
-        if not isinstance(arg.value, _ATOMS):
-            text = f"({text})"
-        ctx.change(f"xmp.spawn: nprocs={code(arg.value)} → one device when it is 1, else every device")
+        # also in the form this rule writes, so that every run (--check too) reports it
         name, places, lines = _read_as_count(spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func)))
         if places:
             why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
                    f"xr.world_size(), which need not match it; where {name} means that number, use xr.world_size() instead")
             ctx.manual(f"{why} ({_quoted(ctx.source, lines)})" if lines else why, comment=why)
+        if _already_none_or_one(arg.value):
+            return node
+        text = code(arg.value)
+        if not isinstance(arg.value, _ATOMS):
+            text = f"({text})"
+        ctx.change(f"xmp.spawn: nprocs={code(arg.value)} → one device when it is 1, else every device")
         return node.with_changes(
             args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
                   *node.args[index + 1:]]
@@ -132,11 +135,14 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     arguments (the spawned function gets it); anywhere in the file for a module-level
     constant (``NUM_CORES = 8``), else only after the spawn in the code that binds it (a
     library reads its parameter or flag before it, for every launcher it supports)."""
-    count = site and site.argument("nprocs", NPROCS_POSITION)
+    nprocs = count = site and site.argument("nprocs", NPROCS_POSITION)
+    if isinstance(nprocs, ast.IfExp) and isinstance(nprocs.test, ast.Compare) and (
+            ast.unparse(nprocs) == f"1 if {ast.unparse(nprocs.test.left)} == 1 else None"):  # as this rule writes it
+        count = nprocs.test.left
     if not isinstance(count, ast.Name):
         return "", [], []
     places = []
-    others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not count]
+    others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not nprocs]
     if spawn_site.reads((node for arg in others for node in ast.walk(arg)), count.id):
         places.append("passed to the spawned function (args=)")
     scope = site.binding_scope(count.id)
