@@ -288,10 +288,12 @@ def _on_device(result, like):
         return result
     import torch_xla
 
-    try:
-        return torch_xla._XLAC._from_dlpack(torch.utils.dlpack.to_dlpack(result))
-    except RuntimeError:  # unaligned or strided: copied
-        return result.to(like.device)
+    if result.is_contiguous() and result.data_ptr() % 64 == 0:  # torch_xla 2.8 aborts on unaligned memory
+        try:
+            return torch_xla._XLAC._from_dlpack(torch.utils.dlpack.to_dlpack(result))
+        except RuntimeError:  # a layout XLA does not take over (strides it calls not compact): copied
+            pass
+    return result.to(like.device)
 
 
 # --- collectives (XRT-era signatures) -----------------------------------------------------
