@@ -64,6 +64,17 @@ def report(index, out):
         json.dump(where(0), handle)
 
 
+def report_as(index, out, transform):
+    report(transform(index), out)
+
+
+def nested_mp_fn(spawn, out, **how):  # XRT-era scripts nested their _mp_fn in main()
+    def _mp_fn(index):
+        report(index, out)
+
+    spawn(_mp_fn, **how)
+
+
 def die_on_1(index):
     import signal
     import torch_xla.core.xla_model as xm
@@ -91,6 +102,12 @@ if __name__ == "__main__":
         else:
             spawn = shim_xmp.spawn if mode.startswith("shim") else xmp.spawn
             spawn(report, args=(sys.argv[2],), nprocs=1)
+    elif mode == "xmp.spawn(nested fn)":
+        nested_mp_fn(xmp.spawn, sys.argv[2], start_method="fork")
+    elif mode == "shim xmp.spawn(nested fn)":
+        nested_mp_fn(shim_xmp.spawn, sys.argv[2], start_method="fork")
+    elif mode == "launch(lambda in args)":
+        torch_xla.launch(report_as, args=(sys.argv[2], lambda index: index), start_method="fork")
     elif mode == "kill":
         torch_xla.launch(die_on_1, start_method="fork")
     sys.exit(int(sys.argv[-1]))
@@ -223,6 +240,33 @@ def test_a_spawn_of_one_replica_stops_at_the_spawn_saying_so(tmp_path, mode):
     assert _results(tmp_path) == {}  # the function did not run as one replica
     assert "spawns with nprocs=1" in done.stderr and "asked for 4 replicas" in done.stderr
     assert "--per-process" not in done.stderr  # the script does spawn
+
+
+@pytest.mark.xla
+def test_torch_xlas_spawn_of_a_nested_fn_fails_as_on_a_tpu_naming_it(tmp_path):
+    """torch_xla's spawn pickles fn and args even under fork (its ProcessPoolExecutor): run
+    fails where a pod would, before any replica starts, rather than run 2 healthy replicas."""
+    script = _script(tmp_path, SPAWNING)
+    alone = subprocess.run([sys.executable, str(script), "xmp.spawn(nested fn)", str(tmp_path), "0"],
+                           env=_env(PJRT_DEVICE="CPU"), capture_output=True, text=True, timeout=300)
+    assert alone.returncode != 0 and "Can't pickle local object 'nested_mp_fn.<locals>._mp_fn'" in alone.stderr
+    done = _run("--nprocs", "2", str(script), "xmp.spawn(nested fn)", str(tmp_path), "0")
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert _results(tmp_path) == {}
+    assert ("torch_xla's spawn (xmp.spawn, torch_xla.launch) sends fn and args to its replica processes by pickle, "
+            "even with start_method='fork', as it does on a TPU, and fn cannot be pickled: Can't pickle local "
+            "object 'nested_mp_fn.<locals>._mp_fn'") in done.stderr
+    assert "or use the shim's xmp.spawn (xrt2pjrt.shim.xla_multiprocessing) with start_method='fork'" in done.stderr
+    done = _run("--nprocs", "2", str(script), "launch(lambda in args)", str(tmp_path), "0")
+    assert done.returncode == 1 and _results(tmp_path) == {}
+    assert "and args[1] cannot be pickled: Can't pickle <function <lambda>" in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.xla
+def test_the_shims_spawn_under_fork_hands_a_nested_fn_to_the_replicas(tmp_path):
+    done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "shim xmp.spawn(nested fn)", str(tmp_path), "0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _results(tmp_path) == {o: [0, o, 2, 0] for o in range(2)}
 
 
 @pytest.mark.xla

@@ -45,7 +45,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from xrt2pjrt.shim import cpu_replicas
+from xrt2pjrt.shim import cpu_replicas, spawn_targets
 
 
 class MissingTarget(LookupError):
@@ -366,8 +366,9 @@ WORLD: tuple[Replacement, ...] = (
 # --- LAUNCH: torch_xla's spawn starts CPU replicas under `xrt2pjrt run` --------------------------
 def spawn(fn, nprocs=None, start_method="spawn", args=()):
     """torch_xla's spawn (``xmp.spawn`` and ``torch_xla.launch`` call it, and the shim's
-    ``xmp.spawn`` for ``nprocs=1``): ``nprocs=None`` (every device) starts the CPU replicas;
-    other values go to torch_xla (1 runs ``fn`` here, anything else is its ValueError).
+    ``xmp.spawn`` for ``nprocs=1``): ``nprocs=None`` (every device) starts the CPU replicas,
+    once pickle has taken ``fn`` and ``args`` as torch_xla's pool would on a TPU; other values
+    go to torch_xla (1 runs ``fn`` here, anything else is its ValueError).
     Before the run's first spawn, ``nprocs=1`` is a run of one replica: see
     :func:`guard_launching_process`."""
     guard = lift_launch_guard()
@@ -377,6 +378,13 @@ def spawn(fn, nprocs=None, start_method="spawn", args=()):
     if nprocs == 1 and guard is not None:
         guard.stop("one replica", _caller())
     if nprocs is None and cpu_replicas.requested(None):
+        # the replicas are forked, but on a TPU torch_xla's pool pickles fn and args even under
+        # fork: fail here, as there, rather than run what a pod cannot
+        spawn_targets.require_picklable(
+            fn, args, why=f"torch_xla's spawn (xmp.spawn, torch_xla.launch) sends fn and args to its replica "
+            f"processes by pickle, even with start_method={start_method!r}, as it does on a TPU",
+            remedy="or use the shim's xmp.spawn (xrt2pjrt.shim.xla_multiprocessing) with start_method='fork', "
+            "which hands them to the replicas unpickled as XRT did")
         cpu_replicas.spawn(fn, args, None, start_method)
         return None
     return torch_xla_spawn(fn, nprocs, start_method, args)
