@@ -56,6 +56,11 @@ def is_plumbing(name: str) -> bool:
     return name.startswith("XRT_") and name not in DEVICE_SETTINGS and name not in RUNTIME_READS
 
 
+# Variables other frameworks read too (TensorFlow's Colab notebooks found their TPU in
+# COLAB_TPU_ADDR): reported only in files that use PyTorch (text/installs.py, torch_file).
+SHARED = frozenset({"COLAB_TPU_ADDR"})
+
+
 # A value naming a TPU node that XRT reached over the network. Local XRT servers listened
 # on localhost (localservice); a TPU node's on its own address, port 8470.
 _REMOTE = re.compile(r"tpu_worker|COLAB_TPU_ADDR|KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS|:8470\b"

@@ -18,13 +18,15 @@ variables:
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
 from xrt2pjrt.rules import imports
 from xrt2pjrt.rules.base import PythonRule, argument, code, without_args
-from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, UNPREFIXED, device_for, is_plumbing
+from xrt2pjrt.text.installs import torch_file
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, SHARED, UNPREFIXED, device_for, is_plumbing
 
 XENV = "torch_xla.core.xla_env_vars"
 
@@ -96,7 +98,13 @@ class EnvRule(PythonRule):
             value = XENV_STILL[node.attr.value] if ctx.resolve(node) == f"{XENV}.{node.attr.value}" else None
         else:
             return None
-        return value if isinstance(value, str) and self.handles(value) else None
+        return value if isinstance(value, str) and self._here(ctx, value) else None
+
+    def _here(self, ctx, variable: str) -> bool:
+        """Whether this rule treats ``variable`` in this file: a variable other frameworks
+        read too is left to a TensorFlow or JAX file that does not use PyTorch."""
+        return self.handles(variable) and (variable not in SHARED or torch_file(ctx.options, ctx.source)
+                                           or not _OTHER_FRAMEWORK.search(ctx.source))
 
     def _environ(self, ctx, node) -> bool:
         return ctx.resolve(node) == ENVIRON
@@ -206,7 +214,7 @@ class EnvRule(PythonRule):
         args, dropped = list(call.args), set()
         present = {arg.keyword.value for arg in call.args if arg.keyword is not None}
         for index, arg in enumerate(call.args):
-            variable = arg.keyword.value if arg.keyword is not None and self.handles(arg.keyword.value) else None
+            variable = arg.keyword.value if arg.keyword is not None and self._here(ctx, arg.keyword.value) else None
             if variable is None:
                 continue
             setting = self._written(ctx, variable, arg.value, memo=False)
@@ -489,11 +497,17 @@ class Unprefixed(EnvRule):
             manual=("one process per chip",),
         ),
         Example(
-            "import os\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
-            "import os\n# TODO(xrt2pjrt): COLAB_TPU_ADDR is XRT-era: only the old Colab TPU runtime (a TPU node "
-            "driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE or xr.device_type() == 'TPU' "
-            "instead [env-xrt-unprefixed]\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
+            "import os\nimport torch\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
+            "import os\nimport torch\n# TODO(xrt2pjrt): COLAB_TPU_ADDR is XRT-era: only the old Colab TPU runtime (a "
+            "TPU node driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE or xr.device_type() == "
+            "'TPU' instead [env-xrt-unprefixed]\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
             manual=("xr.device_type() == 'TPU'",),
+        ),
+        Example(  # TensorFlow's Colab notebooks found their TPU node there too: not PyTorch's to report
+            "import os\nimport tensorflow as tf\n\n"
+            "tpu = tf.distribute.cluster_resolver.TPUClusterResolver('grpc://' + os.environ['COLAB_TPU_ADDR'])\n",
+            "import os\nimport tensorflow as tf\n\n"
+            "tpu = tf.distribute.cluster_resolver.TPUClusterResolver('grpc://' + os.environ['COLAB_TPU_ADDR'])\n",
         ),
         Example(  # torch_xla 2.9 still names it, and never sets it
             "import os\nimport torch_xla.core.xla_env_vars as xenv\n\nmaster = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n",
@@ -513,6 +527,9 @@ class Unprefixed(EnvRule):
 
     def read(self, variable):
         return f"{variable} is XRT-era: {UNPREFIXED[variable]}"
+
+
+_OTHER_FRAMEWORK = re.compile(r"\b(?:import|from)\s+(?:tensorflow|jax)\b")
 
 
 class _SetForATest(Exception):

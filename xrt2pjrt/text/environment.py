@@ -17,7 +17,8 @@ from typing import Callable, ClassVar, NamedTuple
 from xrt2pjrt.registry import Example, Rule, register
 from xrt2pjrt.text import installs
 from xrt2pjrt.text.edits import Edit, Recorder, todo_line
-from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, REMOTE_TPU, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
+from xrt2pjrt.xrt_variables import (DEVICE_SETTINGS, REMOTE_TPU, SHARED, UNPREFIXED, XRT_ERA_PATTERN, device_for,
+                                    replacement)
 
 
 @dataclass
@@ -166,10 +167,6 @@ def replacing(start: int, end: int, with_value: bool) -> Callable[[str, str], li
 
 def rule_for(name: str) -> type[EnvRule] | None:
     return next((r for r in ENV_RULES if re.fullmatch(r.variables, name)), None)
-
-
-# Variables other frameworks read too: TensorFlow's Colab notebooks found their TPU in it.
-SHARED = frozenset({"COLAB_TPU_ADDR"})
 
 
 def rule_here(name: str, rec: Recorder) -> type[EnvRule] | None:
