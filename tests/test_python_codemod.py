@@ -565,8 +565,12 @@ def test_a_runtime_started_before_a_launch_that_spawns_for_the_file_is_reported(
     "from pytorch_lightning import Trainer\n\nTrainer(accelerator='tpu', devices=1).fit(model)\nn = xm.xrt_world_size()\n",
     "from pytorch_lightning import Trainer\n\nn = xm.xrt_world_size()\nTrainer(accelerator='tpu', devices=1).fit(model)\n",
     "from pytorch_lightning import Trainer\n\nTrainer(tpu_cores=8).fit(model)\nif xm.get_ordinal() == 0:\n    save()\n",
-    # a function of the file given to torch_xla's own API, which spawns nothing
+    # a function of the file given to torch_xla's own API, to a builtin, or to a runner of one process
     "def fn(i):\n    return xm.get_ordinal()\n\nn = xm.xrt_world_size()\nxm.do_on_ordinals(fn, (), (0,))\n",
+    "def fn(i):\n    return xm.get_ordinal()\n\nn = xm.xrt_world_size()\nranks = list(map(fn, range(n)))\n",
+    "from absl import app\n\ndef main(argv):\n    print(xm.get_ordinal())\n\nn = xm.xrt_world_size()\napp.run(main)\n",
+    # a main() that asks for its device only is one process's, not a replica's
+    "from launcher import launch\n\ndef main():\n    device = xm.xla_device()\n\nn = xm.xrt_world_size()\nlaunch(main)\n",
 ])
 def test_a_runtime_started_with_no_launch_before_it_is_not_reported(source):
     assert not [m for m in migrate(_XM + source).manual if m.rule == "spawn-runtime-before"]

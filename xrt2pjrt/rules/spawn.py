@@ -8,6 +8,7 @@ it is kept, as is ``start_method``.
 from __future__ import annotations
 
 import ast
+import builtins
 
 import libcst as cst
 
@@ -419,6 +420,10 @@ class RuntimeBeforeSpawn(PythonRule):
 _LIGHTNING = ("pytorch_lightning", "lightning")
 _LIGHTNING_RUNS = frozenset({"fit", "validate", "test", "predict"})
 _NOTEBOOK_LAUNCHERS = frozenset({"accelerate.notebook_launcher", "accelerate.launchers.notebook_launcher"})
+# What a replica asks for (a main() run in one process asks for its device, not these).
+_REPLICA_IDENTITY = frozenset(starter for starter in _RUNTIME_STARTERS if starter.endswith(("ordinal", "world_size")))
+# Calls that run the function they are given in this process (absl's app.run(main)).
+_IN_PROCESS = frozenset({"absl.app.run", "fire.Fire", "typer.run", "atexit.register"})
 
 
 def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
@@ -435,7 +440,7 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
         return None
     replicas = {name for name, values in spawn_site.bindings(tree).items()
                 if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    isinstance(call, ast.Call) and _resolved(call.func, bound) in _RUNTIME_STARTERS
+                    isinstance(call, ast.Call) and _resolved(call.func, bound) in _REPLICA_IDENTITY
                     for call in ast.walk(value)) for value in values)}
     lightning = any(full.startswith(_LIGHTNING) for full in bound.values())
     calls = sorted((node for node in spawn_site.nodes_of(tree.body) if isinstance(node, ast.Call)),
@@ -445,7 +450,9 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
             return "accelerate's notebook_launcher", call.lineno
         given = [arg.id for arg in (*call.args, *(keyword.value for keyword in call.keywords))
                  if isinstance(arg, ast.Name) and arg.id in replicas]
-        if given and not (_resolved(call.func, bound) or "").startswith("torch_xla"):
+        callee = _resolved(call.func, bound) or ""
+        if given and not callee.startswith("torch_xla") and callee not in _IN_PROCESS and not (
+                isinstance(call.func, ast.Name) and call.func.id not in bound and hasattr(builtins, call.func.id)):
             return f"`{ast.unparse(call.func)}(...)`, given {given[0]}, a function of this file that uses it,", call.lineno
         if lightning and (keyword := _on_tpu(call)):
             run = next((later for later in calls[index:] if isinstance(later.func, ast.Attribute)
