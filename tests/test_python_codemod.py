@@ -233,12 +233,18 @@ _XMP = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
      "args[0] (`Cfg`, a class defined in main)"),
     ("_mp_fn = lambda index: print(index)\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn, start_method='fork')\n",
      "fn (`_mp_fn`, a lambda)"),
+    # tpu-util 0.1.3: 'Lock objects should only be shared between processes through inheritance'
+    ("WRAPPED_MODEL = xmp.MpModelWrapper(model)\n\ndef main():\n"
+     "    xmp.spawn(_mp_fn, args=(WRAPPED_MODEL, opt), start_method='fork')\n",
+     "args[0] (`WRAPPED_MODEL`, an xmp.MpModelWrapper, which holds a lock)"),
+    ("import threading\n\ndef main():\n    xmp.spawn(_mp_fn, args=(threading.Lock(),), start_method='fork')\n",
+     "args[0] (a threading.Lock, which holds a lock)"),
 ])
 def test_what_spawn_cannot_pickle_is_reported_at_the_spawn(source, refused):
     # torch_xla 2.x's spawn pickles fn and args for each process even under fork ("Can't pickle local object").
     out = migrate(_XMP + source)
     (item,) = [m for m in out.manual if m.rule == "spawn-unpicklable"]
-    assert f"pickle refuses {refused} (" in item.message and "even with start_method='fork'" in item.message
+    assert f"pickle refuses {refused}:" in item.message and "even with start_method='fork'" in item.message
     assert item.line == _XMP.count("\n") + source[:source.index("xmp.spawn")].count("\n") + 1
     (todo,) = [line for line in out.text.splitlines() if "[spawn-unpicklable]" in line]
     assert todo.strip().startswith("# TODO(xrt2pjrt): ") and refused in todo

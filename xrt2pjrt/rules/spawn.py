@@ -203,21 +203,33 @@ class JoinDaemon(PythonRule):
         return node
 
 
+_LOCKED = "which holds a lock"  # pickle refuses a lock: 'Lock objects should only be shared ... through inheritance'
+_LOCK_HOLDERS = {
+    "torch_xla.distributed.xla_multiprocessing.MpModelWrapper": f"an xmp.MpModelWrapper, {_LOCKED}",
+    "torch_xla.distributed.xla_multiprocessing.MpSerialExecutor": f"an xmp.MpSerialExecutor, {_LOCKED}",
+    **{f"{module}.{name}": f"a {module}.{name}, {_LOCKED}" for module in ("multiprocessing", "torch.multiprocessing")
+       for name in ("Lock", "RLock", "Semaphore", "BoundedSemaphore", "Condition", "Event", "Queue")},
+    **{f"threading.{name}": f"a threading.{name}, {_LOCKED}" for name in ("Lock", "RLock", "Condition", "Event")},
+}
+
+
 def _pickled(refused: str, shim: bool = False) -> str:
+    advice = "define it at module level"
+    if _LOCKED in refused:  # a forked replica inherits the module's globals, locks included
+        advice = "define functions at module level, and let the spawned function read a lock from a module global"
     if shim:  # xrt2pjrt/shim/spawn_targets.py: under fork the shim hands them over unpickled
-        return ("the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did, "
-                f"and pickle refuses {refused} (\"Can't pickle ...\"): define it at module level, or spawn with "
-                "start_method='fork'")
+        return (f"the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did, "
+                f"and pickle refuses {refused}: {advice}, or spawn with start_method='fork'")
     return (f"torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
-            f"forked them unpickled), and pickle refuses {refused} (\"Can't pickle ...\"): define it at module level")
+            f"forked them unpickled), and pickle refuses {refused}: {advice}")
 
 
 @register
 class Unpicklable(PythonRule):
     id = "spawn-unpicklable"
-    summary = ("xmp.spawn given a nested function, a lambda or a functools.partial of one, as fn or in args: "
-               "torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless under fork; "
-               "report")
+    summary = ("xmp.spawn given a nested function, a lambda, a lock or an xmp.MpModelWrapper (or a partial of one), as "
+               "fn or in args: torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim "
+               "unless under fork; report")
     names = frozenset({SPAWN, SHIM_SPAWN})
     examples = (
         Example(
@@ -280,10 +292,13 @@ class Unpicklable(PythonRule):
 
 
 def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen: set[str]) -> str | None:
-    """What ``value``, given to the spawn, is when pickle refuses it; None when it pickles
-    or this file cannot tell (a parameter, an import, a call's result)."""
+    """What ``value``, given to the spawn, is when pickle refuses it (a function defined in
+    another one, a lambda, what holds a lock); None when it pickles or this file cannot tell
+    (a parameter, an import, another call's result)."""
     if isinstance(value, ast.Lambda):
         return "a lambda"
+    if isinstance(value, ast.Call) and _resolved(value.func, bound) in _LOCK_HOLDERS:
+        return _LOCK_HOLDERS[_resolved(value.func, bound)]
     if isinstance(value, ast.Call) and _resolved(value.func, bound) == "functools.partial":
         parts = (*value.args, *(keyword.value for keyword in value.keywords))
         inner = next((what for part in parts if (what := _refused(part, site, bound, seen))), None)
