@@ -1,0 +1,196 @@
+"""The shim's store and host rendezvous with as many clients as a large pod has, simulated.
+
+    python bench/store_scale.py [--clients 8,64,256] [--threads 16] [--rounds 20] [--payload 1024]
+
+A v4-512 job has 256 processes (64 hosts x 4), larger pods up to 1024, all meeting in one
+store. This machine has 2 cores, so a pod is simulated: N clients are real connections
+from real processes (N / --threads processes of up to --threads threads, each thread a
+participant of its own, as the shim gives each thread its own connection) to a real store
+served by ``start_helper`` (a process of its own, as on a pod). Per client count it prints:
+
+1. the connect burst: every client connects and authenticates at the same instant (one
+   start time for all processes); how many got in, the slowest connect, any refusal;
+2. the barrier: ``host_rendezvous`` with an empty payload (``xm.rendezvous(tag)``), median
+   per call of the slowest participant, and the store process's CPU time per barrier;
+3. the fan-out: ``host_rendezvous`` with a --payload byte payload from everyone
+   (``xm.mesh_reduce``: each of N participants receives N payloads, N^2 x payload bytes);
+4. the store process's peak memory, threads and open files with every client connected.
+
+Ratios are against the smallest client count, measured in the same run. Many more
+processes than cores share this machine, so wall times include waiting for a core; the
+store's CPU per barrier is the figure that shows how its work grows with N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import machine  # noqa: E402
+
+from xrt2pjrt.shim import store as store_module  # noqa: E402
+
+# The simulating processes get it from the environment, as a job's processes do.
+os.environ.setdefault(store_module.SECRET_ENV, store_module.new_secret())
+SECRET = store_module.job_secret()
+
+
+# --- one process of the simulated pod ------------------------------------------------------
+def worker(port: int, first: int, threads: int, world: int, start_at: float, rounds: int, payload: int) -> None:
+    """``threads`` participants (ordinals first..), printing one JSON line each."""
+    from xrt2pjrt.shim.rendezvous import host_rendezvous
+
+    store = store_module.StoreClient("127.0.0.1", port, SECRET, timeout=300)
+    results = []
+
+    def participant(ordinal: int) -> None:
+        own = store.clone()
+        row = {"ordinal": ordinal}
+        time.sleep(max(0.0, start_at - time.time()))
+        began = time.perf_counter()
+        try:
+            own.num_keys()  # connect + handshake + one call
+            row["connect"] = time.perf_counter() - began
+            own.close()  # the rendezvous makes its own connection (a clone), as in a job
+        except store_module.StoreError as error:
+            row["refused"] = f"{type(error).__name__}: {error}"
+            results.append(row)
+            return
+
+        def timed(data: bytes) -> float:
+            laps = []
+            for _ in range(rounds):
+                lap = time.perf_counter()
+                got = host_rendezvous("bench", data, None, ordinal=ordinal, world_size=world, store=own)
+                laps.append(time.perf_counter() - lap)
+                assert len(got) == world and got[ordinal] == data
+            return statistics.median(laps)
+
+        timed(b"")  # warm-up: the rendezvous' own connection, first keys
+        row["barrier"] = timed(b"")
+        row["fanout"] = timed(bytes(payload))
+        results.append(row)
+
+    team = [threading.Thread(target=participant, args=(first + t,)) for t in range(threads)]
+    for thread in team:
+        thread.start()
+    for thread in team:
+        thread.join()
+    for row in results:
+        print(json.dumps(row), flush=True)
+    os._exit(0)  # the rendezvous' exit duty is for a job's process; this is a simulation's
+
+
+# --- the store's process, seen from outside ----------------------------------------------------
+def _status(pid: int) -> dict:
+    fields = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            fields[key] = value.split()[0] if value.split() else ""
+    return {"hwm_mb": int(fields["VmHWM"]) / 1024, "rss_mb": int(fields["VmRSS"]) / 1024,
+            "threads": int(fields["Threads"]), "files": len(os.listdir(f"/proc/{pid}/fd"))}
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def one_size(clients: int, threads: int, rounds: int, payload: int) -> dict:
+    helper = store_module.start_helper("127.0.0.1", 0, SECRET, expected=clients + 1, linger=5)
+    pid = helper.process.pid
+    idle = _status(pid)
+    start_at = time.time() + 2.0 + clients / 100  # every process started and waiting by then
+    processes = []
+    for first in range(0, clients, threads):
+        count = min(threads, clients - first)
+        processes.append(subprocess.Popen(
+            [sys.executable, __file__, "--worker", str(helper.port), str(first), str(count), str(clients),
+             str(start_at), str(rounds), str(payload)],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}))
+    # Sample the store while the clients are connected: its peak, and its CPU over the run.
+    busiest = idle
+    cpu_before = _cpu_seconds(pid)
+    while any(p.poll() is None for p in processes):
+        now = _status(pid)
+        if now["files"] > busiest["files"]:
+            busiest = now
+        time.sleep(0.05)
+    cpu = _cpu_seconds(pid) - cpu_before
+    final = _status(pid)
+    rows = [json.loads(line) for p in processes for line in p.stdout.read().splitlines()]
+    helper.abort("benchmark over")
+    helper.finish(last=True)
+    helper.process.wait(30)
+    joined = [r for r in rows if "connect" in r]
+    refused = [r for r in rows if "refused" in r]
+    done = [r for r in joined if "barrier" in r]
+    # Rounds per participant: warm-up + barrier + fan-out, each a rendezvous.
+    barriers = 3 * rounds
+    return {
+        "clients": clients, "processes": len(processes), "joined": len(joined), "refused": len(refused),
+        "refusals": sorted({r["refused"][:160] for r in refused}), "completed": len(done),
+        "connect_max": max((r["connect"] for r in joined), default=float("nan")),
+        "connect_median": statistics.median(r["connect"] for r in joined) if joined else float("nan"),
+        "barrier": max((r["barrier"] for r in done), default=float("nan")),
+        "fanout": max((r["fanout"] for r in done), default=float("nan")),
+        "store_cpu_per_rendezvous": cpu / barriers,
+        "idle": idle, "busiest": busiest, "hwm_mb": final["hwm_mb"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", default="8,64,256", help="client counts (the first is the baseline)")
+    parser.add_argument("--threads", type=int, default=16, help="clients per simulating process")
+    parser.add_argument("--rounds", type=int, default=20, help="timed rendezvous per participant and kind")
+    parser.add_argument("--payload", type=int, default=1024, help="bytes each participant gives the fan-out")
+    args = parser.parse_args()
+    print(f"machine: {machine()}; open-file limit {os.sysconf('SC_OPEN_MAX')}")
+    print(f"SIMULATION: N clients = N real connections from N/{args.threads} real processes "
+          f"({args.threads} threads each) to one real store process, all on this machine\n")
+    results = [one_size(int(n), args.threads, args.rounds, args.payload) for n in args.clients.split(",")]
+    base = results[0]
+    header = (f"{'clients':>7} {'procs':>5} {'joined':>6} {'refused':>7} {'connect max':>11} "
+              f"{'barrier':>9} {'x':>5} {'store CPU/barrier':>17} {'x':>6} "
+              f"{'fan-out':>9} {'x':>6} {'store peak':>10} {'threads':>7} {'files':>5}")
+    print(header)
+    for r in results:
+        print(f"{r['clients']:>7} {r['processes']:>5} {r['joined']:>6} {r['refused']:>7} "
+              f"{r['connect_max'] * 1e3:>8.0f} ms {r['barrier'] * 1e3:>6.2f} ms {r['barrier'] / base['barrier']:>5.1f} "
+              f"{r['store_cpu_per_rendezvous'] * 1e3:>14.2f} ms "
+              f"{r['store_cpu_per_rendezvous'] / base['store_cpu_per_rendezvous']:>6.1f} "
+              f"{r['fanout'] * 1e3:>6.2f} ms {r['fanout'] / base['fanout']:>6.1f} "
+              f"{r['hwm_mb']:>7.1f} MB {r['busiest']['threads']:>7} {r['busiest']['files']:>5}")
+        for why in r["refusals"]:
+            print(f"        refused: {why}")
+        if r["completed"] != r["joined"]:
+            print(f"        only {r['completed']} of {r['joined']} participants finished their rendezvous")
+    print(f"\nratios (x) against {base['clients']} clients; store CPU/barrier is the store process's CPU "
+          f"over the run divided by the rendezvous each participant made (3 x {args.rounds}); "
+          f"fan-out: {args.payload} B from each participant, so each receives N x {args.payload} B")
+    idle = base["idle"]
+    for r in results:
+        extra = r["busiest"]["rss_mb"] - idle["rss_mb"]
+        print(f"  {r['clients']} clients: store RSS {idle['rss_mb']:.1f} MB idle, {r['busiest']['rss_mb']:.1f} MB "
+              f"connected ({extra * 1024 / r['clients']:.0f} kB per client), peak {r['hwm_mb']:.1f} MB")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        port, first, threads, world, start_at, rounds, payload = sys.argv[2:]
+        worker(int(port), int(first), int(threads), int(world), float(start_at), int(rounds), int(payload))
+    else:
+        main()
