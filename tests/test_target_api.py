@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.registry import TARGET_VERSIONS, Options, all_rules
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.rules import api_surface, python, target_api
 
@@ -73,6 +73,21 @@ def test_an_older_target_keeps_what_it_still_has():
     assert not any(f.rule == "import-gone-module" for f in python.rewrite(
         source, Options(OPTIONS.rules, target_version=(2, 4))).manual)
     assert any(f.rule == "import-gone-module" for f in python.rewrite(source, OPTIONS).manual)
+
+
+def test_data_parallel_is_in_every_target_release_so_an_unused_import_is_reported_not_removed():
+    # manual-pre-1.0 tells to delete an unused import of it (it still imports), where
+    # import-gone-module removes what a release lacks; tmabraham/fastai_tpu imports it unused
+    assert [release for release in TARGET_VERSIONS if api_surface.lacks("torch_xla.distributed.data_parallel", release)] == []
+    out = python.rewrite("import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing "
+                         "as xmp\n\nxmp.spawn(train_loop)\n", OPTIONS)
+    assert [(f.rule, f.line) for f in out.manual] == [("manual-pre-1.0", 1)] and not out.changes
+    assert "imported but never used here: delete the import" in out.manual[0].message
+
+
+@pytest.mark.xla
+def test_data_parallel_imports_from_the_installed_torch_xla():
+    _resolve("torch_xla.distributed.data_parallel.DataParallel")
 
 
 # --- the property: nothing the target lacks is left unflagged ----------------------------------

@@ -28,7 +28,7 @@ RULES: dict[str, tuple[str, bool, str]] = {
     'manual-import-module': ('python', True, "import_module('torch_xla...') / __import__: a module reached by string is not rewritten; report"),
     'manual-memory-info': ('python', True, 'xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report the call, and each read of those keys in the file'),
     'manual-pjrt-other': ('python', True, 'other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report'),
-    'manual-pre-1.0': ('python', True, 'torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several devices from one process, the XRT-era way): report'),
+    'manual-pre-1.0': ('python', True, 'torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads is reported as one to delete'),
     'manual-rendezvous-subset': ('python', True, 'xm.rendezvous(tag, payload, replicas=[subset]): PJRT requires every replica; report'),
     'manual-save-barrier': ('python', True, 'xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it (not where a rendezvous follows), and where xm.save is passed as a function (save_function=xm.save)'),
     'manual-star-import': ('python', True, 'from torch_xla... import *: the names it brings cannot be followed; report'),
