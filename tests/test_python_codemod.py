@@ -239,6 +239,11 @@ _XMP = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
      "args[0] (`WRAPPED_MODEL`, an xmp.MpModelWrapper, which holds a lock)"),
     ("import threading\n\ndef main():\n    xmp.spawn(_mp_fn, args=(threading.Lock(),), start_method='fork')\n",
      "args[0] (a threading.Lock, which holds a lock)"),
+    # args given by a name bound to a tuple; pickle finds an instance's class by its name
+    ("def main(cfg):\n    a = (cfg, lambda: 1)\n    xmp.spawn(_mp_fn, args=a, start_method='fork')\n",
+     "args[1] (a lambda)"),
+    ("def main():\n    class Cfg:\n        lr = 0.1\n    cfg = Cfg()\n    xmp.spawn(_mp_fn, args=[cfg], start_method='fork')\n",
+     "args[0] (`cfg`, an instance of `Cfg`, a class defined in main)"),
 ])
 def test_what_spawn_cannot_pickle_is_reported_at_the_spawn(source, refused):
     # torch_xla 2.x's spawn pickles fn and args for each process even under fork ("Can't pickle local object").
@@ -270,9 +275,30 @@ def test_the_shim_reports_what_it_must_pickle_unless_spawn_forks(imports, target
     "    def spawn(self, fn):\n        xmp.spawn(Xla._worker, args=(fn,))\n",
     "def _mp_fn(rank):\n    pass\n\ndef main():\n    fn = _mp_fn\n    xmp.spawn(fn, start_method='fork')\n",
     "def main():\n    def _mp_fn(rank):\n        pass\n    xmp.spawn(_mp_fn, nprocs=1)\n",  # called in this process
+    "def main(flags):\n    a = (flags,)\n    xmp.spawn(_mp_fn, args=a)\n",
+    "def main(flags):\n    a = (1,)\n    if flags.debug:\n        a = (lambda: 1,)\n    xmp.spawn(_mp_fn, args=a)\n",
+    "class Cfg:\n    pass\n\ndef main():\n    xmp.spawn(_mp_fn, args=(Cfg(),))\n",  # pickled by its class's name
+    "def main():\n    class Cfg:\n        def __reduce__(self):\n            return (dict, ())\n"
+    "    xmp.spawn(_mp_fn, args=(Cfg(),))\n",
+    "import torch_xla\n\ndef main():\n    torch_xla.launch(_mp_fn, args=(lambda: 1,), debug_single_process=True)\n",
+    "import torch_xla\n\ndef main():\n    torch_xla.launch(_mp_fn, (flags,), 'fork')\n",
 ])
 def test_what_spawn_can_pickle_is_not_reported(source):
     assert not [m for m in migrate(_XMP + source).manual if m.rule == "spawn-unpicklable"]
+
+
+@pytest.mark.parametrize("target", ["native", "shim"])
+@pytest.mark.parametrize("imports, launch", [("import torch_xla\n", "torch_xla.launch"),
+                                             ("from torch_xla import launch\n", "launch")])
+def test_torch_xla_launch_pickles_as_xmp_spawn_under_either_target(imports, launch, target):
+    # torch_xla 2.9's launch calls xmp.spawn itself (the shim does not replace it): checked on CPU, a
+    # local class's instance in args is "Can't pickle local object 'main.<locals>.Cfg'" under fork
+    out = migrate(imports + "\ndef main():\n    class Cfg:\n        lr = 0.1\n    def _mp_fn(rank, cfg):\n        pass\n"
+                  f"    {launch}(_mp_fn, args=(Cfg(),), start_method='fork')\n", target=target)
+    (item,) = [m for m in out.manual if m.rule == "spawn-unpicklable"]
+    assert item.line == 8 and item.message.startswith("torch_xla.launch pickles fn and args for each process")
+    assert ("refuses fn (`_mp_fn`, a function defined in main) and args[0] (an instance of `Cfg`, a class defined "
+            "in main)") in item.message
 
 
 # --- XRT-era modules that still import ---------------------------------------------------

@@ -19,6 +19,10 @@ from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
 SHIM_SPAWN = "xrt2pjrt.shim.xla_multiprocessing.spawn"
 NPROCS_POSITION, START_METHOD_POSITION = 2, 5
+# torch_xla.launch(fn, args=(), start_method='spawn', debug_single_process=False), 2.5+:
+# it calls xmp.spawn (nprocs=1 when debug_single_process), under either target.
+LAUNCH = "torch_xla.launch"
+SINGLE_PROCESS_POSITION = 3
 
 
 def _nprocs(node: cst.Call):
@@ -213,13 +217,16 @@ _LOCK_HOLDERS = {
 }
 
 
-def _pickled(refused: str, shim: bool = False) -> str:
+def _pickled(refused: str, shim: bool = False, launch: bool = False) -> str:
     advice = "define it at module level"
     if _LOCKED in refused:  # a forked replica inherits the module's globals, locks included
         advice = "define functions at module level, and let the spawned function read a lock from a module global"
     if shim:  # xrt2pjrt/shim/spawn_targets.py: under fork the shim hands them over unpickled
         return (f"the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did, "
                 f"and pickle refuses {refused}: {advice}, or spawn with start_method='fork'")
+    if launch:
+        return (f"torch_xla.launch pickles fn and args for each process (it calls xmp.spawn), even with "
+                f"start_method='fork', and pickle refuses {refused}: {advice}")
     return (f"torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
             f"forked them unpickled), and pickle refuses {refused}: {advice}")
 
@@ -227,10 +234,11 @@ def _pickled(refused: str, shim: bool = False) -> str:
 @register
 class Unpicklable(PythonRule):
     id = "spawn-unpicklable"
-    summary = ("xmp.spawn given a nested function, a lambda, a lock or an xmp.MpModelWrapper (or a partial of one), as "
-               "fn or in args: torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim "
-               "unless under fork; report")
-    names = frozenset({SPAWN, SHIM_SPAWN})
+    summary = ("xmp.spawn or torch_xla.launch given a nested function, a lambda, an instance of a nested class, a lock "
+               "or an xmp.MpModelWrapper (or a partial of one), as fn or in args (a tuple, or a name bound to one): "
+               "torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless under "
+               "fork; report")
+    names = frozenset({SPAWN, SHIM_SPAWN, LAUNCH})
     examples = (
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -251,6 +259,14 @@ class Unpicklable(PythonRule):
             "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
             manual=("refuses args[0] (a lambda)",),
         ),
+        Example(  # torch_xla.launch calls xmp.spawn; an instance pickles by its class's name
+            "import torch_xla\n\ndef main():\n    class Cfg:\n        lr = 0.1\n\n"
+            "    args = (Cfg(),)\n    torch_xla.launch(_mp_fn, args=args)\n",
+            "import torch_xla\n\ndef main():\n    class Cfg:\n        lr = 0.1\n\n    args = (Cfg(),)\n"
+            f"    # TODO(xrt2pjrt): {_pickled('args[0] (an instance of `Cfg`, a class defined in main)', launch=True)} "
+            "[spawn-unpicklable]\n    torch_xla.launch(_mp_fn, args=args)\n",
+            manual=("refuses args[0] (an instance of `Cfg`, a class defined in main)",),
+        ),
         Example(  # the shim's spawn forks them over unpickled, as XRT's did
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
@@ -267,12 +283,12 @@ class Unpicklable(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        hit = _nprocs(ctx.original)
-        if hit is not None and literal(hit[1].value) == 1:
+        if _in_one_process(ctx.original, name):
             return node
-        shim = ctx.options.target == "shim" or name == SHIM_SPAWN
-        start_method = argument(ctx.original, "start_method", START_METHOD_POSITION)
-        if shim and start_method is not None and literal(start_method[1].value) == "fork":
+        # torch_xla.launch is torch_xla's own spawn under either target: the shim does not replace it
+        shim = name != LAUNCH and (ctx.options.target == "shim" or name == SHIM_SPAWN)
+        if shim and (start := argument(ctx.original, "start_method", START_METHOD_POSITION)) and (
+                literal(start[1].value) == "fork"):
             return node
         site = spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func))
         if site is None:
@@ -282,21 +298,56 @@ class Unpicklable(PythonRule):
         fn = site.argument("fn", 0)
         if fn is not None and (what := _refused(fn, site, bound, set())):
             refused.append(f"fn ({what})")
-        args = site.argument("args", 1)
-        for index, value in enumerate(args.elts if isinstance(args, (ast.Tuple, ast.List)) else ()):
+        for index, value in enumerate(_elements(site.argument("args", 1), site)):
             if what := _refused(value, site, bound, set()):
                 refused.append(f"args[{index}] ({what})")
         if refused:
-            ctx.manual(_pickled(" and ".join(refused), shim))
+            ctx.manual(_pickled(" and ".join(refused), shim, name == LAUNCH))
         return node
+
+
+def _in_one_process(node: cst.Call, name: str) -> bool:
+    """True when the spawn calls fn in this process, unpickled: xmp.spawn(nprocs=1),
+    torch_xla.launch(debug_single_process=True)."""
+    if name == LAUNCH:
+        hit, one = argument(node, "debug_single_process", SINGLE_PROCESS_POSITION), True
+    else:
+        hit, one = _nprocs(node), 1
+    return hit is not None and literal(hit[1].value) == one
+
+
+def _elements(args: ast.expr | None, site: spawn_site.Site) -> list[ast.expr]:
+    """The values ``args`` hands to the spawned function, as far as this file tells: those
+    of a tuple or list, or of the one tuple or list a name is bound to (``a = (cfg,)``)."""
+    if isinstance(args, ast.Name) and (scope := site.binding_scope(args.id)) is not None:
+        values = spawn_site.bindings(scope)[args.id]
+        args = values[0] if len(values) == 1 else None
+    return args.elts if isinstance(args, (ast.Tuple, ast.List)) else []
+
+
+def _local_class(func: ast.expr, site: spawn_site.Site) -> str | None:
+    """``Cfg``'s description when ``func`` names a class defined in a function: pickle finds
+    an instance's class by its name, which is not there ('Can't pickle local object'),
+    unless the class says how it pickles (``__reduce__``)."""
+    scope = isinstance(func, ast.Name) and site.binding_scope(func.id)
+    if not scope or isinstance(scope, ast.Module):
+        return None
+    classes = spawn_site.bindings(scope)[func.id]
+    if not all(isinstance(cls, ast.ClassDef) and not any(
+            isinstance(item, ast.FunctionDef) and item.name in ("__reduce__", "__reduce_ex__") for item in cls.body)
+               for cls in classes):
+        return None
+    return f"`{func.id}`, a class defined in {scope.name}"
 
 
 def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen: set[str]) -> str | None:
     """What ``value``, given to the spawn, is when pickle refuses it (a function defined in
-    another one, a lambda, what holds a lock); None when it pickles or this file cannot tell
-    (a parameter, an import, another call's result)."""
+    another one, a lambda, an instance of a class defined in one, what holds a lock); None
+    when it pickles or this file cannot tell (a parameter, an import, another call's result)."""
     if isinstance(value, ast.Lambda):
         return "a lambda"
+    if isinstance(value, ast.Call) and (cls := _local_class(value.func, site)):
+        return f"an instance of {cls}"
     if isinstance(value, ast.Call) and _resolved(value.func, bound) in _LOCK_HOLDERS:
         return _LOCK_HOLDERS[_resolved(value.func, bound)]
     if isinstance(value, ast.Call) and _resolved(value.func, bound) == "functools.partial":
