@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xrt2pjrt import codemod
+from xrt2pjrt import codemod, report
 from xrt2pjrt.registry import Options, select
 
 OPTIONS = Options(rules=select(None, None))
@@ -166,6 +166,13 @@ def test_rewritten_files_compile_keep_their_bytes_and_are_stable(blocks, encodin
 
     again, second = migrate_file(written)
     assert again == written and not second.result.changes
+    # and it reports what the first did, as --write reported it (lines it cites as written)
+    assert _decided(second) <= _decided(plan)
+
+
+def _decided(plan: codemod.Plan) -> set[tuple[str, int, str]]:
+    run = report.Run([plan.result], mode="write")
+    return {(item.rule, item.line, item.message) for item in run.items(plan.result) if item.kind == "decide"}
 
 
 @SETTINGS

@@ -139,6 +139,30 @@ def test_each_item_to_decide_is_one_line_of_output(tree):
     assert all(out.startswith(str(tree)) or "files seen" in out for out in result.stderr.splitlines())
 
 
+def test_lines_a_message_cites_are_those_of_the_file_as_written(tmp_path):
+    # spawn-nprocs-expression quotes the uses it means, spawn-runtime-before names lines: after
+    # --write the lines have moved (new imports, TODO lines) and the quoted use was rewritten
+    (tmp_path / "train.py").write_text(
+        "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "NUM_CORES = 8\nDEVICE = xm.xla_device()\n\ndef _mp_fn(index):\n"
+        "    sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())\n\n"
+        "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, nprocs=NUM_CORES)\n")
+
+    def decided(*options: str) -> list[str]:
+        return [line.split(": decide ", 1)[1] for line in run("migrate", *options, tmp_path / "train.py").stderr.splitlines()
+                if ": decide " in line]
+
+    preview, written, second = decided(), decided("--write"), decided()
+    assert any("(line 8: `sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())`)" in item
+               for item in preview) and any(item.endswith("spawned function (line 5)") for item in preview)
+    assert written == second  # the second pass reads the file as written, and says the same
+    lines = (tmp_path / "train.py").read_text().splitlines()
+    assert lines[8] == "    sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xr.global_ordinal())"
+    assert lines[5] == "DEVICE = torch_xla.device()"
+    assert any(f"(line 9: `{lines[8].strip()}`)" in item for item in written)
+    assert any(item.endswith("spawned function (line 6)") for item in written)
+
+
 def test_json_report_shape(tree, tmp_path):
     (tree / "broken.py").write_bytes(b"import torch_xla\ndef f(:\n")
     report = tmp_path / "report.json"

@@ -100,6 +100,14 @@ def test_a_line_a_message_names_is_the_documents_line():
     assert item.line == 12 and item.message.endswith("(line 11)")
 
 
+def test_a_line_a_message_names_in_a_documents_only_python_block_is_the_documents_line():
+    # one block is rewritten on its own: its item moved to the document's line, the line it cites did not
+    text = ("x\n\n```python\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
+            "DEVICE = xm.xla_device()\nxmp.spawn(fn)\n```\n")
+    (item,) = [f for f in markdown.rewrite(text, ALL).manual if f.rule == "spawn-runtime-before"]
+    assert item.line == 7 and item.message.endswith("(line 6)")
+
+
 def test_prose_only_document_is_untouched():
     text = "# XRT_TPU_CONFIG\n\nWe used `python -m torch_xla.distributed.xla_dist` in 2021.\n"
     assert markdown.rewrite(text, ALL).text == text

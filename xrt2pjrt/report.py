@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
@@ -105,6 +106,21 @@ def one_line(message: str) -> str:
 
 _ERROR_LINE = re.compile(r"^line (\d+)\b")
 
+# How a message names other lines of the file as read: ``line 5`` or ``line 5, 7``, and
+# ``line 73: `its text``` to say which use it means. The report renders them in the file
+# as written (after --write the lines have moved, and the text may have been rewritten),
+# so that a second pass, which reads that file, says the same. ``line 5 of cell 3`` (a
+# notebook's, rules/python.py's rewrite_together) counts in its cell and is left as it is,
+# as is any other text in backquotes (code the message quotes).
+CITED = re.compile(r"\bline (\d+(?:, \d+)*)(?!\d| of cell)(: `[^`\n]*`)?|`[^`\n]*`")
+_QUOTE_LENGTH = 100
+
+
+def quote_line(text: str) -> str:
+    """A line's text as a message cites it after its number (``line 73: `text```)."""
+    text = text.strip().replace("`", "'")
+    return f": `{text[:_QUOTE_LENGTH - 3]}...`" if len(text) > _QUOTE_LENGTH else f": `{text}`"
+
 
 @dataclass
 class Run:
@@ -138,12 +154,16 @@ class Run:
             return [Item(path, "error", None, one_line(result.error), line, 1, line, 1)]
         text = self._text_as_written(result)
         lines = text.splitlines() if text is not None else []
-        moved = self._new_line if self.mode == "write" and result.changed else (lambda r, line: (line, line))
+        written = self.mode == "write" and result.changed
+        moved = self._new_line if written else (lambda r, line: (line, line))
         out = []
         for kind, findings in (("change", result.changes), ("decide", result.manual)):
             for f in findings:
                 line, last = moved(result, f.line)
-                out.append(Item(path, kind, f.rule, one_line(f.message), line, *_span(lines, line, last),
+                message = f.message if not written else renumbered(
+                    f.message, lambda cited: moved(result, cited)[0],
+                    lambda cited: lines[cited - 1] if 1 <= cited <= len(lines) else None)
+                out.append(Item(path, kind, f.rule, one_line(message), line, *_span(lines, line, last),
                                 safe=_safe(f.rule)))
         return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
 
@@ -183,6 +203,19 @@ class Run:
             skip += 1
         at = min(j1 + skip + line - 1 - i1, max(j2 - 1, j1))
         return at + 1, max(at + 1, j2)
+
+
+def renumbered(message: str, number: Callable[[int], int], text: Callable[[int], str | None] = lambda line: None) -> str:
+    """``message`` with each line it cites (CITED) numbered ``number(line)``, and the text
+    quoted after one, where ``text(its new number)`` gives one, quoted anew."""
+    def cited(match: re.Match) -> str:
+        if match.group(1) is None:
+            return match.group(0)  # a quote
+        numbers = [number(int(line)) for line in match.group(1).split(", ")]
+        quote = match.group(2) and text(numbers[0])
+        return f"line {', '.join(map(str, numbers))}{quote_line(quote) if quote is not None else match.group(2) or ''}"
+
+    return CITED.sub(cited, message)
 
 
 def _span(lines: list[str], line: int, last: int) -> tuple[int, int, int]:

@@ -269,8 +269,8 @@ class EnvRule(PythonRule):
         why = (f"this write stays while it is, or that read raises KeyError; once the reads are migrated, "
                f"{then}")
         # (the comment left in the code names no line: lines move, and a second pass must find it)
-        ctx.manual(f"{variable} is read on line {', '.join(map(str, lines))}: {why}",
-                   comment=f"{variable} is read elsewhere in this file: {why}")
+        comment = f"{variable} is read elsewhere in this file: {why}"
+        ctx.manual(f"{comment} (line {', '.join(map(str, lines))})", comment=comment)
         return True
 
     def _written(self, ctx, variable: str, value: cst.BaseExpression, memo: bool = True) -> Setting | None:

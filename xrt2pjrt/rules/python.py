@@ -31,7 +31,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from xrt2pjrt.registry import RULES, Options
-from xrt2pjrt.report import Finding
+from xrt2pjrt.report import CITED, Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, Words, todo_comment
 from xrt2pjrt.rules import imports, layout, quiet
 from xrt2pjrt.rules.base import PythonRule
@@ -452,15 +452,16 @@ def _same_line(line: int) -> int:
 # A comment line between two pieces of one program, in the module they are joined into.
 _PIECE = "# xrt2pjrt-piece-{}\n"
 _PIECES = re.compile(r"^# xrt2pjrt-piece-(\d+)\n", re.M)
-_LINES_NAMED = re.compile(r"\bline (\d+(?:, \d+)*)")  # as rules name lines in messages
 
 
 def rewrite_together(pieces: list[str], options: Options,
-                     where: Callable[[int, int], str] = lambda k, line: f"line {line}") -> list[Outcome] | None:
+                     where: Callable[[int, int, int], str] = lambda own, k, line: f"line {line}",
+                     ) -> list[Outcome] | None:
     """Pieces of one program (a notebook's cells, a document's code blocks) rewritten as the
     one module they make, so that a name one piece imports is followed in the others. Each
     outcome holds its piece's text and findings, lines counted from the piece's first; a
-    line a message names ("set on line 12") is given as ``where(piece, line in it)`` says.
+    line a message names ("set on line 12") is given as ``where(the finding's piece, the
+    line's piece, line in it)`` says.
     None when the pieces cannot be told apart again (one holds a line like a boundary, or
     the rewrite moved one) or libcst cannot read them: rewrite each on its own then."""
     unended = [bool(piece) and not piece.endswith("\n") for piece in pieces]
@@ -483,11 +484,13 @@ def rewrite_together(pieces: list[str], options: Options,
         k = bisect.bisect_right(starts, line) - 1
         return k, line - starts[k] + 1
 
-    def named(match: re.Match) -> str:
-        return ", ".join(where(*place(int(line))) for line in match.group(1).split(", "))
+    def named(k: int, match: re.Match) -> str:  # a line a message cites (report.CITED), or a quote
+        if match.group(1) is None:
+            return match.group(0)
+        return ", ".join(where(k, *place(int(line))) for line in match.group(1).split(", ")) + (match.group(2) or "")
 
     def own(findings: list[Finding], k: int) -> list[Finding]:
-        return [Finding(f.rule, place(f.line)[1], _LINES_NAMED.sub(named, f.message))
+        return [Finding(f.rule, place(f.line)[1], CITED.sub(functools.partial(named, k), f.message))
                 for f in findings if place(f.line)[0] == k]
 
     return [Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))

@@ -13,6 +13,7 @@ import builtins
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
+from xrt2pjrt.report import quote_line
 from xrt2pjrt.rules import imports, quiet, spawn_site
 from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
 
@@ -164,20 +165,15 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     return count.id, places + [where] * bool(lines), lines
 
 
-_QUOTED_LINES, _QUOTE_LENGTH = 3, 100
+_QUOTED_LINES = 3
 
 
 def _quoted(source: str, lines: list[int]) -> str:
     """``line 73: `its text```, for the first lines of ``lines``, then the others' numbers:
-    the message says which use it means (in a file where the line numbers have moved, a
-    number alone points at a line that reads otherwise)."""
+    the message says which use it means. The report renders them in the file as written
+    (report.CITED), so that they still name these uses after --write."""
     texts = source.splitlines()
-    quoted = []
-    for line in lines[:_QUOTED_LINES]:
-        text = texts[line - 1].strip()
-        if len(text) > _QUOTE_LENGTH:
-            text = text[:_QUOTE_LENGTH - 3] + "..."
-        quoted.append(f"line {line}: `{text}`")
+    quoted = [f"line {line}{quote_line(texts[line - 1])}" for line in lines[:_QUOTED_LINES]]
     rest = lines[_QUOTED_LINES:]
     return "; ".join(quoted) + (f"; and line {', '.join(map(str, rest))}" if rest else "")
 

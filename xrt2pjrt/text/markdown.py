@@ -97,7 +97,7 @@ def _python_together(text: str, bodies: dict[Block, str], options: Options) -> d
     first = [text.count("\n", 0, block.start) for block in python]  # lines before each block
 
     def together(sources: list[str]) -> list[Outcome]:
-        outcomes = _python().rewrite_together(sources, options, where=lambda k, line: f"line {first[k] + line}")
+        outcomes = _python().rewrite_together(sources, options, where=lambda own, k, line: f"line {first[k] + line - first[own]}")
         if outcomes is None:
             raise SourceError("the Python blocks are not one program", 1)
         return [_checked(_python(), source, outcome) for source, outcome in zip(sources, outcomes)]

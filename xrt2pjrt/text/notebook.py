@@ -223,7 +223,7 @@ def _rewrite_together(python: dict[int, PythonCell], options: Options) -> dict[i
     by one)."""
     numbers = [index + 1 for index in python]  # as Jupyter counts cells
     outcomes = _python().rewrite_together([cell.python for cell in python.values()], options,
-                                        where=lambda k, line: f"line {line} of cell {numbers[k]}")
+                                        where=lambda own, k, line: f"line {line} of cell {numbers[k]}")
     if outcomes is None:
         return {}
     return {index: _finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}
