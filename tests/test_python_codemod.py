@@ -588,6 +588,24 @@ def test_a_runtime_started_on_import_in_a_class_body_or_default_value_is_reporte
 _XM = "import torch_xla.core.xla_model as xm\n"
 
 
+@pytest.mark.parametrize("imports, launch", [("import torch_xla\n", "torch_xla.launch"),
+                                             ("from torch_xla import launch\n", "launch")])
+def test_a_runtime_started_before_torch_xla_launch_is_reported_at_the_launch(imports, launch):
+    # torch_xla 2.9's launch calls xmp.spawn: 'Runtime is already initialized' (checked on CPU)
+    out = migrate(_XM + imports + f"\nDEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    {launch}(_mp_fn)\n")
+    (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert item.line == 7 and item.message.endswith("(line 4)")
+    assert "before torch_xla.launch, which then raises 'Runtime is already initialized'" in item.message
+
+
+@pytest.mark.parametrize("spawn", ["xmp.spawn(_mp_fn, nprocs=1)", "torch_xla.launch(_mp_fn, debug_single_process=True)"])
+def test_a_runtime_started_before_a_spawn_of_one_process_is_not_reported(spawn):
+    # torch_xla calls fn in this process then, and checks nothing
+    source = (_XM + "import torch_xla\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+              f"DEVICE = xm.xla_device()\n{spawn}\n")
+    assert not [m for m in migrate(source).manual if m.rule == "spawn-runtime-before"]
+
+
 @pytest.mark.parametrize("source, launcher", [
     # the reviewer's r3: the project's own launcher module spawns
     ("from launcher import launch\n\ndef fn(i, n):\n    print(xm.get_ordinal(), n)\n\n"

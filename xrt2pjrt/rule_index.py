@@ -41,6 +41,6 @@ RULES: dict[str, tuple[str, bool, str]] = {
     'spawn-join-daemon': ('python', True, 'xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report'),
     'spawn-nprocs-expression': ('python', False, 'xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them)'),
     'spawn-nprocs-literal': ('python', True, 'xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept'),
-    'spawn-runtime-before': ('python', True, "XLA runtime touched in a file that calls xmp.spawn, on import or in code the spawned function does not reach (RuntimeError from 2.4 if the launching process runs it first), report once; or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))"),
+    'spawn-runtime-before': ('python', True, "XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on import or in code the spawned function does not reach (RuntimeError from 2.4 if the launching process runs it first), report once; or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))"),
     'spawn-unpicklable': ('python', True, "xmp.spawn or torch_xla.launch given a nested function, a lambda, an instance of a nested class, a lock or an xmp.MpModelWrapper (or a partial of one), as fn or in args (a tuple, or a name bound to one): torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless under fork; report"),
 }

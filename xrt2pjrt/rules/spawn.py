@@ -366,9 +366,9 @@ def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen
     return f"`{value.id}`, {found[0]}" if all(found) else None
 
 
-_STARTED = ("this file starts the XLA runtime at module level, in the launching process, before xmp.spawn, "
-            "which then raises 'Runtime is already initialized' (torch_xla 2.4+): move that call into the spawned "
-            "function")
+def _started(spawn: str = "xmp.spawn") -> str:
+    return (f"this file starts the XLA runtime at module level, in the launching process, before {spawn}, which "
+            "then raises 'Runtime is already initialized' (torch_xla 2.4+): move that call into the spawned function")
 
 # APIs that start the XLA runtime in the calling process.
 _RUNTIME_STARTERS = frozenset({
@@ -380,9 +380,10 @@ _RUNTIME_STARTERS = frozenset({
 })
 
 
-_BEYOND = ("this file starts the XLA runtime in code xmp.spawn's function does not reach; if the launching "
-           "process runs any of it before this call (a library's set-up, a logger asking for the rank), xmp.spawn "
-           "raises 'Runtime is already initialized' (torch_xla 2.4+): keep those calls out of the launching process")
+def _beyond(spawn: str = "xmp.spawn") -> str:
+    return (f"this file starts the XLA runtime in code {spawn}'s function does not reach; if the launching process "
+            f"runs any of it before this call (a library's set-up, a logger asking for the rank), {spawn} raises "
+            "'Runtime is already initialized' (torch_xla 2.4+): keep those calls out of the launching process")
 
 
 def _launched(launcher: str) -> str:
@@ -397,17 +398,18 @@ _EXAMPLE_TRAINER = "Lightning's `pl.Trainer(tpu_cores=8)`"
 @register
 class RuntimeBeforeSpawn(PythonRule):
     id = "spawn-runtime-before"
-    summary = ("XLA runtime touched in a file that calls xmp.spawn, on import or in code the spawned function does "
-               "not reach (RuntimeError from 2.4 if the launching process runs it first), report once; or on import "
+    summary = ("XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on "
+               "import or in code the spawned function does not reach (RuntimeError from 2.4 if the launching process "
+               "runs it first), report once; or on import "
                "before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))")
-    names = _RUNTIME_STARTERS | {SPAWN}
+    names = _RUNTIME_STARTERS | {SPAWN, LAUNCH}
     examples = (
         Example(
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n"
-            f"    # TODO(xrt2pjrt): {_STARTED} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            f"    # TODO(xrt2pjrt): {_started()} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
             manual=("before xmp.spawn, which then raises",),
         ),
         Example(  # a class body and a function's default values run on import too
@@ -416,7 +418,7 @@ class RuntimeBeforeSpawn(PythonRule):
             "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
-            f"if __name__ == '__main__':\n    # TODO(xrt2pjrt): {_STARTED} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            f"if __name__ == '__main__':\n    # TODO(xrt2pjrt): {_started()} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
             manual=("(line 5, 7)",),
         ),
         Example(  # dinhanhx/VisualRoBERTa: no spawn in the file, Lightning's Trainer spawns after the sampler
@@ -446,7 +448,7 @@ class RuntimeBeforeSpawn(PythonRule):
             "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
             "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
             "    @staticmethod\n    def spawn(fn):\n"
-            f"        # TODO(xrt2pjrt): {_BEYOND} [spawn-runtime-before]\n"
+            f"        # TODO(xrt2pjrt): {_beyond()} [spawn-runtime-before]\n"
             "        xmp.spawn(XlaModel._worker, args=(fn,))\n",
             manual=("(in get_rank)",),
         ),
@@ -458,7 +460,7 @@ class RuntimeBeforeSpawn(PythonRule):
         self.launcher: tuple[str, int] | None | bool = False  # _launcher's answer, once asked
 
     def call(self, ctx, node, name):
-        if name != SPAWN:
+        if name not in (SPAWN, LAUNCH):
             if ctx.runs_on_import:
                 self.started_at.append(ctx.line)
                 if self.launcher is False:
@@ -466,15 +468,16 @@ class RuntimeBeforeSpawn(PythonRule):
                 if self.launcher and ctx.line < self.launcher[1]:
                     ctx.manual(_launched(self.launcher[0]))
             return node
-        if self.reported:
+        if self.reported or _in_one_process(ctx.original, name):  # (one process: torch_xla checks nothing)
             return node
+        spawn = "torch_xla.launch" if name == LAUNCH else "xmp.spawn"
         if self.started_at:
-            ctx.manual(f"{_STARTED} (line {', '.join(map(str, self.started_at))})", comment=_STARTED)
+            ctx.manual(f"{_started(spawn)} (line {', '.join(map(str, self.started_at))})", comment=_started(spawn))
             self.reported = True
             return node
         beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0))
         if beyond:
-            ctx.manual(f"{_BEYOND} (in {', '.join(beyond)})", comment=_BEYOND)
+            ctx.manual(f"{_beyond(spawn)} (in {', '.join(beyond)})", comment=_beyond(spawn))
             self.reported = True
         return node
 
@@ -498,7 +501,8 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
     if tree is None:
         return None
     bound = _imported(tree)
-    if any(isinstance(node, ast.Call) and _resolved(node.func, bound) in (SPAWN, SHIM_SPAWN) for node in ast.walk(tree)):
+    if any(isinstance(node, ast.Call) and _resolved(node.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH)
+           for node in ast.walk(tree)):
         return None
     replicas = {name for name, values in spawn_site.bindings(tree).items()
                 if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
