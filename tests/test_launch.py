@@ -66,12 +66,15 @@ def test_a_failure_stops_the_other_workers(pod):
     _assert_all_gone(pod)
 
 
-def test_ctrl_c_stops_every_worker(pod):
+@pytest.mark.parametrize("inherited", [signal.SIG_DFL, signal.SIG_IGN], ids=["terminal", "background-script"])
+def test_ctrl_c_stops_every_worker(pod, inherited):
     """The simulated workers run in sessions of their own, as remote processes do: killing the
-    local gcloud does not stop them; the launch's stop command on each worker does."""
+    local gcloud does not stop them; the launch's stop command on each worker does. A launch
+    that a script started in the background inherits SIGINT ignored, and still stops."""
     proc = subprocess.Popen(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], cwd=pod.root,
                             env={**pod.env, "STAND_IN_SLEEP": "60"}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
     _wait_for_sleepers(pod, 3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

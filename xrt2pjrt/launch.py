@@ -226,7 +226,11 @@ class _Pod:
         self.procs: list[subprocess.Popen] = []
 
     def run(self) -> int:
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt) if _main_thread() else None
+        # SIGINT too, explicitly: a launch started from a script in the background inherits
+        # it ignored (so Python raises no KeyboardInterrupt), and Ctrl-C or kill -INT must
+        # still stop every worker.
+        stops = (signal.SIGINT, signal.SIGTERM)
+        previous = {s: signal.signal(s, _raise_interrupt) for s in stops} if _main_thread() else {}
         try:
             return self._run()
         except KeyboardInterrupt:
@@ -234,8 +238,8 @@ class _Pod:
             self._stop(range(len(self.procs)))
             return 130
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def _run(self) -> int:
         pumps = []
