@@ -163,6 +163,31 @@ def test_lines_a_message_cites_are_those_of_the_file_as_written(tmp_path):
     assert any(item.endswith("spawned function (line 6)") for item in written)
 
 
+def test_lines_of_a_notebooks_cell_a_message_cites_are_those_of_the_cell_as_written(tmp_path):
+    source = ["import torch_xla.core.xla_model as xm\n", "import torch_xla.distributed.xla_multiprocessing as xmp\n",
+              "NUM_CORES = 8\n", "DEVICE = xm.xla_device()\n", "def _mp_fn(index):\n",
+              "    sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())\n",
+              "xmp.spawn(_mp_fn, nprocs=NUM_CORES)\n"]
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# Train\n"]},
+             {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}]
+    (tmp_path / "train.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+    def decided(*options: str) -> list[str]:
+        return [line.split(": decide ", 1)[1] for line in run("migrate", *options, tmp_path / "train.ipynb").stderr.splitlines()
+                if ": decide " in line]
+
+    preview, written, second = decided(), decided("--write"), decided()
+    assert any("(line 6 of cell 2: `sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())`)"
+               in item for item in preview) and any(item.endswith("(line 4 of cell 2)") for item in preview)
+    assert written == second
+    cell = "".join(json.loads((tmp_path / "train.ipynb").read_text())["cells"][1]["source"]).splitlines()
+    device = cell.index("DEVICE = torch_xla.device()") + 1
+    (sampler,) = [k + 1 for k, line in enumerate(cell) if "rank=xr.global_ordinal()" in line]
+    assert (device, sampler) == (5, 7)  # a new import above them
+    assert any(f"(line 7 of cell 2: `{cell[6].strip()}`)" in item for item in written)
+    assert any(item.endswith("(line 5 of cell 2)") for item in written)
+
+
 def test_json_report_shape(tree, tmp_path):
     (tree / "broken.py").write_bytes(b"import torch_xla\ndef f(:\n")
     report = tmp_path / "report.json"

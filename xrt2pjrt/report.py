@@ -110,8 +110,8 @@ _ERROR_LINE = re.compile(r"^line (\d+)\b")
 # ``line 73: `its text``` to say which use it means. The report renders them in the file
 # as written (after --write the lines have moved, and the text may have been rewritten),
 # so that a second pass, which reads that file, says the same. ``line 5 of cell 3`` (a
-# notebook's, rules/python.py's rewrite_together) counts in its cell and is left as it is,
-# as is any other text in backquotes (code the message quotes).
+# notebook's, rules/python.py's rewrite_together) counts in its cell: _IN_CELL's. Other
+# text in backquotes (code the message quotes) is left as it is.
 CITED = re.compile(r"\bline (\d+(?:, \d+)*)(?!\d| of cell)(: `[^`\n]*`)?|`[^`\n]*`")
 _QUOTE_LENGTH = 100
 
@@ -163,6 +163,8 @@ class Run:
                 message = f.message if not written else renumbered(
                     f.message, lambda cited: moved(result, cited)[0],
                     lambda cited: lines[cited - 1] if 1 <= cited <= len(lines) else None)
+                if written and result.kind == "notebook":
+                    message = self._in_cells_as_written(result, message)
                 out.append(Item(path, kind, f.rule, one_line(message), line, *_span(lines, line, last),
                                 safe=_safe(f.rule)))
         return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
@@ -183,15 +185,59 @@ class Run:
     def _new_line(self, result: FileResult, line: int) -> tuple[int, int]:
         """Where line ``line`` of the file as read is in the new file: its statement's line
         (the TODO lines written above it skipped), and the last line of what replaced it."""
-        cache = self.__dict__.setdefault("_opcodes", {})
+        cache = self.__dict__.setdefault("_moves", {})
         if result.path not in cache:
-            new = result.updated.splitlines()
-            opcodes = diff.matcher(result.original.splitlines(), new).get_opcodes()
-            cache[result.path] = (new, opcodes, [op[2] for op in opcodes])
-        new, opcodes, ends = cache[result.path]
+            cache[result.path] = _Moves(result.original.splitlines(), result.updated.splitlines())
+        return cache[result.path].of(line)
+
+    def _in_cells_as_written(self, result: FileResult, message: str) -> str:
+        """``message`` with the lines of a notebook's cells it cites (``line 5 of cell 3``)
+        numbered, and their text quoted, as in the notebook as written."""
+        cache = self.__dict__.setdefault("_cells", {})
+        if result.path not in cache:
+            cache[result.path] = (_cell_lines(result.original), _cell_lines(result.updated), {})
+        old, new, moves = cache[result.path]
+
+        def cited(match: re.Match) -> str:
+            line, cell = int(match.group(1)), int(match.group(2))
+            if not (1 <= cell <= min(len(old), len(new))):
+                return match.group(0)
+            if cell not in moves:
+                moves[cell] = _Moves(old[cell - 1], new[cell - 1])
+            at = moves[cell].of(line)[0]
+            quote = match.group(3) and 1 <= at <= len(new[cell - 1]) and quote_line(new[cell - 1][at - 1])
+            return f"line {at} of cell {cell}{quote or match.group(3) or ''}"
+
+        return _IN_CELL.sub(cited, message)
+
+
+_IN_CELL = re.compile(r"\bline (\d+) of cell (\d+)(: `[^`\n]*`)?")
+
+
+def _cell_lines(notebook: str) -> list[list[str]]:
+    """The lines of each cell of ``notebook`` (its JSON text); none when it does not read."""
+    try:
+        cells = json.loads(notebook)["cells"]
+        return [("".join(c["source"]) if isinstance(c["source"], list) else c["source"]).splitlines() for c in cells]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+class _Moves:
+    """Where each line of ``old`` is in ``new``, its rewrite."""
+
+    def __init__(self, old: list[str], new: list[str]):
+        self.new = new
+        self.opcodes = diff.matcher(old, new).get_opcodes()
+        self.ends = [op[2] for op in self.opcodes]
+
+    def of(self, line: int) -> tuple[int, int]:
+        """Line ``line``'s statement's line in ``new`` (the TODO lines written above it
+        skipped), and the last line of what replaced it."""
+        opcodes, new = self.opcodes, self.new
         # the opcode holding the line, found by its end (a loop over all of them, for each of a
         # large file's items, was quadratic)
-        k = bisect.bisect_right(ends, line - 1)
+        k = bisect.bisect_right(self.ends, line - 1)
         if k == len(opcodes) or not opcodes[k][1] <= line - 1:
             return line, line
         tag, i1, i2, j1, j2 = opcodes[k]
