@@ -187,6 +187,27 @@ def test_lines_of_a_notebooks_cell_a_message_cites_are_those_of_the_cell_as_writ
     assert any(f"(line 7 of cell 2: `{cell[6].strip()}`)" in item for item in written)
     assert any(item.endswith("(line 5 of cell 2)") for item in written)
 
+def test_the_summary_counts_the_todo_lines_a_second_pass_no_longer_reports(tmp_path):
+    """After --write, xm.xrt_world_size(4) is xr.world_size() under a TODO line about the
+    dropped defval; a second pass sees nothing to report there. Its summary said "0 items
+    to decide by hand", as if the migration were done."""
+    (tmp_path / "a.py").write_text("import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(4)\n")
+    (tmp_path / "b.py").write_text("# xrt2pjrt: skip-file\n# TODO(xrt2pjrt): the owner's own [api-ordinal]\nimport torch_xla\n")
+    (tmp_path / "README.md").write_text("Each decision gets a `# TODO(xrt2pjrt): ...` line.\n")  # prose: not one
+    written = run("migrate", "--write", tmp_path, "--report", tmp_path.parent / "written.json")
+    assert written.stderr.splitlines()[-1].endswith(
+        "1 item to decide by hand, 1 TODO(xrt2pjrt) line in 1 file (grep -rn 'TODO(xrt2pjrt)' finds them).")
+    report = tmp_path.parent / "second.json"
+    second = run("migrate", "--check", tmp_path, "--report", report)
+    assert second.exit_code == 0
+    assert second.stderr.splitlines()[-1] == (
+        "3 files seen, 0 would change (0 changes), 0 items to decide by hand, "
+        "1 TODO(xrt2pjrt) line already in 1 file (grep -rn 'TODO(xrt2pjrt)' finds them).")
+    summary = json.loads(report.read_text())["summary"]
+    assert (summary["manual"], summary["todo_lines"], summary["files_with_todo_lines"]) == (0, 1, 1)
+    (tmp_path / "a.py").write_text("import torch_xla.runtime as xr\n\nn = xr.world_size()\n")  # settled
+    assert "TODO" not in run("migrate", tmp_path).stderr
+
 
 def test_json_report_shape(tree, tmp_path):
     (tree / "broken.py").write_bytes(b"import torch_xla\ndef f(:\n")

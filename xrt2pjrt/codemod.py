@@ -33,7 +33,7 @@ from pathlib import Path
 
 from xrt2pjrt import files, rewriters, suppress
 from xrt2pjrt.registry import Options
-from xrt2pjrt.report import FileResult
+from xrt2pjrt.report import FileResult, todo_lines
 
 # Characters of text to parse below which a process pool costs more than it saves, and the
 # least a worker should get (bench/jobs.py). The parent parses about a million characters a
@@ -87,10 +87,11 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
     except files.DecodeError as exc:
         result.error = f"line {exc.line}: {exc}"
         return Plan(result, snapshot=snapshot)
+    result.todo_lines = todo_lines(kind, source.text)
     if not rewriters.trigger_for(kind).search(source.text):
         return Plan(result, snapshot=snapshot)
     if suppress.skips_file(source.text):
-        result.skipped = True
+        result.skipped, result.todo_lines = True, 0  # set aside by its owner
         return Plan(result, snapshot=snapshot)
     if len(data) > options.max_file_bytes:
         result.error = _too_large(kind, data, source.text, options.max_file_bytes)
@@ -115,7 +116,7 @@ def _too_large(kind: str, data: bytes, text: str, limit: int) -> str | None:
 
 
 def _finish(job: _Job, options: Options) -> Plan:
-    result = FileResult(path=str(job.path), kind=job.kind)
+    result = FileResult(path=str(job.path), kind=job.kind, todo_lines=todo_lines(job.kind, job.source.text))
     source, kind = job.source, job.kind
     rewriter = rewriters.module_for(kind)
     unfinished = Plan(result, snapshot=job.snapshot)

@@ -23,6 +23,13 @@ MODES = ("preview", "check", "write")
 TODO_MARK = "TODO(xrt2pjrt):"
 
 
+def todo_lines(kind: str, text: str) -> int:
+    """The TODO lines in ``text`` (one marker each; a notebook's are in its JSON strings).
+    Documentation gets none (its decisions are reported on every run instead), so a mention
+    of the marker there is prose."""
+    return 0 if kind == "markdown" else text.count(TODO_MARK)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One change made, or one spot a person must decide (``line`` is 1-based)."""
@@ -42,6 +49,11 @@ class FileResult:
     manual: list[Finding] = field(default_factory=list)
     error: str | None = None
     skipped: bool = False  # by a `# xrt2pjrt: skip-file` comment
+    todo_lines: int = 0  # the TODO(xrt2pjrt) lines in the file as read: an earlier --write's, left to settle
+
+    def todo_lines_left(self, written: bool) -> int:
+        """The TODO(xrt2pjrt) lines in the file as the run leaves it: as written, when ``written``."""
+        return todo_lines(self.kind, self.updated) if written and self.changed else self.todo_lines
 
     @property
     def changed(self) -> bool:
@@ -62,9 +74,14 @@ class Summary:
     files_failed: int = 0
     changes: int = 0
     manual: int = 0
+    # What the files hold once the run is done: a second pass reports only what its rules
+    # still see, while an earlier --write's TODO lines stay until a person settles them.
+    todo_lines: int = 0
+    files_with_todo_lines: int = 0
 
     @classmethod
-    def of(cls, results: list[FileResult]) -> "Summary":
+    def of(cls, results: list[FileResult], written: bool = False) -> "Summary":
+        left = [r.todo_lines_left(written) for r in results]
         return cls(
             files_seen=len(results),
             files_changed=sum(r.changed for r in results),
@@ -73,6 +90,8 @@ class Summary:
             files_failed=sum(r.error is not None for r in results),
             changes=sum(len(r.changes) for r in results if r.error is None),  # a file that failed changed nothing
             manual=sum(len(r.manual) for r in results),
+            todo_lines=sum(left),
+            files_with_todo_lines=sum(map(bool, left)),
         )
 
 
@@ -133,7 +152,7 @@ class Run:
 
     @cached_property
     def summary(self) -> Summary:
-        return Summary.of(self.results)
+        return Summary.of(self.results, written=self.mode == "write")
 
     @property
     def interesting(self) -> list[FileResult]:
@@ -321,6 +340,9 @@ def summary_line(run: Run) -> str:
     if s.files_only_todo_lines:
         parts.append(f"{s.files_only_todo_lines} {'gained' if run.mode == 'write' else 'would gain'} TODO lines only")
     parts.append(f"{plural(s.manual, 'item')} to decide by hand")
+    if s.todo_lines:
+        parts.append(f"{plural(s.todo_lines, 'TODO(xrt2pjrt) line')} {'' if run.mode == 'write' else 'already '}"
+                     f"in {plural(s.files_with_todo_lines, 'file')} (grep -rn 'TODO(xrt2pjrt)' finds them)")
     if s.files_failed:
         parts.append(f"{s.files_failed} could not be processed")
     return ", ".join(parts) + "."
