@@ -207,3 +207,77 @@ def test_each_handed_in_store_is_the_one_met_in_even_when_an_old_one_is_gone():
 
     ids = [meet(server.port) for server in servers]
     assert [len(server.joined) for server in servers] == [1, 1, 1], ids
+
+
+def _meet_in_threads(server, participants: int, payload: bytes, rounds: int = 2,
+                     timeout: float = 30) -> list[list[bytes]]:
+    """``participants`` threads of this process, each with a store client of its own for
+    ``server``, meet ``rounds`` times; what the last round returned to each (or its error)."""
+    import threading
+
+    from xrt2pjrt.shim import store as store_module
+    from xrt2pjrt.shim.rendezvous import RendezvousError, host_rendezvous
+
+    got: dict[int, list[bytes]] = {}
+
+    def join(ordinal: int) -> None:
+        store = store_module.StoreClient("127.0.0.1", server.port, SECRET.encode(), timeout=timeout)
+        try:
+            for _ in range(rounds):
+                got[ordinal] = host_rendezvous("step", payload + bytes([ordinal]), None, ordinal=ordinal,
+                                               world_size=participants, timeout=timeout, store=store)
+        except RendezvousError as error:
+            got[ordinal] = str(error)
+
+    threads = [threading.Thread(target=join, args=(o,)) for o in range(participants)]
+    [t.start() for t in threads]
+    [t.join(timeout + 30) for t in threads]
+    return [got.get(o) for o in range(participants)]
+
+
+def test_the_stores_work_per_participant_does_not_grow_with_the_participants(monkeypatch):
+    """On a pod of 256 processes a barrier cost the store 0.7 s (bench/store_scale.py): each
+    participant asked for all N keys, N^2 per barrier. Counted here as the fields of every
+    request the store served, per participant and rendezvous, at 8 and at 32 participants."""
+    from xrt2pjrt.shim import store as store_module
+
+    fields = []
+    run = store_module.StoreServer._run
+    monkeypatch.setattr(store_module.StoreServer, "_run",
+                        lambda self, op, request, token: fields.append(len(request)) or run(self, op, request, token))
+    per_participant = {}
+    for participants in (8, 32):
+        server = store_module.StoreServer(store_module.listen("127.0.0.1", 0), SECRET.encode())
+        fields.clear()
+        results = _meet_in_threads(server, participants, b"", rounds=3)
+        assert results == [[bytes([o]) for o in range(participants)]] * participants
+        per_participant[participants] = sum(fields) / (participants * 3)
+        server.close()
+    assert per_participant[32] < 1.2 * per_participant[8], per_participant  # before: 38.0 against 14.1
+
+
+@pytest.mark.parametrize("participants", [2, 8])
+def test_payloads_too_large_to_gather_in_one_value_still_reach_everyone(monkeypatch, participants):
+    """8 payloads of 1,000 bytes are over a 6,000-byte value limit together, not each."""
+    from xrt2pjrt.shim import store as store_module
+
+    monkeypatch.setenv(store_module.MAX_BYTES_ENV, "6000")
+    server = store_module.StoreServer(store_module.listen("127.0.0.1", 0), SECRET.encode())
+    payload = b"x" * 1000
+    results = _meet_in_threads(server, participants, payload)
+    assert results == [[payload + bytes([o]) for o in range(participants)]] * participants
+    assert store_module.StoreClient("127.0.0.1", server.port, SECRET.encode(), timeout=5).num_keys() == 0
+    server.close()
+
+
+def test_stores_made_after_others_were_freed_meet_in_step():
+    """Threads that each make a store client, meet and end, again and again (a freed
+    client's id is often the next one's): the rendezvous counted its calls per id(store),
+    so a new client could inherit a freed one's count, and two participants waited for
+    each other under different keys until the timeout."""
+    from xrt2pjrt.shim import store as store_module
+
+    server = store_module.StoreServer(store_module.listen("127.0.0.1", 0), SECRET.encode())
+    for meeting in range(12):
+        assert _meet_in_threads(server, 2, b"", rounds=meeting % 3 + 1, timeout=3) == [[b"\0", b"\1"]] * 2, meeting
+    server.close()

@@ -260,6 +260,59 @@ def test_a_helper_on_a_taken_port_fails_at_once_naming_it(server):
     assert time.monotonic() - started < 10
 
 
+SERVE_WITH_FEW_FILES = textwrap.dedent("""
+    import resource, sys
+    from xrt2pjrt.shim import store
+    soft, hard = int(sys.argv[1]), int(sys.argv[2])
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard if hard > 0 else resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    server = store.StoreServer(store.listen("127.0.0.1", 0), sys.argv[3].encode())
+    print(server.port, flush=True)
+    sys.stdin.read()
+""")
+
+
+@pytest.mark.parametrize("hard", ["unchanged", "the same"])
+def test_more_processes_than_the_soft_open_file_limit_all_get_in(hard):
+    """A store whose process may open 48 files, met by 80 processes at once. With a higher
+    hard limit it raises its own (Linux's usual soft limit of 1,024 is below a pod of 1,024
+    processes); at the hard limit, the processes beyond it wait until others close. Before,
+    the first connection over the limit ended the store's accept loop: every later process
+    of the job was shut out ('did not answer as an xrt2pjrt store')."""
+    served = subprocess.Popen([sys.executable, "-c", SERVE_WITH_FEW_FILES, "48", "48" if hard == "the same" else "0",
+                               SECRET.decode()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        port = int(served.stdout.readline())
+        holding = hard == "unchanged"  # every connection stays open until all got in
+        everyone_in = threading.Barrier(80, timeout=60) if holding else None
+        outcomes = []
+
+        def process(number: int) -> None:
+            job = client(port, timeout=30)
+            try:
+                job.set(f"process {number}", b"in")
+                if everyone_in:
+                    everyone_in.wait()
+                else:
+                    time.sleep(0.5)  # long enough for the others to fill the store's files
+                outcomes.append("in")
+            except (store.StoreError, threading.BrokenBarrierError) as error:
+                outcomes.append(f"{type(error).__name__}: {error}")
+            finally:
+                job.close()
+
+        threads = [threading.Thread(target=process, args=(n,)) for n in range(80)]
+        [t.start() for t in threads]
+        [t.join(90) for t in threads]
+        assert outcomes == ["in"] * 80, sorted(set(outcomes))
+        assert client(port).num_keys() == 80
+    finally:
+        served.stdin.close()
+        served.wait(10)
+    if hard == "the same":
+        assert "out of open files" in served.stderr.read()
+
+
 def test_importing_the_store_imports_neither_torch_nor_yaml():
     code = "import sys; import xrt2pjrt.shim.store; print('torch' in sys.modules, 'yaml' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})

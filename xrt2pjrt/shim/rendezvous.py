@@ -5,8 +5,10 @@ PJRT's is an XLA all_gather that syncs the graph and does nothing under SPMD. Th
 brings back the XRT behaviour over a key-value store (``store``: authenticated, with
 server-side waits):
 
-* every participant writes ``(tag, payload)`` under a key for this rendezvous and waits
-  until every other participant's key exists, so nobody leaves before all arrived;
+* every participant writes ``(tag, payload)`` under a key for this rendezvous and counts
+  itself in; the last one counted gathers every key into one value, which the others wait
+  for, so nobody leaves before all arrived (and the store answers N requests of one key
+  per barrier, not N requests of N keys);
 * all participants compare the tags (a mismatch is :class:`RendezvousTagMismatch`,
   raised on every participant) and return the payloads in ordinal order;
 * the key carries a generation number counted per (participant set, ordinal), so the
@@ -31,10 +33,12 @@ The timeout (seconds) comes from the ``timeout`` argument, else
 from __future__ import annotations
 
 import datetime
+import itertools
 import multiprocessing.util
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Sequence
 
 from xrt2pjrt.shim import job as job_module
@@ -125,11 +129,11 @@ def host_rendezvous(
     keys = {member: f"{base}/{member}" for member in members}
     try:
         client.store.set(keys[ordinal], _encode(tag, bytes(payload)))
-        values = _values_of_all(client.store, tag, keys, ordinal, seconds)
-        # Everyone has read every key once the counter reaches the group size: the last one
-        # deletes them (the counter key last, so a late reader never sees a half-deleted set).
+        values = _values_of_all(client.store, tag, keys, base, ordinal, seconds)
+        # Everyone has read once the counter reaches the group size: the last one deletes
+        # the keys (the counter key last, so a late reader never sees a half-deleted set).
         if client.store.add(f"{base}/read", 1) == len(members):
-            client.store.delete_keys([*keys.values(), f"{base}/read"])
+            client.store.delete_keys([*keys.values(), f"{base}/all", f"{base}/arrived", f"{base}/read"])
     except store_module.StoreAborted as error:
         raise RendezvousAborted(f"rendezvous {tag!r} on ordinal {ordinal} ended: {error}") from None
     except store_module.StoreError as error:
@@ -142,10 +146,27 @@ def host_rendezvous(
     return [arrivals[member][1] for member in members]
 
 
-def _values_of_all(store, tag: str, keys: dict[int, str], ordinal: int, seconds: float) -> list[bytes]:
-    """Every participant's arrival, once all have arrived (the store waits)."""
+def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: int,
+                   seconds: float) -> list[bytes]:
+    """Every participant's arrival, once all have arrived (the store waits).
+
+    The last to arrive gathers the arrivals into one value, ``base/all``, that the others
+    wait for: each participant asks for one key, not N, so the store's work per barrier
+    grows as N, not N^2 (on a pod of 256 processes, 0.7 s of the store's time per barrier
+    went into N^2 keys). When the gathered arrivals would be over the store's value limit
+    (large payloads from many participants), ``base/all`` says so and each participant
+    fetches the N keys itself.
+    """
     try:
-        return store.multi_get(list(keys.values()))
+        if store.add(f"{base}/arrived", 1) == len(keys):
+            values = store.multi_get(list(keys.values()))  # all there: no wait
+            gathered = _GATHERED + _pack(values)
+            store.set(f"{base}/all", gathered if len(gathered) <= store_module.max_value_bytes() else _EACH_KEY)
+            return values
+        everyone = store.get(f"{base}/all")
+        if everyone == _EACH_KEY:
+            return store.multi_get(list(keys.values()))
+        return _unpack(everyone[len(_GATHERED):])
     except store_module.StoreTimeout:
         try:
             missing = [member for member, key in keys.items() if not store.check([key])]
@@ -158,6 +179,22 @@ def _values_of_all(store, tag: str, keys: dict[int, str], ordinal: int, seconds:
             f"replicas {missing} never arrived (participants {sorted(keys)}; "
             f"set {TIMEOUT_ENV} to wait longer)"
         ) from None
+
+
+_GATHERED, _EACH_KEY = b"G", b"K"
+
+
+def _pack(values: Sequence[bytes]) -> bytes:
+    return b"".join(len(value).to_bytes(8, "big") + value for value in values)
+
+
+def _unpack(packed: bytes) -> list[bytes]:
+    values, at = [], 0
+    while at < len(packed):
+        size = int.from_bytes(packed[at : at + 8], "big")
+        values.append(packed[at + 8 : at + 8 + size])
+        at += 8 + size
+    return values
 
 
 def _describe_mismatch(tags: dict[int, str], ordinal: int) -> str:
@@ -193,6 +230,24 @@ def _next_generation(identity: object, group: str, ordinal: int) -> int:
         return generation
 
 
+# A handed-in store's identity in the counts: a number no later store gets. Its id() would
+# do while it lives, but once it is freed the next store made often gets the same id, and
+# with it the freed store's counts: participants then met under different generations and
+# waited for each other until the timeout.
+_store_numbers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_numbers = itertools.count()
+
+
+def _identity_of(store) -> object:
+    with _generations_lock:
+        try:
+            if store not in _store_numbers:
+                _store_numbers[store] = next(_numbers)
+            return ("store", _store_numbers[store])
+        except TypeError:  # no weak reference to it (a C++ store): it must live as long as the job
+            return id(store)
+
+
 # --- store connections ---------------------------------------------------------------
 class _Client:
     def __init__(self, store, identity: object, handed_in=None):
@@ -214,7 +269,7 @@ def _thread_client(store, seconds: float) -> _Client:
     client = clients.get(key)
     if client is None:
         if store is not None:
-            client = _Client(store.clone() if hasattr(store, "clone") else store, id(store), store)
+            client = _Client(store.clone() if hasattr(store, "clone") else store, _identity_of(store), store)
         else:
             client = _Client(JOB_STORE.connect(key, seconds), key)
         clients[key] = client

@@ -29,6 +29,7 @@ import errno
 import hashlib
 import hmac
 import os
+import resource
 import secrets
 import select
 import signal
@@ -216,6 +217,23 @@ def listen(host: str, port: int) -> socket.socket:
     raise AssertionError("unreachable")
 
 
+def _open_file_limit() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def _raise_open_file_limit() -> None:
+    """Let a store hold a socket for every process of a pod: the soft limit on open files
+    goes up to the hard one (as Go's runtime does for every program). A soft limit of 1,024,
+    common on Linux, leaves a store about 1,000 connections, fewer than a pod of 1,024
+    processes needs."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass  # some systems refuse an unlimited soft limit: the store keeps what it has
+
+
 # --- the server ------------------------------------------------------------------------------
 class StoreServer:
     """Serves the store on a listening socket with one thread per connection (daemons)."""
@@ -235,6 +253,7 @@ class StoreServer:
         self.connections = 0
         self.changed = threading.Event()  # set on every join, done, abort or closed connection
         self._closed = False
+        _raise_open_file_limit()
         threading.Thread(target=self._accept, name="xrt2pjrt-store", daemon=True).start()
 
     @property
@@ -259,11 +278,24 @@ class StoreServer:
         self.changed.set()
 
     def _accept(self) -> None:
+        out_of_files = False
         while not self._closed:
             try:
                 conn, peer = self._listening.accept()
-            except OSError:
-                return
+            except OSError as error:
+                if error.errno not in (errno.EMFILE, errno.ENFILE) or self._closed:
+                    return
+                # Out of file descriptors: the connection waits in the backlog until one closes
+                # (ending this loop here stopped the store for every later process).
+                if not out_of_files:
+                    print(f"xrt2pjrt store on port {self.port}: out of open files at {self.connections} "
+                          f"connections ({error.strerror}; the limit is {_open_file_limit()}): later "
+                          "processes wait until one closes; raise it with ulimit -n",
+                          file=self._log or sys.stderr, flush=True)
+                out_of_files = True
+                time.sleep(_RETRY_SECONDS)
+                continue
+            out_of_files = False
             threading.Thread(target=self._serve, args=(conn, peer), daemon=True).start()
 
     def _serve(self, conn: socket.socket, peer) -> None:
