@@ -187,6 +187,7 @@ def test_lines_of_a_notebooks_cell_a_message_cites_are_those_of_the_cell_as_writ
     assert any(f"(line 7 of cell 2: `{cell[6].strip()}`)" in item for item in written)
     assert any(item.endswith("(line 5 of cell 2)") for item in written)
 
+
 def test_the_summary_counts_the_todo_lines_a_second_pass_no_longer_reports(tmp_path):
     """After --write, xm.xrt_world_size(4) is xr.world_size() under a TODO line about the
     dropped defval; a second pass sees nothing to report there. Its summary said "0 items

@@ -803,6 +803,18 @@ def test_the_uses_of_an_nprocs_constant_are_quoted_as_the_file_reads_them():
     ("def get_preds(n_items=20, num_cores=8):\n    xmp.spawn(_run_inference, args=(n_items,), nprocs=num_cores)\n"
      "    if True:\n        return reload_pred_results(num_cores)\n",
      "used after this call", "(line 6: `return reload_pred_results(num_cores)`)"),
+    # args= by a name bound to the tuple that holds the count
+    ("def main():\n    n = 8\n    a = (flags, n)\n    xmp.spawn(_mp_fn, args=a, nprocs=n)\n",
+     "passed to the spawned function (args=)", None),
+    # Kaggle's FLAGS dict: each replica's sampler sized by the flag, not by the world (half the data on a v4-8)
+    ("FLAGS = {}\nFLAGS['num_cores'] = 8\n\ndef _mp_fn(rank, flags):\n"
+     "    sampler = DistributedSampler(data, num_replicas=flags['num_cores'], rank=rank)\n\n"
+     "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'], start_method='fork')\n",
+     "read elsewhere in this file (as ['num_cores'])",
+     "(line 7: `sampler = DistributedSampler(data, num_replicas=flags['num_cores'], rank=rank)`)"),
+    ("def _mp_fn(index, flags):\n    lr = flags.lr * flags.num_cores\n\n"
+     "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS.num_cores)\n",
+     "read elsewhere in this file (as .num_cores)", "(line 4: `lr = flags.lr * flags.num_cores`)"),
 ])
 def test_an_nprocs_name_passed_to_the_replicas_or_read_after_the_spawn_is_reported(source, place, line):
     out = migrate(_XMP + "\n" + source)
@@ -822,8 +834,12 @@ def test_an_nprocs_name_passed_to_the_replicas_or_read_after_the_spawn_is_report
     "        print(f'Launching a training on {num_processes} TPU cores.')\n"
     "        xmp.spawn(function, args=args, nprocs=num_processes, start_method='fork')\n"
     "    elif num_processes > 1:\n        start_processes(function, args=args, nprocs=num_processes)\n",
+    # pytorch/xla 1.13's test_train_mp_imagenet.py: the flag is given, and read nowhere else
+    "def _mp_fn(index, flags):\n    global FLAGS\n    FLAGS = flags\n    train(FLAGS.batch_size)\n\n"
+    "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS.num_cores)\n",
+    "FLAGS['num_cores'] = 8\nxmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'])\n",  # setting it is no read
 ])
-def test_an_nprocs_parameter_read_only_before_the_spawn_or_in_another_branch_is_not_reported(source):
+def test_an_nprocs_count_read_only_before_the_spawn_in_another_branch_or_nowhere_is_not_reported(source):
     assert not migrate(_XMP + "\n" + source).manual
 
 

@@ -99,6 +99,18 @@ class NprocsExpression(_NprocsRule):
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "xmp.spawn(_mp_fn, args=(flags,), nprocs=1 if flags.num_cores == 1 else None)\n",
         ),
+        Example(  # the replicas size their sampler by the flag: on 4 processes they read half the data
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
+            "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'])\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
+            "# TODO(xrt2pjrt): FLAGS['num_cores'] is also read elsewhere in this file (as ['num_cores']), as if it "
+            "were the number of processes: under PJRT that is xr.world_size(), which need not match it; where "
+            "FLAGS['num_cores'] means that number, use xr.world_size() instead [spawn-nprocs-expression]\n"
+            "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n",
+            manual=("read elsewhere in this file (as ['num_cores'])",),
+        ),
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -136,20 +148,28 @@ class NprocsExpression(_NprocsRule):
 
 
 def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[int]]:
-    """The name given to the spawn as its process count, the places that read it too, as if
-    it were one (code sized by it, a file per replica), and their lines: the spawn's other
-    arguments (the spawned function gets it); anywhere in the file for a module-level
-    constant (``NUM_CORES = 8``), else only after the spawn in the code that binds it (a
-    library reads its parameter or flag before it, for every launcher it supports)."""
+    """The count given to the spawn as its number of processes, the places that read it too,
+    as if it were one (code sized by it, a file per replica), and their lines. For a name:
+    the spawn's other arguments (the spawned function gets it, in args= or in the tuple a
+    name given as args= is bound to); anywhere in the file for a module-level constant
+    (``NUM_CORES = 8``), else only after the spawn in the code that binds it (a library
+    reads its parameter or flag before it, for every launcher it supports). For a flag
+    (``flags.num_cores``, ``FLAGS['num_cores']``): anywhere else in the file that reads the
+    same attribute or key, whatever holds it (the spawned function names its own ``flags``)."""
     nprocs = count = site and site.argument("nprocs", NPROCS_POSITION)
     if isinstance(nprocs, ast.IfExp) and isinstance(nprocs.test, ast.Compare) and (
             ast.unparse(nprocs) == f"1 if {ast.unparse(nprocs.test.left)} == 1 else None"):  # as this rule writes it
         count = nprocs.test.left
+    if _flag(count):
+        reads = [node for node in ast.walk(site.scopes[-1]) if _flag(node) == _flag(count) and isinstance(node.ctx, ast.Load)]
+        lines = _lines_beyond(site, reads)
+        return ast.unparse(count), [f"read elsewhere in this file (as {_flag(count)})"] * bool(lines), lines
     if not isinstance(count, ast.Name):
         return "", [], []
     places = []
     others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not nprocs]
-    if spawn_site.reads((node for arg in others for node in ast.walk(arg)), count.id):
+    handed = [*others, *_elements(site.argument("args", 1), site)]
+    if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), count.id):
         places.append("passed to the spawned function (args=)")
     scope = site.binding_scope(count.id)
     if scope is None:
@@ -161,8 +181,23 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
         where, reads = "used after this call", spawn_site.reads(spawn_site.nodes_of(site.after), count.id)
     else:
         return count.id, places, []
-    lines = sorted({read.lineno for read in reads} - set(range(site.call.lineno, site.call.end_lineno + 1)))
+    lines = _lines_beyond(site, reads)
     return count.id, places + [where] * bool(lines), lines
+
+
+def _flag(node: ast.AST | None) -> str | None:
+    """``.num_cores`` for ``flags.num_cores``, ``['num_cores']`` for ``FLAGS['num_cores']``:
+    how a flag holding the process count is read; None for anything else."""
+    if isinstance(node, ast.Attribute):
+        return f".{node.attr}"
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return f"[{node.slice.value!r}]"
+    return None
+
+
+def _lines_beyond(site: spawn_site.Site, reads: list[ast.AST]) -> list[int]:
+    """The lines of ``reads`` outside the spawn call."""
+    return sorted({read.lineno for read in reads} - set(range(site.call.lineno, site.call.end_lineno + 1)))
 
 
 _QUOTED_LINES = 3
