@@ -38,6 +38,7 @@ RULES: dict[str, tuple[str, bool, str]] = {
     'pjrt-runtime': ('python', True, 'torch_xla.experimental.pjrt.* (deleted in 2.5) → torch_xla.runtime (xr.*)'),
     'pjrt-spawn': ('python', True, 'pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name'),
     'shim-imports': ('python', True, "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt.shim; calls kept"),
+    'spawn-dataloader-worker': ('python', True, "an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a partial): the worker is a process of its own where torch_xla is not the replica's; report"),
     'spawn-join-daemon': ('python', True, 'xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report'),
     'spawn-nprocs-expression': ('python', False, 'xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them)'),
     'spawn-nprocs-literal': ('python', True, 'xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept'),
