@@ -329,3 +329,23 @@ def test_preview_of_a_relative_path_applies_with_git_apply(tree, monkeypatch):
 def test_preview_of_an_absolute_path_names_it_as_it_is(tree):
     preview = run("migrate", tree / "train.py").stdout
     assert preview.startswith(f"--- {tree / 'train.py'}\n")
+
+
+@pytest.mark.parametrize("source, item, cited", [
+    # an import added in the block of the rewritten call it serves: 'line 2' named the import
+    ("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
+     "n = xm.xrt_world_size()\nxmp.spawn(main, nprocs=8)\n", 5, 3),
+    # two functions alike: the TODO line above the first spawn split it from its def, and the
+    # item went to the second function's spawn
+    ("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
+     "n = xm.xrt_world_size()\ndef main(index):\n    xmp.spawn(main, nprocs=8)\ndef main(index):\n"
+     "    xmp.spawn(main, nprocs=8)\n", 6, 3),
+])
+def test_an_item_and_the_lines_it_cites_are_placed_in_the_file_as_written(tmp_path, source, item, cited):
+    (tmp_path / "t.py").write_text(source)
+    written = run("migrate", "--write", tmp_path / "t.py").stderr
+    (decided,) = [line for line in written.splitlines() if "decide [spawn-runtime-before]" in line]
+    lines = (tmp_path / "t.py").read_text().splitlines()
+    assert decided.split(":")[1] == str(item) and lines[item - 1].lstrip().startswith("xmp.spawn(")
+    assert decided.endswith(f"(line {cited})") and lines[cited - 1] == "n = xr.world_size()"
+    assert decided.split(": decide ")[1] in run("migrate", tmp_path / "t.py").stderr  # a second pass says the same

@@ -10,6 +10,7 @@ decide is on its statement, below the TODO line that now marks it).
 from __future__ import annotations
 
 import bisect
+import difflib
 import json
 import re
 from collections.abc import Callable
@@ -242,32 +243,50 @@ def _cell_lines(notebook: str) -> list[list[str]]:
         return []
 
 
+# The largest replaced block (lines before times lines after) whose lines are matched one
+# by one: beyond it, lines are taken in order (the cost is their product).
+_MATCHED_AT_MOST = 2_500
+
+
 class _Moves:
-    """Where each line of ``old`` is in ``new``, its rewrite."""
+    """Where each line of ``old`` is in ``new``, its rewrite.
+
+    The TODO lines are set aside before the two are matched: a TODO line written between
+    two lines that recur in the file (``def main(index):`` above a spawn) split them, and
+    the matcher then paired them with a later copy, placing an item in another function."""
 
     def __init__(self, old: list[str], new: list[str]):
-        self.new = new
-        self.opcodes = diff.matcher(old, new).get_opcodes()
+        self.old_kept = [i for i, text in enumerate(old) if TODO_MARK not in text]
+        self.new_kept = [j for j, text in enumerate(new) if TODO_MARK not in text]
+        self.old = [old[i] for i in self.old_kept]
+        self.new = [new[j] for j in self.new_kept]
+        self.opcodes = diff.matcher(self.old, self.new).get_opcodes()
         self.ends = [op[2] for op in self.opcodes]
 
     def of(self, line: int) -> tuple[int, int]:
         """Line ``line``'s statement's line in ``new`` (the TODO lines written above it
         skipped), and the last line of what replaced it."""
-        opcodes, new = self.opcodes, self.new
+        i = bisect.bisect_left(self.old_kept, line - 1)
+        if i == len(self.old_kept) or self.old_kept[i] != line - 1:
+            return line, line  # a TODO line, or past the end
         # the opcode holding the line, found by its end (a loop over all of them, for each of a
         # large file's items, was quadratic)
-        k = bisect.bisect_right(self.ends, line - 1)
-        if k == len(opcodes) or not opcodes[k][1] <= line - 1:
+        k = bisect.bisect_right(self.ends, i)
+        if k == len(self.opcodes) or not self.new_kept:
             return line, line
-        tag, i1, i2, j1, j2 = opcodes[k]
-        if tag == "equal":
-            at = j1 + line - 1 - i1
-            return at + 1, at + 1
-        skip = 0  # a replaced block may open with the TODO lines that mark its items
-        while j1 + skip < j2 - 1 and TODO_MARK in new[j1 + skip]:
-            skip += 1
-        at = min(j1 + skip + line - 1 - i1, max(j2 - 1, j1))
-        return at + 1, max(at + 1, j2)
+        tag, i1, i2, j1, j2 = self.opcodes[k]
+        at = min(j1 + i - i1, max(j2 - 1, j1), len(self.new_kept) - 1)
+        if tag == "replace" and i2 - i1 != j2 - j1 and (i2 - i1) * (j2 - j1) <= _MATCHED_AT_MOST:
+            at = self._likest(i, j1, j2, at)
+        last = self.new_kept[max(at, j2 - 1)] if tag != "equal" and j2 > j1 else self.new_kept[at]
+        return self.new_kept[at] + 1, last + 1
+
+    def _likest(self, i: int, j1: int, j2: int, guess: int) -> int:
+        """The line of ``new[j1:j2]`` most like ``old[i]`` (nearest ``guess`` among equals):
+        where a block grew or shrank (an import added above a rewritten call, in one block),
+        lines do not follow one another one for one."""
+        return max(range(j1, j2), key=lambda j: (difflib.SequenceMatcher(None, self.old[i], self.new[j]).ratio(),
+                                                 -abs(j - guess)))
 
 
 def renumbered(message: str, number: Callable[[int], int], text: Callable[[int], str | None] = lambda line: None) -> str:
