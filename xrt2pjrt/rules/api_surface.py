@@ -125,6 +125,8 @@ def lacks(dotted: str, release: Release) -> Lack | None:
     for part in parts[1:]:
         if current is None or current.kind not in ("module", "class"):
             return None  # attributes of a function or a value: not tracked
+        if part.startswith("__") and part.endswith("__"):
+            return None  # what every module and class has (__name__, __file__, __dict__), not in the tables
         parent, path = path, f"{path}.{part}"
         found = entry(path, release)
         if found is None:

@@ -316,8 +316,8 @@ _RELATIVE_IMPORT = r"^[ \t]*from[ \t]+\.[\w.]*[ \t]+import[^\n]*\b{}\b"
 @register
 class BorrowedAlias(PythonRule):
     id = "manual-borrowed-alias"
-    summary = ("xm / xmp imported from a module of the project (from tpu_utils import xm), then called as "
-               "torch_xla's (xm.xrt_world_size()): not followed; report once per name")
+    summary = ("xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a parameter, "
+               "self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name")
     nodes = (cst.Call,)
     examples = (
         Example(
@@ -326,6 +326,15 @@ class BorrowedAlias(PythonRule):
             "follows torch_xla's own imports only; import torch_xla.core.xla_model as xm here, then run xrt2pjrt "
             "again [manual-borrowed-alias]\nn = xm.xrt_world_size()\n",
             manual=("comes from tpu_utils",),
+        ),
+        Example(  # tpu_star 0.0.1: the caller hands its xm in
+            "def get_sampler(dataset, xm):\n    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
+            "def get_sampler(dataset, xm):\n    # TODO(xrt2pjrt): xm is no import of this file (a parameter, an attribute, "
+            "a variable): the codemod follows torch_xla's own imports only, so if it holds torch_xla.core.xla_model, "
+            "its XRT-era calls (xm.xrt_world_size() here) are left as they are, and those torch_xla 2.x removed fail "
+            "there: migrate them by hand, or call the module by an import of this file [manual-borrowed-alias]\n"
+            "    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
+            manual=("is no import of this file",),
         ),
         Example(  # Google's XManager has an xm of its own
             "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
@@ -338,30 +347,45 @@ class BorrowedAlias(PythonRule):
 
     def leave(self, ctx, original, updated):
         func = original.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, (cst.Name, cst.Attribute)):
             return updated
-        local = func.value.value
+        holder = func.value
+        local = holder.value if isinstance(holder, cst.Name) else holder.attr.value
         module = CONVENTIONAL.get(local)
-        if module is None or local in self.reported or f"{module}.{func.attr.value}" not in _xrt_era_names():
+        if module is None or code(holder) in self.reported or f"{module}.{func.attr.value}" not in _xrt_era_names():
             return updated
-        origin = ctx.resolve(func.value)
-        if origin is None:  # a relative import binds nothing the codemod can read
+        origin = ctx.resolve(holder)
+        if origin is None and isinstance(holder, cst.Name):  # a relative import binds nothing the codemod can read
             relative = re.search(_RELATIVE_IMPORT.format(local), ctx.source, re.M)
             where = relative and relative.group(0).split()[1]
         else:
-            where = None if origin.startswith(("torch_xla", "xrt2pjrt", *_LOOK_ALIKES)) else origin.rpartition(".")[0]
+            where = origin and (None if origin.startswith(("torch_xla", "xrt2pjrt", *_LOOK_ALIKES))
+                                else origin.rpartition(".")[0])
         if where:
-            self.reported.add(local)
+            self.reported.add(code(holder))
             ctx.manual(f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own imports "
                        f"only; import {module} as {local} here, then run xrt2pjrt again")
+        elif origin is None and ctx.options.target == "native":
+            # a parameter, an attribute (self.xm), a variable: handed the module by other code
+            self.reported.add(code(holder))
+            ctx.manual(f"{code(holder)} is no import of this file (a parameter, an attribute, a variable): the codemod "
+                       f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "
+                       f"({code(func)}() here) are left as they are, and those torch_xla 2.x removed fail there: "
+                       "migrate them by hand, or call the module by an import of this file")
         return updated
+
+
+def _rule_names():
+    """Every name a Python rule rewrites or reports (but the module names of
+    manual-module-as-value, which come from these)."""
+    return (name for cls in RULES.values() if cls.kind == "python" and cls is not ModuleAsValue
+            for name in getattr(cls, "names", ()))
 
 
 @functools.cache
 def _xrt_era_names() -> frozenset[str]:
     """What the Python rules rewrite or report in the modules XRT-era code borrowed."""
-    return frozenset(name for cls in RULES.values() if cls.kind == "python"
-                     for name in getattr(cls, "names", ()) if name.startswith(tuple(CONVENTIONAL.values())))
+    return frozenset(name for name in _rule_names() if name.startswith(tuple(CONVENTIONAL.values())))
 
 
 @register
@@ -433,3 +457,67 @@ class StarImport(PythonRule):
                 ctx.manual(f"names from `from {module} import *` cannot be followed: import the module by name "
                            f"(import {module}{alias}), then run xrt2pjrt again")
         return updated
+
+
+@functools.cache
+def _migrated_modules() -> frozenset[str]:
+    """The torch_xla modules whose names the Python rules rewrite or report."""
+    return frozenset(name.rpartition(".")[0] for name in _rule_names() if name.startswith("torch_xla."))
+
+
+class _ModuleNames:
+    """``names`` read when the rules are registered, after every module of rules loaded."""
+
+    def __get__(self, instance, owner) -> frozenset[str]:
+        return _migrated_modules()
+
+
+@register
+class ModuleAsValue(PythonRule):
+    id = "manual-module-as-value"
+    summary = ("a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made "
+               "through the other name are not followed; report")
+    targets = ("native",)  # under the shim, the module handed on is the shim's, with the XRT-era API
+    names = _ModuleNames()
+    examples = (
+        Example(  # a trainer keeps the module on self, then self.xm.xrt_world_size() is an AttributeError on 2.9
+            "import torch_xla.core.xla_model as xm\n\nclass Trainer:\n    def __init__(self):\n        self.xm = xm\n",
+            "import torch_xla.core.xla_model as xm\n\nclass Trainer:\n    def __init__(self):\n"
+            "        # TODO(xrt2pjrt): xm (torch_xla.core.xla_model) is stored as self.xm: the codemod follows calls "
+            "made by its import name only, so the XRT-era calls made through self.xm are left as they are, and "
+            "those torch_xla 2.x removed fail there: call them as xm.…, or migrate them by hand "
+            "[manual-module-as-value]\n        self.xm = xm\n",
+            manual=("stored as self.xm",),
+        ),
+        Example(  # its own names, and a test of the import fallback, are no hand-over
+            "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
+            "if xm is not None:\n    device = xm.xla_device()\n",
+            "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
+            "if xm is not None:\n    device = xm.xla_device()\n",
+        ),
+    )
+
+    def reference(self, ctx, node, name):
+        parent = ctx.parent(1)
+        if (isinstance(parent, cst.Attribute) and parent.value is ctx.original) or isinstance(
+                parent, (cst.Comparison, cst.ComparisonTarget)) or ctx.is_store() or _named_attribute(ctx):
+            return node
+        local = code(ctx.original)
+        if isinstance(parent, cst.Assign) and parent.value is ctx.original:
+            how = "is stored as " + ", ".join(code(target.target) for target in parent.targets)
+            through = code(parent.targets[0].target)
+        else:
+            how, through = "is handed on here as a value", "another name"
+        ctx.manual(f"{local} ({name}) {how}: the codemod follows calls made by its import name only, so the XRT-era "
+                   f"calls made through {through} are left as they are, and those torch_xla 2.x removed fail there: "
+                   f"call them as {local}.…, or migrate them by hand")
+        return node
+
+
+def _named_attribute(ctx) -> bool:
+    """``getattr(xm, 'get_ordinal')``, ``hasattr(xm, ...)`` with the name spelled out: the
+    reference is followed (api-not-in-target reads it), as ``xm.get_ordinal`` is."""
+    call = ctx.parent(2)
+    return (isinstance(ctx.parent(1), cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+            and call.func.value in ("getattr", "hasattr") and len(call.args) >= 2
+            and call.args[0] is ctx.parent(1) and isinstance(literal(call.args[1].value), str))
