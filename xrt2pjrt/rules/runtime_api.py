@@ -71,6 +71,11 @@ class Rename:
 
 _DEFVAL = "under PJRT the fallback is never used; check nothing relied on it"
 DEVKIND = "PJRT_DEVICE chooses the device type"
+# A list that used to be empty on a host without that kind (timm's is_xla_available('TPU')
+# read len(devices) >= 1 on the next line, and said True on every CPU host).
+_LISTED_DEVKIND = ("the list holds the devices of the type PJRT_DEVICE chose, whatever kind it asked for (CPU "
+                   "devices on a CPU host, where XRT listed none): where it tells whether there are devices of "
+                   "that kind, compare xr.device_type() with the kind instead")
 
 _DEVICE = Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),))
 
@@ -91,7 +96,7 @@ RENAMES: tuple[Rename, ...] = (
     Rename(f"{XM}.mark_step",
            (Spelling("torch_xla", "sync", None, (2, 5)), Spelling("torch_xla", "sync", None, (2, 4), takes_args=False))),
     Rename(f"{XM}.get_xla_supported_devices", (Spelling(XM, "get_xla_supported_devices", "xm", (2, 1)),),
-           (Dropped("devkind", 0, None, DEVKIND, positional_if_str=True),),
+           (Dropped("devkind", 0, None, _LISTED_DEVKIND, positional_if_str=True),),
            params=("devkind", "max_devices")),
     # Keywords renamed or dropped under the same name (read from v1.13 against 2.1 … 2.9).
     Rename(f"{XM}.send_cpu_data_to_device",
@@ -308,7 +313,7 @@ class SupportedDevices(RenameRule):
         Example(
             "import torch_xla.core.xla_model as xm\n\ndevices = xm.get_xla_supported_devices('TPU', 8)\n",
             "import torch_xla.core.xla_model as xm\n\n"
-            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + DEVKIND + " [api-supported-devices]\n"
+            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + _LISTED_DEVKIND + " [api-supported-devices]\n"
             "devices = xm.get_xla_supported_devices(max_devices=8)\n",
             manual=("devkind='TPU' dropped",),
         ),
