@@ -1034,3 +1034,16 @@ def test_a_device_list_asked_for_by_a_kind_named_elsewhere_says_it_no_longer_tel
     (item,) = out.manual
     assert item.rule == "api-supported-devices" and item.message.startswith("devkind=xla_device_type dropped: ")
     assert "CPU devices on a CPU host" in item.message and "compare xr.device_type() with the kind" in item.message
+
+
+def test_under_the_shim_a_count_read_as_the_world_size_is_reported_and_nprocs_kept():
+    # the shim's spawn takes nprocs=FLAGS['num_cores'] and runs every device: 4 processes on a
+    # v4-8, while each sampler still splits the data in 8
+    source = ("FLAGS = {'num_cores': 8}\n\ndef _mp_fn(index, flags):\n"
+              "    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
+              "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'], start_method='fork')\n")
+    out = migrate(_XMP + "\n" + source, target="shim")
+    (item,) = out.manual
+    assert item.rule == "spawn-nprocs-expression" and "use xm.xrt_world_size() instead" in item.message
+    assert "nprocs=FLAGS['num_cores'], start_method='fork')" in out.text
+    assert not migrate(_XMP + "\nxmp.spawn(_mp_fn, **spawn_kwargs)\n", target="shim").manual  # any nprocs will do

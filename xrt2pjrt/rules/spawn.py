@@ -91,8 +91,11 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)
 @register
 class NprocsExpression(_NprocsRule):
     id = "spawn-nprocs-expression"
-    summary = "xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them)"
+    summary = ("xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also "
+               "read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device)")
     safe = False
+    names = frozenset({SPAWN, SHIM_SPAWN})
+    targets = ("native", "shim")
     examples = (
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -122,9 +125,12 @@ class NprocsExpression(_NprocsRule):
     )
 
     def call(self, ctx, node, name):
+        # The shim's spawn takes any nprocs, so nothing is rewritten for it; but it runs every
+        # device of the host too, which need not be the count either.
+        shim = ctx.options.target == "shim" or name == SHIM_SPAWN
         hit = _nprocs(node)
         if hit is None:
-            if any(arg.star == "**" for arg in node.args):
+            if any(arg.star == "**" for arg in node.args) and not shim:
                 ctx.manual("spawn arguments come from **kwargs: make sure nprocs is None or 1")
             return node
         index, arg = hit
@@ -133,10 +139,11 @@ class NprocsExpression(_NprocsRule):
         # also in the form this rule writes, so that every run (--check too) reports it
         name, places, lines = _read_as_count(spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func)))
         if places:
+            world = "xm.xrt_world_size()" if shim else "xr.world_size()"
             why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
-                   f"xr.world_size(), which need not match it; where {name} means that number, use xr.world_size() instead")
+                   f"{world}, which need not match it; where {name} means that number, use {world} instead")
             ctx.manual(f"{why} ({_quoted(ctx.source, lines)})" if lines else why, comment=why)
-        if _already_none_or_one(arg.value):
+        if shim or _already_none_or_one(arg.value):
             return node
         text = code(arg.value)
         if not isinstance(arg.value, _ATOMS):
