@@ -394,3 +394,19 @@ def test_lines_only_ipython_reads_keep_the_notebook_one_program():
     assert _sources(outcome.text) == [["import torch_xla.runtime as xr\n", "files = !ls\n", "xm.get_ordinal?\n"],
                                       ["n = xr.world_size()\n"]]
     assert not outcome.manual
+
+
+@pytest.mark.parametrize("line, reported", [
+    ("!export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n", True),
+    ("!export XRT_TPU_CONFIG='localservice;0;localhost:51011' TPU_NUM_DEVICES=8\n", True),
+    # the export reaches the command run in the same shell: live, nothing to say
+    ("!export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\" && python train.py\n", False),
+])
+def test_a_bang_line_that_only_exports_says_the_variable_reaches_nothing(line, reported):
+    outcome = _twice(_notebook([line, "import torch_xla\n"]))
+    (source,) = _sources(outcome.text)
+    dead = [item for item in outcome.manual if item.message.startswith("`!export` sets ")]
+    assert bool(dead) == reported
+    if reported:
+        assert "write %env PJRT_DEVICE=TPU" in dead[0].message and "nor did they the XRT-era variable" in dead[0].message
+        assert source[0].startswith("# TODO(xrt2pjrt): `!export` sets PJRT_DEVICE") and source[1].startswith("!export PJRT")

@@ -10,6 +10,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import RULES, Example, register
 from xrt2pjrt.rules.base import PythonRule, argument, code, literal
+from xrt2pjrt.rules import spawn_site
 from xrt2pjrt.rules.imports import dotted, import_bindings
 from xrt2pjrt.rules.pjrt_module import PJRT, PJRT_RENAMES
 
@@ -329,8 +330,8 @@ class BorrowedAlias(PythonRule):
         ),
         Example(  # tpu_star 0.0.1: the caller hands its xm in
             "def get_sampler(dataset, xm):\n    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
-            "def get_sampler(dataset, xm):\n    # TODO(xrt2pjrt): xm is no import of this file (a parameter, an attribute, "
-            "a variable): the codemod follows torch_xla's own imports only, so if it holds torch_xla.core.xla_model, "
+            "def get_sampler(dataset, xm):\n    # TODO(xrt2pjrt): xm is no import of this file (a parameter, an "
+            "attribute): the codemod follows torch_xla's own imports only, so if it holds torch_xla.core.xla_model, "
             "its XRT-era calls (xm.xrt_world_size() here) are left as they are, and those torch_xla 2.x removed fail "
             "there: migrate them by hand, or call the module by an import of this file [manual-borrowed-alias]\n"
             "    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
@@ -365,14 +366,30 @@ class BorrowedAlias(PythonRule):
             self.reported.add(code(holder))
             ctx.manual(f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own imports "
                        f"only; import {module} as {local} here, then run xrt2pjrt again")
-        elif origin is None and ctx.options.target == "native":
-            # a parameter, an attribute (self.xm), a variable: handed the module by other code
+        elif origin is None and ctx.options.target == "native" and not (
+                isinstance(holder, cst.Name) and _assigned(ctx.tree, local, ctx.line)):
+            # a parameter, an attribute (self.xm): handed the module by other code (a name the
+            # file assigns holds what the file says: xm = Fake())
             self.reported.add(code(holder))
-            ctx.manual(f"{code(holder)} is no import of this file (a parameter, an attribute, a variable): the codemod "
+            ctx.manual(f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
                        f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "
                        f"({code(func)}() here) are left as they are, and those torch_xla 2.x removed fail there: "
                        "migrate them by hand, or call the module by an import of this file")
         return updated
+
+
+def _assigned(tree: ast.Module | None, name: str, line: int) -> bool:
+    """Whether ``name``, read on ``line``, is bound by a plain assignment (``xm = Fake()``) in
+    the innermost scope around it that binds it at all (not by a parameter or an import)."""
+    if tree is None:
+        return False
+    scopes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       and node.lineno <= line <= node.end_lineno]
+    for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
+        bound = spawn_site.bindings(scope).get(name)
+        if bound:
+            return any(value is not None for value in bound)
+    return False
 
 
 def _rule_names():

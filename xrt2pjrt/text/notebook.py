@@ -329,11 +329,27 @@ def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
     return "".join(out), magics
 
 
+# A `!` line that only exports: its shell ends with the line, and the variables with it.
+_ONLY_EXPORTS = re.compile(r"[ \t]*export(?:[ \t]+\w+=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|<>()`$\"']*))+[ \t]*")
+
+
+def _dead_export(settings: list[tuple[str, str]]) -> str:
+    names = ", ".join(name for name, _ in settings)
+    magics = "; ".join(f"%env {name}={value.strip(chr(34) + chr(39))}" for name, value in settings)
+    return (f"`!export` sets {names} in a shell of its own, which ends with this line: neither the kernel "
+            f"(torch_xla) nor a later `!` line sees it, nor did they the XRT-era variable; where it is meant for "
+            f"torch_xla in this notebook, write {magics} (or set os.environ before torch_xla is imported)")
+
+
 def _magic(line: str, options: Options, rec: Recorder, cell_line: int) -> str:
     """A `!` or `%` line after the shell and environment rules; "" when it is removed."""
     if line.startswith("!") or _INSTALL_MAGIC.match(line):
         outcome = shell.rewrite(line[1:], options, posix_sh=True, comments=False)  # IPython runs it with /bin/sh
         merge_into(rec, outcome, cell_line - 1)
+        if line.startswith("!") and outcome.changes and not outcome.manual and (
+                only := _ONLY_EXPORTS.fullmatch(outcome.text)):  # (an item there already says more)
+            settings = re.findall(r"(\w+)=(\"[^\"\n]*\"|'[^'\n]*'|\S*)", only.group(0))
+            rec.ask_at_line(outcome.changes[0].rule, cell_line, _dead_export(settings))
         return line[0] + outcome.text
     m = ENV_MAGIC.match(line)
     if not m:
