@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WORLD = 4
 
 PROGRAM = '''
-import json, os, sys, time
+import functools, json, os, sys, time
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -163,6 +163,24 @@ def compiled(seen, rank, world, d):
         seen["compiled functional all_reduce"] = str(error)
 
 
+def probe_worker(worker_id, rank):
+    """A DataLoader worker's init, in a process of its own: the rank it was handed, and what
+    torch_xla's world size says there."""
+    try:
+        answer = xr.world_size()
+    except Exception as error:
+        answer = type(error).__name__
+    with open(os.path.join(OUT, f"worker-{rank}.json"), "w") as out:
+        json.dump({"rank": rank, "world_size": answer}, out)
+
+
+def workers(seen, rank, world, d):
+    init = functools.partial(probe_worker, rank=rank)
+    for _ in DataLoader(list(range(2)), batch_size=1, num_workers=1, worker_init_fn=init,
+                        multiprocessing_context="spawn"):  # as under torch_xla's spawn on a TPU
+        pass
+
+
 def dataset():
     generator = torch.Generator().manual_seed(7)
     x = torch.randn(REPLICAS * STEPS * BATCH, 8, generator=generator)
@@ -231,7 +249,7 @@ def _mp_fn(index):
             "early world_size": early_world_size(), "master": xm.is_master_ordinal(),
             "torch threads": torch.get_num_threads(),
             "master (global)": xm.is_master_ordinal(local=False)}
-    for part in (seed_table, functions, bucketized, meeting_points, distributed, compiled):
+    for part in (seed_table, functions, bucketized, meeting_points, distributed, compiled, workers):
         part(seen, rank, world, d)
     seen["trained"] = train(rank, d)
     dump(rank, seen)
@@ -249,7 +267,7 @@ if __name__ == "__main__":
 def _tables():
     from xrt2pjrt.shim import replica_world
 
-    return [("WORLD", r) for r in replica_world.WORLD] + [("LAUNCH", r) for r in replica_world.LAUNCH]
+    return [(name, r) for name in ("WORLD", "WORKER", "LAUNCH") for r in getattr(replica_world, name)]
 
 
 @pytest.mark.xla
@@ -318,6 +336,15 @@ def _replicas(run: dict) -> dict[int, dict]:
     replicas = {o: seen for o, seen in run.items() if isinstance(o, int)}
     assert sorted(replicas) == list(range(WORLD))
     return replicas
+
+
+@pytest.mark.xla
+def test_a_replicas_dataloader_worker_is_handed_its_rank_and_is_told_it_is_no_replica(run):
+    """A worker started by spawn answered xr.world_size() 1 (and ordinal 0) on every replica:
+    now it raises, as asking there on a TPU starts a runtime of its own, while the rank the
+    replica hands over arrives."""
+    for i in range(WORLD):
+        assert run[f"worker-{i}"] == {"rank": i, "world_size": "NotAReplica"}
 
 
 @pytest.mark.xla

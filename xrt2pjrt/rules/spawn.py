@@ -646,7 +646,7 @@ def _resolved(node: ast.expr, bound: dict[str, str]) -> str | None:
 
 _IN_WORKER = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn starts "
               "its replicas with the spawn method, so their workers start so too, and torch_xla there is not the "
-              "replica's (on CPU it answers as a world of one, on a TPU it starts a runtime of its own); XRT's "
+              "replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); XRT's "
               "answer came from the environment the worker inherited. Ask for the ordinal or world size in the replica and hand the answer over: "
               "worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())")
 

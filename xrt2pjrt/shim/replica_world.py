@@ -188,10 +188,12 @@ def _rebind(replaced: dict[int, tuple[Any, Callable]]) -> None:
 
 
 def enter() -> None:
-    """Make torch_xla's own API answer as one replica of the N-replica world (in a replica)."""
+    """Make torch_xla's own API answer as one replica of the N-replica world (in a replica),
+    and have the replica's DataLoader workers say that they are none (:class:`WorkerInit`)."""
     if not cpu_replicas.active():
         raise RuntimeError("replica_world.enter() outside a CPU replica")
     apply("world", WORLD)
+    _hand_workers_their_init()
 
 
 # --- torch_xla.runtime: this replica's place in the world ---------------------------------
@@ -361,6 +363,72 @@ WORLD: tuple[Replacement, ...] = (
     Replacement("torch_xla._internal.pjrt:run_multiprocess", _nested_spawn,
                 "a one-replica world of its own in a new process"),
 )
+
+
+# --- a replica's DataLoader workers -------------------------------------------------------------
+# torch_xla's spawn starts replicas with the spawn method, and their DataLoader workers start so
+# too: new processes, where torch_xla is not the replica's. On a TPU, asking its runtime there
+# starts one of its own on chips the replica holds; a fresh import here answered as a world of
+# one (ordinal 0, world size 1, on every replica's workers), with no error. So a worker says it
+# is none. A forked worker (multiprocessing_context='fork') keeps the replica's answers, as a
+# forked process keeps the runtime's on a TPU.
+class WorkerInit:
+    """A replica's DataLoader ``worker_init_fn``: in a worker that is a new process, torch_xla's
+    ordinals and world size raise :class:`NotAReplica`; then the loader's own ``fn`` runs."""
+
+    def __init__(self, fn: Callable[[int], Any] | None):
+        self.fn = fn
+
+    def __call__(self, worker_id: int) -> Any:
+        import torch_xla.runtime as runtime
+
+        if runtime.world_size is not world_size:  # a new process: not the replica's torch_xla
+            apply("worker", WORKER)
+        return self.fn(worker_id) if self.fn is not None else None
+
+
+class NotAReplica(RuntimeError):
+    """torch_xla's ordinal or world size asked for in a replica's DataLoader worker."""
+
+
+def _not_a_replica(name: str) -> Callable:
+    def refuse(*args, **kwargs):
+        raise NotAReplica(
+            f"torch_xla.runtime.{name}() in a DataLoader worker of CPU replica {global_ordinal()}: the worker is a "
+            "process of its own, started by spawn, and no replica; on a TPU, torch_xla would start a runtime of its "
+            "own there (on the chips the replica holds) rather than answer the replica's. Ask in the replica and "
+            "hand the answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())")
+    return refuse
+
+
+WORKER: tuple[Replacement, ...] = tuple(
+    Replacement(row.target, _not_a_replica(row.target.partition(":")[2]), "the answer of a world of one",
+                traceable=True)
+    for row in WORLD if row.target.startswith("torch_xla.runtime:"))
+
+
+def _hand_workers_their_init() -> None:
+    """Each DataLoader of this replica starts its workers with its init run through
+    WorkerInit. Only while its workers start (``_get_iterator``, where torch makes them):
+    ``loader.worker_init_fn`` stays what the program set, as code that tests it for None
+    (Lightning, to add its own seeding) expects."""
+    import torch.utils.data
+
+    loader = torch.utils.data.DataLoader
+    start = loader._get_iterator  # an AttributeError here is one for tests/test_replica_world.py
+
+    @functools.wraps(start)
+    def _get_iterator(self):
+        fn = self.worker_init_fn
+        if self.num_workers == 0 or isinstance(fn, WorkerInit):
+            return start(self)
+        self.worker_init_fn = WorkerInit(fn)
+        try:
+            return start(self)
+        finally:
+            self.worker_init_fn = fn
+
+    loader._get_iterator = _get_iterator
 
 
 # --- LAUNCH: torch_xla's spawn starts CPU replicas under `xrt2pjrt run` --------------------------
