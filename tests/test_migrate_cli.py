@@ -349,3 +349,22 @@ def test_an_item_and_the_lines_it_cites_are_placed_in_the_file_as_written(tmp_pa
     assert decided.split(":")[1] == str(item) and lines[item - 1].lstrip().startswith("xmp.spawn(")
     assert decided.endswith(f"(line {cited})") and lines[cited - 1] == "n = xr.world_size()"
     assert decided.split(": decide ")[1] in run("migrate", tmp_path / "t.py").stderr  # a second pass says the same
+
+
+def test_files_a_gitignore_passes_over_are_named_not_skipped_without_a_word(tmp_path):
+    """catalyst ignores '*.ipynb' and commits XLA_ddp.ipynb, which calls xmp.spawn(nprocs=8):
+    the run said 'no files found' and --check passed."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("*.ipynb\n*.log\nbuild/\n")
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": ["import torch_xla.distributed.xla_multiprocessing as xmp\n", "xmp.spawn(f, nprocs=8)\n"]}
+    (tmp_path / "XLA_ddp.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (tmp_path / "run.log").write_text("not a kind any rewriter reads\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "t.py").write_text(LEGACY)  # an ignored folder is not walked, as git would not
+    (tmp_path / "train.py").write_text(CLEAN)
+    ran = run("migrate", "--check", tmp_path)
+    assert ran.exit_code == 0
+    assert ("1 file of a kind migrated here skipped, as a .gitignore matches it: "
+            f"{tmp_path / 'XLA_ddp.ipynb'} (name a file to migrate it)") in ran.stderr
+    assert run("migrate", "--check", tmp_path / "XLA_ddp.ipynb").exit_code == 1  # named, it is migrated

@@ -344,6 +344,9 @@ def execute(targets: list[tuple[Path, str]], options: Options | Callable[[Path],
     return out
 
 
+_NAMED = 5  # files a note names before it only counts them
+
+
 def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
     """What a run says once about what it found besides its files; with ``write``, the stale
     temporary files of an interrupted run are removed (and said)."""
@@ -351,6 +354,11 @@ def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
     if discovery.symlinks:
         notes.append(f"{discovery.symlinks} symbolic link{'s' * (discovery.symlinks > 1)} inside the folders "
                      "not followed (name a link to migrate the file it points to)")
+    if discovery.ignored:
+        count, shown = len(discovery.ignored), ", ".join(files.quoted(str(p)) for p in discovery.ignored[:_NAMED])
+        more = f" and {count - _NAMED} more" if count > _NAMED else ""
+        notes.append(f"{count} file{'s' * (count > 1)} of a kind migrated here skipped, as a .gitignore matches "
+                     f"{'them' if count > 1 else 'it'}: {shown}{more} (name a file to migrate it)")
     if discovery.stale:
         names = ", ".join(files.quoted(str(p)) for p in discovery.stale)
         if write:

@@ -101,6 +101,10 @@ class Discovery:
     targets: list[tuple[Path, str]] = field(default_factory=list)  # (path, kind), in a stable order
     refused: list[tuple[Path, str]] = field(default_factory=list)  # a path named that cannot be read, and why
     symlinks: int = 0  # symbolic links inside the folders walked, not followed
+    # Files a rewriter handles that a .gitignore made the walk pass over (as ruff and black
+    # do), git tracking them or not: said, so that a committed notebook an '*.ipynb' pattern
+    # matches is not left unmigrated without a word.
+    ignored: list[Path] = field(default_factory=list)
     stale: list[Path] = field(default_factory=list)  # temporary files an interrupted run left
 
 
@@ -182,7 +186,11 @@ def _walk(root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
                 out.symlinks += 1
                 continue
             is_dir = entry.is_dir(follow_symlinks=False)
-            if _ignored(real_root / path.relative_to(root), is_dir, specs) or excluded(path, is_dir):
+            if excluded(path, is_dir):
+                continue
+            if _ignored(real_root / path.relative_to(root), is_dir, specs):
+                if not is_dir and kind_of(path):
+                    out.ignored.append(path)
                 continue
             if is_dir:
                 if not _is_venv(path):
