@@ -1047,3 +1047,11 @@ def test_under_the_shim_a_count_read_as_the_world_size_is_reported_and_nprocs_ke
     assert item.rule == "spawn-nprocs-expression" and "use xm.xrt_world_size() instead" in item.message
     assert "nprocs=FLAGS['num_cores'], start_method='fork')" in out.text
     assert not migrate(_XMP + "\nxmp.spawn(_mp_fn, **spawn_kwargs)\n", target="shim").manual  # any nprocs will do
+
+
+def test_a_test_of_an_xrt_server_variable_is_said_to_be_always_false_now():
+    # catalyst 22: os.environ.get("XRT_TORCH_DIST_ROOT") is not None decided "distributed on XLA"
+    out = migrate("import os\nimport torch_xla\n\ndef is_xla_ddp():\n"
+                  "    return os.environ.get('XRT_TORCH_DIST_ROOT') is not None\n")
+    (item,) = out.manual
+    assert "is now always False" in item.message and "use xr.world_size() > 1" in item.message
