@@ -1055,3 +1055,14 @@ def test_a_test_of_an_xrt_server_variable_is_said_to_be_always_false_now():
                   "    return os.environ.get('XRT_TORCH_DIST_ROOT') is not None\n")
     (item,) = out.manual
     assert "is now always False" in item.message and "use xr.world_size() > 1" in item.message
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("xm.xla_device(n=index)", True), ("xm.xla_device(1)", True), ("xm.xla_device(0)", False),
+    ("xm.xla_device(n=None)", False), ("xm.xla_device()", False)])
+def test_a_device_index_says_what_it_counts_under_pjrt(call, reported):
+    # XRT code picked replica `index`'s device; a PJRT replica sees its own device only
+    # (torch_xla.device(1) raised IndexError on CPU)
+    out = migrate(f"import torch_xla.core.xla_model as xm\n\ndef _mp_fn(index):\n    device = {call}\n")
+    assert [item.rule for item in out.manual] == ["api-xla-device"] * reported
+    assert "torch_xla.device(" in out.text

@@ -78,6 +78,11 @@ _LISTED_DEVKIND = ("the list holds the devices of the type PJRT_DEVICE chose, wh
                    "that kind, compare xr.device_type() with the kind instead")
 
 _DEVICE = Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),))
+# XRT code picked a replica's device by number; under PJRT a process sees only its own.
+_OWN_DEVICES = ("under PJRT the index counts the devices this process sees: in a replica of xmp.spawn only its "
+                "own (one on TPU v4 and later, so another index raises IndexError; on v2/v3 two, one per thread, so "
+                "another is the other thread's), without a spawn every chip of the host; where it meant this "
+                "replica's device, use torch_xla.device()")
 
 RENAMES: tuple[Rename, ...] = (
     Rename(f"{XM}.xrt_world_size", (Spelling(XR, "world_size", "xr", (2, 1)),),
@@ -266,16 +271,30 @@ class XlaDevice(RenameRule):
         ),
         Example(
             "import torch_xla\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(n=1, devkind='TPU')\n",
-            "import torch_xla\n\n# TODO(xrt2pjrt): devkind='TPU' dropped: " + DEVKIND + " [api-xla-device]\n"
+            f"import torch_xla\n\n# TODO(xrt2pjrt): n=1: {_OWN_DEVICES} [api-xla-device]\n"
+            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + DEVKIND + " [api-xla-device]\n"
             "device = torch_xla.device(index=1)\n",
-            manual=("devkind='TPU' dropped",),
+            manual=("n=1", "devkind='TPU' dropped"),
         ),
         Example(
             "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
             "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
             options={"target_version": (2, 2)},
         ),
+        Example(  # XRT's device per replica (n=index): a PJRT process drives only its own
+            "import torch_xla.core.xla_model as xm\n\ndef _mp_fn(index):\n    device = xm.xla_device(n=index)\n",
+            "import torch_xla\n\ndef _mp_fn(index):\n"
+            f"    # TODO(xrt2pjrt): n=index: {_OWN_DEVICES} [api-xla-device]\n"
+            "    device = torch_xla.device(index=index)\n",
+            manual=("n=index",),
+        ),
     )
+
+    def call(self, ctx, node, name):
+        hit = argument(ctx.original, "n", 0)
+        if hit is not None and literal(hit[1].value) not in (None, 0):
+            ctx.manual(f"n={code(hit[1].value)}: {_OWN_DEVICES}")
+        return super().call(ctx, node, name)
 
 
 @register
