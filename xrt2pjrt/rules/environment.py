@@ -56,7 +56,9 @@ XENV_STILL = {
     "TPU_MESH_CTLER_PORT": "TPU_MESH_CONTROLLER_PORT",
 }
 ENVIRON = "os.environ"
-_READS = {f"{ENVIRON}.get": 0, "os.getenv": 0, f"{ENVIRON}.pop": 0}
+# callee -> the position of the variable's name; torch_xla's own reader too (Lightning's
+# XLA environment read getenv_as(xenv.HOST_ORDINAL, int, 0))
+_READS = {f"{ENVIRON}.get": 0, "os.getenv": 0, f"{ENVIRON}.pop": 0, "torch_xla.utils.utils.getenv_as": 0}
 _WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
 
 
@@ -591,7 +593,7 @@ def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
             key = node.slice
         elif isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Attribute, ast.Name)):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
-            if name == "getenv" or (name in ("get", "pop") and environ(getattr(node.func, "value", None))):
+            if name in ("getenv", "getenv_as") or (name in ("get", "pop") and environ(getattr(node.func, "value", None))):
                 key = node.args[0]
         elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) and environ(node.comparators[0]):
             key = node.left
