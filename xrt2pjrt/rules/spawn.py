@@ -55,6 +55,17 @@ class NprocsLiteral(_NprocsRule):
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, (), 8, True)\n",
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, (), None, True)\n",
         ),
+        Example(  # each replica's sampler takes an eighth of the data: half of it unread on 4 processes
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n\n"
+            "xmp.spawn(_mp_fn, nprocs=8)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n\n"
+            "# TODO(xrt2pjrt): nprocs=8 is removed, and 8 is also given in this file as a number of replicas, as if "
+            "it were the number of processes: under PJRT that is xr.world_size(), which need not be 8; use "
+            "xr.world_size() there [spawn-nprocs-literal]\nxmp.spawn(_mp_fn)\n",
+            manual=("(line 4: `sampler = DistributedSampler(data, num_replicas=8, rank=index)`)",),
+        ),
         Example(
             "from torch_xla.distributed import xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=1)\n",
             "from torch_xla.distributed import xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=1)\n",
@@ -74,9 +85,25 @@ class NprocsLiteral(_NprocsRule):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
             return node
         ctx.change(f"xmp.spawn: nprocs={value} removed; PJRT runs on every device (nprocs may only be 1 or None)")
+        site = spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func))
+        if site and (lines := _lines_beyond(site, _replica_counts(site.scopes[-1], value))):
+            why = (f"nprocs={value} is removed, and {value} is also given in this file as a number of replicas, as if it "
+                   f"were the number of processes: under PJRT that is xr.world_size(), which need not be {value}; "
+                   "use xr.world_size() there")
+            ctx.manual(f"{why} ({_quoted(ctx.source, lines)})", comment=why)
         if arg.keyword is None and _positional_after(node, index):
             return node.with_changes(args=[*node.args[:index], arg.with_changes(value=cst.Name("None")), *node.args[index + 1:]])
         return without_args(node, {index})
+
+
+# Keywords that give a number of replicas (DistributedSampler's, torch.distributed's)
+_REPLICA_KEYWORDS = frozenset({"num_replicas", "world_size"})
+
+
+def _replica_counts(tree: ast.Module, count: int) -> list[ast.keyword]:
+    """The ``num_replicas=8`` / ``world_size=8`` keywords of ``tree`` that give ``count``."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg in _REPLICA_KEYWORDS
+            and isinstance(node.value, ast.Constant) and type(node.value.value) is int and node.value.value == count]
 
 
 def _already_none_or_one(value: cst.BaseExpression) -> bool:
