@@ -50,9 +50,18 @@ def test_lookups_name_the_first_missing_part_and_when_it_went():
 def test_call_arguments_are_held_to_the_signature_of_the_release():
     (cctx,) = keyword_lacks("torch_xla.core.xla_model.all_reduce", ["groups", "cctx"], 2, (2, 9))
     assert cctx == Lack("torch_xla.core.xla_model.all_reduce(cctx=)", (2, 9), frozenset())
-    (loader,) = keyword_lacks("torch_xla.distributed.parallel_loader.ParallelLoader", ["loader"], 0, (2, 9))
-    assert loader.history == "removed in 2.5"
-    assert keyword_lacks("torch_xla.distributed.parallel_loader.ParallelLoader", ["loader"], 0, (2, 4)) == []
+    loader, cpu_loader, devices = keyword_lacks("torch_xla.distributed.parallel_loader.ParallelLoader", ["loader"], 0,
+                                                (2, 9))
+    assert loader.name.endswith("(loader=)") and loader.history == "removed in 2.5"
+    assert cpu_loader.name.endswith("(cpu_loader)") and max(cpu_loader.had) == (2, 4)  # needed, not passed, from 2.5
+    assert devices.name.endswith("(devices)")
+    assert [lack.name for lack in keyword_lacks("torch_xla.distributed.parallel_loader.ParallelLoader", ["loader"],
+                                                0, (2, 4))] == ["torch_xla.distributed.parallel_loader.ParallelLoader(devices)"]
+    # a parameter it needs: torch_xla.amp.autocast was torch.cuda.amp.autocast up to 2.0, with no device
+    (device,) = keyword_lacks("torch_xla.amp.autocast", ["enabled"], 0, (2, 9))
+    assert device.name == "torch_xla.amp.autocast(device)"
+    assert keyword_lacks("torch_xla.amp.autocast", [], 1, (2, 9)) == keyword_lacks("torch_xla.amp.autocast", [], None,
+                                                                                      (2, 9)) == []
     (extra,) = keyword_lacks("torch_xla.device", [], 2, (2, 9))
     assert extra.name == "torch_xla.device(argument 2)"
     # **kwargs, *args and unknown signatures take anything

@@ -1077,3 +1077,17 @@ def test_an_xrt_variable_read_by_torch_xlas_own_getenv_as_is_reported():
     assert [(item.rule, item.message) for item in out.manual] == [
         ("env-xrt-replica-vars", "XRT_HOST_ORDINAL is never set under PJRT: use xr.host_index()"),
         ("env-xrt-replica-vars", "XRT_SHARD_ORDINAL is never set under PJRT: use xr.global_ordinal()")]
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("torch_xla.amp.autocast()", True), ("torch_xla.amp.autocast(enabled=True)", True),
+    ("torch_xla.amp.autocast(torch_xla.device())", False), ("torch_xla.amp.autocast(device=d)", False),
+    ("torch_xla.amp.autocast(**options)", False)])
+def test_a_parameter_the_target_needs_and_the_call_does_not_pass_is_reported(call, reported):
+    # torch_xla.amp.autocast was torch.cuda.amp.autocast up to 2.0; 2.9's raises TypeError
+    # without a device (checked on CPU)
+    out = migrate(f"import torch_xla\nimport torch_xla.amp\n\nwith {call}:\n    pass\n")
+    messages = [item.message for item in out.manual if item.rule == "api-not-in-target"]
+    assert messages == ["torch_xla.amp.autocast needs device in torch_xla 2.9, which this call does not pass: a "
+                        "TypeError there; pass the XLA device first: torch_xla.amp.autocast(torch_xla.device(), ...)"
+                        ] * reported

@@ -44,6 +44,22 @@ class Entry:
         by_name = self.params[self.params.index("/") + 1:] if "/" in self.params else self.params
         return keyword in (p.rstrip("=") for p in by_name if not p.startswith("*"))
 
+    def required(self) -> list[tuple[str, int | None]]:
+        """The parameters a call must pass, each with its position (None: keyword only)."""
+        if self.params is None:
+            return []
+        out, position, keyword_only = [], 0, False
+        for p in self.params:
+            if p == "/":
+                continue
+            if p.startswith("*"):
+                keyword_only = True
+                continue
+            if not p.endswith("="):
+                out.append((p, None if keyword_only else position))
+            position += not keyword_only
+        return out
+
     def positional_limit(self) -> int | None:
         """How many arguments a call may pass by position (None: any number, or not known)."""
         if self.params is None or any(p.startswith("*") and not p.startswith("**") and p != "*" for p in self.params):
@@ -137,9 +153,11 @@ def lacks(dotted: str, release: Release) -> Lack | None:
     return None
 
 
-def keyword_lacks(dotted: str, keywords: list[str], positional: int, release: Release) -> list[Lack]:
+def keyword_lacks(dotted: str, keywords: list[str], positional: int | None, release: Release) -> list[Lack]:
     """The keywords (and, as ``name(argument N)``, a positional argument) a call of
-    ``dotted`` passes that ``release``'s signature of it does not take."""
+    ``dotted`` passes that ``release``'s signature of it does not take, and, as
+    ``name(param)``, the parameters it needs that the call does not pass (``positional``
+    None: a call with ``*args`` or ``**kwargs``, whose arguments are not known)."""
     target = entry(dotted, release)
     if target is None or target.kind not in ("def", "class"):
         return []
@@ -148,8 +166,13 @@ def keyword_lacks(dotted: str, keywords: list[str], positional: int, release: Re
         if not target.takes(keyword):
             had = frozenset(r for e in table()[dotted] if e.params is not None and e.takes(keyword) for r in e.releases)
             out.append(Lack(f"{dotted}({keyword}=)", release, had))
+    for param, position in target.required() if positional is not None else ():
+        if param not in keywords and (position is None or position >= positional):
+            had = frozenset(r for e in table()[dotted] if e.params is not None
+                            and param not in (p for p, _ in e.required()) for r in e.releases)
+            out.append(Lack(f"{dotted}({param})", release, had))
     limit = target.positional_limit()
-    if limit is not None and positional > limit:
+    if limit is not None and positional is not None and positional > limit:
         had = frozenset(r for e in table()[dotted] if (e.positional_limit() or 0) >= positional for r in e.releases)
         out.append(Lack(f"{dotted}(argument {positional})", release, had))
     return out

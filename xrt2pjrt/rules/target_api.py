@@ -36,6 +36,8 @@ REPLACEMENTS = {
     "torch_xla.experimental.tpu": "nothing public replaces it; torch_xla.runtime has the device and process counts",
     "torch_xla.experimental.gpu": "nothing replaces it: torch_xla 2.9 has no GPU device",
     "torch_xla.amp.GradScaler": _NO_SCALER,
+    # up to 2.0 it was torch.cuda.amp.autocast, which took no device
+    "torch_xla.amp.autocast(device)": "pass the XLA device first: torch_xla.amp.autocast(torch_xla.device(), ...)",
     "torch_xla.amp.grad_scaler": _NO_SCALER,
     "torch_xla.utils.gcsfs": "use a GCS client of your own (google-cloud-storage, gcsfs, fsspec)",
     "torch_xla.utils.cached_dataset": "use a cache of your own (e.g. torch.save shards, or the datasets library)",
@@ -202,7 +204,7 @@ class NotInTarget(PythonRule):
                 self._missing(ctx, node.func, lack)
             return node
         positional = [arg for arg in node.args if arg.keyword is None]
-        count = 0 if any(arg.star for arg in positional) else len(positional)
+        count = None if any(arg.star for arg in positional) else len(positional)
         keywords = [arg.keyword.value for arg in node.args if arg.keyword is not None]
         for lack in keyword_lacks(written, keywords, count, ctx.target_version):
             ctx.manual(self._argument(ctx, node.func, written, lack))
@@ -240,6 +242,10 @@ class NotInTarget(PythonRule):
             keyword = lack.name[len(dotted) + 1:-1]
             return f"{spot} takes no {keyword} in {_spelled(lack.release)} ({lack.history}): a TypeError there" + (
                 f"; {advice(lack.name)}" if advice(lack.name) else "")
+        if "(argument " not in lack.name:  # name(param): a parameter it needs, not passed
+            param = lack.name[len(dotted) + 1:-1]
+            return (f"{spot} needs {param} in {_spelled(lack.release)}, which this call does not pass: a TypeError "
+                    "there" + (f"; {advice(lack.name)}" if advice(lack.name) else ""))
         limit = entry(dotted, lack.release).positional_limit()
         return (f"{spot} takes at most {limit} positional argument{'s' * (limit != 1)} in "
                 f"{_spelled(lack.release)}: a TypeError there")
