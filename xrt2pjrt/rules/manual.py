@@ -381,15 +381,7 @@ class BorrowedAlias(PythonRule):
 def _assigned(tree: ast.Module | None, name: str, line: int) -> bool:
     """Whether ``name``, read on ``line``, is bound by a plain assignment (``xm = Fake()``) in
     the innermost scope around it that binds it at all (not by a parameter or an import)."""
-    if tree is None:
-        return False
-    scopes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       and node.lineno <= line <= node.end_lineno]
-    for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
-        bound = spawn_site.bindings(scope).get(name)
-        if bound:
-            return any(value is not None for value in bound)
-    return False
+    return any(value is not None for value in spawn_site.bindings_seen_at(tree, line, name))
 
 
 def _rule_names():

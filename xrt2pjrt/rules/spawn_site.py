@@ -115,3 +115,17 @@ def bindings(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
 def reads(nodes, name: str) -> list[ast.Name]:
     """The reads of ``name`` among ``nodes``."""
     return [node for node in nodes if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)]
+
+
+def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.AST | None]:
+    """What binds ``name`` (as :func:`bindings` says) in the innermost scope around ``line``
+    that binds it at all: the functions around the line, then the module; [] for none."""
+    if tree is None:
+        return []
+    scopes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       and node.lineno <= line <= node.end_lineno]
+    for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
+        bound = bindings(scope).get(name)
+        if bound:
+            return bound
+    return []
