@@ -612,15 +612,14 @@ def _on_tpu(call: ast.Call) -> str | None:
     return None
 
 
-def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[str]:
-    """The functions that start the runtime and that the spawned one (``fn``, the spawn's
-    argument) does not reach by name, as far as this file tells (names: a second pass,
-    where lines have moved, says the same). A function it hands to a call by name
-    (``DataLoader(worker_init_fn=init)``, ``threading.Thread(target=poll)``) runs on the
-    replica's side too, not in the launching process."""
-    spawned = fn and imports.dotted(fn[1].value)
-    if tree is None or not spawned:
-        return []
+def _reached(tree: ast.Module, spawned: str | None) -> set[str]:
+    """The names of the file's functions that the spawned one (``spawned``, the dotted name
+    given to the spawn) reaches by name, as far as this file tells, itself included. A
+    function it hands to a call by name (``DataLoader(worker_init_fn=init)``,
+    ``threading.Thread(target=poll)``) runs on the replica's side too, not in the launching
+    process."""
+    if not spawned:
+        return set()
     calls: dict[str, set[str]] = {}  # function name -> the names it calls, or hands to a call
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -635,6 +634,16 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
         if name not in reached:
             reached.add(name)
             pending += calls.get(name, ())
+    return reached
+
+
+def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[str]:
+    """The functions that start the runtime and that the spawned one does not reach
+    (:func:`_reached`; names: a second pass, where lines have moved, says the same)."""
+    spawned = fn and imports.dotted(fn[1].value)
+    if tree is None or not spawned:
+        return []
+    reached = _reached(tree, spawned)
     bound = _imported(tree)
     found: list[str] = []
 
@@ -734,3 +743,61 @@ def _worker_init_code(tree: ast.Module | None) -> tuple[tuple[int, int], ...]:
     spans += [(node.body[0].lineno, node.end_lineno) for node in ast.walk(tree)
               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in given]
     return tuple(spans)
+
+
+_IN_A_THREAD = ("torch_xla's spawn runs the spawned function in a thread of each replica process (a thread per "
+                "device, even for one device), where signal.signal raises ValueError ('signal only works in main "
+                "thread'); XRT ran it in the process's main thread. Install the handler at module level, outside "
+                "`if __name__ == '__main__':`: each replica process runs that in its main thread when it loads the "
+                "module")
+
+
+@register
+class SignalInReplica(PythonRule):
+    id = "spawn-signal-handler"
+    summary = ("signal.signal in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's spawn "
+               "runs it in a thread, where signal.signal raises ValueError; report")
+    names = frozenset({"signal.signal"})
+    examples = (
+        Example(  # a preemption handler set where XRT ran the replica's main thread
+            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    signal.signal(signal.SIGTERM, save_and_exit)\n    train()\n\n"
+            "xmp.spawn(_mp_fn)\n",
+            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    # TODO(xrt2pjrt): " + _IN_A_THREAD + " [spawn-signal-handler]\n"
+            "    signal.signal(signal.SIGTERM, save_and_exit)\n    train()\n\nxmp.spawn(_mp_fn)\n",
+            manual=("signal only works in main thread",),
+        ),
+        Example(  # the launching process's own handler: its main thread
+            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    signal.signal(signal.SIGINT, stop)\n    xmp.spawn(_mp_fn)\n",
+            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    signal.signal(signal.SIGINT, stop)\n    xmp.spawn(_mp_fn)\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if ctx.tree is not None and _in_function(ctx.tree, ctx.line) & _spawned_code(ctx.tree):
+            ctx.manual(_IN_A_THREAD)
+        return node
+
+
+def _in_function(tree: ast.Module, line: int) -> set[str]:
+    """The names of the functions whose body holds ``line``."""
+    return {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body[0].lineno <= line <= node.end_lineno}
+
+
+@functools.lru_cache(maxsize=1)
+def _spawned_code(tree: ast.Module) -> frozenset[str]:
+    """The functions of the file that some spawn of more than one process in it runs in its
+    replicas (:func:`_reached`)."""
+    bound = _imported(tree)
+    reached: set[str] = set()
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and _resolved(call.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH):
+            site = spawn_site.Site(call, [tree], [])
+            fn, nprocs = site.argument("fn", 0), site.argument("nprocs", NPROCS_POSITION)
+            if fn is not None and not (isinstance(nprocs, ast.Constant) and nprocs.value == 1):
+                reached |= _reached(tree, ast.unparse(fn))
+    return frozenset(reached)
