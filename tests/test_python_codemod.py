@@ -1117,3 +1117,18 @@ def test_a_non_ascii_rendezvous_payload_is_encoded_as_xrt_did():
 def test_a_signal_handler_set_in_the_replicas_code_is_reported(source, reported):
     out = migrate("import signal\n" + _XMP + "\n" + source)
     assert [item.rule for item in out.manual] == ["spawn-signal-handler"] * reported
+
+
+def test_a_function_another_spawn_runs_is_not_blamed_on_the_launching_process():
+    out = migrate("import torch_xla.core.xla_model as xm\n" + _XMP + "\ndef _train(index):\n    pass\n\n"
+                  "def _eval(index):\n    device = xm.xla_device()\n\n"
+                  "if __name__ == '__main__':\n    xmp.spawn(_train)\n    xmp.spawn(_eval)\n")
+    assert not out.manual
+
+
+def test_a_metrics_report_on_import_starts_the_runtime_before_the_spawn():
+    # checked on CPU: print(met.metrics_report()) at module level, then 'Runtime is already initialized'
+    out = migrate("import torch_xla.debug.metrics as met\n" + _XMP + "\nprint(met.metrics_report())\n\n"
+                  "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
+    (item,) = out.manual
+    assert item.rule == "spawn-runtime-before" and item.message.endswith("(line 4)")

@@ -447,6 +447,7 @@ _RUNTIME_STARTERS = frozenset({
     "torch_xla.core.xla_model.get_ordinal", "torch_xla.core.xla_model.get_local_ordinal",
     "torch_xla.runtime.world_size", "torch_xla.runtime.global_ordinal", "torch_xla.runtime.local_ordinal",
     "torch_xla.runtime.addressable_device_count", "torch_xla.runtime.global_device_count",
+    "torch_xla.debug.metrics.metrics_report",  # (checked on CPU: the spawn then raised)
 })
 
 
@@ -643,7 +644,7 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
     spawned = fn and imports.dotted(fn[1].value)
     if tree is None or not spawned:
         return []
-    reached = _reached(tree, spawned)
+    reached = _reached(tree, spawned) | _spawned_code(tree)  # another spawn's replicas run it: not the launcher
     bound = _imported(tree)
     found: list[str] = []
 
