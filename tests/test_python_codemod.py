@@ -1132,3 +1132,13 @@ def test_a_metrics_report_on_import_starts_the_runtime_before_the_spawn():
                   "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
     (item,) = out.manual
     assert item.rule == "spawn-runtime-before" and item.message.endswith("(line 4)")
+
+
+@pytest.mark.parametrize("line, reported", [
+    ("os.system('python3 -m torch_xla.distributed.xla_dist --tpu=p -- python3 t.py')\n", True),
+    ("cmd = ['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p']\n", True),
+    ("'''Launch with python -m torch_xla.distributed.xla_dist.'''\n", False),  # prose
+    ("name = 'torch_xla.distributed.xla_multiprocessing'\n", False)])
+def test_a_command_that_starts_xla_dist_from_python_is_reported(line, reported):
+    out = migrate("import os\nimport torch_xla\n\n" + line)
+    assert [item.rule for item in out.manual] == ["manual-xla-dist"] * reported
