@@ -1142,3 +1142,13 @@ def test_a_metrics_report_on_import_starts_the_runtime_before_the_spawn():
 def test_a_command_that_starts_xla_dist_from_python_is_reported(line, reported):
     out = migrate("import os\nimport torch_xla\n\n" + line)
     assert [item.rule for item in out.manual] == ["manual-xla-dist"] * reported
+
+
+@pytest.mark.parametrize("source, after", [
+    ("xm.xla_device_hw(d) != \"GPU\"", "xm.xla_device_hw(d) != \"CUDA\""),
+    ("'GPU' == xr.device_type()", "'CUDA' == xr.device_type()"),
+    ("xm.xla_device_hw(d) == 'TPU'", "xm.xla_device_hw(d) == 'TPU'"),
+    ("kind == 'GPU'", "kind == 'GPU'")])
+def test_a_gpu_device_type_test_names_cuda(source, after):
+    out = text(f"import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n\nok = {source}\n")
+    assert f"ok = {after}\n" in out

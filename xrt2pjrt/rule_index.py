@@ -2,6 +2,7 @@
 from the registry (tests/test_guide.py holds it to the rules): do not edit."""
 
 RULES: dict[str, tuple[str, bool, str]] = {
+    'api-device-type-gpu': ('python', True, "xm.xla_device_hw(d) == 'GPU' (or xr.device_type()): torch_xla 2.x names it 'CUDA' → 'CUDA'"),
     'api-keywords': ('python', True, 'keywords torch_xla 2.x renamed or dropped: send_cpu_data_to_device(data=) → datas=, ParallelLoader(loader=) → cpu_loader= (2.5+), FSDP(mark_step_on_finalization=) → sync_on_finalization= (2.8+), all_reduce(cctx=) dropped'),
     'api-local-ordinal': ('python', True, 'xm.get_local_ordinal(defval) → xr.local_ordinal()'),
     'api-mark-step': ('python', True, 'xm.mark_step() (deprecated in 2.8) → torch_xla.sync() (2.4+)'),
