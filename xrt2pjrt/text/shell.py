@@ -21,7 +21,7 @@ from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME, Command, Word, commands, heredocs, without_word
 from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 
-TRIGGER = re.compile(r"xla_dist|" + XRT_ERA_PATTERN + "|" + installs.WORDS)
+TRIGGER = re.compile(r"xla_dist|xrt_run_server|" + XRT_ERA_PATTERN + "|" + installs.WORDS)
 
 
 @register
@@ -77,6 +77,31 @@ class LaunchXlaDist(Rule):
     )
 
 
+_SERVER = "torch_xla.core.xrt_run_server"
+_NO_SERVER = (f"XRT's server ({_SERVER}) is gone from torch_xla 2.x, and PJRT needs none: this command fails "
+              "(No module named ...); delete it")
+
+
+@register
+class XrtServer(Rule):
+    id = "launch-xrt-server"
+    kind = "shell"
+    summary = f"python -m {_SERVER} (XRT's server, gone in 2.x; PJRT needs none): report"
+    examples = (
+        Example(
+            f"python3 -m {_SERVER} --port 51011 --restart\npython3 train.py\n",
+            todo_line(_NO_SERVER, "launch-xrt-server") + f"python3 -m {_SERVER} --port 51011 --restart\npython3 train.py\n",
+            manual=("XRT's server",),
+        ),
+    )
+
+
+def _ask_about_server(cmd: Command, rec: Recorder) -> None:
+    argv = [w.value or w.source(rec.text) for w in cmd.argv()]
+    if any(word == _SERVER and argv[k - 1] == "-m" for k, word in enumerate(argv) if k):
+        rec.ask(XrtServer.id, cmd.argv()[0].start, _NO_SERVER)
+
+
 POSIX_SH = re.compile(r"#![ \t]*(?:/usr)?/bin/(?:env[ \t]+)?(?:sh|dash|ash)\b")
 
 
@@ -124,6 +149,8 @@ def _apply(rec: Recorder, nested: bool, posix_sh: bool = False) -> None:
     for cmd in commands(text):
         if not nested and rec.options.on(LaunchXlaDist.id):
             _translate_launch(cmd, rec, posix_sh)
+        if not nested and cmd.argv() and rec.options.on(XrtServer.id):
+            _ask_about_server(cmd, rec)
         settings += _settings(cmd, text)
         if not nested:  # one level: a string inside a string is left alone
             _rewrite_strings(cmd, rec)
