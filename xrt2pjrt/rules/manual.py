@@ -392,10 +392,11 @@ class BorrowedAlias(PythonRule):
             self.reported.add(code(holder))
             ctx.manual(f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own imports "
                        f"only; import {module} as {local} here, then run xrt2pjrt again")
-        elif origin is None and ctx.options.target == "native" and not (
-                isinstance(holder, cst.Name) and _assigned(ctx.tree, local, ctx.line)):
+        elif origin is None and ctx.options.target == "native" and (
+                isinstance(holder, cst.Attribute) or _a_parameter(ctx.tree, local, ctx.line)):
             # a parameter, an attribute (self.xm): handed the module by other code (a name the
-            # file assigns holds what the file says: xm = Fake())
+            # file assigns holds what the file says, xm = Fake(); one it never binds may be
+            # another notebook cell's import, when the cells are read one by one)
             self.reported.add(code(holder))
             ctx.manual(f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
                        f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "
@@ -404,10 +405,11 @@ class BorrowedAlias(PythonRule):
         return updated
 
 
-def _assigned(tree: ast.Module | None, name: str, line: int) -> bool:
-    """Whether ``name``, read on ``line``, is bound by a plain assignment (``xm = Fake()``) in
-    the innermost scope around it that binds it at all (not by a parameter or an import)."""
-    return any(value is not None for value in spawn_site.bindings_seen_at(tree, line, name))
+def _a_parameter(tree: ast.Module | None, name: str, line: int) -> bool:
+    """Whether ``name``, read on ``line``, is a parameter (or bound otherwise than by a plain
+    assignment) in the innermost scope around it that binds it at all."""
+    bound = spawn_site.bindings_seen_at(tree, line, name)
+    return bool(bound) and all(value is None for value in bound)
 
 
 def _rule_names():
