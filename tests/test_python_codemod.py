@@ -1152,3 +1152,12 @@ def test_a_command_that_starts_xla_dist_from_python_is_reported(line, reported):
 def test_a_gpu_device_type_test_names_cuda(source, after):
     out = text(f"import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n\nok = {source}\n")
     assert f"ok = {after}\n" in out
+
+
+@pytest.mark.parametrize("line, reported", [
+    ("WEIGHTS = torch.zeros(2).to('xla')\n", True), ("ONES = torch.ones(2, device=\"xla:0\")\n", True),
+    ("CPU = torch.zeros(2).to('cpu')\n", False), ("NAME = 'xla'\n", False)])
+def test_a_tensor_put_on_the_xla_device_by_name_on_import_is_reported_before_the_spawn(line, reported):
+    # checked on CPU: torch.zeros(2).to('xla') at module level, then 'Runtime is already initialized'
+    out = migrate("import torch\n" + _XMP + "\n" + line + "\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
+    assert [item.rule for item in out.manual] == ["spawn-runtime-before"] * reported

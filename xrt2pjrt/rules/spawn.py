@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import re
 
 import libcst as cst
 
@@ -530,14 +531,24 @@ class RuntimeBeforeSpawn(PythonRule):
         self.reported = False  # the first spawn after them raises: the later ones never run
         self.launcher: tuple[str, int] | None | bool = False  # _launcher's answer, once asked
 
+    nodes = (cst.Call,)  # x.to('xla'), torch.zeros(2, device='xla'): the device by its name
+
+    def leave(self, ctx, original, updated):
+        if _names_the_xla_device(original):
+            self._runtime_started(ctx)
+        return updated
+
+    def _runtime_started(self, ctx) -> None:
+        if ctx.runs_on_import:
+            self.started_at.append(ctx.line)
+            if self.launcher is False:
+                self.launcher = _launcher(ctx.tree)
+            if self.launcher and ctx.line < self.launcher[1]:
+                ctx.manual(_launched(self.launcher[0]))
+
     def call(self, ctx, node, name):
         if name not in (SPAWN, LAUNCH):
-            if ctx.runs_on_import:
-                self.started_at.append(ctx.line)
-                if self.launcher is False:
-                    self.launcher = _launcher(ctx.tree)
-                if self.launcher and ctx.line < self.launcher[1]:
-                    ctx.manual(_launched(self.launcher[0]))
+            self._runtime_started(ctx)
             return node
         if self.reported or _in_one_process(ctx.original, name):  # (one process: torch_xla checks nothing)
             return node
@@ -560,6 +571,23 @@ _NOTEBOOK_LAUNCHERS = frozenset({"accelerate.notebook_launcher", "accelerate.lau
 _REPLICA_IDENTITY = frozenset(starter for starter in _RUNTIME_STARTERS if starter.endswith(("ordinal", "world_size")))
 # Calls that run the function they are given in this process (absl's app.run(main)).
 _IN_PROCESS = frozenset({"absl.app.run", "fire.Fire", "typer.run", "atexit.register"})
+
+
+# 'xla' or 'xla:0' (what torch takes for the XLA device; checked on CPU: a tensor moved there
+# on import made the spawn raise 'Runtime is already initialized')
+_XLA_DEVICE = re.compile(r"xla(:\d+)?")
+
+
+def _names_the_xla_device(call: cst.Call) -> bool:
+    """``x.to('xla')``, ``torch.zeros(2, device='xla')``: a call that puts data on the XLA
+    device by its name, which starts the runtime."""
+    def named(arg: cst.Arg) -> bool:
+        value = literal(arg.value)
+        return isinstance(value, str) and bool(_XLA_DEVICE.fullmatch(value))
+
+    to = isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"
+    return any(named(arg) for arg in call.args
+               if (arg.keyword is not None and arg.keyword.value == "device") or (to and arg.keyword is None))
 
 
 def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
