@@ -10,6 +10,7 @@ imports only; these questions are about every name, and the file's ``ast`` is at
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -122,10 +123,21 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
     that binds it at all: the functions around the line, then the module; [] for none."""
     if tree is None:
         return []
-    scopes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       and node.lineno <= line <= node.end_lineno]
+    scopes = [tree] + [node for node in _functions(tree) if node.lineno <= line <= node.end_lineno]
     for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
-        bound = bindings(scope).get(name)
+        bound = _bindings_of(scope).get(name)
         if bound:
             return bound
     return []
+
+
+# Asked once per call a rule looks at: a walk of the whole file each time was quadratic in
+# a file dense with such calls. The trees are alive for the file's pass only.
+@functools.lru_cache(maxsize=1)
+def _functions(tree: ast.Module) -> list[ast.AST]:
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+@functools.lru_cache(maxsize=64)
+def _bindings_of(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
+    return bindings(scope)
