@@ -483,3 +483,14 @@ def test_a_word_with_a_value_and_a_glob_matches_here_as_for_xla_dist(tmp_path):
     assert not outcome.manual and shell.check(outcome.text) is None
     assert pod.run_script(outcome.text).returncode == 0
     assert pod.calls()[1][0].argv == ["python3", "t.py", "data/a.csv", "data/b c.csv", "--lr=data"]
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_an_options_value_that_is_shell_is_migrated_in_place(quote):
+    # gcloud ... --command="export XRT_TPU_CONFIG=...; python3 train.py" was left as it was, with no item
+    config = '\\"localservice;0;localhost:51011\\"' if quote == '"' else '"localservice;0;localhost:51011"'
+    out = rewrite(f"gcloud compute tpus tpu-vm ssh pod --worker=all --command={quote}export XRT_TPU_CONFIG={config}; "
+                  f"python3 train.py{quote}\n")
+    assert out.text == (f"gcloud compute tpus tpu-vm ssh pod --worker=all --command={quote}export PJRT_DEVICE=TPU; "
+                        f"python3 train.py{quote}\n")
+    assert [c.rule for c in out.changes] == ["env-shell-xrt-tpu-config"]

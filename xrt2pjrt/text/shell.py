@@ -346,6 +346,9 @@ def _statement_delete(text: str, cmd: Command, argv: list[Word]) -> list[Edit] |
 # --- settings inside strings: echo "export XRT_TPU_CONFIG=…" >> ~/.bashrc, bash -c '…' ----
 
 
+_OPTION_VALUE = re.compile(r"(--?[A-Za-z][\w-]*=)(.*)", re.S)
+
+
 def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
     """Settings inside a quoted word that is itself shell; the environment rules only."""
     text = rec.text
@@ -353,12 +356,17 @@ def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
         value = w.value
         if value is None or not environment.mentions(value) or w.assignment():
             continue
+        source = w.source(text)
+        # an option's value that is shell: gcloud ... --command="export XRT_TPU_CONFIG=...; python3 t.py"
+        option = _OPTION_VALUE.match(value)
+        prefix = option.group(1) if option and source.startswith(option.group(1)) else ""
+        value, source = value[len(prefix):], source[len(prefix):]
         inner = Recorder(value, dataclasses.replace(rec.options, rules=rec.options.rules - {LaunchXlaDist.id}))
         _apply(inner, nested=True)
         outcome = inner.outcome()
         if outcome.text == value:
+            merge_into(rec, Outcome("", [], outcome.manual), rec.line(w.start) - 1)
             continue
-        source = w.source(text)
         if source.startswith("'") and "'" not in outcome.text:
             new = f"'{outcome.text}'"
         elif source.startswith('"'):
@@ -366,5 +374,5 @@ def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
         else:
             new = shlex.quote(outcome.text)
         first, *rest = outcome.changes
-        rec.change(first.rule, w.start, f"{first.message} (inside a quoted string)", Edit(w.start, w.end, new))
+        rec.change(first.rule, w.start, f"{first.message} (inside a quoted string)", Edit(w.start, w.end, prefix + new))
         merge_into(rec, Outcome("", rest, outcome.manual), rec.line(w.start) - 1)
