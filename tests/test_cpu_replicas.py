@@ -641,3 +641,29 @@ def test_two_hosts_in_separate_network_namespaces(tmp_path):
         ]
         replicas = _pod_replicas(runs)
     _assert_pod_layout(replicas)
+
+
+SIGNAL_IN_REPLICA = textwrap.dedent("""
+    import signal
+    import torch_xla.distributed.xla_multiprocessing as xmp
+
+    def _mp_fn(index):
+        signal.signal(signal.SIGTERM, lambda *a: None)
+
+    if __name__ == '__main__':
+        xmp.spawn(_mp_fn)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.xla
+def test_the_spawned_function_runs_in_a_thread_as_torch_xla_runs_it_on_a_tpu(tmp_path):
+    """signal.signal in _mp_fn raises on a TPU (torch_xla runs fn in a thread per device;
+    checked with torch_xla's own spawn on CPU): it passed in the CPU replicas, which ran fn in
+    the main thread, hiding the crash."""
+    script = tmp_path / "train.py"
+    script.write_text(SIGNAL_IN_REPLICA)
+    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", str(script)], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert ran.returncode != 0
+    assert "ValueError: signal only works in main thread" in ran.stdout + ran.stderr

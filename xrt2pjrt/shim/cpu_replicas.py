@@ -49,6 +49,7 @@ rendezvous give up after ``XRT2PJRT_RENDEZVOUS_TIMEOUT`` seconds (default 300).
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import datetime
 import json
@@ -707,7 +708,7 @@ def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
 
         replica_world.enter()  # torch_xla's own API now sees the N replicas too
         try:
-            result = fn(where.ordinal, *args)
+            result = _in_a_thread(fn, where.ordinal, *args)
         except SystemExit as stop:
             if stop.code not in (0, None):
                 raise
@@ -727,6 +728,15 @@ def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
     except (pickle.PicklingError, TypeError, AttributeError):
         _send(report, ("ok", None))
     report.close()
+
+
+def _in_a_thread(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` in a thread of its own, as torch_xla's spawn runs the replica's function
+    on a TPU (a thread per device, even for one): code that needs the main thread there
+    (``signal.signal`` raises ValueError) fails here too, where it ran in the main thread and
+    passed."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="xrt2pjrt-replica") as pool:
+        return pool.submit(fn, *args).result()
 
 
 def _share_the_cores(local_replicas: int) -> None:
