@@ -259,6 +259,12 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
     """Stop the workers now (an interrupt): a parse under way is not waited for."""
     for child in multiprocessing.active_children():
         child.kill()
+    # The thread that feeds the workers' queue may be blocked writing to a pipe no worker
+    # reads any more; at exit multiprocessing joins it, and an interrupted run hung there
+    # for good (seen: 'interrupted' never printed, the process alive minutes later).
+    queue = getattr(pool, "_call_queue", None)  # (ProcessPoolExecutor's, Python 3.8-3.13)
+    if queue is not None:
+        queue.cancel_join_thread()
     pool.shutdown(wait=False, cancel_futures=True)
 
 
