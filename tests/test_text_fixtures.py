@@ -78,3 +78,15 @@ def test_jsonnet_is_reported_never_rewritten():
     assert [(f.rule, f.line) for f in outcome.manual] == [
         ("launch-xla-dist", 6), ("env-shell-xrt-tpu-config", 10), ("env-shell-xrt-cpu", 11)]
     assert "set PJRT_DEVICE=TPU instead" in outcome.manual[1].message
+
+
+def test_a_gke_tpu_node_in_a_jsonnet_config_is_reported_as_in_yaml():
+    # pytorch/xla's 1.x k8s test configs: a TPU node's annotation and resource; the YAML of the
+    # same job was reported, the jsonnet not
+    text = ('local tpu = { "tf-version.cloud-tpus.google.com": "pytorch-1.13" };\n'
+            '{ resources: { limits: { "cloud-tpus.google.com/v3": 8 } }, env: [{ name: "XRT_TPU_CONFIG" }] }\n')
+    module = rewriters.module_for("jsonnet")
+    outcome = module.rewrite(text, Options(rules=frozenset(all_rules())))
+    nodes = [(f.line, f.message) for f in outcome.manual if "GKE TPU node" in f.message]
+    assert [line for line, _ in nodes] == [1, 2]
+    assert nodes[0][1].startswith("`tf-version.cloud-tpus.google.com` in a jsonnet config: a GKE TPU node")

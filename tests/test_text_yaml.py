@@ -14,7 +14,7 @@ from test_text_shell import NO_CUDA, REMOTE, UNREADABLE, assert_decisions
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.text import installs, yaml as yaml_rewriter
 from xrt2pjrt.text.edits import todo_line
-from xrt2pjrt.text.yaml import GKE_TPU_NODE
+from xrt2pjrt.xrt_variables import GKE_TPU_NODE
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "yaml"

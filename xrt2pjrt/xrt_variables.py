@@ -60,6 +60,14 @@ def is_plumbing(name: str) -> bool:
 # COLAB_TPU_ADDR): reported only in files that use PyTorch (text/installs.py, torch_file).
 SHARED = frozenset({"COLAB_TPU_ADDR"})
 
+# GKE's TPU-node integration: the annotation choosing the node's software
+# (tf-version.cloud-tpus.google.com: "pytorch-1.9") and the resource asking for one
+# (cloud-tpus.google.com/v3: 8). Kept as it is, reported on every run (YAML, jsonnet).
+TPU_NODE = re.compile(r"(?:tf-version\.)?cloud-tpus\.google\.com\b")
+GKE_TPU_NODE = ("a GKE TPU node, which only XRT can drive (its XRT_TPU_CONFIG set from KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS): "
+                "PJRT runs on TPU VMs: move the workload to a TPU VM node pool (nodeSelector "
+                "cloud.google.com/gke-tpu-accelerator and cloud.google.com/gke-tpu-topology, resource google.com/tpu)")
+
 
 # A value naming a TPU node that XRT reached over the network. Local XRT servers listened
 # on localhost (localservice); a TPU node's on its own address, port 8470.

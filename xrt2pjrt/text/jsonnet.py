@@ -4,7 +4,7 @@ XRT-era pod jobs were often generated from jsonnet (pytorch/xla's own test confi
 them), with the xla_dist command written as an array of words and the XRT variables in env
 objects. What such a config produces is only known by evaluating it, so each place is
 reported for a person, with what it should become: the xla_dist commands, the XRT
-variables, and the install lines (a pin, wheel or image of an XRT-era torch_xla, in a
+variables, GKE TPU-node annotations and resources, and the install lines (a pin, wheel or image of an XRT-era torch_xla, in a
 string or an array of words).
 """
 
@@ -16,7 +16,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, installs, shell, xla_dist
 from xrt2pjrt.text.edits import Recorder
-from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN, replacement
+from xrt2pjrt.xrt_variables import GKE_TPU_NODE, TPU_NODE, XRT_ERA_PATTERN, replacement
 
 TRIGGER = shell.TRIGGER
 _VARIABLE = re.compile(rf"\b({XRT_ERA_PATTERN})\b")
@@ -36,6 +36,9 @@ def rewrite(text: str, options: Options) -> Outcome:
             rec.ask(rule.id, m.start(), f"{m.group(1)} in a jsonnet config: {replacement(m.group(1))}")
     for m in _WORD.finditer(text):
         installs.ask(rec, m.group(), m.start())
+    if options.on(environment.XrtTpuConfig.id):
+        for m in TPU_NODE.finditer(text):
+            rec.ask(environment.XrtTpuConfig.id, m.start(), f"`{m.group()}` in a jsonnet config: {GKE_TPU_NODE}")
     return rec.outcome()
 
 

@@ -23,6 +23,7 @@ from xrt2pjrt.text import environment, installs, shell, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.words import NAME
+from xrt2pjrt.xrt_variables import GKE_TPU_NODE, TPU_NODE
 
 TRIGGER = shell.TRIGGER
 SCRIPT_KEYS = frozenset({"run", "script", "before_script", "after_script", "commands", "command", "cmd",
@@ -30,13 +31,6 @@ SCRIPT_KEYS = frozenset({"run", "script", "before_script", "after_script", "comm
 # Keys whose list is one command's argv (Kubernetes, Compose, Cloud Build), not lines of a script.
 EXEC_KEYS = frozenset({"command", "args", "entrypoint", "cmd"})
 ENV_KEYS = frozenset({"env", "environment", "variables"})
-# GKE's TPU-node integration: the annotation choosing the node's software
-# (tf-version.cloud-tpus.google.com: "pytorch-1.9") and the resource asking for one
-# (cloud-tpus.google.com/v3: 8). Kept as it is, reported on every run.
-TPU_NODE = re.compile(r"(?:tf-version\.)?cloud-tpus\.google\.com\b")
-GKE_TPU_NODE = ("a GKE TPU node, which only XRT can drive (its XRT_TPU_CONFIG set from KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS): "
-                "PJRT runs on TPU VMs: move the workload to a TPU VM node pool (nodeSelector "
-                "cloud.google.com/gke-tpu-accelerator and cloud.google.com/gke-tpu-topology, resource google.com/tpu)")
 Scalar, Sequence, Mapping = pyyaml.ScalarNode, pyyaml.SequenceNode, pyyaml.MappingNode
 
 
