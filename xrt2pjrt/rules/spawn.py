@@ -199,7 +199,9 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     if _flag(count):
         reads = [node for node in ast.walk(site.scopes[-1]) if _flag(node) == _flag(count) and isinstance(node.ctx, ast.Load)]
         lines = _lines_beyond(site, reads)
-        return ast.unparse(count), [f"read elsewhere in this file (as {_flag(count)})"] * bool(lines), lines
+        if lines:
+            return ast.unparse(count), [f"read elsewhere in this file (as {_flag(count)})"], lines
+        return ast.unparse(count), _handed_elsewhere(site, count), []
     if not isinstance(count, ast.Name):
         return "", [], []
     places = []
@@ -219,6 +221,25 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
         return count.id, places, []
     lines = _lines_beyond(site, reads)
     return count.id, places + [where] * bool(lines), lines
+
+
+def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
+    """``passed to the spawned function, ...`` when what holds the flag (``flags`` of
+    ``flags.num_cores``) goes to a spawned function that this file does not define: the
+    other module may read the flag as the world size, and this file cannot tell."""
+    holder = count.value
+    fn = site.argument("fn", 0)
+    if not isinstance(holder, ast.Name) or fn is None or not isinstance(fn, (ast.Name, ast.Attribute)):
+        return []
+    root = fn
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id not in _imported(site.scopes[-1]):
+        return []  # not imported from another module (defined here: its reads were looked for)
+    handed = [*_elements(site.argument("args", 1), site)]
+    if not spawn_site.reads((node for arg in handed for node in ast.walk(arg)), holder.id):
+        return []
+    return [f"handed (in {holder.id}) to {ast.unparse(fn)}, which another module defines and may read {_flag(count)}"]
 
 
 def _flag(node: ast.AST | None) -> str | None:
