@@ -196,11 +196,12 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     if isinstance(nprocs, ast.IfExp) and isinstance(nprocs.test, ast.Compare) and (
             ast.unparse(nprocs) == f"1 if {ast.unparse(nprocs.test.left)} == 1 else None"):  # as this rule writes it
         count = nprocs.test.left
-    if _flag(count):
-        reads = [node for node in ast.walk(site.scopes[-1]) if _flag(node) == _flag(count) and isinstance(node.ctx, ast.Load)]
+    flag = _flag(count)
+    if flag:
+        reads = [node for node in ast.walk(site.scopes[-1]) if _flag(node) == flag and isinstance(node.ctx, ast.Load)]
         lines = _lines_beyond(site, reads)
         if lines:
-            return ast.unparse(count), [f"read elsewhere in this file (as {_flag(count)})"], lines
+            return ast.unparse(count), [f"read elsewhere in this file (as {flag})"], lines
         return ast.unparse(count), _handed_elsewhere(site, count), []
     if not isinstance(count, ast.Name):
         return "", [], []
@@ -620,10 +621,9 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
     the spawn."""
     if tree is None:
         return None
-    bound = _imported(tree)
-    if any(isinstance(node, ast.Call) and _resolved(node.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH)
-           for node in ast.walk(tree)):
+    if _spawn_calls(tree):
         return None
+    bound = _imported(tree)
     replicas = {name for name, values in spawn_site.bindings(tree).items()
                 if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                     isinstance(call, ast.Call) and _resolved(call.func, bound) in _REPLICA_IDENTITY
@@ -670,14 +670,7 @@ def _reached(tree: ast.Module, spawned: str | None) -> set[str]:
     process."""
     if not spawned:
         return set()
-    calls: dict[str, set[str]] = {}  # function name -> the names it calls, or hands to a call
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            calls.setdefault(node.name, set()).update(
-                part.id if isinstance(part, ast.Name) else part.attr
-                for call in ast.walk(node) if isinstance(call, ast.Call)
-                for part in (call.func, *call.args, *(keyword.value for keyword in call.keywords))
-                if isinstance(part, (ast.Name, ast.Attribute)))
+    calls = _call_graph(tree)
     reached, pending = set(), [spawned.rpartition(".")[2]]
     while pending:
         name = pending.pop()
@@ -685,6 +678,28 @@ def _reached(tree: ast.Module, spawned: str | None) -> set[str]:
             reached.add(name)
             pending += calls.get(name, ())
     return reached
+
+
+@functools.lru_cache(maxsize=1)
+def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
+    """Function name -> the names it calls, or hands to a call (once per file: each spawn
+    of the file asks)."""
+    calls: dict[str, set[str]] = {}
+    for node in spawn_site.functions(tree):
+        calls.setdefault(node.name, set()).update(
+            part.id if isinstance(part, ast.Name) else part.attr
+            for call in ast.walk(node) if isinstance(call, ast.Call)
+            for part in (call.func, *call.args, *(keyword.value for keyword in call.keywords))
+            if isinstance(part, (ast.Name, ast.Attribute)))
+    return calls
+
+
+@functools.lru_cache(maxsize=1)
+def _spawn_calls(tree: ast.Module) -> list[ast.Call]:
+    """The file's calls of xmp.spawn (torch_xla's or the shim's) and torch_xla.launch."""
+    bound = _imported(tree)
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and _resolved(node.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH)]
 
 
 def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[str]:
@@ -790,8 +805,7 @@ def _worker_init_code(tree: ast.Module | None) -> tuple[tuple[int, int], ...]:
                 spans.append((value.body.lineno, value.body.end_lineno))
             elif isinstance(value, (ast.Name, ast.Attribute)):
                 given.add(value.id if isinstance(value, ast.Name) else value.attr)
-    spans += [(node.body[0].lineno, node.end_lineno) for node in ast.walk(tree)
-              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in given]
+    spans += [(node.body[0].lineno, node.end_lineno) for node in spawn_site.functions(tree) if node.name in given]
     return tuple(spans)
 
 
@@ -834,20 +848,17 @@ class SignalInReplica(PythonRule):
 
 def _in_function(tree: ast.Module, line: int) -> set[str]:
     """The names of the functions whose body holds ``line``."""
-    return {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.body[0].lineno <= line <= node.end_lineno}
+    return {node.name for node in spawn_site.functions(tree) if node.body[0].lineno <= line <= node.end_lineno}
 
 
 @functools.lru_cache(maxsize=1)
 def _spawned_code(tree: ast.Module) -> frozenset[str]:
     """The functions of the file that some spawn of more than one process in it runs in its
     replicas (:func:`_reached`)."""
-    bound = _imported(tree)
     reached: set[str] = set()
-    for call in ast.walk(tree):
-        if isinstance(call, ast.Call) and _resolved(call.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH):
-            site = spawn_site.Site(call, [tree], [])
-            fn, nprocs = site.argument("fn", 0), site.argument("nprocs", NPROCS_POSITION)
-            if fn is not None and not (isinstance(nprocs, ast.Constant) and nprocs.value == 1):
-                reached |= _reached(tree, ast.unparse(fn))
+    for call in _spawn_calls(tree):
+        site = spawn_site.Site(call, [tree], [])
+        fn, nprocs = site.argument("fn", 0), site.argument("nprocs", NPROCS_POSITION)
+        if fn is not None and not (isinstance(nprocs, ast.Constant) and nprocs.value == 1):
+            reached |= _reached(tree, ast.unparse(fn))
     return frozenset(reached)

@@ -123,7 +123,7 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
     that binds it at all: the functions around the line, then the module; [] for none."""
     if tree is None:
         return []
-    scopes = [tree] + [node for node in _functions(tree) if node.lineno <= line <= node.end_lineno]
+    scopes = [tree] + [node for node in functions(tree) if node.lineno <= line <= node.end_lineno]
     for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
         bound = _bindings_of(scope).get(name)
         if bound:
@@ -132,9 +132,10 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
 
 
 # Asked once per call a rule looks at: a walk of the whole file each time was quadratic in
-# a file dense with such calls. The trees are alive for the file's pass only.
+# a file dense with such calls. The caches hold the last file's tree until the next file's.
 @functools.lru_cache(maxsize=1)
-def _functions(tree: ast.Module) -> list[ast.AST]:
+def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every def of the file, nested ones too."""
     return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
