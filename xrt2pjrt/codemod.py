@@ -60,6 +60,7 @@ class _Job:
     source: files.TextFile
     snapshot: files.Snapshot | None  # None: not on disk (stdin)
     write_to: str | None
+    todo_lines: int  # counted when the file was read
 
 
 def plan(path: Path, kind: str, options: Options, data: bytes | None = None) -> Plan:
@@ -97,7 +98,7 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
         result.error = _too_large(kind, data, source.text, options.max_file_bytes)
         if result.error:
             return Plan(result, snapshot=snapshot)
-    return _Job(path, kind, source, snapshot, write_to)
+    return _Job(path, kind, source, snapshot, write_to, result.todo_lines)
 
 
 def _too_large(kind: str, data: bytes, text: str, limit: int) -> str | None:
@@ -116,7 +117,7 @@ def _too_large(kind: str, data: bytes, text: str, limit: int) -> str | None:
 
 
 def _finish(job: _Job, options: Options) -> Plan:
-    result = FileResult(path=str(job.path), kind=job.kind, todo_lines=todo_lines(job.kind, job.source.text))
+    result = FileResult(path=str(job.path), kind=job.kind, todo_lines=job.todo_lines)
     source, kind = job.source, job.kind
     rewriter = rewriters.module_for(kind)
     unfinished = Plan(result, snapshot=job.snapshot)

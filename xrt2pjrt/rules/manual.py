@@ -553,7 +553,8 @@ class ModuleAsValue(PythonRule):
 
 def _named_attribute(ctx) -> bool:
     """``getattr(xm, 'get_ordinal')``, ``hasattr(xm, ...)`` with the name spelled out: the
-    reference is followed (api-not-in-target reads it), as ``xm.get_ordinal`` is."""
+    attribute is named at this spot, as in ``xm.get_ordinal`` (and api-not-in-target reads the
+    two-argument getattr, the one that raises), so no other name hides it."""
     call = ctx.parent(2)
     return (isinstance(ctx.parent(1), cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
             and call.func.value in ("getattr", "hasattr") and len(call.args) >= 2

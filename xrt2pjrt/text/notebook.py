@@ -333,9 +333,12 @@ def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
 _ONLY_EXPORTS = re.compile(r"[ \t]*export(?:[ \t]+\w+=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|<>()`$\"']*))+[ \t]*")
 
 
+_QUOTES = "\"'"
+
+
 def _dead_export(settings: list[tuple[str, str]]) -> str:
     names = ", ".join(name for name, _ in settings)
-    magics = "; ".join(f"%env {name}={value.strip(chr(34) + chr(39))}" for name, value in settings)
+    magics = "; ".join(f"%env {name}={value.strip(_QUOTES)}" for name, value in settings)
     return (f"`!export` sets {names} in a shell of its own, which ends with this line: neither the kernel "
             f"(torch_xla) nor a later `!` line sees it, nor did they the XRT-era variable; where it is meant for "
             f"torch_xla in this notebook, write {magics} (or set os.environ before torch_xla is imported)")
