@@ -225,9 +225,10 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
 
 
 def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
-    """``passed to the spawned function, ...`` when what holds the flag (``flags`` of
-    ``flags.num_cores``) goes to a spawned function that this file does not define: the
-    other module may read the flag as the world size, and this file cannot tell."""
+    """Where the flag may be read when the spawned function is one that this file does not
+    define: the other module may read the flag as the world size, and this file cannot tell.
+    Handed to it (in ``flags`` of ``flags.num_cores``), or not: then that module has a copy
+    of its own (it parses the command line again, or imports the flags)."""
     holder = count.value
     fn = site.argument("fn", 0)
     if not isinstance(holder, ast.Name) or fn is None or not isinstance(fn, (ast.Name, ast.Attribute)):
@@ -238,9 +239,11 @@ def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
     if not isinstance(root, ast.Name) or root.id not in _imported(site.scopes[-1]):
         return []  # not imported from another module (defined here: its reads were looked for)
     handed = [*_elements(site.argument("args", 1), site)]
-    if not spawn_site.reads((node for arg in handed for node in ast.walk(arg)), holder.id):
-        return []
-    return [f"handed (in {holder.id}) to {ast.unparse(fn)}, which another module defines and may read {_flag(count)}"]
+    if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), holder.id):
+        return [f"handed (in {holder.id}) to {ast.unparse(fn)}, which another module defines and may read "
+                f"{_flag(count)}"]
+    return [f"given to {ast.unparse(fn)}'s processes, which another module defines and may read its own copy of "
+            f"{_flag(count)} (parsing the command line again, or importing {holder.id})"]
 
 
 def _flag(node: ast.AST | None) -> str | None:
