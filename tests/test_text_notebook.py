@@ -305,18 +305,33 @@ def test_a_cell_whose_statements_all_go_keeps_the_cells_around_it():
         ["import os\n", "import torch_xla\n"], ["os.environ['PJRT_DEVICE'] = 'TPU'\n"], ["d = torch_xla.device()\n"]]
 
 
-def test_a_cell_that_does_not_parse_makes_each_cell_migrate_on_its_own():
+def test_a_cell_that_does_not_parse_is_named_and_the_others_are_still_one_module():
+    # as in a Kaggle kernel: the import in one cell, an indented fragment of a method in
+    # another, and a class that calls the import's module twice in a third
+    text = _notebook(["import torch_xla.core.xla_model as xm\n"],
+                     ["    self.x = 1\n"],
+                     ["class Fitter:\n", "    def __init__(self):\n", "        self.lr = 0.1 * xm.xrt_world_size()\n",
+                      "    def fit(self):\n", "        return self.lr * xm.xrt_world_size()\n"])
+    outcome = _twice(text)
+    first, fragment, fitter = _sources(outcome.text)
+    assert "import torch_xla.runtime as xr\n" in first and fragment == _sources(text)[1]
+    assert "".join(fitter).count("xr.world_size()") == 2 and "xrt_world_size" not in "".join(fitter)
+    # the fragment mentions no torch_xla: nothing to decide there
+    assert [f.rule for f in outcome.manual] == []
+
+
+def test_a_name_a_cell_that_does_not_parse_uses_keeps_its_import_and_the_cell_is_named():
     text = _notebook(["import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()\n"],
                      ["print 'hello'\n", "xm.mark_step()\n"],  # Python 2: not Python the codemod reads
                      ["import torch_xla.core.xla_model as xm\n", "n = xm.xrt_world_size(\n"])  # a syntax error
     outcome = _twice(text)
-    assert _sources(outcome.text) == _alone(text)
-    assert _sources(outcome.text)[1:] == _sources(text)[1:]
-    # the cell that stops the notebook from being read as one module is named, as is the
-    # cell that mentions torch_xla and does not parse (as before)
+    first, python2, broken = _sources(outcome.text)
+    # the first cell is migrated, and keeps the import the second one still needs
+    assert first == ["import torch_xla\n", "import torch_xla.core.xla_model as xm\n", "d = torch_xla.device()\n"]
+    assert [python2, broken] == _sources(text)[1:]
     starts = _source_lines(text)
     assert [(f.rule, f.line) for f in outcome.manual] == [("notebook-cell", starts[1]), ("notebook-cell", starts[2])]
-    assert "each cell was migrated on its own" in outcome.manual[0].message
+    assert "it uses xm, which another cell imports from torch_xla" in outcome.manual[0].message
     assert "mentions XRT or torch_xla" in outcome.manual[1].message
 
 

@@ -12,6 +12,7 @@ ids and every other byte stay as they were, and an unchanged notebook is byte-id
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.rules import quiet
 from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
 from xrt2pjrt.text import environment, installs, markdown, shell
 from xrt2pjrt.report import Finding
@@ -40,6 +42,7 @@ WRITEFILE = re.compile(r"%%writefile(?:[ \t]+-a)?[ \t]+(\S+)[ \t]*$")
 ENV_MAGIC = re.compile(r"%(?:set_)?env[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*=[ \t]*|[ \t]+)(.*)")
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\r\n]*")
+_WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 CELL_RULE = "notebook-cell"  # manual items about a cell as a whole (it does not parse)
 
 
@@ -61,16 +64,18 @@ def rewrite(text: str, options: Options) -> Outcome:
     ascii_only = "\\u" in text and text.isascii()
     python = _kernel_cells(cells)
     unparsed = [index for index, cell in python.items() if _python().check(cell.python) is not None]
-    together = {} if unparsed else _rewrite_together(python, options)
+    parsed = {index: cell for index, cell in python.items() if index not in unparsed}
+    borrowed = _borrowed(parsed, {index: python[index] for index in unparsed})
+    together = _rewrite_together(parsed, options, sorted(set().union(*borrowed.values())))
     for index, (cell, first_line) in enumerate(zip(cells, _first_lines(text, cells))):
         lines = first_line - 1
         if index in together:
             outcome = together[index]
         elif not TRIGGER.search(cell.source):
-            if index in unparsed and any(PYTHON_TRIGGER.search(c.python) for c in python.values()):
-                rec.ask(CELL_RULE, cell.start, "this cell is not Python the codemod can parse, so each cell "
-                        "was migrated on its own: a name one cell imports for another was not followed; "
-                        "check the torch_xla code of the other cells by hand")
+            if borrowed.get(index):
+                rec.ask(CELL_RULE, cell.start, f"this cell is not Python the codemod can parse, and it uses "
+                        f"{', '.join(sorted(borrowed[index]))}, which another cell imports from torch_xla: "
+                        "migrate its torch_xla code by hand")
             continue
         elif cell.cell_type == "code":
             outcome = _code_cell(cell.source, options)
@@ -217,16 +222,26 @@ def _kernel_cells(cells: list[SourceSpan]) -> dict[int, PythonCell]:
             if cell is not None and (not cell.prefix or KERNEL_CELL_MAGICS.match(cell.prefix))}
 
 
-def _rewrite_together(python: dict[int, PythonCell], options: Options) -> dict[int, Outcome]:
+def _rewrite_together(python: dict[int, PythonCell], options: Options, kept: list[str]) -> dict[int, Outcome]:
     """The outcome of each of the ``python`` cells, their code rewritten as the one module
     they are in the kernel. Empty when that cannot be done (the cells are then rewritten one
-    by one)."""
+    by one). The names ``kept`` are used by cells that do not parse: a last piece, thrown
+    away after, uses each of them, so that no import of them is dropped as stale."""
     numbers = [index + 1 for index in python]  # as Jupyter counts cells
-    outcomes = _python().rewrite_together([cell.python for cell in python.values()], options,
-                                        where=lambda own, k, line: f"line {line} of cell {numbers[k]}")
+    uses = "".join(f"{name}\n" for name in kept)
+    outcomes = _python().rewrite_together([*(cell.python for cell in python.values()), *[uses] * bool(kept)],
+                                        options, where=lambda own, k, line: f"line {line} of cell {numbers[k]}")
     if outcomes is None:
         return {}
     return {index: _finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}
+
+
+def _borrowed(parsed: dict[int, PythonCell], unparsed: dict[int, PythonCell]) -> dict[int, set[str]]:
+    """The names each of the ``unparsed`` cells uses that an import of torch_xla in one of
+    the ``parsed`` cells binds (as far as a search for the words tells)."""
+    imported = {name for cell in parsed.values() for name, modules in quiet.import_names(ast.parse(cell.python)).items()
+                if any(module.split(".")[0] == "torch_xla" for module in modules)}
+    return {index: imported & set(_WORD.findall(cell.python)) for index, cell in unparsed.items()}
 
 
 def _code_cell(source: str, options: Options) -> Outcome | None:
