@@ -337,6 +337,55 @@ def test_under_fork_every_worker_of_a_simulated_tpu_host_gets_the_closure(tmp_pa
     assert [line[0] for line in lines if line[0] == "upstream"] == ["upstream"]
 
 
+EXIT_PROGRAM = '''
+import sys
+import xrt2pjrt.shim.xla_multiprocessing as xmp
+from torch_xla._internal import pjrt
+from torch_xla.experimental import plugins
+
+
+class ThreeChips(plugins.DevicePlugin):  # SIMULATION: a TPU host of 3 chips, each a CPU world of one
+    def physical_chip_count(self):
+        return 3
+
+    def configure_multiprocess(self, local_rank, local_world_size):
+        pass
+
+
+def _mp_fn(index, status):
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    plugins.using_dynamic_plugins = lambda: True
+    plugins.default = lambda: ThreeChips()
+    pjrt._merge_replica_results = lambda results: dict(enumerate(results))  # each is ordinal 0
+    try:
+        xmp.spawn(_mp_fn, args=(int(sys.argv[1]),), start_method="fork")
+    except xmp.ReplicaExited as error:
+        print("failed:", error, flush=True)
+    print("the launcher goes on", flush=True)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("status", [0, 3])
+def test_sys_exit_in_a_replica_ends_that_replica_as_under_xrt_not_the_launcher(tmp_path, status):
+    """SIMULATION of a TPU host's 3 processes (torch_xla's own pool, its chip count stood in
+    by a device plugin). torch_xla's spawn re-raises a replica's SystemExit in the launcher,
+    which exits there (status 0 for sys.exit(0), the code after the spawn skipped)."""
+    script = tmp_path / "program.py"
+    script.write_text(EXIT_PROGRAM)
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"}
+    for name in ("XRT2PJRT_CPU_REPLICAS", "MASTER_ADDR", "XRT2PJRT_RENDEZVOUS_TRANSPORT"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, str(script), str(status)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "the launcher goes on" in done.stdout
+    assert ("failed: replica 0 called sys.exit(3)" in done.stdout) == (status == 3)
+
+
 SPAWN_METHOD_PROGRAM = '''
 import json, threading
 import xrt2pjrt.shim.xla_multiprocessing as xmp

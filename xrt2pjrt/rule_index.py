@@ -42,6 +42,7 @@ RULES: dict[str, tuple[str, bool, str]] = {
     'pjrt-spawn': ('python', True, 'pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name'),
     'shim-imports': ('python', True, "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt.shim; calls kept"),
     'spawn-dataloader-worker': ('python', True, "an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a partial): the worker is a process of its own where torch_xla is not the replica's; report"),
+    'spawn-exit': ('python', True, "sys.exit / os._exit in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's spawn re-raises SystemExit in the launching process (which skips what follows the spawn; sys.exit(0) exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica on sys.exit, as XRT did; report"),
     'spawn-join-daemon': ('python', True, 'xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report'),
     'spawn-nprocs-expression': ('python', False, 'xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device)'),
     'spawn-nprocs-literal': ('python', True, 'xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept'),

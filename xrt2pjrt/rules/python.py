@@ -93,7 +93,7 @@ def _roles(node_type: type) -> int:
 # Words that make a statement worth parsing, besides the trigger's and the names bound by
 # torch_xla imports: what the rules that need no torch_xla name look for.
 _RULE_WORDS = ("init_process_group", "MASTER_ADDR", "MASTER_PORT", "import_module", "__import__", "kb_free", "kb_total",
-               "signal.signal", "'xla", '"xla')
+               "signal.signal", "sys.exit", "os._exit", "'xla", '"xla')
 
 
 def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:
@@ -101,7 +101,8 @@ def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:
     trigger or of the rules, or, as a whole identifier, a name an import of torch_xla (or
     of a rule's own name, like ``from torch.distributed import init_process_group as
     ipg``) binds."""
-    targets = ("torch_xla", "xrt2pjrt", "torch.distributed.init_process_group", "importlib.import_module", "signal.signal")
+    targets = ("torch_xla", "xrt2pjrt", "torch.distributed.init_process_group", "importlib.import_module", "signal.signal",
+               "sys.exit", "os._exit")
     aliases = sorted(local for local, fulls in bound.items()
                      if any(full.startswith(targets) for full in fulls) or local in manual.CONVENTIONAL)
     return (*TRIGGER.words, *_RULE_WORDS), aliases

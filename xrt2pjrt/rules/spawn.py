@@ -849,6 +849,49 @@ class SignalInReplica(PythonRule):
         return node
 
 
+_EXIT_RAISED = ("torch_xla's spawn runs the spawned function in a thread of a pool worker process, and the pool hands "
+                "SystemExit back to the launching process like any exception: xmp.spawn raises it there, so the code "
+                "after the spawn does not run, and sys.exit(0) ends the launcher with status 0, silently; XRT ended "
+                "only that replica's process. Return from the function instead")
+_EXIT_BREAKS = ("torch_xla's spawn runs the spawned function in a pool worker process, and os._exit ends that worker "
+                "under the pool: xmp.spawn raises BrokenProcessPool in the launching process, whatever the status; "
+                "XRT ended only that replica's process. Return from the function instead")
+
+
+@register
+class ExitInReplica(PythonRule):
+    id = "spawn-exit"
+    summary = ("sys.exit / os._exit in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's "
+               "spawn re-raises SystemExit in the launching process (which skips what follows the spawn; sys.exit(0) "
+               "exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica on "
+               "sys.exit, as XRT did; report")
+    names = frozenset({"sys.exit", "os._exit"})
+    examples = (
+        Example(  # a replica that stops early: under XRT its own process ended, and the launcher went on
+            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    if not train():\n        sys.exit(0)\n\n"
+            "xmp.spawn(_mp_fn)\nupload_results()\n",
+            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    if not train():\n        # TODO(xrt2pjrt): " + _EXIT_RAISED + " [spawn-exit]\n"
+            "        sys.exit(0)\n\nxmp.spawn(_mp_fn)\nupload_results()\n",
+            manual=("sys.exit(0) ends the launcher with status 0",),
+        ),
+        Example(  # the launcher's own exit
+            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n    sys.exit(0)\n",
+            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n    sys.exit(0)\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if name == "sys.exit" and ctx.options.target == "shim":
+            return node  # the shim's spawn: a finished replica, or its status as the spawn's error
+        if ctx.tree is not None and _in_function(ctx.tree, ctx.line) & _spawned_code(ctx.tree):
+            ctx.manual(_EXIT_RAISED if name == "sys.exit" else _EXIT_BREAKS)
+        return node
+
+
 def _in_function(tree: ast.Module, line: int) -> set[str]:
     """The names of the functions whose body holds ``line``."""
     return {node.name for node in spawn_site.functions(tree) if node.body[0].lineno <= line <= node.end_lineno}

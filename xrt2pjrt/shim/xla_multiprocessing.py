@@ -260,9 +260,23 @@ class _Replica:
 
     def __call__(self, *args, **kwargs):
         _rendezvous.JOB_STORE.join(_job.current())
+        where = f"replica {args[0]}" if self.with_index and args else f"process {os.getpid()}"
         try:
             return self.fn(*args, **kwargs)
+        except SystemExit as exit:
+            # XRT ran fn as the replica's process: sys.exit ended that process alone, and a
+            # status other than 0 failed the spawn. torch_xla's pool would hand SystemExit to
+            # the launching process, which then exits at the spawn (with status 0, silently).
+            if exit.code is None or exit.code == 0:
+                return None
+            error = ReplicaExited(f"{where} called sys.exit({exit.code!r})")
+            _rendezvous.JOB_STORE.abort(str(error))
+            raise error from None
         except BaseException as error:
-            where = f"replica {args[0]}" if self.with_index and args else f"process {os.getpid()}"
             _rendezvous.JOB_STORE.abort(f"{where} raised {type(error).__name__}: {error}")
             raise
+
+
+class ReplicaExited(RuntimeError):
+    """A replica's function called sys.exit with a status other than 0: the spawn fails, as
+    XRT's did when a replica's process exited so."""
