@@ -1185,6 +1185,24 @@ def test_a_tensor_put_on_the_xla_device_by_name_on_import_is_reported_before_the
 
 
 @pytest.mark.parametrize("source, reported", [
+    # hivemind's TPU example: the spawn started in a thread (its ValueError went to stderr, and
+    # the run went on with nothing trained, status 0)
+    ("import functools\n\nrun = functools.partial(xmp.spawn, _mp_fn, nprocs=8, start_method='fork')\n", True),
+    ("spawn = xmp.spawn\nspawn(_mp_fn, nprocs=8)\n", True),
+    ("from torch_xla.distributed.xla_multiprocessing import spawn\n\nspawn(_mp_fn, nprocs=None)\n", False),
+    ("xmp.spawn(_mp_fn, nprocs=8)\n", False),  # rewritten
+])
+def test_spawn_handed_on_as_a_value_is_reported_as_its_nprocs_is_not_rewritten(source, reported):
+    out = migrate(_XMP + "\n" + source)
+    items = [item for item in out.manual if item.rule == "spawn-nprocs-expression"]
+    assert len(items) == reported
+    if reported:
+        assert "is handed on as a value" in items[0].message
+    assert not [item for item in migrate(_XMP + "\n" + source, target="shim").manual
+                if item.rule == "spawn-nprocs-expression"]
+
+
+@pytest.mark.parametrize("source, reported", [
     # the replicas' code is in another module, which this file cannot read: it may split by the flag
     ("from trainer import _mp_fn\n\nxmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS.num_cores)\n", True),
     ("import trainer\n\nxmp.spawn(trainer.run, args=(cfg, 3), nprocs=cfg['num_cores'])\n", True),

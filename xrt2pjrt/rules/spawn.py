@@ -120,7 +120,8 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)
 class NprocsExpression(_NprocsRule):
     id = "spawn-nprocs-expression"
     summary = ("xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also "
-               "read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device)")
+               "read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device); "
+               "xmp.spawn handed on as a value (functools.partial, an alias) is reported")
     safe = False
     names = frozenset({SPAWN, SHIM_SPAWN})
     targets = ("native", "shim")
@@ -151,6 +152,15 @@ class NprocsExpression(_NprocsRule):
             manual=("**kwargs",),
         ),
     )
+
+    def reference(self, ctx, node, name):
+        # functools.partial(xmp.spawn, fn, nprocs=8), run = xmp.spawn: the call that gives
+        # nprocs is not one of xmp.spawn, so nothing here rewrites it (the shim's takes any).
+        if ctx.options.target == "native" and name == SPAWN:
+            ctx.manual(f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
+                       "given where it is called is not rewritten: torch_xla 2.x's spawn raises ValueError for "
+                       "any but None or 1")
+        return node
 
     def call(self, ctx, node, name):
         # The shim's spawn takes any nprocs, so nothing is rewritten for it; but it runs every
