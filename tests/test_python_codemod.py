@@ -1218,3 +1218,14 @@ def test_a_flag_of_a_spawned_function_of_another_module_is_reported(source, repo
     assert len(items) == reported
     if reported:
         assert "which another module defines and may read" in items[0].message
+
+
+@pytest.mark.parametrize("data, reported", [
+    # checked on CPU with torch_xla 2.9: a float reduces, a numpy.float64 raises UnpicklingError
+    ("np.mean(losses)", True), ("metrics.accuracy_score(y, p)", True), ("obj", True), ("preds.numpy()", True),
+    ("loss.item()", False), ("float(acc)", False), ("torch.tensor(acc)", False), ("loss.detach()", False),
+    ("3", False), ("total.item() / flags.batches", False), ("np.mean(a) / n", True)])
+def test_a_mesh_reduce_of_what_may_not_be_a_tensor_or_number_is_reported(data, reported):
+    source = f"import torch\nimport torch_xla.core.xla_model as xm\n\nv = xm.mesh_reduce('v', {data}, np.mean)\n"
+    assert [item.rule for item in migrate(source).manual] == ["manual-mesh-reduce-objects"] * reported
+    assert not migrate(source, target="shim").manual  # the shim's loads any value

@@ -29,6 +29,7 @@ RULES: dict[str, tuple[str, bool, str]] = {
     'manual-borrowed-alias': ('python', True, "xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a parameter, self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name"),
     'manual-import-module': ('python', True, "import_module('torch_xla...') / __import__: a module reached by string is not rewritten; report"),
     'manual-memory-info': ('python', True, 'xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report the call, and each read of those keys in the file'),
+    'manual-mesh-reduce-objects': ('python', True, 'xm.mesh_reduce(tag, data, fn) with data not surely a tensor or a plain Python value: from torch 2.6 (torch_xla 2.6+) it loads the gathered values with weights_only=True, and numpy values or objects raise UnpicklingError; report'),
     'manual-module-as-value': ('python', True, 'a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made through the other name are not followed; report'),
     'manual-pjrt-other': ('python', True, 'other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report'),
     'manual-pre-1.0': ('python', True, 'torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads is reported as one to delete'),

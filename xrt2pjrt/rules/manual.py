@@ -292,6 +292,66 @@ def _barrier_follows(ctx) -> bool:
             and ctx.resolve(first.value.func) in _BARRIERS)
 
 
+_WEIGHTS_ONLY = ("torch_xla 2.x's mesh_reduce reads the gathered values back with torch.load, which from torch 2.6 "
+                 "loads tensors and plain Python values only (weights_only=True): a numpy value (np.mean(...), "
+                 "sklearn's metrics) or an object of a class of yours raises UnpicklingError, at the first reduce, "
+                 "after the training before it. Hand it a tensor or a Python number (float(x)), or use the shim's "
+                 "mesh_reduce, which loads any value as XRT's did")
+# Methods whose result is a tensor or a plain Python value whatever tensor they are called on
+# (numpy's arrays have none of them but item and tolist, which give Python values there too).
+_PLAIN_RESULTS = frozenset({"item", "tolist", "detach", "cpu", "clone", "to"})
+
+
+@register
+class MeshReduceObjects(PythonRule):
+    id = "manual-mesh-reduce-objects"
+    summary = ("xm.mesh_reduce(tag, data, fn) with data not surely a tensor or a plain Python value: from torch 2.6 "
+               "(torch_xla 2.6+) it loads the gathered values with weights_only=True, and numpy values or objects "
+               "raise UnpicklingError; report")
+    targets = ("native",)  # the shim's mesh_reduce loads any value
+    names = frozenset({f"{XM}.mesh_reduce"})
+    examples = (
+        Example(  # a Kaggle-style metric: sklearn gives a numpy.float64
+            "import torch_xla.core.xla_model as xm\n\n"
+            "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
+            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_WEIGHTS_ONLY} [manual-mesh-reduce-objects]\n"
+            "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
+            manual=("UnpicklingError",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nloss = xm.mesh_reduce('loss', loss.item(), sum)\n",
+            "import torch_xla.core.xla_model as xm\n\nloss = xm.mesh_reduce('loss', loss.item(), sum)\n",
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nacc = xm.mesh_reduce('acc', np.mean(a), np.mean)\n",
+            "import torch_xla.core.xla_model as xm\n\nacc = xm.mesh_reduce('acc', np.mean(a), np.mean)\n",
+            options={"target_version": (2, 5)},  # torch 2.5 loads anything by default
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = argument(node, "data", 1)
+        if ctx.target_version >= (2, 6) and hit is not None and not self._plain(ctx, hit[1].value):
+            ctx.manual(_WEIGHTS_ONLY)
+        return node
+
+    @staticmethod
+    def _plain(ctx, value: cst.BaseExpression) -> bool:
+        """Surely a tensor or a plain Python value, as far as the expression tells."""
+        if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        if isinstance(value, cst.BinaryOperation):  # total.item() / flags.batches: a count, as code reads
+            sides = (value.left, value.right)
+            plain = [MeshReduceObjects._plain(ctx, side) for side in sides]
+            return all(p or isinstance(side, (cst.Name, cst.Attribute)) for p, side in zip(plain, sides)) and any(plain)
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _PLAIN_RESULTS:
+            return True
+        callee = ctx.resolve(value.func) or (value.func.value if isinstance(value.func, cst.Name) else "")
+        return callee in ("float", "int", "str", "bool", "len") or callee.startswith("torch.")
+
+
 _MEMORY_INFO = ("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free "
                 "and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
 
