@@ -667,3 +667,26 @@ def test_the_spawned_function_runs_in_a_thread_as_torch_xla_runs_it_on_a_tpu(tmp
                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert ran.returncode != 0
     assert "ValueError: signal only works in main thread" in ran.stdout + ran.stderr
+
+
+WORK_ALONE_AFTER_THE_LAST_COLLECTIVE = """
+def _mp_fn(index):
+    xm.rendezvous("trained")
+    if xm.is_master_ordinal():
+        time.sleep(6)  # a final evaluation, an upload: longer than the rendezvous timeout below
+    dump(str(index), {"ended": time.time()})
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xla
+def test_a_replica_may_work_alone_after_the_others_returned_for_longer_than_the_rendezvous_timeout(tmp_path):
+    """On a pod a replica whose function returned waits for nobody: the master's work after
+    the last collective may take longer than any rendezvous timeout (the CPU mode's own exit
+    barrier timed out after it, killed the master mid-work and failed the run)."""
+    code, results, output = _run(tmp_path, WORK_ALONE_AFTER_THE_LAST_COLLECTIVE, 2,
+                                 env={"XRT2PJRT_RENDEZVOUS_TIMEOUT": "2"})
+    assert code == 0, output[-3000:]
+    replicas = _replicas(results)
+    assert sorted(replicas) == [0, 1] and replicas[0]["ended"] - replicas[1]["ended"] > 4
+    assert "error" not in results["parent"]

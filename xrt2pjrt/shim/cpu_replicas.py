@@ -79,7 +79,8 @@ HOST_ADDR_ENV = "XRT2PJRT_CPU_HOST_ADDR"
 _PLACEMENT_ENV = "XRT2PJRT_CPU_REPLICA"
 
 _ABORT_KEY = "xrt2pjrt/cpu_replicas/abort"
-_FINISHED_KEY = "xrt2pjrt/cpu_replicas/finished"
+_RETURNED_KEY = "xrt2pjrt/cpu_replicas/returned"  # replicas whose function returned
+_FINISHED_KEY = "xrt2pjrt/cpu_replicas/finished"  # replicas done with the store, about to exit
 _TERMINATE_GRACE_SECONDS = 2.0
 _POLL_SECONDS = 0.2
 
@@ -682,9 +683,9 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
         store = connect_store(store_host, store_port, is_server=listening is not None, timeout=timeout,
                               listening=listening)
     except BaseException:
-        _Supervisor(replicas, None, hosts, timeout).end_all()
+        _Supervisor(replicas, None, hosts).end_all()
         raise
-    return _Supervisor(replicas, store, hosts, timeout).join()
+    return _Supervisor(replicas, store, hosts).join()
 
 
 def _refuse_initialised_runtime() -> None:
@@ -696,6 +697,18 @@ def _refuse_initialised_runtime() -> None:
             "replicas cannot use it: touch the device only inside the spawned function, or "
             "use start_method='spawn'"
         )
+
+
+def _wait_for_every_replica(world_size: int) -> None:
+    """Leave only once every replica's function has returned, so that no replica closes its
+    gloo sockets while a peer still reads from them. With no deadline: on a pod a replica
+    that returned waits for nobody, and the master's own work after the last collective
+    (a final evaluation, an upload) may take longer than any rendezvous timeout. A replica
+    that dies instead ends the run through the supervisor, which ends this one too."""
+    store = _world().store
+    store.add(_RETURNED_KEY, 1)
+    while int(store.add(_RETURNED_KEY, 0)) < world_size:
+        time.sleep(_POLL_SECONDS)
 
 
 def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
@@ -713,10 +726,8 @@ def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
             if stop.code not in (0, None):
                 raise
             result = None  # sys.exit(0): a replica that finished
-        # Nobody leaves before everybody finished, so no replica closes its gloo sockets
-        # while a peer still reads from them; then tell host 0 this replica is done.
-        rendezvous("xrt2pjrt.cpu_replicas.exit")
-        _world().store.add(_FINISHED_KEY, 1)
+        _wait_for_every_replica(where.world_size)
+        _world().store.add(_FINISHED_KEY, 1)  # tell host 0 this replica is done with its store
     except BaseException as error:  # noqa: BLE001 -- reported to the parent, then a non-zero exit
         _send(report, ("error", traceback.format_exc(), time.time()))
         report.close()
@@ -795,11 +806,10 @@ class _Replica:
 class _Supervisor:
     """Joins the local replicas; on the first failure ends them all and raises."""
 
-    def __init__(self, replicas: list[_Replica], store, hosts: _Hosts, timeout: float):
+    def __init__(self, replicas: list[_Replica], store, hosts: _Hosts):
         self.replicas = replicas
         self.store = store
         self.hosts = hosts
-        self.timeout = timeout
 
     def join(self) -> dict[int, Any]:
         try:
@@ -874,15 +884,14 @@ class _Supervisor:
                 pass
 
     def _wait_for_other_hosts(self) -> None:
-        """Host 0 serves the store: keep it up until every replica on every host is done."""
+        """Host 0 serves the store: keep it up until every replica on every host is done.
+        With no deadline, as its replicas wait (``_wait_for_every_replica``): a replica of
+        another host may work on alone; a host that fails says so in the store."""
         world = self.replicas[0].placement.world_size
-        deadline = time.monotonic() + self.timeout
         while int(self.store.add(_FINISHED_KEY, 0)) < world:
             failure = self._remote_failure()
             if failure:
                 raise failure
-            if time.monotonic() > deadline:
-                raise ReplicaFailed("replicas on other hosts did not finish in time", -1, None)
             time.sleep(_POLL_SECONDS)
 
     def _local_ordinals(self) -> set[int]:
