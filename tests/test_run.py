@@ -102,6 +102,8 @@ if __name__ == "__main__":
         else:
             spawn = shim_xmp.spawn if mode.startswith("shim") else xmp.spawn
             spawn(report, args=(sys.argv[2],), nprocs=1)
+    elif mode.startswith("shim xmp.spawn(nprocs="):  # an XRT-era count: 8 cores of a v3-8
+        shim_xmp.spawn(report, args=(sys.argv[2],), nprocs=int(mode.split("=")[1].rstrip(")")), start_method="fork")
     elif mode == "xmp.spawn(nested fn)":
         nested_mp_fn(xmp.spawn, sys.argv[2], start_method="fork")
     elif mode == "shim xmp.spawn(nested fn)":
@@ -240,6 +242,21 @@ def test_a_spawn_of_one_replica_stops_at_the_spawn_saying_so(tmp_path, mode):
     assert _results(tmp_path) == {}  # the function did not run as one replica
     assert "spawns with nprocs=1" in done.stderr and "asked for 4 replicas" in done.stderr
     assert "--per-process" not in done.stderr  # the script does spawn
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("nprocs, replicas, note", [
+    (8, 2, "nprocs=8 but XRT2PJRT_CPU_REPLICAS gives this host 2 CPU replicas: running all 2"),
+    (3, 3, "nprocs=3 runs 3 of the 4 CPU replicas"), (4, 4, None)])
+def test_the_shims_spawn_of_a_legacy_count_runs_the_replicas_run_asked_for_as_a_tpu_host_runs_its_devices(
+        tmp_path, nprocs, replicas, note):
+    asked = 2 if nprocs == 8 else 4
+    done = _run("--nprocs", str(asked), str(_script(tmp_path, SPAWNING)), f"shim xmp.spawn(nprocs={nprocs})",
+                str(tmp_path), "0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = _results(tmp_path)
+    assert sorted(results) == list(range(replicas)) and {r[2] for r in results.values()} == {replicas}
+    assert (note in done.stderr) if note else "ShimNote" not in done.stderr
 
 
 @pytest.mark.xla

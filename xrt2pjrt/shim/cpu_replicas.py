@@ -137,7 +137,14 @@ def requested(nprocs: int | None) -> bool:
 def _replica_count(nprocs: int | None) -> int:
     if nprocs is not None:
         return int(nprocs)
-    raw = os.environ.get(REPLICAS_ENV, "").strip() or "1"
+    return host_replicas() or 1
+
+
+def host_replicas() -> int | None:
+    """``XRT2PJRT_CPU_REPLICAS``: the CPU host's devices, one replica each (None when unset)."""
+    raw = os.environ.get(REPLICAS_ENV, "").strip()
+    if not raw:
+        return None
     if not raw.isdigit() or int(raw) < 1:
         raise ValueError(f"{REPLICAS_ENV}={raw!r} is not a positive replica count")
     return int(raw)

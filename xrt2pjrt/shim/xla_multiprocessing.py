@@ -95,6 +95,23 @@ def local_device_count() -> int | None:
     return None
 
 
+def _cpu_replicas_for(nprocs: int | None) -> int | None:
+    """The replicas a spawn of ``nprocs`` starts in the CPU mode. ``XRT2PJRT_CPU_REPLICAS``
+    (``xrt2pjrt run --nprocs N``) is the CPU host's device count: an XRT-era nprocs=8 above
+    it runs every device, as on a TPU host (not 8 replicas where 2 were asked for); one below
+    it runs that subset, as a CPU host can (a TPU host refuses it). Both say so."""
+    host = cpu_replicas.host_replicas()
+    if nprocs is None or host is None or nprocs == host:
+        return nprocs
+    if nprocs > host:
+        warnings.warn(f"nprocs={nprocs} but {cpu_replicas.REPLICAS_ENV} gives this host {host} CPU replicas: "
+                      f"running all {host} (PJRT runs one replica per local device)", ShimNote, stacklevel=3)
+        return None
+    warnings.warn(f"nprocs={nprocs} runs {nprocs} of the {host} CPU replicas {cpu_replicas.REPLICAS_ENV} gives this "
+                  "host (a TPU host's spawn runs every device or one, and refuses a subset)", ShimNote, stacklevel=3)
+    return nprocs
+
+
 def _devices_for(nprocs: int | None) -> int | None:
     """The ``nprocs`` torch_xla accepts (None = all, 1 = one) for a legacy value."""
     if nprocs is None or nprocs == 1:
@@ -135,7 +152,7 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
         if start_method == "fork":  # a forked replica would inherit the started runtime
             _refuse_started_runtime("xmp.spawn")
         spawn_targets.refuse_unpicklable(fn, args, start_method=start_method)
-        return cpu_replicas.spawn(fn, args, nprocs, start_method)
+        return cpu_replicas.spawn(fn, args, _cpu_replicas_for(nprocs), start_method)
     _refuse_started_runtime("xmp.spawn")
     devices = _devices_for(nprocs)
     if devices == 1:
