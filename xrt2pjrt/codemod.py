@@ -266,7 +266,10 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
     queue = getattr(pool, "_call_queue", None)  # (ProcessPoolExecutor's, Python 3.8-3.13)
     if queue is not None:
         queue.cancel_join_thread()
-    pool.shutdown(wait=False, cancel_futures=True)
+    # Not cancel_futures: the pool's own thread, finding its workers gone, fails every
+    # pending future, and one cancelled here meanwhile made it print an InvalidStateError
+    # traceback after "interrupted" (seen once in CI; Python 3.11's terminate_broken).
+    pool.shutdown(wait=False)
 
 
 def apply(p: Plan, held: list[tuple[Plan, files.Replaced]] | None = None) -> bool:
