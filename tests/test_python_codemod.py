@@ -248,6 +248,18 @@ _XMP = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
      "args[1] (a lambda)"),
     ("def main():\n    class Cfg:\n        lr = 0.1\n    cfg = Cfg()\n    xmp.spawn(_mp_fn, args=[cfg], start_method='fork')\n",
      "args[0] (`cfg`, an instance of `Cfg`, a class defined in main)"),
+    # Lightning 1.5-1.8's launchers: a result queue of a context ('SimpleQueue objects should
+    # only be shared between processes through inheritance', checked on CPU)
+    ("import multiprocessing as mp\n\ndef launch(self, method):\n    context = mp.get_context(method)\n"
+     "    queue = context.SimpleQueue()\n    xmp.spawn(self._wrap, args=(queue,), start_method='fork')\n",
+     "args[0] (`queue`, a multiprocessing context's SimpleQueue, which holds a lock)"),
+    ("import torch.multiprocessing as mp\n\ndef main():\n    xmp.spawn(_mp_fn, args=(mp.Value('d', 0.0),), start_method='fork')\n",
+     "args[0] (a torch.multiprocessing.Value, which holds a lock)"),
+    # hivemind's TPUManager: a bound method takes its instance, and its locks, along
+    ("import multiprocessing as mp\n\nclass Manager:\n    def __init__(self):\n        self.lock = mp.Lock()\n\n"
+     "    def run(self):\n        xmp.spawn(self.runner, start_method='fork')\n",
+     "fn (`self.runner`, a method: pickle takes its instance along, whose `self.lock` is a multiprocessing.Lock, "
+     "which holds a lock)"),
 ])
 def test_what_spawn_cannot_pickle_is_reported_at_the_spawn(source, refused):
     # torch_xla 2.x's spawn pickles fn and args for each process even under fork ("Can't pickle local object").
@@ -1229,3 +1241,10 @@ def test_a_mesh_reduce_of_what_may_not_be_a_tensor_or_number_is_reported(data, r
     source = f"import torch\nimport torch_xla.core.xla_model as xm\n\nv = xm.mesh_reduce('v', {data}, np.mean)\n"
     assert [item.rule for item in migrate(source).manual] == ["manual-mesh-reduce-objects"] * reported
     assert not migrate(source, target="shim").manual  # the shim's loads any value
+
+
+def test_a_method_of_a_class_that_says_how_it_pickles_is_not_reported():
+    out = migrate(_XMP + "import multiprocessing as mp\n\nclass Manager:\n    def __init__(self):\n"
+                  "        self.lock = mp.Lock()\n\n    def __getstate__(self):\n        return {}\n\n"
+                  "    def run(self):\n        xmp.spawn(self.runner, start_method='fork')\n")
+    assert not [m for m in out.manual if m.rule == "spawn-unpicklable"]

@@ -310,11 +310,16 @@ class JoinDaemon(PythonRule):
 
 
 _LOCKED = "which holds a lock"  # pickle refuses a lock: 'Lock objects should only be shared ... through inheritance'
+# What multiprocessing makes that holds a lock ('... objects should only be shared between
+# processes through inheritance'), as module functions and as methods of a context.
+_MP_LOCKED = ("Lock", "RLock", "Semaphore", "BoundedSemaphore", "Condition", "Event", "Barrier", "Queue", "SimpleQueue",
+              "JoinableQueue", "Value", "Array")
+_MP_MODULES = ("multiprocessing", "torch.multiprocessing")
+_CONTEXTS = frozenset(f"{module}.get_context" for module in _MP_MODULES)
 _LOCK_HOLDERS = {
     "torch_xla.distributed.xla_multiprocessing.MpModelWrapper": f"an xmp.MpModelWrapper, {_LOCKED}",
     "torch_xla.distributed.xla_multiprocessing.MpSerialExecutor": f"an xmp.MpSerialExecutor, {_LOCKED}",
-    **{f"{module}.{name}": f"a {module}.{name}, {_LOCKED}" for module in ("multiprocessing", "torch.multiprocessing")
-       for name in ("Lock", "RLock", "Semaphore", "BoundedSemaphore", "Condition", "Event", "Queue")},
+    **{f"{module}.{name}": f"a {module}.{name}, {_LOCKED}" for module in _MP_MODULES for name in _MP_LOCKED},
     **{f"threading.{name}": f"a threading.{name}, {_LOCKED}" for name in ("Lock", "RLock", "Condition", "Event")},
 }
 
@@ -450,8 +455,10 @@ def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen
         return "a lambda"
     if isinstance(value, ast.Call) and (cls := _local_class(value.func, site)):
         return f"an instance of {cls}"
-    if isinstance(value, ast.Call) and _resolved(value.func, bound) in _LOCK_HOLDERS:
-        return _LOCK_HOLDERS[_resolved(value.func, bound)]
+    if isinstance(value, ast.Call) and (what := _lock_holder(value, site, bound)):
+        return what
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+        return _method_of_a_lock_holder(value.attr, site, bound)
     if isinstance(value, ast.Call) and _resolved(value.func, bound) == "functools.partial":
         parts = (*value.args, *(keyword.value for keyword in value.keywords))
         inner = next((what for part in parts if (what := _refused(part, site, bound, seen))), None)
@@ -470,6 +477,50 @@ def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen
         else:
             found.append(binding and _refused(binding, site, bound, seen | {value.id}))
     return f"`{value.id}`, {found[0]}" if all(found) else None
+
+
+def _lock_holder(call: ast.Call, site: spawn_site.Site, bound: dict[str, str]) -> str | None:
+    """What ``call`` makes, when it holds a lock: ``multiprocessing.Lock()``, and a
+    context's ``ctx.SimpleQueue()`` (Lightning's launchers: ``get_context(method).SimpleQueue()``)."""
+    if (name := _resolved(call.func, bound)) in _LOCK_HOLDERS:
+        return _LOCK_HOLDERS[name]
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in _MP_LOCKED and _is_context(func.value, site, bound):
+        return f"a multiprocessing context's {func.attr}, {_LOCKED}"
+    return None
+
+
+def _is_context(node: ast.expr, site: spawn_site.Site, bound: dict[str, str]) -> bool:
+    """``multiprocessing.get_context(...)``, or a name bound only to such calls."""
+    if isinstance(node, ast.Call):
+        return _resolved(node.func, bound) in _CONTEXTS
+    if not isinstance(node, ast.Name) or (scope := site.binding_scope(node.id)) is None:
+        return False
+    values = spawn_site.bindings(scope)[node.id]
+    return bool(values) and all(isinstance(v, ast.Call) and _resolved(v.func, bound) in _CONTEXTS for v in values)
+
+
+# A class that says what of its instance pickle takes (it may leave its locks out).
+_PICKLED_BY_ITSELF = frozenset({"__reduce__", "__reduce_ex__", "__getstate__"})
+
+
+def _method_of_a_lock_holder(method: str, site: spawn_site.Site, bound: dict[str, str]) -> str | None:
+    """``self.runner`` given to the spawn from a method of a class whose instances hold a
+    lock (``self.lock = mp.Lock()`` in a method): pickling a bound method pickles its
+    instance (hivemind's TPUManager). None when the class says how it pickles."""
+    function = site.scopes[0]
+    cls = next((node for node in ast.walk(site.scopes[-1]) if isinstance(node, ast.ClassDef) and function in node.body),
+               None)
+    if cls is None or any(isinstance(item, ast.FunctionDef) and item.name in _PICKLED_BY_ITSELF for item in cls.body):
+        return None
+    for node in ast.walk(cls):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and (what := _lock_holder(node.value, site, bound))):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    return (f"`self.{method}`, a method: pickle takes its instance along, whose `self.{target.attr}` "
+                            f"is {what}")
+    return None
 
 
 def _started(spawn: str = "xmp.spawn") -> str:
