@@ -1258,3 +1258,11 @@ def test_a_send_cpu_data_to_device_of_what_may_be_one_tensor_is_reported(data, r
     source = f"import torch\nimport torch_xla.core.xla_model as xm\n\nv = xm.send_cpu_data_to_device({data}, device=device)\n"
     assert [item.rule for item in migrate(source).manual] == ["manual-send-cpu-data-tensor"] * reported
     assert not migrate(source, target="shim").manual  # the shim's returns a tensor for a tensor
+
+
+def test_a_from_import_of_xrt_names_pointed_at_the_shim_is_no_item():
+    # the migrated file runs (checked on CPU): the shim defines both names
+    out = migrate("from torch_xla.core.xla_model import xrt_world_size, get_ordinal as go\n\nprint(xrt_world_size(), go())\n",
+                  target="shim")
+    assert out.text.startswith("from xrt2pjrt.shim.xla_model import xrt_world_size, get_ordinal as go\n")
+    assert out.manual == []
