@@ -690,3 +690,25 @@ def test_a_replica_may_work_alone_after_the_others_returned_for_longer_than_the_
     replicas = _replicas(results)
     assert sorted(replicas) == [0, 1] and replicas[0]["ended"] - replicas[1]["ended"] > 4
     assert "error" not in results["parent"]
+
+
+MASTER_SAVES_WHILE_ANOTHER_FAILS = """
+def _mp_fn(index):
+    xm.all_reduce("sum", torch.ones(2, device=xm.xla_device()))
+    if index == 0:
+        time.sleep(3)  # the last checkpoint, written while replica 1 has already failed
+        dump("saved", time.time())
+    else:
+        raise ValueError("boom after the last collective")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xla
+def test_a_replica_that_waits_on_nobody_finishes_when_another_fails_as_on_a_pod(tmp_path):
+    """torch_xla's spawn on a pod waits for every process before it raises: the master's
+    last checkpoint is written although replica 1 failed (the CPU mode ended it within 0.2 s)."""
+    code, results, output = _run(tmp_path, MASTER_SAVES_WHILE_ANOTHER_FAILS, 2)
+    assert code == 3, output[-3000:]
+    assert "saved" in results, output[-3000:]
+    assert results["parent"]["error"] == "ReplicaFailed" and "boom after the last collective" in results["parent"]["message"]

@@ -692,7 +692,7 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     except BaseException:
         _Supervisor(replicas, None, hosts).end_all()
         raise
-    return _Supervisor(replicas, store, hosts).join()
+    return _Supervisor(replicas, store, hosts, grace=timeout).join()
 
 
 def _refuse_initialised_runtime() -> None:
@@ -714,7 +714,7 @@ def _wait_for_every_replica(world_size: int) -> None:
     that dies instead ends the run through the supervisor, which ends this one too."""
     store = _world().store
     store.add(_RETURNED_KEY, 1)
-    while int(store.add(_RETURNED_KEY, 0)) < world_size:
+    while int(store.add(_RETURNED_KEY, 0)) < world_size and not store.check([_ABORT_KEY]):
         time.sleep(_POLL_SECONDS)
 
 
@@ -813,10 +813,11 @@ class _Replica:
 class _Supervisor:
     """Joins the local replicas; on the first failure ends them all and raises."""
 
-    def __init__(self, replicas: list[_Replica], store, hosts: _Hosts):
+    def __init__(self, replicas: list[_Replica], store, hosts: _Hosts, grace: float = 0.0):
         self.replicas = replicas
         self.store = store
         self.hosts = hosts
+        self.grace = grace  # seconds the others have to end by themselves after a failure
 
     def join(self) -> dict[int, Any]:
         try:
@@ -824,33 +825,39 @@ class _Supervisor:
                 waitables = [r.process.sentinel for r in self.replicas if r.process.exitcode is None]
                 waitables += [r.reader for r in self.replicas if r.report is None]
                 multiprocessing.connection.wait(waitables, timeout=_POLL_SECONDS)
-                failure = self._local_failure() or self._remote_failure()
+                # another host's failure first: it aborts the store, and the local replicas
+                # waiting in it then fail because of it (its key is set before the abort)
+                failure = self._remote_failure() or self._local_failure()
                 if failure:
                     raise failure
-            failure = self._local_failure()
+            failure = self._remote_failure() or self._local_failure()
             if failure:
                 raise failure
             if self.hosts.count > 1 and self.hosts.index == 0:
                 self._wait_for_other_hosts()
             return {r.placement.ordinal: r.report[1] for r in self.replicas}
         except BaseException as error:
-            self.end_all()
             if not isinstance(error, ReplicaFailed) or error.ordinal in self._local_ordinals():
                 self._post_abort(str(error))
+            if isinstance(error, ReplicaFailed):
+                self._let_the_others_end()
+            self.end_all()
             raise
         finally:
             for replica in self.replicas:
                 replica.reader.close()
 
-    def _local_failure(self) -> ReplicaFailed | None:
-        exited = [r for r in self.replicas if r.process.exitcode is not None]
-        # Read after looking at exit codes: a replica reports before it exits.
+    def _read_reports(self) -> None:
         for replica in self.replicas:
             if replica.report is None and replica.reader.poll():
                 try:
                     replica.report = replica.reader.recv()
                 except (EOFError, OSError):
                     replica.report = ("died", None)
+
+    def _local_failure(self) -> ReplicaFailed | None:
+        exited = [r for r in self.replicas if r.process.exitcode is not None]
+        self._read_reports()  # after looking at exit codes: a replica reports before it exits
         # A replica that died without a report (killed, os._exit) caused whatever errors
         # its peers then reported, so it is named first; else the first reported error.
         for replica in exited:
@@ -879,16 +886,33 @@ class _Supervisor:
             if not self.store.check([_ABORT_KEY]):
                 return None
             message = self.store.get(_ABORT_KEY).decode("utf-8", "replace")
+        except store_module.StoreAborted as aborted:  # the store's abort came first: its message is the same
+            message = str(aborted)
         except Exception:  # noqa: BLE001 -- host 0's store is gone: its replicas report it
             return None
         return ReplicaFailed(f"another host failed: {message}", -1, None)
 
     def _post_abort(self, message: str) -> None:
-        if self.hosts.count > 1:
-            try:
-                self.store.set(_ABORT_KEY, message)
-            except Exception:  # noqa: BLE001 -- best effort: the store may be gone
-                pass
+        """Say in the store that the job failed: every wait in it ends at once (a rendezvous
+        with the failed replica), and the other hosts and the replicas' exit wait see it."""
+        try:
+            self.store.set(_ABORT_KEY, message)
+            self.store.abort(message)
+        except Exception:  # noqa: BLE001 -- best effort: the store may be gone
+            pass
+
+    def _let_the_others_end(self) -> None:
+        """As torch_xla's spawn on a pod, which waits for every process before it raises:
+        a replica that waits on nobody (the master writing its last checkpoint) finishes,
+        and one waiting for the failed replica ends by itself (its rendezvous is aborted,
+        its collective's peer sockets close), within the rendezvous timeout; end_all then
+        ends what is left."""
+        deadline = time.monotonic() + self.grace
+        while any(r.process.exitcode is None for r in self.replicas) and time.monotonic() < deadline:
+            waitables = [r.process.sentinel for r in self.replicas if r.process.exitcode is None]
+            waitables += [r.reader for r in self.replicas if r.report is None]  # a report may fill the pipe
+            multiprocessing.connection.wait(waitables, timeout=min(_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+            self._read_reports()
 
     def _wait_for_other_hosts(self) -> None:
         """Host 0 serves the store: keep it up until every replica on every host is done.
