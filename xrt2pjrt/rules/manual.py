@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import re
 
@@ -10,7 +11,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import RULES, Example, register
 from xrt2pjrt.rules.base import PythonRule, argument, code, literal
-from xrt2pjrt.rules import spawn_site
+from xrt2pjrt.rules import quiet, spawn_site
 from xrt2pjrt.rules.imports import dotted, import_bindings
 from xrt2pjrt.rules.pjrt_module import PJRT, PJRT_RENAMES
 
@@ -331,25 +332,58 @@ class MeshReduceObjects(PythonRule):
 
     def call(self, ctx, node, name):
         hit = argument(node, "data", 1)
-        if ctx.target_version >= (2, 6) and hit is not None and not self._plain(ctx, hit[1].value):
-            ctx.manual(_WEIGHTS_ONLY)
+        if ctx.target_version >= (2, 6) and hit is not None and ctx.tree is not None:
+            data = ast.parse(code(hit[1].value).strip(), mode="eval").body
+            if not _plain(data, _Names(ctx.tree, ctx.line)):
+                ctx.manual(_WEIGHTS_ONLY)
         return node
 
-    @staticmethod
-    def _plain(ctx, value: cst.BaseExpression) -> bool:
-        """Surely a tensor or a plain Python value, as far as the expression tells."""
-        if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            return True
-        if isinstance(value, cst.BinaryOperation):  # total.item() / flags.batches: a count, as code reads
-            sides = (value.left, value.right)
-            plain = [MeshReduceObjects._plain(ctx, side) for side in sides]
-            return all(p or isinstance(side, (cst.Name, cst.Attribute)) for p, side in zip(plain, sides)) and any(plain)
-        if not isinstance(value, cst.Call):
-            return False
-        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _PLAIN_RESULTS:
-            return True
-        callee = ctx.resolve(value.func) or (value.func.value if isinstance(value.func, cst.Name) else "")
-        return callee in ("float", "int", "str", "bool", "len") or callee.startswith("torch.")
+
+@dataclasses.dataclass(frozen=True)
+class _Names:
+    """Where the names of an expression at ``line`` are bound, as far as the file tells."""
+
+    tree: ast.Module
+    line: int
+
+    def values(self, name: str) -> list[ast.AST | None]:
+        """What binds ``name`` before ``line`` (``acc = xm.mesh_reduce('acc', acc, ...)`` is after)."""
+        bound = spawn_site.bindings_seen_at(self.tree, self.line, name)
+        return [value for value in bound if value is None or value.lineno < self.line]
+
+    def module_of(self, name: str) -> str | None:
+        modules = quiet.import_names(self.tree).get(name, set())
+        return next(iter(modules)) if len(modules) == 1 else None
+
+
+def _plain(value: ast.expr, names: _Names, seen: frozenset[str] = frozenset()) -> bool:
+    """Surely a tensor or a plain Python value, as far as the file tells: a literal, a number
+    made of them (``100.0 * correct.item() / total``), ``float(x)``, ``x.item()``, a torch call,
+    or a name bound to one of those before the call."""
+    if isinstance(value, (ast.Constant, ast.JoinedStr)):
+        return True
+    if isinstance(value, ast.UnaryOp):
+        return _plain(value.operand, names, seen)
+    if isinstance(value, ast.BinOp):  # total.item() / flags.batches: a count, as code reads
+        sides = (value.left, value.right)
+        plain = [_plain(side, names, seen) for side in sides]
+        return any(plain) and all(p or isinstance(side, (ast.Name, ast.Attribute)) for p, side in zip(plain, sides))
+    if isinstance(value, ast.Name):
+        bound = names.values(value.id) if value.id not in seen else []
+        return bool(bound) and all(v is not None and _plain(v, names, seen | {value.id}) for v in bound)
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Attribute) and value.func.attr in _PLAIN_RESULTS:
+        return True
+    root = value.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    module = names.module_of(root.id)
+    if module is None:
+        return root is value.func and root.id in ("float", "int", "str", "bool", "len")
+    return module == "torch" or module.startswith("torch.")
 
 
 _ONE_TENSOR_LIST = ("torch_xla 2.x's send_cpu_data_to_device wraps a bare tensor in a list and returns the list (2.1+), "
