@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -165,13 +166,15 @@ def compiled(seen, rank, world, d):
 
 def probe_worker(worker_id, rank):
     """A DataLoader worker's init, in a process of its own: the rank it was handed, and what
-    torch_xla's world size says there."""
-    try:
-        answer = xr.world_size()
-    except Exception as error:
-        answer = type(error).__name__
+    torch_xla's world size and device names say there."""
+    seen = {"rank": rank}
+    for name, ask in (("world_size", xr.world_size), ("real devices", xm.xla_real_devices)):
+        try:
+            seen[name] = ask()
+        except Exception as error:
+            seen[name] = type(error).__name__
     with open(os.path.join(OUT, f"worker-{rank}.json"), "w") as out:
-        json.dump({"rank": rank, "world_size": answer}, out)
+        json.dump(seen, out)
 
 
 def workers(seen, rank, world, d):
@@ -289,10 +292,42 @@ def test_every_target_exists_and_its_replacement_takes_its_arguments(table, repl
 def _parameters(function):
     """(name, kind, default) of every parameter; None for a replacement that takes anything."""
     unwrapped = inspect.unwrap(function)
+    if isinstance(unwrapped, types.BuiltinFunctionType) and unwrapped.__text_signature__ is None:
+        return _pybind_parameters(unwrapped)
     parameters = list(inspect.signature(unwrapped).parameters.values())
     if [p.kind for p in parameters] == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]:
         return None
     return [(p.name, p.kind, p.default) for p in parameters]
+
+
+def _pybind_parameters(function):
+    """A pybind11 function's parameters, from its signature line (``name(a: T, b: U = 1) -> R``):
+    positional-or-keyword, defaults as Python values. Its annotations name types only."""
+    line = function.__doc__.splitlines()[0]
+    assert line.startswith(f"{function.__name__}("), line
+    inner, depth, parts, part = line[len(function.__name__) + 1:line.rindex(") -> ")], 0, [], ""
+    for char in inner:  # split at the commas outside brackets (Sequence[str], dict[str, int])
+        depth += 1 if char in "[(" else -1 if char in "])" else 0
+        if char == "," and depth == 0:
+            parts, part = parts + [part], ""
+        else:
+            part += char
+    parts = [p.strip() for p in parts + [part] if p.strip()]
+    result = []
+    for text in parts:
+        name, _, rest = text.partition(":")
+        default = eval(rest.partition(" = ")[2]) if " = " in rest else inspect.Parameter.empty
+        result.append((name.strip(), inspect.Parameter.POSITIONAL_OR_KEYWORD, default))
+    return result
+
+
+def test_pybind_parameters_are_read_from_the_signature_line():
+    def fake(): ...
+
+    fake.__name__ = "f"
+    fake.__doc__ = "f(arg0: dict[str, int], devices: collections.abc.Sequence[str] | None = None) -> list[str]\n"
+    assert _pybind_parameters(fake) == [("arg0", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+                                        ("devices", inspect.Parameter.POSITIONAL_OR_KEYWORD, None)]
 
 
 @pytest.mark.xla
@@ -344,7 +379,7 @@ def test_a_replicas_dataloader_worker_is_handed_its_rank_and_is_told_it_is_no_re
     now it raises, as asking there on a TPU starts a runtime of its own, while the rank the
     replica hands over arrives."""
     for i in range(WORLD):
-        assert run[f"worker-{i}"] == {"rank": i, "world_size": "NotAReplica"}
+        assert run[f"worker-{i}"] == {"rank": i, "world_size": "NotAReplica", "real devices": "NotAReplica"}
 
 
 @pytest.mark.xla
@@ -459,3 +494,77 @@ def test_data_parallel_training_ends_bit_identical_and_equal_to_one_replica_on_t
     replicas = _replicas(run)
     assert all(replicas[i]["trained"] == replicas[0]["trained"] for i in range(4))
     assert replicas[0]["trained"] == run["one replica"]
+
+
+# --- device names at 3 replicas, as a pod's runtime gives them -----------------------------------
+DEVICE_NAMES = '''
+import json, os, sys
+import torch, torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.xla_multiprocessing as xmp
+import torch_xla.runtime as xr
+from xrt2pjrt.shim import replica_world
+
+
+def error_of(call):
+    try:
+        call()
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+
+
+def fn(index):
+    d = torch_xla.device()
+    seen = {"real": xm.xla_real_devices([d]), "real (all)": xm.xla_real_devices(),
+            "torch_xla.real_devices": torch_xla.real_devices(), "device_count": torch_xla.device_count(),
+            "hw": xm.xla_device_hw(d), "xla_device": str(xm.xla_device()),
+            "supported": xm.get_xla_supported_devices(), "all": torch_xla._XLAC._xla_get_all_devices(),
+            "all runtime": torch_xla._XLAC._xla_get_all_runtime_devices(),
+            "replication": xm.xla_replication_devices([d]),
+            "attributes": xr.global_runtime_device_attributes(), "global_device_count": xr.global_device_count(),
+            "addressable_device_count": xr.addressable_device_count()}
+    # torch_xla's own spawn on a pod sets the world's devices for replication; XLA's graphs stay one replica's
+    xm.set_replication(d, [d])
+    seen["after set_replication"] = [torch_xla._XLAC._xla_get_replication_devices(),
+                                     torch_xla._XLAC._xla_get_replication_devices_count()]
+    x = torch.ones(2, device=d) * (index + 1)
+    seen["computed"] = [(x * 2).cpu().tolist(), xm.all_reduce(xm.REDUCE_SUM, x).cpu().tolist()]
+    xm.set_replication(d, [])
+    seen["after set_replication []"] = torch_xla._XLAC._xla_get_replication_devices()
+    seen["a subset"] = error_of(lambda: torch_xla._XLAC._xla_set_replication_devices([xm.xla_real_devices([d])[0]]))
+    # a TPU's attributes (coordinates) of the other replicas' devices are not known here
+    replica_world._originals["torch_xla:_XLAC._xla_get_all_device_attributes"] = lambda: [
+        {"name": "CPU:0", "coords": [0, 0, 0]}]
+    seen["attributes beyond a name"] = error_of(xr.global_runtime_device_attributes)
+    with open(os.path.join(sys.argv[1], f"{index}.json"), "w") as out:
+        json.dump(seen, out)
+
+
+if __name__ == "__main__":
+    xmp.spawn(fn, args=())
+'''
+
+
+@pytest.mark.xla
+def test_device_names_are_a_pods_global_ones_on_3_replicas(tmp_path):
+    """Replica k's device is CPU:k (a pod's runtime names a device by its global ordinal: TPU:k),
+    and the world's views list 3 devices: the rank code reads from the name (torch_xla's early
+    PJRT code, user scripts) got 0 on every replica, and a device count of 1."""
+    script = tmp_path / "names.py"
+    script.write_text(DEVICE_NAMES)
+    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "3", str(script), str(tmp_path)],
+                         env=_env(), capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-4000:]
+    world = ["CPU:0", "CPU:1", "CPU:2"]
+    for i in range(3):
+        seen = json.loads((tmp_path / f"{i}.json").read_text())
+        assert seen.pop("a subset").startswith("ValueError: replication devices ['CPU:%d']" % i)
+        assert seen.pop("attributes beyond a name").startswith(
+            "NotImplementedError: xr.global_runtime_device_attributes() in the CPU replica mode")
+        assert seen == {
+            "real": [f"CPU:{i}"], "real (all)": [f"CPU:{i}"], "torch_xla.real_devices": [f"CPU:{i}"],
+            "device_count": 1, "hw": "CPU", "xla_device": "xla:0", "supported": ["xla:0"], "all": world,
+            "all runtime": world, "replication": world, "attributes": [{"name": name} for name in world],
+            "global_device_count": 3, "addressable_device_count": 1,
+            "after set_replication": [world, 3], "computed": [[2.0 * (i + 1)] * 2, [6.0, 6.0]],
+            "after set_replication []": []}

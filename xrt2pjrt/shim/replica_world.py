@@ -5,10 +5,10 @@ process, so torch_xla on its own sees a world of one: ``xr.world_size()`` is 1,
 ``xm.all_reduce`` clones, ``SyncBatchNorm`` normalises by the local batch. :data:`WORLD`
 lists every torch_xla name whose answer comes from that world, with what it answers inside
 a replica instead: the replica's place in the N-replica world for ``torch_xla.runtime``,
-the CPU replica mode's collectives for ``torch_xla.core.xla_model`` and for the XLA
-kernels of torch.distributed's functional collectives (DTensor, traced code), a real
-barrier for the ``xla`` backend of ``torch.distributed``, and the replica mode's store for
-``xla://``.
+the world's device names (``CPU:<ordinal>`` for its own) for ``torch_xla._XLAC``, the CPU
+replica mode's collectives for ``torch_xla.core.xla_model`` and for the XLA kernels of
+torch.distributed's functional collectives (DTensor, traced code), a real barrier for the
+``xla`` backend of ``torch.distributed``, and the replica mode's store for ``xla://``.
 Everything else in torch_xla is built on these names and follows: the bucketized
 collectives, ``rendezvous``, ``mesh_reduce``, ``reduce_gradients``, ``optimizer_step``,
 ``torch_xla.core.functions`` (forward and backward) and every ``ProcessGroupXla``
@@ -225,6 +225,90 @@ def get_master_ip() -> str:
     return _where().store_host
 
 
+# --- torch_xla._XLAC: device names, as a pod's runtime names them ----------------------------
+# A PJRT client names a device by its global ordinal ('TPU:k' on replica k) and lists every
+# device of the world; a replica's own client knows one device, 'CPU:0'. These rows answer
+# with the world's names (xm.xla_real_devices, torch_xla.real_devices, xm.xla_device_hw,
+# xm.xla_replication_devices, xr.global_device_count and xr.global_runtime_device_attributes
+# follow) and hand the C++ runtime its own name back where a name goes in.
+def _original(name: str) -> Callable:
+    return _originals[f"torch_xla:_XLAC.{name}"]
+
+
+def _local_device() -> str:
+    local = _original("_xla_get_devices")()
+    if len(local) != 1:
+        raise RuntimeError(f"a CPU replica has one device, not {local}")
+    return local[0]
+
+
+def _platform() -> str:
+    return _local_device().partition(":")[0]
+
+
+def _own_name() -> str:
+    return f"{_platform()}:{global_ordinal()}"
+
+
+def _world_names() -> list[str]:
+    return [f"{_platform()}:{ordinal}" for ordinal in range(world_size())]
+
+
+def _as_in_the_world(names) -> list[str]:
+    local, own = _local_device(), _own_name()
+    return [own if name == local else name for name in names]
+
+
+def _xla_get_devices() -> list[str]:
+    return _as_in_the_world(_original("_xla_get_devices")())
+
+
+def _xla_get_runtime_devices() -> list[str]:
+    return _as_in_the_world(_original("_xla_get_runtime_devices")())
+
+
+def _xla_real_devices(devices=None) -> list[str]:
+    return _as_in_the_world(_original("_xla_real_devices")(devices))
+
+
+def _xla_get_all_devices() -> list[str]:
+    return _world_names()
+
+
+def _xla_num_global_devices() -> int:
+    return world_size()
+
+
+def _xla_get_all_device_attributes() -> list[dict]:
+    """This device's attributes, named for each device of the world; refused where the
+    attributes say more than the name (a TPU's coordinates), which no replica knows of another."""
+    own = _original("_xla_get_all_device_attributes")()
+    if len(own) != 1 or set(own[0]) != {"name"}:
+        raise NotImplementedError(
+            f"xr.global_runtime_device_attributes() in the CPU replica mode: this replica's device has the "
+            f"attributes {own}, and those of the other replicas' devices are unknown here")
+    return [{**own[0], "name": name} for name in _world_names()]
+
+
+def _xla_set_replication_devices(arg0) -> None:
+    """xm.set_replication hands over every device of the world (xm.xla_replication_devices):
+    the C++ runtime gets this replica's device in their place, so its graphs stay those of one
+    replica (the replica mode's collectives span the world instead)."""
+    names = list(arg0)
+    if names and names != _world_names():
+        raise ValueError(f"replication devices {names} in the CPU replica mode: only the whole world "
+                         f"{_world_names()} (xm.set_replication's list) or none")
+    _original("_xla_set_replication_devices")([_local_device()] if names else [])
+
+
+def _xla_get_replication_devices() -> list[str]:
+    return _world_names() if _original("_xla_get_replication_devices")() else []
+
+
+def _xla_get_replication_devices_count() -> int:
+    return world_size() if _original("_xla_get_replication_devices_count")() else 0
+
+
 # --- torch_xla.core.xla_model: the CPU replica mode's collectives --------------------------
 # channel_id and use_global_device_ids change no result here: one device per replica, so a
 # global device id is the ordinal, and the exchange needs no channel.
@@ -329,6 +413,11 @@ def _runtime(name: str, replica: Callable, why: str) -> Replacement:
     return Replacement(f"torch_xla.runtime:{name}", replica, why, traceable=True)
 
 
+def _device_names(name: str, replica: Callable, why: str) -> Replacement:
+    """A row for torch_xla._XLAC's device names: constants of the process, as _runtime's."""
+    return Replacement(f"torch_xla:_XLAC.{name}", replica, why, traceable=True)
+
+
 WORLD: tuple[Replacement, ...] = (
     _runtime("world_size", world_size, "1: the XLA replication count of this process"),
     _runtime("global_ordinal", global_ordinal, "0: the default device's ordinal"),
@@ -340,6 +429,17 @@ WORLD: tuple[Replacement, ...] = (
     _runtime("global_device_count", world_size, "1: this process's devices"),
     _runtime("global_runtime_device_count", world_size, "1: this process's devices"),
     _runtime("get_master_ip", get_master_ip, "RuntimeError: no IP discovery on CPU"),
+    _device_names("_xla_get_devices", _xla_get_devices, "['CPU:0']: this process's device, named CPU:0"),
+    _device_names("_xla_get_runtime_devices", _xla_get_runtime_devices, "['CPU:0']"),
+    _device_names("_xla_real_devices", _xla_real_devices, "CPU:0 for this process's device"),
+    _device_names("_xla_get_all_devices", _xla_get_all_devices, "['CPU:0']: one device in the world"),
+    _device_names("_xla_get_all_runtime_devices", _xla_get_all_devices, "['CPU:0']: one device in the world"),
+    _device_names("_xla_num_global_devices", _xla_num_global_devices, "1: one device in the world"),
+    _device_names("_xla_get_all_device_attributes", _xla_get_all_device_attributes, "one device's attributes"),
+    _device_names("_xla_set_replication_devices", _xla_set_replication_devices,
+                  "takes CPU:0 only: CPU:1.. are no devices of this process"),
+    _device_names("_xla_get_replication_devices", _xla_get_replication_devices, "['CPU:0'] or []"),
+    _device_names("_xla_get_replication_devices_count", _xla_get_replication_devices_count, "1 or 0"),
     Replacement("torch_xla.core.xla_model:all_reduce", cpu_replicas.all_reduce, "a clone (world size 1)"),
     Replacement("torch_xla.core.xla_model:all_gather", all_gather, "the value itself"),
     Replacement("torch_xla.core.xla_model:reduce_scatter", reduce_scatter, "XLA's op over one replica"),
@@ -388,13 +488,13 @@ class WorkerInit:
 
 
 class NotAReplica(RuntimeError):
-    """torch_xla's ordinal or world size asked for in a replica's DataLoader worker."""
+    """torch_xla's ordinal, world size or device names asked for in a replica's DataLoader worker."""
 
 
 def _not_a_replica(name: str) -> Callable:
     def refuse(*args, **kwargs):
         raise NotAReplica(
-            f"torch_xla.runtime.{name}() in a DataLoader worker of CPU replica {global_ordinal()}: the worker is a "
+            f"{name}() in a DataLoader worker of CPU replica {global_ordinal()}: the worker is a "
             "process of its own, started by spawn, and no replica; on a TPU, torch_xla would start a runtime of its "
             "own there (on the chips the replica holds) rather than answer the replica's. Ask in the replica and "
             "hand the answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())")
@@ -402,9 +502,9 @@ def _not_a_replica(name: str) -> Callable:
 
 
 WORKER: tuple[Replacement, ...] = tuple(
-    Replacement(row.target, _not_a_replica(row.target.partition(":")[2]), "the answer of a world of one",
+    Replacement(row.target, _not_a_replica(row.target.replace(":", ".")), "the answer of a world of one",
                 traceable=True)
-    for row in WORLD if row.target.startswith("torch_xla.runtime:"))
+    for row in WORLD if row.target.startswith(("torch_xla.runtime:", "torch_xla:_XLAC.")))
 
 
 def _hand_workers_their_init() -> None:
