@@ -50,6 +50,7 @@ rendezvous give up after ``XRT2PJRT_RENDEZVOUS_TIMEOUT`` seconds (default 300).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -222,8 +223,62 @@ class _Transport:
             # prints "Rank r is NOT connected to: [...]" on stdout, which reads as a failure.
             options._devices = [ProcessGroupGloo.create_device(hostname=self.placement.gloo_addr)]
             store = PrefixStore(",".join(map(str, key)), self._pg_store)
-            self._groups[key] = ProcessGroupGloo(store, key.index(self.placement.ordinal), len(key), options)
+            # Every member first arrives, so that the constructor only connects (milliseconds):
+            # it prints "[Gloo] Rank r is connected to k peer ranks..." on stdout, which
+            # goes to stderr meanwhile, and so does what another thread writes to fd 1 then.
+            if store.add("xrt2pjrt/arrived", 1) == len(key):
+                store.set("xrt2pjrt/all arrived", b"")
+            store.get("xrt2pjrt/all arrived")
+            with _stdout_into_stderr():
+                self._groups[key] = ProcessGroupGloo(store, key.index(self.placement.ordinal), len(key), options)
         return self._groups[key]
+
+
+_redirect_lock = threading.Lock()
+_redirects = 0  # threads inside _stdout_into_stderr
+_real_stdout: int | None = None  # a duplicate of fd 1 while it is fd 2
+
+
+@contextlib.contextmanager
+def _stdout_into_stderr():
+    """fd 1 is fd 2 inside (and fd 1 again after, however the block ends): a replica's stdout
+    holds what the program prints, not what gloo's C++ prints there. Threads may nest it."""
+    global _redirects, _real_stdout
+    with _redirect_lock:
+        if _redirects == 0:
+            _flush_stdout()  # what was printed so far goes to stdout, in order
+            try:
+                _real_stdout = os.dup(1)
+                os.dup2(2, 1)
+            except OSError:  # no fd 1 or 2: nothing to keep clean, or nowhere else to write
+                if _real_stdout is not None:
+                    os.close(_real_stdout)
+                _real_stdout = None
+        _redirects += 1
+    try:
+        yield
+    finally:
+        with _redirect_lock:
+            _redirects -= 1
+            if _redirects == 0 and _real_stdout is not None:
+                _flush_stdout(python=False)  # C's buffer, written meanwhile, goes to stderr
+                os.dup2(_real_stdout, 1)
+                os.close(_real_stdout)
+                _real_stdout = None
+
+
+def _flush_stdout(python: bool = True) -> None:
+    if python and sys.stdout is not None:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):  # closed or broken: nothing of it can reach fd 1 anyway
+            pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)  # C's stdio (and C++'s std::cout, synced with it)
+    except (OSError, AttributeError):
+        pass
 
 
 _transport: _Transport | None = None
