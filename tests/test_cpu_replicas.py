@@ -715,7 +715,7 @@ def test_a_replica_that_waits_on_nobody_finishes_when_another_fails_as_on_a_pod(
 
 
 PRINTS_JSON = """
-import json, torch, torch_xla
+import json, sys, torch, torch_xla
 import torch_xla.core.xla_model as xm
 import torch_xla.runtime as xr
 import torch_xla.distributed.xla_multiprocessing as xmp
@@ -723,13 +723,15 @@ import torch_xla.distributed.xla_multiprocessing as xmp
 
 def _mp_fn(index):
     d = torch_xla.device()
-    print(f"before {index}")  # not flushed: still in Python's buffer when gloo first connects
+    # one write per line: the replicas share the pipe (and may run unbuffered)
+    sys.stdout.write(f"before {index}\\n")  # not flushed: may be in Python's buffer when gloo first connects
     x = torch.tensor([float(xr.global_ordinal())], device=d)
     total = xm.all_reduce(xm.REDUCE_SUM, x).cpu().item()  # the world's gloo group
     backwards = xm.all_gather(x, groups=[[2, 1, 0]]).cpu().tolist()  # another group: another order
     if xm.is_master_ordinal():
-        print(json.dumps({"sum": total, "gather": backwards}))
-    print(f"after {index}", flush=True)
+        sys.stdout.write(json.dumps({"sum": total, "gather": backwards}) + "\\n")
+    sys.stdout.write(f"after {index}\\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
