@@ -101,3 +101,42 @@ def test_env_values_are_not_shell_a_semicolon_is_part_of_the_value():
             "ENV XRT_TPU_CONFIG=localservice;0;localhost:51011\n")
     outcome = rewrite(text)
     assert outcome.text == "FROM python:3.10\nENV X=1\nENV PJRT_DEVICE=TPU\n"
+
+
+def _docker_parse(text: str) -> list[tuple[str, str]]:
+    """(keyword, arguments) of each instruction as docker's parser reads them: a `\\` at a line's
+    end continues it, and comment and blank lines inside a continuation are skipped."""
+    out, lines = [], iter(text.splitlines())
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        while line.rstrip().endswith("\\"):
+            nxt = next((n for n in lines if n.strip() and not n.lstrip().startswith("#")), None)
+            if nxt is None:
+                break
+            line = line.rstrip()[:-1] + nxt
+        keyword, _, args = line.strip().partition(" ")
+        out.append((keyword, " ".join(args.split())))
+    return out
+
+
+def test_removing_the_last_variable_after_comment_or_blank_lines_ends_the_env():
+    """The `\\` before a comment or blank line inside an ENV goes with the last variable:
+    left, it continued the ENV over those lines into the next instruction (`ENV A=1 RUN pip ...`)."""
+    text = ("FROM python:3.8\n"
+            "ENV A=1 \\\n# the number of TPU cores\n    TPU_NUM_DEVICES=8\nRUN pip install torch-xla\n"
+            "ENV B=1 \\\n\n    XRT_START_LOCAL_SERVER=1\nRUN echo one\n"
+            "ENV C=1 \\\n    # XRT_TPU_CONFIG is below: a comment, not a setting\n"
+            "    XRT_WORKERS=localservice:0;grpc://localhost:40934 \\\n    D=1\nRUN echo two\n"
+            "ARG E=1 \\\n    # why\n\n    XRT_SHARD_ORDINAL=0\nCMD echo three\n")
+    first = rewrite(text)
+    second = rewrite(first.text)
+    assert second.text == first.text and not second.changes
+    assert _docker_parse(first.text) == [
+        ("FROM", "python:3.8"), ("ENV", "A=1"), ("RUN", "pip install torch-xla"),
+        ("ENV", "B=1"), ("RUN", "echo one"), ("ENV", "C=1 D=1"), ("RUN", "echo two"),
+        ("ARG", "E=1"), ("CMD", "echo three")]
+    # the comments stay, and a comment naming an XRT variable is not rewritten as a setting
+    for comment in ("# the number of TPU cores", "# XRT_TPU_CONFIG is below: a comment, not a setting", "# why"):
+        assert comment in first.text
+    assert [ins.keyword for ins in dockerfile.instructions(first.text)] == [k for k, _ in _docker_parse(first.text)]

@@ -13,7 +13,7 @@ from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, installs, shell, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
-from xrt2pjrt.text.words import NAME, docker_words, without_word
+from xrt2pjrt.text.words import NAME, Word, docker_words, without_word
 
 TRIGGER = shell.TRIGGER
 SHELL_FORMS = ("RUN", "CMD", "ENTRYPOINT")
@@ -100,7 +100,7 @@ def check(text: str) -> str | None:
 
 def _settings(ins: Instruction, text: str) -> list[EnvSetting]:
     body = text[ins.args:ins.end]
-    words = docker_words(body)
+    words = docker_words(_without_comment_lines(body))
     if not words:
         return []
     whole = [Edit(ins.start, min(ins.end + 1, len(text)), "")]
@@ -126,9 +126,36 @@ def _settings(ins: Instruction, text: str) -> list[EnvSetting]:
         if len(words) == 1:
             delete = whole
         else:
-            start, end = without_word(words, words.index(w))
-            delete = [Edit(at + start, at + end, "")]
+            delete = [Edit(at + start, at + end, "") for start, end in _without(body, words, words.index(w))]
         out.append(EnvSetting(name, at + w.start, environment.replacing(at + w.start, at + w.end, bool(split)),
                               delete, form="set" if split else "pass", scope=ins.keyword, statement=whole,
                               value=split[1].source(body) if split else None))
     return out
+
+
+def _without_comment_lines(body: str) -> str:
+    """``body`` with the comment lines inside its continuation blanked (offsets kept): docker
+    drops them, so their words are no settings."""
+    return re.sub(r"(?m)(?<=\n)[ \t]*#.*", lambda m: " " * len(m.group()), body)
+
+
+def _without(body: str, words: list[Word], k: int) -> list[tuple[int, int]]:
+    """The spans to delete to remove ``words[k]`` (of two or more) from an ENV/ARG body, so
+    that what is left continues as before: a word alone on its line goes with that line, and
+    the last word of the instruction also takes the `\\` before it with it, or that `\\`
+    would continue the instruction past the comment and blank lines it keeps into the next
+    instruction (docker skips those lines inside a continuation)."""
+    w = words[k]
+    line_start = body.rfind("\n", 0, w.start) + 1
+    eol = body.find("\n", w.end)
+    rest = body[w.end:eol if eol >= 0 else len(body)]
+    if not (k > 0 and line_start > 0 and not body[line_start:w.start].strip() and rest.strip() in ("", "\\")):
+        return [without_word(words, k)]
+    if k < len(words) - 1:
+        return [(line_start, eol + 1)]
+    before = words[k - 1].end
+    backslash = body.find("\\\n", before)  # (files.py reads "\r\n" files as "\n")
+    if backslash < 0 or body[before:backslash].strip() or any(
+            line.strip() and not line.lstrip().startswith("#") for line in body[backslash + 2:line_start].splitlines()):
+        return [(before, w.end)]  # something else between them: it goes too
+    return [(before, backslash + 1), (line_start - 1, w.end + len(rest))]
