@@ -106,8 +106,25 @@ def test_compose_gpu_map_and_a_map_from_a_secret():
     notes = [m.message for m in outcome.manual]
     assert outcome.text == ("services:\n  gpu:\n    environment:\n" + todo_line(notes[0], "env-shell-xrt-cpu", "    ")
                             + "    - PJRT_DEVICE=CUDA\nenv:\n" + todo_line(notes[1], "env-shell-xrt-cpu")
-                            + "- name: PJRT_DEVICE\n  valueFrom: {secretKeyRef: {name: xrt, key: map}}\n- name: A\n  value: b\n")
+                            + "- name: PJRT_DEVICE\n  value: CPU\n- name: A\n  value: b\n")
     assert_decisions(outcome, [("env-shell-xrt-cpu", 4, NO_CUDA), ("env-shell-xrt-cpu", 7, UNREADABLE)])
+
+
+def test_a_device_variable_from_a_config_map_gets_the_pjrt_value_not_the_xrt_one():
+    """`valueFrom` gave XRT_TPU_CONFIG the XRT value its ConfigMap key holds: kept under the new
+    name, PJRT_DEVICE got `localservice;0;…` and torch_xla could not start. It becomes
+    `value: TPU`, in a block item and in a flow one; the rest of each item stays."""
+    text = ("train:\n  env:\n  - name: XRT_TPU_CONFIG\n    valueFrom:\n      configMapKeyRef:\n"
+            "        name: tpu-config\n        key: xrt-config\n    # the config map is shared with eval\n"
+            "  - name: A\n    value: b\n"
+            "eval:\n  env:\n  - {name: XRT_TPU_CONFIG, valueFrom: {secretKeyRef: {name: s, key: k}}}\n  - {name: A, value: b}\n")
+    first = rewrite(text)
+    second = rewrite(first.text)
+    assert second.text == first.text and not second.changes and not first.manual
+    env = [{"name": "PJRT_DEVICE", "value": "TPU"}, {"name": "A", "value": "b"}]
+    assert yaml.safe_load(first.text) == {"train": {"env": env}, "eval": {"env": env}}
+    assert "    # the config map is shared with eval\n  - name: A" in first.text
+    assert [(c.rule, c.line) for c in first.changes] == [("env-shell-xrt-tpu-config", 3), ("env-shell-xrt-tpu-config", 13)]
 
 
 def test_an_xrt_era_container_image_is_reported():

@@ -166,7 +166,8 @@ def _env_settings(node, text: str) -> list[EnvSetting]:
             name = fields.get("name", (None, None))[1]
             if isinstance(name, Scalar) and NAME.fullmatch(str(name.value)):
                 value = fields.get("value", (None, None))[1]
-                out.append(EnvSetting(name.value, name.start_mark.index, _rename_pair(name, value),
+                source = fields.get("valueFrom") if value is None else None
+                out.append(EnvSetting(name.value, name.start_mark.index, _rename_pair(name, value, source),
                                       _delete_lines(text, item, item, node), scope=id(node), value=_value(value)))
         elif isinstance(item, Scalar) and isinstance(item.value, str):  # Compose: - NAME=value
             name = item.value.partition("=")[0]
@@ -183,17 +184,39 @@ def _value(node) -> str | None:
     return str(node.value) if isinstance(node, Scalar) else None
 
 
-def _rename_pair(name_node, value_node):
-    """Rename a NAME node and set its VALUE node (a mapping entry, or a Kubernetes env item)."""
+def _rename_pair(name_node, value_node, source=None):
+    """Rename a NAME node and set its VALUE node (a mapping entry, or a Kubernetes env item).
+    A Kubernetes item's ``valueFrom: …`` (a ConfigMap or Secret key: ``source``, its key and
+    value nodes) becomes ``value: VALUE``: kept, it would give the new variable the XRT value
+    that key holds (``PJRT_DEVICE=localservice;0;…``, which torch_xla cannot start with)."""
 
     def rename(name: str, value: str) -> list[Edit]:
         edits = [Edit(name_node.start_mark.index, name_node.end_mark.index, render(name, name_node.style))]
         if isinstance(value_node, Scalar):
             edits.append(Edit(value_node.start_mark.index, value_node.end_mark.index,
                               render(value, value_node.style)))
+        elif source is not None:
+            key, node = source
+            edits.append(Edit(key.start_mark.index, _content_end(node),
+                              f"{render('value', key.style)}: {render(value, None)}"))
         return edits
 
     return rename
+
+
+def _content_end(node) -> int:
+    """Where the text of ``node`` ends: its last character that is not a line break, blank
+    or comment after it (PyYAML ends a block collection, or a block scalar, at what follows)."""
+    if isinstance(node, Mapping) and not node.flow_style and node.value:
+        key, value = node.value[-1]
+        return max(_content_end(key), _content_end(value))
+    if isinstance(node, Sequence) and not node.flow_style and node.value:
+        return _content_end(node.value[-1])
+    end = node.end_mark.index
+    if isinstance(node, Scalar) and node.style in ("|", ">"):
+        while end > node.start_mark.index and node.end_mark.buffer[end - 1] in " \t\r\n":
+            end -= 1
+    return end
 
 
 def _rename_scalar(node, has_value: bool):
