@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -494,3 +495,27 @@ def test_an_options_value_that_is_shell_is_migrated_in_place(quote):
     assert out.text == (f"gcloud compute tpus tpu-vm ssh pod --worker=all --command={quote}export PJRT_DEVICE=TPU; "
                         f"python3 train.py{quote}\n")
     assert [c.rule for c in out.changes] == ["env-shell-xrt-tpu-config"]
+
+
+def test_a_setting_written_as_key_value_data_is_replaced_whole(tmp_path):
+    """`echo "XRT_TPU_CONFIG=localservice;0;…" >> .env` writes data, not shell: rewritten as shell
+    (cut at the `;`) the file got PJRT_DEVICE=TPU;0;localhost:51011, which torch_xla cannot
+    start with. The whole value goes; one that may be shell going on (`;python3 …`) is left, reported."""
+    text = ('echo "XRT_TPU_CONFIG=localservice;0;localhost:51011" | tee -a environment\n'
+            'echo "TPU_NUM_DEVICES=8 XRT_TPU_CONFIG=localservice;0;localhost:51011" >> .env\n'
+            "echo 'export XRT_DEVICE_MAP=CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0' >> rc\n"
+            'bash -c "export XRT_TPU_CONFIG=localservice;echo ran"\n')
+    first = rewrite(text)
+    assert rewrite(first.text).text == first.text
+    assert without_todos(first.text) == ('echo "PJRT_DEVICE=TPU" | tee -a environment\n'
+                                         'echo "PJRT_DEVICE=TPU" >> .env\n'
+                                         "echo 'export PJRT_DEVICE=CPU' >> rc\n"
+                                         'bash -c "export XRT_TPU_CONFIG=localservice;echo ran"\n')
+    assert [(m.rule, m.line) for m in first.manual] == [("env-shell-xrt-tpu-config", 4)]
+    assert shell.check(first.text) is None
+    ran = subprocess.run(["bash", "-c", first.text], cwd=tmp_path, capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout.endswith("ran\n"), ran.stderr
+    # what pam_env or a .env reader takes from each file: NAME=the rest of the line
+    assert [dict([line.split("=", 1)]) for f in ("environment", ".env") for line in (tmp_path / f).read_text().splitlines()] == [
+        {"PJRT_DEVICE": "TPU"}, {"PJRT_DEVICE": "TPU"}]
+    assert (tmp_path / "rc").read_text() == "export PJRT_DEVICE=CPU\n"

@@ -361,9 +361,14 @@ def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
         option = _OPTION_VALUE.match(value)
         prefix = option.group(1) if option and source.startswith(option.group(1)) else ""
         value, source = value[len(prefix):], source[len(prefix):]
-        inner = Recorder(value, dataclasses.replace(rec.options, rules=rec.options.rules - {LaunchXlaDist.id}))
+        whole = _whole_values(value, w.start, rec)
+        if whole is None:
+            continue
+        inner = Recorder(whole[0], dataclasses.replace(rec.options, rules=rec.options.rules - {LaunchXlaDist.id}))
         _apply(inner, nested=True)
         outcome = inner.outcome()
+        if any(kept in outcome.text for kept in whole[1]):  # a rule kept it, quoted here: leave all as it was
+            continue
         if outcome.text == value:
             merge_into(rec, Outcome("", [], outcome.manual), rec.line(w.start) - 1)
             continue
@@ -376,3 +381,35 @@ def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
         first, *rest = outcome.changes
         rec.change(first.rule, w.start, f"{first.message} (inside a quoted string)", Edit(w.start, w.end, prefix + new))
         merge_into(rec, Outcome("", rest, outcome.manual), rec.line(w.start) - 1)
+
+
+# What follows the `;` that ends an XRT value's first part: 0;localhost:51011 (XRT_TPU_CONFIG),
+# /job:… (XRT_DEVICE_MAP), grpc://… (XRT_WORKERS). No command starts so.
+_XRT_VALUE_GOES_ON = re.compile(r";(?:\d+;|/job:|grpc://)")
+
+
+def _whole_values(value: str, at: int, rec: Recorder) -> tuple[str, list[str]] | None:
+    """``value`` (a quoted word's text) with each XRT setting that shell would cut short at an
+    operator, where a KEY=VALUE reader (/etc/environment, a .env file: ``echo "X=a;0;b" >> …``)
+    reads on to the next blank, quoted whole so the rules replace all of it; with those
+    quoted settings. None when such a setting is not an XRT value going on (``X=a;python3
+    t.py`` may be shell): it is reported, and the word is left as it is. Rewritten as shell,
+    ``X=localservice;0;…`` became ``PJRT_DEVICE=TPU;0;…``, which torch_xla cannot start with."""
+    words = {w.start: w for cmd in commands(value) for w in cmd.words}
+    quoted, out = [], value
+    for m in reversed(list(environment.SETTING.finditer(value))):
+        w = words.get(m.start())
+        blank = re.compile(r"[ \t\n]|$").search(value, m.end()).start()
+        if w is None or w.end >= blank - 1:  # (`X="a;b"; cmd`: ended by a `;` and a blank, it is shell)
+            continue
+        raw = value[m.end():blank]
+        if not _XRT_VALUE_GOES_ON.match(value, w.end) or "'" in raw:
+            rule = environment.rule_here(m.group(1), rec)
+            if rule is not None and rec.on(rule.id, at):
+                rec.ask(rule.id, at, f"{m.group(1)} left as it is inside a quoted string: shell ends its value at "
+                        f"`{value[w.end]}`, a KEY=VALUE file (/etc/environment, .env) reads on to the blank; "
+                        "change it by hand")
+            return None
+        quoted.append(f"{m.group()}'{raw}'")
+        out = out[:m.end()] + f"'{raw}'" + out[blank:]
+    return out, quoted
