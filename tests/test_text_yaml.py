@@ -199,3 +199,19 @@ def test_an_ignore_marker_on_a_script_keeps_it(text):
     assert outcome.text == text and outcome.changes == []
     other = rewrite(text.replace("# xrt2pjrt: ignore[env]", "# xrt2pjrt: ignore[launch]"))
     assert "PJRT_DEVICE" in other.text or "ignore[env]" not in text  # a marker keeps only the rules it names
+
+
+def test_removing_an_env_entry_keeps_the_comment_lines_of_the_next_one():
+    """PyYAML ends an entry at the next one's first token, past the comment lines above it:
+    those went with the removed entry (a Kubernetes item, a mapping entry, a Compose line)."""
+    text = ("containers:\n- env:\n  - name: TPU_NUM_DEVICES\n    value: \"8\"\n  # FOO controls the logging; keep\n"
+            "  - name: FOO\n    value: \"1\"\n"
+            "env:\n  XRT_WORKERS: localservice:0;grpc://localhost:40934\n\n  # A is read by eval\n  A: 1\n"
+            "environment:\n  - TPU_NUM_DEVICES=8  # the cores\n  # C too\n  - C=1\n")
+    first = rewrite(text)
+    second = rewrite(first.text)
+    assert second.text == first.text and not second.changes
+    assert yaml.safe_load(first.text) == {"containers": [{"env": [{"name": "FOO", "value": "1"}]}],
+                                          "env": {"A": 1}, "environment": ["C=1"]}
+    assert first.text == ("containers:\n- env:\n  # FOO controls the logging; keep\n  - name: FOO\n    value: \"1\"\n"
+                          "env:\n\n  # A is read by eval\n  A: 1\nenvironment:\n  # C too\n  - C=1\n")

@@ -236,7 +236,7 @@ def _delete_lines(text: str, first, last, parent) -> list[Edit] | None:
     head = text[start:first.start_mark.index].strip()
     if head not in ("", "-"):
         return None
-    stop = last.end_mark.index
+    stop = _content_end(last)  # not its end_mark: PyYAML puts that past the next item's comment lines
     while stop > 0 and text[stop - 1] in " \t\n":
         stop -= 1
     end = text.find("\n", stop)
