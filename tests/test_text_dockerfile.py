@@ -8,7 +8,7 @@ from pathlib import Path
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
-from test_text_shell import NO_CUDA, REMOTE, assert_decisions, without_todos
+from test_text_shell import NO_CUDA, REMOTE, assert_decisions, fixed_point, without_todos
 from xrt2pjrt.text import dockerfile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "dockerfile"
@@ -129,9 +129,7 @@ def test_removing_the_last_variable_after_comment_or_blank_lines_ends_the_env():
             "ENV C=1 \\\n    # XRT_TPU_CONFIG is below: a comment, not a setting\n"
             "    XRT_WORKERS=localservice:0;grpc://localhost:40934 \\\n    D=1\nRUN echo two\n"
             "ARG E=1 \\\n    # why\n\n    XRT_SHARD_ORDINAL=0\nCMD echo three\n")
-    first = rewrite(text)
-    second = rewrite(first.text)
-    assert second.text == first.text and not second.changes
+    first = fixed_point(rewrite, text)
     assert _docker_parse(first.text) == [
         ("FROM", "python:3.8"), ("ENV", "A=1"), ("RUN", "pip install torch-xla"),
         ("ENV", "B=1"), ("RUN", "echo one"), ("ENV", "C=1 D=1"), ("RUN", "echo two"),

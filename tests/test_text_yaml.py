@@ -10,7 +10,7 @@ import yaml
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
-from test_text_shell import NO_CUDA, REMOTE, UNREADABLE, assert_decisions
+from test_text_shell import NO_CUDA, REMOTE, UNREADABLE, assert_decisions, fixed_point
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.text import installs, yaml as yaml_rewriter
 from xrt2pjrt.text.edits import todo_line
@@ -118,9 +118,8 @@ def test_a_device_variable_from_a_config_map_gets_the_pjrt_value_not_the_xrt_one
             "        name: tpu-config\n        key: xrt-config\n    # the config map is shared with eval\n"
             "  - name: A\n    value: b\n"
             "eval:\n  env:\n  - {name: XRT_TPU_CONFIG, valueFrom: {secretKeyRef: {name: s, key: k}}}\n  - {name: A, value: b}\n")
-    first = rewrite(text)
-    second = rewrite(first.text)
-    assert second.text == first.text and not second.changes and not first.manual
+    first = fixed_point(rewrite, text)
+    assert not first.manual
     env = [{"name": "PJRT_DEVICE", "value": "TPU"}, {"name": "A", "value": "b"}]
     assert yaml.safe_load(first.text) == {"train": {"env": env}, "eval": {"env": env}}
     assert "    # the config map is shared with eval\n  - name: A" in first.text
@@ -208,9 +207,7 @@ def test_removing_an_env_entry_keeps_the_comment_lines_of_the_next_one():
             "  - name: FOO\n    value: \"1\"\n"
             "env:\n  XRT_WORKERS: localservice:0;grpc://localhost:40934\n\n  # A is read by eval\n  A: 1\n"
             "environment:\n  - TPU_NUM_DEVICES=8  # the cores\n  # C too\n  - C=1\n")
-    first = rewrite(text)
-    second = rewrite(first.text)
-    assert second.text == first.text and not second.changes
+    first = fixed_point(rewrite, text)
     assert yaml.safe_load(first.text) == {"containers": [{"env": [{"name": "FOO", "value": "1"}]}],
                                           "env": {"A": 1}, "environment": ["C=1"]}
     assert first.text == ("containers:\n- env:\n  # FOO controls the logging; keep\n  - name: FOO\n    value: \"1\"\n"
