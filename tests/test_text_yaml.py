@@ -212,3 +212,18 @@ def test_removing_an_env_entry_keeps_the_comment_lines_of_the_next_one():
                                           "env": {"A": 1}, "environment": ["C=1"]}
     assert first.text == ("containers:\n- env:\n  # FOO controls the logging; keep\n  - name: FOO\n    value: \"1\"\n"
                           "env:\n\n  # A is read by eval\n  A: 1\nenvironment:\n  # C too\n  - C=1\n")
+
+
+def test_a_folded_script_is_rewritten_without_its_line_break_and_the_file_stays_yaml():
+    """A `>` block ends past its line break and the next line's indent: written over all of it, the
+    new scalar ran into the next entry (`…\\n"- name: after`), the result was not YAML and the
+    whole file's rewrite was thrown away. Now it ends where the old one's text did."""
+    text = ("env:\n  XRT_TPU_CONFIG: localservice;0;localhost:51011\nsteps:\n- run: >\n"
+            "    XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n    python3 train.py\n    --lr 0.1\n"
+            "- name: after\n  run: >-\n    TPU_NUM_DEVICES=8 python3 eval.py\n\n  # last\n  shell: bash\n")
+    first = fixed_point(rewrite, text)
+    assert yaml_rewriter.check(first.text) is None
+    assert yaml.safe_load(first.text) == {"env": {"PJRT_DEVICE": "TPU"}, "steps": [
+        {"run": "PJRT_DEVICE=TPU python3 train.py --lr 0.1\n"},
+        {"name": "after", "run": "python3 eval.py", "shell": "bash"}]}
+    assert "\n\n  # last\n  shell: bash\n" in first.text

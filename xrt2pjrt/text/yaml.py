@@ -123,8 +123,8 @@ def _shell_scalar(node, rec: Recorder) -> None:
         merge_into(rec, outcome, rec.line(body_start) - 1)
         return
     outcome = shell.rewrite(node.value, options, comments=False)
-    if outcome.text != node.value:
-        rec.edits.append(Edit(start, end, render(outcome.text, node.style)))
+    if outcome.text != node.value:  # (a `>` block ends past its line break: the edit must not)
+        rec.edits.append(Edit(start, _content_end(node), render(outcome.text, node.style)))
     merge_into(rec, outcome, rec.line(start) - 1)
 
 
