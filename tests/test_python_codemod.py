@@ -1272,3 +1272,14 @@ def test_a_from_import_of_xrt_names_pointed_at_the_shim_is_no_item():
                   target="shim")
     assert out.text.startswith("from xrt2pjrt.shim.xla_model import xrt_world_size, get_ordinal as go\n")
     assert out.manual == []
+
+
+
+@pytest.mark.parametrize("call", ["xm.is_master_ordinal()", "xm.master_print('ready')", "xm.set_rng_state(0)",
+                                  "xm.get_rng_state()", "xm.wait_device_ops()", "xm.xla_device_hw('xla:0')"])
+def test_a_call_that_starts_the_runtime_before_the_spawn_is_reported(call):
+    # checked on CPU with torch_xla 2.9: each starts the runtime, and the spawn then raises
+    # 'Runtime is already initialized' (XRT's read a variable, or an idle server)
+    out = migrate("import logging\nimport torch_xla.core.xla_model as xm\n" + _XMP +
+                  f"\nlevel = {call}\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
+    assert [item.rule for item in out.manual] == ["spawn-runtime-before"]

@@ -534,6 +534,13 @@ _RUNTIME_STARTERS = frozenset({
     "torch_xla.core.xla_model.get_ordinal", "torch_xla.core.xla_model.get_local_ordinal",
     "torch_xla.runtime.world_size", "torch_xla.runtime.global_ordinal", "torch_xla.runtime.local_ordinal",
     "torch_xla.runtime.addressable_device_count", "torch_xla.runtime.global_device_count",
+    "torch_xla.runtime.process_index", "torch_xla.runtime.process_count",
+    # a logger asking for the rank, a seeding helper, a memory probe (under XRT they read
+    # variables or an idle server; checked on CPU: each starts the runtime)
+    "torch_xla.core.xla_model.is_master_ordinal", "torch_xla.core.xla_model.master_print",
+    "torch_xla.core.xla_model.set_rng_state", "torch_xla.core.xla_model.get_rng_state",
+    "torch_xla.core.xla_model.wait_device_ops", "torch_xla.core.xla_model.xla_device_hw",
+    "torch_xla.core.xla_model.get_memory_info", "torch_xla.core.xla_model.mark_step", "torch_xla.sync",
     "torch_xla.debug.metrics.metrics_report",  # (checked on CPU: the spawn then raised)
 })
 
