@@ -203,6 +203,31 @@ def test_any_literal_word_reaches_the_worker_as_under_xla_dist(tmp_path, word):
     assert len(new.calls()[1][0].argv) == 3
 
 
+def test_an_escaped_dollar_or_backquote_stays_literal_on_the_worker_as_under_xla_dist(tmp_path):
+    """`'a\\$HOME'` was how a script passed a literal `$` through xla_dist's double quotes: the
+    worker got `a$HOME`. The rewrite had kept the backslash and let `$HOME` (or a backquoted
+    command) expand there; a word already in double quotes was read without them."""
+    call = ("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "
+            "'a\\$HOME' 'b\\`echo ran\\`' 'c\\\\$HOME' '\"q r\"'\n")
+    outcome = rewrite(call)
+    assert not outcome.manual, "an escaped backquote runs nothing, and an unescaped `$` is no command"
+    (old, _), (new, _) = _run_both(tmp_path, call, outcome.text, workers=2)
+    assert new.calls()[1][0].argv == old.calls()[1][0].argv == [
+        "python3", "t.py", "a$HOME", "b`echo ran`", "c\\/home/worker-1", "q r"]
+
+
+def test_a_backquote_escaped_twice_still_runs_and_is_reported():
+    outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py 'a\\\\`hostname`'\n")
+    (item,) = outcome.manual
+    assert "runs a command on each worker" in item.message
+
+
+def test_words_starting_and_ending_with_a_double_quote_that_are_not_one_string_are_left():
+    text = """python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py '"a" "b"'\n"""
+    outcome = rewrite(text)
+    assert without_todos(outcome.text) == text and "as shell, unquoted" in outcome.manual[0].message
+
+
 def test_a_double_quote_in_a_word_survives(tmp_path):
     """xla_dist broke such a word (it wrapped it in bare double quotes); the rewrite keeps it."""
     call = """python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py 'say "hi"'\n"""

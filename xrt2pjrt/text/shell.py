@@ -221,18 +221,22 @@ def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None
     The gcloud rewrite keeps that; a command run there (`$(…)`, backquotes) is reported.
     `xrt2pjrt launch` passes every word as it is given: any such text is reported."""
     xrt2pjrt = rec.options.launcher == "xrt2pjrt"
-    live = re.compile(r"[$`]" if xrt2pjrt else r"\$\(|`")
     words = [*launch.env, *launch.command, launch.conda_env, launch.docker_image, launch.docker_container]
     for w in words:
-        if w is None or not any(not p.expansion and live.search(p.text) for p in w.parts):
+        literal = "".join(p.text for p in w.parts if not p.expansion) if w is not None else ""
+        if not re.search(r"[$`]", literal):
             continue
         source = w.source(rec.text)
-        if xrt2pjrt:
+        if not xrt2pjrt:
+            if xla_dist.worker_runs(literal):
+                rec.ask(LaunchXlaDist.id, w.start, f"{source} runs a command on each worker (xla_dist let the "
+                        "worker's shell read it, and so does the rewrite): keep it only if that is meant")
+        elif re.search(r"[$`]", xla_dist.DOUBLE_QUOTED.sub("", literal)):
             rec.ask(LaunchXlaDist.id, w.start, f"{source} expanded on each worker under xla_dist; `xrt2pjrt launch` "
                     "passes it as written: to have the worker's shell expand it, use --shell 'COMMAND'")
         else:
-            rec.ask(LaunchXlaDist.id, w.start, f"{source} runs a command on each worker (xla_dist's double quotes "
-                    "let it, and so does the rewrite): keep it only if that is meant")
+            rec.ask(LaunchXlaDist.id, w.start, f"{source}: under xla_dist the worker's shell dropped the `\\` "
+                    "before `$` or a backquote; `xrt2pjrt launch` passes it as written")
 
 
 def _as_gcloud(launch: xla_dist.Launch, span: str, rec: Recorder) -> str:

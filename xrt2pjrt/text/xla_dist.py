@@ -12,10 +12,14 @@ keeps the first and the second, but not what xla_dist also did: read the local v
 as shell on the worker.
 
 - Text the script wrote literally goes into the worker's command as it reached xla_dist:
-  single quotes, or, when it holds a ``$`` or a backquote, double quotes with ``"`` and
-  ``\\`` escaped, so that the ``$`` still expands there (the rewriter reports a ``$(…)`` or
-  backquote, which runs a command on every worker). Backslashes are kept (xla_dist lost
-  them, and broke on a word that ended in one).
+  single quotes, or, when it holds a ``$`` or a backquote, double quotes as xla_dist wrote
+  it, so that the ``$`` still expands there and a ``\\$`` (a backslash before a ``$``
+  or a backquote) is still a literal one (the rewriter reports a ``$(…)`` or backquote,
+  which runs a command on every worker); a bare ``"`` and a final ``\\``, which broke
+  xla_dist's script, are escaped.
+  In a word with no ``$``, backslashes are kept (xla_dist lost them). A word that starts
+  and ends with ``"`` xla_dist wrote unwrapped, so the worker read it as shell: it is
+  written so again when it is one double-quoted string, and left for a person otherwise.
 - A word holding local expansions (``"${OUT_DIR}/ckpt"``, ``$EXTRA_ARGS``) is expanded by
   the local shell as before, then each resulting word is quoted for the worker at run time
   — ``$(printf %q "…")``, or ``$(set -- …; echo "${*@Q}")`` where it splits into any number
@@ -78,6 +82,12 @@ BY_HAND = f'gcloud compute tpus tpu-vm ssh NAME --worker=all --command="{PROFILE
 
 # Expansions to many words even inside double quotes: "$@", "$*", "${ARGS[@]}" (group 1: ARGS).
 ALL_ELEMENTS = re.compile(r"\$(?:[@*]|\{[@*]\}|\{([A-Za-z_]\w*)\[[@*]\]\})")
+# What xla_dist's double quotes made of literal text, read by the worker's shell: the pairs a
+# `\\` escapes there (kept), a final `\\` and a bare `"` (escaped, where xla_dist broke).
+DOUBLE_QUOTED = re.compile(r'\\[$`"\\\n]|\\\Z|"')
+# A word xla_dist wrote into the worker's script as it was, without its double quotes
+# (concat_cmd_list: it already starts and ends with one).
+WRAPPED = re.compile(r'^".*"$')
 
 
 class Untranslatable(Exception):
@@ -219,6 +229,8 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
         # "$@", "${ARGS[@]}": many words locally; each one quoted, all in the one --command
         array = many.group(1)
         return [Seg(f"${{{array}[*]@Q}}" if array else "${*@Q}", local=True)]
+    if value is not None and not assignment and WRAPPED.match(value):
+        return [_wrapped(value)]
     for p in parts:
         if p.expansion and p.text.startswith("$'"):
             raise Untranslatable(f"$'…' string {p.text}")
@@ -259,14 +271,32 @@ def _quoted_at_run_time(word: Word, active: list[bool], assignment: bool) -> Seg
 
 def _worker_quote(text: str) -> str:
     """Literal text for the worker's shell. A `$` or backquote stays live inside double
-    quotes, as in the script xla_dist wrote for each worker; anything else arrives as it is."""
+    quotes, as in the script xla_dist wrote for each worker, and so does a `\\` that escapes
+    one there (`\\$HOME` gave the worker a literal `$`); anything else arrives as it is: a bare
+    `"` and a final `\\`, which broke xla_dist's double quotes, are escaped."""
     if re.search(r"[$`]", text):
-        return '"' + re.sub(r'([\\"])', r"\\\1", text) + '"'
+        return '"' + DOUBLE_QUOTED.sub(lambda m: m.group() if len(m.group()) == 2 else "\\" + m.group(), text) + '"'
     if "'" not in text:
         return f"'{text}'"
     if not re.search(r'[\\"]', text):
         return f'"{text}"'
     return shlex.quote(text)
+
+
+def _wrapped(value: str) -> Seg:
+    """A word that starts and ends with `"`: the worker read it as shell, as xla_dist wrote it
+    into the worker's script unwrapped; the same text is written here, when it is one
+    double-quoted string."""
+    if not re.fullmatch(r'"(?:[^"\\]|\\.)*"', value, re.S):
+        raise Untranslatable(f"the word {value!r} starts and ends with `\"`: xla_dist wrote it into the worker's "
+                             "script as shell, unquoted")
+    return Seg(value)
+
+
+def worker_runs(text: str) -> bool:
+    """Whether literal text written in double quotes for the worker runs a command there
+    (`$(…)`, a backquote not escaped by a `\\`)."""
+    return bool(re.search(r"\$\(|`", DOUBLE_QUOTED.sub("", text)))
 
 
 def _active(part: Part, first: bool) -> bool:
