@@ -314,6 +314,31 @@ def test_array_arguments_reach_every_worker(tmp_path):
     assert new.calls()[1][0].argv == old.calls()[1][0].argv == ["python3", "t.py", "--epochs", "2", "--note", "a b"]
 
 
+@pytest.mark.parametrize("words", ['"$*"', "$*", "$@", '"$@"', '"${ARGS[*]}"', "${ARGS[@]}", "${ARGS[*]}",
+                                   '"${ARGS[@]}"', '"${@:2}"', '"${ARGS[@]:1}"', '"x$@"', 'pre$*', '"pre$*"'])
+def test_script_arguments_and_arrays_make_the_words_they_made_for_xla_dist(tmp_path, words):
+    """Only "$@" and "${ARGS[@]}" are a word per element; "$*" and "${ARGS[*]}" are one word,
+    and unquoted they split. The rewrite had made a word per element of each of them."""
+    script = ('ARGS=(--lr "0.1 0.2" x)\n'
+              f"python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py {words} end\n")
+    after = rewrite(script).text
+    assert "gcloud" in after and "xla_dist" not in after
+    args = ["a1", "a 2", "", "b;c"]
+    old, new = Pod(tmp_path / "xrt", 2), Pod(tmp_path / "pjrt", 2)
+    for pod, text in ((old, script), (new, after)):
+        ran = pod.run(["bash", "-c", text, "script.sh", *args])
+        assert ran.returncode == 0, ran.stderr
+    assert new.calls()[1][0].argv == old.calls()[1][0].argv
+
+
+def test_bash_c_with_the_scripts_arguments_runs_them_all(tmp_path):
+    """`-- bash -c "$*"`: the worker ran one command line; the rewrite had given bash -c its first word only."""
+    script = 'python3 -m torch_xla.distributed.xla_dist --tpu=pod -- bash -c "$*"\n'
+    pod = Pod(tmp_path, 2)
+    assert pod.run(["bash", "-c", rewrite(script).text, "s", "python3", "t.py", "--lr", "0.1"]).returncode == 0
+    assert pod.calls()[1][0].argv == ["python3", "t.py", "--lr", "0.1"]
+
+
 def test_script_arguments_under_sh_are_left_for_a_person():
     """${*@Q} is bash; a #!/bin/sh script (or a Dockerfile RUN) cannot use it."""
     text = '#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$@"\n'

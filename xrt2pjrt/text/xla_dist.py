@@ -23,8 +23,9 @@ as shell on the worker.
 - A word holding local expansions (``"${OUT_DIR}/ckpt"``, ``$EXTRA_ARGS``) is expanded by
   the local shell as before, then each resulting word is quoted for the worker at run time
   — ``$(printf %q "…")``, or ``$(set -- …; echo "${*@Q}")`` where it splits into any number
-  of words; the script's own arguments (``"$@"``, arrays ``"${ARGS[@]}"``) become ``${*@Q}``
-  (``${ARGS[*]@Q}``). So a value holding ``;``, quotes or ``$(…)`` arrives as the word (or,
+  of words (unquoted, or ``"x$@"``, ``"${@:2}"``); the script's own arguments ``"$@"`` and
+  an array's elements ``"${ARGS[@]}"`` become ``${*@Q}`` (``${ARGS[*]@Q}``); ``"$*"`` and
+  ``"${ARGS[*]}"`` are one word. So a value holding ``;``, quotes or ``$(…)`` arrives as the word (or,
   unquoted, the words) the local shell made of it. All of these need bash (4.4+) where the script runs; under ``sh`` the call is
   left for a person.
 - Deliberate differences: a glob or a leading ``~`` written unquoted in a word without
@@ -80,8 +81,12 @@ PROFILE = ". /etc/profile;"
 BY_HAND = f'gcloud compute tpus tpu-vm ssh NAME --worker=all --command="{PROFILE} PJRT_DEVICE=TPU …"'
 
 
-# Expansions to many words even inside double quotes: "$@", "$*", "${ARGS[@]}" (group 1: ARGS).
+# The script's arguments or an array's elements: $@, $*, ${ARGS[@]}, ${ARGS[*]} (group 1: ARGS).
+# Quoted, only the `@` forms are a word per element ("$*" is one word); unquoted, all split.
 ALL_ELEMENTS = re.compile(r"\$(?:[@*]|\{[@*]\}|\{([A-Za-z_]\w*)\[[@*]\]\})")
+# Expansions that are a word per element even inside double quotes: "$@", "${@:2}", "${A[@]}",
+# "${A[@]%.py}", "${!A[@]}", "${!prefix@}".
+MANY = re.compile(r"\$(?:@|\{!?(?:@|[A-Za-z_]\w*\[@\]|[A-Za-z_]\w*@\}))")
 # What xla_dist's double quotes made of literal text, read by the worker's shell: the pairs a
 # `\\` escapes there (kept), a final `\\` and a bare `"` (escaped, where xla_dist broke).
 DOUBLE_QUOTED = re.compile(r'\\[$`"\\\n]|\\\Z|"')
@@ -225,8 +230,8 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
         return [Seg(value)]
     parts = word.parts
     many = ALL_ELEMENTS.fullmatch(parts[0].text) if len(parts) == 1 and parts[0].expansion else None
-    if many and not assignment:
-        # "$@", "${ARGS[@]}": many words locally; each one quoted, all in the one --command
+    if many and parts[0].quoted and "@" in many.group(0) and not assignment:
+        # "$@", "${ARGS[@]}": a word per element locally; each one quoted, all in the one --command
         array = many.group(1)
         return [Seg(f"${{{array}[*]@Q}}" if array else "${*@Q}", local=True)]
     if value is not None and not assignment and WRAPPED.match(value):
@@ -234,8 +239,8 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
     for p in parts:
         if p.expansion and p.text.startswith("$'"):
             raise Untranslatable(f"$'…' string {p.text}")
-        if p.expansion and ALL_ELEMENTS.fullmatch(p.text):
-            raise Untranslatable(f"{p.text} inside a longer word")
+        if assignment and p.expansion and (ALL_ELEMENTS.fullmatch(p.text) or MANY.match(p.text)):
+            raise Untranslatable(f"{p.text} in an --env value")
     active = [not assignment and _active(p, i == 0) for i, p in enumerate(parts)]
     if value is None:
         return [_quoted_at_run_time(word, active, assignment)]
@@ -264,7 +269,8 @@ def _quoted_at_run_time(word: Word, active: list[bool], assignment: bool) -> Seg
     if open_quote:
         source.append('"')
     text = "".join(source)
-    if any(active):  # it splits and globs here, as for xla_dist: into any number of words, even none
+    # it splits and globs here, as for xla_dist, or holds "$@", "${ARGS[@]:1}": any number of words, even none
+    if any(active) or any(p.expansion and MANY.match(p.text) for p in parts):
         return Seg(f'$(set -- {text}; echo "${{*@Q}}")', local=True)
     return Seg(f"$(printf %q {text})", local=True)
 
