@@ -425,3 +425,16 @@ def test_a_bang_line_that_only_exports_says_the_variable_reaches_nothing(line, r
     if reported:
         assert "write %env PJRT_DEVICE=TPU" in dead[0].message and "nor did they the XRT-era variable" in dead[0].message
         assert source[0].startswith("# TODO(xrt2pjrt): `!export` sets PJRT_DEVICE") and source[1].startswith("!export PJRT")
+
+
+@pytest.mark.parametrize("magic", ["%%sh", "%%script sh"])
+def test_a_sh_cell_launch_that_needs_bash_is_left_for_a_person(magic):
+    """IPython runs a %%sh cell with /bin/sh (dash): ${*@Q} there was `Bad substitution` and the
+    workers ran the command without its arguments. A %%bash cell is translated."""
+    cell = [f"{magic}\n", "ARGS='--lr 0.1'\n", "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py $ARGS\n"]
+    outcome = rewrite(_notebook(cell))
+    (source,) = _sources(outcome.text)
+    assert [line for line in source if "TODO" not in line] == cell and not outcome.changes
+    assert "this runs under sh" in outcome.manual[0].message
+    (bash,) = _sources(rewrite(_notebook(["%%bash\n", *cell[1:]])).text)
+    assert "tpu-vm ssh pod" in bash[2]

@@ -227,3 +227,40 @@ def test_a_folded_script_is_rewritten_without_its_line_break_and_the_file_stays_
         {"run": "PJRT_DEVICE=TPU python3 train.py --lr 0.1\n"},
         {"name": "after", "run": "python3 eval.py", "shell": "bash"}]}
     assert "\n\n  # last\n  shell: bash\n" in first.text
+
+
+SH_CONTEXTS = {
+    "exec array": 'spec:\n  command: ["/bin/sh", "-c", "{call}"]\n',
+    "cloud build": "steps:\n- name: gcr.io/cloud-builders/gcloud\n  entrypoint: /bin/sh\n  args:\n  - -c\n  - |\n    {call}\n",
+    "command and args": 'spec:\n  command: ["sh"]\n  args: ["-c", "{call}"]\n',
+    "actions shell": "steps:\n- shell: sh -e {{0}}\n  run: {call}\n",
+}
+
+
+@pytest.mark.parametrize("context", SH_CONTEXTS)
+def test_a_launch_that_needs_bash_under_sh_is_left_for_a_person(context):
+    """Under sh (dash), ${*@Q} and printf %q fail: the workers ran the command without its
+    arguments, exit 0. The rewrite had used them in YAML that runs /bin/sh."""
+    text = SH_CONTEXTS[context].format(call="python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py $ARGS")
+    outcome = rewrite(text)
+    assert "xla_dist" in outcome.text and "tpu-vm ssh" not in outcome.text and not outcome.changes
+    (item,) = outcome.manual
+    assert "this runs under sh" in item.message
+
+
+def test_under_sh_a_launch_with_no_value_of_this_machine_is_translated_and_runs(tmp_path):
+    text = SH_CONTEXTS["exec array"].format(call="python3 -m torch_xla.distributed.xla_dist --tpu=pod -- "
+                                                 "python3 t.py --lr 0.1 'a b'")
+    command = yaml.safe_load(rewrite(text).text)["spec"]["command"]
+    pod = Pod(tmp_path, 2)
+    assert pod.run(command).returncode == 0
+    assert [c.argv for (c,) in pod.calls().values()] == [["python3", "t.py", "--lr", "0.1", "a b"]] * 2
+
+
+def test_under_bash_the_launch_is_translated_and_the_values_arrive(tmp_path):
+    text = ('spec:\n  command: ["/bin/bash", "-c", "ARGS=\\"--lr 0.1\\"; '
+            'python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py $ARGS"]\n')
+    command = yaml.safe_load(rewrite(text).text)["spec"]["command"]
+    pod = Pod(tmp_path, 2)
+    assert pod.run(command).returncode == 0
+    assert [c.argv for (c,) in pod.calls().values()] == [["python3", "t.py", "--lr", "0.1"]] * 2

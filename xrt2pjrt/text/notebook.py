@@ -247,10 +247,14 @@ def _borrowed(parsed: dict[int, PythonCell], unparsed: dict[int, PythonCell]) ->
 def _code_cell(source: str, options: Options) -> Outcome | None:
     """The rewrite of a code cell on its own; None when it is not Python the codemod can parse."""
     head, _, rest = source.partition("\n")
-    kind = "shell" if SHELL_CELLS.match(head) else _written_kind(head)
+    cell_shell = SHELL_CELLS.match(head)
+    kind = "shell" if cell_shell else _written_kind(head)
     if kind:  # the rest of the cell is a script of that kind
         try:
-            outcome = rewriters.module_for(kind).rewrite(rest, options)
+            if cell_shell and cell_shell.group(1) != "bash" and not cell_shell.group(2):  # %%sh: IPython runs sh
+                outcome = shell.rewrite(rest, options, posix_sh=True)
+            else:
+                outcome = rewriters.module_for(kind).rewrite(rest, options)
         except SourceError:
             return None
         return Outcome(head + "\n" + outcome.text, *_shift(outcome, 1))

@@ -31,6 +31,8 @@ SCRIPT_KEYS = frozenset({"run", "script", "before_script", "after_script", "comm
 # Keys whose list is one command's argv (Kubernetes, Compose, Cloud Build), not lines of a script.
 EXEC_KEYS = frozenset({"command", "args", "entrypoint", "cmd"})
 ENV_KEYS = frozenset({"env", "environment", "variables"})
+# A command word that runs /bin/sh (dash on Debian and Ubuntu images), not bash.
+SH = re.compile(r"(?:/usr)?(?:/bin/)?(?:sh|dash|ash)")
 Scalar, Sequence, Mapping = pyyaml.ScalarNode, pyyaml.SequenceNode, pyyaml.MappingNode
 
 
@@ -77,8 +79,10 @@ def check(text: str) -> str | None:
     return None
 
 
-def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting]) -> None:
+def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting], sh: bool = False) -> None:
+    """``sh``: the shell in ``node`` runs under sh (the entry's entrypoint, command or shell is sh)."""
     if isinstance(node, Mapping):
+        sh = _runs_sh(node)
         for k, v in node.value:
             name = k.value if isinstance(k, Scalar) else None
             if name in ENV_KEYS and isinstance(v, (Mapping, Sequence)):
@@ -88,13 +92,15 @@ def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting]) -> N
             if (isinstance(name, str) and TPU_NODE.match(name) and rec.options.on(environment.XrtTpuConfig.id)
                     and installs.torch_file(rec.options, rec.text)):
                 rec.ask(environment.XrtTpuConfig.id, k.start_mark.index, f"`{name}`: {GKE_TPU_NODE}")
-            _walk(v, name, rec, settings)
+            _walk(v, name, rec, settings, sh)
     elif isinstance(node, Sequence):
         items = node.value
         for i, item in enumerate(items):
             after_c = i > 0 and isinstance(items[i - 1], Scalar) and items[i - 1].value == "-c"
             if isinstance(item, Scalar) and (after_c or (key in SCRIPT_KEYS and key not in EXEC_KEYS)):
-                _shell_scalar(item, rec)
+                # ["/bin/sh", "-c", "…"]; after a leading "-c", the entry's entrypoint or command runs it
+                runs_sh = _is_sh(items[i - 2]) if after_c and i >= 2 else sh
+                _shell_scalar(item, rec, runs_sh)
             else:
                 _walk(item, None, rec, settings)
         if key in EXEC_KEYS and not any(isinstance(i, Scalar) and i.value == "-c" for i in items):
@@ -104,11 +110,25 @@ def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting]) -> N
                     rec.ask(shell.LaunchXlaDist.id, node.start_mark.index, "xla_dist run from an exec array "
                             f"(`{key}: [...]`): write it as {xla_dist.BY_HAND} by hand")
     elif isinstance(node, Scalar) and key in SCRIPT_KEYS and isinstance(node.value, str):
-        _shell_scalar(node, rec)
+        _shell_scalar(node, rec, sh)
 
 
-def _shell_scalar(node, rec: Recorder) -> None:
-    """Rewrite a scalar holding shell, keeping its YAML style."""
+def _is_sh(node) -> bool:
+    """Whether a scalar (its first word) or a list (its first item) names sh."""
+    if isinstance(node, Sequence):
+        return bool(node.value) and _is_sh(node.value[0])
+    return isinstance(node, Scalar) and bool(SH.fullmatch(str(node.value).split(" ")[0]))
+
+
+def _runs_sh(node) -> bool:
+    """Whether a mapping's shell runs under sh: Cloud Build's and Compose's ``entrypoint: /bin/sh``,
+    Kubernetes' ``command: ["/bin/sh"]`` with its ``args``, GitHub Actions' ``shell: sh``."""
+    return any(isinstance(k, Scalar) and k.value in ("entrypoint", "command", "shell") and _is_sh(v)
+               for k, v in node.value)
+
+
+def _shell_scalar(node, rec: Recorder, sh: bool = False) -> None:
+    """Rewrite a scalar holding shell, keeping its YAML style; ``sh``: it runs under sh."""
     if node.tag != "tag:yaml.org,2002:str" or not TRIGGER.search(node.value):
         return
     text, start, end = rec.text, node.start_mark.index, node.end_mark.index
@@ -117,12 +137,12 @@ def _shell_scalar(node, rec: Recorder) -> None:
         body_start = text.index("\n", start) + 1
         source = text[body_start:end]
         margin = re.match(r"[ \t]*", source.lstrip("\n")).group(0)
-        outcome = shell.rewrite(dedent(source, margin), options, comments=False)
+        outcome = shell.rewrite(dedent(source, margin), options, posix_sh=sh or None, comments=False)
         if outcome.text != dedent(source, margin):
             rec.edits.append(Edit(body_start, end, indent(outcome.text, margin)))
         merge_into(rec, outcome, rec.line(body_start) - 1)
         return
-    outcome = shell.rewrite(node.value, options, comments=False)
+    outcome = shell.rewrite(node.value, options, posix_sh=sh or None, comments=False)
     if outcome.text != node.value:  # (a `>` block ends past its line break: the edit must not)
         rec.edits.append(Edit(start, _content_end(node), render(outcome.text, node.style)))
     merge_into(rec, outcome, rec.line(start) - 1)
