@@ -339,6 +339,32 @@ def test_bash_c_with_the_scripts_arguments_runs_them_all(tmp_path):
     assert pod.calls()[1][0].argv == ["python3", "t.py", "--lr", "0.1"]
 
 
+def test_brace_expansion_makes_the_words_it_made_for_xla_dist(tmp_path):
+    """The local bash expanded `{a,b}` before xla_dist ran; the rewrite had passed it to the
+    worker in quotes, as one literal word."""
+    call = ("V='v w'\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "
+            "{a,b} pre{1..3} x{1,2}'y z' \"$V\"{p,q} '{c,d}' {}\n")
+    outcome = rewrite(call)
+    assert not outcome.manual and "xla_dist" not in outcome.text
+    (old, _), (new, _) = _run_both(tmp_path, call, outcome.text, workers=2)
+    assert new.calls()[1][0].argv == old.calls()[1][0].argv == [
+        "python3", "t.py", "a", "b", "pre1", "pre2", "pre3", "x1y z", "x2y z", "v wp", "v wq", "{c,d}", "{}"]
+
+
+@pytest.mark.parametrize("call", [
+    "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py {'a b',c}",  # braces around quotes
+    "python3 -m torch_xla.distributed.xla_dist --tpu=pod-{1,2} -- t.py",  # two --tpu words
+    "python3 -m torch_xla.distributed.xla_dist --tpu=pod --env A={x,y} -- t.py",  # --env A=x A=y
+    "#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py {a,b}",  # sh: literal, bash: two words
+    "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py <(echo x) a",  # the line ends at `<(` for the rewriter
+])
+def test_braces_and_process_substitution_it_cannot_follow_are_left_for_a_person(call):
+    outcome = rewrite(call + "\n")
+    assert without_todos(outcome.text) == call + "\n" and not outcome.changes
+    (item,) = outcome.manual
+    assert item.message.startswith("xla_dist call left as it is")
+
+
 def test_script_arguments_under_sh_are_left_for_a_person():
     """${*@Q} is bash; a #!/bin/sh script (or a Dockerfile RUN) cannot use it."""
     text = '#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$@"\n'

@@ -191,7 +191,11 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     try:
         if any(start < r.start < end for r in cmd.redirects):
             raise xla_dist.Untranslatable("a redirection in the middle of the call")
+        if any(re.match(r"\d*[<>]\(", text[r.start:]) for r in cmd.redirects):
+            raise xla_dist.Untranslatable("a process substitution <(…) in the call")
         launch = xla_dist.parse(argv, inv, text)
+        if posix_sh and any(xla_dist.brace_expansion(w) for w in launch.command):
+            raise xla_dist.Untranslatable("sh passed {…} to xla_dist as it is, and the workers' bash would expand it")
         if rec.options.launcher == "xrt2pjrt":
             edits = _as_xrt2pjrt_launch(argv, inv, launch, rec)
         else:

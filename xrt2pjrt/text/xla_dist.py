@@ -90,6 +90,8 @@ MANY = re.compile(r"\$(?:@|\{!?(?:@|[A-Za-z_]\w*\[@\]|[A-Za-z_]\w*@\}))")
 # What xla_dist's double quotes made of literal text, read by the worker's shell: the pairs a
 # `\\` escapes there (kept), a final `\\` and a bare `"` (escaped, where xla_dist broke).
 DOUBLE_QUOTED = re.compile(r'\\[$`"\\\n]|\\\Z|"')
+# Brace expansion in unquoted text: `{a,b}`, `{1..3}`.
+BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 # A word xla_dist wrote into the worker's script as it was, without its double quotes
 # (concat_cmd_list: it already starts and ends with one).
 WRAPPED = re.compile(r'^".*"$')
@@ -236,6 +238,7 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
         return [Seg(f"${{{array}[*]@Q}}" if array else "${*@Q}", local=True)]
     if value is not None and not assignment and WRAPPED.match(value):
         return [_wrapped(value)]
+    brace_expansion(word)  # Untranslatable around quotes
     for p in parts:
         if p.expansion and p.text.startswith("$'"):
             raise Untranslatable(f"$'…' string {p.text}")
@@ -306,11 +309,28 @@ def worker_runs(text: str) -> bool:
 
 
 def _active(part: Part, first: bool) -> bool:
-    """Unquoted expansions, globs and a leading `~`. A glob and `~` are left unquoted on the
-    worker, so they match files and name the home folder there; an expansion splits here."""
+    """Unquoted expansions, globs, braces and a leading `~`. A glob and `~` are left unquoted
+    on the worker, so they match files and name the home folder there; an expansion splits
+    here; `{a,b}` is expanded by the worker's bash to the words the local bash made."""
     if part.quoted:
         return False
-    return part.expansion or bool(GLOB.search(part.text)) or (first and part.text.startswith("~"))
+    return (part.expansion or bool(GLOB.search(part.text) or BRACES.search(part.text))
+            or (first and part.text.startswith("~")))
+
+
+def brace_expansion(word: Word) -> bool:
+    """Whether bash expands braces in the word (`{a,b}`, `pre{1..3}`); Untranslatable when
+    they enclose quoted text or an expansion (`{"a b",c}`, `{$A,b}`), which only bash's own
+    reading of the source could split faithfully."""
+    found = False
+    for i, p in enumerate(word.parts):
+        if p.quoted or p.expansion or "{" not in p.text:
+            continue
+        found = found or bool(BRACES.search(p.text))
+        if p.text.count("{") > p.text.count("}") and any(
+                not q.quoted and not q.expansion and "}" in q.text for q in word.parts[i + 1:]):
+            raise Untranslatable("brace expansion around quoted text or an expansion")
+    return found
 
 
 def literal_word(word: Word, assignment: bool = False) -> list[Seg]:
@@ -376,6 +396,9 @@ def parse(argv: list[Word], inv: Invocation, text: str) -> Launch:
     values: dict[str, list[Word]] = {}
     ignored: list[str] = []
     words = argv[inv.flags:inv.separator if inv.separator is not None else inv.end]
+    for w in words:
+        if brace_expansion(w):
+            raise Untranslatable(f"brace expansion in xla_dist's argument {w.source(text)}")
     k = 0
     while k < len(words):
         w = words[k]
