@@ -365,6 +365,28 @@ def test_braces_and_process_substitution_it_cannot_follow_are_left_for_a_person(
     assert item.message.startswith("xla_dist call left as it is")
 
 
+def test_xla_dist_flags_after_the_command_without_a_separator_are_still_xla_dists(tmp_path):
+    """Without `--`, argparse read a flag after the command as xla_dist's own: the rewrite had
+    given `--env FOO=1` to the program."""
+    call = "python3 -m torch_xla.distributed.xla_dist --tpu pod python3 t.py --env FOO=1 --restart-tpuvm-pod-server\n"
+    outcome = rewrite(call)
+    assert not outcome.manual and "dropped --restart-tpuvm-pod-server" in outcome.changes[0].message
+    (old, _), (new, _) = _run_both(tmp_path, call, outcome.text, workers=2)
+    (o,), (n,) = old.calls()[1], new.calls()[1]
+    assert n.argv == o.argv == ["python3", "t.py"] and n.env["FOO"] == o.env["FOO"] == "1"
+    assert rewrite(call, launcher="xrt2pjrt").text == "xrt2pjrt launch --tpu pod python3 t.py --env FOO=1\n"
+    dash = "python3 -m torch_xla.distributed.xla_dist --tpu pod python3 t.py - -1 --env FOO=1\n"
+    assert "PJRT_DEVICE=TPU FOO=1 python3 t.py - -1\"" in rewrite(dash).text, "argparse's positionals"
+
+
+@pytest.mark.parametrize("call", ["--tpu pod python3 t.py --lr 0.1", "--tpu pod python3 t.py --env A=1 more"])
+def test_words_xla_dist_refused_after_the_command_are_left_for_a_person(call):
+    text = f"python3 -m torch_xla.distributed.xla_dist {call}\n"
+    outcome = rewrite(text)
+    assert without_todos(outcome.text) == text
+    assert outcome.manual[0].message.startswith("xla_dist call left as it is")
+
+
 def test_script_arguments_under_sh_are_left_for_a_person():
     """${*@Q} is bash; a #!/bin/sh script (or a Dockerfile RUN) cannot use it."""
     text = '#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$@"\n'

@@ -262,8 +262,11 @@ def _as_xrt2pjrt_launch(argv: list[Word], inv: xla_dist.Invocation, launch: xla_
     edits = [Edit(argv[inv.launcher].start, argv[inv.flags - 1].end, " ".join(["xrt2pjrt", "launch", *where]))]
     stop = inv.separator if inv.separator is not None else inv.end
     k = inv.flags
-    while k < stop and argv[k].head.startswith("-"):
+    while k < stop:
         w = argv[k]
+        if not w.head.startswith("-"):  # the command, without `--`: xla_dist's flags may follow it
+            k += 1
+            continue
         flag, inline = xla_dist.flag_of(w)
         last = k + 1 if xla_dist.FLAGS[flag] and not inline else k
         if flag in xla_dist.XRT_ONLY:

@@ -399,14 +399,27 @@ def parse(argv: list[Word], inv: Invocation, text: str) -> Launch:
     for w in words:
         if brace_expansion(w):
             raise Untranslatable(f"brace expansion in xla_dist's argument {w.source(text)}")
+    command: list[Word] | None = None if inv.separator is None else argv[inv.separator + 1:inv.end]
     k = 0
     while k < len(words):
         w = words[k]
-        if not w.head.startswith("-"):
-            if inv.separator is None:
-                break  # the command starts here (argparse takes it as the positional)
-            raise Untranslatable(f"unexpected word {w.source(text)!r} before `--`")
-        flag, inline = flag_of(w)
+        if not _option_like(w):
+            if command is not None:
+                raise Untranslatable(f"unexpected word {w.source(text)!r} "
+                                     + ("before `--`" if inv.separator is not None else
+                                        "after xla_dist's flags that follow the command (argparse refused it)"))
+            # the command starts here (argparse takes it as the positional): its words up to
+            # the next flag, which argparse read as xla_dist's, as it read those after it
+            end = next((j for j in range(k, len(words)) if _option_like(words[j])), len(words))
+            command, k = words[k:end], end
+            continue
+        try:
+            flag, inline = flag_of(w)
+        except Untranslatable:
+            if inv.separator is None and command is not None:
+                raise Untranslatable(f"{w.source(text)} after the command without `--`: xla_dist's argparse took it "
+                                     "for a flag of its own and refused it (unrecognized arguments)") from None
+            raise
         if FLAGS[flag]:
             if inline:
                 value = strip_prefix(w, w.head.partition("=")[0] + "=", text)
@@ -423,14 +436,13 @@ def parse(argv: list[Word], inv: Invocation, text: str) -> Launch:
         raise Untranslatable("--vm names TPU-node VMs; TPU nodes run XRT only and have no PJRT equivalent")
     if "--tpu" not in values:
         raise Untranslatable("no --tpu")
-    command = words[k:] if inv.separator is None else argv[inv.separator + 1:inv.end]
 
     def one(flag: str) -> Word | None:
         return values.get(flag, [None])[-1]
 
     return Launch(
         tpu=one("--tpu"),
-        command=command,
+        command=command or [],
         env=values.get("--env", []),
         conda_env=one("--conda-env"),
         docker_image=one("--docker-image"),
@@ -438,6 +450,14 @@ def parse(argv: list[Word], inv: Invocation, text: str) -> Launch:
         docker_run_flags=values.get("--docker-run-flag", []),
         ignored=ignored,
     )
+
+
+def _option_like(word: Word) -> bool:
+    """Whether argparse took the word for a flag: it starts with `-`, but is not `-`, a
+    negative number or a word with a space in it (but `--env=A B`), which are positionals."""
+    head = word.head
+    spaced = " " in head and not any(f.startswith(head.partition("=")[0]) for f in FLAGS if "=" in head)
+    return head.startswith("-") and head != "-" and not spaced and not re.fullmatch(r"-\d+|-\d*\.\d+", head)
 
 
 def flag_of(word: Word) -> tuple[str, bool]:
