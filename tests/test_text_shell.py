@@ -216,6 +216,18 @@ def test_an_escaped_dollar_or_backquote_stays_literal_on_the_worker_as_under_xla
         "python3", "t.py", "a$HOME", "b`echo ran`", "c\\/home/worker-1", "q r"]
 
 
+def test_the_xrt2pjrt_launcher_reports_the_words_it_passes_otherwise():
+    """`xrt2pjrt launch` passes each word as given: where xla_dist's worker read it otherwise
+    (an escaped `$`, a word in double quotes), an item says what xla_dist did."""
+    outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py 'a\\$HOME' '\"q r\"'\n",
+                      launcher="xrt2pjrt")
+    assert [m.message.split(":", 1)[1] for m in outcome.manual] == [
+        " under xla_dist the worker's shell dropped the `\\` before `$` or a backquote; `xrt2pjrt launch` passes it "
+        "as written",
+        " xla_dist wrote it into the worker's script as it is, so the worker's shell read it without its double "
+        "quotes; `xrt2pjrt launch` passes them too"]
+
+
 def test_a_backquote_escaped_twice_still_runs_and_is_reported():
     outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py 'a\\\\`hostname`'\n")
     (item,) = outcome.manual

@@ -228,6 +228,11 @@ def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None
     words = [*launch.env, *launch.command, launch.conda_env, launch.docker_image, launch.docker_container]
     for w in words:
         literal = "".join(p.text for p in w.parts if not p.expansion) if w is not None else ""
+        if xrt2pjrt and w is not None and w not in launch.env and xla_dist.WRAPPED.match(w.value or ""):
+            rec.ask(LaunchXlaDist.id, w.start, f"{w.source(rec.text)}: xla_dist wrote it into the worker's script "
+                    "as it is, so the worker's shell read it without its double quotes; `xrt2pjrt launch` passes "
+                    "them too")
+            continue
         if not re.search(r"[$`]", literal):
             continue
         source = w.source(rec.text)
