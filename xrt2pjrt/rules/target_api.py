@@ -53,7 +53,9 @@ REPLACEMENTS = {
         "use torch_xla.backends.set_mat_mul_precision('highest') (2.8+; 'default' for the old False), or "
         "torch_xla._XLAC._xla_set_mat_mul_precision('highest') on 2.5-2.7"),
     "torch_xla.runtime.requires_pjrt": "drop the decorator: from 2.1 PJRT is the only runtime",
-    "torch_xla.core.xla_model.parse_xla_device": "use torch.device(device).index",
+    "torch_xla.core.xla_model.parse_xla_device": (
+        "it parsed a runtime device name ('TPU:3') into ('TPU', 3), None for any other: parse it yourself, "
+        "re.match(r'([A-Z]+):(\\d+)$', name) (torch.device() refuses such names)"),
     "torch_xla.core.xla_env_vars.GPU_NUM_DEVICES": "torch_xla 2.9 has no GPU device: stay on 2.8 for CUDA",
     "torch_xla.utils.dlpack.from_xla_cuda_to_cuda": "torch_xla 2.9 has no GPU device: stay on 2.8 for CUDA",
 }
