@@ -42,7 +42,7 @@ from xrt2pjrt.xrt_variables import UNPREFIXED
 
 # Importing the rule modules registers their rules.
 from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
-    distributed, environment, manual, pjrt_module, runtime_api, shim_target, spawn, target_api,
+    distributed, environment, manual, metrics, pjrt_module, runtime_api, shim_target, spawn, target_api,
 )
 
 
