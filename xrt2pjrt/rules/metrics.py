@@ -15,19 +15,17 @@ from xrt2pjrt.rules.base import PythonRule
 
 MET = "torch_xla.debug.metrics"
 
-# XRT's name -> PJRT's; None: PJRT records nothing like it.
+# XRT's name -> PJRT's; None: PJRT records nothing like it. (torch_xla 1.13: computation_client.cc,
+# tensor_util.cpp, and the names xrt_computation_client.cc gave the XRT server's own metrics)
 XRT_METRICS: dict[str, str | None] = {
     "TransferToServerTime": "TransferToDeviceTime",
     "TransferFromServerTime": "TransferFromDeviceTime",
     "TransferToServerAsync": None,
-    "TransferToServerTransformTime": None,
-    "XrtCompile": None,
-    "XrtExecute": None,
-    "XrtExecutorEvict": None,
-    "XrtReadLiteral": None,
-    "XrtAllocateFromTensor": None,
-    "XrtReleaseAllocation": None,
-    "XrtSessionCount": None,
+    **dict.fromkeys((
+        "XrtAllocate", "XrtAllocateFromTensor", "XrtSubTuple", "XrtMakeTuple", "XrtCompile", "XrtReleaseCompilation",
+        "XrtExecute", "XrtExecuteChained", "XrtReadLiteral", "XrtReadTensor", "XrtWriteLiteral",
+        "XrtReleaseAllocation", "XrtReleaseAllAllocations", "XrtCompactAllocations", "XrtCompaction",
+        "XrtTryFreeMemory", "XrtExecutorEvict"), None),
 }
 
 
