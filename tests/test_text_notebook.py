@@ -331,7 +331,7 @@ def test_a_name_a_cell_that_does_not_parse_uses_keeps_its_import_and_the_cell_is
     assert [python2, broken] == _sources(text)[1:]
     starts = _source_lines(text)
     assert [(f.rule, f.line) for f in outcome.manual] == [("notebook-cell", starts[1]), ("notebook-cell", starts[2])]
-    assert "it uses xm, which another cell imports from torch_xla" in outcome.manual[0].message
+    assert "it uses xm, which another cell imported from torch_xla" in outcome.manual[0].message
     assert "mentions XRT or torch_xla" in outcome.manual[1].message
 
 
@@ -438,3 +438,15 @@ def test_a_sh_cell_launch_that_needs_bash_is_left_for_a_person(magic):
     assert "this runs under sh" in outcome.manual[0].message
     (bash,) = _sources(rewrite(_notebook(["%%bash\n", *cell[1:]])).text)
     assert "tpu-vm ssh pod" in bash[2]
+
+
+def test_a_removed_function_an_unparsed_cell_uses_is_migrated_in_its_import_and_the_cell_is_told():
+    # torch_xla 2.9 has no get_ordinal: keeping its import would fail the first cell too
+    text = _notebook(["from torch_xla.core.xla_model import get_ordinal\n", "r = get_ordinal()\n"],
+                     ["print get_ordinal()\n"])
+    outcome = _twice(text)
+    first, python2 = _sources(outcome.text)
+    assert "get_ordinal" not in "".join(first) and python2 == _sources(text)[1]
+    (item,) = outcome.manual
+    assert "uses get_ordinal, which another cell imported from torch_xla" in item.message
+    assert "imported no more" in item.message

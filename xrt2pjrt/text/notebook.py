@@ -73,9 +73,11 @@ def rewrite(text: str, options: Options) -> Outcome:
             outcome = together[index]
         elif not TRIGGER.search(cell.source):
             if borrowed.get(index):
+                # (the other cells are migrated: a name of a function 2.x removed is imported no more)
                 rec.ask(CELL_RULE, cell.start, f"this cell is not Python the codemod can parse, and it uses "
-                        f"{', '.join(sorted(borrowed[index]))}, which another cell imports from torch_xla: "
-                        "migrate its torch_xla code by hand")
+                        f"{', '.join(sorted(borrowed[index]))}, which another cell imported from torch_xla: "
+                        "migrate its torch_xla code by hand as the other cells' was (names of functions torch_xla "
+                        "2.x removed are imported no more)")
             continue
         elif cell.cell_type == "code":
             outcome = _code_cell(cell.source, options)
