@@ -1137,6 +1137,9 @@ def test_a_signal_handler_set_in_the_replicas_code_is_reported(source, reported)
      "xmp.spawn(_mp_fn)\nupload()\n", "native", "sys.exit(0) ends the launcher with status 0"),
     ("from sys import exit\n\ndef _mp_fn(index):\n    exit(3)\n\nxmp.spawn(_mp_fn)\n", "native", "SystemExit"),
     ("def _mp_fn(index):\n    os._exit(0)\n\nxmp.spawn(_mp_fn)\n", "native", "BrokenProcessPool"),
+    ("def _mp_fn(index):\n    raise SystemExit(0)\n\nxmp.spawn(_mp_fn)\n", "native", "SystemExit"),
+    ("def _mp_fn(index):\n    exit(0)\n\nxmp.spawn(_mp_fn)\n", "native", "SystemExit"),
+    ("def _mp_fn(index):\n    raise SystemExit\n\nxmp.spawn(_mp_fn)\n", "shim", None),
     # the shim's spawn ends only that replica on sys.exit (as XRT did), but cannot catch os._exit
     ("def _mp_fn(index):\n    sys.exit(0)\n\nxmp.spawn(_mp_fn)\n", "shim", None),
     ("def _mp_fn(index):\n    os._exit(0)\n\nxmp.spawn(_mp_fn)\n", "shim", "BrokenProcessPool"),
@@ -1203,6 +1206,7 @@ def test_a_tensor_put_on_the_xla_device_by_name_on_import_is_reported_before_the
     ("spawn = xmp.spawn\nspawn(_mp_fn, nprocs=8)\n", True),
     ("from torch_xla.distributed.xla_multiprocessing import spawn\n\nspawn(_mp_fn, nprocs=None)\n", False),
     ("xmp.spawn(_mp_fn, nprocs=8)\n", False),  # rewritten
+    ("print(xmp.spawn.__doc__)\nhelp(xmp.spawn)\nassert callable(xmp.spawn)\n", False),  # looked at, not called
 ])
 def test_spawn_handed_on_as_a_value_is_reported_as_its_nprocs_is_not_rewritten(source, reported):
     out = migrate(_XMP + "\n" + source)
@@ -1239,7 +1243,8 @@ def test_a_flag_of_a_spawned_function_of_another_module_is_reported(source, repo
     ("3", False), ("total.item() / flags.batches", False), ("np.mean(a) / n", True),
     # pytorch/xla 1.13's own examples (test_train_mp_imagenet.py, test_mp_mesh_reduce.py): a
     # name bound to a number or a tensor before the call, rebound to the result after it
-    ("accuracy", False), ("svalue", False), ("tvalue", False), ("scores", True)])
+    ("accuracy", False), ("svalue", False), ("tvalue", False), ("scores", True),
+    ("(v := float(acc))", False), ("acc.item() +  # the epoch's\n        0.0", False)])
 def test_a_mesh_reduce_of_what_may_not_be_a_tensor_or_number_is_reported(data, reported):
     source = ("import numpy as np\nimport torch\nimport torch_xla.core.xla_model as xm\n\n"
               "def test(correct, total_samples):\n    accuracy = 100.0 * correct.item() / total_samples\n"
@@ -1293,3 +1298,9 @@ def test_xrt_metric_names_become_pjrts_and_those_pjrt_never_records_are_reported
     assert 't = met.metric_data("TransferFromDeviceTime")\n' in out.text
     assert "other = met.metric_data('CompileTime')\n" in out.text
     assert [(item.rule, item.line) for item in out.manual] == [("api-xrt-metric-names", 4)]
+
+
+def test_a_mesh_reduce_of_a_value_a_loop_rebinds_to_numpy_after_the_call_is_reported():
+    out = migrate("import numpy as np\nimport torch_xla.core.xla_model as xm\n\nacc = 0.0\nfor epoch in range(3):\n"
+                  "    print(xm.mesh_reduce('acc', acc, np.mean))\n    acc = metrics.accuracy_score(y, p)\n")
+    assert [item.rule for item in out.manual] == ["manual-mesh-reduce-objects"]

@@ -333,7 +333,8 @@ class MeshReduceObjects(PythonRule):
     def call(self, ctx, node, name):
         hit = argument(node, "data", 1)
         if ctx.target_version >= (2, 6) and hit is not None and ctx.tree is not None:
-            data = ast.parse(code(hit[1].value).strip(), mode="eval").body
+            # in parentheses, as in the call: a line break or a walrus is valid there
+            data = ast.parse(f"({code(hit[1].value)})", mode="eval").body
             if not _plain(data, _Names(ctx.tree, ctx.line)):
                 ctx.manual(_WEIGHTS_ONLY)
         return node
@@ -347,9 +348,13 @@ class _Names:
     line: int
 
     def values(self, name: str) -> list[ast.AST | None]:
-        """What binds ``name`` before ``line`` (``acc = xm.mesh_reduce('acc', acc, ...)`` is after)."""
+        """What binds ``name`` before ``line`` (``acc = xm.mesh_reduce('acc', acc, ...)`` is after),
+        or after it in a loop around it (the next round's value)."""
+        loops = [node for node in ast.walk(self.tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+                 and node.lineno <= self.line <= node.end_lineno]
         bound = spawn_site.bindings_seen_at(self.tree, self.line, name)
-        return [value for value in bound if value is None or value.lineno < self.line]
+        return [value for value in bound if value is None or value.lineno < self.line
+                or any(loop.lineno <= value.lineno <= loop.end_lineno for loop in loops)]
 
     def module_of(self, name: str) -> str | None:
         modules = quiet.import_names(self.tree).get(name, set())
@@ -362,8 +367,8 @@ def _plain(value: ast.expr, names: _Names, seen: frozenset[str] = frozenset()) -
     or a name bound to one of those before the call."""
     if isinstance(value, (ast.Constant, ast.JoinedStr)):
         return True
-    if isinstance(value, ast.UnaryOp):
-        return _plain(value.operand, names, seen)
+    if isinstance(value, (ast.UnaryOp, ast.NamedExpr)):
+        return _plain(value.operand if isinstance(value, ast.UnaryOp) else value.value, names, seen)
     if isinstance(value, ast.BinOp):  # total.item() / flags.batches: a count, as code reads
         sides = (value.left, value.right)
         plain = [_plain(side, names, seen) for side in sides]

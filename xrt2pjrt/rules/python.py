@@ -93,7 +93,7 @@ def _roles(node_type: type) -> int:
 # Words that make a statement worth parsing, besides the trigger's and the names bound by
 # torch_xla imports: what the rules that need no torch_xla name look for.
 _RULE_WORDS = ("init_process_group", "MASTER_ADDR", "MASTER_PORT", "import_module", "__import__", "kb_free", "kb_total",
-               "signal.signal", "sys.exit", "os._exit", "'xla", '"xla')
+               "signal.signal", "sys.exit", "os._exit", "SystemExit", "exit(", "quit(", "'xla", '"xla')
 
 
 def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:

@@ -156,7 +156,7 @@ class NprocsExpression(_NprocsRule):
     def reference(self, ctx, node, name):
         # functools.partial(xmp.spawn, fn, nprocs=8), run = xmp.spawn: the call that gives
         # nprocs is not one of xmp.spawn, so nothing here rewrites it (the shim's takes any).
-        if ctx.options.target == "native" and name == SPAWN:
+        if ctx.options.target == "native" and name == SPAWN and not _only_looked_at(ctx):
             ctx.manual(f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
                        "given where it is called is not rewritten: torch_xla 2.x's spawn raises ValueError for "
                        "any but None or 1")
@@ -191,6 +191,19 @@ class NprocsExpression(_NprocsRule):
             args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
                   *node.args[index + 1:]]
         )
+
+
+# Builtins that look at a function without calling it or handing it on.
+_LOOKING = frozenset({"help", "callable", "print", "repr", "str", "id", "type", "isinstance", "hasattr", "getattr",
+                      "dir", "vars"})
+
+
+def _only_looked_at(ctx) -> bool:
+    """``xmp.spawn.__doc__``, ``help(xmp.spawn)``: a reference no one will call."""
+    parent, grandparent = ctx.parent(), ctx.parent(2)
+    return isinstance(parent, cst.Attribute) or (
+        isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call)
+        and isinstance(grandparent.func, cst.Name) and grandparent.func.value in _LOOKING)
 
 
 def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[int]]:
@@ -952,12 +965,28 @@ class ExitInReplica(PythonRule):
         ),
     )
 
+    nodes = (cst.Raise, cst.Call)  # raise SystemExit(0), and the builtins exit() / quit()
+
     def call(self, ctx, node, name):
-        if name == "sys.exit" and ctx.options.target == "shim":
-            return node  # the shim's spawn: a finished replica, or its status as the spawn's error
-        if ctx.tree is not None and _in_function(ctx.tree, ctx.line) & _spawned_code(ctx.tree):
-            ctx.manual(_EXIT_RAISED if name == "sys.exit" else _EXIT_BREAKS)
+        self._report(ctx, raises=name == "sys.exit")
         return node
+
+    def leave(self, ctx, original, updated):
+        if isinstance(original, cst.Raise):
+            exc = original.exc.func if isinstance(original.exc, cst.Call) else original.exc
+            if isinstance(exc, cst.Name) and exc.value == "SystemExit":
+                self._report(ctx, raises=True)
+        elif (isinstance(original.func, cst.Name) and original.func.value in ("exit", "quit")
+              and ctx.resolve(original.func) is None):
+            self._report(ctx, raises=True)
+        return updated
+
+    @staticmethod
+    def _report(ctx, raises: bool) -> None:
+        if raises and ctx.options.target == "shim":
+            return  # the shim's spawn: a finished replica, or its status as the spawn's error
+        if ctx.tree is not None and _in_function(ctx.tree, ctx.line) & _spawned_code(ctx.tree):
+            ctx.manual(_EXIT_RAISED if raises else _EXIT_BREAKS)
 
 
 def _in_function(tree: ast.Module, line: int) -> set[str]:
