@@ -257,7 +257,7 @@ _XMP = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
      "args[0] (a torch.multiprocessing.Value, which holds a lock)"),
     # hivemind's TPUManager: a bound method takes its instance, and its locks, along
     ("import multiprocessing as mp\n\nclass Manager:\n    def __init__(self):\n        self.lock = mp.Lock()\n\n"
-     "    def run(self):\n        xmp.spawn(self.runner, start_method='fork')\n",
+     "    def runner(self, index):\n        pass\n\n    def run(self):\n        xmp.spawn(self.runner, start_method='fork')\n",
      "fn (`self.runner`, a method: pickle takes its instance along, whose `self.lock` is a multiprocessing.Lock, "
      "which holds a lock)"),
 ])
@@ -1254,9 +1254,17 @@ def test_a_mesh_reduce_of_what_may_not_be_a_tensor_or_number_is_reported(data, r
     assert not migrate(source, target="shim").manual  # the shim's loads any value
 
 
+def test_an_attribute_of_an_instance_that_holds_a_lock_is_not_called_a_method():
+    out = migrate(_XMP + "import multiprocessing as mp\n\nclass Manager:\n    def __init__(self):\n"
+                  "        self.lock = mp.Lock()\n\n    def runner(self, index, cfg):\n        pass\n\n"
+                  "    def run(self):\n        xmp.spawn(_mp_fn, args=(self.config, self.lr), start_method='fork')\n")
+    assert not [m for m in out.manual if m.rule == "spawn-unpicklable"]
+
+
 def test_a_method_of_a_class_that_says_how_it_pickles_is_not_reported():
     out = migrate(_XMP + "import multiprocessing as mp\n\nclass Manager:\n    def __init__(self):\n"
                   "        self.lock = mp.Lock()\n\n    def __getstate__(self):\n        return {}\n\n"
+                  "    def runner(self, index):\n        pass\n\n"
                   "    def run(self):\n        xmp.spawn(self.runner, start_method='fork')\n")
     assert not [m for m in out.manual if m.rule == "spawn-unpicklable"]
 

@@ -526,6 +526,8 @@ def _method_of_a_lock_holder(method: str, site: spawn_site.Site, bound: dict[str
                None)
     if cls is None or any(isinstance(item, ast.FunctionDef) and item.name in _PICKLED_BY_ITSELF for item in cls.body):
         return None
+    if not any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method for item in cls.body):
+        return None  # an attribute (self.config): what it holds, this file does not tell
     for node in ast.walk(cls):
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and (what := _lock_holder(node.value, site, bound))):
