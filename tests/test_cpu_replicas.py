@@ -795,3 +795,37 @@ def test_stdout_into_stderr_restores_fd_1_when_the_block_raises_and_when_the_las
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert ran.returncode == 0, ran.stderr
     assert (ran.stdout, ran.stderr) == ("out 1\nout 2\nout 3\n", "err 1\nerr 2\nerr 3\nerr 4\n")
+
+
+LONG_ON_HOST_1 = """
+def _mp_fn(index):
+    dump(f"pid{xm.get_ordinal()}", os.getpid())
+    xm.rendezvous("started")
+    if os.environ["XRT2PJRT_CPU_HOST_INDEX"] == "1":
+        time.sleep(120)
+"""
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_a_host_whose_launcher_is_killed_does_not_leave_the_others_waiting_for_ever(tmp_path):
+    """Host 1's launcher gets SIGKILL (no abort posted; its replica dies with it): host 0's
+    replica, which returned and waits for the others with no deadline, sees host 1 stop
+    counting and fails the run within the rendezvous timeout (it had waited for ever)."""
+    script = _program(tmp_path, LONG_ON_HOST_1)
+    port = _free_port()
+    runs = [_start(script, 1, "fork", env=_host_env(h, "127.0.0.1", port, XRT2PJRT_RENDEZVOUS_TIMEOUT="4"))
+            for h in (0, 1)]
+    host_1, out_1 = runs[1]
+    deadline = time.monotonic() + 120
+    while not (out_1 / "pid1.json").exists():
+        assert time.monotonic() < deadline, "host 1's replica never started"
+        time.sleep(0.2)
+    time.sleep(1)
+    killed = time.monotonic()
+    host_1.kill()
+    code, results, output = _finish(runs[0], deadline=60)
+    assert code == 3, output[-3000:]
+    assert "CPU host 1 stopped answering" in results["parent"]["message"]
+    assert time.monotonic() - killed < 30
+    host_1.communicate(timeout=30)

@@ -82,6 +82,8 @@ _PLACEMENT_ENV = "XRT2PJRT_CPU_REPLICA"
 _ABORT_KEY = "xrt2pjrt/cpu_replicas/abort"
 _RETURNED_KEY = "xrt2pjrt/cpu_replicas/returned"  # replicas whose function returned
 _FINISHED_KEY = "xrt2pjrt/cpu_replicas/finished"  # replicas done with the store, about to exit
+_ALIVE_KEY = "xrt2pjrt/cpu_replicas/alive"  # /host: each host's supervisor counts up as it polls
+_BEAT_SECONDS = 1.0
 _TERMINATE_GRACE_SECONDS = 2.0
 _POLL_SECONDS = 0.2
 
@@ -767,10 +769,39 @@ def _wait_for_every_replica(world_size: int) -> None:
     that returned waits for nobody, and the master's own work after the last collective
     (a final evaluation, an upload) may take longer than any rendezvous timeout. A replica
     that dies instead ends the run through the supervisor, which ends this one too."""
+    where = placement()
     store = _world().store
+    alive = _HostsAlive(store, where.hosts, _world().timeout)
     store.add(_RETURNED_KEY, 1)
     while int(store.add(_RETURNED_KEY, 0)) < world_size and not store.check([_ABORT_KEY]):
+        if (host := alive.dead()) is not None:
+            raise RuntimeError(alive.says(host))
         time.sleep(_POLL_SECONDS)
+
+
+class _HostsAlive:
+    """Whether every host's supervisor still polls: a host whose launcher ended without a
+    word (SIGKILL, the OOM killer, a lost machine) posts no abort, and who waits for its
+    replicas with no deadline would wait for ever. A host whose count has not moved for the
+    rendezvous timeout is taken for gone (counts, not clocks: hosts' clocks differ)."""
+
+    def __init__(self, store, hosts: int, timeout: float):
+        self.store, self.hosts, self.timeout = store, hosts, timeout
+        self.seen: dict[int, tuple[int, float]] = {}  # host -> its count, and when it last moved
+
+    def dead(self) -> int | None:
+        now = time.monotonic()
+        for host in range(self.hosts if self.hosts > 1 else 0):
+            count = int(self.store.add(f"{_ALIVE_KEY}/{host}", 0))
+            if host not in self.seen or self.seen[host][0] != count:
+                self.seen[host] = (count, now)
+            elif now - self.seen[host][1] > self.timeout:
+                return host
+        return None
+
+    def says(self, host: int) -> str:
+        return (f"CPU host {host} stopped answering for {self.timeout:g}s: its launcher ended without a word "
+                f"(killed, or its machine lost); set {host_rendezvous_module.TIMEOUT_ENV} to wait longer")
 
 
 def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
@@ -873,6 +904,16 @@ class _Supervisor:
         self.store = store
         self.hosts = hosts
         self.grace = grace  # seconds the others have to end by themselves after a failure
+        self._beaten = 0.0  # when this host last counted up in the store (_HostsAlive)
+
+    def _beat(self) -> None:
+        if self.hosts.count == 1 or time.monotonic() - self._beaten < _BEAT_SECONDS:
+            return
+        self._beaten = time.monotonic()
+        try:
+            self.store.add(f"{_ALIVE_KEY}/{self.hosts.index}", 1)
+        except Exception:  # noqa: BLE001 -- host 0's store is gone: its replicas report it
+            pass
 
     def join(self) -> dict[int, Any]:
         try:
@@ -880,6 +921,7 @@ class _Supervisor:
                 waitables = [r.process.sentinel for r in self.replicas if r.process.exitcode is None]
                 waitables += [r.reader for r in self.replicas if r.report is None]
                 multiprocessing.connection.wait(waitables, timeout=_POLL_SECONDS)
+                self._beat()
                 # another host's failure first: it aborts the store, and the local replicas
                 # waiting in it then fail because of it (its key is set before the abort)
                 failure = self._remote_failure() or self._local_failure()
@@ -892,11 +934,13 @@ class _Supervisor:
                 self._wait_for_other_hosts()
             return {r.placement.ordinal: r.report[1] for r in self.replicas}
         except BaseException as error:
-            if not isinstance(error, ReplicaFailed) or error.ordinal in self._local_ordinals():
-                self._post_abort(str(error))
-            if isinstance(error, ReplicaFailed):
-                self._let_the_others_end()
-            self.end_all()
+            try:
+                if not isinstance(error, ReplicaFailed) or error.ordinal in self._local_ordinals():
+                    self._post_abort(str(error))
+                if isinstance(error, ReplicaFailed):
+                    self._let_the_others_end()
+            finally:  # (a Ctrl-C while the others end must not leave them running)
+                self.end_all()
             raise
         finally:
             for replica in self.replicas:
@@ -968,16 +1012,21 @@ class _Supervisor:
             waitables += [r.reader for r in self.replicas if r.report is None]  # a report may fill the pipe
             multiprocessing.connection.wait(waitables, timeout=min(_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
             self._read_reports()
+            self._beat()
 
     def _wait_for_other_hosts(self) -> None:
         """Host 0 serves the store: keep it up until every replica on every host is done.
         With no deadline, as its replicas wait (``_wait_for_every_replica``): a replica of
         another host may work on alone; a host that fails says so in the store."""
         world = self.replicas[0].placement.world_size
+        alive = _HostsAlive(self.store, self.hosts.count, self.grace)
         while int(self.store.add(_FINISHED_KEY, 0)) < world:
             failure = self._remote_failure()
             if failure:
                 raise failure
+            if (host := alive.dead()) is not None:
+                raise ReplicaFailed(alive.says(host), -1, None)
+            self._beat()
             time.sleep(_POLL_SECONDS)
 
     def _local_ordinals(self) -> set[int]:
