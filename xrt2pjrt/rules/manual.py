@@ -11,7 +11,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import RULES, Example, register
 from xrt2pjrt.rules.base import PythonRule, argument, code, literal
-from xrt2pjrt.rules import quiet, spawn_site
+from xrt2pjrt.rules import spawn_site
 from xrt2pjrt.rules.imports import dotted, import_bindings
 from xrt2pjrt.rules.pjrt_module import PJRT, PJRT_RENAMES
 
@@ -350,15 +350,19 @@ class _Names:
     def values(self, name: str) -> list[ast.AST | None]:
         """What binds ``name`` before ``line`` (``acc = xm.mesh_reduce('acc', acc, ...)`` is after),
         or after it in a loop around it (the next round's value)."""
-        loops = [node for node in ast.walk(self.tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
-                 and node.lineno <= self.line <= node.end_lineno]
         bound = spawn_site.bindings_seen_at(self.tree, self.line, name)
         return [value for value in bound if value is None or value.lineno < self.line
-                or any(loop.lineno <= value.lineno <= loop.end_lineno for loop in loops)]
+                or any(loop.lineno <= value.lineno <= loop.end_lineno for loop in self._loops)]
 
-    def module_of(self, name: str) -> str | None:
-        modules = quiet.import_names(self.tree).get(name, set())
-        return next(iter(modules)) if len(modules) == 1 else None
+    @functools.cached_property
+    def _loops(self) -> list[ast.stmt]:
+        """The loops around ``line`` (walked once, whatever the names the expression holds)."""
+        return [node for node in ast.walk(self.tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+                and node.lineno <= self.line <= node.end_lineno]
+
+    def called(self, call: ast.Call) -> str | None:
+        """The dotted name ``call`` calls, through the file's imports (``np.mean`` -> ``numpy.mean``)."""
+        return spawn_site.resolved(call.func, spawn_site.imported(self.tree))
 
 
 def _plain(value: ast.expr, names: _Names, seen: frozenset[str] = frozenset()) -> bool:
@@ -380,15 +384,10 @@ def _plain(value: ast.expr, names: _Names, seen: frozenset[str] = frozenset()) -
         return False
     if isinstance(value.func, ast.Attribute) and value.func.attr in _PLAIN_RESULTS:
         return True
-    root = value.func
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    if not isinstance(root, ast.Name):
-        return False
-    module = names.module_of(root.id)
-    if module is None:
-        return root is value.func and root.id in ("float", "int", "str", "bool", "len")
-    return module == "torch" or module.startswith("torch.")
+    called = names.called(value)
+    if called is None:
+        return isinstance(value.func, ast.Name) and value.func.id in ("float", "int", "str", "bool", "len")
+    return called.startswith("torch.")
 
 
 _ONE_TENSOR_LIST = ("torch_xla 2.x's send_cpu_data_to_device wraps a bare tensor in a list and returns the list (2.1+), "

@@ -16,7 +16,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import Example, register
 from xrt2pjrt.report import quote_line
-from xrt2pjrt.rules import imports, quiet, spawn_site
+from xrt2pjrt.rules import imports, spawn_site
 from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
@@ -259,7 +259,7 @@ def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
     root = fn
     while isinstance(root, ast.Attribute):
         root = root.value
-    if not isinstance(root, ast.Name) or root.id not in _imported(site.scopes[-1]):
+    if not isinstance(root, ast.Name) or root.id not in spawn_site.imported(site.scopes[-1]):
         return []  # not imported from another module (defined here: its reads were looked for)
     handed = [*_elements(site.argument("args", 1), site)]
     if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), holder.id):
@@ -413,7 +413,7 @@ class Unpicklable(PythonRule):
         site = spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func))
         if site is None:
             return node
-        bound = _imported(ctx.tree)
+        bound = spawn_site.imported(ctx.tree)
         refused = []
         fn = site.argument("fn", 0)
         if fn is not None and (what := _refused(fn, site, bound, set())):
@@ -472,7 +472,7 @@ def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen
         return what
     if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
         return _method_of_a_lock_holder(value.attr, site, bound)
-    if isinstance(value, ast.Call) and _resolved(value.func, bound) == "functools.partial":
+    if isinstance(value, ast.Call) and spawn_site.resolved(value.func, bound) == "functools.partial":
         parts = (*value.args, *(keyword.value for keyword in value.keywords))
         inner = next((what for part in parts if (what := _refused(part, site, bound, seen))), None)
         return inner and f"a functools.partial of {inner}"
@@ -495,7 +495,7 @@ def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen
 def _lock_holder(call: ast.Call, site: spawn_site.Site, bound: dict[str, str]) -> str | None:
     """What ``call`` makes, when it holds a lock: ``multiprocessing.Lock()``, and a
     context's ``ctx.SimpleQueue()`` (Lightning's launchers: ``get_context(method).SimpleQueue()``)."""
-    if (name := _resolved(call.func, bound)) in _LOCK_HOLDERS:
+    if (name := spawn_site.resolved(call.func, bound)) in _LOCK_HOLDERS:
         return _LOCK_HOLDERS[name]
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in _MP_LOCKED and _is_context(func.value, site, bound):
@@ -506,11 +506,11 @@ def _lock_holder(call: ast.Call, site: spawn_site.Site, bound: dict[str, str]) -
 def _is_context(node: ast.expr, site: spawn_site.Site, bound: dict[str, str]) -> bool:
     """``multiprocessing.get_context(...)``, or a name bound only to such calls."""
     if isinstance(node, ast.Call):
-        return _resolved(node.func, bound) in _CONTEXTS
+        return spawn_site.resolved(node.func, bound) in _CONTEXTS
     if not isinstance(node, ast.Name) or (scope := site.binding_scope(node.id)) is None:
         return False
     values = spawn_site.bindings(scope)[node.id]
-    return bool(values) and all(isinstance(v, ast.Call) and _resolved(v.func, bound) in _CONTEXTS for v in values)
+    return bool(values) and all(isinstance(v, ast.Call) and spawn_site.resolved(v.func, bound) in _CONTEXTS for v in values)
 
 
 # A class that says what of its instance pickle takes (it may leave its locks out).
@@ -709,20 +709,20 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
         return None
     if _spawn_calls(tree):
         return None
-    bound = _imported(tree)
+    bound = spawn_site.imported(tree)
     replicas = {name for name, values in spawn_site.bindings(tree).items()
                 if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    isinstance(call, ast.Call) and _resolved(call.func, bound) in _REPLICA_IDENTITY
+                    isinstance(call, ast.Call) and spawn_site.resolved(call.func, bound) in _REPLICA_IDENTITY
                     for call in ast.walk(value)) for value in values)}
     lightning = any(full.startswith(_LIGHTNING) for full in bound.values())
     calls = sorted((node for node in spawn_site.nodes_of(tree.body) if isinstance(node, ast.Call)),
                    key=lambda call: (call.lineno, call.col_offset))
     for index, call in enumerate(calls):
-        if _resolved(call.func, bound) in _NOTEBOOK_LAUNCHERS:
+        if spawn_site.resolved(call.func, bound) in _NOTEBOOK_LAUNCHERS:
             return "accelerate's notebook_launcher", call.lineno
         given = [arg.id for arg in (*call.args, *(keyword.value for keyword in call.keywords))
                  if isinstance(arg, ast.Name) and arg.id in replicas]
-        callee = _resolved(call.func, bound) or ""
+        callee = spawn_site.resolved(call.func, bound) or ""
         if given and not callee.startswith("torch_xla") and callee not in _IN_PROCESS and not (
                 isinstance(call.func, ast.Name) and call.func.id not in bound and hasattr(builtins, call.func.id)):
             return f"`{ast.unparse(call.func)}(...)`, given {given[0]}, a function of this file that uses it,", call.lineno
@@ -783,9 +783,9 @@ def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
 @functools.lru_cache(maxsize=1)
 def _spawn_calls(tree: ast.Module) -> list[ast.Call]:
     """The file's calls of xmp.spawn (torch_xla's or the shim's) and torch_xla.launch."""
-    bound = _imported(tree)
+    bound = spawn_site.imported(tree)
     return [node for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and _resolved(node.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH)]
+            if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH)]
 
 
 def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[str]:
@@ -795,12 +795,12 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
     if tree is None or not spawned:
         return []
     reached = _reached(tree, spawned) | _spawned_code(tree)  # another spawn's replicas run it: not the launcher
-    bound = _imported(tree)
+    bound = spawn_site.imported(tree)
     found: list[str] = []
 
     def visit(node: ast.AST, function: str | None) -> None:
         if isinstance(node, ast.Call) and function is not None and function not in reached:
-            if _resolved(node.func, bound) in _RUNTIME_STARTERS and function not in found:
+            if spawn_site.resolved(node.func, bound) in _RUNTIME_STARTERS and function not in found:
                 found.append(function)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # its decorators and default values run where it is defined, its body when it is called
@@ -814,21 +814,6 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
 
     visit(tree, None)
     return found
-
-
-def _imported(tree: ast.Module) -> dict[str, str]:
-    """The names the file's imports bind, each to the one dotted name it is bound to."""
-    return {local: next(iter(fulls)) for local, fulls in quiet.import_names(tree).items() if len(fulls) == 1}
-
-
-def _resolved(node: ast.expr, bound: dict[str, str]) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name) and node.id in bound:
-        return ".".join([bound[node.id], *reversed(parts)])
-    return None
 
 
 _IN_WORKER = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn starts "
@@ -927,7 +912,7 @@ class SignalInReplica(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if ctx.tree is not None and _in_function(ctx.tree, ctx.line) & _spawned_code(ctx.tree):
+        if _in_replicas_code(ctx):
             ctx.manual(_IN_A_THREAD)
         return node
 
@@ -949,6 +934,7 @@ class ExitInReplica(PythonRule):
                "exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica on "
                "sys.exit, as XRT did; report")
     names = frozenset({"sys.exit", "os._exit"})
+    nodes = (cst.Raise, cst.Call)  # raise SystemExit(0), and the builtins exit() / quit()
     examples = (
         Example(  # a replica that stops early: under XRT its own process ended, and the launcher went on
             "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -966,8 +952,6 @@ class ExitInReplica(PythonRule):
             "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n    sys.exit(0)\n",
         ),
     )
-
-    nodes = (cst.Raise, cst.Call)  # raise SystemExit(0), and the builtins exit() / quit()
 
     def call(self, ctx, node, name):
         self._report(ctx, raises=name == "sys.exit")
@@ -987,8 +971,13 @@ class ExitInReplica(PythonRule):
     def _report(ctx, raises: bool) -> None:
         if raises and ctx.options.target == "shim":
             return  # the shim's spawn: a finished replica, or its status as the spawn's error
-        if ctx.tree is not None and _in_function(ctx.tree, ctx.line) & _spawned_code(ctx.tree):
+        if _in_replicas_code(ctx):
             ctx.manual(_EXIT_RAISED if raises else _EXIT_BREAKS)
+
+
+def _in_replicas_code(ctx) -> bool:
+    """Whether the spot is in a function some spawn of the file runs in its replicas."""
+    return ctx.tree is not None and bool(_in_function(ctx.tree, ctx.line) & _spawned_code(ctx.tree))
 
 
 def _in_function(tree: ast.Module, line: int) -> set[str]:

@@ -14,6 +14,8 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from xrt2pjrt.rules import quiet
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 
@@ -142,3 +144,21 @@ def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
 @functools.lru_cache(maxsize=64)
 def _bindings_of(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
     return bindings(scope)
+
+
+@functools.lru_cache(maxsize=1)
+def imported(tree: ast.Module) -> dict[str, str]:
+    """The names the file's imports bind, each to the one dotted name it is bound to."""
+    return {local: next(iter(fulls)) for local, fulls in quiet.import_names(tree).items() if len(fulls) == 1}
+
+
+def resolved(node: ast.expr, bound: dict[str, str]) -> str | None:
+    """The dotted name ``node`` (``np.mean``, ``get_context``) stands for through ``bound``
+    (:func:`imported`); None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in bound:
+        return ".".join([bound[node.id], *reversed(parts)])
+    return None
