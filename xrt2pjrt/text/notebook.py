@@ -241,6 +241,8 @@ def _rewrite_together(python: dict[int, PythonCell], options: Options, kept: lis
 def _borrowed(parsed: dict[int, PythonCell], unparsed: dict[int, PythonCell]) -> dict[int, set[str]]:
     """The names each of the ``unparsed`` cells uses that an import of torch_xla in one of
     the ``parsed`` cells binds (as far as a search for the words tells)."""
+    if not unparsed:
+        return {}  # (most notebooks: no cell is parsed again for its imports)
     imported = {name for cell in parsed.values() for name, modules in quiet.import_names(ast.parse(cell.python)).items()
                 if any(module.split(".")[0] == "torch_xla" for module in modules)}
     return {index: imported & set(_WORD.findall(cell.python)) for index, cell in unparsed.items()}
