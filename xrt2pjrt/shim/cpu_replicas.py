@@ -749,7 +749,7 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     except BaseException:
         _Supervisor(replicas, None, hosts).end_all()
         raise
-    return _Supervisor(replicas, store, hosts, grace=timeout).join()
+    return _Supervisor(replicas, store, hosts, timeout).join()
 
 
 def _refuse_initialised_runtime() -> None:
@@ -790,8 +790,10 @@ class _HostsAlive:
         self.seen: dict[int, tuple[int, float]] = {}  # host -> its count, and when it last moved
 
     def dead(self) -> int | None:
+        if self.hosts == 1:
+            return None  # one host: its replicas die with its launcher
         now = time.monotonic()
-        for host in range(self.hosts if self.hosts > 1 else 0):
+        for host in range(self.hosts):
             count = int(self.store.add(f"{_ALIVE_KEY}/{host}", 0))
             if host not in self.seen or self.seen[host][0] != count:
                 self.seen[host] = (count, now)
@@ -899,11 +901,13 @@ class _Replica:
 class _Supervisor:
     """Joins the local replicas; on the first failure ends them all and raises."""
 
-    def __init__(self, replicas: list[_Replica], store, hosts: _Hosts, grace: float = 0.0):
+    def __init__(self, replicas: list[_Replica], store, hosts: _Hosts, timeout: float = 0.0):
         self.replicas = replicas
         self.store = store
         self.hosts = hosts
-        self.grace = grace  # seconds the others have to end by themselves after a failure
+        # the rendezvous timeout: what the others get to end by themselves after a failure,
+        # and how long a host may go silent (_HostsAlive)
+        self.timeout = timeout
         self._beaten = 0.0  # when this host last counted up in the store (_HostsAlive)
 
     def _beat(self) -> None:
@@ -1006,7 +1010,7 @@ class _Supervisor:
         and one waiting for the failed replica ends by itself (its rendezvous is aborted,
         its collective's peer sockets close), within the rendezvous timeout; end_all then
         ends what is left."""
-        deadline = time.monotonic() + self.grace
+        deadline = time.monotonic() + self.timeout
         while any(r.process.exitcode is None for r in self.replicas) and time.monotonic() < deadline:
             waitables = [r.process.sentinel for r in self.replicas if r.process.exitcode is None]
             waitables += [r.reader for r in self.replicas if r.report is None]  # a report may fill the pipe
@@ -1019,7 +1023,7 @@ class _Supervisor:
         With no deadline, as its replicas wait (``_wait_for_every_replica``): a replica of
         another host may work on alone; a host that fails says so in the store."""
         world = self.replicas[0].placement.world_size
-        alive = _HostsAlive(self.store, self.hosts.count, self.grace)
+        alive = _HostsAlive(self.store, self.hosts.count, self.timeout)
         while int(self.store.add(_FINISHED_KEY, 0)) < world:
             failure = self._remote_failure()
             if failure:
