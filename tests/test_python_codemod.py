@@ -1222,7 +1222,6 @@ def test_spawn_handed_on_as_a_value_is_reported_as_its_nprocs_is_not_rewritten(s
     # the replicas' code is in another module, which this file cannot read: it may split by the flag
     ("from trainer import _mp_fn\n\nxmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS.num_cores)\n", True),
     ("import trainer\n\nxmp.spawn(trainer.run, args=(cfg, 3), nprocs=cfg['num_cores'])\n", True),
-    # defined here and not reading it (pytorch/xla 1.13's test scripts), or the flag not handed on
     # not handed on, but that module parses the command line again (seen on real code) or imports FLAGS
     ("from trainer import _mp_fn\n\nxmp.spawn(_mp_fn, args=(), nprocs=FLAGS.num_cores)\n", True),
     # defined here and not reading it (pytorch/xla 1.13's test scripts)
