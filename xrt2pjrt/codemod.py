@@ -80,6 +80,9 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
         except files.NotAFile as exc:
             result.error = str(exc)
             return Plan(result)
+        except FileNotFoundError:
+            result.error = "deleted while xrt2pjrt ran: not read"
+            return Plan(result)
         except OSError as exc:
             result.error = f"cannot read: {exc.strerror or exc}"
             return Plan(result)

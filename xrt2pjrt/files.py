@@ -90,10 +90,6 @@ def _kind_from_shebang(path: Path) -> str | None:
     return None
 
 
-def _is_venv(path: Path) -> bool:
-    return (path / "pyvenv.cfg").is_file()
-
-
 @dataclass
 class Discovery:
     """What ``discover`` found: the files to migrate, and what the run must say about the rest."""
@@ -120,7 +116,8 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skippe
     ``force_exclude``, a symbolic link as the file it points to; folders are walked
     honouring each ``.gitignore`` on the way down and skipping virtualenvs, symbolic links
     and what ``excluded(path, is_dir)`` says (default: SKIPPED_DIRS). A named path that is
-    missing, a FIFO, a socket or a device is refused with the reason; the others go on.
+    missing, a FIFO, a socket or a device, and a folder or .gitignore that cannot be read,
+    is refused with the reason; the others go on.
     """
     found: dict[Path, str] = {}
     out = Discovery()
@@ -148,6 +145,11 @@ _SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
+def _not_a_file(mode: int) -> str | None:
+    """Why a path of this mode is never read: a FIFO, socket or device; None for a file or folder."""
+    return next((f"{what}, not a file: not read" for test, what in _SPECIAL if test(mode)), None)
+
+
 def _named_problem(path: Path) -> str | None:
     """Why a path named on the command line cannot be migrated, or None."""
     try:
@@ -157,11 +159,10 @@ def _named_problem(path: Path) -> str | None:
             return f"a symbolic link to {os.readlink(path)}, which does not exist"
         return "no such file or folder"
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links: not read"
         return f"cannot read: {exc.strerror or exc}"
-    for test, what in _SPECIAL:
-        if test(st.st_mode):
-            return f"{what}, not a file: not read"
-    return None
+    return _not_a_file(st.st_mode)
 
 
 def _walk(root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
@@ -169,18 +170,24 @@ def _walk(root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
     # .gitignore applies below the folder it lives in, as git does. Paths are matched as
     # they are below the root (never resolved: a folder may hold a symbolic link loop).
     real_root = root.resolve()
-    stack = [(root, _ignore_specs_above(real_root))]
+    try:
+        specs = _ignore_specs_above(real_root)
+    except OSError as exc:
+        out.refused.append((Path(exc.filename), _unknown_rules(exc, root)))
+        return
+    stack = [(root, specs)]
     while stack:
         folder, specs = stack.pop()
-        gitignore = folder / ".gitignore"
-        if gitignore.is_file():
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            specs = specs + [(real_root / folder.relative_to(root), pathspec.GitIgnoreSpec.from_lines(lines))]
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
+        entries = _entries(folder, out)
+        if entries is None or (folder != root and "pyvenv.cfg" in entries and entries["pyvenv.cfg"].is_file()):
+            continue  # unreadable (said), gone, or a virtualenv
+        if ".gitignore" in entries:
+            try:
+                specs = specs + [(real_root / folder.relative_to(root), _read_ignore_file(folder / ".gitignore"))]
+            except OSError as exc:
+                out.refused.append((folder / ".gitignore", _unknown_rules(exc, folder)))
+                continue
+        for entry in entries.values():
             path = Path(entry.path)
             if entry.is_symlink():
                 out.symlinks += 1
@@ -193,14 +200,35 @@ def _walk(root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
                     out.ignored.append(path)
                 continue
             if is_dir:
-                if not _is_venv(path):
-                    stack.append((path, specs))
-            elif entry.is_file(follow_symlinks=False):
-                if _TEMPORARY.fullmatch(entry.name):
-                    if _unlocked(path):
-                        out.stale.append(path)
-                    continue
-                yield path
+                stack.append((path, specs))
+            elif _TEMPORARY.fullmatch(entry.name):
+                if _unlocked(path):
+                    out.stale.append(path)
+            else:
+                yield path  # a FIFO or socket too: one a rewriter's kind names is refused when read
+
+
+def _entries(folder: Path, out: Discovery) -> dict[str, os.DirEntry] | None:
+    """A folder's entries by name, in order; None when it is gone or cannot be read (said)."""
+    try:
+        with os.scandir(folder) as entries:
+            return {entry.name: entry for entry in sorted(entries, key=lambda e: e.name)}
+    except FileNotFoundError:
+        return None  # removed since its parent was read: nothing of it to migrate
+    except OSError as exc:
+        out.refused.append((folder, f"cannot read the folder: {exc.strerror or exc}; nothing in it was migrated"))
+        return None
+
+
+def _unknown_rules(exc: OSError, folder: Path) -> str:
+    # Walked without these rules, the run could rewrite files they ignore, which no history
+    # keeps: the folder is left alone, and the line says why.
+    return f"cannot read: {exc.strerror or exc}; {folder} was not migrated, as its ignore rules are unknown"
+
+
+def _read_ignore_file(path: Path) -> pathspec.GitIgnoreSpec:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
 
 
 def _ignore_specs_above(root: Path):
@@ -208,11 +236,10 @@ def _ignore_specs_above(root: Path):
     specs = []
     for parent in reversed(root.parents):
         gitignore = parent / ".gitignore"
-        if (parent / ".git").exists():
+        if os.path.lexists(parent / ".git"):
             specs = []  # a checkout starts here: ignore files above it belong to no one
-        if gitignore.is_file():
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            specs.append((parent, pathspec.GitIgnoreSpec.from_lines(lines)))
+        if os.path.isfile(gitignore):
+            specs.append((parent, _read_ignore_file(gitignore)))  # (OSError: the caller says so)
     return specs
 
 
@@ -342,6 +369,9 @@ class Snapshot:
             self.size, self.mtime_ns, self.ctime_ns, self.dev, self.ino)
 
 
+DELETED = "deleted while xrt2pjrt ran: not written"
+
+
 class Changed(Exception):
     """The file changed on disk since it was read: it is left as it now is (``written``:
     False), or it was written and an edit made meanwhile was saved beside it (True)."""
@@ -356,14 +386,16 @@ class NotAFile(Exception):
 
 
 def read(path: Path) -> tuple[bytes, Snapshot]:
-    """A regular file's bytes and snapshot. Never blocks on a FIFO (opened non-blocking,
-    refused once ``fstat`` shows what it is)."""
+    """A regular file's bytes and snapshot. Never blocks on a FIFO (refused by its mode; and
+    opened non-blocking, should it become one meanwhile) and never opens a socket."""
+    problem = _not_a_file(os.stat(path).st_mode)
+    if problem:
+        raise NotAFile(problem)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            what = next((what for test, what in _SPECIAL if test(st.st_mode)), "not a regular file")
-            raise NotAFile(f"{what}, not a file: not read")
+            raise NotAFile(_not_a_file(st.st_mode) or "not a regular file: not read")
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read()
         return data, Snapshot.of(data, os.fstat(fd))
@@ -404,6 +436,8 @@ def _replace(path: Path, data: bytes, expect: Snapshot | None, new: bool) -> "Re
     try:
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
+        if expect is not None:
+            raise Changed(DELETED) from None  # never brought back: the user may have removed it
         st = None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".xrt2pjrt")
     original = None  # the file being replaced, open across the rename
@@ -499,7 +533,10 @@ def _save_beside(path: Path, data: bytes) -> Path:
 def _open_unchanged(path: Path, expect: Snapshot) -> int:
     """An open descriptor on ``path``, once the file is shown to be what ``expect`` says;
     Changed otherwise."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise Changed(DELETED) from None
     try:
         if not expect.same_file(os.fstat(fd)) or hashlib.sha256(_read_all(fd)).hexdigest() != expect.digest:
             raise Changed()
