@@ -32,6 +32,7 @@ import itertools
 import os
 import re
 import stat
+import subprocess
 import tempfile
 import tokenize
 from collections.abc import Callable
@@ -97,11 +98,12 @@ class Discovery:
     targets: list[tuple[Path, str]] = field(default_factory=list)  # (path, kind), in a stable order
     refused: list[tuple[Path, str]] = field(default_factory=list)  # a path named that cannot be read, and why
     symlinks: int = 0  # symbolic links inside the folders walked, not followed
-    # Files a rewriter handles that a .gitignore made the walk pass over (as ruff and black
-    # do), git tracking them or not: said, so that a committed notebook an '*.ipynb' pattern
-    # matches is not left unmigrated without a word.
+    # Files a rewriter handles that are passed over as ignored (git's own view, or the
+    # .gitignore files where git cannot answer): said, so that none is left unmigrated
+    # without a word.
     ignored: list[Path] = field(default_factory=list)
     stale: list[Path] = field(default_factory=list)  # temporary files an interrupted run left
+    listed: list[str] = field(default_factory=list)  # how each checkout's files were listed (said under -v)
 
 
 def _skipped_dir(path: Path, is_dir: bool) -> bool:
@@ -113,9 +115,12 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skippe
     """Every file under ``paths`` that a rewriter handles, with its kind, in a stable order.
 
     Files named explicitly are always taken (when some rewriter handles them) unless
-    ``force_exclude``, a symbolic link as the file it points to; folders are walked
-    honouring each ``.gitignore`` on the way down and skipping virtualenvs, symbolic links
-    and what ``excluded(path, is_dir)`` says (default: SKIPPED_DIRS). A named path that is
+    ``force_exclude``, a symbolic link as the file it points to. In a git checkout, a
+    folder's files are the ones git lists: tracked files (an ignore rule that matches one
+    does not matter: it is in the history), and untracked ones no ignore rule matches.
+    Elsewhere, or where git cannot answer, folders are walked honouring each ``.gitignore``
+    on the way down. Either way virtualenvs, symbolic links and what ``excluded(path,
+    is_dir)`` says (default: SKIPPED_DIRS) are skipped. A named path that is
     missing, a FIFO, a socket or a device, and a folder or .gitignore that cannot be read,
     is refused with the reason; the others go on.
     """
@@ -128,7 +133,7 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skippe
         elif root.is_dir():
             if force_exclude and excluded(root, True):
                 continue
-            for path in _walk(root, excluded, out):
+            for path in _Walk(root, excluded, out).files():
                 kind = kind_of(path)
                 if kind:
                     found.setdefault(path, kind)
@@ -165,47 +170,159 @@ def _named_problem(path: Path) -> str | None:
     return _not_a_file(st.st_mode)
 
 
-def _walk(root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
-    # Each entry: (folder, [(folder the spec is relative to, spec), ...]) so that a
-    # .gitignore applies below the folder it lives in, as git does. Paths are matched as
-    # they are below the root (never resolved: a folder may hold a symbolic link loop).
-    real_root = root.resolve()
+class _Walk:
+    """The files below a folder named on the command line: as git lists them in a checkout,
+    else as the .gitignore files on the way down say; a checkout met on the way down (a
+    submodule, a repository inside another) is listed by git in its own right."""
+
+    def __init__(self, root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
+        self.root, self.real_root, self.excluded, self.out = root, root.resolve(), excluded, out
+        self.skipped: dict[Path, bool] = {}  # folder: excluded or a virtualenv (git's listings)
+
+    def files(self):
+        if any(os.path.lexists(folder / ".git") for folder in (self.real_root, *self.real_root.parents)):
+            listed = self._git(self.root)
+            if listed is not None:
+                yield from listed
+                return
+        try:
+            specs = _ignore_specs_above(self.real_root)
+        except OSError as exc:
+            self.out.refused.append((Path(exc.filename), _unknown_rules(exc, self.root)))
+            return
+        yield from self._folders(self.root, specs)
+
+    def _git(self, folder: Path) -> list[Path] | None:
+        """The files git lists below ``folder``; None when git cannot answer (said)."""
+        listings = []
+        for options in (("--cached",), ("--others", "--exclude-standard"),
+                        ("--others", "--ignored", "--exclude-standard", "--directory")):
+            listed = _git_ls_files(folder, options)
+            if isinstance(listed, str):
+                self.out.listed.append(f"files of {folder}: git cannot list them ({listed}); its .gitignore files "
+                                       "are read instead")
+                return None
+            listings.append(listed)
+        self.out.listed.append(f"files of {folder}: as git lists them (tracked, and untracked ones not ignored)")
+        tracked, untracked, ignored = listings
+        for name in ignored:  # (a folder all of whose files are ignored ends in /)
+            path = folder / name
+            if not name.endswith("/") and kind_of(path) and not self._skipped(folder, path, False):
+                self.out.ignored.append(path)
+        files = []
+        for name in tracked + untracked:
+            files += self._listed(folder, folder / name)
+        return files
+
+    def _listed(self, folder: Path, path: Path):
+        """What a path git lists below ``folder`` comes to: itself (a file), nothing (skipped;
+        a link, counted; a file deleted but still in git's index), or the files of the
+        checkout it is (a folder)."""
+        if self._skipped(folder, path.parent, True):
+            return
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.out.refused.append((path, f"cannot read: {exc.strerror or exc}"))
+            return
+        if stat.S_ISLNK(mode):
+            self.out.symlinks += 1
+        elif self.excluded(path, stat.S_ISDIR(mode)):
+            return
+        elif stat.S_ISDIR(mode):  # a submodule, or a repository inside this one
+            listed = self._git(path) if os.path.lexists(path / ".git") else None
+            yield from listed if listed is not None else self._folders(path, [])
+        elif _TEMPORARY.fullmatch(path.name):
+            if _unlocked(path):
+                self.out.stale.append(path)
+        else:
+            yield path
+
+    def _skipped(self, folder: Path, path: Path, is_dir: bool) -> bool:
+        """``path`` (below ``folder``, or ``folder`` itself) or a folder on the way down to it
+        is excluded or, a folder, a virtualenv; the folders' answers are kept."""
+        if path in (folder, path.parent):
+            return False
+        if not is_dir:
+            return self._skipped(folder, path.parent, True) or self.excluded(path, False)
+        if path not in self.skipped:
+            self.skipped[path] = (self._skipped(folder, path.parent, True) or self.excluded(path, True)
+                                  or os.path.isfile(path / "pyvenv.cfg"))
+        return self.skipped[path]
+
+    def _folders(self, start: Path, specs):
+        # Each entry: (folder, [(folder the spec is relative to, spec), ...]) so that a
+        # .gitignore applies below the folder it lives in, as git does. Paths are matched as
+        # they are below the root (never resolved: a folder may hold a symbolic link loop).
+        stack = [(start, specs)]
+        while stack:
+            folder, specs = stack.pop()
+            entries = _entries(folder, self.out)
+            if entries is None or (folder != self.root and "pyvenv.cfg" in entries
+                                   and entries["pyvenv.cfg"].is_file()):
+                continue  # unreadable (said), gone, or a virtualenv
+            if folder != start and ".git" in entries:
+                listed = self._git(folder)
+                if listed is not None:
+                    yield from listed
+                    continue
+                specs = []  # its own ignore files, as git would read them, and none above
+            if ".gitignore" in entries:
+                try:
+                    spec = _read_ignore_file(folder / ".gitignore")
+                except OSError as exc:
+                    self.out.refused.append((folder / ".gitignore", _unknown_rules(exc, folder)))
+                    continue
+                specs = specs + [(self.real_root / folder.relative_to(self.root), spec)]
+            for entry in entries.values():
+                path = Path(entry.path)
+                if entry.is_symlink():
+                    self.out.symlinks += 1
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if self.excluded(path, is_dir):
+                    continue
+                if _ignored(self.real_root / path.relative_to(self.root), is_dir, specs):
+                    if not is_dir and kind_of(path):
+                        self.out.ignored.append(path)
+                    continue
+                if is_dir:
+                    stack.append((path, specs))
+                elif _TEMPORARY.fullmatch(entry.name):
+                    if _unlocked(path):
+                        self.out.stale.append(path)
+                else:
+                    yield path  # a FIFO or socket too: one a rewriter's kind names is refused when read
+
+
+# How long git may take to list a checkout's files before its .gitignore files are read instead.
+GIT_TIMEOUT = 60
+# What points git at a repository other than the one its folder is in: set for a git hook
+# that runs xrt2pjrt, they would list another checkout's files (a submodule's, say).
+_GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                 "GIT_PREFIX", "GIT_NAMESPACE")
+
+
+def _git_ls_files(folder: Path, options: tuple[str, ...]) -> list[str] | str:
+    """The paths below ``folder``, relative to it, that ``git ls-files -z OPTIONS`` lists
+    (any bytes a name holds kept, as os.fsdecode keeps them); or why git did not answer.
+    A checkout its owner's git would not trust (safe.directory) is not trusted here either."""
+    env = {name: value for name, value in os.environ.items() if name not in _GIT_LOCATION}
     try:
-        specs = _ignore_specs_above(real_root)
+        ran = subprocess.run(["git", "-C", os.fspath(folder), "ls-files", "-z", *options], stdin=subprocess.DEVNULL,
+                             capture_output=True, env=env, timeout=GIT_TIMEOUT)
+    except FileNotFoundError:
+        return "git is not on PATH"
+    except subprocess.TimeoutExpired:
+        return f"no answer in {GIT_TIMEOUT} s"
     except OSError as exc:
-        out.refused.append((Path(exc.filename), _unknown_rules(exc, root)))
-        return
-    stack = [(root, specs)]
-    while stack:
-        folder, specs = stack.pop()
-        entries = _entries(folder, out)
-        if entries is None or (folder != root and "pyvenv.cfg" in entries and entries["pyvenv.cfg"].is_file()):
-            continue  # unreadable (said), gone, or a virtualenv
-        if ".gitignore" in entries:
-            try:
-                specs = specs + [(real_root / folder.relative_to(root), _read_ignore_file(folder / ".gitignore"))]
-            except OSError as exc:
-                out.refused.append((folder / ".gitignore", _unknown_rules(exc, folder)))
-                continue
-        for entry in entries.values():
-            path = Path(entry.path)
-            if entry.is_symlink():
-                out.symlinks += 1
-                continue
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if excluded(path, is_dir):
-                continue
-            if _ignored(real_root / path.relative_to(root), is_dir, specs):
-                if not is_dir and kind_of(path):
-                    out.ignored.append(path)
-                continue
-            if is_dir:
-                stack.append((path, specs))
-            elif _TEMPORARY.fullmatch(entry.name):
-                if _unlocked(path):
-                    out.stale.append(path)
-            else:
-                yield path  # a FIFO or socket too: one a rewriter's kind names is refused when read
+        return f"git does not run: {exc.strerror or exc}"
+    if ran.returncode:
+        said = os.fsdecode(ran.stderr).strip().splitlines()
+        return said[0] if said else f"exit code {ran.returncode}"
+    return [os.fsdecode(name) for name in ran.stdout.split(b"\0") if name]
 
 
 def _entries(folder: Path, out: Discovery) -> dict[str, os.DirEntry] | None:

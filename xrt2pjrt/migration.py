@@ -59,6 +59,7 @@ class Done:
     seconds: float = 0.0
     new_stdin: bytes | None = None  # stdin's bytes after the rewrite (the input when unchanged)
     notes: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)  # how the files of each checkout were listed (for -v)
     written: list[str] = field(default_factory=list)  # files written, in order
     stopped_by: int | None = None  # the signal (SIGINT, SIGTERM) that ended the run early
 
@@ -167,7 +168,7 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
     refused = [report.FileResult(str(path), "", error=why) for path, why in found.refused]
     run = report.Run([p.result for p in done.plans] + refused, request.mode)
     return Done(run, done.plans, settings, time.perf_counter() - started, written=done.written,
-                stopped_by=done.stopped_by)
+                stopped_by=done.stopped_by, listed=found.listed)
 
 
 def _migrate_stdin(request, settings, options, targets, started) -> Done:
