@@ -141,6 +141,25 @@ def test_a_hook_s_git_variables_do_not_point_the_listing_elsewhere(tmp_path, env
     assert seen(hook, ".", cwd=repo) == {"train.py", "library/lib.py", "library/nb/old.py"}
 
 
+def test_a_tracked_file_in_a_folder_skipped_by_default_is_the_user_s_code(tmp_path, env):
+    """build/, env/, dist/ skip what git does not track (build output, environments); a
+    committed build/ script or env/ setup is the user's own. A committed virtualenv is not."""
+    repo = repository(tmp_path / "repo", env, {"build/make_image.sh": "export XRT_TPU_CONFIG=localservice;0;localhost:51011\n",
+                                               "env/setup.py": XRT, "venv/pyvenv.cfg": "home = /usr\n",
+                                               "venv/lib/site.py": XRT, "train.py": XRT})
+    (repo / "build" / "lib").mkdir()
+    (repo / "build" / "lib" / "train.py").write_text(XRT)  # build output, untracked
+    assert seen(env, ".", cwd=repo) == {"build/make_image.sh", "env/setup.py", "train.py"}
+
+
+def test_the_user_s_own_exclude_patterns_leave_tracked_files_out_too(tmp_path, env):
+    repo = repository(tmp_path / "repo", env, {"build/make.sh": "export XRT_TPU_CONFIG=localservice;0;localhost:51011\n",
+                                               "third_party/x.py": XRT, "train.py": XRT})
+    assert seen(env, "--extend-exclude", "third_party/", ".", cwd=repo) == {"build/make.sh", "train.py"}
+    (repo / "pyproject.toml").write_text('[tool.xrt2pjrt]\nexclude = ["build/"]\n')
+    assert seen(env, ".", cwd=repo) == {"third_party/x.py", "train.py"}
+
+
 # --- where git cannot answer: the .gitignore files, and -v says why ------------------
 
 

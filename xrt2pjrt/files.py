@@ -41,7 +41,9 @@ from pathlib import Path
 
 import pathspec
 
-# Folders no user wants rewritten: tools' caches, environments, build output.
+# Folders no user wants rewritten: tools' caches, environments, build output. They hold
+# no file git tracks: one that git tracks there is the user's own (a committed build/
+# script), and is migrated; a virtualenv (pyvenv.cfg) is skipped, tracked or not.
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "build",
      "dist", "site-packages", "__pycache__", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints",
@@ -106,12 +108,14 @@ class Discovery:
     listed: list[str] = field(default_factory=list)  # how each checkout's files were listed (said under -v)
 
 
-def _skipped_dir(path: Path, is_dir: bool) -> bool:
-    return is_dir and path.name in SKIPPED_DIRS
+Excluded = Callable[[Path, bool, bool], bool]  # (path, is_dir, tracked by git): left out
 
 
-def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skipped_dir,
-             force_exclude: bool = False) -> Discovery:
+def _skipped_dir(path: Path, is_dir: bool, tracked: bool = False) -> bool:
+    return is_dir and not tracked and path.name in SKIPPED_DIRS
+
+
+def discover(paths: list[Path], excluded: Excluded = _skipped_dir, force_exclude: bool = False) -> Discovery:
     """Every file under ``paths`` that a rewriter handles, with its kind, in a stable order.
 
     Files named explicitly are always taken (when some rewriter handles them) unless
@@ -120,7 +124,8 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skippe
     does not matter: it is in the history), and untracked ones no ignore rule matches.
     Elsewhere, or where git cannot answer, folders are walked honouring each ``.gitignore``
     on the way down. Either way virtualenvs, symbolic links and what ``excluded(path,
-    is_dir)`` says (default: SKIPPED_DIRS) are skipped. A named path that is
+    is_dir, tracked)`` says (default: SKIPPED_DIRS, for untracked files) are skipped. A
+    named path that is
     missing, a FIFO, a socket or a device, and a folder or .gitignore that cannot be read,
     is refused with the reason; the others go on.
     """
@@ -131,7 +136,7 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skippe
         if problem:
             out.refused.append((root, problem))
         elif root.is_dir():
-            if force_exclude and excluded(root, True):
+            if force_exclude and excluded(root, True, False):
                 continue
             for path in _Walk(root, excluded, out).files():
                 kind = kind_of(path)
@@ -139,7 +144,7 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skippe
                     found.setdefault(path, kind)
         else:
             kind = kind_of(root)
-            if kind and not (force_exclude and excluded(root, False)):
+            if kind and not (force_exclude and excluded(root, False, False)):
                 found.setdefault(root, kind)
             out.stale += _stale_beside(root)
     out.targets = sorted(found.items(), key=lambda item: str(item[0]))
@@ -175,9 +180,9 @@ class _Walk:
     else as the .gitignore files on the way down say; a checkout met on the way down (a
     submodule, a repository inside another) is listed by git in its own right."""
 
-    def __init__(self, root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
+    def __init__(self, root: Path, excluded: Excluded, out: Discovery):
         self.root, self.real_root, self.excluded, self.out = root, root.resolve(), excluded, out
-        self.skipped: dict[Path, bool] = {}  # folder: excluded or a virtualenv (git's listings)
+        self.skipped: dict[tuple[Path, bool], bool] = {}  # (folder, tracked): excluded or a virtualenv
 
     def files(self):
         if any(os.path.lexists(folder / ".git") for folder in (self.real_root, *self.real_root.parents)):
@@ -207,18 +212,19 @@ class _Walk:
         tracked, untracked, ignored = listings
         for name in ignored:  # (a folder all of whose files are ignored ends in /)
             path = folder / name
-            if not name.endswith("/") and kind_of(path) and not self._skipped(folder, path, False):
+            if not name.endswith("/") and kind_of(path) and not self._skipped(folder, path, False, False):
                 self.out.ignored.append(path)
         files = []
-        for name in tracked + untracked:
-            files += self._listed(folder, folder / name)
+        for names, is_tracked in ((tracked, True), (untracked, False)):
+            for name in names:
+                files += self._listed(folder, folder / name, is_tracked)
         return files
 
-    def _listed(self, folder: Path, path: Path):
+    def _listed(self, folder: Path, path: Path, tracked: bool):
         """What a path git lists below ``folder`` comes to: itself (a file), nothing (skipped;
         a link, counted; a file deleted but still in git's index), or the files of the
         checkout it is (a folder)."""
-        if self._skipped(folder, path.parent, True):
+        if self._skipped(folder, path.parent, True, tracked):
             return
         try:
             mode = os.lstat(path).st_mode
@@ -229,7 +235,7 @@ class _Walk:
             return
         if stat.S_ISLNK(mode):
             self.out.symlinks += 1
-        elif self.excluded(path, stat.S_ISDIR(mode)):
+        elif self.excluded(path, stat.S_ISDIR(mode), tracked):
             return
         elif stat.S_ISDIR(mode):  # a submodule, or a repository inside this one
             listed = self._git(path) if os.path.lexists(path / ".git") else None
@@ -240,17 +246,17 @@ class _Walk:
         else:
             yield path
 
-    def _skipped(self, folder: Path, path: Path, is_dir: bool) -> bool:
+    def _skipped(self, folder: Path, path: Path, is_dir: bool, tracked: bool) -> bool:
         """``path`` (below ``folder``, or ``folder`` itself) or a folder on the way down to it
         is excluded or, a folder, a virtualenv; the folders' answers are kept."""
         if path in (folder, path.parent):
             return False
         if not is_dir:
-            return self._skipped(folder, path.parent, True) or self.excluded(path, False)
-        if path not in self.skipped:
-            self.skipped[path] = (self._skipped(folder, path.parent, True) or self.excluded(path, True)
-                                  or os.path.isfile(path / "pyvenv.cfg"))
-        return self.skipped[path]
+            return self._skipped(folder, path.parent, True, tracked) or self.excluded(path, False, tracked)
+        if (path, tracked) not in self.skipped:
+            self.skipped[path, tracked] = (self._skipped(folder, path.parent, True, tracked)
+                                           or self.excluded(path, True, tracked) or os.path.isfile(path / "pyvenv.cfg"))
+        return self.skipped[path, tracked]
 
     def _folders(self, start: Path, specs):
         # Each entry: (folder, [(folder the spec is relative to, spec), ...]) so that a
@@ -282,7 +288,7 @@ class _Walk:
                     self.out.symlinks += 1
                     continue
                 is_dir = entry.is_dir(follow_symlinks=False)
-                if self.excluded(path, is_dir):
+                if self.excluded(path, is_dir, False):
                     continue
                 if _ignored(self.real_root / path.relative_to(self.root), is_dir, specs):
                     if not is_dir and kind_of(path):
