@@ -160,6 +160,62 @@ def test_the_user_s_own_exclude_patterns_leave_tracked_files_out_too(tmp_path, e
     assert seen(env, ".", cwd=repo) == {"third_party/x.py", "train.py"}
 
 
+# --- what is ignored: counted, and the places with XRT-era words named ----------------
+
+NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": ["!pip install cloud-tpu-client==0.10 torch_xla==1.13\n"]}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_the_summary_counts_the_ignored_files_and_the_note_names_where_xrt_code_is(tmp_path, env):
+    repo = repository(tmp_path / "repo", env, {"notebooks/tpu.ipynb": NOTEBOOK, "train.py": XRT},
+                      ignore="notebooks/\noutputs/\nlogs/\n.venv/\n", force=("notebooks/tpu.ipynb",))
+    (repo / "notebooks" / "scratch.ipynb").write_text(NOTEBOOK)  # beside a tracked one: named itself
+    (repo / "outputs" / "run1").mkdir(parents=True)
+    (repo / "outputs" / "run1" / "config.yaml").write_text("env:\n  XRT_TPU_CONFIG: localservice;0;localhost:51011\n")
+    (repo / "logs").mkdir()
+    (repo / "logs" / "plot.py").write_text("print('loss')\n")  # ignored, counted, no XRT-era word: not named
+    (repo / ".venv" / "lib").mkdir(parents=True)
+    (repo / ".venv" / "lib" / "x.py").write_text(XRT)  # an environment: skipped as such, not counted
+    ran = migrate(env, "--check", ".", cwd=repo)
+    assert ran.returncode == 1, ran.stderr
+    assert ("xrt2pjrt: note: XRT-era words in ignored files, not migrated: notebooks/scratch.ipynb, outputs/ "
+            "(name a file to migrate it)") in ran.stderr.splitlines()
+    assert ran.stderr.splitlines()[-2].endswith(", 3 skipped as ignored.")
+    assert json.loads(migrate(env, "--output-format", "json", ".", cwd=repo).stdout)["summary"]["files_ignored"] == 3
+
+
+def test_the_note_names_the_ignored_folder_not_another_file(tmp_path, env):
+    """The note named only files an ignore pattern matched one by one: in a tree that
+    ignores notebooks/ and local.yaml it named local.yaml, and never the notebooks, as the
+    walk did not look inside an ignored folder."""
+    tree = tmp_path / "tree"  # no checkout: the .gitignore files
+    (tree / "notebooks").mkdir(parents=True)
+    (tree / ".gitignore").write_text("notebooks/\nlocal.yaml\n")
+    (tree / "notebooks" / "tpu.ipynb").write_text(NOTEBOOK)
+    (tree / "local.yaml").write_text("port: 8080\n")
+    (tree / "train.py").write_text(XRT)
+    ran = migrate(env, "--check", tree)
+    assert f"xrt2pjrt: note: XRT-era words in ignored files, not migrated: {tree / 'notebooks'}/ (name a file to " \
+           "migrate it)" in ran.stderr.splitlines()
+    assert "local.yaml" not in ran.stderr and ", 2 skipped as ignored." in ran.stderr
+
+
+def test_a_huge_ignored_folder_is_looked_into_only_so_far_and_v_says_so(tmp_path, monkeypatch):
+    from cli_runner import invoke
+    from xrt2pjrt import files
+
+    monkeypatch.setattr(files, "IGNORED_LOOKS", 10)
+    (tmp_path / ".gitignore").write_text("data/\n")
+    (tmp_path / "data").mkdir()
+    for i in range(30):
+        (tmp_path / "data" / f"{i}.py").write_text(XRT)
+    (tmp_path / "train.py").write_text(XRT)
+    ran = invoke(["migrate", "--check", "-v", tmp_path])
+    assert "xrt2pjrt: ignored folders: more than 10 entries, not all looked into for XRT-era words" in ran.stderr
+    assert "1 file seen" in ran.stderr
+
+
 # --- where git cannot answer: the .gitignore files, and -v says why ------------------
 
 

@@ -101,9 +101,11 @@ class Discovery:
     refused: list[tuple[Path, str]] = field(default_factory=list)  # a path named that cannot be read, and why
     symlinks: int = 0  # symbolic links inside the folders walked, not followed
     # Files a rewriter handles that are passed over as ignored (git's own view, or the
-    # .gitignore files where git cannot answer): said, so that none is left unmigrated
-    # without a word.
-    ignored: list[Path] = field(default_factory=list)
+    # .gitignore files where git cannot answer), each with the ignored place it is in: an
+    # ignored folder, or the file itself. Counted, and the places that hold XRT-era words
+    # named, so that none is left unmigrated without a word.
+    ignored: list[tuple[Path, Path]] = field(default_factory=list)
+    ignored_looks: int = 0  # entries looked at inside ignored folders (at most IGNORED_LOOKS)
     stale: list[Path] = field(default_factory=list)  # temporary files an interrupted run left
     listed: list[str] = field(default_factory=list)  # how each checkout's files were listed (said under -v)
 
@@ -212,8 +214,8 @@ class _Walk:
         tracked, untracked, ignored = listings
         for name in ignored:  # (a folder all of whose files are ignored ends in /)
             path = folder / name
-            if not name.endswith("/") and kind_of(path) and not self._skipped(folder, path, False, False):
-                self.out.ignored.append(path)
+            if not self._skipped(folder, path, name.endswith("/"), False):
+                self._ignored_place(path, name.endswith("/"))
         files = []
         for names, is_tracked in ((tracked, True), (untracked, False)):
             for name in names:
@@ -291,8 +293,7 @@ class _Walk:
                 if self.excluded(path, is_dir, False):
                     continue
                 if _ignored(self.real_root / path.relative_to(self.root), is_dir, specs):
-                    if not is_dir and kind_of(path):
-                        self.out.ignored.append(path)
+                    self._ignored_place(path, is_dir)
                     continue
                 if is_dir:
                     stack.append((path, specs))
@@ -303,6 +304,36 @@ class _Walk:
                     yield path  # a FIFO or socket too: one a rewriter's kind names is refused when read
 
 
+    def _ignored_place(self, place: Path, is_dir: bool) -> None:
+        """Count the files of a kind migrated here that an ignored file or folder holds."""
+        self.out.ignored += [(path, place) for path in (self._every_file(place) if is_dir else [place])
+                             if kind_of(path)]
+
+    def _every_file(self, folder: Path):
+        """The files below an ignored folder, where no ignore rule matters (all of it is
+        ignored): excluded folders, virtualenvs and links left out, what cannot be read
+        passed over (the run reads none of it); no folder more once IGNORED_LOOKS entries were seen."""
+        stack = [folder]
+        while stack and self.out.ignored_looks < IGNORED_LOOKS:
+            try:
+                with os.scandir(stack.pop()) as found:
+                    entries = list(found)
+            except OSError:
+                continue
+            self.out.ignored_looks += len(entries)
+            if any(e.name == "pyvenv.cfg" for e in entries):
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if not self.excluded(Path(entry.path), True, False):
+                        stack.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    yield Path(entry.path)
+
+
+# Entries looked at, at most, inside ignored folders to count the files of a kind migrated
+# here that they hold: an ignored data set of a million images must not slow every run.
+IGNORED_LOOKS = 100_000
 # How long git may take to list a checkout's files before its .gitignore files are read instead.
 GIT_TIMEOUT = 60
 # What points git at a repository other than the one its folder is in: set for a git hook

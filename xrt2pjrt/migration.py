@@ -166,9 +166,11 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
                            progress=(lambda n: progress(n, total)) if progress else None)
     # a path named that cannot be read fails as a file does: said, the run goes on, exit 2
     refused = [report.FileResult(str(path), "", error=why) for path, why in found.refused]
-    run = report.Run([p.result for p in done.plans] + refused, request.mode)
+    run = report.Run([p.result for p in done.plans] + refused, request.mode, ignored=len(found.ignored))
+    listed = found.listed + ([f"ignored folders: more than {files.IGNORED_LOOKS:,} entries, not all looked into "
+                              "for XRT-era words"] if found.ignored_looks >= files.IGNORED_LOOKS else [])
     return Done(run, done.plans, settings, time.perf_counter() - started, written=done.written,
-                stopped_by=done.stopped_by, listed=found.listed)
+                stopped_by=done.stopped_by, listed=listed)
 
 
 def _migrate_stdin(request, settings, options, targets, started) -> Done:
