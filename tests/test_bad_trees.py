@@ -10,6 +10,7 @@ wrapping the step that comes next.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -76,6 +77,29 @@ def test_an_unreadable_folder_named_on_the_command_line_is_said(user_tree):
     ran = migrate("--write", locked, tree / "train.py", prefix=prefix)
     assert_said_once_and_went_on(ran, f"{locked}: error: cannot read the folder: Permission denied; nothing in it "
                                       "was migrated", tree / "train.py")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git on PATH")
+def test_an_unreadable_folder_in_a_git_checkout_is_named_once(user_tree):
+    """git lists what it can and warns of the rest on its stderr: that folder went unsaid."""
+    tree, prefix = user_tree
+    locked = tree / "locked"
+    locked.mkdir()
+    (locked / "tracked.py").write_text(XRT)
+    env = {**os.environ, "HOME": str(tree), "GIT_CONFIG_NOSYSTEM": "1"}
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit",
+                                                   "-q", "-m", "init"]):
+        subprocess.run(["git", "-C", str(tree), *command], env=env, check=True, capture_output=True)
+    (locked / "untracked.py").write_text(XRT)
+    (tree / "train.py").write_text(XRT)  # committed as it was: migrated now
+    _owned_by_the_user(prefix, tree)
+    locked.chmod(0)
+    ran = subprocess.run([*prefix, sys.executable, "-m", "xrt2pjrt", "migrate", "--write", "-v", str(tree)],
+                         capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert "as git lists them" in ran.stderr
+    assert_said_once_and_went_on(ran, f"{locked}: error: cannot read the folder: Permission denied; nothing in it "
+                                      "was migrated", tree / "train.py")
+    assert "tracked.py" not in ran.stderr
 
 
 def test_an_unreadable_file_inside_a_folder_is_said(user_tree):

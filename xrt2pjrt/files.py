@@ -105,7 +105,7 @@ class Discovery:
     # ignored folder, or the file itself. Counted, and the places that hold XRT-era words
     # named, so that none is left unmigrated without a word.
     ignored: list[tuple[Path, Path]] = field(default_factory=list)
-    ignored_looks: int = 0  # entries looked at inside ignored folders (at most IGNORED_LOOKS)
+    ignored_looks: int = 0  # entries looked at inside ignored folders (none more once past IGNORED_LOOKS)
     stale: list[Path] = field(default_factory=list)  # temporary files an interrupted run left
     listed: list[str] = field(default_factory=list)  # how each checkout's files were listed (said under -v)
 
@@ -127,9 +127,8 @@ def discover(paths: list[Path], excluded: Excluded = _skipped_dir, force_exclude
     Elsewhere, or where git cannot answer, folders are walked honouring each ``.gitignore``
     on the way down. Either way virtualenvs, symbolic links and what ``excluded(path,
     is_dir, tracked)`` says (default: SKIPPED_DIRS, for untracked files) are skipped. A
-    named path that is
-    missing, a FIFO, a socket or a device, and a folder or .gitignore that cannot be read,
-    is refused with the reason; the others go on.
+    named path that is missing, a FIFO, a socket or a device, and a folder or .gitignore
+    that cannot be read, is refused with the reason; the others go on.
     """
     found: dict[Path, str] = {}
     out = Discovery()
@@ -201,7 +200,7 @@ class _Walk:
 
     def _git(self, folder: Path) -> list[Path] | None:
         """The files git lists below ``folder``; None when git cannot answer (said)."""
-        listings = []
+        listings, unreadable = [], {}
         for options in (("--cached",), ("--others", "--exclude-standard"),
                         ("--others", "--ignored", "--exclude-standard", "--directory")):
             listed = _git_ls_files(folder, options)
@@ -209,8 +208,12 @@ class _Walk:
                 self.out.listed.append(f"files of {folder}: git cannot list them ({listed}); its .gitignore files "
                                        "are read instead")
                 return None
-            listings.append(listed)
+            listings.append(listed[0])
+            unreadable.update(listed[1])
         self.out.listed.append(f"files of {folder}: as git lists them (tracked, and untracked ones not ignored)")
+        for name, why in unreadable.items():  # each said once, as the walk says it; their files are not read
+            self.out.refused.append((folder / name, _unreadable_folder(why)))
+            self.skipped[folder / name, True] = self.skipped[folder / name, False] = True
         tracked, untracked, ignored = listings
         for name in ignored:  # (a folder all of whose files are ignored ends in /)
             path = folder / name
@@ -342,10 +345,14 @@ _GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
                  "GIT_PREFIX", "GIT_NAMESPACE")
 
 
-def _git_ls_files(folder: Path, options: tuple[str, ...]) -> list[str] | str:
+_CANNOT_OPEN = re.compile(r"warning: could not open directory '(.*)': (.*)")
+
+
+def _git_ls_files(folder: Path, options: tuple[str, ...]) -> tuple[list[str], dict[str, str]] | str:
     """The paths below ``folder``, relative to it, that ``git ls-files -z OPTIONS`` lists
-    (any bytes a name holds kept, as os.fsdecode keeps them); or why git did not answer.
-    A checkout its owner's git would not trust (safe.directory) is not trusted here either."""
+    (any bytes a name holds kept, as os.fsdecode keeps them), and the folders git warned it
+    could not read, with why; or why git did not answer. A checkout its owner's git would
+    not trust (safe.directory) is not trusted here either."""
     env = {name: value for name, value in os.environ.items() if name not in _GIT_LOCATION}
     try:
         ran = subprocess.run(["git", "-C", os.fspath(folder), "ls-files", "-z", *options], stdin=subprocess.DEVNULL,
@@ -356,10 +363,11 @@ def _git_ls_files(folder: Path, options: tuple[str, ...]) -> list[str] | str:
         return f"no answer in {GIT_TIMEOUT} s"
     except OSError as exc:
         return f"git does not run: {exc.strerror or exc}"
+    said = os.fsdecode(ran.stderr).strip().splitlines()
     if ran.returncode:
-        said = os.fsdecode(ran.stderr).strip().splitlines()
         return said[0] if said else f"exit code {ran.returncode}"
-    return [os.fsdecode(name) for name in ran.stdout.split(b"\0") if name]
+    unreadable = dict(m.groups() for m in map(_CANNOT_OPEN.fullmatch, said) if m)
+    return [os.fsdecode(name) for name in ran.stdout.split(b"\0") if name], unreadable
 
 
 def _entries(folder: Path, out: Discovery) -> dict[str, os.DirEntry] | None:
@@ -370,8 +378,12 @@ def _entries(folder: Path, out: Discovery) -> dict[str, os.DirEntry] | None:
     except FileNotFoundError:
         return None  # removed since its parent was read: nothing of it to migrate
     except OSError as exc:
-        out.refused.append((folder, f"cannot read the folder: {exc.strerror or exc}; nothing in it was migrated"))
+        out.refused.append((folder, _unreadable_folder(exc.strerror or str(exc))))
         return None
+
+
+def _unreadable_folder(why: str) -> str:
+    return f"cannot read the folder: {why}; nothing in it was migrated"
 
 
 def _unknown_rules(exc: OSError, folder: Path) -> str:
