@@ -263,6 +263,41 @@ def test_torch_and_torch_xla_must_be_one_release(monkeypatch, torch, torch_xla, 
     assert any(p.must_fix for p in problems) == must_fix
 
 
+# --- install hints: torch and torch_xla of one release, named together ----------------
+# (torch_xla does not pull torch in: its wheel lists no torch among its requirements)
+
+
+def _fixes(monkeypatch, tmp_path, torch, torch_xla, env, chips=0) -> list[str]:
+    monkeypatch.setattr(doctor, "installed_versions", lambda: {"torch": torch, "torch_xla": torch_xla, "libtpu": None})
+    bus = _pci(tmp_path, *[("0x1ae0", "0x005e")] * chips) if chips else str(tmp_path / "no-pci")
+    return [p.fix for p in doctor.diagnose(env, metadata=lambda key: None, pci_devices=bus).problems]
+
+
+@pytest.mark.parametrize("torch,torch_xla,chips,hint", [
+    # it said "pip install torch_xla (2.9: pip install 'torch_xla[tpu]==2.9.0' on a TPU VM)": no torch
+    ("2.9.0", None, 0, "pip install torch==2.9.0 torch_xla==2.9.0"),
+    (None, None, 4, "pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'"),
+    ("2.8.0", None, 0, "pip install torch==2.8.0 torch_xla==2.8.0"),  # the torch_xla of the torch there
+    (None, "2.8.0", 0, "pip install torch==2.8.0 torch_xla==2.8.0"),  # it said "pip install torch==2.8.0"
+    ("2.8.0", "2.9.0+cpu", 0, "pip install torch==2.9.0 torch_xla==2.9.0"),  # different releases: the newer
+    ("2.10.0", None, 0, "pip install torch==2.9.0 torch_xla==2.9.0"),  # past the target: the target
+    ("1.13.1", "1.13", 4, "pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'"),  # XRT: it said "upgrade to 2.1"
+])
+def test_an_install_hint_names_torch_and_torch_xla_of_one_release(monkeypatch, tmp_path, torch, torch_xla,
+                                                                   chips, hint):
+    assert hint in _fixes(monkeypatch, tmp_path, torch, torch_xla, {"PJRT_DEVICE": "CPU"}, chips)
+
+
+def test_libtpu_missing_on_a_tpu_is_installed_with_torch_and_torch_xla(monkeypatch, tmp_path):
+    """It said pip install 'torch_xla[tpu]': no torch, no version."""
+    hint = "pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'"
+    assert hint in _fixes(monkeypatch, tmp_path, "2.9.0", "2.9.0", {"PJRT_DEVICE": "TPU", "TPU_SKIP_MDS_QUERY": "1",
+                                                                    "TPU_ACCELERATOR_TYPE": "v6e-8"})
+    bus = _pci(tmp_path, ("0x1ae0", "0x0063"))
+    choice = doctor.runtime_device({}, {"torch": "2.9.0", "torch_xla": "2.9.0", "libtpu": None}, bus)
+    assert f"no libtpu ({hint})" in choice.reason
+
+
 def test_metadata_fills_the_topology_when_the_environment_is_silent():
     answers = {"tpu-env": "ACCELERATOR_TYPE: 'v4-16'\nWORKER_ID: '1'\nHOST_BOUNDS: '1,1,2'\n"
                           "CHIPS_PER_HOST_BOUNDS: '2,2,1'\n",

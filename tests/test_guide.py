@@ -83,6 +83,18 @@ def _code_block_after(document: str, heading: str, language: str) -> str:
     return re.search(rf"```{language}\n(.*?)```", section, re.S).group(1)
 
 
+_FROM_THE_INDEX = re.compile(r"pip install\s+(?:-U\s+|--upgrade\s+)?['\"]?xrt2pjrt\b")
+
+
+def test_no_message_or_page_tells_a_user_to_install_xrt2pjrt_from_the_index():
+    """xrt2pjrt is not on PyPI: `run` told users to pip install 'xrt2pjrt[xla]'. Only the
+    PyPI page itself (docs/PYPI.md, shown where the package is published) may say it."""
+    sources = [*(ROOT / "xrt2pjrt").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    said = [f"{path.relative_to(ROOT)}: {m.group()}" for path in sources if path.name != "PYPI.md"
+            for m in _FROM_THE_INDEX.finditer(path.read_text(encoding="utf-8"))]
+    assert not said
+
+
 def test_quick_start_installs_from_a_checkout_and_its_commands_run(tmp_path):
     block = _code_block_after(GUIDE.read_text(encoding="utf-8"), "## Install", "bash")
     extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from xrt2pjrt import doctor
 from xrt2pjrt import run as run_command
 from tests.test_shim_rendezvous import free_port
 
@@ -297,8 +298,12 @@ def test_a_launching_process_may_ask_about_the_device_before_its_replicas_and_us
 def test_without_torch_xla_run_says_so(tmp_path, monkeypatch):
     script = _script(tmp_path, "print('never')")
     monkeypatch.setattr(run_command.importlib.util, "find_spec", lambda name, *rest: None)
-    with pytest.raises(run_command.RunError, match="torch_xla is not installed"):
+    monkeypatch.setattr(doctor, "installed_versions", lambda: {"torch": "2.9.0", "torch_xla": None, "libtpu": None})
+    with pytest.raises(run_command.RunError) as said:
         run_command.main(str(script), [], 2)
+    # it said "pip install 'xrt2pjrt[xla]'", which is not on PyPI
+    assert str(said.value) == ("torch_xla is not installed: run needs it (pip install torch==2.9.0 torch_xla==2.9.0; "
+                               "or, in the xrt2pjrt checkout, pip install -e '.[xla]')")
 
 
 def test_a_missing_script_is_an_error_before_anything_starts(tmp_path):

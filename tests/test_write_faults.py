@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -104,31 +103,6 @@ def test_disk_full_simulated_at_fsync(tmp_path, monkeypatch):
 
 
 # --- permission denied -------------------------------------------------------------
-
-
-@pytest.fixture
-def unprivileged():
-    """A command prefix that runs the tool as a user without root's override of file modes."""
-    if os.geteuid() != 0:
-        return ()
-    setpriv = shutil.which("setpriv")
-    prefix = (setpriv, "--reuid=65534", "--regid=65534", "--clear-groups") if setpriv else None
-    if prefix is None or subprocess.run([*prefix, sys.executable, "-c", "import xrt2pjrt"]).returncode != 0:
-        pytest.skip("needs setpriv and an install an unprivileged user can read, to run xrt2pjrt as one")
-    return prefix
-
-
-@pytest.fixture
-def shared_folder():
-    """A folder an unprivileged user can reach (pytest's tmp_path is private to root)."""
-    folder = Path(tempfile.mkdtemp(prefix="xrt2pjrt-perm-"))
-    folder.chmod(0o755)
-    try:
-        yield folder
-    finally:
-        for path in folder.rglob("*"):
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        shutil.rmtree(folder)
 
 
 def test_a_folder_the_user_cannot_write_fails_that_file_only(unprivileged, shared_folder):

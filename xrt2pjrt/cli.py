@@ -174,6 +174,8 @@ def migrate(args) -> int:
 
     if args.verbose:
         out.err(f"xrt2pjrt: configuration: {done.settings.path or 'none found, the defaults'}")
+        for line in done.listed:
+            out.err(f"xrt2pjrt: {line}")
     if not run.results and not args.quiet:
         out.err(f"xrt2pjrt: no files found in {', '.join(map(str, args.paths))}: nothing there is a kind "
                 "xrt2pjrt rewrites (Python, shell, Dockerfile, YAML, Markdown, notebook, requirements)", "yellow")

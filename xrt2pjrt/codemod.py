@@ -80,6 +80,9 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
         except files.NotAFile as exc:
             result.error = str(exc)
             return Plan(result)
+        except FileNotFoundError:
+            result.error = "deleted while xrt2pjrt ran: not read"
+            return Plan(result)
         except OSError as exc:
             result.error = f"cannot read: {exc.strerror or exc}"
             return Plan(result)
@@ -364,11 +367,11 @@ def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
     if discovery.symlinks:
         notes.append(f"{discovery.symlinks} symbolic link{'s' * (discovery.symlinks > 1)} inside the folders "
                      "not followed (name a link to migrate the file it points to)")
-    if discovery.ignored:
-        count, shown = len(discovery.ignored), ", ".join(files.quoted(str(p)) for p in discovery.ignored[:_NAMED])
-        more = f" and {count - _NAMED} more" if count > _NAMED else ""
-        notes.append(f"{count} file{'s' * (count > 1)} of a kind migrated here skipped, as a .gitignore matches "
-                     f"{'them' if count > 1 else 'it'}: {shown}{more} (name a file to migrate it)")
+    holding = _ignored_places_with_xrt_words(discovery.ignored)
+    if holding:
+        shown = ", ".join(files.quoted(place) for place in holding[:_NAMED])
+        more = f" and {len(holding) - _NAMED} more" if len(holding) > _NAMED else ""
+        notes.append(f"XRT-era words in ignored files, not migrated: {shown}{more} (name a file to migrate it)")
     if discovery.stale:
         names = ", ".join(files.quoted(str(p)) for p in discovery.stale)
         if write:
@@ -378,6 +381,25 @@ def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
             notes.append(f"{len(discovery.stale)} temporary file(s) an interrupted run left: {names} "
                          "(--write removes them)")
     return notes
+
+
+def _ignored_places_with_xrt_words(ignored: list[tuple[Path, Path]]) -> list[str]:
+    """The ignored places (a folder, shown with its /, or a file) that hold a file in which
+    its rewriter's trigger words occur: a test of the text, no parse."""
+    places: dict[Path, list[Path]] = {}
+    for path, place in ignored:
+        places.setdefault(place, []).append(path)
+    return [f"{place}/" if paths != [place] else str(place) for place, paths in sorted(places.items())
+            if any(_holds_xrt_words(path) for path in paths)]
+
+
+def _holds_xrt_words(path: Path) -> bool:
+    kind = files.kind_of(path)
+    try:
+        text = files.decode(files.read(path)[0], kind).text
+    except (OSError, files.NotAFile, files.DecodeError):
+        return False  # it is not migrated either way; a word about it is all that is at stake
+    return bool(rewriters.trigger_for(kind).search(text))
 
 
 def check_report_path(report: Path, targets: list[Path]) -> None:

@@ -33,7 +33,8 @@ TABLE = ("tool", "xrt2pjrt")
 KEYS = ("select", "ignore", "target", "target-version", "exclude", "extend-exclude", "per-file-ignores")
 
 # What discovery leaves out unless ``exclude`` says otherwise (which replaces it, as
-# ruff's does; ``extend-exclude`` adds to it): tools' caches, environments, build output.
+# ruff's does; ``extend-exclude`` adds to it): tools' caches, environments, build output,
+# where git tracks nothing (files.SKIPPED_DIRS says why).
 DEFAULT_EXCLUDE = tuple(f"{name}/" for name in sorted(files.SKIPPED_DIRS))
 
 
@@ -50,8 +51,8 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
     target: str = "native"
     target_version: str = "2.9"
-    # (folder the patterns are relative to, patterns)
-    exclude: tuple[Path, list[str]] = (Path("."), list(DEFAULT_EXCLUDE))
+    # (folder the patterns are relative to, patterns); None: DEFAULT_EXCLUDE
+    exclude: tuple[Path, list[str]] | None = None
     extend_exclude: list[tuple[Path, list[str]]] = field(default_factory=list)
     per_file_ignores: list[tuple[Path, str, list[str]]] = field(default_factory=list)
 
@@ -181,15 +182,20 @@ def _check_rules(words: list[str], fail) -> None:
 
 
 class Matcher:
-    """gitignore-style patterns, each group relative to its folder."""
+    """gitignore-style patterns, each group relative to its folder; the ``untracked`` groups
+    match only files git does not track."""
 
-    def __init__(self, groups: list[tuple[Path, list[str]]]):
-        self.groups = [(base.resolve(), pathspec.GitIgnoreSpec.from_lines(patterns))
+    def __init__(self, groups: list[tuple[Path, list[str]]], untracked: list[tuple[Path, list[str]]] = ()):
+        self.groups = [(base.resolve(), pathspec.GitIgnoreSpec.from_lines(patterns), False)
                        for base, patterns in groups if patterns]
+        self.groups += [(base.resolve(), pathspec.GitIgnoreSpec.from_lines(patterns), True)
+                        for base, patterns in untracked if patterns]
 
-    def __call__(self, path: Path, is_dir: bool = False) -> bool:
+    def __call__(self, path: Path, is_dir: bool = False, tracked: bool = False) -> bool:
         resolved = path.resolve()
-        for base, spec in self.groups:
+        for base, spec, untracked_only in self.groups:
+            if tracked and untracked_only:
+                continue
             try:
                 rel = resolved.relative_to(base).as_posix()
             except ValueError:
@@ -202,12 +208,12 @@ class Matcher:
 
 
 def excluded(settings: Settings, cli_exclude: list[str] | None, cli_extend: list[str] | None) -> Matcher:
-    """What discovery leaves out: ``exclude`` (or the defaults) and ``extend-exclude``,
-    with the command line's patterns relative to the current folder."""
+    """What discovery leaves out: ``exclude`` (or the defaults, for untracked files) and
+    ``extend-exclude``, with the command line's patterns relative to the current folder."""
     here = Path(os.getcwd())
-    groups = [(here, cli_exclude)] if cli_exclude else [settings.exclude]
-    groups += settings.extend_exclude + ([(here, cli_extend)] if cli_extend else [])
-    return Matcher(groups)
+    chosen = [(here, cli_exclude)] if cli_exclude else [settings.exclude] if settings.exclude else []
+    extend = settings.extend_exclude + ([(here, cli_extend)] if cli_extend else [])
+    return Matcher(chosen + extend, untracked=[] if chosen else [(here, list(DEFAULT_EXCLUDE))])
 
 
 def per_file_ignores(settings: Settings) -> list[tuple[Matcher, list[str]]]:

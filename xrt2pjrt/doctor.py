@@ -107,6 +107,20 @@ def _libtpu_found(env: Mapping[str, str], versions: Mapping[str, str | None]) ->
     return any((Path(location) / "lib" / "libtpu.so").is_file() for location in locations or ())
 
 
+# The release an install hint names when no PJRT-era torch or torch_xla is installed: the target.
+TARGET_RELEASE = (2, 9)
+
+
+def install_command(versions: Mapping[str, str | None], tpu: bool) -> str:
+    """The pip command that installs torch and torch_xla of one release (torch_xla does not
+    pull torch in): the newer of the two installed, from 2.1 (PJRT) up to TARGET_RELEASE,
+    else TARGET_RELEASE; with torch_xla's [tpu] extra (libtpu) on a TPU VM."""
+    releases = [_major_minor(v) for v in (versions.get("torch"), versions.get("torch_xla")) if v]
+    major, minor = max((r for r in releases if (2, 1) <= r <= TARGET_RELEASE), default=TARGET_RELEASE)
+    version = f"{major}.{minor}.0"
+    return f"pip install torch=={version} " + (f"'torch_xla[tpu]=={version}'" if tpu else f"torch_xla=={version}")
+
+
 def tpu_chips_on_pci_bus(pci_devices: str = PCI_DEVICES) -> int:
     count = 0
     for vendor in glob.glob(os.path.join(pci_devices, "*", "vendor")):
@@ -134,7 +148,7 @@ def runtime_device(env: Mapping[str, str], versions: Mapping[str, str | None],
     if not chips:
         why = "no TPU chips on the PCI bus"
     else:
-        why = f"{chips} TPU chips on the PCI bus but no libtpu (pip install 'torch_xla[tpu]')"
+        why = f"{chips} TPU chips on the PCI bus but no libtpu ({install_command(versions, tpu=True)})"
     return DeviceChoice("CPU", False, f"PJRT_DEVICE is unset and {why}: torch_xla defaults to CPU")
 
 
@@ -174,29 +188,26 @@ def _major_minor(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
 
 
-def _version_problems(versions: Mapping[str, str | None]) -> list[Problem]:
+def _version_problems(versions: Mapping[str, str | None], tpu: bool) -> list[Problem]:
     torch, torch_xla = versions["torch"], versions["torch_xla"]
+    install = install_command(versions, tpu)
     problems = []
     if torch_xla is None:
-        problems.append(Problem("torch_xla is not installed", "pip install torch_xla (2.9: "
-                                "pip install 'torch_xla[tpu]==2.9.0' on a TPU VM)"))
+        problems.append(Problem("torch_xla is not installed", install))
     elif torch is None:
-        problems.append(Problem("torch is not installed, but torch_xla is",
-                                f"pip install torch=={torch_xla.split('+')[0]}"))
+        problems.append(Problem("torch is not installed, but torch_xla is", install))
     elif _major_minor(torch) != _major_minor(torch_xla):
         problems.append(Problem(
             f"torch {torch} and torch_xla {torch_xla} are different releases: torch_xla only "
-            "works with the torch release it was built against",
-            f"pip install torch=={torch_xla.split('+')[0]} (or the torch_xla of torch {torch})"))
+            "works with the torch release it was built against", install))
     if torch_xla and _major_minor(torch_xla) < (2, 1):
         problems.append(Problem(
-            f"torch_xla {torch_xla} still has the XRT runtime: XRT variables select it there",
-            "upgrade to torch_xla 2.1 or later (2.9 is current)"))
+            f"torch_xla {torch_xla} still has the XRT runtime: XRT variables select it there", install))
     return problems
 
 
 def _device_problems(choice: DeviceChoice, leftovers: list[XrtLeftover], env: Mapping[str, str],
-                     libtpu_found: bool) -> list[Problem]:
+                     versions: Mapping[str, str | None]) -> list[Problem]:
     names = {leftover.name for leftover in leftovers}
     problems = []
     if choice.device is None:
@@ -212,9 +223,8 @@ def _device_problems(choice: DeviceChoice, leftovers: list[XrtLeftover], env: Ma
     if choice.device in ("GPU", "CUDA"):
         problems.append(Problem(f"PJRT_DEVICE={env.get('PJRT_DEVICE')}: torch_xla 2.9 removed "
                                 "CUDA support", "use torch_xla 2.8 for CUDA, or PJRT_DEVICE=TPU/CPU"))
-    if choice.device == "TPU" and not libtpu_found:
-        problems.append(Problem("PJRT_DEVICE is TPU but libtpu is not installed",
-                                "pip install 'torch_xla[tpu]'"))
+    if choice.device == "TPU" and not _libtpu_found(env, versions):
+        problems.append(Problem("PJRT_DEVICE is TPU but libtpu is not installed", install_command(versions, tpu=True)))
     if choice.device == "CPU" and int(env.get("CPU_NUM_DEVICES", "1") or 1) > 1:
         problems.append(Problem(
             f"CPU_NUM_DEVICES={env['CPU_NUM_DEVICES']}: torch_xla 2.9 aborts in any collective "
@@ -260,10 +270,11 @@ def diagnose(env: Mapping[str, str] | None = None,
     choice = runtime_device(env, versions, pci_devices)
     leftovers = xrt_env_leftovers(env)
     found, source, error = read_topology(env, metadata)
-    problems = _version_problems(versions)
+    on_tpu = choice.device == "TPU" or tpu_chips_on_pci_bus(pci_devices) > 0
+    problems = _version_problems(versions, on_tpu)
     problems += [Problem(f"{leftover.name} is set: torch_xla 2.1+ ignores it without a word",
                          f"unset {leftover.name}; {leftover.replacement}") for leftover in leftovers]
-    problems += _device_problems(choice, leftovers, env, _libtpu_found(env, versions))
+    problems += _device_problems(choice, leftovers, env, versions)
     problems += _topology_problems(found, error, choice, env)
     return Diagnosis(versions, env.get("PJRT_DEVICE"), choice, leftovers, found, source, problems)
 

@@ -32,6 +32,7 @@ import itertools
 import os
 import re
 import stat
+import subprocess
 import tempfile
 import tokenize
 from collections.abc import Callable
@@ -40,7 +41,9 @@ from pathlib import Path
 
 import pathspec
 
-# Folders no user wants rewritten: tools' caches, environments, build output.
+# Folders no user wants rewritten: tools' caches, environments, build output. They hold
+# no file git tracks: one that git tracks there is the user's own (a committed build/
+# script), and is migrated; a virtualenv (pyvenv.cfg) is skipped, tracked or not.
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "build",
      "dist", "site-packages", "__pycache__", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints",
@@ -90,10 +93,6 @@ def _kind_from_shebang(path: Path) -> str | None:
     return None
 
 
-def _is_venv(path: Path) -> bool:
-    return (path / "pyvenv.cfg").is_file()
-
-
 @dataclass
 class Discovery:
     """What ``discover`` found: the files to migrate, and what the run must say about the rest."""
@@ -101,26 +100,35 @@ class Discovery:
     targets: list[tuple[Path, str]] = field(default_factory=list)  # (path, kind), in a stable order
     refused: list[tuple[Path, str]] = field(default_factory=list)  # a path named that cannot be read, and why
     symlinks: int = 0  # symbolic links inside the folders walked, not followed
-    # Files a rewriter handles that a .gitignore made the walk pass over (as ruff and black
-    # do), git tracking them or not: said, so that a committed notebook an '*.ipynb' pattern
-    # matches is not left unmigrated without a word.
-    ignored: list[Path] = field(default_factory=list)
+    # Files a rewriter handles that are passed over as ignored (git's own view, or the
+    # .gitignore files where git cannot answer), each with the ignored place it is in: an
+    # ignored folder, or the file itself. Counted, and the places that hold XRT-era words
+    # named, so that none is left unmigrated without a word.
+    ignored: list[tuple[Path, Path]] = field(default_factory=list)
+    ignored_looks: int = 0  # entries looked at inside ignored folders (none more once past IGNORED_LOOKS)
     stale: list[Path] = field(default_factory=list)  # temporary files an interrupted run left
+    listed: list[str] = field(default_factory=list)  # how each checkout's files were listed (said under -v)
 
 
-def _skipped_dir(path: Path, is_dir: bool) -> bool:
-    return is_dir and path.name in SKIPPED_DIRS
+Excluded = Callable[[Path, bool, bool], bool]  # (path, is_dir, tracked by git): left out
 
 
-def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skipped_dir,
-             force_exclude: bool = False) -> Discovery:
+def _skipped_dir(path: Path, is_dir: bool, tracked: bool = False) -> bool:
+    return is_dir and not tracked and path.name in SKIPPED_DIRS
+
+
+def discover(paths: list[Path], excluded: Excluded = _skipped_dir, force_exclude: bool = False) -> Discovery:
     """Every file under ``paths`` that a rewriter handles, with its kind, in a stable order.
 
     Files named explicitly are always taken (when some rewriter handles them) unless
-    ``force_exclude``, a symbolic link as the file it points to; folders are walked
-    honouring each ``.gitignore`` on the way down and skipping virtualenvs, symbolic links
-    and what ``excluded(path, is_dir)`` says (default: SKIPPED_DIRS). A named path that is
-    missing, a FIFO, a socket or a device is refused with the reason; the others go on.
+    ``force_exclude``, a symbolic link as the file it points to. In a git checkout, a
+    folder's files are the ones git lists: tracked files (an ignore rule that matches one
+    does not matter: it is in the history), and untracked ones no ignore rule matches.
+    Elsewhere, or where git cannot answer, folders are walked honouring each ``.gitignore``
+    on the way down. Either way virtualenvs, symbolic links and what ``excluded(path,
+    is_dir, tracked)`` says (default: SKIPPED_DIRS, for untracked files) are skipped. A
+    named path that is missing, a FIFO, a socket or a device, and a folder or .gitignore
+    that cannot be read, is refused with the reason; the others go on.
     """
     found: dict[Path, str] = {}
     out = Discovery()
@@ -129,15 +137,15 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skippe
         if problem:
             out.refused.append((root, problem))
         elif root.is_dir():
-            if force_exclude and excluded(root, True):
+            if force_exclude and excluded(root, True, False):
                 continue
-            for path in _walk(root, excluded, out):
+            for path in _Walk(root, excluded, out).files():
                 kind = kind_of(path)
                 if kind:
                     found.setdefault(path, kind)
         else:
             kind = kind_of(root)
-            if kind and not (force_exclude and excluded(root, False)):
+            if kind and not (force_exclude and excluded(root, False, False)):
                 found.setdefault(root, kind)
             out.stale += _stale_beside(root)
     out.targets = sorted(found.items(), key=lambda item: str(item[0]))
@@ -146,6 +154,11 @@ def discover(paths: list[Path], excluded: Callable[[Path, bool], bool] = _skippe
 
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _not_a_file(mode: int) -> str | None:
+    """Why a path of this mode is never read: a FIFO, socket or device; None for a file or folder."""
+    return next((f"{what}, not a file: not read" for test, what in _SPECIAL if test(mode)), None)
 
 
 def _named_problem(path: Path) -> str | None:
@@ -157,50 +170,231 @@ def _named_problem(path: Path) -> str | None:
             return f"a symbolic link to {os.readlink(path)}, which does not exist"
         return "no such file or folder"
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links: not read"
         return f"cannot read: {exc.strerror or exc}"
-    for test, what in _SPECIAL:
-        if test(st.st_mode):
-            return f"{what}, not a file: not read"
-    return None
+    return _not_a_file(st.st_mode)
 
 
-def _walk(root: Path, excluded: Callable[[Path, bool], bool], out: Discovery):
-    # Each entry: (folder, [(folder the spec is relative to, spec), ...]) so that a
-    # .gitignore applies below the folder it lives in, as git does. Paths are matched as
-    # they are below the root (never resolved: a folder may hold a symbolic link loop).
-    real_root = root.resolve()
-    stack = [(root, _ignore_specs_above(real_root))]
-    while stack:
-        folder, specs = stack.pop()
-        gitignore = folder / ".gitignore"
-        if gitignore.is_file():
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            specs = specs + [(real_root / folder.relative_to(root), pathspec.GitIgnoreSpec.from_lines(lines))]
+class _Walk:
+    """The files below a folder named on the command line: as git lists them in a checkout,
+    else as the .gitignore files on the way down say; a checkout met on the way down (a
+    submodule, a repository inside another) is listed by git in its own right."""
+
+    def __init__(self, root: Path, excluded: Excluded, out: Discovery):
+        self.root, self.real_root, self.excluded, self.out = root, root.resolve(), excluded, out
+        self.skipped: dict[tuple[Path, bool], bool] = {}  # (folder, tracked): excluded or a virtualenv
+
+    def files(self):
+        if any(os.path.lexists(folder / ".git") for folder in (self.real_root, *self.real_root.parents)):
+            listed = self._git(self.root)
+            if listed is not None:
+                yield from listed
+                return
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            path = Path(entry.path)
-            if entry.is_symlink():
-                out.symlinks += 1
-                continue
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if excluded(path, is_dir):
-                continue
-            if _ignored(real_root / path.relative_to(root), is_dir, specs):
-                if not is_dir and kind_of(path):
-                    out.ignored.append(path)
-                continue
-            if is_dir:
-                if not _is_venv(path):
-                    stack.append((path, specs))
-            elif entry.is_file(follow_symlinks=False):
-                if _TEMPORARY.fullmatch(entry.name):
-                    if _unlocked(path):
-                        out.stale.append(path)
+            specs = _ignore_specs_above(self.real_root)
+        except OSError as exc:
+            self.out.refused.append((Path(exc.filename), _unknown_rules(exc, self.root)))
+            return
+        yield from self._folders(self.root, specs)
+
+    def _git(self, folder: Path) -> list[Path] | None:
+        """The files git lists below ``folder``; None when git cannot answer (said)."""
+        listings, unreadable = [], {}
+        for options in (("--cached",), ("--others", "--exclude-standard"),
+                        ("--others", "--ignored", "--exclude-standard", "--directory")):
+            listed = _git_ls_files(folder, options)
+            if isinstance(listed, str):
+                self.out.listed.append(f"files of {folder}: git cannot list them ({listed}); its .gitignore files "
+                                       "are read instead")
+                return None
+            listings.append(listed[0])
+            unreadable.update(listed[1])
+        self.out.listed.append(f"files of {folder}: as git lists them (tracked, and untracked ones not ignored)")
+        for name, why in unreadable.items():  # each said once, as the walk says it; their files are not read
+            self.out.refused.append((folder / name, _unreadable_folder(why)))
+            self.skipped[folder / name, True] = self.skipped[folder / name, False] = True
+        tracked, untracked, ignored = listings
+        for name in ignored:  # (a folder all of whose files are ignored ends in /)
+            path = folder / name
+            if not self._skipped(folder, path, name.endswith("/"), False):
+                self._ignored_place(path, name.endswith("/"))
+        files = []
+        for names, is_tracked in ((tracked, True), (untracked, False)):
+            for name in names:
+                files += self._listed(folder, folder / name, is_tracked)
+        return files
+
+    def _listed(self, folder: Path, path: Path, tracked: bool):
+        """What a path git lists below ``folder`` comes to: itself (a file), nothing (skipped;
+        a link, counted; a file deleted but still in git's index), or the files of the
+        checkout it is (a folder)."""
+        if self._skipped(folder, path.parent, True, tracked):
+            return
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.out.refused.append((path, f"cannot read: {exc.strerror or exc}"))
+            return
+        if stat.S_ISLNK(mode):
+            self.out.symlinks += 1
+        elif self.excluded(path, stat.S_ISDIR(mode), tracked):
+            return
+        elif stat.S_ISDIR(mode):  # a submodule, or a repository inside this one
+            listed = self._git(path) if os.path.lexists(path / ".git") else None
+            yield from listed if listed is not None else self._folders(path, [])
+        elif _TEMPORARY.fullmatch(path.name):
+            if _unlocked(path):
+                self.out.stale.append(path)
+        else:
+            yield path
+
+    def _skipped(self, folder: Path, path: Path, is_dir: bool, tracked: bool) -> bool:
+        """``path`` (below ``folder``, or ``folder`` itself) or a folder on the way down to it
+        is excluded or, a folder, a virtualenv; the folders' answers are kept."""
+        if path in (folder, path.parent):
+            return False
+        if not is_dir:
+            return self._skipped(folder, path.parent, True, tracked) or self.excluded(path, False, tracked)
+        if (path, tracked) not in self.skipped:
+            self.skipped[path, tracked] = (self._skipped(folder, path.parent, True, tracked)
+                                           or self.excluded(path, True, tracked) or os.path.isfile(path / "pyvenv.cfg"))
+        return self.skipped[path, tracked]
+
+    def _folders(self, start: Path, specs):
+        # Each entry: (folder, [(folder the spec is relative to, spec), ...]) so that a
+        # .gitignore applies below the folder it lives in, as git does. Paths are matched as
+        # they are below the root (never resolved: a folder may hold a symbolic link loop).
+        stack = [(start, specs)]
+        while stack:
+            folder, specs = stack.pop()
+            entries = _entries(folder, self.out)
+            if entries is None or (folder != self.root and "pyvenv.cfg" in entries
+                                   and entries["pyvenv.cfg"].is_file()):
+                continue  # unreadable (said), gone, or a virtualenv
+            if folder != start and ".git" in entries:
+                listed = self._git(folder)
+                if listed is not None:
+                    yield from listed
                     continue
-                yield path
+                specs = []  # its own ignore files, as git would read them, and none above
+            if ".gitignore" in entries:
+                try:
+                    spec = _read_ignore_file(folder / ".gitignore")
+                except OSError as exc:
+                    self.out.refused.append((folder / ".gitignore", _unknown_rules(exc, folder)))
+                    continue
+                specs = specs + [(self.real_root / folder.relative_to(self.root), spec)]
+            for entry in entries.values():
+                path = Path(entry.path)
+                if entry.is_symlink():
+                    self.out.symlinks += 1
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if self.excluded(path, is_dir, False):
+                    continue
+                if _ignored(self.real_root / path.relative_to(self.root), is_dir, specs):
+                    self._ignored_place(path, is_dir)
+                    continue
+                if is_dir:
+                    stack.append((path, specs))
+                elif _TEMPORARY.fullmatch(entry.name):
+                    if _unlocked(path):
+                        self.out.stale.append(path)
+                else:
+                    yield path  # a FIFO or socket too: one a rewriter's kind names is refused when read
+
+
+    def _ignored_place(self, place: Path, is_dir: bool) -> None:
+        """Count the files of a kind migrated here that an ignored file or folder holds."""
+        self.out.ignored += [(path, place) for path in (self._every_file(place) if is_dir else [place])
+                             if kind_of(path)]
+
+    def _every_file(self, folder: Path):
+        """The files below an ignored folder, where no ignore rule matters (all of it is
+        ignored): excluded folders, virtualenvs and links left out, what cannot be read
+        passed over (the run reads none of it); no folder more once IGNORED_LOOKS entries were seen."""
+        stack = [folder]
+        while stack and self.out.ignored_looks < IGNORED_LOOKS:
+            try:
+                with os.scandir(stack.pop()) as found:
+                    entries = list(found)
+            except OSError:
+                continue
+            self.out.ignored_looks += len(entries)
+            if any(e.name == "pyvenv.cfg" for e in entries):
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if not self.excluded(Path(entry.path), True, False):
+                        stack.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    yield Path(entry.path)
+
+
+# Entries looked at, at most, inside ignored folders to count the files of a kind migrated
+# here that they hold: an ignored data set of a million images must not slow every run.
+IGNORED_LOOKS = 100_000
+# How long git may take to list a checkout's files before its .gitignore files are read instead.
+GIT_TIMEOUT = 60
+# What points git at a repository other than the one its folder is in: set for a git hook
+# that runs xrt2pjrt, they would list another checkout's files (a submodule's, say).
+_GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                 "GIT_PREFIX", "GIT_NAMESPACE")
+
+
+_CANNOT_OPEN = re.compile(r"warning: could not open directory '(.*)': (.*)")
+
+
+def _git_ls_files(folder: Path, options: tuple[str, ...]) -> tuple[list[str], dict[str, str]] | str:
+    """The paths below ``folder``, relative to it, that ``git ls-files -z OPTIONS`` lists
+    (any bytes a name holds kept, as os.fsdecode keeps them), and the folders git warned it
+    could not read, with why; or why git did not answer. A checkout its owner's git would
+    not trust (safe.directory) is not trusted here either."""
+    env = {name: value for name, value in os.environ.items() if name not in _GIT_LOCATION}
+    try:
+        ran = subprocess.run(["git", "-C", os.fspath(folder), "ls-files", "-z", *options], stdin=subprocess.DEVNULL,
+                             capture_output=True, env=env, timeout=GIT_TIMEOUT)
+    except FileNotFoundError:
+        return "git is not on PATH"
+    except subprocess.TimeoutExpired:
+        return f"no answer in {GIT_TIMEOUT} s"
+    except OSError as exc:
+        return f"git does not run: {exc.strerror or exc}"
+    said = os.fsdecode(ran.stderr).strip().splitlines()
+    if ran.returncode:
+        return said[0] if said else f"exit code {ran.returncode}"
+    unreadable = dict(m.groups() for m in map(_CANNOT_OPEN.fullmatch, said) if m)
+    return [os.fsdecode(name) for name in ran.stdout.split(b"\0") if name], unreadable
+
+
+def _entries(folder: Path, out: Discovery) -> dict[str, os.DirEntry] | None:
+    """A folder's entries by name, in order; None when it is gone or cannot be read (said)."""
+    try:
+        with os.scandir(folder) as entries:
+            return {entry.name: entry for entry in sorted(entries, key=lambda e: e.name)}
+    except FileNotFoundError:
+        return None  # removed since its parent was read: nothing of it to migrate
+    except OSError as exc:
+        out.refused.append((folder, _unreadable_folder(exc.strerror or str(exc))))
+        return None
+
+
+def _unreadable_folder(why: str) -> str:
+    return f"cannot read the folder: {why}; nothing in it was migrated"
+
+
+def _unknown_rules(exc: OSError, folder: Path) -> str:
+    # Walked without these rules, the run could rewrite files they ignore, which no history
+    # keeps: the folder is left alone, and the line says why.
+    return f"cannot read: {exc.strerror or exc}; {folder} was not migrated, as its ignore rules are unknown"
+
+
+def _read_ignore_file(path: Path) -> pathspec.GitIgnoreSpec:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
 
 
 def _ignore_specs_above(root: Path):
@@ -208,11 +402,10 @@ def _ignore_specs_above(root: Path):
     specs = []
     for parent in reversed(root.parents):
         gitignore = parent / ".gitignore"
-        if (parent / ".git").exists():
+        if os.path.lexists(parent / ".git"):
             specs = []  # a checkout starts here: ignore files above it belong to no one
-        if gitignore.is_file():
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            specs.append((parent, pathspec.GitIgnoreSpec.from_lines(lines)))
+        if os.path.isfile(gitignore):
+            specs.append((parent, _read_ignore_file(gitignore)))  # (OSError: the caller says so)
     return specs
 
 
@@ -342,6 +535,9 @@ class Snapshot:
             self.size, self.mtime_ns, self.ctime_ns, self.dev, self.ino)
 
 
+DELETED = "deleted while xrt2pjrt ran: not written"
+
+
 class Changed(Exception):
     """The file changed on disk since it was read: it is left as it now is (``written``:
     False), or it was written and an edit made meanwhile was saved beside it (True)."""
@@ -356,14 +552,16 @@ class NotAFile(Exception):
 
 
 def read(path: Path) -> tuple[bytes, Snapshot]:
-    """A regular file's bytes and snapshot. Never blocks on a FIFO (opened non-blocking,
-    refused once ``fstat`` shows what it is)."""
+    """A regular file's bytes and snapshot. Never blocks on a FIFO (refused by its mode; and
+    opened non-blocking, should it become one meanwhile) and never opens a socket."""
+    problem = _not_a_file(os.stat(path).st_mode)
+    if problem:
+        raise NotAFile(problem)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            what = next((what for test, what in _SPECIAL if test(st.st_mode)), "not a regular file")
-            raise NotAFile(f"{what}, not a file: not read")
+            raise NotAFile(_not_a_file(st.st_mode) or "not a regular file: not read")
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read()
         return data, Snapshot.of(data, os.fstat(fd))
@@ -404,6 +602,8 @@ def _replace(path: Path, data: bytes, expect: Snapshot | None, new: bool) -> "Re
     try:
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
+        if expect is not None:
+            raise Changed(DELETED) from None  # never brought back: the user may have removed it
         st = None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".xrt2pjrt")
     original = None  # the file being replaced, open across the rename
@@ -499,7 +699,10 @@ def _save_beside(path: Path, data: bytes) -> Path:
 def _open_unchanged(path: Path, expect: Snapshot) -> int:
     """An open descriptor on ``path``, once the file is shown to be what ``expect`` says;
     Changed otherwise."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise Changed(DELETED) from None
     try:
         if not expect.same_file(os.fstat(fd)) or hashlib.sha256(_read_all(fd)).hexdigest() != expect.digest:
             raise Changed()

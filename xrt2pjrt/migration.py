@@ -59,6 +59,7 @@ class Done:
     seconds: float = 0.0
     new_stdin: bytes | None = None  # stdin's bytes after the rewrite (the input when unchanged)
     notes: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)  # how the files of each checkout were listed (for -v)
     written: list[str] = field(default_factory=list)  # files written, in order
     stopped_by: int | None = None  # the signal (SIGINT, SIGTERM) that ended the run early
 
@@ -165,9 +166,11 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
                            progress=(lambda n: progress(n, total)) if progress else None)
     # a path named that cannot be read fails as a file does: said, the run goes on, exit 2
     refused = [report.FileResult(str(path), "", error=why) for path, why in found.refused]
-    run = report.Run([p.result for p in done.plans] + refused, request.mode)
+    run = report.Run([p.result for p in done.plans] + refused, request.mode, ignored=len(found.ignored))
+    listed = found.listed + ([f"ignored folders: more than {files.IGNORED_LOOKS:,} entries, not all looked into "
+                              "for XRT-era words"] if found.ignored_looks >= files.IGNORED_LOOKS else [])
     return Done(run, done.plans, settings, time.perf_counter() - started, written=done.written,
-                stopped_by=done.stopped_by)
+                stopped_by=done.stopped_by, listed=listed)
 
 
 def _migrate_stdin(request, settings, options, targets, started) -> Done:

@@ -79,11 +79,13 @@ class Summary:
     # still see, while an earlier --write's TODO lines stay until a person settles them.
     todo_lines: int = 0
     files_with_todo_lines: int = 0
+    files_ignored: int = 0  # of a kind migrated here, skipped as git or a .gitignore ignores them
 
     @classmethod
-    def of(cls, results: list[FileResult], written: bool = False) -> "Summary":
+    def of(cls, results: list[FileResult], written: bool = False, ignored: int = 0) -> "Summary":
         left = [r.todo_lines_left(written) for r in results]
         return cls(
+            files_ignored=ignored,
             files_seen=len(results),
             files_changed=sum(r.changed for r in results),
             files_only_todo_lines=sum(r.only_todo_lines for r in results),
@@ -150,10 +152,11 @@ class Run:
     results: list[FileResult]
     mode: str = "preview"
     texts: dict[str, str] = field(default_factory=dict)
+    ignored: int = 0  # files skipped as ignored
 
     @cached_property
     def summary(self) -> Summary:
-        return Summary.of(self.results, written=self.mode == "write")
+        return Summary.of(self.results, written=self.mode == "write", ignored=self.ignored)
 
     @property
     def interesting(self) -> list[FileResult]:
@@ -364,6 +367,8 @@ def summary_line(run: Run) -> str:
                      f"in {plural(s.files_with_todo_lines, 'file')} (grep -rn 'TODO(xrt2pjrt)' finds them)")
     if s.files_failed:
         parts.append(f"{s.files_failed} could not be processed")
+    if s.files_ignored:
+        parts.append(f"{s.files_ignored} skipped as ignored")
     return ", ".join(parts) + "."
 
 

@@ -94,7 +94,10 @@ def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = Fals
     if not os.path.isfile(script):
         raise RunError(f"{script}: no such file")
     if importlib.util.find_spec("torch_xla") is None:
-        raise RunError("torch_xla is not installed: run needs it (pip install 'xrt2pjrt[xla]')")
+        from xrt2pjrt.doctor import install_command, installed_versions
+
+        raise RunError(f"torch_xla is not installed: run needs it ({install_command(installed_versions(), tpu=False)}; "
+                       "or, in the xrt2pjrt checkout, pip install -e '.[xla]')")
     configure(nprocs, hosts, host_index, master)
     if per_process:
         return _per_process(script, list(args), nprocs)
