@@ -38,25 +38,20 @@ EXIT_OK, EXIT_PENDING, EXIT_ERROR = 0, 1, 2
 
 def top_help() -> str:
     """What typer prints for `xrt2pjrt --help`, as click lays it out: as wide as the
-    terminal less 2 columns, 78 at most, 50 at least."""
+    terminal less 2 columns, 78 at most, 50 at least (narrow enough to wrap only the
+    longer lines)."""
     width = max(min(shutil.get_terminal_size().columns, 80) - 2, 50)
 
     def paragraph(text: str) -> str:
         return textwrap.fill(text, width, initial_indent="  ", subsequent_indent="  ")
 
     def table(rows: dict[str, str]) -> str:
-        first = min(max(map(len, rows)), 30) + 2
-        lines = []
-        for name, text in rows.items():
-            wrapped = textwrap.wrap(text, max(width - first - 2, 10))
-            head = f"  {name:<{first}}" if len(name) <= first - 2 else f"  {name}\n{'':>{first + 2}}"
-            lines.append(head + f"\n{'':>{first + 2}}".join(wrapped))
-        return "\n".join(lines)
+        first = max(map(len, rows)) + 2  # click's first column, for names shorter than 30
+        return "\n".join(f"  {name:<{first}}" + f"\n  {'':<{first}}".join(textwrap.wrap(text, width - first - 2))
+                         for name, text in rows.items())
 
-    usage = textwrap.fill("[OPTIONS] COMMAND [ARGS]...", width, initial_indent="Usage: xrt2pjrt ",
-                          subsequent_indent=" " * len("Usage: xrt2pjrt "))
-    return (f"{usage}\n\n{paragraph(DESCRIPTION)}\n\nOptions:\n{table(OPTIONS)}\n\n"
-            f"Commands:\n{table(COMMANDS)}\n\n{paragraph(EPILOG)}\n")
+    return (f"Usage: xrt2pjrt [OPTIONS] COMMAND [ARGS]...\n\n{paragraph(DESCRIPTION)}\n\n"
+            f"Options:\n{table(OPTIONS)}\n\nCommands:\n{table(COMMANDS)}\n\n{paragraph(EPILOG)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
