@@ -62,7 +62,7 @@ def test_help_names_values_not_types_and_fits_80_columns(tmp_path, command):
         assert typed not in ran.stdout, (typed, ran.stdout)
     assert max(map(len, ran.stdout.splitlines())) <= 80
     if command == "migrate":
-        assert "usage: xrt2pjrt migrate [OPTIONS] PATH..." in ran.stdout and "--select RULES" in ran.stdout
+        assert "Usage: xrt2pjrt migrate [OPTIONS] PATH..." in ran.stdout and "--select RULES" in ran.stdout
     if command is None:
         assert all(f"  {name} " in ran.stdout for name in COMMANDS)
 

@@ -1,7 +1,8 @@
 """The command line stays light: `xrt2pjrt --help` and a migrate run over a folder with
 nothing to do never import torch or torch_xla (seconds of start-up and gigabytes of
-memory a user would pay for nothing), and a tree with nothing to migrate does not even
-import libcst. Checked with Python's own import log; the times are in bench/startup.py."""
+memory a user would pay for nothing), a tree with nothing to migrate does not even
+import libcst, and `--version` and `--help` do not import typer (cli.py answers them as
+typer would). Checked with Python's own import log; the times are in bench/startup.py."""
 
 import json
 import subprocess
@@ -10,11 +11,12 @@ import sys
 import pytest
 
 HEAVY = ("torch", "torch_xla")
+TYPER = ("typer", "click", "rich")
 
 
-def imported_modules(*args: str) -> set[str]:
+def imported_modules(*args: str, exit_code: int = 0) -> set[str]:
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "xrt2pjrt", *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == exit_code, done.stderr[-2000:]
     # lines look like "import time:  self [us] | cumulative | module" with the module indented by depth
     return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
 
@@ -28,6 +30,44 @@ def test_help_and_rule_listing_do_not_import_torch(args):
     modules = imported_modules(*args)
     assert "xrt2pjrt.cli" in modules  # the log is read correctly
     assert not heavy(modules)
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("-h",)], ids=" ".join)
+def test_version_and_help_do_not_import_typer(args):
+    modules = imported_modules(*args)
+    assert "xrt2pjrt.cli" in modules
+    assert not {m for m in modules if m.split(".")[0] in TYPER}
+
+
+@pytest.mark.parametrize("columns", ["200", "80", "64", "40"])
+@pytest.mark.parametrize("args", [["--help"], ["--version"]], ids=" ".join)
+def test_what_cli_answers_without_typer_is_what_typer_answers(monkeypatch, capsys, args, columns):
+    """At any width of the terminal (click's help is as wide as it, 78 columns at most)."""
+    from xrt2pjrt import cli, commands
+
+    monkeypatch.setenv("COLUMNS", columns)
+    assert cli.main(args) == 0
+    answer = capsys.readouterr()
+    assert commands.main(args) == 0
+    assert capsys.readouterr() == answer
+
+
+def test_no_command_is_the_help_and_exit_2(capsys):
+    from xrt2pjrt import cli
+
+    assert cli.main(["--help"]) == 0
+    help_text = capsys.readouterr().out
+    assert cli.main([]) == 2
+    assert capsys.readouterr().out == help_text
+
+
+@pytest.mark.parametrize("args, exit_code", [(("migrate", "--help"), 0), (("migrate", "--target", "jax", "."), 2),
+                                             (("rules", "no-such-rule"), 2)], ids=["help", "usage error", "failure"])
+def test_typer_never_imports_rich(args, exit_code):
+    """rich would draw help and errors in boxes as wide as the terminal, and its import
+    costs more than typer's."""
+    modules = imported_modules(*args, exit_code=exit_code)
+    assert "typer" in modules and not {m for m in modules if m.split(".")[0] == "rich"}
 
 
 def test_migrate_on_an_empty_folder_does_not_import_torch(tmp_path):
