@@ -18,7 +18,7 @@ from typing import Annotated, Literal, Optional
 import typer
 import typer.core
 
-from xrt2pjrt.cli import COMMANDS, DESCRIPTION, EPILOG, EXIT_ERROR, EXIT_OK, HELP_OPTIONS, OPTIONS, VERSION
+from xrt2pjrt.usage import COMMANDS, DESCRIPTION, EPILOG, EXIT_ERROR, EXIT_OK, HELP_OPTIONS, OPTIONS, VERSION
 
 # A run over at least this many files shows its progress on a terminal.
 PROGRESS_FROM = 100
@@ -166,7 +166,7 @@ app = typer.Typer(cls=_Group, help=DESCRIPTION, epilog=EPILOG, add_completion=Fa
 
 
 def command(name: str, usage: str = "[OPTIONS]", **settings):
-    """Declares FUNCTION as the command NAME: its help is its summary in cli.COMMANDS and its
+    """Declares FUNCTION as the command NAME: its help is its summary in usage.COMMANDS and its
     docstring. Its exit code is the one it returns, or 2 when it raises Failure, whose
     message is printed on one line."""
 
