@@ -218,7 +218,7 @@ def test_a_second_pass_changes_nothing(migrated, tmp_path):
 
 
 # A line a message cites, with the text it quotes: the file's as read in a preview, as
-# written after --write (report.CITED), so only their place may differ.
+# written after --write (report.Finding.cites), so only their place may differ.
 _CITED_LINE = re.compile(r"\bline \d+(?:, \d+)*(?: of cell \d+)?(?:: `[^`\n]*`)?")
 
 

@@ -399,7 +399,7 @@ def test_a_line_a_message_names_is_the_cells_line():
     text = _notebook(["import torch_xla.core.xla_model as xm\n", "import torch_xla.distributed.xla_multiprocessing as xmp\n"],
                      ["DEVICE = xm.xla_device()\n"], ["xmp.spawn(fn)\n"])
     (item,) = rewrite(text).manual
-    assert item.message.endswith("(line 1 of cell 2)")
+    assert item.shown().endswith("(line 1 of cell 2)")
 
 
 def test_lines_only_ipython_reads_keep_the_notebook_one_program():

@@ -14,7 +14,7 @@ import difflib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
 from xrt2pjrt import __version__, diff
@@ -32,12 +32,67 @@ def todo_lines(kind: str, text: str) -> int:
 
 
 @dataclass(frozen=True)
+class Cite:
+    """A line a finding's message names: its number in the file as read (in ``cell`` of a
+    notebook, counted from the cell's first line), and, for a line the message quotes to say
+    which use it means, that line's text as read."""
+
+    line: int
+    cell: int | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
 class Finding:
-    """One change made, or one spot a person must decide (``line`` is 1-based)."""
+    """One change made, or one spot a person must decide (``line`` is 1-based).
+
+    ``message`` is one line, without the lines it names: those are ``cites``, shown after
+    it in parentheses (``(line 12, 14)``, after the words ``cited_as``: ``(set on line 12)``)
+    when it is shown, numbered in the file as it is then written (``shown``)."""
 
     rule: str
     line: int
     message: str
+    cites: tuple[Cite, ...] = ()
+    cited_as: str = ""
+
+    def shown(self, number: Callable[[Cite], int] = lambda cite: cite.line,
+              text: Callable[[Cite], str | None] = lambda cite: None) -> str:
+        """The message with its cites, each numbered ``number(cite)``, a quoted one quoting
+        ``text(cite)`` (its text as read when that is None)."""
+        if not self.cites:
+            return self.message
+        return f"{self.message} ({self.cited_as}{_cited(self.cites, number, text)})"
+
+    def moved(self, lines: int) -> "Finding":
+        """This finding of a snippet, in the file the snippet starts ``lines`` lines into."""
+        cites = tuple(c if c.cell is not None else replace(c, line=c.line + lines) for c in self.cites)
+        return replace(self, line=self.line + lines, cites=cites)
+
+
+# The quoted cites show this many characters of their line at most.
+_QUOTE_LENGTH = 100
+
+
+def quote_line(text: str) -> str:
+    """A line's text as a message cites it after its number (``line 73: `text```)."""
+    text = text.strip().replace("`", "'")
+    return f": `{text[:_QUOTE_LENGTH - 3]}...`" if len(text) > _QUOTE_LENGTH else f": `{text}`"
+
+
+def _cited(cites: tuple[Cite, ...], number: Callable[[Cite], int], text: Callable[[Cite], str | None]) -> str:
+    """``line 73: `its text`; and line 80, 95``: the quoted cites one by one, then the others."""
+    def place(c: Cite) -> str:
+        return f"{number(c)}" if c.cell is None else f"{number(c)} of cell {c.cell}"
+
+    quoted = [c for c in cites if c.text is not None]
+    parts = [f"line {place(c)}{quote_line(t if (t := text(c)) is not None else c.text)}" for c in quoted]
+    plain = [c for c in cites if c.text is None]
+    if plain:
+        numbers = (f"line {', '.join(map(place, plain))}" if all(c.cell is None for c in plain)
+                   else ", ".join(f"line {place(c)}" for c in plain))
+        parts.append(("and " if quoted else "") + numbers)
+    return "; ".join(parts)
 
 
 @dataclass
@@ -126,21 +181,6 @@ def one_line(message: str) -> str:
 
 _ERROR_LINE = re.compile(r"^line (\d+)\b")
 
-# How a message names other lines of the file as read: ``line 5`` or ``line 5, 7``, and
-# ``line 73: `its text``` to say which use it means. The report renders them in the file
-# as written (after --write the lines have moved, and the text may have been rewritten),
-# so that a second pass, which reads that file, says the same. ``line 5 of cell 3`` (a
-# notebook's, rules/python.py's rewrite_together) counts in its cell: _IN_CELL's. Other
-# text in backquotes (code the message quotes) is left as it is.
-CITED = re.compile(r"\bline (\d+(?:, \d+)*)(?!\d| of cell)(: `[^`\n]*`)?|`[^`\n]*`")
-_QUOTE_LENGTH = 100
-
-
-def quote_line(text: str) -> str:
-    """A line's text as a message cites it after its number (``line 73: `text```)."""
-    text = text.strip().replace("`", "'")
-    return f": `{text[:_QUOTE_LENGTH - 3]}...`" if len(text) > _QUOTE_LENGTH else f": `{text}`"
-
 
 @dataclass
 class Run:
@@ -180,11 +220,7 @@ class Run:
         for kind, findings in (("change", result.changes), ("decide", result.manual)):
             for f in findings:
                 line, last = moved(result, f.line)
-                message = f.message if not written else renumbered(
-                    f.message, lambda cited: moved(result, cited)[0],
-                    lambda cited: lines[cited - 1] if 1 <= cited <= len(lines) else None)
-                if written and result.kind == "notebook":
-                    message = self._in_cells_as_written(result, message)
+                message = self._cited_as_written(result, f, lines) if written else f.shown()
                 out.append(Item(path, kind, f.rule, one_line(message), line, *_span(lines, line, last),
                                 safe=_safe(f.rule)))
         return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
@@ -210,28 +246,41 @@ class Run:
             cache[result.path] = _Moves(result.original.splitlines(), result.updated.splitlines())
         return cache[result.path].of(line)
 
-    def _in_cells_as_written(self, result: FileResult, message: str) -> str:
-        """``message`` with the lines of a notebook's cells it cites (``line 5 of cell 3``)
-        numbered, and their text quoted, as in the notebook as written."""
-        cache = self.__dict__.setdefault("_cells", {})
+    def _cited_as_written(self, result: FileResult, finding: Finding, lines: list[str]) -> str:
+        """``finding`` shown with the lines it cites numbered, and their text quoted, in the file
+        as written (``lines``): a second pass, which reads that file, says the same. A
+        notebook's cites of its cells' lines count in their cells."""
+        def number(cite: Cite) -> int:
+            if cite.cell is None:
+                return self._new_line(result, cite.line)[0]
+            moves = self._cell_moves(result, cite.cell)
+            return moves.of(cite.line)[0] if moves else cite.line
+
+        def text(cite: Cite) -> str | None:
+            if cite.cell is not None and self._cell_moves(result, cite.cell) is None:
+                return None
+            written = lines if cite.cell is None else self._cells(result)[1][cite.cell - 1]
+            at = number(cite)
+            return written[at - 1] if 1 <= at <= len(written) else None
+
+        return finding.shown(number, text)
+
+    def _cells(self, result: FileResult) -> tuple[list[list[str]], list[list[str]], dict]:
+        """The lines of each cell of a notebook as read and as written, and their moves."""
+        cache = self.__dict__.setdefault("_cells_cache", {})
         if result.path not in cache:
             cache[result.path] = (_cell_lines(result.original), _cell_lines(result.updated), {})
-        old, new, moves = cache[result.path]
+        return cache[result.path]
 
-        def cited(match: re.Match) -> str:
-            line, cell = int(match.group(1)), int(match.group(2))
-            if not (1 <= cell <= min(len(old), len(new))):
-                return match.group(0)
-            if cell not in moves:
-                moves[cell] = _Moves(old[cell - 1], new[cell - 1])
-            at = moves[cell].of(line)[0]
-            quote = match.group(3) and 1 <= at <= len(new[cell - 1]) and quote_line(new[cell - 1][at - 1])
-            return f"line {at} of cell {cell}{quote or match.group(3) or ''}"
-
-        return _IN_CELL.sub(cited, message)
-
-
-_IN_CELL = re.compile(r"\bline (\d+) of cell (\d+)(: `[^`\n]*`)?")
+    def _cell_moves(self, result: FileResult, cell: int) -> "_Moves | None":
+        """Where each line of ``cell`` (1-based) is in the cell as written; None for a cell the
+        notebook as read or as written does not have."""
+        old, new, moves = self._cells(result)
+        if not (1 <= cell <= min(len(old), len(new))):
+            return None
+        if cell not in moves:
+            moves[cell] = _Moves(old[cell - 1], new[cell - 1])
+        return moves[cell]
 
 
 def _cell_lines(notebook: str) -> list[list[str]]:
@@ -287,19 +336,6 @@ class _Moves:
         lines do not follow one another one for one."""
         return max(range(j1, j2), key=lambda j: (difflib.SequenceMatcher(None, self.old[i], self.new[j]).ratio(),
                                                  -abs(j - guess)))
-
-
-def renumbered(message: str, number: Callable[[int], int], text: Callable[[int], str | None] = lambda line: None) -> str:
-    """``message`` with each line it cites (CITED) numbered ``number(line)``, and the text
-    quoted after one, where ``text(its new number)`` gives one, quoted anew."""
-    def cited(match: re.Match) -> str:
-        if match.group(1) is None:
-            return match.group(0)  # a quote
-        numbers = [number(int(line)) for line in match.group(1).split(", ")]
-        quote = match.group(2) and text(numbers[0])
-        return f"line {', '.join(map(str, numbers))}{quote_line(quote) if quote is not None else match.group(2) or ''}"
-
-    return CITED.sub(cited, message)
 
 
 def _span(lines: list[str], line: int, last: int) -> tuple[int, int, int]:

@@ -7,11 +7,12 @@ written against this class, the engine makes one per pass and keeps the state it
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 import libcst as cst
 
 from xrt2pjrt.registry import Options
-from xrt2pjrt.report import Finding
+from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import todo_comment
 from xrt2pjrt.rules import imports
 
@@ -74,11 +75,16 @@ class Context:
         if self._engine.statements:
             self._engine.statements[-1].changed = True
 
-    def manual(self, message: str, comment: bool | str = True) -> None:
+    def manual(self, message: str, comment: bool | str = True, cites: Sequence[int] = (), quoted: int = 0,
+               cited_as: str = "") -> None:
         """Report a spot a person must decide; also mark it in the code with ``message``,
         or with ``comment`` when that is a text (one that must not change when the file's
-        lines move, so that a second pass finds it in place)."""
-        finding = Finding(self.rule_id, self.line, message)
+        lines move, so that a second pass finds it in place). ``cites``: lines of the file
+        the message names (report.Finding), the first ``quoted`` of them with their text."""
+        texts = self._engine.text.splitlines() if quoted else []
+        finding = Finding(self.rule_id, self.line, message,
+                          tuple(Cite(line, text=texts[line - 1] if k < quoted else None) for k, line in enumerate(cites)),
+                          cited_as)
         if finding in self._engine.manual:
             return  # one item per spot, however many arguments led to it
         self._engine.manual.append(finding)

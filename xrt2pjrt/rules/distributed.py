@@ -119,8 +119,7 @@ class InitMethod(PythonRule):
         ctx.require("torch_xla.distributed.xla_backend")
         ctx.change("init_process_group('xla'): init_method='xla://' gives rank and world size")
         if self.master_lines:
-            lines = ", ".join(map(str, self.master_lines))
-            ctx.manual(f"{_MASTER_NOTE} (set on line {lines})", comment=_MASTER_NOTE)
+            ctx.manual(_MASTER_NOTE, cites=self.master_lines, cited_as="set on ")
         return new
 
     @staticmethod

@@ -270,9 +270,7 @@ class EnvRule(PythonRule):
         then = f"set {setting[0]}={setting[1]!r} instead" if setting else "remove it"
         why = (f"this write stays while it is, or that read raises KeyError; once the reads are migrated, "
                f"{then}")
-        # (the comment left in the code names no line: lines move, and a second pass must find it)
-        comment = f"{variable} is read elsewhere in this file: {why}"
-        ctx.manual(f"{comment} (line {', '.join(map(str, lines))})", comment=comment)
+        ctx.manual(f"{variable} is read elsewhere in this file: {why}", cites=lines)
         return True
 
     def _written(self, ctx, variable: str, value: cst.BaseExpression, memo: bool = True) -> Setting | None:

@@ -25,13 +25,13 @@ import functools
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from xrt2pjrt.registry import RULES, Options
-from xrt2pjrt.report import CITED, Finding
+from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, Words, todo_comment
 from xrt2pjrt.rules import imports, layout, quiet
 from xrt2pjrt.rules.base import PythonRule
@@ -457,13 +457,13 @@ _PIECES = re.compile(r"^# xrt2pjrt-piece-(\d+)\n", re.M)
 
 
 def rewrite_together(pieces: list[str], options: Options,
-                     where: Callable[[int, int, int], str] = lambda own, k, line: f"line {line}",
+                     where: Callable[[int, int, int], tuple[int, int | None]] = lambda own, k, line: (line, None),
                      ) -> list[Outcome] | None:
     """Pieces of one program (a notebook's cells, a document's code blocks) rewritten as the
     one module they make, so that a name one piece imports is followed in the others. Each
     outcome holds its piece's text and findings, lines counted from the piece's first; a
-    line a message names ("set on line 12") is given as ``where(the finding's piece, the
-    line's piece, line in it)`` says.
+    line a finding cites is (line, cell) as ``where(the finding's piece, the line's piece,
+    line in it)`` says (report.Cite).
     None when the pieces cannot be told apart again (one holds a line like a boundary, or
     the rewrite moved one) or libcst cannot read them: rewrite each on its own then."""
     unended = [bool(piece) and not piece.endswith("\n") for piece in pieces]
@@ -486,13 +486,12 @@ def rewrite_together(pieces: list[str], options: Options,
         k = bisect.bisect_right(starts, line) - 1
         return k, line - starts[k] + 1
 
-    def named(k: int, match: re.Match) -> str:  # a line a message cites (report.CITED), or a quote
-        if match.group(1) is None:
-            return match.group(0)
-        return ", ".join(where(k, *place(int(line))) for line in match.group(1).split(", ")) + (match.group(2) or "")
+    def cited(k: int, cite: Cite) -> Cite:
+        line, cell = where(k, *place(cite.line))
+        return replace(cite, line=line, cell=cell)
 
     def own(findings: list[Finding], k: int) -> list[Finding]:
-        return [Finding(f.rule, place(f.line)[1], CITED.sub(functools.partial(named, k), f.message))
+        return [replace(f, line=place(f.line)[1], cites=tuple(cited(k, c) for c in f.cites))
                 for f in findings if place(f.line)[0] == k]
 
     return [Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))

@@ -15,7 +15,6 @@ import re
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.report import quote_line
 from xrt2pjrt.rules import imports, spawn_site
 from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
 
@@ -91,7 +90,7 @@ class NprocsLiteral(_NprocsRule):
             why = (f"nprocs={value} is removed, and {value} is also given in this file as a number of replicas, as if it "
                    f"were the number of processes: under PJRT that is xr.world_size(), which need not be {value}; "
                    "use xr.world_size() there")
-            ctx.manual(f"{why} ({_quoted(ctx.source, lines)})", comment=why)
+            ctx.manual(why, cites=lines, quoted=_QUOTED_LINES)
         if arg.keyword is None and _positional_after(node, index):
             return node.with_changes(args=[*node.args[:index], arg.with_changes(value=cst.Name("None")), *node.args[index + 1:]])
         return without_args(node, {index})
@@ -180,7 +179,7 @@ class NprocsExpression(_NprocsRule):
             world = "xm.xrt_world_size()" if shim else "xr.world_size()"
             why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
                    f"{world}, which need not match it; where {name} means that number, use {world} instead")
-            ctx.manual(f"{why} ({_quoted(ctx.source, lines)})" if lines else why, comment=why)
+            ctx.manual(why, cites=lines, quoted=_QUOTED_LINES)
         if shim or _already_none_or_one(arg.value):
             return node
         text = code(arg.value)
@@ -284,17 +283,8 @@ def _lines_beyond(site: spawn_site.Site, reads: list[ast.AST]) -> list[int]:
     return sorted({read.lineno for read in reads} - set(range(site.call.lineno, site.call.end_lineno + 1)))
 
 
+# The uses of a count a message cites with their text, to say which it means (the others by number).
 _QUOTED_LINES = 3
-
-
-def _quoted(source: str, lines: list[int]) -> str:
-    """``line 73: `its text```, for the first lines of ``lines``, then the others' numbers:
-    the message says which use it means. The report renders them in the file as written
-    (report.CITED), so that they still name these uses after --write."""
-    texts = source.splitlines()
-    quoted = [f"line {line}{quote_line(texts[line - 1])}" for line in lines[:_QUOTED_LINES]]
-    rest = lines[_QUOTED_LINES:]
-    return "; ".join(quoted) + (f"; and line {', '.join(map(str, rest))}" if rest else "")
 
 
 @register
@@ -662,7 +652,7 @@ class RuntimeBeforeSpawn(PythonRule):
             return node
         spawn = "torch_xla.launch" if name == LAUNCH else "xmp.spawn"
         if self.started_at:
-            ctx.manual(f"{_started(spawn)} (line {', '.join(map(str, self.started_at))})", comment=_started(spawn))
+            ctx.manual(_started(spawn), cites=self.started_at)
             self.reported = True
             return node
         beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0))

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import Options
-from xrt2pjrt.report import Finding, renumbered
+from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, todo_comment
 from xrt2pjrt.suppress import Suppressions
 
@@ -126,8 +126,8 @@ def comment_above(lines: list[str], first: int, comment: str) -> bool:
 
 def shifted(findings: list[Finding], lines: int) -> list[Finding]:
     """Findings of a snippet, renumbered for the file the snippet starts ``lines`` lines into,
-    with the lines their messages cite (a markdown block's Python citing its own lines)."""
-    return [Finding(f.rule, f.line + lines, renumbered(f.message, lambda line: line + lines)) for f in findings]
+    with the lines they cite (a markdown block's Python citing its own lines)."""
+    return [f.moved(lines) for f in findings]
 
 
 def merge_into(rec: Recorder, outcome: Outcome, lines: int) -> None:

@@ -97,7 +97,7 @@ def _python_together(text: str, bodies: dict[Block, str], options: Options) -> d
     first = [text.count("\n", 0, block.start) for block in python]  # lines before each block
 
     def together(sources: list[str]) -> list[Outcome]:
-        outcomes = _python().rewrite_together(sources, options, where=lambda own, k, line: f"line {first[k] + line - first[own]}")
+        outcomes = _python().rewrite_together(sources, options, where=lambda own, k, line: (first[k] + line - first[own], None))
         if outcomes is None:
             raise SourceError("the Python blocks are not one program", 1)
         return [_checked(_python(), source, outcome) for source, outcome in zip(sources, outcomes)]
@@ -150,8 +150,9 @@ def _hidden(first: list[Outcome], then: list[Outcome]) -> list[list[Finding]]:
     return out
 
 
-def _item(f: Finding) -> tuple[str, str]:
-    return f.rule, re.sub(r"\bline \d+", "line", f.message)
+def _item(f: Finding) -> tuple:
+    """What says which item ``f`` is, wherever its lines have moved."""
+    return f.rule, f.message, tuple(c.text for c in f.cites)
 
 
 _KEEP = "  # xrt2pjrt: ignore"  # suppress.py: keeps every rule off the statement it is on

@@ -232,7 +232,7 @@ def _rewrite_together(python: dict[int, PythonCell], options: Options, kept: lis
     numbers = [index + 1 for index in python]  # as Jupyter counts cells
     uses = "".join(f"{name}\n" for name in kept)
     outcomes = _python().rewrite_together([*(cell.python for cell in python.values()), *[uses] * bool(kept)],
-                                        options, where=lambda own, k, line: f"line {line} of cell {numbers[k]}")
+                                        options, where=lambda own, k, line: (line, numbers[k]))
     if outcomes is None:
         return {}
     return {index: _finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}
