@@ -58,7 +58,7 @@ def test_migrate_on_a_tree_with_nothing_to_do_imports_no_libcst(tmp_path):
     modules = set(json.loads(listing.read_text()))
     assert {"xrt2pjrt.codemod", "xrt2pjrt.text.notebook", "xrt2pjrt.text.markdown"} <= modules
     assert not {m for m in modules if m.split(".")[0] == "libcst"}
-    assert "xrt2pjrt.rules.python" not in modules
+    assert "xrt2pjrt.python.rewriter" not in modules
 
 
 def test_python_m_in_a_project_that_shadows_the_standard_library(tmp_path):

@@ -29,7 +29,7 @@ import _corpus
 from xrt2pjrt import files
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rewriters import SourceError
-from xrt2pjrt.rules import python
+from xrt2pjrt.python import rewriter as python
 
 pytestmark = pytest.mark.slow
 
@@ -249,7 +249,7 @@ def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_p
 
 def test_folding_quiet_statements_changes_no_outcome(corpus):
     """The rewriter folds the statements no rule can act on before parsing
-    (rules/quiet.py); on every relevant file of the corpus that must give exactly what
+    (python/quiet.py); on every relevant file of the corpus that must give exactly what
     parsing the whole file gives: the same text, the same findings on the same lines."""
     options = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
     relevant = 0

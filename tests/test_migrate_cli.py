@@ -110,7 +110,7 @@ def test_bad_file_is_reported_with_line_left_identical_and_others_still_processe
 def test_a_rewriter_bug_costs_one_file_not_the_run(tree, monkeypatch):
     """An exception of ours (simulated here: an AttributeError) is reported for its file,
     which stays as it is; every other file is still done."""
-    from xrt2pjrt.rules import python
+    from xrt2pjrt.python import rewriter as python
 
     real = python.rewrite
 

@@ -14,7 +14,7 @@ import pytest
 
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rewriters import SourceError
-from xrt2pjrt.rules import python
+from xrt2pjrt.python import rewriter as python
 
 
 def migrate(source: str, **options):
@@ -496,7 +496,7 @@ def test_multi_line_calls_keep_their_layout():
 
 def test_definitions_without_relevant_words_are_folded_without_losing_count():
     """The engine folds away defs/classes that hold no word a rule looks for
-    (rules/quiet.py); the ones after them (and after the defs nested in them) must still
+    (python/quiet.py); the ones after them (and after the defs nested in them) must still
     be rewritten."""
     out = text("""\
         import torch_xla.core.xla_model as xm

@@ -8,7 +8,7 @@ import pytest
 
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.report import FileResult, Run
-from xrt2pjrt.rules import python
+from xrt2pjrt.python import rewriter as python
 
 FIXTURES = Path(__file__).parent / "fixtures" / "python"
 CASES = sorted(path.name.removesuffix(".before.py") for path in FIXTURES.glob("*.before.py"))

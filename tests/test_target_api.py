@@ -13,7 +13,8 @@ import pytest
 
 from xrt2pjrt.registry import TARGET_VERSIONS, Options, all_rules
 from xrt2pjrt.rewriters import SourceError
-from xrt2pjrt.rules import api_surface, python, target_api
+from xrt2pjrt.python import api_surface, rewriter as python
+from xrt2pjrt.rules import target_api
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 

@@ -28,7 +28,7 @@ from xrt2pjrt.report import Finding, one_line
 
 # file kind -> module implementing the contract above
 MODULES: dict[str, str] = {
-    "python": "xrt2pjrt.rules.python",
+    "python": "xrt2pjrt.python.rewriter",
     "shell": "xrt2pjrt.text.shell",
     "dockerfile": "xrt2pjrt.text.dockerfile",
     "markdown": "xrt2pjrt.text.markdown",
@@ -78,7 +78,7 @@ class SourceError(Exception):
 
 
 # kind -> a lighter module holding the same TRIGGER, where the rewriter's is heavy to import
-TRIGGERS: dict[str, str] = {"python": "xrt2pjrt.rules.trigger"}
+TRIGGERS: dict[str, str] = {"python": "xrt2pjrt.python.trigger"}
 
 
 def module_for(kind: str) -> ModuleType:

@@ -1,1 +1,1 @@
-"""Python rules and the libcst engine that runs them (rules/python.py)."""
+"""The rules, one family per package."""

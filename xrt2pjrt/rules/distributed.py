@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import PythonRule, argument, code, literal, named, without_args
+from xrt2pjrt.python.rule import PythonRule, argument, code, literal, named, without_args
 
 _MASTER = ("MASTER_ADDR", "MASTER_PORT")
 _ENV_WRITES = ("os.environ.setdefault", "os.putenv")

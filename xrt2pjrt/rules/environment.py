@@ -23,8 +23,8 @@ import re
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules import imports
-from xrt2pjrt.rules.base import PythonRule, argument, code, without_args
+from xrt2pjrt.python import imports
+from xrt2pjrt.python.rule import PythonRule, argument, code, without_args
 from xrt2pjrt.text.installs import torch_file
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, SHARED, UNPREFIXED, device_for, is_plumbing
 

@@ -10,9 +10,9 @@ import re
 import libcst as cst
 
 from xrt2pjrt.registry import RULES, Example, register
-from xrt2pjrt.rules.base import PythonRule, argument, code, literal
-from xrt2pjrt.rules import spawn_site
-from xrt2pjrt.rules.imports import dotted, import_bindings
+from xrt2pjrt.python.rule import PythonRule, argument, code, literal
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.imports import dotted, import_bindings
 from xrt2pjrt.rules.pjrt_module import PJRT, PJRT_RENAMES
 
 XM = "torch_xla.core.xla_model"

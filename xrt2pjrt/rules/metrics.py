@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import PythonRule
+from xrt2pjrt.python.rule import PythonRule
 
 MET = "torch_xla.debug.metrics"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import PythonRule, argument, code, keywordize, named
+from xrt2pjrt.python.rule import PythonRule, argument, code, keywordize, named
 from xrt2pjrt.rules.runtime_api import DEVKIND, XM, XR, Dropped, Rename, RenameRule, Spelling
 
 PJRT = "torch_xla.experimental.pjrt"

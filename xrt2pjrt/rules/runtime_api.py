@@ -15,8 +15,8 @@ from typing import ClassVar
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules import spawn_site
-from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, keywordize, literal, without_args
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.rule import NOT_LITERAL, PythonRule, argument, code, keywordize, literal, without_args
 
 XM = "torch_xla.core.xla_model"
 XR = "torch_xla.runtime"

@@ -13,8 +13,8 @@ from pathlib import Path
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules.base import PythonRule
-from xrt2pjrt.rules.imports import dotted
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.imports import dotted
 
 SHIMMED = {
     "torch_xla.core.xla_model": "xrt2pjrt.shim.xla_model",

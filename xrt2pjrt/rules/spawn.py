@@ -15,8 +15,8 @@ import re
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules import imports, spawn_site
-from xrt2pjrt.rules.base import NOT_LITERAL, PythonRule, argument, code, literal, without_args
+from xrt2pjrt.python import imports, spawn_site
+from xrt2pjrt.python.rule import NOT_LITERAL, PythonRule, argument, code, literal, without_args
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
 SHIM_SPAWN = "xrt2pjrt.shim.xla_multiprocessing.spawn"

@@ -1,7 +1,7 @@
 """Every torch_xla name the migrated file uses, held to the target release's API.
 
 The specific rules rewrite what they know. These two make the rest visible, from the API
-surface tables (rules/api_surface.py, generated from the released wheels):
+surface tables (python/api_surface.py, generated from the released wheels):
 
 - ``import-gone-module``: an import of a module or name the target release lacks fails
   on import; it is removed when nothing uses it once the other rules are done, else
@@ -19,9 +19,9 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.registry import Example, register
-from xrt2pjrt.rules import imports
-from xrt2pjrt.rules.api_surface import Lack, entry, keyword_lacks, lacks
-from xrt2pjrt.rules.base import PythonRule, code, literal
+from xrt2pjrt.python import imports
+from xrt2pjrt.python.api_surface import Lack, entry, keyword_lacks, lacks
+from xrt2pjrt.python.rule import PythonRule, code, literal
 from xrt2pjrt.rules.shim_target import shim_defines
 
 _NO_SCALER = "nothing replaces it (it served XLA:GPU): autocast to bfloat16 on TPU needs no scaler"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import TODO, Outcome, SourceError
-from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
+from xrt2pjrt.python.trigger import TRIGGER as PYTHON_TRIGGER
 from xrt2pjrt.text import installs, shell
 from xrt2pjrt.report import Finding
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted

@@ -21,8 +21,8 @@ from pathlib import Path
 from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.rules import quiet
-from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
+from xrt2pjrt.python import quiet
+from xrt2pjrt.python.trigger import TRIGGER as PYTHON_TRIGGER
 from xrt2pjrt.text import environment, installs, markdown, shell
 from xrt2pjrt.report import Finding
 from xrt2pjrt.text.edits import Edit, Recorder, comment_above, merge_into, shifted, todo_line

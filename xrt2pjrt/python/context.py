@@ -1,6 +1,6 @@
-"""What a Python rule sees and may do while the engine (rules/python.py) visits one node.
+"""What a Python rule sees and may do while the engine (python/rewriter.py) visits one node.
 
-Below both the rules (rules/base.py and every rule module) and the engine: the rules are
+Below both the rules (python/rule.py and every rule module) and the engine: the rules are
 written against this class, the engine makes one per pass and keeps the state it reads.
 """
 
@@ -14,14 +14,14 @@ import libcst as cst
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import todo_comment
-from xrt2pjrt.rules import imports
+from xrt2pjrt.python import imports
 
 
 class Context:
     """What a rule sees and may do while the engine visits one node."""
 
     def __init__(self, engine, options: Options):
-        # ``engine``: the pass (rules/python.py's _Engine), whose state the methods read.
+        # ``engine``: the pass (python/rewriter.py's _Engine), whose state the methods read.
         self._engine = engine
         self.options = options
         self.rule_id = ""

@@ -1,15 +1,15 @@
 """The Python rewriter: one libcst pass running every selected Python rule.
 
 Implements the contract in xrt2pjrt/rewriters.py. Before libcst parses a file, the
-statements no rule can act on are folded into placeholders (rules/quiet.py), which get
+statements no rule can act on are folded into placeholders (python/quiet.py), which get
 their text back after the pass. The pass keeps a stack of scopes
-(rules/imports.py) so each Name/Attribute chain resolves to the dotted name its imports
+(python/imports.py) so each Name/Attribute chain resolves to the dotted name its imports
 give it, and dispatches:
 
 - calls and other references, by the resolved name, to rules that list that name;
 - any node, by its type, to rules that list the type in ``nodes``.
 
-Rules edit through a ``Context`` (rules/context.py): ``ref`` gives an expression for a new API and plans
+Rules edit through a ``Context`` (python/context.py): ``ref`` gives an expression for a new API and plans
 the import it needs (placed right after the import that bound the name being replaced,
 or at the top of the file), ``change``/``manual`` report, ``manual`` also leaves a
 ``# TODO(xrt2pjrt): ...`` comment above the statement (once), and ``remove_statement``
@@ -33,10 +33,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from xrt2pjrt.registry import RULES, Options
 from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, Words, todo_comment
-from xrt2pjrt.rules import imports, layout, quiet
-from xrt2pjrt.rules.base import PythonRule
-from xrt2pjrt.rules.context import Context
-from xrt2pjrt.rules.trigger import TRIGGER
+from xrt2pjrt.python import imports, layout, quiet
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.context import Context
+from xrt2pjrt.python.trigger import TRIGGER
 from xrt2pjrt.suppress import Suppressions
 from xrt2pjrt.xrt_variables import UNPREFIXED
 
@@ -97,7 +97,7 @@ _RULE_WORDS = ("init_process_group", "MASTER_ADDR", "MASTER_PORT", "import_modul
 
 
 def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:
-    """What a statement must hold for a rule to act on it (rules/quiet.py): a word of the
+    """What a statement must hold for a rule to act on it (python/quiet.py): a word of the
     trigger or of the rules, or, as a whole identifier, a name an import of torch_xla (or
     of a rule's own name, like ``from torch.distributed import init_process_group as
     ipg``) binds."""
@@ -425,7 +425,7 @@ def _selected(options: Options) -> list[PythonRule]:
 
 def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
     """Run the selected rules over ``text``. The quiet statements are folded away before
-    libcst parses it (rules/quiet.py); ``fold=False`` parses all of it, which gives the
+    libcst parses it (python/quiet.py); ``fold=False`` parses all of it, which gives the
     same outcome more slowly (the tests hold folding to that)."""
     try:
         tree = ast.parse(text)

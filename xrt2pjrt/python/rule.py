@@ -1,11 +1,11 @@
 """What a Python rule is, and the context the engine hands it.
 
 A rule declares which qualified names it acts on (``names`` exactly, ``prefixes`` by
-start) or which node types (``nodes``) and implements the matching hooks below. The engine (rules/python.py) walks the
-tree once, resolves every name/attribute chain through the imports (rules/imports.py)
+start) or which node types (``nodes``) and implements the matching hooks below. The engine (python/rewriter.py) walks the
+tree once, resolves every name/attribute chain through the imports (python/imports.py)
 and calls the hooks of the rules that asked for that name. A hook returns the node to
 put in place of ``updated`` (``updated`` itself when it changes nothing); it reports
-what it did through ``ctx.change`` / ``ctx.manual`` (rules/context.py).
+what it did through ``ctx.change`` / ``ctx.manual`` (python/context.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import ClassVar
 import libcst as cst
 
 from xrt2pjrt.registry import Rule
-from xrt2pjrt.rules.context import Context
+from xrt2pjrt.python.context import Context
 
 
 class PythonRule(Rule):

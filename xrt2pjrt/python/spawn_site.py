@@ -3,7 +3,7 @@ binds a name there, where a name is read.
 
 The spawn rules (rules/spawn.py) ask it what a name given to the spawn is: a function
 defined inside another one (which pickle refuses), a module-level constant (a process
-count read elsewhere as the world size). libcst's scopes (rules/imports.py) follow
+count read elsewhere as the world size). libcst's scopes (python/imports.py) follow
 imports only; these questions are about every name, and the file's ``ast`` is at hand.
 """
 
@@ -14,7 +14,7 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xrt2pjrt.rules import quiet
+from xrt2pjrt.python import quiet
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
