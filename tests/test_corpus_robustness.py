@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 import _corpus
-from xrt2pjrt import files
+from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.python import rewriter as python
@@ -255,7 +255,7 @@ def test_folding_quiet_statements_changes_no_outcome(corpus):
     relevant = 0
     for path, kind in files.discover(corpus).targets:
         text = files.decode(path.read_bytes(), kind).text if kind == "python" else ""
-        if not python.TRIGGER.search(text):
+        if not rewriters.trigger_for("python").search(text):
             continue
         relevant += 1
         try:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from xrt2pjrt import guide
-from xrt2pjrt.registry import FAMILIES, all_rules
+from xrt2pjrt.registry import CHECKLIST, all_rules
 from cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def test_every_rule_id_has_a_heading_in_the_catalogue():
 
 
 # Words in backticks shaped like a rule id of a family (`spawn-nprocs-literal`, `env`).
-_ID_LIKE = re.compile(rf"`((?:{'|'.join(FAMILIES)})-[a-z0-9.*-]+)`")
+_ID_LIKE = re.compile(rf"`((?:{'|'.join(CHECKLIST)})-[a-z0-9.*-]+)`")
 
 
 @pytest.mark.parametrize("page", [GUIDE, ROOT / "README.md", ROOT / "examples" / "legacy_mnist" / "README.md"],

@@ -257,8 +257,9 @@ def test_rules_json_lists_every_rule():
     rows = json.loads(result.stdout)
     assert [row["id"] for row in rows] == sorted(all_rules())
     for row in rows:
-        assert set(row) == {"id", "family", "kind", "safe", "summary", "example", "examples"}
+        assert set(row) == {"id", "family", "kind", "fix", "safe", "summary", "why", "example", "examples"}
         assert set(row["example"]) == {"before", "after"} and row["id"].startswith(row["family"] + "-")
+        assert row["fix"] in ("safe", "unsafe", "none") and row["safe"] is (row["fix"] != "unsafe")
     assert {"spawn-nprocs-literal", "api-world-size", "env-xrt-tpu-config", "dist-init-method"} <= {r["id"] for r in rows}
 
 

@@ -13,6 +13,7 @@ import types
 import pytest
 
 from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt import rewriters
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.python import rewriter as python
 
@@ -425,7 +426,7 @@ def test_unparseable_source_raises_with_line():
     ("os.environ.get(xenv.HOST_ORDINAL)\n", True),
 ])
 def test_trigger_skips_files_with_nothing_to_do(source, triggers):
-    assert bool(python.TRIGGER.search(source)) is triggers
+    assert bool(rewriters.trigger_for("python").search(source)) is triggers
 
 
 def test_select_one_rule_runs_only_it():

@@ -9,9 +9,9 @@ import inspect
 import pytest
 
 from xrt2pjrt.python import api_surface
-from xrt2pjrt.rules.environment import XENV_XRT
-from xrt2pjrt.rules.pjrt_module import PJRT_RENAMES
-from xrt2pjrt.rules.runtime_api import LATEST, RENAMES
+from xrt2pjrt.python.environment import XENV_XRT
+from xrt2pjrt.rules.pjrt._pjrt import PJRT_RENAMES
+from xrt2pjrt.python.renames import LATEST, RENAMES
 
 pytestmark = pytest.mark.xla
 

@@ -49,3 +49,10 @@ def test_rule_is_documented(rule_id, rule):
     assert rule.summary and rule.kind in rewriters.MODULES
     first = rule.examples[0]
     assert first.before != first.after or first.manual, "the first example is what `rules` shows: make it do something"
+
+
+@pytest.mark.parametrize("rule_id, rule", sorted(all_rules().items()))
+def test_fix_safety_says_what_the_examples_do(rule_id, rule):
+    """A report-only rule (fix "none") changes nothing; a rule with a fix shows one."""
+    changed = [bool(_run(rule, e, e.before).changes) for e in rule.examples]
+    assert any(changed) is (rule.fix != "none"), (rule.fix, changed)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt.registry import FAMILIES, RENAMED, Example, Rule, all_rules, family, register
+from xrt2pjrt.registry import CHECKLIST, RENAMED, Example, Rule, all_rules, families, family, register
 
 TREE = {
     "train.py": "import os\nos.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'\n",
@@ -36,7 +36,7 @@ def tree(tmp_path):
 
 
 def test_every_rule_belongs_to_a_family_and_every_family_has_rules():
-    assert {family(rid) for rid in all_rules()} == set(FAMILIES)
+    assert {family(rid) for rid in all_rules()} == set(families()) == set(CHECKLIST)
 
 
 def test_a_rule_outside_the_families_does_not_register():

@@ -104,7 +104,7 @@ def test_every_place_an_install_is_written_is_reported_and_no_install_is_changed
 
     entries = {Path(e["path"]).relative_to(root).as_posix(): e for e in json.loads(report.read_text())["files"]}
     found = {(name, item["line"]) for name, e in entries.items() for item in e["manual"]
-             if item["rule"] == installs.InstallXrtEraRelease.id}
+             if item["rule"] == "install-xrt-era-release"}
     notebook = {item["line"] for item in entries["colab.ipynb"]["manual"]}
     assert found - {f for f in found if f[0] == "colab.ipynb"} == EXPECTED
     assert len(notebook) == 2  # the `!pip` line (two items on it) and the `%pip` line
@@ -128,8 +128,8 @@ def test_install_lines_in_jsonnet_are_reported_as_its_variables_are():
     outcome = jsonnet.rewrite(config, Options(rules=frozenset(all_rules())))
     assert outcome.text == config
     assert [(f.rule, f.line) for f in outcome.manual] == [
-        (installs.InstallXrtEraRelease.id, 2), (installs.InstallXrtEraRelease.id, 3),
-        (installs.InstallXrtEraRelease.id, 4), ("env-shell-xrt-tpu-config", 5)]
+        ("install-xrt-era-release", 2), ("install-xrt-era-release", 3),
+        ("install-xrt-era-release", 4), ("env-shell-xrt-tpu-config", 5)]
 
 
 # JAX and TensorFlow set-ups install libtpu nightlies and cloud-tpu-client too, and

@@ -232,8 +232,10 @@ def rules(args) -> int:
                 "id": rule.id,
                 "family": family(rule.id),
                 "kind": rule.kind,
-                "safe": rule.safe,
+                "fix": rule.fix,
+                "safe": rule.fix != "unsafe",  # as the reports' records say it
                 "summary": rule.summary,
+                "why": rule.why,
                 "example": {"before": rule.examples[0].before, "after": rule.examples[0].after},
                 "examples": [{"before": e.before, "after": e.after, "manual": list(e.manual), "options": e.options}
                              for e in rule.examples],
@@ -243,8 +245,13 @@ def rules(args) -> int:
         out.out(json.dumps(rows, indent=2, default=str))
         return EXIT_OK
     for rule in chosen:
-        out.out(f"{rule.id}  [{rule.kind}, {'safe' if rule.safe else 'unsafe'}]", "bold")
+        out.out(f"{rule.id}  [{rule.kind}, {'report only' if rule.fix == 'none' else rule.fix}]", "bold")
         out.out(f"    {rule.summary}")
+        if args.rules and rule.why:
+            out.out("")
+            for line in rule.why.splitlines():
+                out.out(f"    {line}".rstrip())
+            out.out("")
         for example in rule.examples if args.rules else rule.examples[:1]:
             if example.options:
                 out.out("    with " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in example.options.items()))

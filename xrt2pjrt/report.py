@@ -19,6 +19,7 @@ from functools import cached_property
 
 from xrt2pjrt import __version__, diff
 from xrt2pjrt.files import quoted  # a file name as git shows it: an unusual one quoted, reversibly
+from xrt2pjrt.rule_index import RULES
 
 MODES = ("preview", "check", "write")
 TODO_MARK = "TODO(xrt2pjrt):"
@@ -348,10 +349,9 @@ def _span(lines: list[str], line: int, last: int) -> tuple[int, int, int]:
 
 
 def _safe(rule: str) -> bool | None:
-    from xrt2pjrt.rule_index import RULES
-
+    """Whether the rule's fixes are not unsafe (None: no such rule), as the records say."""
     entry = RULES.get(rule)
-    return entry[1] if entry else None
+    return entry[1] != "unsafe" if entry else None
 
 
 # --- renderings -------------------------------------------------------------------
@@ -448,16 +448,14 @@ def to_sarif(run: Run) -> str:
     """SARIF 2.1.0: one run, the rules that appear as the driver's rules, one result per
     change and item to decide; files that could not be processed are the invocation's
     notifications."""
-    from xrt2pjrt.rule_index import RULES
-
     items = [i for r in run.interesting for i in run.items(r)]
     rule_ids = sorted({i.rule for i in items if i.rule})
     index = {rid: n for n, rid in enumerate(rule_ids)}
     rules = []
     for rid in rule_ids:
-        kind, safe, summary = RULES.get(rid, (None, None, rid))
+        kind, fix, summary = RULES.get(rid, (None, None, rid))
         rules.append({"id": rid, "shortDescription": {"text": summary},
-                      "properties": {"kind": kind, "safe": safe}})
+                      "properties": {"kind": kind, "safe": fix != "unsafe" if fix else None}})
 
     def location(i: Item) -> dict:
         return {"physicalLocation": {

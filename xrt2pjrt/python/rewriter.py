@@ -30,20 +30,13 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from xrt2pjrt.registry import RULES, Options
+from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
-from xrt2pjrt.rewriters import Outcome, SourceError, Words, todo_comment
+from xrt2pjrt.rewriters import Outcome, SourceError, todo_comment, trigger_for
 from xrt2pjrt.python import imports, layout, quiet
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.context import Context
-from xrt2pjrt.python.trigger import TRIGGER
 from xrt2pjrt.suppress import Suppressions
-from xrt2pjrt.xrt_variables import UNPREFIXED
-
-# Importing the rule modules registers their rules.
-from xrt2pjrt.rules import (  # noqa: F401, E402  isort: skip
-    distributed, environment, manual, metrics, pjrt_module, runtime_api, shim_target, spawn, target_api,
-)
 
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.
@@ -90,22 +83,26 @@ def _roles(node_type: type) -> int:
     return roles
 
 
-# Words that make a statement worth parsing, besides the trigger's and the names bound by
-# torch_xla imports: what the rules that need no torch_xla name look for.
-_RULE_WORDS = ("init_process_group", "MASTER_ADDR", "MASTER_PORT", "import_module", "__import__", "kb_free", "kb_total",
-               "signal.signal", "sys.exit", "os._exit", "SystemExit", "exit(", "quit(", "'xla", '"xla')
+@functools.cache
+def _looked_for() -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """What the Python rules look for in a statement, all of them whatever is selected (a use
+    of an import a rewrite may drop must be seen): their words, the dotted names they act on
+    (and the modules whose imports the engine may drop), and the names they take as aliases."""
+    rules = [cls for cls in all_rules().values() if issubclass(cls, PythonRule)]
+    words = tuple(dict.fromkeys(word for cls in rules for word in (*cls.words, *cls.statement_words)))
+    targets = tuple(dict.fromkeys((*REWRITTEN_MODULES, "xrt2pjrt",
+                                   *(name for cls in rules for name in (*cls.names, *cls.prefixes)))))
+    return words, targets, frozenset(alias for cls in rules for alias in cls.aliases)
 
 
 def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:
     """What a statement must hold for a rule to act on it (python/quiet.py): a word of the
-    trigger or of the rules, or, as a whole identifier, a name an import of torch_xla (or
-    of a rule's own name, like ``from torch.distributed import init_process_group as
-    ipg``) binds."""
-    targets = ("torch_xla", "xrt2pjrt", "torch.distributed.init_process_group", "importlib.import_module", "signal.signal",
-               "sys.exit", "os._exit")
+    rules, or, as a whole identifier, a name an import of torch_xla (or of a rule's own
+    name, like ``from torch.distributed import init_process_group as ipg``) binds."""
+    words, targets, conventional = _looked_for()
     aliases = sorted(local for local, fulls in bound.items()
-                     if any(full.startswith(targets) for full in fulls) or local in manual.CONVENTIONAL)
-    return (*TRIGGER.words, *_RULE_WORDS), aliases
+                     if any(full.startswith(targets) for full in fulls) or local in conventional)
+    return words, aliases
 
 
 class _Lines:
@@ -416,11 +413,7 @@ def _simple_statements(tree: ast.Module | None):
 
 
 def _selected(options: Options) -> list[PythonRule]:
-    return [
-        cls()
-        for rule_id, cls in sorted(RULES.items())
-        if cls.kind == "python" and options.on(rule_id) and options.target in cls.targets
-    ]
+    return [cls() for cls in selected(options, "python")]
 
 
 def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
@@ -471,7 +464,7 @@ def rewrite_together(pieces: list[str], options: Options,
     module = "".join(_PIECE.format(k) + piece if k else piece for k, piece in enumerate(ended))
     if _pieces_of(module, len(pieces)) is None:
         return None
-    if not TRIGGER.search(module):
+    if not trigger_for("python").search(module):
         return [Outcome(piece) for piece in pieces]
     try:
         outcome = rewrite(module, options)

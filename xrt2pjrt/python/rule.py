@@ -20,11 +20,16 @@ from xrt2pjrt.python.context import Context
 
 class PythonRule(Rule):
     kind = "python"
+    # Plain words: a file holds one wherever the rule acts (most act on torch_xla's names).
+    words = ("torch_xla",)
+    # Plain words that make a statement of such a file worth parsing for the rule
+    # (python/quiet.py), besides ``words`` and the names it acts on: ``sys.exit``.
+    statement_words: ClassVar[tuple[str, ...]] = ()
+    # Local names an import binds that the rule takes for torch_xla's, whatever the import.
+    aliases: ClassVar[frozenset[str]] = frozenset()
     # Qualified names (imports followed) whose calls and references this rule handles.
     names: ClassVar[frozenset[str]] = frozenset()
     prefixes: ClassVar[tuple[str, ...]] = ()
-    # The --target values the rule runs under.
-    targets: ClassVar[tuple[str, ...]] = ("native", "shim")
     # True: its call/reference hooks run after every other rule's at the node, on what they
     # made of it (the check of the result against the target release does).
     runs_last: ClassVar[bool] = False

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import TODO, Outcome, SourceError
-from xrt2pjrt.python.trigger import TRIGGER as PYTHON_TRIGGER
-from xrt2pjrt.text import installs, shell
+from xrt2pjrt.text import shell
 from xrt2pjrt.report import Finding
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted
 
@@ -30,8 +29,6 @@ def _python():
     """The Python rewriter, imported when a file needs it (it brings libcst)."""
     return rewriters.module_for("python")
 
-
-TRIGGER = re.compile(shell.TRIGGER.pattern + r"|xla_model|xla_multiprocessing|xmp\.|xm\.")
 
 # info string / directive language -> file kind
 LANGUAGES = {
@@ -54,13 +51,13 @@ class Block:
 
 
 def rewrite(text: str, options: Options) -> Outcome:
-    options = installs.in_file(options, text)
+    options = options.in_file(text)
     rec = Recorder(text, options)
     bodies = {block: dedent(text[block.start:block.end], block.indent) for block in blocks(text)}
     done = _python_together(text, bodies, options)
     for block, body in bodies.items():
         module = rewriters.module_for(block.kind)
-        if block in done or not module.TRIGGER.search(body):
+        if block in done or not rewriters.trigger_for(block.kind).search(body):
             continue
         again = _rewriter(block, body, module, options)
         try:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xrt2pjrt.registry import Example, register
 from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
 
 MET = "torch_xla.debug.metrics"
 
@@ -29,7 +29,6 @@ XRT_METRICS: dict[str, str | None] = {
 }
 
 
-@register
 class XrtMetricNames(PythonRule):
     id = "api-xrt-metric-names"
     summary = ("XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, "

@@ -12,8 +12,7 @@ variables:
   where its value asks for one (a remote TPU node, a GPU map, an unreadable map);
 - a read becomes a manual item naming the PJRT replacement;
 - a write to ``os.environ`` of a variable the file also reads stays as it is while those
-  reads do (renamed, they would raise KeyError), with a manual item.
-"""
+  reads do (renamed, they would raise KeyError), with a manual item."""
 
 from __future__ import annotations
 
@@ -22,11 +21,9 @@ import re
 
 import libcst as cst
 
-from xrt2pjrt.registry import Example, register
 from xrt2pjrt.python import imports
 from xrt2pjrt.python.rule import PythonRule, argument, code, without_args
-from xrt2pjrt.text.installs import torch_file
-from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, RUNTIME_READS, SHARED, UNPREFIXED, device_for, is_plumbing
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, SHARED, UNPREFIXED, device_for
 
 XENV = "torch_xla.core.xla_env_vars"
 
@@ -69,6 +66,7 @@ Write = tuple[Setting | None, str | None]
 
 
 class EnvRule(PythonRule):
+    words = ("XRT_", "xenv", *UNPREFIXED)
     nodes = (cst.Assign, cst.Call, cst.Subscript, cst.Dict, cst.Comparison, cst.Del)
 
     def handles(self, variable: str) -> bool:
@@ -105,7 +103,7 @@ class EnvRule(PythonRule):
     def _here(self, ctx, variable: str) -> bool:
         """Whether this rule treats ``variable`` in this file: a variable other frameworks
         read too is left to a TensorFlow or JAX file that does not use PyTorch."""
-        return self.handles(variable) and (variable not in SHARED or torch_file(ctx.options, ctx.source)
+        return self.handles(variable) and (variable not in SHARED or ctx.options.uses_torch(ctx.source)
                                            or not _OTHER_FRAMEWORK.search(ctx.source))
 
     def _environ(self, ctx, node) -> bool:
@@ -311,228 +309,6 @@ class DeviceRule(EnvRule):
     def write(self, variable, value, target):
         choice = device_for(variable, value, target)
         return (None if choice.device is None else ("PJRT_DEVICE", choice.device)), choice.note
-
-
-@register
-class TpuConfig(DeviceRule):
-    id = "env-xrt-tpu-config"
-    summary = "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported"
-    examples = (
-        Example(
-            "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'  # torch_xla\n",
-            "import os\n\nos.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n",
-        ),
-        Example(
-            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
-            "os.environ.setdefault(xenv.TPU_CONFIG, f'tpu_worker;0;{ip}:8470')\n",
-            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
-            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
-            "os.environ.setdefault('PJRT_DEVICE', 'TPU')\n",
-            manual=("remote TPU node",),
-        ),
-        Example(
-            "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'grpc://' + os.environ['COLAB_TPU_ADDR']  # torch_xla\n",
-            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
-            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
-            "os.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n",
-            manual=("remote TPU node",),
-        ),
-        Example(
-            "import os\n\nenv = {\"XRT_TPU_CONFIG\": config, 'XLA_USE_BF16': '1'}\n",
-            "import os\n\nenv = {\"PJRT_DEVICE\": \"TPU\", 'XLA_USE_BF16': '1'}\n",
-        ),
-        Example(
-            "import os\n\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
-            "import os\n\n# TODO(xrt2pjrt): XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or "
-            "xr.device_type() == 'TPU' [env-xrt-tpu-config]\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
-            manual=("PJRT_DEVICE",),
-        ),
-    )
-
-    def handles(self, variable):
-        return variable == "XRT_TPU_CONFIG"
-
-    def read(self, variable):
-        return "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'"
-
-
-@register
-class CpuTopology(DeviceRule):
-    id = "env-xrt-cpu-topology"
-    summary = ("XRT_DEVICE_MAP set → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when unreadable, "
-               "reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported")
-    examples = (
-        Example(
-            "import os\n\n"
-            "os.environ['XRT_DEVICE_MAP'] = 'CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0'\n"
-            "os.environ['XRT_WORKERS'] = 'localservice:0;grpc://localhost:40934'  # torch_xla\n",
-            "import os\n\nos.environ['PJRT_DEVICE'] = 'CPU'\n",
-        ),
-        Example(
-            "import os\n\n"
-            "os.environ['XRT_DEVICE_MAP'] = 'GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0'\n"
-            "os.environ['XRT_WORKERS'] = 'localservice:0;grpc://localhost:40934'  # torch_xla\n",
-            "import os\n\nos.environ['PJRT_DEVICE'] = 'CUDA'\n",
-            options={"target_version": (2, 8)},
-        ),
-        Example(
-            "import os\n\n"
-            "os.environ['XRT_WORKERS'] = 'tpu_worker:0;grpc://10.0.0.2:8470'  # torch_xla\n"
-            "os.environ['XRT_DEVICE_MAP'] = 'TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0'\n",
-            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
-            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-cpu-topology]\n"
-            "os.environ['PJRT_DEVICE'] = 'TPU'\n",
-            manual=("remote TPU node", "remote TPU node"),
-        ),
-        Example(
-            "import os\n\nos.environ.update(XRT_DEVICE_MAP=device_map, XRT_WORKERS=workers)  # torch_xla\n",
-            "import os\n\n# TODO(xrt2pjrt): PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not be "
-            "read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it [env-xrt-cpu-topology]\n"
-            "os.environ.update(PJRT_DEVICE='CPU')  # torch_xla\n",
-            manual=("could not be read",),
-        ),
-    )
-
-    def handles(self, variable):
-        return variable in DEVICE_SETTINGS and variable != "XRT_TPU_CONFIG"
-
-    def read(self, variable):
-        return f"{variable} is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type()"
-
-
-@register
-class ReplicaVariables(EnvRule):
-    id = "env-xrt-replica-vars"
-    summary = "XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed"
-    examples = (
-        Example(
-            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
-            "hosts = int(os.environ.get(xenv.HOST_WORLD_SIZE, '1'))\n",
-            "import os\n\n"
-            "# TODO(xrt2pjrt): XRT_HOST_WORLD_SIZE is never set under PJRT: use xr.process_count() // "
-            "xr.local_process_count() (the number of hosts) "
-            "[env-xrt-replica-vars]\nhosts = int(os.environ.get('XRT_HOST_WORLD_SIZE', '1'))\n",
-            manual=("xr.local_process_count()",),
-        ),
-        Example(
-            "import os\n\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",
-            "import os\n\n# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is never set under PJRT: use xr.global_ordinal() "
-            "[env-xrt-replica-vars]\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",
-            manual=("xr.global_ordinal()",),
-        ),
-        Example(
-            "import os\n\nchild_env = dict(os.environ)\n"
-            "child_env.update({'XRT_SHARD_ORDINAL': str(i), 'XRT_SHARD_WORLD_SIZE': str(n), 'RANK': str(i)})\n",
-            "import os\n\nchild_env = dict(os.environ)\n"
-            "# TODO(xrt2pjrt): a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or "
-            "torch_xla.launch [env-xrt-replica-vars]\nchild_env.update({'RANK': str(i)})\n",
-            manual=("launcher",),
-        ),
-        Example(  # a test's mock: rewritten, it would no longer match the test's asserts
-            "import os\nfrom unittest import mock\n\n@mock.patch.dict(os.environ, {'XRT_SHARD_ORDINAL': '1'})\n"
-            "def check_rank():\n    assert rank() == 1\n",
-            "import os\nfrom unittest import mock\n\n# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is set for a test here: left "
-            "as it is, with the test's expectations; once the code under test is migrated, set what it reads now "
-            "(XRT_SHARD_ORDINAL is never set under PJRT: use xr.global_ordinal()) [env-xrt-replica-vars]\n"
-            "@mock.patch.dict(os.environ, {'XRT_SHARD_ORDINAL': '1'})\ndef check_rank():\n    assert rank() == 1\n",
-            manual=("set for a test here",),
-        ),
-    )
-
-    def handles(self, variable):
-        return variable in RUNTIME_READS
-
-    def write(self, variable, value, target):
-        return None, "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
-
-    def read(self, variable):
-        return f"{variable} is never set under PJRT: use {RUNTIME_READS[variable]}"
-
-
-@register
-class Plumbing(EnvRule):
-    id = "env-xrt-plumbing"
-    summary = "XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, XRT_TORCH_DIST_*, ...) set → removed"
-    examples = (
-        Example(
-            "import os\n\nos.environ['XRT_MESH_SERVICE_ADDRESS'] = 'localhost:53627'\nos.environ['XLA_USE_BF16'] = '1'\n",
-            "import os\n\nos.environ['XLA_USE_BF16'] = '1'\n",
-        ),
-        Example(
-            "import os\n\nif flags.local:\n    os.environ['XRT_START_LOCAL_SERVER'] = '1'\n",
-            "import os\n\nif flags.local:\n    pass\n",
-        ),
-        Example(
-            "import os\n\nenv = {\n    'XRT_MESH_SERVICE_ADDRESS': 'localhost:53627',\n}\n",
-            "import os\n\nenv = {}\n",
-        ),
-    )
-
-    def handles(self, variable):
-        return is_plumbing(variable)
-
-    def write(self, variable, value, target):
-        return None, None
-
-    def read(self, variable):
-        answer = (f"{variable} belonged to the XRT server; PJRT neither sets nor reads it, so a read gets its default "
-                  "and a test of it (os.environ.get(...) is not None, in os.environ) is now always False")
-        if variable.startswith("XRT_TORCH_DIST"):
-            # catalyst asked it whether torch.distributed ran over XLA: now rank -1, world 1
-            answer += ("; to ask whether this is a distributed XLA run, use xr.world_size() > 1 (torch_xla.runtime), "
-                       "or torch.distributed.is_initialized() for an 'xla' process group")
-        return answer
-
-
-@register
-class Unprefixed(EnvRule):
-    id = "env-xrt-unprefixed"
-    summary = ("TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR (XRT-era, no XRT_ prefix) set → removed; "
-               "reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT")
-    examples = (
-        Example(
-            "import os\n\nos.environ['TPUVM_MODE'] = '1'\nos.environ['TPU_NUM_DEVICES'] = '1'\ntrain()\n",
-            "import os\n\ntrain()\n",
-            manual=("TPU_PROCESS_BOUNDS",),
-        ),
-        Example(
-            "import os\n\ncores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n",
-            "import os\n\n# TODO(xrt2pjrt): TPU_NUM_DEVICES is XRT-era: torch_xla runs one process per chip; to use "
-            "fewer chips set TPU_PROCESS_BOUNDS and TPU_VISIBLE_CHIPS, or spawn with nprocs=1 [env-xrt-unprefixed]\n"
-            "cores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n",
-            manual=("one process per chip",),
-        ),
-        Example(
-            "import os\nimport torch\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
-            "import os\nimport torch\n# TODO(xrt2pjrt): COLAB_TPU_ADDR is XRT-era: only the old Colab TPU runtime (a "
-            "TPU node driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE or xr.device_type() == "
-            "'TPU' instead [env-xrt-unprefixed]\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
-            manual=("xr.device_type() == 'TPU'",),
-        ),
-        Example(  # TensorFlow's Colab notebooks found their TPU node there too: not PyTorch's to report
-            "import os\nimport tensorflow as tf\n\n"
-            "tpu = tf.distribute.cluster_resolver.TPUClusterResolver('grpc://' + os.environ['COLAB_TPU_ADDR'])\n",
-            "import os\nimport tensorflow as tf\n\n"
-            "tpu = tf.distribute.cluster_resolver.TPUClusterResolver('grpc://' + os.environ['COLAB_TPU_ADDR'])\n",
-        ),
-        Example(  # torch_xla 2.9 still names it, and never sets it
-            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\nmaster = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n",
-            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n# TODO(xrt2pjrt): TPU_MESH_CONTROLLER_ADDRESS is "
-            "XRT-era: xla_dist set it for XRT's mesh controller on worker 0; PJRT neither sets nor reads it (a read "
-            "is a KeyError): take host 0's address from your launcher, or use xr.process_index() == 0 to pick host 0 "
-            "[env-xrt-unprefixed]\nmaster = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n",
-            manual=("a read is a KeyError",),
-        ),
-    )
-
-    def handles(self, variable):
-        return variable in UNPREFIXED
-
-    def write(self, variable, value, target):
-        return None, (self.read(variable) if variable == "TPU_NUM_DEVICES" else None)
-
-    def read(self, variable):
-        return f"{variable} is XRT-era: {UNPREFIXED[variable]}"
 
 
 _OTHER_FRAMEWORK = re.compile(r"\b(?:import|from)\s+(?:tensorflow|jax)\b")
