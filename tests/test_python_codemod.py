@@ -20,6 +20,7 @@ from xrt2pjrt.python import rewriter as python
 
 def migrate(source: str, **options):
     options.setdefault("rules", frozenset(r for r, c in all_rules().items() if c.kind == "python"))
+    options.setdefault("unsafe_fixes", True)  # every fix, unsafe ones too (tests/test_fix_safety.py: the gate)
     outcome = python.rewrite(textwrap.dedent(source), Options(**options))
     assert python.check(outcome.text) is None
     again = python.rewrite(outcome.text, Options(**options))

@@ -3,7 +3,8 @@
 The examples on a rule class are its documentation (``xrt2pjrt rules``) and, here, its
 tests: with only that rule selected, ``before`` must become ``after`` exactly, report the
 expected manual items, give text the rewriter's own check accepts, and a second pass
-over ``after`` must change nothing (ruff's rule: fixes must converge in one step).
+over ``after`` must change nothing (ruff's rule: fixes must converge in one step). Unsafe
+fixes are made: the examples document them (tests/test_fix_safety.py holds the gate).
 """
 
 import pytest
@@ -19,7 +20,8 @@ CASES = [
 
 
 def _run(rule, example, text):
-    options = Options(rules=frozenset({rule.id}), **example.options)
+    # (with unsafe fixes made: an example documents the fix)
+    options = Options(rules=frozenset({rule.id}), unsafe_fixes=True, **example.options)
     return rewriters.module_for(rule.kind).rewrite(text, options)
 
 

@@ -17,7 +17,7 @@ from xrt2pjrt.text.edits import dedent
 from test_text_shell import REMOTE, assert_decisions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "markdown"
-ALL = Options(rules=frozenset(all_rules()))
+ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 
 @pytest.mark.parametrize("name", ["README.md", "guide.rst"])

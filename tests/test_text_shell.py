@@ -28,7 +28,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "text" / "shell"
 ALL = frozenset(all_rules())
 
 def rewrite(text: str, **options):
-    return shell.rewrite(text, Options(rules=ALL, **options))
+    return shell.rewrite(text, Options(rules=ALL, unsafe_fixes=True, **options))  # every fix, unsafe ones too
 
 
 def test_unchanged_script_is_returned_as_is():

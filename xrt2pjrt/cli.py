@@ -155,6 +155,7 @@ def migrate(args) -> int:
         launcher=args.launcher, jobs=args.jobs, config=args.config, exclude=args.exclude,
         extend_exclude=args.extend_exclude, force_exclude=args.force_exclude, stdin_filename=args.stdin_filename,
         stdin=sys.stdin.buffer.read() if reads_stdin else None, report=args.report, max_file_size=args.max_file_size,
+        unsafe_fixes=args.unsafe_fixes,
     )
     progress = Progress(out)
     try:
@@ -373,7 +374,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = _command(sub, "migrate", migrate, "Rewrite XRT-era code, scripts and configs for PJRT.",
                  "A preview by default: the diff, and what a person must decide. Exit 0 when done, "
-                 "1 when --check finds changes pending, 2 when a file could not be processed (it is "
+                 "1 when --check finds changes (or unsafe fixes) pending, 2 when a file could not be processed (it is "
                  "named and left as it was) or an option is wrong. The options win over the "
                  "configuration ([tool.xrt2pjrt] in pyproject.toml).",
                  usage="[OPTIONS] PATH...")
@@ -389,6 +390,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=("native", "shim"), metavar="TARGET",
                    help="native (torch_xla 2.x APIs; the default) or shim (xrt2pjrt.shim, call sites kept)")
     p.add_argument("--target-version", metavar="X.Y", help="the torch_xla to write for: 2.1 ... 2.9 (default 2.9)")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="also make the fixes that need a reviewer's eye (without it they are listed as pending)")
     p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text", metavar="FORMAT",
                    help="text (the diff; findings on stderr), json, github or sarif, on stdout")
     p.add_argument("--report", type=Path, metavar="FILE", help="also write a report: FILE.json or FILE.md")

@@ -25,8 +25,9 @@ from typing import Callable, ClassVar
 
 TARGETS = ("native", "shim")
 TARGET_VERSIONS = tuple((2, minor) for minor in range(1, 10))
-# What a rule's fix is (ruff's applicability): ``safe`` keeps the program's meaning;
-# ``unsafe`` needs a reviewer's eye; ``none``: the rule only reports.
+# What a rule's fix is (ruff's applicability): ``safe`` keeps the program's meaning and
+# --write applies it; ``unsafe`` needs a reviewer's eye, and --write applies it only with
+# --unsafe-fixes (without, it is reported as pending); ``none``: the rule only reports.
 FIXES = ("safe", "unsafe", "none")
 
 
@@ -61,6 +62,11 @@ class Rule:
         """Whether a run with ``options`` takes this rule: selected, and through its gate."""
         return (options.on(cls.id) and options.target in cls.targets
                 and options.target_version >= cls.min_version)
+
+    @classmethod
+    def gated(cls, options: "Options") -> bool:
+        """Whether the gate withholds this rule's fixes: unsafe ones, without --unsafe-fixes."""
+        return cls.fix == "unsafe" and not options.unsafe_fixes
 
 
 # The families, in the order the guide's checklist takes them (one per pull request).
@@ -237,9 +243,15 @@ class Options:
     # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
     # (uses_torch).
     torch_file: bool | None = None
+    # Whether unsafe fixes are made too (--unsafe-fixes); without it they are pending.
+    unsafe_fixes: bool = False
 
     def on(self, rule_id: str) -> bool:
         return rule_id in self.rules
+
+    def withholds(self, rule_id: str) -> bool:
+        """Whether the fix-safety gate keeps ``rule_id``'s fixes from being made."""
+        return not self.unsafe_fixes and all_rules()[rule_id].gated(self)
 
     def uses_torch(self, text: str) -> bool:
         """Whether the file at hand, ``text`` unless ``torch_file`` says, uses PyTorch."""

@@ -56,6 +56,9 @@ class Finding:
     message: str
     cites: tuple[Cite, ...] = ()
     cited_as: str = ""
+    # A change only: False when the fix-safety gate withheld it (an unsafe fix without
+    # --unsafe-fixes): pending, not made.
+    applied: bool = True
 
     def shown(self, number: Callable[[Cite], int] = lambda cite: cite.line,
               text: Callable[[Cite], str | None] = lambda cite: None) -> str:
@@ -117,9 +120,19 @@ class FileResult:
         return self.error is None and self.updated is not None and self.updated != self.original
 
     @property
+    def made(self) -> list[Finding]:
+        """The changes made (or that --write makes): all but the pending ones."""
+        return [f for f in self.changes if f.applied]
+
+    @property
+    def pending(self) -> list[Finding]:
+        """The changes the fix-safety gate withheld (unsafe fixes, without --unsafe-fixes)."""
+        return [f for f in self.changes if not f.applied]
+
+    @property
     def only_todo_lines(self) -> bool:
         """Changed, but only by the TODO lines that mark items to decide."""
-        return self.changed and not self.changes
+        return self.changed and not self.made
 
 
 @dataclass
@@ -131,6 +144,7 @@ class Summary:
     files_failed: int = 0
     changes: int = 0
     manual: int = 0
+    pending: int = 0  # unsafe fixes withheld (--unsafe-fixes makes them)
     # What the files hold once the run is done: a second pass reports only what its rules
     # still see, while an earlier --write's TODO lines stay until a person settles them.
     todo_lines: int = 0
@@ -145,8 +159,9 @@ class Summary:
             files_only_todo_lines=sum(r.only_todo_lines for r in results),
             files_with_manual_items=sum(bool(r.manual) for r in results),
             files_failed=sum(r.error is not None for r in results),
-            changes=sum(len(r.changes) for r in results if r.error is None),  # a file that failed changed nothing
+            changes=sum(len(r.made) for r in results if r.error is None),  # a file that failed changed nothing
             manual=sum(len(r.manual) for r in results),
+            pending=sum(len(r.pending) for r in results if r.error is None),
             todo_lines=sum(left),
             files_with_todo_lines=sum(map(bool, left)),
         )
@@ -158,7 +173,7 @@ class Item:
     lines and columns, the end column just past the region (as SARIF counts)."""
 
     path: str
-    kind: str  # "change", "decide" or "error"
+    kind: str  # "change", "pending" (an unsafe fix withheld), "decide" or "error"
     rule: str | None
     message: str
     line: int
@@ -218,7 +233,7 @@ class Run:
         written = self.mode == "write" and result.changed
         moved = self._new_line if written else (lambda r, line: (line, line))
         out = []
-        for kind, findings in (("change", result.changes), ("decide", result.manual)):
+        for kind, findings in (("change", result.made), ("pending", result.pending), ("decide", result.manual)):
             for f in findings:
                 line, last = moved(result, f.line)
                 message = self._cited_as_written(result, f, lines) if written else f.shown()
@@ -364,7 +379,7 @@ def to_text(run: Run) -> list[tuple[str, str]]:
     out = []
     for r in run.interesting:
         if r.error is None and r.changed:
-            details = [plural(len(r.changes), "change")] if r.changes else []
+            details = [plural(len(r.made), "change")] if r.made else []
             details += [plural(len(r.manual), "item") + " to decide"] if r.manual else []
             out.append(("file", f"{quoted(r.path)}: {run.verb(r)}" + (f" ({', '.join(details)})" if details else "")))
         for item in run.items(r):
@@ -373,12 +388,18 @@ def to_text(run: Run) -> list[tuple[str, str]]:
             where = f"{item.path}:{item.line}:{item.column}:"
             if item.kind == "error":
                 out.append(("error", f"{item.path}: error: {item.message}"))
+            elif item.kind == "pending":
+                out.append(("decide", f"{where} pending [{item.rule}] {item.message} ({PENDING})"))
             else:
                 out.append(("decide", f"{where} decide [{item.rule}] {item.message}"))
     out.append(("summary", summary_line(run)))
     if run.mode == "check" and run.summary.files_changed:
         out.append(("summary", "To apply them: xrt2pjrt migrate --write, with the same paths and options."))
     return out
+
+
+# What a pending change is, where it is listed.
+PENDING = "unsafe fix, not made: review it, and apply it with --unsafe-fixes"
 
 
 def change_lines(run: Run) -> list[str]:
@@ -394,6 +415,8 @@ def summary_line(run: Run) -> str:
              + f" ({plural(s.changes, 'change')})"]
     if s.files_only_todo_lines:
         parts.append(f"{s.files_only_todo_lines} {'gained' if run.mode == 'write' else 'would gain'} TODO lines only")
+    if s.pending:
+        parts.append(f"{s.pending} unsafe {'fix' if s.pending == 1 else 'fixes'} pending (--unsafe-fixes makes them)")
     parts.append(f"{plural(s.manual, 'item')} to decide by hand")
     if s.todo_lines:
         parts.append(f"{plural(s.todo_lines, 'TODO(xrt2pjrt) line')} {'' if run.mode == 'write' else 'already '}"
@@ -407,14 +430,17 @@ def to_json(run: Run) -> str:
     files = []
     for r in run.interesting:
         items = run.items(r)
-        files.append({
+        record = {
             "path": quoted(r.path),
             "kind": r.kind,
             "changed": r.changed,
             "changes": [i.record() for i in items if i.kind == "change"],
             "manual": [i.record() for i in items if i.kind == "decide"],
             "error": r.error,
-        })
+        }
+        if r.pending:  # (only where there are: a file's record is the same as ever without)
+            record["pending"] = [i.record() for i in items if i.kind == "pending"]
+        files.append(record)
     return json.dumps({"mode": run.mode, "files": files, "summary": asdict(run.summary)}, indent=2) + "\n"
 
 
@@ -431,10 +457,11 @@ def to_github(run: Run) -> str:
     lines = []
     for r in run.interesting:
         for i in run.items(r):
-            level = {"error": "error", "decide": "warning"}.get(i.kind, "notice" if run.mode == "write" else "warning")
+            level = {"error": "error", "decide": "warning", "pending": "warning"}.get(
+                i.kind, "notice" if run.mode == "write" else "warning")
             title = "xrt2pjrt" if i.rule is None else f"xrt2pjrt {i.rule}"
             what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
-                    "error": "not processed"}[i.kind]
+                    "pending": "unsafe fix pending (--unsafe-fixes)", "error": "not processed"}[i.kind]
             props = (f"file={_escape_property(i.path)},line={i.line},col={i.column},endLine={i.end_line},"
                      f"endColumn={i.end_column},title={_escape_property(title)}")
             lines.append(f"::{level} {props}::{_escape_data(f'{what}: {i.message}')}")
@@ -470,7 +497,8 @@ def to_sarif(run: Run) -> str:
             notifications.append({"level": "error", "message": {"text": f"not processed: {i.message}"},
                                   "locations": [location(i)]})
             continue
-        what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand"}[i.kind]
+        what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
+                "pending": "unsafe fix pending (--unsafe-fixes)"}[i.kind]
         results.append({
             "ruleId": i.rule, "ruleIndex": index[i.rule],
             "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
@@ -500,7 +528,8 @@ def to_markdown(run: Run) -> str:
         elif r.changed:
             lines += [f"{run.verb(r).capitalize()}.", ""]
         items = run.items(r)
-        for title, kind in (("Changes", "change"), ("Decide by hand", "decide")):
+        for title, kind in (("Changes", "change"), ("Unsafe fixes pending (--unsafe-fixes)", "pending"),
+                            ("Decide by hand", "decide")):
             chosen = [i for i in items if i.kind == kind]
             if chosen:
                 lines += [f"### {title}", ""]

@@ -76,11 +76,13 @@ class Context:
             self._engine.statements[-1].changed = True
 
     def manual(self, message: str, comment: bool | str = True, cites: Sequence[int] = (), quoted: int = 0,
-               cited_as: str = "") -> None:
+               cited_as: str = "", of_fix: bool = False) -> None:
         """Report a spot a person must decide; also mark it in the code with ``message``,
         or with ``comment`` when that is a text (one that must not change when the file's
         lines move, so that a second pass finds it in place). ``cites``: lines of the file
-        the message names (report.Finding), the first ``quoted`` of them with their text."""
+        the message names (report.Finding), the first ``quoted`` of them with their text.
+        ``of_fix``: the item is about the fix the rule makes here, and goes with it when the
+        fix-safety gate withholds it."""
         texts = self._engine.text.splitlines() if quoted else []
         finding = Finding(self.rule_id, self.line, message,
                           tuple(Cite(line, text=texts[line - 1] if k < quoted else None) for k, line in enumerate(cites)),
@@ -88,6 +90,8 @@ class Context:
         if finding in self._engine.manual:
             return  # one item per spot, however many arguments led to it
         self._engine.manual.append(finding)
+        if of_fix:
+            self._engine.fix_notes.append(finding)
         if comment and self._engine.statements:
             text = comment if isinstance(comment, str) else message
             self._engine.statements[-1].comments.append(todo_comment(text, self.rule_id))

@@ -166,6 +166,7 @@ class _Engine(cst.CSTTransformer):
         self.ancestors: list[cst.CSTNode] = []  # the original nodes around the one being visited
         self.changes: list[Finding] = []
         self.manual: list[Finding] = []
+        self.fix_notes: list[Finding] = []  # items to decide about a fix (Context.manual's of_fix)
         self.scope: imports.Scope | None = None
         self.statements: list[_Statement] = []
         self.blocks: list[dict] = []  # per block of statements: Context.block
@@ -357,7 +358,7 @@ class _Engine(cst.CSTTransformer):
             if self._suppressed(rule, original):
                 continue
             self.ctx.rule_id = rule.id
-            updated = rule.leave(self.ctx, original, updated)
+            updated = self._gated(rule, updated, lambda node: rule.leave(self.ctx, original, node))
         return updated
 
     def _run(self, rules, original, updated, name, binding):
@@ -369,9 +370,44 @@ class _Engine(cst.CSTTransformer):
             if isinstance(original, cst.Call):
                 if not isinstance(updated, cst.Call):
                     break
-                updated = rule.call(self.ctx, updated, name)
+                updated = self._gated(rule, updated, lambda node: rule.call(self.ctx, node, name))
             else:
-                updated = rule.reference(self.ctx, updated, name)
+                updated = self._gated(rule, updated, lambda node: rule.reference(self.ctx, node, name))
+        return updated
+
+    def _gated(self, rule: PythonRule, updated: cst.CSTNode, hook: Callable[[cst.CSTNode], cst.CSTNode]):
+        """``hook(updated)``, a hook of ``rule``: the node it returns, unless the fix-safety
+        gate withholds the rule's fixes and it made a change. Then ``updated`` stays, the
+        changes are reported as pending, and what the hook did besides returning a node is
+        undone: a statement it removed stays, an import it required for its effect is not
+        added (one it planned by name goes unused, and is dropped after the pass), nor is one
+        it would drop once unused, and the items to decide about the fix go with it (the
+        others stand: they are no fix)."""
+        if not rule.gated(self.ctx.options):
+            return hook(updated)
+        frame = self.statements[-1] if self.statements else None
+        before = (len(self.changes), frame and (frame.remove, frame.changed), set(self.planned), set(self.droppable),
+                  {key: len(lines) for key, lines in self.additions.items()}, len(self.fix_notes))
+        new = hook(updated)
+        changes, flags, planned, droppable, additions, notes = before
+        if len(self.changes) == changes:
+            return new
+        self.changes[changes:] = [replace(f, applied=False) for f in self.changes[changes:]]
+        for note in self.fix_notes[notes:]:
+            self.manual.remove(note)
+            if frame:
+                frame.comments.remove(todo_comment(note.message, note.rule))
+        del self.fix_notes[notes:]
+        if frame:
+            frame.remove, frame.changed = flags
+        for key, lines in self.additions.items():
+            required = {text for text, name in lines[additions.get(key, 0):] if name is None}
+            lines[additions.get(key, 0):] = [line for line in lines[additions.get(key, 0):] if line[1] is not None]
+            for planned_key in set(self.planned) - planned:
+                if f"import {planned_key[1]}" in required:
+                    del self.planned[planned_key]
+        for key in set(self.droppable) - droppable:
+            del self.droppable[key]
         return updated
 
     def _suppressed(self, rule: PythonRule, original: cst.CSTNode) -> bool:

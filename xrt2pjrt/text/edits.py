@@ -59,13 +59,16 @@ class Recorder:
         return k >= 0 and self._spans[k][1] > e.start
 
     def change(self, rule: str, offset: int, message: str, *edits: Edit) -> None:
-        """Record a change made of ``edits``; dropped whole when it overlaps an earlier one."""
+        """Record a change made of ``edits``; dropped whole when it overlaps an earlier one.
+        One the fix-safety gate withholds is recorded as pending, its edits dropped."""
         if any(self._overlaps(e) for e in edits):
             return
         if self.suppressions and self.suppressions.covers(rule, self.line(offset)):
             return
-        self.edits.extend(edits)
-        self.changes.append(Finding(rule, self.line(offset), message))
+        applied = not self.options.withholds(rule)
+        if applied:
+            self.edits.extend(edits)
+        self.changes.append(Finding(rule, self.line(offset), message, applied=applied))
 
     def ask(self, rule: str, offset: int, message: str) -> None:
         self.ask_at_line(rule, self.line(offset), message)

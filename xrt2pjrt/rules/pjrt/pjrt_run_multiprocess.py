@@ -37,7 +37,7 @@ class PjrtRunMultiprocess(PythonRule):
     def call(self, ctx, node, name):
         # Not xmp.spawn, even where the result goes unused: it calls fn(index, *args).
         if not ctx.is_whole_statement():
-            ctx.manual(_RESULTS)
+            ctx.manual(_RESULTS, of_fix=True)
         ctx.change(f"pjrt.{name.rsplit('.', 1)[1]} → xrt2pjrt.shim.xla_multiprocessing.run_multiprocess "
                    "(fn(*args), as before)")
         return node.with_changes(func=ctx.ref(SHIM_XMP, "run_multiprocess", "shim_xmp"))
