@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, ClassVar
 
+from xrt2pjrt.rule_index import RULES as INDEX
+
 TARGETS = ("native", "shim")
 TARGET_VERSIONS = tuple((2, minor) for minor in range(1, 10))
 # What a rule's fix is (ruff's applicability): ``safe`` keeps the program's meaning and
@@ -173,8 +175,6 @@ def names(word: str, rule_id: str) -> bool:
 def known_ids() -> frozenset[str]:
     """Every rule id, from the generated index (xrt2pjrt/rule_index.py): the parent process
     checks the user's words against it without importing the rules (and libcst)."""
-    from xrt2pjrt.rule_index import RULES as INDEX
-
     return frozenset(INDEX)
 
 
