@@ -83,7 +83,7 @@ def migrated(corpus, tmp_path_factory) -> Migration:
         shutil.copytree(folder, root / folder.name, symlinks=True)
     before = snapshot(root)
     report_file = root.parent / "report.json"
-    run = run_cli("migrate", "--write", "--report", report_file, root)
+    run = run_cli("migrate", "--write", "--unsafe-fixes", "--report", report_file, root)
     return Migration(root, before, snapshot(root), run, json.loads(report_file.read_text()))
 
 
@@ -211,7 +211,7 @@ def test_every_item_left_to_a_person_is_printed_and_reported(migrated):
 
 def test_a_second_pass_changes_nothing(migrated, tmp_path):
     report_file = tmp_path / "second.json"
-    run = run_cli("migrate", "--check", "--report", report_file, migrated.root)
+    run = run_cli("migrate", "--check", "--unsafe-fixes", "--report", report_file, migrated.root)
     second = json.loads(report_file.read_text())["summary"]
     assert second["files_changed"] == 0 and second["changes"] == 0, run.stderr[-3000:]
     assert run.returncode == (2 if second["files_failed"] else 0)
@@ -234,7 +234,7 @@ def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_p
     changes and items, file for file, in the same order."""
     cache_root = corpus[0].parent
     report_file = tmp_path / "preview.json"
-    run = run_cli("migrate", "--check", "--jobs", "1", "--report", report_file,
+    run = run_cli("migrate", "--check", "--unsafe-fixes", "--jobs", "1", "--report", report_file,
                   *(cache_root / rel for rel in migrated.entries()))
     assert run.returncode in (1, 2), run.stderr[-3000:]
     preview = {
