@@ -24,6 +24,7 @@ TREE = {
 
 def xrt2pjrt(*args, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_", "NO_COLOR", "FORCE_COLOR"))}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)  # this checkout's code, wherever installed from
     return subprocess.run([sys.executable, "-m", "xrt2pjrt", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
 
@@ -67,8 +68,8 @@ def test_select_env_migrates_the_variables_of_every_file_kind(tree):
 
 
 def test_select_and_ignore_take_comma_lists(tree):
-    ran = xrt2pjrt("migrate", "--write", "--select", "env,launch", "--ignore", "env-xrt,env-shell-xrt-unused", ".",
-                   cwd=tree)
+    ran = xrt2pjrt("migrate", "--write", "--unsafe-fixes", "--select", "env,launch", "--ignore",
+                   "env-xrt,env-shell-xrt-unused", ".", cwd=tree)
     assert ran.returncode == 0, ran.stderr
     assert "XRT_TPU_CONFIG" in (tree / "train.py").read_text()  # env-xrt-* (Python) ignored
     run_sh = (tree / "run.sh").read_text()
