@@ -32,7 +32,7 @@ def relevant(targets: list[tuple[Path, str]]) -> list[Path]:
     out = []
     for path, kind in targets:
         text = files.decode(path.read_bytes(), kind).text if kind == "python" else ""
-        if kind == "python" and rewriters.module_for(kind).TRIGGER.search(text):
+        if kind == "python" and rewriters.trigger_for(kind).search(text):
             out.append(path)
     return out
 

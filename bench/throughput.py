@@ -36,8 +36,7 @@ from xrt2pjrt import files, rewriters  # noqa: E402
 
 def trigger_pattern() -> str:
     """Every rewriter's text trigger as one PCRE: what a file must match to be parsed at all."""
-    rewriters.load_all()
-    return "|".join(sorted({rewriters.module_for(kind).TRIGGER.pattern for kind in rewriters.MODULES}))
+    return "|".join(sorted({rewriters.trigger_for(kind).pattern for kind in rewriters.MODULES}))
 
 
 def line(label: str, m: Measurement, files_n: int | None = None, lines_n: int | None = None) -> str:

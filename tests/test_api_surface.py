@@ -1,4 +1,4 @@
-"""The API surface table (rules/api_surface.txt, generated from the released wheels by
+"""The API surface table (python/api_surface.txt, generated from the released wheels by
 tools/api_surface.py) against the installed torch_xla 2.9: its modules, the names in
 them, the parameter names of its functions and constructors, and the ``_XLAC`` bindings.
 The rules trust this table to say what a release lacks; a wrong entry is either a false
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt.rules import api_surface
-from xrt2pjrt.rules.api_surface import Lack, entry, keyword_lacks, lacks
+from xrt2pjrt.python import api_surface
+from xrt2pjrt.python.api_surface import Lack, entry, keyword_lacks, lacks
 
 LATEST = (2, 9)
 

@@ -26,10 +26,10 @@ import pytest
 import yaml
 
 import _corpus
-from xrt2pjrt import files
+from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rewriters import SourceError
-from xrt2pjrt.rules import python
+from xrt2pjrt.python import rewriter as python
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +83,7 @@ def migrated(corpus, tmp_path_factory) -> Migration:
         shutil.copytree(folder, root / folder.name, symlinks=True)
     before = snapshot(root)
     report_file = root.parent / "report.json"
-    run = run_cli("migrate", "--write", "--report", report_file, root)
+    run = run_cli("migrate", "--write", "--unsafe-fixes", "--report", report_file, root)
     return Migration(root, before, snapshot(root), run, json.loads(report_file.read_text()))
 
 
@@ -211,14 +211,14 @@ def test_every_item_left_to_a_person_is_printed_and_reported(migrated):
 
 def test_a_second_pass_changes_nothing(migrated, tmp_path):
     report_file = tmp_path / "second.json"
-    run = run_cli("migrate", "--check", "--report", report_file, migrated.root)
+    run = run_cli("migrate", "--check", "--unsafe-fixes", "--report", report_file, migrated.root)
     second = json.loads(report_file.read_text())["summary"]
     assert second["files_changed"] == 0 and second["changes"] == 0, run.stderr[-3000:]
     assert run.returncode == (2 if second["files_failed"] else 0)
 
 
 # A line a message cites, with the text it quotes: the file's as read in a preview, as
-# written after --write (report.CITED), so only their place may differ.
+# written after --write (report.Finding.cites), so only their place may differ.
 _CITED_LINE = re.compile(r"\bline \d+(?:, \d+)*(?: of cell \d+)?(?:: `[^`\n]*`)?")
 
 
@@ -234,7 +234,7 @@ def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_p
     changes and items, file for file, in the same order."""
     cache_root = corpus[0].parent
     report_file = tmp_path / "preview.json"
-    run = run_cli("migrate", "--check", "--jobs", "1", "--report", report_file,
+    run = run_cli("migrate", "--check", "--unsafe-fixes", "--jobs", "1", "--report", report_file,
                   *(cache_root / rel for rel in migrated.entries()))
     assert run.returncode in (1, 2), run.stderr[-3000:]
     preview = {
@@ -249,13 +249,13 @@ def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_p
 
 def test_folding_quiet_statements_changes_no_outcome(corpus):
     """The rewriter folds the statements no rule can act on before parsing
-    (rules/quiet.py); on every relevant file of the corpus that must give exactly what
+    (python/quiet.py); on every relevant file of the corpus that must give exactly what
     parsing the whole file gives: the same text, the same findings on the same lines."""
     options = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
     relevant = 0
     for path, kind in files.discover(corpus).targets:
         text = files.decode(path.read_bytes(), kind).text if kind == "python" else ""
-        if not python.TRIGGER.search(text):
+        if not rewriters.trigger_for("python").search(text):
             continue
         relevant += 1
         try:

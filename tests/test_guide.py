@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from xrt2pjrt import guide
-from xrt2pjrt.registry import FAMILIES, all_rules
+from xrt2pjrt.registry import CHECKLIST, all_rules
 from cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def test_every_rule_id_has_a_heading_in_the_catalogue():
 
 
 # Words in backticks shaped like a rule id of a family (`spawn-nprocs-literal`, `env`).
-_ID_LIKE = re.compile(rf"`((?:{'|'.join(FAMILIES)})-[a-z0-9.*-]+)`")
+_ID_LIKE = re.compile(rf"`((?:{'|'.join(CHECKLIST)})-[a-z0-9.*-]+)`")
 
 
 @pytest.mark.parametrize("page", [GUIDE, ROOT / "README.md", ROOT / "examples" / "legacy_mnist" / "README.md"],
@@ -147,7 +147,8 @@ def _catalogue_examples():
 def test_catalogue_example_round_trips_through_the_cli(tmp_path, rule_id, flags, before, after):
     target = tmp_path / FILE_FOR_KIND[all_rules()[rule_id].kind]
     target.write_text(before, encoding="utf-8")
-    result = invoke(["migrate", str(target), "--write", "--select", rule_id, *flags])
+    # (unsafe fixes made: the catalogue shows each rule's fix, as its examples do)
+    result = invoke(["migrate", str(target), "--write", "--unsafe-fixes", "--select", rule_id, *flags])
     assert result.exit_code == 0, result.output
     assert target.read_text(encoding="utf-8") == after
 

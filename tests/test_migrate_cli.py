@@ -110,7 +110,7 @@ def test_bad_file_is_reported_with_line_left_identical_and_others_still_processe
 def test_a_rewriter_bug_costs_one_file_not_the_run(tree, monkeypatch):
     """An exception of ours (simulated here: an AttributeError) is reported for its file,
     which stays as it is; every other file is still done."""
-    from xrt2pjrt.rules import python
+    from xrt2pjrt.python import rewriter as python
 
     real = python.rewrite
 
@@ -257,8 +257,9 @@ def test_rules_json_lists_every_rule():
     rows = json.loads(result.stdout)
     assert [row["id"] for row in rows] == sorted(all_rules())
     for row in rows:
-        assert set(row) == {"id", "family", "kind", "safe", "summary", "example", "examples"}
+        assert set(row) == {"id", "family", "kind", "fix", "safe", "summary", "why", "example", "examples"}
         assert set(row["example"]) == {"before", "after"} and row["id"].startswith(row["family"] + "-")
+        assert row["fix"] in ("safe", "unsafe", "none") and row["safe"] is (row["fix"] != "unsafe")
     assert {"spawn-nprocs-literal", "api-world-size", "env-xrt-tpu-config", "dist-init-method"} <= {r["id"] for r in rows}
 
 

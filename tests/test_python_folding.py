@@ -1,4 +1,4 @@
-"""Folding quiet statements (rules/quiet.py) is only a speed-up: whatever a file holds, the
+"""Folding quiet statements (python/quiet.py) is only a speed-up: whatever a file holds, the
 rewrite with folding must give the outcome of the rewrite that parses the whole file,
 and folding then unfolding must give the file back byte for byte."""
 
@@ -12,7 +12,7 @@ from hypothesis import given
 
 from tests.test_engine_properties import ENCODINGS, SETTINGS, programs, source_of
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.rules import python, quiet
+from xrt2pjrt.python import quiet, rewriter as python
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 

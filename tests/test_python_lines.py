@@ -1,10 +1,10 @@
 """Findings name the line of the code they are about, wherever it sits: the engine takes
-lines from ``ast`` statements (rules/python.py, _Lines), which must match libcst's layout
+lines from ``ast`` statements (python/rewriter.py, _Lines), which must match libcst's layout
 for ``a; b``, one-line bodies, ``elif`` chains, try/except/else/finally, with, match,
 decorators, folded quiet statements and code spread over several lines."""
 
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.rules import python
+from xrt2pjrt.python import rewriter as python
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 

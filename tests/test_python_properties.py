@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.rules import python
+from xrt2pjrt.python import rewriter as python
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 

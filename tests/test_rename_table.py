@@ -8,10 +8,10 @@ import inspect
 
 import pytest
 
-from xrt2pjrt.rules import api_surface
-from xrt2pjrt.rules.environment import XENV_XRT
-from xrt2pjrt.rules.pjrt_module import PJRT_RENAMES
-from xrt2pjrt.rules.runtime_api import LATEST, RENAMES
+from xrt2pjrt.python import api_surface
+from xrt2pjrt.python.environment import XENV_XRT
+from xrt2pjrt.rules.pjrt._pjrt import PJRT_RENAMES
+from xrt2pjrt.python.renames import LATEST, RENAMES
 
 pytestmark = pytest.mark.xla
 
@@ -102,7 +102,7 @@ def test_xla_backend_registers_the_xla_init_method():
 
 @pytest.mark.parametrize("rename, spelling", SPELLINGS)
 def test_spelling_holds_in_every_release_it_is_written_for(rename, spelling):
-    # by the API tables of the released wheels (rules/api_surface.txt), not only 2.9
+    # by the API tables of the released wheels (python/api_surface.txt), not only 2.9
     for release in api_surface.RELEASES:
         if not spelling.since <= release <= spelling.until:
             continue

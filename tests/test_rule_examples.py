@@ -3,7 +3,8 @@
 The examples on a rule class are its documentation (``xrt2pjrt rules``) and, here, its
 tests: with only that rule selected, ``before`` must become ``after`` exactly, report the
 expected manual items, give text the rewriter's own check accepts, and a second pass
-over ``after`` must change nothing (ruff's rule: fixes must converge in one step).
+over ``after`` must change nothing (ruff's rule: fixes must converge in one step). Unsafe
+fixes are made: the examples document them (tests/test_fix_safety.py holds the gate).
 """
 
 import pytest
@@ -19,7 +20,8 @@ CASES = [
 
 
 def _run(rule, example, text):
-    options = Options(rules=frozenset({rule.id}), **example.options)
+    # (with unsafe fixes made: an example documents the fix)
+    options = Options(rules=frozenset({rule.id}), unsafe_fixes=True, **example.options)
     return rewriters.module_for(rule.kind).rewrite(text, options)
 
 
@@ -28,7 +30,7 @@ def test_example_rewrites_before_into_after(rule, index, example):
     outcome = _run(rule, example, example.before)
     assert outcome.text == example.after
     for expected in example.manual:
-        assert any(expected in item.message for item in outcome.manual), (expected, outcome.manual)
+        assert any(expected in item.shown() for item in outcome.manual), (expected, outcome.manual)
     if not example.manual:
         assert outcome.manual == []
     assert all(f.rule == rule.id for f in outcome.changes + outcome.manual)
@@ -49,3 +51,10 @@ def test_rule_is_documented(rule_id, rule):
     assert rule.summary and rule.kind in rewriters.MODULES
     first = rule.examples[0]
     assert first.before != first.after or first.manual, "the first example is what `rules` shows: make it do something"
+
+
+@pytest.mark.parametrize("rule_id, rule", sorted(all_rules().items()))
+def test_fix_safety_says_what_the_examples_do(rule_id, rule):
+    """A report-only rule (fix "none") changes nothing; a rule with a fix shows one."""
+    changed = [bool(_run(rule, e, e.before).changes) for e in rule.examples]
+    assert any(changed) is (rule.fix != "none"), (rule.fix, changed)

@@ -13,7 +13,9 @@ import pytest
 
 from xrt2pjrt.registry import TARGET_VERSIONS, Options, all_rules
 from xrt2pjrt.rewriters import SourceError
-from xrt2pjrt.rules import api_surface, python, target_api
+from xrt2pjrt import rewriters
+from xrt2pjrt.python import api_surface, rewriter as python
+from xrt2pjrt.python import replacements as target_api
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 
@@ -233,7 +235,7 @@ def test_no_migrated_corpus_file_uses_what_the_target_lacks_unflagged():
     for root in roots:
         for path in sorted(root.rglob("*.py")):
             source = path.read_text(encoding="utf-8", errors="replace")
-            if not python.TRIGGER.search(source):
+            if not rewriters.trigger_for("python").search(source):
                 continue
             try:
                 out = python.rewrite(source, OPTIONS).text

@@ -12,7 +12,7 @@ from test_text_shell import NO_CUDA, REMOTE, assert_decisions, fixed_point, with
 from xrt2pjrt.text import dockerfile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "dockerfile"
-ALL = Options(rules=frozenset(all_rules()))
+ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 
 def rewrite(text: str):

@@ -51,7 +51,7 @@ CASES = [
 def test_fixture_pair(before, expected, options, manual):
     kind = files.kind_of(FIXTURES / before)
     module = rewriters.module_for(kind)
-    opts = Options(rules=frozenset(all_rules()), **options)
+    opts = Options(rules=frozenset(all_rules()), unsafe_fixes=True, **options)  # every fix, unsafe ones too
     outcome = module.rewrite((FIXTURES / before).read_text(), opts)
     assert outcome.text == (FIXTURES / expected).read_text()
     assert outcome.changes or outcome.manual, "a fixture shows a change or a report"
@@ -73,7 +73,7 @@ def test_jsonnet_is_reported_never_rewritten():
     """Jsonnet would have to be evaluated to be rewritten: every XRT place is reported instead."""
     text = (FIXTURES / "jsonnet" / "pod-test.libsonnet").read_text()
     module = rewriters.module_for(files.kind_of(FIXTURES / "jsonnet" / "pod-test.libsonnet"))
-    outcome = module.rewrite(text, Options(rules=frozenset(all_rules())))
+    outcome = module.rewrite(text, Options(rules=frozenset(all_rules()), unsafe_fixes=True))
     assert outcome.text == text and outcome.changes == []
     assert [(f.rule, f.line) for f in outcome.manual] == [
         ("launch-xla-dist", 6), ("env-shell-xrt-tpu-config", 10), ("env-shell-xrt-cpu", 11)]
@@ -86,7 +86,7 @@ def test_a_gke_tpu_node_in_a_jsonnet_config_is_reported_as_in_yaml():
     text = ('local tpu = { "tf-version.cloud-tpus.google.com": "pytorch-1.13" };\n'
             '{ resources: { limits: { "cloud-tpus.google.com/v3": 8 } }, env: [{ name: "XRT_TPU_CONFIG" }] }\n')
     module = rewriters.module_for("jsonnet")
-    outcome = module.rewrite(text, Options(rules=frozenset(all_rules())))
+    outcome = module.rewrite(text, Options(rules=frozenset(all_rules()), unsafe_fixes=True))
     nodes = [(f.line, f.message) for f in outcome.manual if "GKE TPU node" in f.message]
     assert [line for line, _ in nodes] == [1, 2]
     assert nodes[0][1].startswith("`tf-version.cloud-tpus.google.com` in a jsonnet config: a GKE TPU node")

@@ -17,7 +17,7 @@ from xrt2pjrt.text.edits import dedent
 from test_text_shell import REMOTE, assert_decisions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "markdown"
-ALL = Options(rules=frozenset(all_rules()))
+ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 
 @pytest.mark.parametrize("name", ["README.md", "guide.rst"])
@@ -97,7 +97,7 @@ def test_a_line_a_message_names_is_the_documents_line():
     text = ("x\n\n```python\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
             "```\n\ny\n\n```python\nDEVICE = xm.xla_device()\nxmp.spawn(fn)\n```\n")
     (item,) = markdown.rewrite(text, ALL).manual
-    assert item.line == 12 and item.message.endswith("(line 11)")
+    assert item.line == 12 and item.shown().endswith("(line 11)")
 
 
 def test_a_line_a_message_names_in_a_documents_only_python_block_is_the_documents_line():
@@ -105,7 +105,7 @@ def test_a_line_a_message_names_in_a_documents_only_python_block_is_the_document
     text = ("x\n\n```python\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
             "DEVICE = xm.xla_device()\nxmp.spawn(fn)\n```\n")
     (item,) = [f for f in markdown.rewrite(text, ALL).manual if f.rule == "spawn-runtime-before"]
-    assert item.line == 7 and item.message.endswith("(line 6)")
+    assert item.line == 7 and item.shown().endswith("(line 6)")
 
 
 def test_prose_only_document_is_untouched():

@@ -49,16 +49,18 @@ def tree(tmp_path):
 
 
 def migrate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``xrt2pjrt migrate --unsafe-fixes ARGS``: every fix is made here, the launches' too
+    (tests/test_fix_safety.py holds the gate)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_"))}
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *args], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--unsafe-fixes", *args], capture_output=True,
+                          text=True, timeout=300, env=env, cwd=cwd)
 
 
 def test_write_rewrites_every_kind_keeps_modes_and_reports_everything(tree, tmp_path):
     report = tmp_path / "report.json"
     ran = migrate("--write", "--report", str(report), str(tree))
     assert ran.returncode == 0, ran.stderr
-    options = Options(rules=frozenset(all_rules()))
+    options = Options(rules=frozenset(all_rules()), unsafe_fixes=True)
     files = {Path(f["path"]).relative_to(tree).as_posix(): f for f in json.loads(report.read_text())["files"]}
     assert set(files) == set(TREE)
     for name, (fixture, mode, kind) in TREE.items():

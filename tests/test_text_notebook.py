@@ -16,7 +16,7 @@ from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "notebook"
-ALL = Options(rules=frozenset(all_rules()))
+ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 BEFORE = (FIXTURES / "pod_training.ipynb").read_text()
 
 
@@ -399,7 +399,7 @@ def test_a_line_a_message_names_is_the_cells_line():
     text = _notebook(["import torch_xla.core.xla_model as xm\n", "import torch_xla.distributed.xla_multiprocessing as xmp\n"],
                      ["DEVICE = xm.xla_device()\n"], ["xmp.spawn(fn)\n"])
     (item,) = rewrite(text).manual
-    assert item.message.endswith("(line 1 of cell 2)")
+    assert item.shown().endswith("(line 1 of cell 2)")
 
 
 def test_lines_only_ipython_reads_keep_the_notebook_one_program():

@@ -28,7 +28,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "text" / "shell"
 ALL = frozenset(all_rules())
 
 def rewrite(text: str, **options):
-    return shell.rewrite(text, Options(rules=ALL, **options))
+    return shell.rewrite(text, Options(rules=ALL, unsafe_fixes=True, **options))  # every fix, unsafe ones too
 
 
 def test_unchanged_script_is_returned_as_is():
@@ -536,7 +536,7 @@ def test_tpuvm_mode_read_in_a_build_script_says_what_it_means_now():
 ])
 def test_python_and_shell_settings_of_one_value_agree(variable, value):
     """One mechanism (xrt_variables.device_for): the same device and the same decision."""
-    from xrt2pjrt.rules import python
+    from xrt2pjrt.python import rewriter as python
 
     in_python = python.rewrite(f"import os\nos.environ['{variable}'] = '{value}'\n", Options(rules=ALL))
     in_shell = rewrite(f"export {variable}='{value}'\n")

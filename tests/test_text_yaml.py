@@ -18,7 +18,7 @@ from xrt2pjrt.xrt_variables import GKE_TPU_NODE
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text" / "yaml"
-ALL = Options(rules=frozenset(all_rules()))
+ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 
 def rewrite(text: str):

@@ -209,6 +209,6 @@ def test_a_documents_prose_does_not_count_against_the_size_limit(tmp_path):
     assert readme.stat().st_size > 2_000_000
     ran = migrate("--check", "--max-file-size", "50", readme)  # the code block is longer than this
     assert ran.returncode == 2 and f"skipped: {len(command):,} characters of code to parse" in ran.stderr
-    ran = migrate("--write", readme)
+    ran = migrate("--write", "--unsafe-fixes", readme)  # (the launch is an unsafe fix)
     assert ran.returncode == 0, ran.stderr
     assert readme.read_text().startswith(prose) and "gcloud compute tpus tpu-vm ssh pod" in readme.read_text()

@@ -1,4 +1,4 @@
-"""Generate xrt2pjrt/rules/api_surface.txt: the API surface of torch_xla 2.1 … 2.9.
+"""Generate xrt2pjrt/python/api_surface.txt: the API surface of torch_xla 2.1 … 2.9.
 
     python tools/api_surface.py [--wheels DIR] [--out PATH]
 
@@ -18,7 +18,7 @@ without importing torch:
   ``_XLAC`` names (classes, submodules) are not listed: ``_XLAC`` is an open module.
 
 One line per name and distinct entry, with the releases it has that entry in, so that a
-release's changes read as a diff of this file (see rules/api_surface.py for the format).
+release's changes read as a diff of this file (see python/api_surface.py for the format).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import zipfile
 from pathlib import Path
 
 RELEASES = tuple(f"2.{minor}" for minor in range(1, 10))
-OUT = Path(__file__).resolve().parent.parent / "xrt2pjrt" / "rules" / "api_surface.txt"
+OUT = Path(__file__).resolve().parent.parent / "xrt2pjrt" / "python" / "api_surface.txt"
 XLAC = "torch_xla._XLAC"
 BINDING = re.compile(rb"(?<=\x00)_[a-z][a-z0-9_]*(?=\x00)")
 

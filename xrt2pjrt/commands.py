@@ -269,6 +269,9 @@ def migrate(
         help="native (torch_xla 2.x APIs; the default) or shim (xrt2pjrt.shim, call sites kept)")] = None,
     target_version: Annotated[Optional[str], _option(
         "--target-version", metavar="X.Y", help="the torch_xla to write for: 2.1 ... 2.9 (default 2.9)")] = None,
+    unsafe_fixes: Annotated[bool, _option(
+        "--unsafe-fixes",
+        help="also make the fixes that need a reviewer's eye (without it they are listed as pending)")] = False,
     output_format: Annotated[Literal["text", "json", "github", "sarif"], _option(
         "--output-format", metavar="FORMAT",
         help="text (the diff; findings on stderr), json, github or sarif, on stdout")] = "text",
@@ -307,7 +310,7 @@ def migrate(
     verbose: Annotated[bool, _option("-v", "--verbose", help="also every change, the configuration, the time")] = False,
 ) -> int:
     """A preview by default: the diff, and what a person must decide. Exit 0 when done, 1
-    when --check finds changes pending, 2 when a file could not be processed (it is named
+    when --check finds changes (or unsafe fixes) pending, 2 when a file could not be processed (it is named
     and left as it was) or an option is wrong. The options win over the configuration
     ([tool.xrt2pjrt] in pyproject.toml)."""
     out = Out(color, quiet, verbose)
@@ -321,6 +324,7 @@ def migrate(
         target_version=target_version, zone=zone, project=project, launcher=launcher, jobs=jobs, config=config,
         exclude=exclude, extend_exclude=extend_exclude, force_exclude=force_exclude, stdin_filename=stdin_filename,
         stdin=sys.stdin.buffer.read() if reads_stdin else None, report=report_file, max_file_size=max_file_size,
+        unsafe_fixes=unsafe_fixes,
     )
     progress = Progress(out)
     try:
@@ -410,8 +414,10 @@ def rules(
                 "id": rule.id,
                 "family": family(rule.id),
                 "kind": rule.kind,
-                "safe": rule.safe,
+                "fix": rule.fix,
+                "safe": rule.fix != "unsafe",  # as the reports' records say it
                 "summary": rule.summary,
+                "why": rule.why,
                 "example": {"before": rule.examples[0].before, "after": rule.examples[0].after},
                 "examples": [{"before": e.before, "after": e.after, "manual": list(e.manual), "options": e.options}
                              for e in rule.examples],
@@ -421,8 +427,13 @@ def rules(
         out.out(json.dumps(rows, indent=2, default=str))
         return EXIT_OK
     for rule in chosen:
-        out.out(f"{rule.id}  [{rule.kind}, {'safe' if rule.safe else 'unsafe'}]", "bold")
+        out.out(f"{rule.id}  [{rule.kind}, {'report only' if rule.fix == 'none' else rule.fix}]", "bold")
         out.out(f"    {rule.summary}")
+        if words and rule.why:
+            out.out("")
+            for line in rule.why.splitlines():
+                out.out(f"    {line}".rstrip())
+            out.out("")
         for example in rule.examples if words else rule.examples[:1]:
             if example.options:
                 out.out("    with " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in example.options.items()))

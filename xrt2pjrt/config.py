@@ -30,7 +30,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 TABLE = ("tool", "xrt2pjrt")
-KEYS = ("select", "ignore", "target", "target-version", "exclude", "extend-exclude", "per-file-ignores")
+KEYS = ("select", "ignore", "target", "target-version", "unsafe-fixes", "exclude", "extend-exclude",
+        "per-file-ignores")
 
 # What discovery leaves out unless ``exclude`` says otherwise (which replaces it, as
 # ruff's does; ``extend-exclude`` adds to it): tools' caches, environments, build output,
@@ -51,6 +52,7 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
     target: str = "native"
     target_version: str = "2.9"
+    unsafe_fixes: bool = False
     # (folder the patterns are relative to, patterns); None: DEFAULT_EXCLUDE
     exclude: tuple[Path, list[str]] | None = None
     extend_exclude: list[tuple[Path, list[str]]] = field(default_factory=list)
@@ -137,6 +139,10 @@ def load(path: Path | None) -> Settings:
             except ValueError as exc:
                 raise fail(key, str(exc).replace("--target-version ", "")) from None
             settings.target_version = value
+        elif key == "unsafe-fixes":
+            if not isinstance(value, bool):
+                raise fail(key, f"must be true or false; got {value!r}")
+            settings.unsafe_fixes = value
         elif key == "exclude":
             settings.exclude = (base, list(value))
         elif key == "extend-exclude":

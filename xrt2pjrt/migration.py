@@ -45,6 +45,7 @@ class Request:
     stdin: bytes | None = None  # read by the command line when a path is "-"
     report: Path | None = None  # where the command line writes its report: checked before anything is written
     max_file_size: int | None = None  # bytes (Options.max_file_bytes)
+    unsafe_fixes: bool = False  # --unsafe-fixes (or the configuration's unsafe-fixes = true)
 
     @property
     def mode(self) -> str:
@@ -70,7 +71,7 @@ class Done:
         summary = self.run.summary
         if summary.files_failed:
             return 2
-        return 1 if self.run.mode == "check" and summary.files_changed else 0
+        return 1 if self.run.mode == "check" and (summary.files_changed or summary.pending) else 0
 
 
 def _check(request: Request) -> None:
@@ -114,7 +115,8 @@ def options_for(request: Request, settings: config.Settings, note: Callable[[str
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     base = Options(rules=rules, target=target, target_version=version, zone=request.zone,
-                   project=request.project, launcher=request.launcher)
+                   project=request.project, launcher=request.launcher,
+                   unsafe_fixes=request.unsafe_fixes or settings.unsafe_fixes)
     if request.max_file_size is not None:
         base = replace(base, max_file_bytes=request.max_file_size)
     per_file = config.per_file_ignores(settings)

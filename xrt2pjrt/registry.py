@@ -1,23 +1,36 @@
-"""The rule registry: every rule of every file kind, with the examples that document it.
+"""The rule registry: every rule of every file kind, found by discovery.
 
 A rule id is ``FAMILY-NAME``: the family says what the rule migrates (``env``: XRT-era
 variables), whatever the file kind, so ``--select env`` migrates the variables in Python,
-shell, Dockerfiles and YAML alike. FAMILIES lists them; a rule outside them does not
-register. RENAMED keeps the ids of earlier releases working, with a note.
+shell, Dockerfiles and YAML alike. Each family is a package of ``xrt2pjrt/rules/``, whose
+docstring's first line says what its rules migrate; CHECKLIST orders them as the guide's
+checklist takes them, one per pull request. RENAMED keeps the ids of earlier releases
+working, with a note.
 
-A rule is one class. Its examples are its documentation (``xrt2pjrt rules``,
-docs/RULES.md) and its tests (tests/test_rule_examples.py runs each one through the
-rewriter of the rule's kind with only that rule selected, then once more to show that a
-second pass changes nothing).
+A rule is one class in a module of its own, ``rules/<family>/<id with underscores>.py``
+(xrt2pjrt/rules/__init__.py says how to add one). Discovery (``all_rules``) imports every
+module of every family package whose name does not start with ``_``: nothing lists the
+rules. Its examples are its documentation (``xrt2pjrt rules``, docs/RULES.md) and its tests
+(tests/test_rule_examples.py runs each one through the rewriter of the rule's kind with only
+that rule selected, then once more to show that a second pass changes nothing).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, ClassVar
 
+from xrt2pjrt.rule_index import RULES as INDEX
+
 TARGETS = ("native", "shim")
 TARGET_VERSIONS = tuple((2, minor) for minor in range(1, 10))
+# What a rule's fix is (ruff's applicability): ``safe`` keeps the program's meaning and
+# --write applies it; ``unsafe`` needs a reviewer's eye, and --write applies it only with
+# --unsafe-fixes (without, it is reported as pending); ``none``: the rule only reports.
+FIXES = ("safe", "unsafe", "none")
 
 
 @dataclass(frozen=True)
@@ -32,26 +45,34 @@ class Example:
 
 class Rule:
     id: ClassVar[str]
-    kind: ClassVar[str]  # the file kind whose rewriter applies it: "python", "shell", ...
-    summary: ClassVar[str]
-    # A safe fix keeps the program's meaning; an unsafe one needs a reviewer's eye.
-    safe: ClassVar[bool] = True
+    kind: ClassVar[str]  # the rewriter its examples run through: "python" or "shell" (every text kind)
+    summary: ClassVar[str]  # one line: what it does (`xrt2pjrt rules`, the rules' table)
+    # The longer why, its docs (`xrt2pjrt rules ID`, docs/RULES.md): its module's docstring,
+    # set on discovery.
+    why: ClassVar[str] = ""
+    fix: ClassVar[str] = "safe"  # one of FIXES
+    # Trigger: patterns (regular expressions) one of which a file holds wherever the rule can
+    # act on it. A file of a kind holding none of its rules' is not parsed (rewriters.trigger_for).
+    words: ClassVar[tuple[str, ...]] = ()
+    # Gate: the --target values it runs under, and the first --target-version it runs for.
+    targets: ClassVar[tuple[str, ...]] = TARGETS
+    min_version: ClassVar[tuple[int, int]] = TARGET_VERSIONS[0]
     examples: ClassVar[tuple[Example, ...]] = ()
 
+    @classmethod
+    def runs(cls, options: "Options") -> bool:
+        """Whether a run with ``options`` takes this rule: selected, and through its gate."""
+        return (options.on(cls.id) and options.target in cls.targets
+                and options.target_version >= cls.min_version)
 
-# Family -> what its rules migrate. The guide's checklist takes one family per pull request.
-FAMILIES: dict[str, str] = {
-    "api": "xm / xr calls renamed or removed in torch_xla 2.x",
-    "spawn": "xmp.spawn's arguments, and what runs before it",
-    "env": "XRT-era environment variables, in code, scripts, Dockerfiles and YAML",
-    "launch": "xla_dist launches",
-    "install": "install lines that bring back an XRT-era torch_xla",
-    "pjrt": "the early torch_xla.experimental.pjrt module",
-    "dist": "torch.distributed on XLA",
-    "import": "imports of torch_xla modules that are gone",
-    "manual": "what only a person can migrate: reported, with a TODO line",
-    "shim": "--target shim: imports pointed at xrt2pjrt.shim",
-}
+    @classmethod
+    def gated(cls, options: "Options") -> bool:
+        """Whether the gate withholds this rule's fixes: unsafe ones, without --unsafe-fixes."""
+        return cls.fix == "unsafe" and not options.unsafe_fixes
+
+
+# The families, in the order the guide's checklist takes them (one per pull request).
+CHECKLIST = ("api", "spawn", "env", "launch", "install", "pjrt", "dist", "import", "manual", "shim")
 
 # Ids of earlier releases -> today's, still accepted wherever an id is (users have them
 # in CI configs). Renamed by one rule: the family comes first.
@@ -62,29 +83,77 @@ RENAMED: dict[str, str] = {
 }
 
 RULES: dict[str, type[Rule]] = {}
+FAMILIES: dict[str, str] = {}  # family -> what its rules migrate, filled by discovery
+PACKAGE = "xrt2pjrt.rules"
 
 
 def family(rule_id: str) -> str:
     return rule_id.split("-", 1)[0]
 
 
+def module_name(rule_id: str) -> str:
+    """The module a rule lives in: ``spawn-nprocs-literal`` in rules/spawn/spawn_nprocs_literal.py."""
+    return f"{PACKAGE}.{family(rule_id)}.{rule_id.replace('-', '_').replace('.', '_')}"
+
+
 def register(cls: type[Rule]) -> type[Rule]:
-    if family(cls.id) not in FAMILIES:
-        raise ValueError(f"rule id {cls.id!r} must start with a family: {', '.join(FAMILIES)}")
+    if family(cls.id) not in CHECKLIST:
+        raise ValueError(f"rule id {cls.id!r} must start with a family: {', '.join(CHECKLIST)}")
     if cls.id in RULES:
         raise ValueError(f"rule id {cls.id!r} registered twice")
+    if cls.__module__ != module_name(cls.id):
+        raise ValueError(f"rule {cls.id!r} must live in {module_name(cls.id)}, not {cls.__module__}")
+    if cls.fix not in FIXES:
+        raise ValueError(f"rule {cls.id!r}: fix must be one of {', '.join(FIXES)}, not {cls.fix!r}")
     if not cls.examples:
         raise ValueError(f"rule {cls.id!r} has no example")
     RULES[cls.id] = cls
     return cls
 
 
-def all_rules() -> dict[str, type[Rule]]:
-    """Every registered rule, loading the rule modules of every kind first."""
-    from xrt2pjrt import rewriters
+def _discover() -> None:
+    """Import every rule module and register the rule each holds: the one class of the
+    module with an ``id`` of its own. The only place that imports the rules."""
+    package = importlib.import_module(PACKAGE)
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        if not info.ispkg or info.name not in CHECKLIST:
+            raise ValueError(f"{PACKAGE}.{info.name}: the rules live in the family packages {', '.join(CHECKLIST)}")
+        members = importlib.import_module(f"{PACKAGE}.{info.name}")
+        found[info.name] = (members.__doc__ or "").strip().splitlines()[0].rstrip(".")
+        for rule_module in pkgutil.iter_modules(members.__path__):
+            if rule_module.name.startswith("_"):
+                continue  # a family's shared helpers
+            module = importlib.import_module(f"{members.__name__}.{rule_module.name}")
+            rules = [value for value in vars(module).values() if isinstance(value, type) and issubclass(value, Rule)
+                     and value.__module__ == module.__name__ and "id" in vars(value)]
+            if len(rules) != 1:
+                raise ValueError(f"{module.__name__} must hold one rule, not {len(rules)}")
+            doc = (module.__doc__ or "").strip()
+            # (a docstring that only says the summary again is no why)
+            rules[0].why = "" if doc.split() == rules[0].summary.split() else doc
+            register(rules[0])
+    FAMILIES.update((name, found[name]) for name in CHECKLIST if name in found)
 
-    rewriters.load_all()
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every rule, discovered on first use."""
+    if not RULES:
+        _discover()
     return dict(sorted(RULES.items()))
+
+
+def families() -> dict[str, str]:
+    """Family -> what its rules migrate, in the checklist's order."""
+    all_rules()
+    return dict(FAMILIES)
+
+
+def selected(options: "Options", kind: str) -> list[type[Rule]]:
+    """The rules of ``kind`` a run with ``options`` takes, by id."""
+    return [cls for cls in all_rules().values() if cls.kind == kind and cls.runs(options)]
 
 
 class UnknownRule(ValueError):
@@ -106,8 +175,6 @@ def names(word: str, rule_id: str) -> bool:
 def known_ids() -> frozenset[str]:
     """Every rule id, from the generated index (xrt2pjrt/rule_index.py): the parent process
     checks the user's words against it without importing the rules (and libcst)."""
-    from xrt2pjrt.rule_index import RULES as INDEX
-
     return frozenset(INDEX)
 
 
@@ -174,11 +241,31 @@ class Options:
     line_length: int | None = None
     # Whether the file uses PyTorch, for the text rules whose words JAX and TensorFlow share
     # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
-    # (text/installs.py, torch_file).
+    # (uses_torch).
     torch_file: bool | None = None
+    # Whether unsafe fixes are made too (--unsafe-fixes); without it they are pending.
+    unsafe_fixes: bool = False
 
     def on(self, rule_id: str) -> bool:
         return rule_id in self.rules
+
+    def withholds(self, rule_id: str) -> bool:
+        """Whether the fix-safety gate keeps ``rule_id``'s fixes from being made."""
+        return not self.unsafe_fixes and all_rules()[rule_id].gated(self)
+
+    def uses_torch(self, text: str) -> bool:
+        """Whether the file at hand, ``text`` unless ``torch_file`` says, uses PyTorch."""
+        return bool(_TORCH.search(text)) if self.torch_file is None else self.torch_file
+
+    def in_file(self, text: str) -> "Options":
+        """These options for the snippets of the file ``text`` (a Dockerfile's RUN lines, a
+        document's code blocks): whether it uses PyTorch is the whole file's to say."""
+        return self if self.torch_file is not None else replace(self, torch_file=self.uses_torch(text))
+
+
+# What makes a file PyTorch's: JAX and TensorFlow set-ups install libtpu nightlies and
+# cloud-tpu-client too, and TensorFlow's Colab notebooks read COLAB_TPU_ADDR.
+_TORCH = re.compile(r"(?i)torch|XRT_|xla_dist")
 
 
 def parse_version(text: str) -> tuple[int, int]:

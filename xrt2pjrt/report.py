@@ -14,11 +14,12 @@ import difflib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
 from xrt2pjrt import __version__, diff
 from xrt2pjrt.files import quoted  # a file name as git shows it: an unusual one quoted, reversibly
+from xrt2pjrt.rule_index import RULES
 
 MODES = ("preview", "check", "write")
 TODO_MARK = "TODO(xrt2pjrt):"
@@ -32,12 +33,70 @@ def todo_lines(kind: str, text: str) -> int:
 
 
 @dataclass(frozen=True)
+class Cite:
+    """A line a finding's message names: its number in the file as read (in ``cell`` of a
+    notebook, counted from the cell's first line), and, for a line the message quotes to say
+    which use it means, that line's text as read."""
+
+    line: int
+    cell: int | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
 class Finding:
-    """One change made, or one spot a person must decide (``line`` is 1-based)."""
+    """One change made, or one spot a person must decide (``line`` is 1-based).
+
+    ``message`` is one line, without the lines it names: those are ``cites``, shown after
+    it in parentheses (``(line 12, 14)``, after the words ``cited_as``: ``(set on line 12)``)
+    when it is shown, numbered in the file as it is then written (``shown``)."""
 
     rule: str
     line: int
     message: str
+    cites: tuple[Cite, ...] = ()
+    cited_as: str = ""
+    # A change only: False when the fix-safety gate withheld it (an unsafe fix without
+    # --unsafe-fixes): pending, not made.
+    applied: bool = True
+
+    def shown(self, number: Callable[[Cite], int] = lambda cite: cite.line,
+              text: Callable[[Cite], str | None] = lambda cite: None) -> str:
+        """The message with its cites, each numbered ``number(cite)``, a quoted one quoting
+        ``text(cite)`` (its text as read when that is None)."""
+        if not self.cites:
+            return self.message
+        return f"{self.message} ({self.cited_as}{_cited(self.cites, number, text)})"
+
+    def moved(self, lines: int) -> "Finding":
+        """This finding of a snippet, in the file the snippet starts ``lines`` lines into."""
+        cites = tuple(c if c.cell is not None else replace(c, line=c.line + lines) for c in self.cites)
+        return replace(self, line=self.line + lines, cites=cites)
+
+
+# The quoted cites show this many characters of their line at most.
+_QUOTE_LENGTH = 100
+
+
+def quote_line(text: str) -> str:
+    """A line's text as a message cites it after its number (``line 73: `text```)."""
+    text = text.strip().replace("`", "'")
+    return f": `{text[:_QUOTE_LENGTH - 3]}...`" if len(text) > _QUOTE_LENGTH else f": `{text}`"
+
+
+def _cited(cites: tuple[Cite, ...], number: Callable[[Cite], int], text: Callable[[Cite], str | None]) -> str:
+    """``line 73: `its text`; and line 80, 95``: the quoted cites one by one, then the others."""
+    def place(c: Cite) -> str:
+        return f"{number(c)}" if c.cell is None else f"{number(c)} of cell {c.cell}"
+
+    quoted = [c for c in cites if c.text is not None]
+    parts = [f"line {place(c)}{quote_line(t if (t := text(c)) is not None else c.text)}" for c in quoted]
+    plain = [c for c in cites if c.text is None]
+    if plain:
+        numbers = (f"line {', '.join(map(place, plain))}" if all(c.cell is None for c in plain)
+                   else ", ".join(f"line {place(c)}" for c in plain))
+        parts.append(("and " if quoted else "") + numbers)
+    return "; ".join(parts)
 
 
 @dataclass
@@ -61,9 +120,19 @@ class FileResult:
         return self.error is None and self.updated is not None and self.updated != self.original
 
     @property
+    def made(self) -> list[Finding]:
+        """The changes made (or that --write makes): all but the pending ones."""
+        return [f for f in self.changes if f.applied]
+
+    @property
+    def pending(self) -> list[Finding]:
+        """The changes the fix-safety gate withheld (unsafe fixes, without --unsafe-fixes)."""
+        return [f for f in self.changes if not f.applied]
+
+    @property
     def only_todo_lines(self) -> bool:
         """Changed, but only by the TODO lines that mark items to decide."""
-        return self.changed and not self.changes
+        return self.changed and not self.made
 
 
 @dataclass
@@ -75,6 +144,7 @@ class Summary:
     files_failed: int = 0
     changes: int = 0
     manual: int = 0
+    pending: int = 0  # unsafe fixes withheld (--unsafe-fixes makes them)
     # What the files hold once the run is done: a second pass reports only what its rules
     # still see, while an earlier --write's TODO lines stay until a person settles them.
     todo_lines: int = 0
@@ -91,8 +161,9 @@ class Summary:
             files_only_todo_lines=sum(r.only_todo_lines for r in results),
             files_with_manual_items=sum(bool(r.manual) for r in results),
             files_failed=sum(r.error is not None for r in results),
-            changes=sum(len(r.changes) for r in results if r.error is None),  # a file that failed changed nothing
+            changes=sum(len(r.made) for r in results if r.error is None),  # a file that failed changed nothing
             manual=sum(len(r.manual) for r in results),
+            pending=sum(len(r.pending) for r in results if r.error is None),
             todo_lines=sum(left),
             files_with_todo_lines=sum(map(bool, left)),
         )
@@ -104,7 +175,7 @@ class Item:
     lines and columns, the end column just past the region (as SARIF counts)."""
 
     path: str
-    kind: str  # "change", "decide" or "error"
+    kind: str  # "change", "pending" (an unsafe fix withheld), "decide" or "error"
     rule: str | None
     message: str
     line: int
@@ -127,21 +198,6 @@ def one_line(message: str) -> str:
 
 
 _ERROR_LINE = re.compile(r"^line (\d+)\b")
-
-# How a message names other lines of the file as read: ``line 5`` or ``line 5, 7``, and
-# ``line 73: `its text``` to say which use it means. The report renders them in the file
-# as written (after --write the lines have moved, and the text may have been rewritten),
-# so that a second pass, which reads that file, says the same. ``line 5 of cell 3`` (a
-# notebook's, rules/python.py's rewrite_together) counts in its cell: _IN_CELL's. Other
-# text in backquotes (code the message quotes) is left as it is.
-CITED = re.compile(r"\bline (\d+(?:, \d+)*)(?!\d| of cell)(: `[^`\n]*`)?|`[^`\n]*`")
-_QUOTE_LENGTH = 100
-
-
-def quote_line(text: str) -> str:
-    """A line's text as a message cites it after its number (``line 73: `text```)."""
-    text = text.strip().replace("`", "'")
-    return f": `{text[:_QUOTE_LENGTH - 3]}...`" if len(text) > _QUOTE_LENGTH else f": `{text}`"
 
 
 @dataclass
@@ -180,14 +236,10 @@ class Run:
         written = self.mode == "write" and result.changed
         moved = self._new_line if written else (lambda r, line: (line, line))
         out = []
-        for kind, findings in (("change", result.changes), ("decide", result.manual)):
+        for kind, findings in (("change", result.made), ("pending", result.pending), ("decide", result.manual)):
             for f in findings:
                 line, last = moved(result, f.line)
-                message = f.message if not written else renumbered(
-                    f.message, lambda cited: moved(result, cited)[0],
-                    lambda cited: lines[cited - 1] if 1 <= cited <= len(lines) else None)
-                if written and result.kind == "notebook":
-                    message = self._in_cells_as_written(result, message)
+                message = self._cited_as_written(result, f, lines) if written else f.shown()
                 out.append(Item(path, kind, f.rule, one_line(message), line, *_span(lines, line, last),
                                 safe=_safe(f.rule)))
         return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
@@ -213,28 +265,41 @@ class Run:
             cache[result.path] = _Moves(result.original.splitlines(), result.updated.splitlines())
         return cache[result.path].of(line)
 
-    def _in_cells_as_written(self, result: FileResult, message: str) -> str:
-        """``message`` with the lines of a notebook's cells it cites (``line 5 of cell 3``)
-        numbered, and their text quoted, as in the notebook as written."""
-        cache = self.__dict__.setdefault("_cells", {})
+    def _cited_as_written(self, result: FileResult, finding: Finding, lines: list[str]) -> str:
+        """``finding`` shown with the lines it cites numbered, and their text quoted, in the file
+        as written (``lines``): a second pass, which reads that file, says the same. A
+        notebook's cites of its cells' lines count in their cells."""
+        def number(cite: Cite) -> int:
+            if cite.cell is None:
+                return self._new_line(result, cite.line)[0]
+            moves = self._cell_moves(result, cite.cell)
+            return moves.of(cite.line)[0] if moves else cite.line
+
+        def text(cite: Cite) -> str | None:
+            if cite.cell is not None and self._cell_moves(result, cite.cell) is None:
+                return None
+            written = lines if cite.cell is None else self._cells(result)[1][cite.cell - 1]
+            at = number(cite)
+            return written[at - 1] if 1 <= at <= len(written) else None
+
+        return finding.shown(number, text)
+
+    def _cells(self, result: FileResult) -> tuple[list[list[str]], list[list[str]], dict]:
+        """The lines of each cell of a notebook as read and as written, and their moves."""
+        cache = self.__dict__.setdefault("_cells_cache", {})
         if result.path not in cache:
             cache[result.path] = (_cell_lines(result.original), _cell_lines(result.updated), {})
-        old, new, moves = cache[result.path]
+        return cache[result.path]
 
-        def cited(match: re.Match) -> str:
-            line, cell = int(match.group(1)), int(match.group(2))
-            if not (1 <= cell <= min(len(old), len(new))):
-                return match.group(0)
-            if cell not in moves:
-                moves[cell] = _Moves(old[cell - 1], new[cell - 1])
-            at = moves[cell].of(line)[0]
-            quote = match.group(3) and 1 <= at <= len(new[cell - 1]) and quote_line(new[cell - 1][at - 1])
-            return f"line {at} of cell {cell}{quote or match.group(3) or ''}"
-
-        return _IN_CELL.sub(cited, message)
-
-
-_IN_CELL = re.compile(r"\bline (\d+) of cell (\d+)(: `[^`\n]*`)?")
+    def _cell_moves(self, result: FileResult, cell: int) -> "_Moves | None":
+        """Where each line of ``cell`` (1-based) is in the cell as written; None for a cell the
+        notebook as read or as written does not have."""
+        old, new, moves = self._cells(result)
+        if not (1 <= cell <= min(len(old), len(new))):
+            return None
+        if cell not in moves:
+            moves[cell] = _Moves(old[cell - 1], new[cell - 1])
+        return moves[cell]
 
 
 def _cell_lines(notebook: str) -> list[list[str]]:
@@ -292,19 +357,6 @@ class _Moves:
                                                  -abs(j - guess)))
 
 
-def renumbered(message: str, number: Callable[[int], int], text: Callable[[int], str | None] = lambda line: None) -> str:
-    """``message`` with each line it cites (CITED) numbered ``number(line)``, and the text
-    quoted after one, where ``text(its new number)`` gives one, quoted anew."""
-    def cited(match: re.Match) -> str:
-        if match.group(1) is None:
-            return match.group(0)  # a quote
-        numbers = [number(int(line)) for line in match.group(1).split(", ")]
-        quote = match.group(2) and text(numbers[0])
-        return f"line {', '.join(map(str, numbers))}{quote_line(quote) if quote is not None else match.group(2) or ''}"
-
-    return CITED.sub(cited, message)
-
-
 def _span(lines: list[str], line: int, last: int) -> tuple[int, int, int]:
     """(column, end line, end column) of lines ``line``..``last`` without their indent."""
     if not 1 <= line <= len(lines):
@@ -315,10 +367,9 @@ def _span(lines: list[str], line: int, last: int) -> tuple[int, int, int]:
 
 
 def _safe(rule: str) -> bool | None:
-    from xrt2pjrt.rule_index import RULES
-
+    """Whether the rule's fixes are not unsafe (None: no such rule), as the records say."""
     entry = RULES.get(rule)
-    return entry[1] if entry else None
+    return entry[1] != "unsafe" if entry else None
 
 
 # --- renderings -------------------------------------------------------------------
@@ -331,7 +382,7 @@ def to_text(run: Run) -> list[tuple[str, str]]:
     out = []
     for r in run.interesting:
         if r.error is None and r.changed:
-            details = [plural(len(r.changes), "change")] if r.changes else []
+            details = [plural(len(r.made), "change")] if r.made else []
             details += [plural(len(r.manual), "item") + " to decide"] if r.manual else []
             out.append(("file", f"{quoted(r.path)}: {run.verb(r)}" + (f" ({', '.join(details)})" if details else "")))
         for item in run.items(r):
@@ -340,12 +391,18 @@ def to_text(run: Run) -> list[tuple[str, str]]:
             where = f"{item.path}:{item.line}:{item.column}:"
             if item.kind == "error":
                 out.append(("error", f"{item.path}: error: {item.message}"))
+            elif item.kind == "pending":
+                out.append(("decide", f"{where} pending [{item.rule}] {item.message} ({PENDING})"))
             else:
                 out.append(("decide", f"{where} decide [{item.rule}] {item.message}"))
     out.append(("summary", summary_line(run)))
     if run.mode == "check" and run.summary.files_changed:
         out.append(("summary", "To apply them: xrt2pjrt migrate --write, with the same paths and options."))
     return out
+
+
+# What a pending change is, where it is listed.
+PENDING = "unsafe fix, not made: review it, and apply it with --unsafe-fixes"
 
 
 def change_lines(run: Run) -> list[str]:
@@ -361,6 +418,8 @@ def summary_line(run: Run) -> str:
              + f" ({plural(s.changes, 'change')})"]
     if s.files_only_todo_lines:
         parts.append(f"{s.files_only_todo_lines} {'gained' if run.mode == 'write' else 'would gain'} TODO lines only")
+    if s.pending:
+        parts.append(f"{s.pending} unsafe {'fix' if s.pending == 1 else 'fixes'} pending (--unsafe-fixes makes them)")
     parts.append(f"{plural(s.manual, 'item')} to decide by hand")
     if s.todo_lines:
         parts.append(f"{plural(s.todo_lines, 'TODO(xrt2pjrt) line')} {'' if run.mode == 'write' else 'already '}"
@@ -376,14 +435,17 @@ def to_json(run: Run) -> str:
     files = []
     for r in run.interesting:
         items = run.items(r)
-        files.append({
+        record = {
             "path": quoted(r.path),
             "kind": r.kind,
             "changed": r.changed,
             "changes": [i.record() for i in items if i.kind == "change"],
             "manual": [i.record() for i in items if i.kind == "decide"],
             "error": r.error,
-        })
+        }
+        if r.pending:  # (only where there are: a file's record is the same as ever without)
+            record["pending"] = [i.record() for i in items if i.kind == "pending"]
+        files.append(record)
     return json.dumps({"mode": run.mode, "files": files, "summary": asdict(run.summary)}, indent=2) + "\n"
 
 
@@ -400,10 +462,11 @@ def to_github(run: Run) -> str:
     lines = []
     for r in run.interesting:
         for i in run.items(r):
-            level = {"error": "error", "decide": "warning"}.get(i.kind, "notice" if run.mode == "write" else "warning")
+            level = {"error": "error", "decide": "warning", "pending": "warning"}.get(
+                i.kind, "notice" if run.mode == "write" else "warning")
             title = "xrt2pjrt" if i.rule is None else f"xrt2pjrt {i.rule}"
             what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
-                    "error": "not processed"}[i.kind]
+                    "pending": "unsafe fix pending (--unsafe-fixes)", "error": "not processed"}[i.kind]
             props = (f"file={_escape_property(i.path)},line={i.line},col={i.column},endLine={i.end_line},"
                      f"endColumn={i.end_column},title={_escape_property(title)}")
             lines.append(f"::{level} {props}::{_escape_data(f'{what}: {i.message}')}")
@@ -417,16 +480,14 @@ def to_sarif(run: Run) -> str:
     """SARIF 2.1.0: one run, the rules that appear as the driver's rules, one result per
     change and item to decide; files that could not be processed are the invocation's
     notifications."""
-    from xrt2pjrt.rule_index import RULES
-
     items = [i for r in run.interesting for i in run.items(r)]
     rule_ids = sorted({i.rule for i in items if i.rule})
     index = {rid: n for n, rid in enumerate(rule_ids)}
     rules = []
     for rid in rule_ids:
-        kind, safe, summary = RULES.get(rid, (None, None, rid))
+        kind, fix, summary = RULES.get(rid, (None, None, rid))
         rules.append({"id": rid, "shortDescription": {"text": summary},
-                      "properties": {"kind": kind, "safe": safe}})
+                      "properties": {"kind": kind, "safe": fix != "unsafe" if fix else None}})
 
     def location(i: Item) -> dict:
         return {"physicalLocation": {
@@ -441,7 +502,8 @@ def to_sarif(run: Run) -> str:
             notifications.append({"level": "error", "message": {"text": f"not processed: {i.message}"},
                                   "locations": [location(i)]})
             continue
-        what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand"}[i.kind]
+        what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
+                "pending": "unsafe fix pending (--unsafe-fixes)"}[i.kind]
         results.append({
             "ruleId": i.rule, "ruleIndex": index[i.rule],
             "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
@@ -471,7 +533,8 @@ def to_markdown(run: Run) -> str:
         elif r.changed:
             lines += [f"{run.verb(r).capitalize()}.", ""]
         items = run.items(r)
-        for title, kind in (("Changes", "change"), ("Decide by hand", "decide")):
+        for title, kind in (("Changes", "change"), ("Unsafe fixes pending (--unsafe-fixes)", "pending"),
+                            ("Decide by hand", "decide")):
             chosen = [i for i in items if i.kind == kind]
             if chosen:
                 lines += [f"### {title}", ""]

@@ -2,9 +2,6 @@
 
 A rewriter module provides:
 
-- ``TRIGGER``: a compiled regex, or ``Words``; a file whose text it does not match cannot
-  contain anything the rewriter acts on, and is never parsed (most files of a tree stop
-  here);
 - ``rewrite(text, options) -> Outcome``: one pass running every selected rule of its kind;
   raises ``SourceError`` for text it cannot parse;
 - ``check(text) -> str | None``: a last look at the rewritten text (it parses, it loads);
@@ -14,21 +11,25 @@ A rewriter module provides:
   blocks): what the size limit (``--max-file-size``) bounds, as the cost of a rewrite is
   the cost of parsing. Without it, the file's size counts.
 
-Modules are imported on first use so that ``xrt2pjrt --help`` stays light.
+A file whose text matches none of the trigger words of the rules its rewriter runs
+(``trigger_for``) cannot contain anything they act on, and is never parsed (most files of a
+tree stop there). Modules are imported on first use so that ``xrt2pjrt --help`` stays light.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from dataclasses import dataclass, field
 from types import ModuleType
 
 from xrt2pjrt.report import Finding, one_line
+from xrt2pjrt.rule_index import TRIGGERS
 
 # file kind -> module implementing the contract above
 MODULES: dict[str, str] = {
-    "python": "xrt2pjrt.rules.python",
+    "python": "xrt2pjrt.python.rewriter",
     "shell": "xrt2pjrt.text.shell",
     "dockerfile": "xrt2pjrt.text.dockerfile",
     "markdown": "xrt2pjrt.text.markdown",
@@ -77,20 +78,24 @@ class SourceError(Exception):
         self.line = line
 
 
-# kind -> a lighter module holding the same TRIGGER, where the rewriter's is heavy to import
-TRIGGERS: dict[str, str] = {"python": "xrt2pjrt.rules.trigger"}
+# file kind -> the kinds of rules its rewriter runs, when not only the text rules ("shell"):
+# a notebook's and a document's code is Python or shell.
+RULE_KINDS: dict[str, tuple[str, ...]] = {"python": ("python",), "markdown": ("python", "shell"),
+                                          "notebook": ("python", "shell")}
 
 
 def module_for(kind: str) -> ModuleType:
     return importlib.import_module(MODULES[kind])
 
 
-def trigger_for(kind: str):
-    """The TRIGGER of ``kind``'s rewriter, without importing the rewriter if it is heavy."""
-    return importlib.import_module(TRIGGERS.get(kind, MODULES[kind])).TRIGGER
+@functools.cache
+def trigger_for(kind: str) -> Words | re.Pattern:
+    """What a file of ``kind`` holds if a rule its rewriter runs may act on it: one of their
+    trigger words (Rule.words), read from the generated index so that libcst and the rules
+    stay unimported in the parent process. ``Words`` when they are all plain words."""
 
 
-def load_all() -> None:
-    """Import every rewriter module, which registers every rule."""
-    for kind in MODULES:
-        module_for(kind)
+    patterns = list(dict.fromkeys(p for rules in RULE_KINDS.get(kind, ("shell",)) for p in TRIGGERS[rules]))
+    if all(re.escape(p) == p for p in patterns):
+        return Words(*patterns)
+    return re.compile("|".join(patterns))

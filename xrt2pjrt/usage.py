@@ -17,7 +17,7 @@ DESCRIPTION = "Move PyTorch/XLA programs off XRT and onto PJRT."
 # its own help.
 COMMANDS = {
     "migrate": "Rewrite XRT-era code, scripts and configs for PJRT.",
-    "rules": "List the rules: id, file kind, safe or unsafe, summary and examples.",
+    "rules": "List the rules: id, file kind, fix (safe, unsafe, none), summary, examples.",
     "guide": "Print the migration guide (docs/MIGRATION.md), as installed.",
     "launch": "Run a command on every worker of a TPU pod with PJRT_DEVICE=TPU.",
     "doctor": "Read this environment and say what to fix.",

@@ -57,7 +57,7 @@ def is_plumbing(name: str) -> bool:
 
 
 # Variables other frameworks read too (TensorFlow's Colab notebooks found their TPU in
-# COLAB_TPU_ADDR): reported only in files that use PyTorch (text/installs.py, torch_file).
+# COLAB_TPU_ADDR): reported only in files that use PyTorch (registry.Options.uses_torch).
 SHARED = frozenset({"COLAB_TPU_ADDR"})
 
 # GKE's TPU-node integration: the annotation choosing the node's software

@@ -1,1 +1,25 @@
-"""Python rules and the libcst engine that runs them (rules/python.py)."""
+"""The rules: one family per package, one rule per module.
+
+How to add a rule, in this order:
+
+1. Pick its family (a package here; ``registry.CHECKLIST`` orders them) and its id,
+   ``FAMILY-NAME``. Its module is ``rules/FAMILY/FAMILY_NAME.py`` (the id with ``-`` and
+   ``.`` as ``_``): discovery finds it there, and nowhere else is it listed.
+2. Write the module: its docstring is the rule's why (its docs in ``xrt2pjrt rules ID`` and
+   docs/RULES.md); then one class, subclassing ``python.rule.PythonRule`` for Python code or
+   ``text.rule.TextRule`` for shell and the other text kinds (or a mechanism's base such as
+   ``python.environment.EnvRule``). Give it ``id``, a one-line ``summary``, ``fix``
+   (``safe``, ``unsafe`` or ``none``), its trigger ``words`` if not the base's, its gate
+   (``targets``, ``min_version``) if any, and ``examples``: the docs, and the tests
+   (tests/test_rule_examples.py runs each through the rewriter, then again to show that a
+   second pass changes nothing). Then its behaviour: the hooks (PythonRule's ``call``,
+   ``reference``, ``leave`` for the ``names``/``prefixes``/``nodes`` it lists; TextRule's
+   ``command``, ``word``, ``heredoc`` and the kinds' own). Helpers only its family shares go
+   in a ``_private.py`` module of the family (discovery skips names starting with ``_``);
+   analyses of general use in ``python/`` or ``text/``.
+3. Its tests beyond the examples go in ``tests/rules/FAMILY/test_FAMILY_NAME.py``.
+4. Run ``python -m xrt2pjrt.guide docs``: it regenerates docs/RULES.md, the families table
+   of docs/MIGRATION.md and xrt2pjrt/rule_index.py (the ids, fixes, summaries and trigger
+   words the parent process reads without importing the rules); tests/test_guide.py fails
+   until they match.
+"""

@@ -1,6 +1,6 @@
 """The Dockerfile rewriter: RUN/CMD/ENTRYPOINT shell forms go to the shell rewriter, ENV and
-ARG settings to the environment rules, FROM images to the install check (text/installs.py).
-Exec forms (JSON arrays) are reported, not rewritten.
+ARG settings to the environment rules, FROM images to the text rules' ``word`` hook. Exec
+forms (JSON arrays) go to their ``exec_form`` hook, which reports, never rewrites.
 """
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import re
 from dataclasses import dataclass
 
 from xrt2pjrt.registry import Options
-from xrt2pjrt.rewriters import Outcome
-from xrt2pjrt.text import environment, installs, shell, xla_dist
+from xrt2pjrt.rewriters import Outcome, trigger_for
+from xrt2pjrt.text import environment, shell
 from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
+from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME, Word, docker_words, without_word
 
-TRIGGER = shell.TRIGGER
 SHELL_FORMS = ("RUN", "CMD", "ENTRYPOINT")
 _INSTRUCTION = re.compile(r"[ \t]*([A-Za-z]+)([ \t]+|$)", re.M)
 
@@ -60,7 +60,7 @@ def _line_end(text: str, pos: int) -> int:
 
 
 def rewrite(text: str, options: Options) -> Outcome:
-    options = installs.in_file(options, text)
+    options = options.in_file(text)
     rec = Recorder(text, options)
     settings: list[EnvSetting] = []
     for ins in instructions(text):
@@ -70,18 +70,17 @@ def rewrite(text: str, options: Options) -> Outcome:
             if outcome.text != body:
                 rec.edits.append(Edit(ins.args, ins.end, outcome.text))
             merge_into(rec, outcome, rec.line(ins.args) - 1)
-        elif ins.keyword in SHELL_FORMS and TRIGGER.search(body):
-            rule = shell.LaunchXlaDist if xla_dist.MENTION.search(body) else environment.XrtTpuConfig
-            if options.on(rule.id):
-                rec.ask(rule.id, ins.start, f"{ins.keyword} in exec form (a JSON array) mentions XRT or "
-                        "xla_dist: rewrite it by hand, or use the shell form and run xrt2pjrt again")
+        elif ins.keyword in SHELL_FORMS and trigger_for("dockerfile").search(body):
+            for rule in rules(options):
+                rule.exec_form(rec, ins.start, ins.keyword, body)
         elif ins.keyword in ("ENV", "ARG"):
             settings += _settings(ins, text)
             environment.ask_about_reads(body, ins.args, rec)
         elif ins.keyword == "FROM":
             words = [w for w in docker_words(body) if not (w.value or "").startswith("--")]
             if words:  # the image, after any --platform=
-                installs.ask(rec, words[0].value or words[0].source(body), ins.args + words[0].start)
+                for rule in rules(options):
+                    rule.word(rec, words[0].value or words[0].source(body), ins.args + words[0].start)
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE" in text[:offset])
     leave_todo_comments(rec, [(rec.line(ins.start), rec.line(ins.end)) for ins in instructions(text)])
     return rec.outcome()

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import Options
-from xrt2pjrt.report import Finding, renumbered
+from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, todo_comment
 from xrt2pjrt.suppress import Suppressions
 
@@ -59,13 +59,16 @@ class Recorder:
         return k >= 0 and self._spans[k][1] > e.start
 
     def change(self, rule: str, offset: int, message: str, *edits: Edit) -> None:
-        """Record a change made of ``edits``; dropped whole when it overlaps an earlier one."""
+        """Record a change made of ``edits``; dropped whole when it overlaps an earlier one.
+        One the fix-safety gate withholds is recorded as pending, its edits dropped."""
         if any(self._overlaps(e) for e in edits):
             return
         if self.suppressions and self.suppressions.covers(rule, self.line(offset)):
             return
-        self.edits.extend(edits)
-        self.changes.append(Finding(rule, self.line(offset), message))
+        applied = not self.options.withholds(rule)
+        if applied:
+            self.edits.extend(edits)
+        self.changes.append(Finding(rule, self.line(offset), message, applied=applied))
 
     def ask(self, rule: str, offset: int, message: str) -> None:
         self.ask_at_line(rule, self.line(offset), message)
@@ -126,8 +129,8 @@ def comment_above(lines: list[str], first: int, comment: str) -> bool:
 
 def shifted(findings: list[Finding], lines: int) -> list[Finding]:
     """Findings of a snippet, renumbered for the file the snippet starts ``lines`` lines into,
-    with the lines their messages cite (a markdown block's Python citing its own lines)."""
-    return [Finding(f.rule, f.line + lines, renumbered(f.message, lambda line: line + lines)) for f in findings]
+    with the lines they cite (a markdown block's Python citing its own lines)."""
+    return [f.moved(lines) for f in findings]
 
 
 def merge_into(rec: Recorder, outcome: Outcome, lines: int) -> None:

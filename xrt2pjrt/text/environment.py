@@ -1,11 +1,11 @@
-"""XRT environment variables outside Python: the rules, and the one way they are applied.
+"""XRT environment variables outside Python: what an env rule is, and the one way they are applied.
 
 Every file kind finds its own *settings* of variables — ``export X=…``, ``X=… cmd``,
 ``unset X``, ``docker run -e X=…``, Dockerfile ``ENV``, YAML ``env:`` entries, ``%env`` —
 and describes each as an ``EnvSetting`` that knows how to rename itself or delete itself
-in its own syntax. The rules below only decide *what* happens to a variable (for the
-device variables, by its value: ``xrt_variables.device_for``, as in the Python rules);
-``apply`` does it the same way for every kind.
+in its own syntax. The env rules (rules/env/env_shell_*.py) only decide *what* happens to
+a variable (for the device variables, by its value: ``xrt_variables.device_for``, as in the
+Python rules); ``apply`` does it the same way for every kind.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, ClassVar, NamedTuple
 
-from xrt2pjrt.registry import Example, Rule, register
-from xrt2pjrt.text import installs
-from xrt2pjrt.text.edits import Edit, Recorder, todo_line
-from xrt2pjrt.xrt_variables import (DEVICE_SETTINGS, REMOTE_TPU, SHARED, UNPREFIXED, XRT_ERA_PATTERN, device_for,
-                                    replacement)
+from xrt2pjrt.registry import all_rules
+from xrt2pjrt.text.edits import Edit, Recorder
+from xrt2pjrt.text.rule import TextRule
+from xrt2pjrt.xrt_variables import SHARED, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
 
 
 @dataclass
@@ -47,10 +46,12 @@ class EnvSetting:
 Replacement = tuple[str, str] | None
 
 
-class EnvRule(Rule):
-    kind = "shell"
+class EnvRule(TextRule):
+    words = (XRT_ERA_PATTERN,)
     # The variables this rule handles, as a regex on the whole name.
     variables: ClassVar[str]
+    # True for the rule of every variable no other env rule handles.
+    catch_all: ClassVar[bool] = False
     # What replaces them when their value does not say otherwise.
     replacement: ClassVar[Replacement]
 
@@ -70,81 +71,9 @@ class DeviceRule(EnvRule):
         return chosen, None if setting.form == "unset" else choice.note
 
 
-@register
-class XrtTpuConfig(DeviceRule):
-    id = "env-shell-xrt-tpu-config"
-    summary = ("XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, "
-               "docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported, and so is "
-               "a GKE TPU-node annotation or resource (cloud-tpus.google.com) in YAML.")
-    variables = "XRT_TPU_CONFIG"
-    replacement = ("PJRT_DEVICE", "TPU")
-    examples = (
-        Example('export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n',
-                "export PJRT_DEVICE=TPU\npython3 train.py\n"),
-        Example("XRT_TPU_CONFIG='tpu_worker;0;10.0.0.2:8470' python3 train.py\n",
-                todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config") + "PJRT_DEVICE=TPU python3 train.py\n",
-                manual=("remote TPU node",)),
-        Example('export XRT_TPU_CONFIG="tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS#grpc://}"\n',
-                todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config") + "export PJRT_DEVICE=TPU\n",
-                manual=("remote TPU node",)),
-        Example("docker run -e XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011 img python3 train.py\n",
-                "docker run -e PJRT_DEVICE=TPU img python3 train.py\n"),
-        Example("unset XRT_TPU_CONFIG\n", "unset PJRT_DEVICE\n"),
-    )
-
-
-@register
-class XrtCpuTopology(DeviceRule):
-    id = "env-shell-xrt-cpu"
-    summary = ("XRT_DEVICE_MAP → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when it cannot be "
-               "read, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported.")
-    variables = "|".join(name for name in DEVICE_SETTINGS if name != XrtTpuConfig.variables)
-    replacement = ("PJRT_DEVICE", "CPU")
-    examples = (
-        Example(
-            'export XRT_DEVICE_MAP="CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0"\n'
-            'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n'
-            "python3 test.py\n",
-            "export PJRT_DEVICE=CPU\npython3 test.py\n",
-        ),
-        Example('XRT_WORKERS="localservice:0;grpc://localhost:40934" XRT_DEVICE_MAP="CPU:0;/job:localservice/'
-                'replica:0/task:0/device:XLA_CPU:0" python3 test.py\n',
-                "PJRT_DEVICE=CPU python3 test.py\n"),
-        Example('export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
-                'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n',
-                todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
-                manual=("2.9 dropped CUDA",)),
-        Example('export XRT_DEVICE_MAP="$DEVICE_MAP"\n',
-                todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CPU\n",
-                manual=("could not be read",)),
-    )
-
-
-@register
-class XrtUnused(EnvRule):
-    id = "env-shell-xrt-unused"
-    summary = ("Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES and "
-               "TPUVM_MODE is removed: torch_xla 2.1+ reads none of them. "
-               "Reads of them are reported.")
-    variables = XRT_ERA_PATTERN
-    replacement = None
-    examples = (
-        Example("export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\n"
-                "export XRT_START_LOCAL_SERVER=1\npython3 train.py\n",
-                "export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\npython3 train.py\n"),
-        Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n",
-                "python3 train.py\n"),
-        Example('echo "ordinal $XRT_SHARD_ORDINAL"\n',
-                todo_line("XRT_SHARD_ORDINAL is read here but nothing sets it under PJRT: read xr.global_ordinal() "
-                          "(torch_xla.runtime) instead", "env-shell-xrt-unused") + 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
-                manual=("XRT_SHARD_ORDINAL is read here",)),
-    )
-
-
-# Ordered: the catch-all XrtUnused comes last.
-ENV_RULES: tuple[type[EnvRule], ...] = (XrtTpuConfig, XrtCpuTopology, XrtUnused)
 READ = re.compile(rf"\$\{{?({XRT_ERA_PATTERN})")
 SETTING = re.compile(rf"\b({XRT_ERA_PATTERN})=")
+MENTION = re.compile(rf"\b({XRT_ERA_PATTERN})\b")
 
 
 class Plan(NamedTuple):
@@ -166,7 +95,10 @@ def replacing(start: int, end: int, with_value: bool) -> Callable[[str, str], li
 
 
 def rule_for(name: str) -> type[EnvRule] | None:
-    return next((r for r in ENV_RULES if re.fullmatch(r.variables, name)), None)
+    """The env rule of the variable ``name``: the one whose variables name it, else the catch-all."""
+    matching = [r for r in all_rules().values() if issubclass(r, EnvRule)
+                and re.fullmatch(r.variables, name)]
+    return min(matching, key=lambda r: r.catch_all, default=None)
 
 
 def rule_here(name: str, rec: Recorder) -> type[EnvRule] | None:
@@ -175,7 +107,7 @@ def rule_here(name: str, rec: Recorder) -> type[EnvRule] | None:
     rule = rule_for(name)
     if rule is None or not rec.options.on(rule.id):
         return None
-    return None if name in SHARED and not installs.torch_file(rec.options, rec.text) else rule
+    return None if name in SHARED and not rec.options.uses_torch(rec.text) else rule
 
 
 def mentions(text: str) -> bool:
@@ -233,6 +165,22 @@ def _emptied_statements(plans: list[Plan]) -> set[int]:
         if s.statement is not None:
             verdicts[id(s.statement)] = verdicts.get(id(s.statement), True) and rule is not None and drop
     return {key for key, emptied in verdicts.items() if emptied}
+
+
+def ask_about_heredoc(rec: Recorder, start: int, end: int) -> None:
+    """Report each XRT-era setting in the here-document ``rec.text[start:end]``."""
+    for m in SETTING.finditer(rec.text[start:end]):
+        rule = rule_for(m.group(1))
+        if rule is not None and rec.options.on(rule.id):
+            rec.ask(rule.id, start + m.start(), f"{m.group(1)} set inside a here-document: change it by hand")
+
+
+def ask_about_mentions(rec: Recorder, where: str) -> None:
+    """Report every XRT-era variable ``rec.text`` names (a text that is reported only)."""
+    for m in MENTION.finditer(rec.text):
+        rule = rule_here(m.group(1), rec)
+        if rule is not None:
+            rec.ask(rule.id, m.start(), f"{m.group(1)} {where}: {replacement(m.group(1))}")
 
 
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:

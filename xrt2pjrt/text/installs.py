@@ -10,18 +10,15 @@ a person's decision, so each such spot is a manual item saying what to install i
 libtpu nightlies and cloud-tpu-client are reported only in files that use PyTorch: JAX and
 TensorFlow set-ups install them too.
 
-One check (``finding``, ``ask``) serves every place an install can be written: shell commands
-(and so Dockerfile RUN lines, YAML commands, Markdown code blocks and notebook ``!``
-lines), Dockerfile ``FROM`` images and requirements files.
+One check (``finding``) serves every place an install can be written: shell commands (and
+so Dockerfile RUN lines, YAML commands, Markdown code blocks and notebook ``!`` lines),
+Dockerfile ``FROM`` images, YAML images, requirements files and jsonnet configs, each of
+which hands its words to the text rules' ``word`` hook (rules/install/).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
-
-from xrt2pjrt.registry import Example, Options, Rule, register
-from xrt2pjrt.text.edits import Recorder, todo_line
 
 # What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
 WORDS = r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu)"
@@ -37,20 +34,6 @@ _ALWAYS_XRT_ERA = (
     (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)", False),
     (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1", True),
 )
-# What makes a file PyTorch's: JAX and TensorFlow set-ups install libtpu nightlies and
-# cloud-tpu-client too, and TensorFlow's Colab notebooks read COLAB_TPU_ADDR.
-_TORCH = re.compile(r"(?i)torch|XRT_|xla_dist")
-
-
-def torch_file(options: Options, text: str) -> bool:
-    """Whether the file at hand, ``text`` unless ``options`` says, uses PyTorch."""
-    return bool(_TORCH.search(text)) if options.torch_file is None else options.torch_file
-
-
-def in_file(options: Options, text: str) -> Options:
-    """``options`` for the snippets of the file ``text`` (a Dockerfile's RUN lines, a
-    document's code blocks): whether it uses PyTorch is the whole file's to say."""
-    return options if options.torch_file is not None else replace(options, torch_file=torch_file(options, text))
 # Where a version is written: a pin (==, ~=, <, <=), a wheel's file name, an image's tag.
 _VERSION = re.compile(r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)"
                       r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)")
@@ -86,48 +69,3 @@ def _instead(target: tuple[int, int]) -> str:
     version = f"{target[0]}.{target[1]}.0"
     return (f"install torch~={version} and 'torch_xla[tpu]~={version}' (torchvision to match), or use an "
             f"xla:r{version}_* image from us-central1-docker.pkg.dev/tpu-pytorch-releases/docker")
-
-
-# The seed issue's own install line.
-_SEED_WHEEL = "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
-
-
-@register
-class InstallXrtEraRelease(Rule):
-    id = "install-xrt-era-release"
-    kind = "shell"
-    summary = ("pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla "
-               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py; libtpu nightlies and "
-               "cloud-tpu-client in files that use PyTorch): reported with what to install instead")
-    # (each says what it reports with the message ``finding`` writes, as a TODO line above it)
-    examples = (
-        Example(
-            f"sudo pip3 install {_SEED_WHEEL}\n",
-            todo_line(finding(_SEED_WHEEL, (2, 9)), "install-xrt-era-release") + f"sudo pip3 install {_SEED_WHEEL}\n",
-            manual=("XRT-era", "torch_xla[tpu]~=2.9.0"),
-        ),
-        Example(
-            "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
-            todo_line(finding("torch_xla[tpuvm]==1.13", (2, 9)), "install-xrt-era-release")
-            + "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
-            manual=("torch_xla 1.13",),
-        ),
-        Example(
-            "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
-            todo_line(finding("torch_xla[tpu]==2.1.0", (2, 9)), "install-xrt-era-release")
-            + "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
-            manual=("older than the 2.9 the code was migrated for",),
-        ),
-        Example(
-            "pip install 'torch_xla[tpu]~=2.9.0'\n",
-            "pip install 'torch_xla[tpu]~=2.9.0'\n",
-        ),
-    )
-
-
-def ask(rec: Recorder, word: str, offset: int) -> None:
-    """Report ``word``, written at ``offset`` of ``rec.text``, if it installs what it should not."""
-    if rec.options.on(InstallXrtEraRelease.id):
-        problem = finding(word, rec.options.target_version, torch_file(rec.options, rec.text))
-        if problem:
-            rec.ask(InstallXrtEraRelease.id, offset, problem)

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import TODO, Outcome, SourceError
-from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
-from xrt2pjrt.text import installs, shell
+from xrt2pjrt.text import shell
 from xrt2pjrt.report import Finding
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted
 
@@ -30,8 +29,6 @@ def _python():
     """The Python rewriter, imported when a file needs it (it brings libcst)."""
     return rewriters.module_for("python")
 
-
-TRIGGER = re.compile(shell.TRIGGER.pattern + r"|xla_model|xla_multiprocessing|xmp\.|xm\.")
 
 # info string / directive language -> file kind
 LANGUAGES = {
@@ -54,13 +51,13 @@ class Block:
 
 
 def rewrite(text: str, options: Options) -> Outcome:
-    options = installs.in_file(options, text)
+    options = options.in_file(text)
     rec = Recorder(text, options)
     bodies = {block: dedent(text[block.start:block.end], block.indent) for block in blocks(text)}
     done = _python_together(text, bodies, options)
     for block, body in bodies.items():
         module = rewriters.module_for(block.kind)
-        if block in done or not module.TRIGGER.search(body):
+        if block in done or not rewriters.trigger_for(block.kind).search(body):
             continue
         again = _rewriter(block, body, module, options)
         try:
@@ -97,7 +94,7 @@ def _python_together(text: str, bodies: dict[Block, str], options: Options) -> d
     first = [text.count("\n", 0, block.start) for block in python]  # lines before each block
 
     def together(sources: list[str]) -> list[Outcome]:
-        outcomes = _python().rewrite_together(sources, options, where=lambda own, k, line: f"line {first[k] + line - first[own]}")
+        outcomes = _python().rewrite_together(sources, options, where=lambda own, k, line: (first[k] + line - first[own], None))
         if outcomes is None:
             raise SourceError("the Python blocks are not one program", 1)
         return [_checked(_python(), source, outcome) for source, outcome in zip(sources, outcomes)]
@@ -150,8 +147,9 @@ def _hidden(first: list[Outcome], then: list[Outcome]) -> list[list[Finding]]:
     return out
 
 
-def _item(f: Finding) -> tuple[str, str]:
-    return f.rule, re.sub(r"\bline \d+", "line", f.message)
+def _item(f: Finding) -> tuple:
+    """What says which item ``f`` is, wherever its lines have moved."""
+    return f.rule, f.message, tuple(c.text for c in f.cites)
 
 
 _KEEP = "  # xrt2pjrt: ignore"  # suppress.py: keeps every rule off the statement it is on

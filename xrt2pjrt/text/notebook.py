@@ -21,9 +21,8 @@ from pathlib import Path
 from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.rules import quiet
-from xrt2pjrt.rules.trigger import TRIGGER as PYTHON_TRIGGER
-from xrt2pjrt.text import environment, installs, markdown, shell
+from xrt2pjrt.python import quiet
+from xrt2pjrt.text import environment, markdown, shell
 from xrt2pjrt.report import Finding
 from xrt2pjrt.text.edits import Edit, Recorder, comment_above, merge_into, shifted, todo_line
 from xrt2pjrt.text.environment import EnvSetting
@@ -33,7 +32,6 @@ def _python():
     return rewriters.module_for("python")
 
 
-TRIGGER = re.compile(f"{shell.TRIGGER.pattern}|{PYTHON_TRIGGER.pattern}")
 SHELL_CELLS = re.compile(r"%%(bash|sh|script[ \t]+(ba)?sh)\b")
 # cell magics that run the rest of the cell as Python in the notebook's namespace
 KERNEL_CELL_MAGICS = re.compile(r"%%(time|timeit|capture|prun|debug)\b")
@@ -59,7 +57,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         cells = source_spans(text)
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise SourceError(f"not a notebook: {exc}", 1) from None
-    options = installs.in_file(options, text)
+    options = options.in_file(text)
     rec = Recorder(text, options)
     ascii_only = "\\u" in text and text.isascii()
     python = _kernel_cells(cells)
@@ -71,7 +69,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         lines = first_line - 1
         if index in together:
             outcome = together[index]
-        elif not TRIGGER.search(cell.source):
+        elif not rewriters.trigger_for("notebook").search(cell.source):
             if borrowed.get(index):
                 # (the other cells are migrated: a name of a function 2.x removed is imported no more)
                 rec.ask(CELL_RULE, cell.start, f"this cell is not Python the codemod can parse, and it uses "
@@ -232,7 +230,7 @@ def _rewrite_together(python: dict[int, PythonCell], options: Options, kept: lis
     numbers = [index + 1 for index in python]  # as Jupyter counts cells
     uses = "".join(f"{name}\n" for name in kept)
     outcomes = _python().rewrite_together([*(cell.python for cell in python.values()), *[uses] * bool(kept)],
-                                        options, where=lambda own, k, line: f"line {line} of cell {numbers[k]}")
+                                        options, where=lambda own, k, line: (line, numbers[k]))
     if outcomes is None:
         return {}
     return {index: _finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}
@@ -266,7 +264,7 @@ def _code_cell(source: str, options: Options) -> Outcome | None:
     if cell is None:
         return Outcome(source)  # %%writefile of a file of a kind no rewriter reads
     try:
-        outcome = _python().rewrite(cell.python, options) if PYTHON_TRIGGER.search(cell.python) else Outcome(cell.python)
+        outcome = _python().rewrite(cell.python, options) if rewriters.trigger_for("python").search(cell.python) else Outcome(cell.python)
     except SourceError:
         return None
     return _finish(cell, outcome, options)

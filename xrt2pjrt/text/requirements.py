@@ -1,6 +1,6 @@
 """The requirements rewriter (file kind "requirements": requirements*.txt, constraints*.txt,
-requirements*.in): XRT-era torch_xla releases are reported (text/installs.py), nothing is
-rewritten."""
+requirements*.in): each requirement goes to the text rules' ``word`` hook, which reports an
+XRT-era torch_xla (rules/install/); nothing is rewritten."""
 
 from __future__ import annotations
 
@@ -8,22 +8,24 @@ import re
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
-from xrt2pjrt.text import installs
 from xrt2pjrt.text.edits import Recorder
+from xrt2pjrt.text.rule import rules
 
-TRIGGER = re.compile(installs.WORDS)
 _LINE = re.compile(r"^[ \t]*([^#\n]*?)[ \t]*(?:(?<=[ \t])#.*)?$", re.M)
 
 
 def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
+    hooks = rules(options)
     for line in _LINE.finditer(text):
         content, at = line.group(1), line.start(1)
         if content.startswith("-"):  # -f URL, --find-links URL, -e URL, -r FILE
-            for word in re.finditer(r"\S+", content):
-                installs.ask(rec, word.group(), at + word.start())
-        elif content:  # a requirement: `torch_xla[tpu] == 1.13 ; python_version < "3.9"`
-            installs.ask(rec, re.sub(r"\s+", "", content.split(";")[0]), at)
+            words = [(word.group(), at + word.start()) for word in re.finditer(r"\S+", content)]
+        else:  # a requirement: `torch_xla[tpu] == 1.13 ; python_version < "3.9"`
+            words = [(re.sub(r"\s+", "", content.split(";")[0]), at)] if content else []
+        for word, offset in words:
+            for rule in hooks:
+                rule.word(rec, word, offset)
     return rec.outcome()
 
 

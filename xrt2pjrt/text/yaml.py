@@ -5,8 +5,9 @@ that change, in the style they were written in (plain, quoted, ``|`` block). She
 the value of a script key (``run``, ``script``, ``command``, ...), each line of a script
 list, and the argument after ``-c`` in an exec array. Env settings are Kubernetes
 ``env: [{name, value}]`` items, ``env:``/``environment:``/``variables:`` mappings and
-docker-compose ``- NAME=value`` lists. An exec array that runs xla_dist itself is reported,
-and so is a GKE TPU-node annotation or resource (PJRT cannot drive a TPU node).
+docker-compose ``- NAME=value`` lists. An exec array goes to the text rules' ``exec_array``
+hook, a mapping's keys to ``yaml_key`` (a GKE TPU-node annotation or resource: PJRT cannot
+drive a TPU node), an ``image:`` to ``word``.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from dataclasses import replace
 import yaml as pyyaml
 
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.text import environment, installs, shell, xla_dist
+from xrt2pjrt.rewriters import Outcome, SourceError, trigger_for
+from xrt2pjrt.text import environment, shell
 from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
+from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME
-from xrt2pjrt.xrt_variables import GKE_TPU_NODE, TPU_NODE
 
-TRIGGER = shell.TRIGGER
 SCRIPT_KEYS = frozenset({"run", "script", "before_script", "after_script", "commands", "command", "cmd",
                          "entrypoint", "args", "pre", "post"})
 # Keys whose list is one command's argv (Kubernetes, Compose, Cloud Build), not lines of a script.
@@ -42,7 +42,7 @@ def rewrite(text: str, options: Options) -> Outcome:
     except pyyaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SourceError(str(exc).splitlines()[0], (mark.line + 1) if mark else 1) from None
-    options = installs.in_file(options, text)
+    options = options.in_file(text)
     rec = Recorder(text, options)
     settings: list[EnvSetting] = []
     for doc in documents:
@@ -88,10 +88,11 @@ def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting], sh: 
             if name in ENV_KEYS and isinstance(v, (Mapping, Sequence)):
                 settings += _env_settings(v, rec.text)
             if name == "image" and isinstance(v, Scalar) and isinstance(v.value, str):
-                installs.ask(rec, v.value, v.start_mark.index)  # a Kubernetes / Compose / CI container
-            if (isinstance(name, str) and TPU_NODE.match(name) and rec.options.on(environment.XrtTpuConfig.id)
-                    and installs.torch_file(rec.options, rec.text)):
-                rec.ask(environment.XrtTpuConfig.id, k.start_mark.index, f"`{name}`: {GKE_TPU_NODE}")
+                for rule in rules(rec.options):  # a Kubernetes / Compose / CI container
+                    rule.word(rec, v.value, v.start_mark.index)
+            if isinstance(name, str) and rec.options.uses_torch(rec.text):
+                for rule in rules(rec.options):
+                    rule.yaml_key(rec, name, k.start_mark.index)
             _walk(v, name, rec, settings, sh)
     elif isinstance(node, Sequence):
         items = node.value
@@ -105,10 +106,8 @@ def _walk(node, key: str | None, rec: Recorder, settings: list[EnvSetting], sh: 
                 _walk(item, None, rec, settings)
         if key in EXEC_KEYS and not any(isinstance(i, Scalar) and i.value == "-c" for i in items):
             words = [i.value for i in items if isinstance(i, Scalar)]
-            if any(xla_dist.MENTION.search(w) or w == xla_dist.MODULE for w in words):
-                if rec.options.on(shell.LaunchXlaDist.id):
-                    rec.ask(shell.LaunchXlaDist.id, node.start_mark.index, "xla_dist run from an exec array "
-                            f"(`{key}: [...]`): write it as {xla_dist.BY_HAND} by hand")
+            for rule in rules(rec.options):
+                rule.exec_array(rec, node.start_mark.index, key, words)
     elif isinstance(node, Scalar) and key in SCRIPT_KEYS and isinstance(node.value, str):
         _shell_scalar(node, rec, sh)
 
@@ -129,7 +128,7 @@ def _runs_sh(node) -> bool:
 
 def _shell_scalar(node, rec: Recorder, sh: bool = False) -> None:
     """Rewrite a scalar holding shell, keeping its YAML style; ``sh``: it runs under sh."""
-    if node.tag != "tag:yaml.org,2002:str" or not TRIGGER.search(node.value):
+    if node.tag != "tag:yaml.org,2002:str" or not trigger_for("shell").search(node.value):
         return
     text, start, end = rec.text, node.start_mark.index, node.end_mark.index
     options = _unmarked(node, rec)

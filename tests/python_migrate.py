@@ -1,0 +1,28 @@
+"""The Python rewriter as the rule tests run it: every Python rule, unsafe fixes made (the
+gate has tests/test_fix_safety.py), the result checked and a second pass changing nothing."""
+
+import textwrap
+
+from xrt2pjrt.python import rewriter as python
+from xrt2pjrt.registry import Options, all_rules
+
+XM = "import torch_xla.core.xla_model as xm\n"
+XMP = "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+
+
+def migrate(source: str, **options):
+    options.setdefault("rules", frozenset(r for r, c in all_rules().items() if c.kind == "python"))
+    options.setdefault("unsafe_fixes", True)
+    outcome = python.rewrite(textwrap.dedent(source), Options(**options))
+    assert python.check(outcome.text) is None
+    again = python.rewrite(outcome.text, Options(**options))
+    assert again.text == outcome.text, "a second pass must change nothing"
+    return outcome
+
+
+def text(source: str, **options) -> str:
+    return migrate(source, **options).text
+
+
+def same(source: str, **options) -> None:
+    assert text(source, **options) == textwrap.dedent(source)

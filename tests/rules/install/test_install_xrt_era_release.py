@@ -1,0 +1,173 @@
+"""Install lines that would bring back an XRT-era torch_xla (text/installs.py): each place a
+repository writes one is reported with what to install instead, and never changed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.text import installs
+
+TARGET = (2, 9)
+
+FLAGGED = {
+    # the seed issue's own install lines: nightlies of the XRT-era bucket
+    "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl":
+        "tpu-pytorch bucket",
+    "gs://tpu-pytorch/wheels/torch_xla-1.8-cp37-cp37m-linux_x86_64.whl": "tpu-pytorch bucket",
+    "https://storage.googleapis.com/cloud-tpu-tpuvm-artifacts/wheels/libtpu-nightly/"
+    "libtpu_nightly-0.1.dev20220518-py3-none-any.whl": "libtpu nightly",
+    "torch_xla==1.13": "torch_xla 1.13, an XRT-era release",
+    "torch-xla~=1.12.0": "torch_xla 1.12",
+    "torch_xla[tpuvm]==2.0": "torch_xla 2.0",
+    "torch_xla<2.1": "torch_xla 2.1 is older than the 2.9",
+    "torch_xla[tpuvm]": "[tpuvm] extra",
+    "torch_xla-nightly+20230501-cp310-cp310-linux_x86_64.whl": "nightly from 20230501",
+    "gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm": "gcr.io/tpu-pytorch registry",
+    "gcr.io/tpu-pytorch/xla:nightly_3.8_tpuvm_20220802": "gcr.io/tpu-pytorch registry",
+    "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.0.0_3.8_tpuvm": "torch_xla 2.0",
+    "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.4.0_3.10_tpuvm": "2.4 is older than the 2.9",
+    "https://storage.googleapis.com/pytorch-xla-releases/wheels/tpuvm/torch_xla-2.1.0-cp310-cp310-linux_x86_64.whl":
+        "--target-version 2.1",
+    "cloud-tpu-client==0.10": "cloud-tpu-client",
+    "https://raw.githubusercontent.com/pytorch/xla/master/contrib/scripts/env-setup.py": "env-setup.py",
+}
+LEFT_ALONE = [
+    "torch_xla", "torch_xla[tpu]", "torch_xla[tpu]~=2.9.0", "torch-xla==2.9.0", "torch_xla>=1.13",
+    "torch_xla-nightly+20240601-cp310-cp310-linux_x86_64.whl", "numpy==1.2", "torch==1.13.0",
+    "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.9.0_3.10_tpuvm", "python:3.10-slim",
+]
+
+
+@pytest.mark.parametrize("word, why", FLAGGED.items(), ids=list(FLAGGED))
+def test_xrt_era_installs_are_named_with_what_to_install_instead(word, why):
+    problem = installs.finding(word, TARGET)
+    assert problem is not None and why in problem
+    assert "'torch_xla[tpu]~=2.9.0'" in problem
+
+
+@pytest.mark.parametrize("word", LEFT_ALONE)
+def test_current_installs_and_other_packages_are_left_alone(word):
+    assert installs.finding(word, TARGET) is None
+
+
+def test_the_suggestion_follows_the_target_version():
+    assert "'torch_xla[tpu]~=2.4.0'" in installs.finding("torch_xla==1.13", (2, 4))
+    assert installs.finding("torch_xla==2.4", (2, 4)) is None
+
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": [
+            "!pip install cloud-tpu-client==0.10 torch==1.9.0 "
+            "https://storage.googleapis.com/tpu-pytorch/wheels/torch_xla-1.9-cp37-cp37m-linux_x86_64.whl\n",
+            "%pip install torch_xla==1.9\n",
+            "import torch_xla.core.xla_model as xm",
+        ]},
+    ],
+    "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+}
+TREE = {
+    "requirements.txt": "numpy==1.24  # plotting\ntorch_xla [tpuvm] == 1.13 ; python_version < '3.9'\n"
+                        "-f https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-1.13-cp38.whl\n"
+                        "# torch_xla==1.12 was the one before\n",
+    "requirements-dev.in": "pytest\ntorch-xla[tpu]~=2.9.0\n",
+    "docker/Dockerfile": "FROM --platform=linux/amd64 gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm AS base\n"
+                         "RUN pip3 install torch_xla[tpu]==2.0 \\\n    && pip3 install cloud-tpu-client\n",
+    "setup_tpu.sh": "#!/bin/bash\nset -e\nsudo pip3 install https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/"
+                    "torch-nightly+20220802-cp38-cp38-linux_x86_64.whl\n",
+    "README.md": "Install:\n\n```bash\npip install torch_xla==1.13\n```\n\nThen torch_xla==1.12 in prose is not a command.\n",
+    "colab.ipynb": json.dumps(NOTEBOOK, indent=1) + "\n",
+}
+# (file, line) of every place a person must decide
+EXPECTED = {
+    ("requirements.txt", 2), ("requirements.txt", 3), ("docker/Dockerfile", 1), ("docker/Dockerfile", 2),
+    ("docker/Dockerfile", 3), ("setup_tpu.sh", 3), ("README.md", 4),
+}
+
+
+def test_every_place_an_install_is_written_is_reported_and_no_install_is_changed(tmp_path):
+    root = tmp_path / "repo"
+    for name, text in TREE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    report = tmp_path / "report.json"  # of the preview: lines of the files as they are
+    for mode in ("--report", "--write"):
+        ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", mode, *([str(report)] if mode == "--report" else []),
+                              str(root)], capture_output=True, text=True, timeout=300)
+        assert ran.returncode == 0, ran.stderr
+
+    entries = {Path(e["path"]).relative_to(root).as_posix(): e for e in json.loads(report.read_text())["files"]}
+    found = {(name, item["line"]) for name, e in entries.items() for item in e["manual"]
+             if item["rule"] == "install-xrt-era-release"}
+    notebook = {item["line"] for item in entries["colab.ipynb"]["manual"]}
+    assert found - {f for f in found if f[0] == "colab.ipynb"} == EXPECTED
+    assert len(notebook) == 2  # the `!pip` line (two items on it) and the `%pip` line
+    assert entries["requirements.txt"]["kind"] == "requirements"
+    # nothing is rewritten; scripts, Dockerfiles and notebooks' `!`/`%pip` lines get a TODO
+    # line above each install to decide, documentation and requirements files keep every byte
+    for name, text in TREE.items():
+        written = (root / name).read_text()
+        if name.endswith(".ipynb"):
+            written, text = ("".join(json.loads(t)["cells"][0]["source"]) for t in (written, text))
+        kept = "".join(line for line in written.splitlines(keepends=True) if "# TODO(xrt2pjrt)" not in line)
+        assert kept == text, f"{name} was changed"
+        assert (written == text) == (name in ("requirements.txt", "requirements-dev.in", "README.md")), name
+
+
+def test_install_lines_in_jsonnet_are_reported_as_its_variables_are():
+    from xrt2pjrt.text import jsonnet
+
+    config = ("{\n  setup: 'pip install torch_xla[tpuvm]==1.13',\n  image: 'gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm',\n"
+              "  command: ['pip3', 'install', 'cloud-tpu-client'],\n  env: { XRT_TPU_CONFIG: 'localservice;0;localhost:51011' },\n}\n")
+    outcome = jsonnet.rewrite(config, Options(rules=frozenset(all_rules())))
+    assert outcome.text == config
+    assert [(f.rule, f.line) for f in outcome.manual] == [
+        ("install-xrt-era-release", 2), ("install-xrt-era-release", 3),
+        ("install-xrt-era-release", 4), ("env-shell-xrt-tpu-config", 5)]
+
+
+# JAX and TensorFlow set-ups install libtpu nightlies and cloud-tpu-client too, and
+# TensorFlow's Colab notebooks read COLAB_TPU_ADDR: PyTorch's advice there was noise
+# (ml-testing-accelerators' JAX and TensorFlow configs got TODO lines). (kind, text, the lines
+# a PyTorch file of the same lines gets a change or an item at)
+OTHER_FRAMEWORKS = [
+    ("shell", '#!/bin/bash\npip install "jax[tpu]" libtpu-nightly -f https://storage.googleapis.com/jax-releases/'
+              'libtpu_releases.html\necho "TPU at $COLAB_TPU_ADDR"\n', [2, 3]),
+    ("dockerfile", "FROM tensorflow/tensorflow:2.8.0\nRUN pip3 install cloud-tpu-client pyyaml\n"
+                   "ENV TPU_ADDR=${COLAB_TPU_ADDR}\n", [2, 3]),
+    ("jsonnet", '{\n  tpu: "grpc://" + std.extVar("COLAB_TPU_ADDR"),\n  setup: "pip install cloud-tpu-client tensorflow",\n}\n',
+     [2, 3]),
+    ("yaml", "steps:\n- run: pip install libtpu-nightly 'jax[tpu]'\n  env:\n    COLAB_TPU_ADDR: 10.0.0.2:8470\n    A: b\n",
+     [2, 4]),
+    ("markdown", "```bash\npip install 'jax[tpu]' libtpu-nightly\nexport COLAB_TPU_ADDR=10.0.0.2:8470\n```\n", [2, 3]),
+    ("requirements", "tensorflow==2.8\ncloud-tpu-client==0.10\n", [2]),
+    ("notebook", json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                        "source": ["!pip install cloud-tpu-client\n", "import tensorflow as tf\n"]}],
+                             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1), [9]),
+]
+
+
+@pytest.mark.parametrize("kind, text, asked", OTHER_FRAMEWORKS, ids=[c[0] for c in OTHER_FRAMEWORKS])
+def test_tpu_set_ups_of_other_frameworks_get_no_pytorch_advice_and_pytorch_files_get_all(kind, text, asked):
+    from xrt2pjrt import rewriters
+
+    module = rewriters.module_for(kind)
+    every = Options(rules=frozenset(all_rules()))
+    outcome = module.rewrite(text, every)
+    assert outcome.text == text and outcome.changes == [] and outcome.manual == []
+    # The same lines in a file that uses torch_xla: every one is found, as before.
+    if kind == "notebook":
+        torch = text.replace("import tensorflow as tf", "import torch_xla")
+    elif kind == "jsonnet":
+        torch = text.replace("tensorflow", "torch_xla[tpu]~=2.9.0")
+    else:
+        torch = text.replace("tensorflow", "torch").replace("'jax[tpu]'", "torch_xla").replace('"jax[tpu]"', "torch_xla")
+    assert torch != text
+    outcome = module.rewrite(torch, every)
+    assert sorted({f.line for f in outcome.manual + outcome.changes}) == asked, outcome

@@ -1,0 +1,80 @@
+"""spawn-runtime-before beyond its examples: what starts the XLA runtime in the launching
+process, and which launches it is reported before."""
+
+import pytest
+
+from python_migrate import XM as _XM, XMP as _XMP, migrate
+
+
+def test_a_runtime_started_before_spawn_is_reported_once_per_file():
+    # Found in pytorch/xla v1.13's tests: one item above each of three spawns; only the first runs.
+    out = migrate("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+                  "if __name__ == '__main__':\n    n = len(xm.get_xla_supported_devices())\n"
+                  "    xmp.spawn(fn, args=())\n    xmp.spawn(fn, nprocs=4)\n")
+    (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert item.line == 6 and "(line 5)" in item.shown() and "at module level" in item.shown()
+    assert out.text.count("[spawn-runtime-before]") == 1
+
+
+@pytest.mark.parametrize("spawn", ["xmp.spawn(_mp_fn, nprocs=1)", "torch_xla.launch(_mp_fn, debug_single_process=True)"])
+def test_a_runtime_started_before_a_spawn_of_one_process_is_not_reported(spawn):
+    # torch_xla calls fn in this process then, and checks nothing
+    source = (_XM + "import torch_xla\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+              f"DEVICE = xm.xla_device()\n{spawn}\n")
+    assert not [m for m in migrate(source).manual if m.rule == "spawn-runtime-before"]
+
+
+@pytest.mark.parametrize("source, launcher", [
+    # the reviewer's r3: the project's own launcher module spawns
+    ("from launcher import launch\n\ndef fn(i, n):\n    print(xm.get_ordinal(), n)\n\n"
+     "if __name__ == '__main__':\n    n = xm.xrt_world_size()\n    launch(fn, n)\n",
+     "`launch(...)`, given fn, a function of this file that uses it,"),
+    # dinhanhx/VisualRoBERTa exp/run_pretrain.py: Lightning spawns in trainer.fit
+    ("from pytorch_lightning import Trainer\n\nif __name__ == '__main__':\n    trainer = Trainer(accelerator='tpu', devices=8)\n"
+     "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal())\n"
+     "    trainer.fit(wrapper, DataLoader(data, sampler=sampler))\n",
+     "Lightning's `Trainer(accelerator='tpu')`"),
+    ("from accelerate import notebook_launcher\n\ndevice = xm.xla_device()\nnotebook_launcher(train, num_processes=8)\n",
+     "accelerate's notebook_launcher"),
+])
+def test_a_runtime_started_before_a_launch_that_spawns_for_the_file_is_reported(source, launcher):
+    out = migrate(_XM + source)
+    items = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert items and all(f"before {launcher} starts the replicas" in m.message for m in items)
+    assert {m.line for m in items} == {k + 1 for k, line in enumerate((_XM + source).splitlines())
+                                       if "xm.xrt_world_size()" in line or "xm.xla_device()" in line}
+    assert out.text.count("[spawn-runtime-before]") == 1
+
+
+def test_a_function_another_spawn_runs_is_not_blamed_on_the_launching_process():
+    out = migrate("import torch_xla.core.xla_model as xm\n" + _XMP + "\ndef _train(index):\n    pass\n\n"
+                  "def _eval(index):\n    device = xm.xla_device()\n\n"
+                  "if __name__ == '__main__':\n    xmp.spawn(_train)\n    xmp.spawn(_eval)\n")
+    assert not out.manual
+
+
+def test_a_metrics_report_on_import_starts_the_runtime_before_the_spawn():
+    # checked on CPU: print(met.metrics_report()) at module level, then 'Runtime is already initialized'
+    out = migrate("import torch_xla.debug.metrics as met\n" + _XMP + "\nprint(met.metrics_report())\n\n"
+                  "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
+    (item,) = out.manual
+    assert item.rule == "spawn-runtime-before" and item.shown().endswith("(line 4)")
+
+
+@pytest.mark.parametrize("line, reported", [
+    ("WEIGHTS = torch.zeros(2).to('xla')\n", True), ("ONES = torch.ones(2, device=\"xla:0\")\n", True),
+    ("CPU = torch.zeros(2).to('cpu')\n", False), ("NAME = 'xla'\n", False)])
+def test_a_tensor_put_on_the_xla_device_by_name_on_import_is_reported_before_the_spawn(line, reported):
+    # checked on CPU: torch.zeros(2).to('xla') at module level, then 'Runtime is already initialized'
+    out = migrate("import torch\n" + _XMP + "\n" + line + "\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
+    assert [item.rule for item in out.manual] == ["spawn-runtime-before"] * reported
+
+
+@pytest.mark.parametrize("call", ["xm.is_master_ordinal()", "xm.master_print('ready')", "xm.set_rng_state(0)",
+                                  "xm.get_rng_state()", "xm.wait_device_ops()", "xm.xla_device_hw('xla:0')"])
+def test_a_call_that_starts_the_runtime_before_the_spawn_is_reported(call):
+    # checked on CPU with torch_xla 2.9: each starts the runtime, and the spawn then raises
+    # 'Runtime is already initialized' (XRT's read a variable, or an idle server)
+    out = migrate("import logging\nimport torch_xla.core.xla_model as xm\n" + _XMP +
+                  f"\nlevel = {call}\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
+    assert [item.rule for item in out.manual] == ["spawn-runtime-before"]

@@ -1,0 +1,198 @@
+"""Removed and deprecated ``xm`` APIs → the runtime APIs of torch_xla 2.x.
+
+The renames are data (``Rename``), each new spelling with the releases it exists in;
+the one written is the first that exists in ``--target-version``.
+tests/test_rename_table.py resolves every spelling valid in 2.9 against the installed
+torch_xla."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+from xrt2pjrt.python.rule import NOT_LITERAL, PythonRule, argument, code, keywordize, literal, without_args
+
+XM = "torch_xla.core.xla_model"
+XR = "torch_xla.runtime"
+PL = "torch_xla.distributed.parallel_loader"
+FSDP = "torch_xla.distributed.fsdp"
+LATEST = (2, 9)
+
+
+@dataclass(frozen=True)
+class Spelling:
+    module: str
+    attr: str
+    alias: str | None  # the conventional import alias (None: ``import module``)
+    since: tuple[int, int]
+    until: tuple[int, int] = LATEST
+    takes_args: bool = True  # False: only for calls without arguments
+    keywords: tuple[tuple[str, str], ...] = ()  # (old keyword, new keyword)
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.module}.{self.attr}"
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A parameter the new spelling does not take."""
+
+    name: str
+    position: int | None
+    default: object
+    why: str
+    # Match a positional argument only when it is a string or None literal: the new
+    # function may take something else at that position.
+    positional_if_str: bool = False
+    # Dropping it never changes what the call does (an XRT-only hint): no item to decide.
+    harmless: bool = False
+
+
+@dataclass(frozen=True)
+class Rename:
+    old: str
+    spellings: tuple[Spelling, ...]
+    dropped: tuple[Dropped, ...] = ()
+    note: str = ""
+    # The old positional parameters: arguments after a dropped one are passed by name.
+    params: tuple[str, ...] = ()
+
+    def spelling_for(self, version: tuple[int, int], has_args: bool) -> Spelling | None:
+        for spelling in self.spellings:
+            if spelling.since <= version <= spelling.until and (spelling.takes_args or not has_args):
+                return spelling
+        return None
+
+
+DEFVAL = "under PJRT the fallback is never used; check nothing relied on it"
+DEVKIND = "PJRT_DEVICE chooses the device type"
+# A list that used to be empty on a host without that kind (timm's is_xla_available('TPU')
+# read len(devices) >= 1 on the next line, and said True on every CPU host).
+LISTED_DEVKIND = ("the list holds the devices of the type PJRT_DEVICE chose, whatever kind it asked for (CPU "
+                   "devices on a CPU host, where XRT listed none): where it tells whether there are devices of "
+                   "that kind, compare xr.device_type() with the kind instead")
+
+_DEVICE = Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),))
+
+RENAMES: tuple[Rename, ...] = (
+    Rename(f"{XM}.xrt_world_size", (Spelling(XR, "world_size", "xr", (2, 1)),),
+           (Dropped("defval", 0, 1, DEFVAL),),
+           note="counts devices, not processes"),
+    Rename(f"{XM}.get_ordinal", (Spelling(XR, "global_ordinal", "xr", (2, 1)),),
+           (Dropped("defval", 0, 0, DEFVAL),)),
+    Rename(f"{XM}.get_local_ordinal", (Spelling(XR, "local_ordinal", "xr", (2, 1)),),
+           (Dropped("defval", 0, 0, DEFVAL),)),
+    Rename(f"{XM}.xla_device",
+           (_DEVICE, Spelling(XM, "xla_device", "xm", (2, 1))),
+           (Dropped("devkind", 1, None, DEVKIND),)),
+    Rename(f"{XR}.xla_device",
+           (_DEVICE, Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
+           (Dropped("devkind", 1, None, DEVKIND),)),
+    Rename(f"{XM}.mark_step",
+           (Spelling("torch_xla", "sync", None, (2, 5)), Spelling("torch_xla", "sync", None, (2, 4), takes_args=False))),
+    Rename(f"{XM}.get_xla_supported_devices", (Spelling(XM, "get_xla_supported_devices", "xm", (2, 1)),),
+           (Dropped("devkind", 0, None, LISTED_DEVKIND, positional_if_str=True),),
+           params=("devkind", "max_devices")),
+    # Keywords renamed or dropped under the same name (read from v1.13 against 2.1 … 2.9).
+    Rename(f"{XM}.send_cpu_data_to_device",
+           (Spelling(XM, "send_cpu_data_to_device", "xm", (2, 1), keywords=(("data", "datas"),)),)),
+    Rename(f"{PL}.ParallelLoader",
+           (Spelling(PL, "ParallelLoader", "pl", (2, 5), keywords=(("loader", "cpu_loader"),)),
+            Spelling(PL, "ParallelLoader", "pl", (2, 1), (2, 4)))),
+    *(Rename(f"{module}.XlaFullyShardedDataParallel",
+             (Spelling(module, "XlaFullyShardedDataParallel", None, (2, 8),
+                       keywords=(("mark_step_on_finalization", "sync_on_finalization"),)),
+              Spelling(module, "XlaFullyShardedDataParallel", None, (2, 1), (2, 7))))
+      for module in (FSDP, f"{FSDP}.xla_fully_sharded_data_parallel")),
+    Rename(f"{XM}.all_reduce", (Spelling(XM, "all_reduce", "xm", (2, 1)),),
+           (Dropped("cctx", 4, None, "XRT's collective context is gone", harmless=True),),
+           params=("reduce_type", "inputs", "scale", "groups", "cctx", "pin_layout")),
+)
+
+
+class RenameRule(PythonRule):
+    """Calls and references of the ``table``'s old names get the new spelling."""
+
+    table: ClassVar[tuple[Rename, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.names = frozenset(rename.old for rename in cls.table)
+        cls.by_old = {rename.old: rename for rename in cls.table}
+
+    def reference(self, ctx, node, name):
+        rename = self.by_old[name]
+        spelling = rename.spelling_for(ctx.target_version, has_args=False)
+        if spelling is None or spelling.dotted == name:
+            return node
+        ctx.change(self._message(name, spelling, rename))
+        return ctx.ref(spelling.module, spelling.attr, spelling.alias)
+
+    def call(self, ctx, node, name):
+        rename = self.by_old[name]
+        dropped = self._dropped(node, rename)
+        spelling = rename.spelling_for(ctx.target_version, has_args=len(node.args) > len(dropped))
+        if spelling is None:
+            return node
+        for index, param in dropped.items():
+            value = node.args[index].value
+            if not param.harmless and (literal(value) is NOT_LITERAL or literal(value) != param.default):
+                ctx.manual(f"{param.name}={code(value)} dropped: {param.why}")
+        # Positional arguments after a dropped one are passed by name to keep their meaning.
+        new = keywordize(node, rename.params, start=min(dropped) + 1) if dropped else node
+        new = without_args(new, set(dropped))
+        renamed = [(arg.keyword.value, new_keyword) for arg in new.args if arg.keyword is not None
+                   for old, new_keyword in spelling.keywords if arg.keyword.value == old]
+        new = new.with_changes(args=[_renamed_keyword(arg, spelling) for arg in new.args])
+        if spelling.dotted != name:
+            new = new.with_changes(func=ctx.ref(spelling.module, spelling.attr, spelling.alias))
+            ctx.change(self._message(name, spelling, rename))
+        elif dropped or renamed:
+            done = [f"{p.name} dropped ({p.why})" for p in dropped.values()] + [f"{a}= → {b}=" for a, b in renamed]
+            ctx.change(f"{short(name)}(): {', '.join(done)}")
+        return new
+
+    @staticmethod
+    def _dropped(node: cst.Call, rename: Rename) -> dict[int, Dropped]:
+        """The arguments of ``node`` the new spelling does not take, by index."""
+        found = {}
+        for param in rename.dropped:
+            hit = argument(node, param.name, param.position)
+            if hit is None:
+                continue
+            index, arg = hit
+            value = literal(arg.value)
+            if arg.keyword is None and param.positional_if_str and not (value is None or isinstance(value, str)):
+                continue
+            found[index] = param
+        return found
+
+    @staticmethod
+    def _message(name: str, spelling: Spelling, rename: Rename) -> str:
+        note = f" ({rename.note})" if rename.note else ""
+        return f"{short(name)} → {short(spelling.dotted)}{note}"
+
+
+def _renamed_keyword(arg: cst.Arg, spelling: Spelling) -> cst.Arg:
+    if arg.keyword is not None:
+        for old, new in spelling.keywords:
+            if arg.keyword.value == old:
+                return arg.with_changes(keyword=cst.Name(new))
+    return arg
+
+
+_ALIASES = {XM: "xm", XR: "xr", "torch_xla.experimental.pjrt": "pjrt",
+            "torch_xla.distributed.xla_multiprocessing": "xmp", PL: "pl"}
+
+
+def short(dotted: str) -> str:
+    """``torch_xla.core.xla_model.get_ordinal`` → ``xm.get_ordinal``, as people write it."""
+    module, _, attr = dotted.rpartition(".")
+    return f"{_ALIASES[module]}.{attr}" if module in _ALIASES else dotted
+
+
+def renames_of(*olds: str) -> tuple[Rename, ...]:
+    return tuple(rename for rename in RENAMES if rename.old in olds)

@@ -1,0 +1,75 @@
+"""Every torch_xla name the migrated file uses, held to the target release's API.
+
+The specific rules rewrite what they know. These two make the rest visible, from the API
+surface tables (python/api_surface.py, generated from the released wheels):
+
+- ``import-gone-module``: an import of a module or name the target release lacks fails
+  on import; it is removed when nothing uses it once the other rules are done, else
+  reported (with its TODO line) with what to use instead;
+- ``api-not-in-target``: runs after every other rule, on what they made of each spot: a
+  reference the import resolver can resolve (attribute chain, name passed as a value,
+  call) that reaches a name the target lacks, or a call passing a keyword or a positional
+  argument its signature there does not take, is reported with the release that removed
+  it and its replacement where one is known. A spot another rule has reported is left to
+  that rule's item."""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.api_surface import Lack
+
+NO_SCALER = "nothing replaces it (it served XLA:GPU): autocast to bfloat16 on TPU needs no scaler"
+
+# What to use instead of a name (or a call's keyword, as ``name(keyword=)``) a release
+# lacks; read from pytorch/xla v1.13 … v2.9. tests/test_target_api.py holds every entry to
+# the table: the name is lacking in 2.9, and what the advice names exists there.
+REPLACEMENTS = {
+    "torch_xla.experimental.pjrt": "use torch_xla.runtime (the pjrt-* rules rewrite the calls they know)",
+    "torch_xla.experimental.xla_sharding": "use torch_xla.distributed.spmd (import torch_xla.distributed.spmd as xs)",
+    "torch_xla.experimental.xla_sharded_tensor": "use torch_xla.distributed.spmd.xla_sharded_tensor",
+    "torch_xla.experimental.tpu": "nothing public replaces it; torch_xla.runtime has the device and process counts",
+    "torch_xla.experimental.gpu": "nothing replaces it: torch_xla 2.9 has no GPU device",
+    "torch_xla.amp.GradScaler": NO_SCALER,
+    # up to 2.0 it was torch.cuda.amp.autocast, which took no device
+    "torch_xla.amp.autocast(device)": "pass the XLA device first: torch_xla.amp.autocast(torch_xla.device(), ...)",
+    "torch_xla.amp.grad_scaler": NO_SCALER,
+    "torch_xla.utils.gcsfs": "use a GCS client of your own (google-cloud-storage, gcsfs, fsspec)",
+    "torch_xla.utils.cached_dataset": "use a cache of your own (e.g. torch.save shards, or the datasets library)",
+    "torch_xla.utils.tf_record_reader": "use a TFRecord reader of your own (e.g. tfrecord, tf.data)",
+    "torch_xla.distributed.cluster": "nothing replaces it: it resolved XRT's TPU-node cluster",
+    "torch_xla.distributed.worker": "nothing replaces it: it described XRT's TPU-node workers",
+    "torch_xla.distributed.xrt_init": "nothing replaces it: PJRT needs no runtime set-up",
+    "torch_xla.core.xrt_run_server": "nothing replaces it: PJRT runs no XRT server",
+    "torch_xla.server_is_alive": "nothing replaces it: PJRT runs no XRT server",
+    "torch_xla.core.xla_model.CollectiveContext": ("XRT's collective context is gone: drop it (the collectives "
+                                                   "no longer take cctx=)"),
+    "torch_xla._XLAC._xla_set_use_full_mat_mul_precision": (
+        "use torch_xla.backends.set_mat_mul_precision('highest') (2.8+; 'default' for the old False), or "
+        "torch_xla._XLAC._xla_set_mat_mul_precision('highest') on 2.5-2.7"),
+    "torch_xla.runtime.requires_pjrt": "drop the decorator: from 2.1 PJRT is the only runtime",
+    "torch_xla.core.xla_model.parse_xla_device": (
+        "it parsed a runtime device name ('TPU:3') into ('TPU', 3), None for any other: parse it yourself, "
+        "re.match(r'([A-Z]+):(\\d+)$', name) (torch.device() refuses such names)"),
+    "torch_xla.core.xla_env_vars.GPU_NUM_DEVICES": "torch_xla 2.9 has no GPU device: stay on 2.8 for CUDA",
+    "torch_xla.utils.dlpack.from_xla_cuda_to_cuda": "torch_xla 2.9 has no GPU device: stay on 2.8 for CUDA",
+}
+
+
+def advice(name: str) -> str:
+    """The replacement of ``name`` (or of the module or class it is in), if one is known."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        found = REPLACEMENTS.get(".".join(parts[:end]))
+        if found:
+            return found
+    return ""
+
+
+def spelled_release(release: tuple[int, int]) -> str:
+    return f"torch_xla {release[0]}.{release[1]}"
+
+
+def why_missing(lack: Lack, error: str, replacement: bool = True) -> str:
+    """``is not in torch_xla 2.9 (removed in 2.5): an ImportError there; use ...``"""
+    text = f"is not in {spelled_release(lack.release)} ({lack.history}): {error} there"
+    found = advice(lack.name) if replacement else ""
+    return f"{text}; {found}" if found else text

@@ -1,0 +1,126 @@
+"""The spawn call graph: which functions of a file some ``xmp.spawn`` (or ``torch_xla.launch``)
+of more than one process runs in its replicas, and what they call (the spawn rules ask it
+whether a spot runs in the replicas, or before them)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+import libcst as cst
+
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.rule import PythonRule, argument, literal
+
+SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
+SHIM_SPAWN = "xrt2pjrt.shim.xla_multiprocessing.spawn"
+NPROCS_POSITION, START_METHOD_POSITION = 2, 5
+# torch_xla.launch(fn, args=(), start_method='spawn', debug_single_process=False), 2.5+:
+# it calls xmp.spawn (nprocs=1 when debug_single_process), under either target.
+LAUNCH = "torch_xla.launch"
+SINGLE_PROCESS_POSITION = 3
+
+
+def nprocs_argument(node: cst.Call):
+    return argument(node, "nprocs", NPROCS_POSITION)
+
+
+def in_one_process(node: cst.Call, name: str) -> bool:
+    """True when the spawn calls fn in this process, unpickled: xmp.spawn(nprocs=1),
+    torch_xla.launch(debug_single_process=True)."""
+    if name == LAUNCH:
+        hit, one = argument(node, "debug_single_process", SINGLE_PROCESS_POSITION), True
+    else:
+        hit, one = nprocs_argument(node), 1
+    return hit is not None and literal(hit[1].value) == one
+
+
+def elements(args: ast.expr | None, site: spawn_site.Site) -> list[ast.expr]:
+    """The values ``args`` hands to the spawned function, as far as this file tells: those
+    of a tuple or list, or of the one tuple or list a name is bound to (``a = (cfg,)``)."""
+    if isinstance(args, ast.Name) and (scope := site.binding_scope(args.id)) is not None:
+        values = spawn_site.bindings(scope)[args.id]
+        args = values[0] if len(values) == 1 else None
+    return args.elts if isinstance(args, (ast.Tuple, ast.List)) else []
+
+# APIs that start the XLA runtime in the calling process.
+RUNTIME_STARTERS = frozenset({
+    "torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.devices",
+    "torch_xla.core.xla_model.get_xla_supported_devices", "torch_xla.core.xla_model.xrt_world_size",
+    "torch_xla.core.xla_model.get_ordinal", "torch_xla.core.xla_model.get_local_ordinal",
+    "torch_xla.runtime.world_size", "torch_xla.runtime.global_ordinal", "torch_xla.runtime.local_ordinal",
+    "torch_xla.runtime.addressable_device_count", "torch_xla.runtime.global_device_count",
+    "torch_xla.runtime.process_index", "torch_xla.runtime.process_count",
+    # a logger asking for the rank, a seeding helper, a memory probe (under XRT they read
+    # variables or an idle server; checked on CPU: each starts the runtime)
+    "torch_xla.core.xla_model.is_master_ordinal", "torch_xla.core.xla_model.master_print",
+    "torch_xla.core.xla_model.set_rng_state", "torch_xla.core.xla_model.get_rng_state",
+    "torch_xla.core.xla_model.wait_device_ops", "torch_xla.core.xla_model.xla_device_hw",
+    "torch_xla.core.xla_model.get_memory_info", "torch_xla.core.xla_model.mark_step", "torch_xla.sync",
+    "torch_xla.debug.metrics.metrics_report",  # (checked on CPU: the spawn then raised)
+})
+# What a replica asks for (a main() run in one process asks for its device, not these).
+REPLICA_IDENTITY = frozenset(starter for starter in RUNTIME_STARTERS if starter.endswith(("ordinal", "world_size")))
+
+
+def reached_from(tree: ast.Module, spawned: str | None) -> set[str]:
+    """The names of the file's functions that the spawned one (``spawned``, the dotted name
+    given to the spawn) reaches by name, as far as this file tells, itself included. A
+    function it hands to a call by name (``DataLoader(worker_init_fn=init)``,
+    ``threading.Thread(target=poll)``) runs on the replica's side too, not in the launching
+    process."""
+    if not spawned:
+        return set()
+    calls = _call_graph(tree)
+    reached, pending = set(), [spawned.rpartition(".")[2]]
+    while pending:
+        name = pending.pop()
+        if name not in reached:
+            reached.add(name)
+            pending += calls.get(name, ())
+    return reached
+
+
+@functools.lru_cache(maxsize=1)
+def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
+    """Function name -> the names it calls, or hands to a call (once per file: each spawn
+    of the file asks)."""
+    calls: dict[str, set[str]] = {}
+    for node in spawn_site.functions(tree):
+        calls.setdefault(node.name, set()).update(
+            part.id if isinstance(part, ast.Name) else part.attr
+            for call in ast.walk(node) if isinstance(call, ast.Call)
+            for part in (call.func, *call.args, *(keyword.value for keyword in call.keywords))
+            if isinstance(part, (ast.Name, ast.Attribute)))
+    return calls
+
+
+@functools.lru_cache(maxsize=1)
+def spawn_calls(tree: ast.Module) -> list[ast.Call]:
+    """The file's calls of xmp.spawn (torch_xla's or the shim's) and torch_xla.launch."""
+    bound = spawn_site.imported(tree)
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH)]
+
+
+def in_replicas_code(ctx) -> bool:
+    """Whether the spot is in a function some spawn of the file runs in its replicas."""
+    return ctx.tree is not None and bool(_in_function(ctx.tree, ctx.line) & spawned_code(ctx.tree))
+
+
+def _in_function(tree: ast.Module, line: int) -> set[str]:
+    """The names of the functions whose body holds ``line``."""
+    return {node.name for node in spawn_site.functions(tree) if node.body[0].lineno <= line <= node.end_lineno}
+
+
+@functools.lru_cache(maxsize=1)
+def spawned_code(tree: ast.Module) -> frozenset[str]:
+    """The functions of the file that some spawn of more than one process in it runs in its
+    replicas (:func:`reached_from`)."""
+    reached: set[str] = set()
+    for call in spawn_calls(tree):
+        site = spawn_site.Site(call, [tree], [])
+        fn, nprocs = site.argument("fn", 0), site.argument("nprocs", NPROCS_POSITION)
+        if fn is not None and not (isinstance(nprocs, ast.Constant) and nprocs.value == 1):
+            reached |= reached_from(tree, ast.unparse(fn))
+    return frozenset(reached)

@@ -1,0 +1,164 @@
+"""What the file's ``ast`` says about one ``xmp.spawn`` call: the scopes around it, what
+binds a name there, where a name is read.
+
+The spawn rules (rules/spawn.py) ask it what a name given to the spawn is: a function
+defined inside another one (which pickle refuses), a module-level constant (a process
+count read elsewhere as the world size). libcst's scopes (python/imports.py) follow
+imports only; these questions are about every name, and the file's ``ast`` is at hand.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xrt2pjrt.python import quiet
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_SCOPES = (*_FUNCTIONS, ast.ClassDef)
+
+
+@dataclass
+class Site:
+    call: ast.Call
+    scopes: list[ast.AST]  # the functions around the call, innermost first, then the module
+    # The statements that run after the call in the innermost scope: of each block around
+    # the call, those after the statement that holds it (not another branch of its ``if``).
+    after: list[ast.stmt]
+
+    def argument(self, name: str, position: int) -> ast.expr | None:
+        """The argument bound to parameter ``name`` (by keyword, or by ``position``)."""
+        for keyword in self.call.keywords:
+            if keyword.arg == name:
+                return keyword.value
+        for index, arg in enumerate(self.call.args):
+            if isinstance(arg, ast.Starred):
+                return None  # *args: positions past here are unknown
+            if index == position:
+                return arg
+        return None
+
+    def binding_scope(self, name: str) -> ast.AST | None:
+        """The scope whose own code binds ``name`` as the call sees it (None: a builtin,
+        or a name made by ``*`` imports)."""
+        return next((scope for scope in self.scopes if name in bindings(scope)), None)
+
+
+def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
+    """The call of ``func`` (its code, ``xmp.spawn``) that starts on ``line``."""
+    if tree is None:
+        return None
+
+    def search(node: ast.AST, scopes: list[ast.AST], after: list[ast.stmt]) -> Site | None:
+        for value in (value for _, value in ast.iter_fields(node)):
+            children = value if isinstance(value, list) else [value]
+            for index, child in enumerate(children):
+                if not isinstance(child, ast.AST) or (hasattr(child, "end_lineno")
+                                                      and not child.lineno <= line <= child.end_lineno):
+                    continue
+                if isinstance(child, ast.Call) and child.lineno == line and ast.unparse(child.func) == func:
+                    return Site(child, scopes, after)
+                if isinstance(child, _FUNCTIONS):
+                    found = search(child, [child, *scopes], [])
+                else:
+                    found = search(child, scopes, [*children[index + 1:], *after] if isinstance(child, ast.stmt) else after)
+                if found:
+                    return found
+        return None
+
+    return search(tree, [tree], [])
+
+
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope``'s own code: the functions, classes and lambdas it defines are
+    yielded, not entered."""
+    return nodes_of([scope.body] if isinstance(scope, ast.Lambda) else scope.body)
+
+
+def nodes_of(roots: list[ast.AST]) -> Iterator[ast.AST]:
+    """The nodes of ``roots``, and under them; the functions, classes and lambdas among them
+    are yielded, not entered."""
+    pending = list(roots)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            pending += ast.iter_child_nodes(node)
+
+
+def bindings(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
+    """Name -> what binds it in ``scope``'s own code: a def or class statement, the value of
+    a plain assignment (``name = value``), None for anything else (a parameter, an import,
+    a loop target, ``global``)."""
+    out: dict[str, list[ast.AST | None]] = {}
+    if isinstance(scope, _FUNCTIONS):
+        arguments = scope.args
+        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
+            if arg is not None:
+                out.setdefault(arg.arg, []).append(None)
+    assigned: set[int] = set()  # the Name targets of plain assignments, bound to their value
+    for node in own_nodes(scope):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.setdefault(node.name, []).append(node)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out.setdefault(node.targets[0].id, []).append(node.value)
+            assigned.add(id(node.targets[0]))
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
+            out.setdefault(node.id, []).append(None)
+        elif isinstance(node, ast.alias):
+            out.setdefault(node.asname or node.name.split(".")[0], []).append(None)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                out.setdefault(name, []).append(None)
+    return out
+
+
+def reads(nodes, name: str) -> list[ast.Name]:
+    """The reads of ``name`` among ``nodes``."""
+    return [node for node in nodes if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)]
+
+
+def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.AST | None]:
+    """What binds ``name`` (as :func:`bindings` says) in the innermost scope around ``line``
+    that binds it at all: the functions around the line, then the module; [] for none."""
+    if tree is None:
+        return []
+    scopes = [tree] + [node for node in functions(tree) if node.lineno <= line <= node.end_lineno]
+    for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
+        bound = _bindings_of(scope).get(name)
+        if bound:
+            return bound
+    return []
+
+
+# Asked once per call a rule looks at: a walk of the whole file each time was quadratic in
+# a file dense with such calls. The caches hold the last file's tree until the next file's.
+@functools.lru_cache(maxsize=1)
+def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every def of the file, nested ones too."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+@functools.lru_cache(maxsize=64)
+def _bindings_of(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
+    return bindings(scope)
+
+
+@functools.lru_cache(maxsize=1)
+def imported(tree: ast.Module) -> dict[str, str]:
+    """The names the file's imports bind, each to the one dotted name it is bound to."""
+    return {local: next(iter(fulls)) for local, fulls in quiet.import_names(tree).items() if len(fulls) == 1}
+
+
+def resolved(node: ast.expr, bound: dict[str, str]) -> str | None:
+    """The dotted name ``node`` (``np.mean``, ``get_context``) stands for through ``bound``
+    (:func:`imported`); None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in bound:
+        return ".".join([bound[node.id], *reversed(parts)])
+    return None

@@ -1,0 +1,1 @@
+"""xm / xr calls renamed or removed in torch_xla 2.x."""

@@ -1,0 +1,40 @@
+"""xm.xla_device_hw(d) == 'GPU' (or xr.device_type()): torch_xla 2.x names it 'CUDA' → 'CUDA'
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.renames import XM, XR
+from xrt2pjrt.python.rule import PythonRule, code
+from xrt2pjrt.registry import Example
+
+# What names the device type (torch_xla 2.x says CUDA where XRT said GPU)
+_DEVICE_TYPE_CALLS = frozenset({f"{XM}.xla_device_hw", f"{XR}.device_type"})
+
+
+class GpuIsCuda(PythonRule):
+    id = "api-device-type-gpu"
+    summary = "xm.xla_device_hw(d) == 'GPU' (or xr.device_type()): torch_xla 2.x names it 'CUDA' → 'CUDA'"
+    nodes = (cst.Comparison,)
+    examples = (
+        Example(  # always False on XLA:GPU (torch_xla 2.8, the last with CUDA) once the name changed
+            "import torch_xla.core.xla_model as xm\n\nif xm.xla_device_hw(device) == 'GPU':\n    scaler = GradScaler()\n",
+            "import torch_xla.core.xla_model as xm\n\nif xm.xla_device_hw(device) == 'CUDA':\n    scaler = GradScaler()\n",
+        ),
+    )
+
+    def leave(self, ctx, original, updated):
+        if len(original.comparisons) != 1 or not isinstance(original.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            return updated
+        sides = (original.left, original.comparisons[0].comparator)
+        if not any(isinstance(side, cst.Call) and ctx.resolve(side.func) in _DEVICE_TYPE_CALLS for side in sides):
+            return updated
+        gpu = next((side for side in sides if isinstance(side, cst.SimpleString) and side.evaluated_value == "GPU"), None)
+        if gpu is None:
+            return updated
+        ctx.change(f"{code(original)}: torch_xla 2.x names the GPU device type 'CUDA'")
+        new = ctx.string("CUDA", gpu)
+        if gpu is original.left:
+            return updated.with_changes(left=new)
+        return updated.with_changes(comparisons=[updated.comparisons[0].with_changes(comparator=new)])

@@ -1,0 +1,146 @@
+"""any other torch_xla name, keyword or positional argument the target release lacks
+(xm.CollectiveContext, torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings):
+reported with the release that removed it and its replacement, as the last check of every spot
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.api_surface import Lack, entry, keyword_lacks, lacks
+from xrt2pjrt.python.replacements import NO_SCALER, advice, spelled_release, why_missing
+from xrt2pjrt.python.rule import PythonRule, code, literal
+from xrt2pjrt.registry import Example
+from xrt2pjrt.python.shim_names import shim_defines
+
+
+class NotInTarget(PythonRule):
+    id = "api-not-in-target"
+    fix = "none"
+    summary = ("any other torch_xla name, keyword or positional argument the target release lacks (xm.CollectiveContext, "
+               "torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings): reported with the release "
+               "that removed it and its replacement, as the last check of every spot")
+    prefixes = ("torch_xla",)
+    runs_last = True
+    nodes = (cst.Call,)  # getattr(xm, 'name'), which raises as xm.name does
+    examples = (
+        Example(
+            "import torch_xla.amp as xa\n\nscaler = xa.GradScaler()\n",
+            "import torch_xla.amp as xa\n\n# TODO(xrt2pjrt): xa.GradScaler (torch_xla.amp.GradScaler) is not in "
+            f"torch_xla 2.9 (removed in 2.9): an AttributeError there; {NO_SCALER} [api-not-in-target]\n"
+            "scaler = xa.GradScaler()\n",
+            manual=("removed in 2.9",),
+        ),
+        Example(
+            "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n",
+            "import torch_xla\n\n# TODO(xrt2pjrt): torch_xla._XLAC._xla_set_use_full_mat_mul_precision is not in "
+            "torch_xla 2.9 (removed in 2.5): an AttributeError there; use "
+            "torch_xla.backends.set_mat_mul_precision('highest') (2.8+; 'default' for the old False), or "
+            "torch_xla._XLAC._xla_set_mat_mul_precision('highest') on 2.5-2.7 [api-not-in-target]\n"
+            "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n",
+            manual=("removed in 2.5",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nCONTEXTS = {'all': xm.CollectiveContext}\n",
+            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.CollectiveContext "
+            "(torch_xla.core.xla_model.CollectiveContext) is not in torch_xla 2.9 (in no torch_xla 2.x release): "
+            "an AttributeError there; XRT's collective context is gone: drop it (the collectives no longer take "
+            "cctx=) [api-not-in-target]\nCONTEXTS = {'all': xm.CollectiveContext}\n",
+            manual=("in no torch_xla 2.x release",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
+            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.mark_step "
+            "(torch_xla.core.xla_model.mark_step) takes no reset_scope= in torch_xla 2.3 (added in 2.4): a "
+            "TypeError there [api-not-in-target]\nxm.mark_step(reset_scope=False)\n",
+            manual=("takes no reset_scope=",),
+            options={"target_version": (2, 3)},
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
+            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
+        ),
+        Example(  # by string: getattr raises as the attribute does (hasattr, or a default, does not)
+            "import torch_xla.core.xla_model as xm\n\nn = getattr(xm, 'xrt_world_size')()\n"
+            "m = getattr(xm, 'xrt_world_size', None)\n",
+            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): getattr(xm, 'xrt_world_size') "
+            "(torch_xla.core.xla_model.xrt_world_size) is not in torch_xla 2.9 (removed in 2.7): an AttributeError "
+            "there [api-not-in-target]\nn = getattr(xm, 'xrt_world_size')()\nm = getattr(xm, 'xrt_world_size', None)\n",
+            manual=("removed in 2.7",),
+        ),
+    )
+
+    def leave(self, ctx, original, updated):
+        func, args = updated.func, updated.args
+        if not (isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 2 and ctx.resolve(func) is None):
+            return updated
+        owner, attr = ctx.resolve(args[0].value), literal(args[1].value)
+        if owner and isinstance(attr, str) and not args[0].star:
+            lack = lacks(f"{owner}.{attr}", ctx.target_version)
+            if lack is not None and lack.name == f"{owner}.{attr}":
+                ctx.manual(f"{code(updated)} ({lack.name}) {why_missing(lack, 'an AttributeError')}")
+        return updated
+
+    def call(self, ctx, node, name):
+        if ctx.reported_here:
+            return node
+        written = self._written(ctx, node.func, ctx.original.func, name)
+        if written is None:
+            return node
+        lack = lacks(written, ctx.target_version)
+        if lack is not None:
+            if lack.name == written:
+                self._missing(ctx, node.func, lack)
+            return node
+        positional = [arg for arg in node.args if arg.keyword is None]
+        count = None if any(arg.star for arg in positional) else len(positional)
+        keywords = [arg.keyword.value for arg in node.args if arg.keyword is not None]
+        for lack in keyword_lacks(written, keywords, count, ctx.target_version):
+            ctx.manual(self._argument(ctx, node.func, written, lack))
+        return node
+
+    def reference(self, ctx, node, name):
+        if ctx.reported_here or ctx.is_store():
+            return node
+        written = self._written(ctx, node, ctx.original, name)
+        lack = written and lacks(written, ctx.target_version)
+        if lack and lack.name == written:
+            self._missing(ctx, node, lack)
+        return node
+
+    @staticmethod
+    def _written(ctx, new: cst.BaseExpression, old: cst.BaseExpression, name: str) -> str | None:
+        """What the spot names once the other rules are done with it (None: not a name of
+        torch_xla's: with --target shim, xm and xmp names the shim defines)."""
+        written = name if new.deep_equals(old) else ctx.resolve_written(new)
+        if written and ctx.options.target == "shim" and shim_defines(written):
+            return None
+        return written
+
+    @staticmethod
+    def _missing(ctx, node: cst.BaseExpression, lack: Lack) -> None:
+        imported = ctx.anchor.target if ctx.anchor is not None else None
+        if imported and (imported == lack.name or imported.startswith(lack.name + ".")):
+            return  # its import fails first: import-gone-module's spot
+        ctx.manual(f"{_named(node, lack.name)} {why_missing(lack, 'an AttributeError')}")
+
+    @staticmethod
+    def _argument(ctx, func: cst.BaseExpression, dotted: str, lack: Lack) -> str:
+        spot = _named(func, dotted)
+        if lack.name.endswith("=)"):
+            keyword = lack.name[len(dotted) + 1:-1]
+            return f"{spot} takes no {keyword} in {spelled_release(lack.release)} ({lack.history}): a TypeError there" + (
+                f"; {advice(lack.name)}" if advice(lack.name) else "")
+        if "(argument " not in lack.name:  # name(param): a parameter it needs, not passed
+            param = lack.name[len(dotted) + 1:-1]
+            return (f"{spot} needs {param} in {spelled_release(lack.release)}, which this call does not pass: a TypeError "
+                    "there" + (f"; {advice(lack.name)}" if advice(lack.name) else ""))
+        limit = entry(dotted, lack.release).positional_limit()
+        return (f"{spot} takes at most {limit} positional argument{'s' * (limit != 1)} in "
+                f"{spelled_release(lack.release)}: a TypeError there")
+
+
+def _named(node: cst.BaseExpression, dotted: str) -> str:
+    """The spot as the file spells it, and what it resolves to when that differs."""
+    spelled = code(node)
+    return spelled if spelled == dotted else f"{spelled} ({dotted})"

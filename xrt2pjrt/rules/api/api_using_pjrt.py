@@ -1,0 +1,112 @@
+"""xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; `if xr.using_pjrt():`
+keeps its body and loses its XRT-only else
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.renames import XR, short
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
+
+
+class UsingPjrt(PythonRule):
+    id = "api-using-pjrt"
+    summary = ("xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; "
+               "`if xr.using_pjrt():` keeps its body and loses its XRT-only else")
+    # (with --target shim too: the shim serves xm and xmp, and the module of pjrt.using_pjrt is gone)
+    names = frozenset({f"{XR}.using_pjrt", "torch_xla.experimental.pjrt.using_pjrt"})
+    nodes = (cst.If,)
+    examples = (
+        Example(
+            "import os\nimport torch_xla.runtime as xr\n\n# the runtime decides\nif xr.using_pjrt():\n"
+            "    setup()  # PJRT\n    run()\nelse:\n    os.environ['XRT_TPU_CONFIG'] = config\n",
+            "import os\n\n# the runtime decides\nsetup()  # PJRT\nrun()\n",
+        ),
+        Example(
+            "import torch_xla.runtime as xr\n\ndef main():\n    if not xr.using_pjrt():\n        legacy()\n"
+            "    elif fast:\n        go()\n    else:\n        walk()\n",
+            "def main():\n    if fast:\n        go()\n    else:\n        walk()\n",
+        ),
+        Example(
+            "import torch_xla.runtime as xr\n\npjrt = xr.using_pjrt()\n",
+            "pjrt = True\n",
+        ),
+        Example(  # pytorch/xla v1.13's own test of the runtime choice: rewritten, assertFalse(True)
+            "import torch_xla.runtime as xr\n\nclass TestRuntime(TestCase):\n    def test_using_pjrt(self):\n"
+            "        self.assertFalse(xr.using_pjrt())\n",
+            "import torch_xla.runtime as xr\n\nclass TestRuntime(TestCase):\n    def test_using_pjrt(self):\n"
+            "        # TODO(xrt2pjrt): a test asserts which runtime runs here: from torch_xla 2.1 it is always PJRT "
+            "(xr.using_pjrt is gone from 2.5): the assertion tests XRT-era behaviour; delete it [api-using-pjrt]\n"
+            "        self.assertFalse(xr.using_pjrt())\n",
+            manual=("a test asserts which runtime runs",),
+        ),
+        Example(
+            "from torch_xla.experimental import pjrt\nimport torch_xla.core.xla_model as xm\n\n"
+            "if pjrt.using_pjrt():\n    xm.rendezvous('init')\n",
+            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init')\n",
+            options={"target": "shim"},
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if node.args:
+            return node
+        if _asserted(ctx):
+            ctx.manual(f"a test asserts which runtime runs here: from torch_xla 2.1 it is always PJRT ({short(name)} "
+                       "is gone from 2.5): the assertion tests XRT-era behaviour; delete it")
+            return node
+        ctx.change(f"{short(name)}() is always true from torch_xla 2.1")
+        return cst.Name("True")
+
+    def leave(self, ctx, original, updated):
+        """``if True:`` (as the call became) keeps its body; ``if not True:`` its else."""
+        if not (ctx.in_block() and self._was_using_pjrt(ctx, original.test)):
+            return updated
+        test = updated.test
+        if _is_true(test):
+            kept, dropped = updated.body, updated.orelse is not None
+        elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and _is_true(test.expression):
+            kept, dropped = updated.orelse, True
+        else:
+            return updated
+        ctx.change("if on using_pjrt(): only the PJRT branch is left" + (", the XRT one removed" if dropped else ""))
+        if kept is None:
+            ctx.remove_statement()
+            return updated
+        if isinstance(kept, cst.If):  # an elif: it becomes the if
+            return kept.with_changes(leading_lines=updated.leading_lines)
+        block = kept.body if isinstance(kept, cst.Else) else kept
+        statements = _statements_of(block)
+        header = block.header.comment if isinstance(block, cst.IndentedBlock) else None  # `if ...:  # note`
+        above = [*updated.leading_lines, *([cst.EmptyLine(comment=header)] if header else []), *statements[0].leading_lines]
+        statements[0] = statements[0].with_changes(leading_lines=above)
+        return cst.FlattenSentinel(statements)
+
+    def _was_using_pjrt(self, ctx, test) -> bool:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        return isinstance(test, cst.Call) and not test.args and ctx.resolve(test.func) in self.names
+
+
+def _asserted(ctx) -> bool:
+    """Whether the node being visited is inside an ``assert`` or a test's ``self.assert...(...)``."""
+    level = 1
+    while (node := ctx.parent(level)) is not None and not isinstance(node, cst.BaseCompoundStatement):
+        if isinstance(node, cst.Assert) or (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                                            and node.func.attr.value.startswith("assert")):
+            return True
+        level += 1
+    return False
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _statements_of(block: cst.BaseSuite) -> list[cst.BaseStatement]:
+    """The statements of a block, each on its own line (``if x: a; b`` has them on one)."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=list(block.body), trailing_whitespace=block.trailing_whitespace)]
+    return list(block.body)

@@ -1,0 +1,52 @@
+"""xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.renames import DEVKIND, RenameRule, XM, XR, renames_of
+from xrt2pjrt.python.rule import argument, code, literal
+from xrt2pjrt.registry import Example
+
+# XRT code picked a replica's device by number; under PJRT a process sees only its own.
+_OWN_DEVICES = ("under PJRT the index counts the devices this process sees: in a replica of xmp.spawn only its "
+                "own (one on TPU v4 and later, so another index raises IndexError; on v2/v3 two, one per thread, so "
+                "another is the other thread's), without a spawn every chip of the host; where it meant this "
+                "replica's device, use torch_xla.device()")
+
+
+class XlaDevice(RenameRule):
+    id = "api-xla-device"
+    summary = "xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)"
+    targets = ("native",)
+    table = renames_of(f"{XM}.xla_device", f"{XR}.xla_device")
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
+            "import torch_xla\n\ndevice = torch_xla.device()\n",
+        ),
+        Example(
+            "import torch_xla\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(n=1, devkind='TPU')\n",
+            f"import torch_xla\n\n# TODO(xrt2pjrt): n=1: {_OWN_DEVICES} [api-xla-device]\n"
+            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + DEVKIND + " [api-xla-device]\n"
+            "device = torch_xla.device(index=1)\n",
+            manual=("n=1", "devkind='TPU' dropped"),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
+            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
+            options={"target_version": (2, 2)},
+        ),
+        Example(  # XRT's device per replica (n=index): a PJRT process drives only its own
+            "import torch_xla.core.xla_model as xm\n\ndef _mp_fn(index):\n    device = xm.xla_device(n=index)\n",
+            "import torch_xla\n\ndef _mp_fn(index):\n"
+            f"    # TODO(xrt2pjrt): n=index: {_OWN_DEVICES} [api-xla-device]\n"
+            "    device = torch_xla.device(index=index)\n",
+            manual=("n=index",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = argument(ctx.original, "n", 0)
+        if hit is not None and literal(hit[1].value) not in (None, 0):
+            ctx.manual(f"n={code(hit[1].value)}: {_OWN_DEVICES}")
+        return super().call(ctx, node, name)

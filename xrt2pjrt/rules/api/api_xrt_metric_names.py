@@ -1,0 +1,74 @@
+"""Metric names that only XRT's runtime recorded, read through ``torch_xla.debug.metrics``.
+
+XRT's client timed host-device copies as ``TransferToServerTime`` / ``TransferFromServerTime``;
+PJRT's records them as ``TransferToDeviceTime`` / ``TransferFromDeviceTime`` (checked on CPU
+with torch_xla 2.9: ``met.metric_names()`` after a step). A name no runtime records any more
+is not an error: ``metric_data`` returns None, and a check for it quietly says "never".
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
+
+MET = "torch_xla.debug.metrics"
+
+# XRT's name -> PJRT's; None: PJRT records nothing like it. (torch_xla 1.13: computation_client.cc,
+# tensor_util.cpp, and the names xrt_computation_client.cc gave the XRT server's own metrics)
+XRT_METRICS: dict[str, str | None] = {
+    "TransferToServerTime": "TransferToDeviceTime",
+    "TransferFromServerTime": "TransferFromDeviceTime",
+    "TransferToServerAsync": None,
+    **dict.fromkeys((
+        "XrtAllocate", "XrtAllocateFromTensor", "XrtSubTuple", "XrtMakeTuple", "XrtCompile", "XrtReleaseCompilation",
+        "XrtExecute", "XrtExecuteChained", "XrtReadLiteral", "XrtReadTensor", "XrtWriteLiteral",
+        "XrtReleaseAllocation", "XrtReleaseAllAllocations", "XrtCompactAllocations", "XrtCompaction",
+        "XrtTryFreeMemory", "XrtExecutorEvict"), None),
+}
+
+
+class XrtMetricNames(PythonRule):
+    id = "api-xrt-metric-names"
+    summary = ("XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, "
+               "short_metrics_report): TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → "
+               "TransferFromDeviceTime; names PJRT never records (Xrt*, TransferToServerAsync) reported")
+    names = frozenset({f"{MET}.metric_data", f"{MET}.counter_value", f"{MET}.short_metrics_report"})
+    examples = (
+        Example(
+            "import torch_xla.debug.metrics as met\n\nseconds = met.metric_data('TransferToServerTime')[1] / 1e9\n",
+            "import torch_xla.debug.metrics as met\n\nseconds = met.metric_data('TransferToDeviceTime')[1] / 1e9\n",
+        ),
+        Example(
+            "import torch_xla.debug.metrics as met\n\n"
+            "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromServerTime'])\n",
+            "import torch_xla.debug.metrics as met\n\n# TODO(xrt2pjrt): metric 'XrtCompile' was XRT's: PJRT never "
+            "records it, so metric_data gives None and a report leaves it out [api-xrt-metric-names]\n"
+            "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])\n",
+            manual=("PJRT never records it",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        return node.visit(_Renamer(ctx))
+
+
+class _Renamer(cst.CSTTransformer):
+    """The call's string literals that name an XRT metric (in a list of names too)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def leave_SimpleString(self, original, updated):
+        value = updated.evaluated_value
+        if value not in XRT_METRICS:
+            return updated
+        new = XRT_METRICS[value]
+        if new is None:
+            self.ctx.manual(f"metric {value!r} was XRT's: PJRT never records it, so metric_data gives None and a "
+                            "report leaves it out")
+            return updated
+        self.ctx.change(f"XRT's metric {value} → PJRT's {new}")
+        quote = updated.quote
+        return updated.with_changes(value=f"{updated.prefix}{quote}{new}{quote}")

@@ -1,0 +1,1 @@
+"""torch.distributed on XLA."""

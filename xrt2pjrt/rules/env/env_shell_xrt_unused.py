@@ -1,0 +1,35 @@
+"""Every other XRT-era variable outside Python is removed: torch_xla 2.1+ reads none of them.
+
+XRT's server and mesh settings (XRT_MESH_*, XRT_START_LOCAL_SERVER, ...), the per-replica
+XRT_SHARD_* / XRT_HOST_* it set for each process, TPU_NUM_DEVICES and TPUVM_MODE: their
+settings go, and a read of one (``$XRT_SHARD_ORDINAL``) is reported with what to read
+instead, as nothing sets them under PJRT.
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.registry import Example
+from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.text.environment import EnvRule
+from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
+
+
+class XrtUnused(EnvRule):
+    id = "env-shell-xrt-unused"
+    summary = ("Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES and "
+               "TPUVM_MODE is removed: torch_xla 2.1+ reads none of them. "
+               "Reads of them are reported.")
+    variables = XRT_ERA_PATTERN
+    catch_all = True
+    replacement = None
+    examples = (
+        Example("export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\n"
+                "export XRT_START_LOCAL_SERVER=1\npython3 train.py\n",
+                "export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\npython3 train.py\n"),
+        Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n",
+                "python3 train.py\n"),
+        Example('echo "ordinal $XRT_SHARD_ORDINAL"\n',
+                todo_line("XRT_SHARD_ORDINAL is read here but nothing sets it under PJRT: read xr.global_ordinal() "
+                          "(torch_xla.runtime) instead", "env-shell-xrt-unused") + 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
+                manual=("XRT_SHARD_ORDINAL is read here",)),
+    )

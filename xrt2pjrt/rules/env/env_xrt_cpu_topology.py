@@ -1,0 +1,52 @@
+"""XRT_DEVICE_MAP set → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when unreadable,
+reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.environment import DeviceRule
+from xrt2pjrt.registry import Example
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS
+
+
+class CpuTopology(DeviceRule):
+    id = "env-xrt-cpu-topology"
+    summary = ("XRT_DEVICE_MAP set → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when unreadable, "
+               "reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported")
+    examples = (
+        Example(
+            "import os\n\n"
+            "os.environ['XRT_DEVICE_MAP'] = 'CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0'\n"
+            "os.environ['XRT_WORKERS'] = 'localservice:0;grpc://localhost:40934'  # torch_xla\n",
+            "import os\n\nos.environ['PJRT_DEVICE'] = 'CPU'\n",
+        ),
+        Example(
+            "import os\n\n"
+            "os.environ['XRT_DEVICE_MAP'] = 'GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0'\n"
+            "os.environ['XRT_WORKERS'] = 'localservice:0;grpc://localhost:40934'  # torch_xla\n",
+            "import os\n\nos.environ['PJRT_DEVICE'] = 'CUDA'\n",
+            options={"target_version": (2, 8)},
+        ),
+        Example(
+            "import os\n\n"
+            "os.environ['XRT_WORKERS'] = 'tpu_worker:0;grpc://10.0.0.2:8470'  # torch_xla\n"
+            "os.environ['XRT_DEVICE_MAP'] = 'TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0'\n",
+            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
+            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-cpu-topology]\n"
+            "os.environ['PJRT_DEVICE'] = 'TPU'\n",
+            manual=("remote TPU node", "remote TPU node"),
+        ),
+        Example(
+            "import os\n\nos.environ.update(XRT_DEVICE_MAP=device_map, XRT_WORKERS=workers)  # torch_xla\n",
+            "import os\n\n# TODO(xrt2pjrt): PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not be "
+            "read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it [env-xrt-cpu-topology]\n"
+            "os.environ.update(PJRT_DEVICE='CPU')  # torch_xla\n",
+            manual=("could not be read",),
+        ),
+    )
+
+    def handles(self, variable):
+        return variable in DEVICE_SETTINGS and variable != "XRT_TPU_CONFIG"
+
+    def read(self, variable):
+        return f"{variable} is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type()"

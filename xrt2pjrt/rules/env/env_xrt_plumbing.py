@@ -1,0 +1,42 @@
+"""XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, XRT_TORCH_DIST_*, ...) set → removed
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.environment import EnvRule
+from xrt2pjrt.registry import Example
+from xrt2pjrt.xrt_variables import is_plumbing
+
+
+class Plumbing(EnvRule):
+    id = "env-xrt-plumbing"
+    summary = "XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, XRT_TORCH_DIST_*, ...) set → removed"
+    examples = (
+        Example(
+            "import os\n\nos.environ['XRT_MESH_SERVICE_ADDRESS'] = 'localhost:53627'\nos.environ['XLA_USE_BF16'] = '1'\n",
+            "import os\n\nos.environ['XLA_USE_BF16'] = '1'\n",
+        ),
+        Example(
+            "import os\n\nif flags.local:\n    os.environ['XRT_START_LOCAL_SERVER'] = '1'\n",
+            "import os\n\nif flags.local:\n    pass\n",
+        ),
+        Example(
+            "import os\n\nenv = {\n    'XRT_MESH_SERVICE_ADDRESS': 'localhost:53627',\n}\n",
+            "import os\n\nenv = {}\n",
+        ),
+    )
+
+    def handles(self, variable):
+        return is_plumbing(variable)
+
+    def write(self, variable, value, target):
+        return None, None
+
+    def read(self, variable):
+        answer = (f"{variable} belonged to the XRT server; PJRT neither sets nor reads it, so a read gets its default "
+                  "and a test of it (os.environ.get(...) is not None, in os.environ) is now always False")
+        if variable.startswith("XRT_TORCH_DIST"):
+            # catalyst asked it whether torch.distributed ran over XLA: now rank -1, world 1
+            answer += ("; to ask whether this is a distributed XLA run, use xr.world_size() > 1 (torch_xla.runtime), "
+                       "or torch.distributed.is_initialized() for an 'xla' process group")
+        return answer

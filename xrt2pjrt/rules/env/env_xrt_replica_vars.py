@@ -1,0 +1,56 @@
+"""XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.environment import EnvRule
+from xrt2pjrt.registry import Example
+from xrt2pjrt.xrt_variables import RUNTIME_READS
+
+
+class ReplicaVariables(EnvRule):
+    id = "env-xrt-replica-vars"
+    summary = "XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed"
+    examples = (
+        Example(
+            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
+            "hosts = int(os.environ.get(xenv.HOST_WORLD_SIZE, '1'))\n",
+            "import os\n\n"
+            "# TODO(xrt2pjrt): XRT_HOST_WORLD_SIZE is never set under PJRT: use xr.process_count() // "
+            "xr.local_process_count() (the number of hosts) "
+            "[env-xrt-replica-vars]\nhosts = int(os.environ.get('XRT_HOST_WORLD_SIZE', '1'))\n",
+            manual=("xr.local_process_count()",),
+        ),
+        Example(
+            "import os\n\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",
+            "import os\n\n# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is never set under PJRT: use xr.global_ordinal() "
+            "[env-xrt-replica-vars]\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",
+            manual=("xr.global_ordinal()",),
+        ),
+        Example(
+            "import os\n\nchild_env = dict(os.environ)\n"
+            "child_env.update({'XRT_SHARD_ORDINAL': str(i), 'XRT_SHARD_WORLD_SIZE': str(n), 'RANK': str(i)})\n",
+            "import os\n\nchild_env = dict(os.environ)\n"
+            "# TODO(xrt2pjrt): a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or "
+            "torch_xla.launch [env-xrt-replica-vars]\nchild_env.update({'RANK': str(i)})\n",
+            manual=("launcher",),
+        ),
+        Example(  # a test's mock: rewritten, it would no longer match the test's asserts
+            "import os\nfrom unittest import mock\n\n@mock.patch.dict(os.environ, {'XRT_SHARD_ORDINAL': '1'})\n"
+            "def check_rank():\n    assert rank() == 1\n",
+            "import os\nfrom unittest import mock\n\n# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is set for a test here: left "
+            "as it is, with the test's expectations; once the code under test is migrated, set what it reads now "
+            "(XRT_SHARD_ORDINAL is never set under PJRT: use xr.global_ordinal()) [env-xrt-replica-vars]\n"
+            "@mock.patch.dict(os.environ, {'XRT_SHARD_ORDINAL': '1'})\ndef check_rank():\n    assert rank() == 1\n",
+            manual=("set for a test here",),
+        ),
+    )
+
+    def handles(self, variable):
+        return variable in RUNTIME_READS
+
+    def write(self, variable, value, target):
+        return None, "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
+
+    def read(self, variable):
+        return f"{variable} is never set under PJRT: use {RUNTIME_READS[variable]}"

@@ -1,0 +1,49 @@
+"""XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.environment import DeviceRule
+from xrt2pjrt.registry import Example
+
+
+class TpuConfig(DeviceRule):
+    id = "env-xrt-tpu-config"
+    summary = "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported"
+    examples = (
+        Example(
+            "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'  # torch_xla\n",
+            "import os\n\nos.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n",
+        ),
+        Example(
+            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
+            "os.environ.setdefault(xenv.TPU_CONFIG, f'tpu_worker;0;{ip}:8470')\n",
+            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
+            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
+            "os.environ.setdefault('PJRT_DEVICE', 'TPU')\n",
+            manual=("remote TPU node",),
+        ),
+        Example(
+            "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'grpc://' + os.environ['COLAB_TPU_ADDR']  # torch_xla\n",
+            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
+            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
+            "os.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n",
+            manual=("remote TPU node",),
+        ),
+        Example(
+            "import os\n\nenv = {\"XRT_TPU_CONFIG\": config, 'XLA_USE_BF16': '1'}\n",
+            "import os\n\nenv = {\"PJRT_DEVICE\": \"TPU\", 'XLA_USE_BF16': '1'}\n",
+        ),
+        Example(
+            "import os\n\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
+            "import os\n\n# TODO(xrt2pjrt): XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or "
+            "xr.device_type() == 'TPU' [env-xrt-tpu-config]\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
+            manual=("PJRT_DEVICE",),
+        ),
+    )
+
+    def handles(self, variable):
+        return variable == "XRT_TPU_CONFIG"
+
+    def read(self, variable):
+        return "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'"

@@ -1,0 +1,1 @@
+"""imports of torch_xla modules that are gone."""

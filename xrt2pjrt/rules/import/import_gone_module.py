@@ -1,0 +1,66 @@
+"""imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs,
+amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported
+with what to use instead
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python import imports
+from xrt2pjrt.python.api_surface import lacks
+from xrt2pjrt.python.replacements import NO_SCALER, why_missing
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
+from xrt2pjrt.python.shim_names import shim_defines
+
+
+class ImportGoneModule(PythonRule):
+    id = "import-gone-module"
+    summary = ("imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs, "
+               "amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported "
+               "with what to use instead")
+    nodes = (cst.Import, cst.ImportFrom)
+    examples = (
+        Example(
+            "import os\nfrom torch_xla.experimental import pjrt\nfrom torch_xla.experimental.pjrt import "
+            "world_size\n\nprint(os.getpid())\n",
+            "import os\n\nprint(os.getpid())\n",
+        ),
+        Example(
+            "import torch_xla.utils.gcsfs as gcs\n\nblob = gcs.read('gs://bucket/x')\n",
+            "# TODO(xrt2pjrt): gcs is still used, and torch_xla.utils.gcsfs is not in torch_xla 2.9 (in no "
+            "torch_xla 2.x release): an ImportError there; use a GCS client of your own (google-cloud-storage, "
+            "gcsfs, fsspec) [import-gone-module]\nimport torch_xla.utils.gcsfs as gcs\n\nblob = gcs.read('gs://bucket/x')\n",
+            manual=("a GCS client of your own",),
+        ),
+        Example(
+            "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
+            "# TODO(xrt2pjrt): GradScaler is still used, and torch_xla.amp.GradScaler is not in torch_xla 2.9 "
+            f"(removed in 2.9): an ImportError there; {NO_SCALER} [import-gone-module]\n"
+            "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
+            manual=("needs no scaler",),
+        ),
+        Example(  # the shim keeps the XRT-era names (shim-imports points the import at it)
+            "from torch_xla.core.xla_model import xrt_world_size\n\nn = xrt_world_size()\n",
+            "from torch_xla.core.xla_model import xrt_world_size\n\nn = xrt_world_size()\n",
+            options={"target": "shim"},
+        ),
+        Example(  # torch_xla 2.8 still has it
+            "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
+            "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
+            options={"target_version": (2, 8)},
+        ),
+    )
+
+    def leave(self, ctx, original, updated):
+        for local, target, alias in imports.import_bindings(updated):
+            spelled = imports.dotted(alias.name) if isinstance(updated, cst.Import) else target
+            if ctx.options.target == "shim" and shim_defines(spelled):
+                continue  # the import is pointed at the shim, which has it
+            lack = lacks(spelled, ctx.target_version)
+            if lack is not None:
+                ctx.drop_import_if_unused(
+                    local, f"import of {spelled} removed: {lack.name} {why_missing(lack, 'an ImportError', False)}, "
+                    "and nothing uses it", f"{local} is still used, and {lack.name} {why_missing(lack, 'an ImportError')}")
+        return updated

@@ -1,0 +1,1 @@
+"""install lines that bring back an XRT-era torch_xla."""

@@ -1,0 +1,56 @@
+"""Install lines that bring back an XRT-era torch_xla: reported with what to install instead.
+
+Code migrated for ``--target-version`` runs only on that torch_xla, but a repository's
+install lines often still fetch the old one: pip and conda installs, wheel URLs, Docker
+images, requirements and jsonnet configs (text/installs.py tells which words do). Choosing
+the new versions is a person's decision (torch, torchvision and torch_xla move together), so
+each is reported, never rewritten.
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.registry import Example
+from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.text.installs import WORDS, finding
+from xrt2pjrt.text.rule import TextRule
+
+# The seed issue's own install line.
+_SEED_WHEEL = "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
+
+
+class InstallXrtEraRelease(TextRule):
+    id = "install-xrt-era-release"
+    words = (WORDS,)
+    fix = "none"
+    summary = ("pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla "
+               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py; libtpu nightlies and "
+               "cloud-tpu-client in files that use PyTorch): reported with what to install instead")
+    # (each says what it reports with the message ``finding`` writes, as a TODO line above it)
+    examples = (
+        Example(
+            f"sudo pip3 install {_SEED_WHEEL}\n",
+            todo_line(finding(_SEED_WHEEL, (2, 9)), "install-xrt-era-release") + f"sudo pip3 install {_SEED_WHEEL}\n",
+            manual=("XRT-era", "torch_xla[tpu]~=2.9.0"),
+        ),
+        Example(
+            "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
+            todo_line(finding("torch_xla[tpuvm]==1.13", (2, 9)), "install-xrt-era-release")
+            + "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
+            manual=("torch_xla 1.13",),
+        ),
+        Example(
+            "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
+            todo_line(finding("torch_xla[tpu]==2.1.0", (2, 9)), "install-xrt-era-release")
+            + "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
+            manual=("older than the 2.9 the code was migrated for",),
+        ),
+        Example(
+            "pip install 'torch_xla[tpu]~=2.9.0'\n",
+            "pip install 'torch_xla[tpu]~=2.9.0'\n",
+        ),
+    )
+
+    def word(self, rec, word, offset):
+        problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text))
+        if problem:
+            rec.ask(self.id, offset, problem)

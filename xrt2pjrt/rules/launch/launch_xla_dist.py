@@ -1,0 +1,198 @@
+"""``python -m torch_xla.distributed.xla_dist`` → ``gcloud compute tpus tpu-vm ssh NAME --worker=all``.
+
+torch_xla 2.1 removed xla_dist, XRT's pod launcher: it ran the command on every worker of the
+pod with the XRT variables set, after (re)starting XRT's server there. Under PJRT every
+worker runs the program itself, with PJRT_DEVICE=TPU; gcloud's ``--worker=all`` reaches them
+all (``xrt2pjrt launch``, with ``--launcher xrt2pjrt``, also hands the shim's job secret over
+stdin). Every flag is translated: ``--env`` into the worker's command, ``--conda-env`` into
+``conda activate``, ``--docker-image`` into a ``docker run`` on each worker; the XRT server's
+flags are dropped. The fix is unsafe: gcloud does not restart a run after TPU maintenance
+as xla_dist did, ``~`` and conda resolve on the workers, and what expands where is spelled
+out in text/xla_dist.py; a call that cannot be translated faithfully is left for a person.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xrt2pjrt.registry import Example
+from xrt2pjrt.text import xla_dist
+from xrt2pjrt.text.edits import Edit, Recorder, todo_line
+from xrt2pjrt.text.rule import TextRule
+from xrt2pjrt.text.words import Command, Word
+
+
+class LaunchXlaDist(TextRule):
+    id = "launch-xla-dist"
+    # Unsafe: gcloud does not restart a run after TPU maintenance as xla_dist did, `~` and
+    # conda resolve on the workers, "$@" no longer expands `$` there (see text/xla_dist.py).
+    fix = "unsafe"
+    words = ("xla_dist",)
+    summary = ("python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME "
+               "--worker=all --command=\". /etc/profile; PJRT_DEVICE=TPU …\" (or `xrt2pjrt launch` with "
+               "--launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.")
+    examples = (
+        Example(
+            "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME --restart-tpuvm-pod-server "
+            "--env XLA_USE_BF16=1 -- python3 train.py --model 'vit b/16' 2>&1 | tee log.txt\n",
+            'gcloud compute tpus tpu-vm ssh $TPU_NAME --worker=all --command=". /etc/profile; PJRT_DEVICE=TPU '
+            "XLA_USE_BF16=1 python3 train.py --model 'vit b/16'\" 2>&1 | tee log.txt\n",
+        ),
+        Example(
+            "python -m torch_xla.distributed.xla_dist \\\n  --tpu=my-pod \\\n  --conda-env=torch-xla-1.13 \\\n"
+            "  -- \\\n  python3 train.py \\\n    --lr 0.1\n",
+            "gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \\\n"
+            '  --command=". /etc/profile; conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \\\n'
+            '    --lr 0.1"\n',
+            options={"zone": "us-central2-b"},
+        ),
+        Example(
+            "python3 -m torch_xla.distributed.xla_dist --tpu=pod --docker-image=gcr.io/p/img:r1.13 "
+            "--docker-run-flag=--shm-size=16G -- python3 /app/train.py\n",
+            'gcloud compute tpus tpu-vm ssh pod --worker=all --command=". /etc/profile; sudo docker run --rm '
+            '--privileged --net=host -e PJRT_DEVICE=TPU --shm-size=16G gcr.io/p/img:r1.13 python3 /app/train.py"\n',
+        ),
+        Example(
+            "python3 -m torch_xla.distributed.xla_dist --tpu=pod --restart-tpuvm-pod-server -- python3 train.py\n",
+            "xrt2pjrt launch --tpu=pod -- python3 train.py\n",
+            options={"launcher": "xrt2pjrt"},
+        ),
+        Example(
+            'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
+            todo_line(f"xla_dist inside another command's argument (`gcloud …`): translate it by hand to "
+                      f"{xla_dist.BY_HAND}", "launch-xla-dist")
+            + 'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
+            manual=("inside",),
+        ),
+        Example(
+            "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
+            todo_line("xla_dist call left as it is: --vm names TPU-node VMs; TPU nodes run XRT only and have no PJRT "
+                      "equivalent; translate it by hand", "launch-xla-dist")
+            + "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
+            manual=("--vm",),
+        ),
+    )
+
+    def command(self, rec, cmd, posix_sh):
+        _translate_launch(cmd, rec, posix_sh)
+
+    def heredoc(self, rec, start, end):
+        if xla_dist.MENTION.search(rec.text[start:end]):
+            rec.ask(self.id, start, "xla_dist inside a here-document: translate it by hand")
+
+    def exec_form(self, rec, offset, keyword, body):
+        if xla_dist.MENTION.search(body):
+            rec.ask(self.id, offset, f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by "
+                    "hand, or use the shell form and run xrt2pjrt again")
+
+    def exec_array(self, rec, offset, key, words):
+        if any(xla_dist.MENTION.search(w) or w == xla_dist.MODULE for w in words):
+            rec.ask(self.id, offset, f"xla_dist run from an exec array (`{key}: [...]`): write it as "
+                    f"{xla_dist.BY_HAND} by hand")
+
+    def config(self, rec):
+        for m in xla_dist.MENTION.finditer(rec.text):
+            rec.ask(self.id, m.start(), f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand")
+
+
+def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
+    text, argv = rec.text, cmd.argv()
+    inv = xla_dist.find(argv)
+    if inv is None:
+        for w in argv:
+            if xla_dist.MENTION.search(w.source(text)):
+                rec.ask(LaunchXlaDist.id, w.start, "xla_dist inside another command's argument "
+                        f"(`{argv[0].source(text)} …`): translate it by hand to {xla_dist.BY_HAND}")
+                return
+        return
+    start, end = argv[inv.launcher].start, argv[inv.end - 1].end
+    try:
+        if any(start < r.start < end for r in cmd.redirects):
+            raise xla_dist.Untranslatable("a redirection in the middle of the call")
+        if any(re.match(r"\d*[<>]\(", text[r.start:]) for r in cmd.redirects):
+            raise xla_dist.Untranslatable("a process substitution <(…) in the call")
+        launch = xla_dist.parse(argv, inv, text)
+        if posix_sh and any(xla_dist.brace_expansion(w) for w in launch.command):
+            raise xla_dist.Untranslatable("sh passed {…} to xla_dist as it is, and the workers' bash would expand it")
+        if rec.options.launcher == "xrt2pjrt":
+            edits = _as_xrt2pjrt_launch(argv, inv, launch, rec)
+        else:
+            edits = [Edit(start, end, _as_gcloud(launch, text[start:end], rec))]
+            if posix_sh and ("@Q}" in edits[0].text or "$(printf %q " in edits[0].text):
+                raise xla_dist.Untranslatable("quoting this machine's values for the workers would need bash "
+                                              "(printf %q, ${*@Q}), and this runs under sh")
+    except xla_dist.Untranslatable as exc:
+        hint = ""
+        if re.match(r"[ \t]*\n[ \t]*--", text[cmd.end:]):
+            hint = " (it seems to go on over the next line without a `\\`)"
+        rec.ask(LaunchXlaDist.id, start, f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
+        return
+    _ask_about_worker_expansions(launch, rec)
+    notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
+    if launch.docker_image:
+        notes += "; the image must ship torch_xla 2.x"
+    if rec.options.target == "shim" and rec.options.launcher != "xrt2pjrt":
+        notes += ("; a new job secret for the shim's store each run, the same on every worker (XRT2PJRT_JOB_SECRET, "
+                  "shown by `ps` here and on the workers: --launcher xrt2pjrt hands it over stdin)")
+    target = "xrt2pjrt launch" if rec.options.launcher == "xrt2pjrt" else "gcloud … --worker=all"
+    rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits)
+
+
+def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None:
+    """Literal text with a `$` or a backquote, which xla_dist expanded again on each worker.
+    The gcloud rewrite keeps that; a command run there (`$(…)`, backquotes) is reported.
+    `xrt2pjrt launch` passes every word as it is given: any such text is reported."""
+    xrt2pjrt = rec.options.launcher == "xrt2pjrt"
+    words = [*launch.env, *launch.command, launch.conda_env, launch.docker_image, launch.docker_container]
+    for w in words:
+        literal = "".join(p.text for p in w.parts if not p.expansion) if w is not None else ""
+        if xrt2pjrt and w is not None and w not in launch.env and xla_dist.WRAPPED.match(w.value or ""):
+            rec.ask(LaunchXlaDist.id, w.start, f"{w.source(rec.text)}: xla_dist wrote it into the worker's script "
+                    "as it is, so the worker's shell read it without its double quotes; `xrt2pjrt launch` passes "
+                    "them too")
+            continue
+        if not re.search(r"[$`]", literal):
+            continue
+        source = w.source(rec.text)
+        if not xrt2pjrt:
+            if xla_dist.worker_runs(literal):
+                rec.ask(LaunchXlaDist.id, w.start, f"{source} runs a command on each worker (xla_dist let the "
+                        "worker's shell read it, and so does the rewrite): keep it only if that is meant")
+        elif re.search(r"[$`]", xla_dist.DOUBLE_QUOTED.sub("", literal)):
+            rec.ask(LaunchXlaDist.id, w.start, f"{source} expanded on each worker under xla_dist; `xrt2pjrt launch` "
+                    "passes it as written: to have the worker's shell expand it, use --shell 'COMMAND'")
+        else:
+            rec.ask(LaunchXlaDist.id, w.start, f"{source}: under xla_dist the worker's shell dropped the `\\` "
+                    "before `$` or a backquote; `xrt2pjrt launch` passes it as written")
+
+
+def _as_gcloud(launch: xla_dist.Launch, span: str, rec: Recorder) -> str:
+    options = rec.options
+    header = xla_dist.gcloud_ssh(launch.tpu.source(rec.text), "all",
+                                 xla_dist.quote_local(options.zone), xla_dist.quote_local(options.project))
+    continued = re.search(r"\\\n([ \t]*)", span)
+    joint = f" \\\n{continued.group(1)}" if continued else " "
+    prelude = xla_dist.SECRET_HERE if options.target == "shim" else None
+    body = xla_dist.as_shell_source(launch.worker_command(prelude=prelude))
+    return " ".join(header) + joint + f'--command="{body}"'
+
+
+def _as_xrt2pjrt_launch(argv: list[Word], inv: xla_dist.Invocation, launch: xla_dist.Launch,
+                        rec: Recorder) -> list[Edit]:
+    """Swap the launcher for `xrt2pjrt launch` and drop the XRT-only flags; keep the rest."""
+    options = rec.options
+    where = [f"--{k}={xla_dist.quote_local(v)}" for k, v in (("zone", options.zone), ("project", options.project)) if v]
+    edits = [Edit(argv[inv.launcher].start, argv[inv.flags - 1].end, " ".join(["xrt2pjrt", "launch", *where]))]
+    stop = inv.separator if inv.separator is not None else inv.end
+    k = inv.flags
+    while k < stop:
+        w = argv[k]
+        if not w.head.startswith("-"):  # the command, without `--`: xla_dist's flags may follow it
+            k += 1
+            continue
+        flag, inline = xla_dist.flag_of(w)
+        last = k + 1 if xla_dist.FLAGS[flag] and not inline else k
+        if flag in xla_dist.XRT_ONLY:
+            edits.append(Edit(w.start - len(w.gap), argv[last].end, ""))
+        k = last + 1
+    return edits

@@ -1,0 +1,1 @@
+"""what only a person can migrate: reported, with a TODO line."""

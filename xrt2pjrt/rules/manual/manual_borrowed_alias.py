@@ -1,0 +1,100 @@
+"""xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a
+parameter, self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per
+name
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+
+import libcst as cst
+
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.rule import PythonRule, code
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.manual._manual import CONVENTIONAL, rule_names
+
+_LOOK_ALIKES = ("xmanager",)  # libraries with an xm of their own (Google's XManager)
+_RELATIVE_IMPORT = r"^[ \t]*from[ \t]+\.[\w.]*[ \t]+import[^\n]*\b{}\b"
+
+
+class BorrowedAlias(PythonRule):
+    id = "manual-borrowed-alias"
+    fix = "none"
+    words = ("torch_xla", "xrt_world_size")  # a file may call torch_xla by a name borrowed from its own module
+    aliases = frozenset(CONVENTIONAL)
+    summary = ("xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a parameter, "
+               "self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name")
+    nodes = (cst.Call,)
+    examples = (
+        Example(
+            "from tpu_utils import xm\n\nn = xm.xrt_world_size()\n",
+            "from tpu_utils import xm\n\n# TODO(xrt2pjrt): xm comes from tpu_utils, not from torch_xla: the codemod "
+            "follows torch_xla's own imports only; import torch_xla.core.xla_model as xm here, then run xrt2pjrt "
+            "again [manual-borrowed-alias]\nn = xm.xrt_world_size()\n",
+            manual=("comes from tpu_utils",),
+        ),
+        Example(  # tpu_star 0.0.1: the caller hands its xm in
+            "def get_sampler(dataset, xm):\n    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
+            "def get_sampler(dataset, xm):\n    # TODO(xrt2pjrt): xm is no import of this file (a parameter, an "
+            "attribute): the codemod follows torch_xla's own imports only, so if it holds torch_xla.core.xla_model, "
+            "its XRT-era calls (xm.xrt_world_size() here) are left as they are, and those torch_xla 2.x removed fail "
+            "there: migrate them by hand, or call the module by an import of this file [manual-borrowed-alias]\n"
+            "    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
+            manual=("is no import of this file",),
+        ),
+        Example(  # Google's XManager has an xm of its own
+            "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
+            "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
+        ),
+    )
+
+    def __init__(self):
+        self.reported: set[str] = set()
+
+    def leave(self, ctx, original, updated):
+        func = original.func
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, (cst.Name, cst.Attribute)):
+            return updated
+        holder = func.value
+        local = holder.value if isinstance(holder, cst.Name) else holder.attr.value
+        module = CONVENTIONAL.get(local)
+        if module is None or code(holder) in self.reported or f"{module}.{func.attr.value}" not in _xrt_era_names():
+            return updated
+        origin = ctx.resolve(holder)
+        if origin is None and isinstance(holder, cst.Name):  # a relative import binds nothing the codemod can read
+            relative = re.search(_RELATIVE_IMPORT.format(local), ctx.source, re.M)
+            where = relative and relative.group(0).split()[1]
+        else:
+            where = origin and (None if origin.startswith(("torch_xla", "xrt2pjrt", *_LOOK_ALIKES))
+                                else origin.rpartition(".")[0])
+        if where:
+            self.reported.add(code(holder))
+            ctx.manual(f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own imports "
+                       f"only; import {module} as {local} here, then run xrt2pjrt again")
+        elif origin is None and ctx.options.target == "native" and (
+                isinstance(holder, cst.Attribute) or _a_parameter(ctx.tree, local, ctx.line)):
+            # a parameter, an attribute (self.xm): handed the module by other code (a name the
+            # file assigns holds what the file says, xm = Fake(); one it never binds may be
+            # another notebook cell's import, when the cells are read one by one)
+            self.reported.add(code(holder))
+            ctx.manual(f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
+                       f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "
+                       f"({code(func)}() here) are left as they are, and those torch_xla 2.x removed fail there: "
+                       "migrate them by hand, or call the module by an import of this file")
+        return updated
+
+
+def _a_parameter(tree: ast.Module | None, name: str, line: int) -> bool:
+    """Whether ``name``, read on ``line``, is a parameter (or bound otherwise than by a plain
+    assignment) in the innermost scope around it that binds it at all."""
+    bound = spawn_site.bindings_seen_at(tree, line, name)
+    return bool(bound) and all(value is None for value in bound)
+
+
+@functools.cache
+def _xrt_era_names() -> frozenset[str]:
+    """What the Python rules rewrite or report in the modules XRT-era code borrowed."""
+    return frozenset(name for name in rule_names() if name.startswith(tuple(CONVENTIONAL.values())))

@@ -1,0 +1,52 @@
+"""xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report
+the call, and each read of those keys in the file
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.rule import PythonRule, literal
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.manual._manual import XM
+
+_MEMORY_INFO = ("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free "
+                "and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
+
+
+class MemoryInfo(PythonRule):
+    id = "manual-memory-info"
+    fix = "none"
+    statement_words = ("kb_free", "kb_total")
+    summary = ("xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report "
+               "the call, and each read of those keys in the file")
+    names = frozenset({f"{XM}.get_memory_info"})
+    nodes = (cst.Subscript,)
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nfree = xm.get_memory_info(device)['kb_free']\n",
+            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
+            "free = xm.get_memory_info(device)['kb_free']\n",
+            manual=("bytes_limit",),
+        ),
+        Example(  # fairseq's logging: the KeyError is on the line that reads the key
+            "import torch_xla.core.xla_model as xm\n\ninfo = xm.get_memory_info(device)\n"
+            "used = info['kb_total'] - info['kb_free']\n",
+            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
+            f"info = xm.get_memory_info(device)\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
+            "used = info['kb_total'] - info['kb_free']\n",
+            manual=("bytes_limit", "bytes_limit"),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        # Found in fairseq (0.10 and today's): a KeyError on every logging step.
+        ctx.manual(_MEMORY_INFO)
+        return node
+
+    def leave(self, ctx, original, updated):
+        key = updated.slice[0].slice if len(updated.slice) == 1 else None
+        if (isinstance(key, cst.Index) and literal(key.value) in ("kb_free", "kb_total")
+                and "get_memory_info" in ctx.source):
+            ctx.manual(_MEMORY_INFO)
+        return updated

@@ -1,0 +1,78 @@
+"""a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made through
+the other name are not followed; report
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from xrt2pjrt.python.rule import PythonRule, code, literal
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.manual._manual import rule_names
+
+
+@functools.cache
+def _migrated_modules() -> frozenset[str]:
+    """The torch_xla modules whose names the Python rules rewrite or report."""
+    return frozenset(name.rpartition(".")[0] for name in rule_names() if name.startswith("torch_xla."))
+
+
+class _ModuleNames:
+    """``names`` read when the rules are registered, after every module of rules loaded."""
+
+    def __get__(self, instance, owner) -> frozenset[str]:
+        return _migrated_modules()
+
+
+class ModuleAsValue(PythonRule):
+    id = "manual-module-as-value"
+    fix = "none"
+    summary = ("a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made "
+               "through the other name are not followed; report")
+    targets = ("native",)  # under the shim, the module handed on is the shim's, with the XRT-era API
+    names = _ModuleNames()
+    examples = (
+        Example(  # a trainer keeps the module on self, then self.xm.xrt_world_size() is an AttributeError on 2.9
+            "import torch_xla.core.xla_model as xm\n\nclass Trainer:\n    def __init__(self):\n        self.xm = xm\n",
+            "import torch_xla.core.xla_model as xm\n\nclass Trainer:\n    def __init__(self):\n"
+            "        # TODO(xrt2pjrt): xm (torch_xla.core.xla_model) is stored as self.xm: the codemod follows calls "
+            "made by its import name only, so the XRT-era calls made through self.xm are left as they are, and "
+            "those torch_xla 2.x removed fail there: call them as xm.…, or migrate them by hand "
+            "[manual-module-as-value]\n        self.xm = xm\n",
+            manual=("stored as self.xm",),
+        ),
+        Example(  # its own names, and a test of the import fallback, are no hand-over
+            "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
+            "if xm is not None:\n    device = xm.xla_device()\n",
+            "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
+            "if xm is not None:\n    device = xm.xla_device()\n",
+        ),
+    )
+
+    def reference(self, ctx, node, name):
+        parent = ctx.parent(1)
+        if (isinstance(parent, cst.Attribute) and parent.value is ctx.original) or isinstance(
+                parent, (cst.Comparison, cst.ComparisonTarget)) or ctx.is_store() or _named_attribute(ctx):
+            return node
+        local = code(ctx.original)
+        if isinstance(parent, cst.Assign) and parent.value is ctx.original:
+            how = "is stored as " + ", ".join(code(target.target) for target in parent.targets)
+            through = code(parent.targets[0].target)
+        else:
+            how, through = "is handed on here as a value", "another name"
+        ctx.manual(f"{local} ({name}) {how}: the codemod follows calls made by its import name only, so the XRT-era "
+                   f"calls made through {through} are left as they are, and those torch_xla 2.x removed fail there: "
+                   f"call them as {local}.…, or migrate them by hand")
+        return node
+
+
+def _named_attribute(ctx) -> bool:
+    """``getattr(xm, 'get_ordinal')``, ``hasattr(xm, ...)`` with the name spelled out: the
+    attribute is named at this spot, as in ``xm.get_ordinal`` (and api-not-in-target reads the
+    two-argument getattr, the one that raises), so no other name hides it."""
+    call = ctx.parent(2)
+    return (isinstance(ctx.parent(1), cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+            and call.func.value in ("getattr", "hasattr") and len(call.args) >= 2
+            and call.args[0] is ctx.parent(1) and isinstance(literal(call.args[1].value), str))

@@ -1,0 +1,53 @@
+"""other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.pjrt._pjrt import PJRT, PJRT_RENAMES
+
+
+class PjrtPrivate(PythonRule):
+    id = "manual-pjrt-other"
+    fix = "none"
+    summary = "other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report"
+    prefixes = (f"{PJRT}.",)
+    examples = (
+        Example(
+            "from torch_xla.experimental import pjrt\n\nSPAWNERS = [xmp.spawn, pjrt.spawn]\n",
+            "from torch_xla.experimental import pjrt\n\n# TODO(xrt2pjrt): pjrt.spawn is used here without being called, "
+            "and only its calls are rewritten: replace it by hand (torch_xla.experimental.pjrt is gone from 2.5) "
+            "[manual-pjrt-other]\nSPAWNERS = [xmp.spawn, pjrt.spawn]\n",
+            manual=("without being called",),
+        ),
+        Example(
+            "from torch_xla.experimental import pjrt\n\npjrt.spawn_threads(fn)\n",
+            "from torch_xla.experimental import pjrt\n\n# TODO(xrt2pjrt): pjrt.spawn_threads has no public "
+            "replacement in torch_xla 2.x (torch_xla.experimental.pjrt is gone from 2.5) [manual-pjrt-other]\n"
+            "pjrt.spawn_threads(fn)\n",
+            manual=("no public replacement",),
+        ),
+    )
+    # Names other rules rewrite: the renamed ones wherever they appear, these only where called.
+    renamed = frozenset(r.old for r in PJRT_RENAMES)
+    called = frozenset(f"{PJRT}.{n}" for n in ("rendezvous", "spawn", "run_multiprocess", "_run_multiprocess",
+                                               "using_pjrt"))
+
+    def call(self, ctx, node, name):
+        if name not in self.renamed | self.called:
+            self._no_replacement(ctx, name)
+        return node
+
+    def reference(self, ctx, node, name):
+        if name in self.called:
+            ctx.manual(f"pjrt.{name.rsplit('.', 1)[-1]} is used here without being called, and only its calls are "
+                       "rewritten: replace it by hand (torch_xla.experimental.pjrt is gone from 2.5)")
+        elif name not in self.renamed:
+            self._no_replacement(ctx, name)
+        return node
+
+    @staticmethod
+    def _no_replacement(ctx, name):
+        ctx.manual(f"pjrt.{name.rsplit('.', 1)[-1]} has no public replacement in torch_xla 2.x "
+                   "(torch_xla.experimental.pjrt is gone from 2.5)")

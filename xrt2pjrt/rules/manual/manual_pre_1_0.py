@@ -1,0 +1,86 @@
+"""torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several
+devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads is
+reported as one to delete
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from xrt2pjrt.python.imports import dotted, import_bindings
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.manual._manual import ImportedModuleRule, imported_modules
+
+_DATA_PARALLEL = "torch_xla.distributed.data_parallel"
+
+
+class PreOneZero(ImportedModuleRule):
+    id = "manual-pre-1.0"
+    fix = "none"
+    summary = ("torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several "
+               "devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads "
+               "is reported as one to delete")
+    examples = (
+        Example(
+            "import torch_xla_py.xla_model as xm\n",
+            "# TODO(xrt2pjrt): torch_xla_py.xla_model is a pre-1.0 module: port this file by hand "
+            "(torch_xla.core.xla_model, torch_xla.runtime) [manual-pre-1.0]\nimport torch_xla_py.xla_model as xm\n",
+            manual=("pre-1.0",),
+        ),
+        Example(
+            "import torch_xla.distributed.data_parallel as dp\n\nmodel = dp.DataParallel(net, device_ids=devices)\n",
+            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel drives several devices from one process with "
+            "threads, the XRT-era way; torch_xla 2.x runs one process per device: port this to xmp.spawn by hand "
+            "[manual-pre-1.0]\nimport torch_xla.distributed.data_parallel as dp\n\n"
+            "model = dp.DataParallel(net, device_ids=devices)\n",
+            manual=("data_parallel",),
+        ),
+        Example(  # tmabraham/fastai_tpu: a leftover import in a file that already calls xmp.spawn
+            "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing as xmp"
+            "\n\nxmp.spawn(train_loop)\n",
+            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel is imported but never used here: delete the "
+            "import (torch_xla 2.x still has it: nothing to port) [manual-pre-1.0]\n"
+            "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing as xmp"
+            "\n\nxmp.spawn(train_loop)\n",
+            manual=("imported but never used here",),
+        ),
+    )
+
+    def matches(self, module):
+        return module == "torch_xla_py" or module.startswith("torch_xla_py.") or module == _DATA_PARALLEL
+
+    def leave(self, ctx, original, updated):
+        if _DATA_PARALLEL in imported_modules(original) and not _reads_data_parallel(ctx.tree, original):
+            # every 2.x release has the module (tests/test_target_api.py holds the tables to that)
+            ctx.manual(f"{_DATA_PARALLEL} is imported but never used here: delete the import (torch_xla 2.x "
+                       "still has it: nothing to port)")
+            return updated
+        return super().leave(ctx, original, updated)
+
+    def message(self, module):
+        if "data_parallel" in module:
+            return (f"{module} drives several devices from one process with threads, the XRT-era way; torch_xla 2.x "
+                    "runs one process per device: port this to xmp.spawn by hand")
+        return f"{module} is a pre-1.0 module: port this file by hand (torch_xla.core.xla_model, torch_xla.runtime)"
+
+
+def _reads_data_parallel(tree: ast.Module | None, node: cst.Import | cst.ImportFrom) -> bool:
+    """True when the file reads anything ``node`` binds from torch_xla.distributed.data_parallel:
+    the name it binds (``dp``, ``DataParallel``), or the module spelled out through the package
+    (``import torch_xla.distributed.data_parallel`` binds ``torch_xla``), anywhere in the file;
+    True too when ast cannot read the file."""
+    if tree is None:
+        return True
+    wanted = set()  # the local names, and the dotted chains, that read what it binds
+    for local, target, alias in import_bindings(node):
+        spelled = dotted(alias.name) if isinstance(node, cst.Import) else target
+        if spelled == _DATA_PARALLEL or spelled.startswith(f"{_DATA_PARALLEL}."):
+            wanted.add(local if isinstance(node, cst.ImportFrom) or alias.asname else spelled)
+    for read in ast.walk(tree):
+        if isinstance(read, ast.Name) and isinstance(read.ctx, ast.Load) and read.id in wanted:
+            return True
+        if isinstance(read, ast.Attribute) and read.attr == "data_parallel" and ast.unparse(read) in wanted:
+            return True
+    return False

@@ -1,0 +1,43 @@
+"""xm.send_cpu_data_to_device(data, device) with data not surely a container: 2.1+ returns a one-
+element list for a bare tensor (XRT: the tensor); report
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.rule import PythonRule, argument
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.manual._manual import XM
+
+_ONE_TENSOR_LIST = ("torch_xla 2.x's send_cpu_data_to_device wraps a bare tensor in a list and returns the list (2.1+), "
+                    "where XRT's returned the tensor: if this is one tensor, take [0] of the result, or use "
+                    ".to(device); a list, tuple or dict of tensors comes back as before")
+_CONTAINER_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp)
+
+
+class SendCpuDataTensor(PythonRule):
+    id = "manual-send-cpu-data-tensor"
+    fix = "none"
+    summary = ("xm.send_cpu_data_to_device(data, device) with data not surely a container: 2.1+ returns a one-element "
+               "list for a bare tensor (XRT: the tensor); report")
+    targets = ("native",)  # the shim's returns a tensor for a tensor
+    names = frozenset({f"{XM}.send_cpu_data_to_device"})
+    examples = (
+        Example(  # an Ising-model sampler's couplings; then couplings.shape[0]: AttributeError on a list
+            "import torch_xla.core.xla_model as xm\n\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n",
+            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_ONE_TENSOR_LIST} "
+            "[manual-send-cpu-data-tensor]\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n",
+            manual=("wraps a bare tensor in a list",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\nx, y = xm.send_cpu_data_to_device((x, y), device)\n",
+            "import torch_xla.core.xla_model as xm\n\nx, y = xm.send_cpu_data_to_device((x, y), device)\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = argument(node, "datas", 0) or argument(node, "data", 0)
+        if hit is not None and not isinstance(hit[1].value, _CONTAINER_DISPLAYS) and not hit[1].star:
+            ctx.manual(_ONE_TENSOR_LIST)
+        return node

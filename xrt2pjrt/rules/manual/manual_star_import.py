@@ -1,0 +1,36 @@
+"""from torch_xla... import *: the names it brings cannot be followed; report
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.imports import dotted
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
+
+
+class StarImport(PythonRule):
+    id = "manual-star-import"
+    fix = "none"
+    summary = "from torch_xla... import *: the names it brings cannot be followed; report"
+    nodes = (cst.ImportFrom,)
+    examples = (
+        Example(
+            "from torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
+            "# TODO(xrt2pjrt): names from `from torch_xla.core.xla_model import *` cannot be followed: import "
+            "the module by name (import torch_xla.core.xla_model as xm), then run xrt2pjrt again "
+            "[manual-star-import]\nfrom torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
+            manual=("cannot be followed",),
+        ),
+    )
+
+    def leave(self, ctx, original, updated):
+        if isinstance(updated.names, cst.ImportStar) and not updated.relative and updated.module is not None:
+            module = dotted(updated.module)
+            if module.split(".")[0] in ("torch_xla", "torch_xla_py"):
+                alias = {"torch_xla.core.xla_model": " as xm",
+                         "torch_xla.distributed.xla_multiprocessing": " as xmp"}.get(module, "")
+                ctx.manual(f"names from `from {module} import *` cannot be followed: import the module by name "
+                           f"(import {module}{alias}), then run xrt2pjrt again")
+        return updated

@@ -1,0 +1,44 @@
+"""pjrt.rendezvous(tag, payload, ordinals) → xm.xla_rendezvous(payload, ordinals, tag=tag)
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.rule import PythonRule, argument, named
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.pjrt._pjrt import PJRT
+from xrt2pjrt.python.renames import XM
+
+
+class PjrtRendezvous(PythonRule):
+    id = "pjrt-rendezvous"
+    summary = "pjrt.rendezvous(tag, payload, ordinals) → xm.xla_rendezvous(payload, ordinals, tag=tag)"
+    names = frozenset({f"{PJRT}.rendezvous"})
+    examples = (
+        Example(
+            "import torch_xla.experimental.pjrt as pjrt\n\nreplies = pjrt.rendezvous('init', b'hi', [0, 1])\n",
+            "import torch_xla.core.xla_model as xm\n\nreplies = xm.xla_rendezvous(b'hi', [0, 1], tag='init')\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        found = {param: argument(node, param, position)
+                 for position, param in enumerate(("tag", "payload", "ordinals"))}
+        if any(arg.star for arg in node.args) or len(node.args) > sum(hit is not None for hit in found.values()):
+            ctx.manual("pjrt.rendezvous with extra or *-arguments: move it to xm.xla_rendezvous(payload, ordinals, tag) by hand")
+            return node
+        args = []
+        for param in ("payload", "ordinals", "tag"):
+            hit = found[param]
+            if hit is None:
+                continue
+            arg = cst.Arg(hit[1].value)
+            by_name = param == "tag" or (param == "ordinals" and found["payload"] is None)
+            args.append(named(arg, param) if by_name else arg)
+        ctx.change("pjrt.rendezvous(tag, payload, ordinals) → xm.xla_rendezvous(payload, ordinals, tag=tag)")
+        return node.with_changes(func=ctx.ref(XM, "xla_rendezvous", "xm"), args=args)
+
+    def reference(self, ctx, node, name):
+        ctx.manual("pjrt.rendezvous passed around: its replacement xm.xla_rendezvous takes (payload, ordinals, tag)")
+        return node

@@ -1,0 +1,32 @@
+"""torch_xla.experimental.pjrt.* (deleted in 2.5) → torch_xla.runtime (xr.*)
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.pjrt._pjrt import PJRT_RENAMES
+from xrt2pjrt.python.renames import RenameRule
+
+
+class PjrtRuntime(RenameRule):
+    id = "pjrt-runtime"
+    summary = "torch_xla.experimental.pjrt.* (deleted in 2.5) → torch_xla.runtime (xr.*)"
+    table = PJRT_RENAMES
+    examples = (
+        Example(
+            "from torch_xla.experimental import pjrt\n\nif pjrt.global_ordinal() == 0:\n    print(pjrt.world_size())\n",
+            "import torch_xla.runtime as xr\n\nif xr.global_ordinal() == 0:\n    print(xr.world_size())\n",
+        ),
+        Example(  # the device kind goes: torch_xla.device takes none (TypeError)
+            "from torch_xla.experimental import pjrt\n\ndevice = pjrt.xla_device(0, 'TPU')\n",
+            "import torch_xla\n\n# TODO(xrt2pjrt): devkind='TPU' dropped: PJRT_DEVICE chooses the device type "
+            "[pjrt-runtime]\ndevice = torch_xla.device(0)\n",
+            manual=("devkind='TPU' dropped",),
+        ),
+        Example(
+            "import torch_xla.runtime as xr\nfrom torch_xla.experimental.pjrt import local_ordinal, world_size\n\n"
+            "n = world_size()\n",
+            "import torch_xla.runtime as xr\nfrom torch_xla.experimental.pjrt import local_ordinal\n\n"
+            "n = xr.world_size()\n",
+        ),
+    )

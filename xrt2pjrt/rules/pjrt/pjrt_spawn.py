@@ -1,0 +1,50 @@
+"""pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.rule import PythonRule, keywordize
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.pjrt._pjrt import PJRT
+
+XMP = "torch_xla.distributed.xla_multiprocessing"
+
+
+class PjrtSpawn(PythonRule):
+    id = "pjrt-spawn"
+    summary = "pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name"
+    names = frozenset({f"{PJRT}.spawn"})
+    examples = (
+        Example(
+            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, None, 'fork', (flags,))\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, nprocs=None, start_method='fork', args=(flags,))\n",
+        ),
+        Example(
+            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, (flags,))\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, args=(flags,))\n",
+        ),
+        Example(
+            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, extra)\n",
+            "from torch_xla.experimental import pjrt\n\n# TODO(xrt2pjrt): pjrt.spawn(fn, x): x is `args` "
+            "(torch_xla 1.13) or `nprocs` (2.0): name it, then run xrt2pjrt again [pjrt-spawn]\n"
+            "pjrt.spawn(_mp_fn, extra)\n",
+            manual=("name it",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        if len(positional) == 2:
+            # spawn(fn, args) before 2.0, spawn(fn, nprocs, ...) from 2.0: only a tuple tells.
+            if not isinstance(positional[1].value, cst.Tuple):
+                ctx.manual("pjrt.spawn(fn, x): x is `args` (torch_xla 1.13) or `nprocs` (2.0): "
+                           "name it, then run xrt2pjrt again")
+                return node
+            params = ("fn", "args")
+        else:
+            params = ("fn", "nprocs", "start_method", "args")
+        ctx.change("pjrt.spawn → xmp.spawn (arguments passed by name: the order differs)")
+        return keywordize(node, params).with_changes(func=ctx.ref(XMP, "spawn", "xmp"))

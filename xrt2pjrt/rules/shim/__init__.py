@@ -1,0 +1,1 @@
+"""--target shim: imports pointed at xrt2pjrt.shim."""

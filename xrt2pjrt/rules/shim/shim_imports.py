@@ -1,0 +1,84 @@
+"""``--target shim``: point the XRT-era imports at ``xrt2pjrt.shim``, keep every call site.
+
+The shim keeps the XRT-era ``xm``/``xmp`` surface with correct PJRT semantics, so the
+smallest diff is the import line alone.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.imports import dotted
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.shim_names import SHIMMED
+from xrt2pjrt.registry import Example
+
+
+def _name(text: str) -> cst.Attribute | cst.Name:
+    return cst.parse_expression(text)
+
+
+class ShimImports(PythonRule):
+    id = "shim-imports"
+    summary = "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt.shim; calls kept"
+    targets = ("shim",)
+    nodes = (cst.Import, cst.ImportFrom)
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, nprocs=8)\nn = xm.xrt_world_size()\n",
+            "import xrt2pjrt.shim.xla_model as xm\nimport xrt2pjrt.shim.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, nprocs=8)\nn = xm.xrt_world_size()\n",
+            options={"target": "shim"},
+        ),
+        Example(
+            "from torch_xla.core import xla_model as xm\nfrom torch_xla.core.xla_model import get_ordinal\n",
+            "from xrt2pjrt.shim import xla_model as xm\nfrom xrt2pjrt.shim.xla_model import get_ordinal\n",
+            options={"target": "shim"},
+        ),
+        Example(
+            "import torch_xla.core.xla_model\n\nrank = torch_xla.core.xla_model.get_ordinal()\n",
+            "# TODO(xrt2pjrt): `import torch_xla.core.xla_model` without an alias: write "
+            "`import xrt2pjrt.shim.xla_model as xm` and call it by that name [shim-imports]\n"
+            "import torch_xla.core.xla_model\n\nrank = torch_xla.core.xla_model.get_ordinal()\n",
+            manual=("without an alias",),
+            options={"target": "shim"},
+        ),
+    )
+
+    def leave(self, ctx, original, updated):
+        if isinstance(updated, cst.Import):
+            return self._import(ctx, updated)
+        if updated.relative or updated.module is None:
+            return updated
+        module = dotted(updated.module)
+        if module in SHIMMED:
+            ctx.change(f"from {module} import ... → from {SHIMMED[module]} import ...")
+            return updated.with_changes(module=_name(SHIMMED[module]))
+        if isinstance(updated.names, cst.ImportStar):
+            return updated
+        full = [f"{module}.{alias.name.value}" for alias in updated.names]
+        shimmed = [name for name in full if name in SHIMMED]
+        if not shimmed:
+            return updated
+        parents = {SHIMMED[name].rpartition(".")[0] for name in shimmed}
+        if len(shimmed) != len(full) or len(parents) != 1:
+            ctx.manual(f"from {module} imports shimmed and other modules together: split the import, "
+                       "then point the shimmed ones at xrt2pjrt.shim")
+            return updated
+        ctx.change(f"from {module} import ... → from {parents.pop()} import ...")
+        return updated.with_changes(module=_name("xrt2pjrt.shim"))
+
+    def _import(self, ctx, node: cst.Import) -> cst.Import:
+        names = []
+        for alias in node.names:
+            full = dotted(alias.name)
+            if full in SHIMMED:
+                if alias.asname is None:
+                    ctx.manual(f"`import {full}` without an alias: write "
+                               f"`import {SHIMMED[full]} as {'xm' if 'model' in full else 'xmp'}` and call it by that name")
+                else:
+                    ctx.change(f"import {full} → import {SHIMMED[full]}")
+                    alias = alias.with_changes(name=_name(SHIMMED[full]))
+            names.append(alias)
+        return node.with_changes(names=names)

@@ -1,0 +1,76 @@
+"""an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a
+partial): the worker is a process of its own where torch_xla is not the replica's; report
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.spawn_graph import REPLICA_IDENTITY
+from xrt2pjrt.registry import Example
+
+_IN_WORKER = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn starts "
+              "its replicas with the spawn method, so their workers start so too, and torch_xla there is not the "
+              "replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); XRT's "
+              "answer came from the environment the worker inherited. Ask for the ordinal or world size in the replica and hand the answer over: "
+              "worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())")
+
+
+class DataLoaderWorker(PythonRule):
+    id = "spawn-dataloader-worker"
+    fix = "none"
+    summary = ("an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a partial): "
+               "the worker is a process of its own where torch_xla is not the replica's; report")
+    names = REPLICA_IDENTITY
+    examples = (
+        Example(  # the per-replica seed: every replica's workers seeded alike, each reading the same samples
+            "import torch_xla.core.xla_model as xm\n\n"
+            "def seed_worker(worker_id):\n    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n\n"
+            "def _mp_fn(index):\n    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n",
+            "import torch_xla.core.xla_model as xm\n\n"
+            "def seed_worker(worker_id):\n"
+            f"    # TODO(xrt2pjrt): {_IN_WORKER} [spawn-dataloader-worker]\n"
+            "    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n\n"
+            "def _mp_fn(index):\n    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n",
+            manual=("runs in each DataLoader worker",),
+        ),
+        Example(  # asked in the replica, handed over: nothing to report
+            "import functools\nimport torch_xla.runtime as xr\n\n"
+            "def seed_worker(worker_id, rank):\n    np.random.seed(1000 * rank + worker_id)\n\n"
+            "def _mp_fn(index):\n    init = functools.partial(seed_worker, rank=xr.global_ordinal())\n"
+            "    loader = DataLoader(data, num_workers=4, worker_init_fn=init)\n",
+            "import functools\nimport torch_xla.runtime as xr\n\n"
+            "def seed_worker(worker_id, rank):\n    np.random.seed(1000 * rank + worker_id)\n\n"
+            "def _mp_fn(index):\n    init = functools.partial(seed_worker, rank=xr.global_ordinal())\n"
+            "    loader = DataLoader(data, num_workers=4, worker_init_fn=init)\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if any(first <= ctx.line <= last for first, last in _worker_init_code(ctx.tree)):
+            ctx.manual(_IN_WORKER)
+        return node
+
+
+@functools.lru_cache(maxsize=1)
+def _worker_init_code(tree: ast.Module | None) -> tuple[tuple[int, int], ...]:
+    """The lines (first, last) of the code that runs as some DataLoader's worker_init_fn: a
+    lambda given as one, the body of a function of this file given as one, by name or in a
+    functools.partial (its other arguments are computed where the partial is made)."""
+    if tree is None:
+        return ()
+    given, spans = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "worker_init_fn":
+            value = node.value
+            if isinstance(value, ast.Call) and value.args and ast.unparse(value.func).endswith("partial"):
+                value = value.args[0]
+            if isinstance(value, ast.Lambda):
+                spans.append((value.body.lineno, value.body.end_lineno))
+            elif isinstance(value, (ast.Name, ast.Attribute)):
+                given.add(value.id if isinstance(value, ast.Name) else value.attr)
+    spans += [(node.body[0].lineno, node.end_lineno) for node in spawn_site.functions(tree) if node.name in given]
+    return tuple(spans)

@@ -1,0 +1,71 @@
+"""sys.exit / os._exit in a function xmp.spawn or torch_xla.launch runs, or in what it calls:
+torch_xla's spawn re-raises SystemExit in the launching process (which skips what follows the spawn;
+sys.exit(0) exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica
+on sys.exit, as XRT did; report
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.spawn_graph import in_replicas_code
+from xrt2pjrt.registry import Example
+
+_EXIT_RAISED = ("torch_xla's spawn runs the spawned function in a thread of a pool worker process, and the pool hands "
+                "SystemExit back to the launching process like any exception: xmp.spawn raises it there, so the code "
+                "after the spawn does not run, and sys.exit(0) ends the launcher with status 0, silently; XRT ended "
+                "only that replica's process. Return from the function instead")
+_EXIT_BREAKS = ("torch_xla's spawn runs the spawned function in a pool worker process, and os._exit ends that worker "
+                "under the pool: xmp.spawn raises BrokenProcessPool in the launching process, whatever the status; "
+                "XRT ended only that replica's process. Return from the function instead")
+
+
+class ExitInReplica(PythonRule):
+    id = "spawn-exit"
+    fix = "none"
+    statement_words = ("sys.exit", "os._exit", "SystemExit", "exit(", "quit(")
+    summary = ("sys.exit / os._exit in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's "
+               "spawn re-raises SystemExit in the launching process (which skips what follows the spawn; sys.exit(0) "
+               "exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica on "
+               "sys.exit, as XRT did; report")
+    names = frozenset({"sys.exit", "os._exit"})
+    nodes = (cst.Raise, cst.Call)  # raise SystemExit(0), and the builtins exit() / quit()
+    examples = (
+        Example(  # a replica that stops early: under XRT its own process ended, and the launcher went on
+            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    if not train():\n        sys.exit(0)\n\n"
+            "xmp.spawn(_mp_fn)\nupload_results()\n",
+            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    if not train():\n        # TODO(xrt2pjrt): " + _EXIT_RAISED + " [spawn-exit]\n"
+            "        sys.exit(0)\n\nxmp.spawn(_mp_fn)\nupload_results()\n",
+            manual=("sys.exit(0) ends the launcher with status 0",),
+        ),
+        Example(  # the launcher's own exit
+            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n    sys.exit(0)\n",
+            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n    sys.exit(0)\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        self._report(ctx, raises=name == "sys.exit")
+        return node
+
+    def leave(self, ctx, original, updated):
+        if isinstance(original, cst.Raise):
+            exc = original.exc.func if isinstance(original.exc, cst.Call) else original.exc
+            if isinstance(exc, cst.Name) and exc.value == "SystemExit":
+                self._report(ctx, raises=True)
+        elif (isinstance(original.func, cst.Name) and original.func.value in ("exit", "quit")
+              and ctx.resolve(original.func) is None):
+            self._report(ctx, raises=True)
+        return updated
+
+    @staticmethod
+    def _report(ctx, raises: bool) -> None:
+        if raises and ctx.options.target == "shim":
+            return  # the shim's spawn: a finished replica, or its status as the spawn's error
+        if in_replicas_code(ctx):
+            ctx.manual(_EXIT_RAISED if raises else _EXIT_BREAKS)

@@ -1,0 +1,188 @@
+"""xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also
+read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every
+device); xmp.spawn handed on as a value (functools.partial, an alias) is reported
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.rule import NOT_LITERAL, code, literal
+from xrt2pjrt.python.spawn_graph import NPROCS_POSITION, SHIM_SPAWN, SPAWN, elements
+from xrt2pjrt.python.spawn_graph import nprocs_argument
+from xrt2pjrt.rules.spawn._nprocs import NprocsRule, QUOTED_LINES, lines_beyond
+from xrt2pjrt.registry import Example
+
+
+def _already_none_or_one(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.IfExp):
+        return _already_none_or_one(value.body) and _already_none_or_one(value.orelse)
+    return literal(value) in (None, 1)
+
+
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)
+
+
+class NprocsExpression(NprocsRule):
+    id = "spawn-nprocs-expression"
+    summary = ("xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also "
+               "read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device); "
+               "xmp.spawn handed on as a value (functools.partial, an alias) is reported")
+    fix = "unsafe"
+    names = frozenset({SPAWN, SHIM_SPAWN})
+    targets = ("native", "shim")
+    examples = (
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), nprocs=flags.num_cores)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), nprocs=1 if flags.num_cores == 1 else None)\n",
+        ),
+        Example(  # the replicas size their sampler by the flag: on 4 processes they read half the data
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
+            "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'])\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
+            "# TODO(xrt2pjrt): FLAGS['num_cores'] is also read elsewhere in this file (as ['num_cores']), as if it "
+            "were the number of processes: under PJRT that is xr.world_size(), which need not match it; where "
+            "FLAGS['num_cores'] means that number, use xr.world_size() instead [spawn-nprocs-expression]\n"
+            "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n",
+            manual=("read elsewhere in this file (as ['num_cores'])",),
+        ),
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "# TODO(xrt2pjrt): spawn arguments come from **kwargs: make sure nprocs is None or 1 "
+            "[spawn-nprocs-expression]\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
+            manual=("**kwargs",),
+        ),
+    )
+
+    def reference(self, ctx, node, name):
+        # functools.partial(xmp.spawn, fn, nprocs=8), run = xmp.spawn: the call that gives
+        # nprocs is not one of xmp.spawn, so nothing here rewrites it (the shim's takes any).
+        if ctx.options.target == "native" and name == SPAWN and not _only_looked_at(ctx):
+            ctx.manual(f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
+                       "given where it is called is not rewritten: torch_xla 2.x's spawn raises ValueError for "
+                       "any but None or 1")
+        return node
+
+    def call(self, ctx, node, name):
+        # The shim's spawn takes any nprocs, so nothing is rewritten for it; but it runs every
+        # device of the host too, which need not be the count either.
+        shim = ctx.options.target == "shim" or name == SHIM_SPAWN
+        hit = nprocs_argument(node)
+        if hit is None:
+            if any(arg.star == "**" for arg in node.args) and not shim:
+                ctx.manual("spawn arguments come from **kwargs: make sure nprocs is None or 1")
+            return node
+        index, arg = hit
+        if literal(arg.value) is not NOT_LITERAL:
+            return node
+        # also in the form this rule writes, so that every run (--check too) reports it
+        name, places, lines = _read_as_count(spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func)))
+        if places:
+            world = "xm.xrt_world_size()" if shim else "xr.world_size()"
+            why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
+                   f"{world}, which need not match it; where {name} means that number, use {world} instead")
+            ctx.manual(why, cites=lines, quoted=QUOTED_LINES)
+        if shim or _already_none_or_one(arg.value):
+            return node
+        text = code(arg.value)
+        if not isinstance(arg.value, _ATOMS):
+            text = f"({text})"
+        ctx.change(f"xmp.spawn: nprocs={code(arg.value)} → one device when it is 1, else every device")
+        return node.with_changes(
+            args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
+                  *node.args[index + 1:]]
+        )
+
+
+# Builtins that look at a function without calling it or handing it on.
+_LOOKING = frozenset({"help", "callable", "print", "repr", "str", "id", "type", "isinstance", "hasattr", "getattr",
+                      "dir", "vars"})
+
+
+def _only_looked_at(ctx) -> bool:
+    """``xmp.spawn.__doc__``, ``help(xmp.spawn)``: a reference no one will call."""
+    parent, grandparent = ctx.parent(), ctx.parent(2)
+    return isinstance(parent, cst.Attribute) or (
+        isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call)
+        and isinstance(grandparent.func, cst.Name) and grandparent.func.value in _LOOKING)
+
+
+def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[int]]:
+    """The count given to the spawn as its number of processes, the places that read it too,
+    as if it were one (code sized by it, a file per replica), and their lines. For a name:
+    the spawn's other arguments (the spawned function gets it, in args= or in the tuple a
+    name given as args= is bound to); anywhere in the file for a module-level constant
+    (``NUM_CORES = 8``), else only after the spawn in the code that binds it (a library
+    reads its parameter or flag before it, for every launcher it supports). For a flag
+    (``flags.num_cores``, ``FLAGS['num_cores']``): anywhere else in the file that reads the
+    same attribute or key, whatever holds it (the spawned function names its own ``flags``)."""
+    nprocs = count = site and site.argument("nprocs", NPROCS_POSITION)
+    if isinstance(nprocs, ast.IfExp) and isinstance(nprocs.test, ast.Compare) and (
+            ast.unparse(nprocs) == f"1 if {ast.unparse(nprocs.test.left)} == 1 else None"):  # as this rule writes it
+        count = nprocs.test.left
+    flag = _flag(count)
+    if flag:
+        reads = [node for node in ast.walk(site.scopes[-1]) if _flag(node) == flag and isinstance(node.ctx, ast.Load)]
+        lines = lines_beyond(site, reads)
+        if lines:
+            return ast.unparse(count), [f"read elsewhere in this file (as {flag})"], lines
+        return ast.unparse(count), _handed_elsewhere(site, count), []
+    if not isinstance(count, ast.Name):
+        return "", [], []
+    places = []
+    others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not nprocs]
+    handed = [*others, *elements(site.argument("args", 1), site)]
+    if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), count.id):
+        places.append("passed to the spawned function (args=)")
+    scope = site.binding_scope(count.id)
+    if scope is None:
+        return count.id, places, []
+    if scope is site.scopes[-1] and any(isinstance(value, ast.Constant) and type(value.value) is int
+                                        for value in spawn_site.bindings(scope)[count.id]):
+        where, reads = "used elsewhere in this file", spawn_site.reads(ast.walk(scope), count.id)
+    elif scope is site.scopes[0]:
+        where, reads = "used after this call", spawn_site.reads(spawn_site.nodes_of(site.after), count.id)
+    else:
+        return count.id, places, []
+    lines = lines_beyond(site, reads)
+    return count.id, places + [where] * bool(lines), lines
+
+
+def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
+    """Where the flag may be read when the spawned function is one that this file does not
+    define: the other module may read the flag as the world size, and this file cannot tell.
+    Handed to it (in ``flags`` of ``flags.num_cores``), or not: then that module has a copy
+    of its own (it parses the command line again, or imports the flags)."""
+    holder = count.value
+    fn = site.argument("fn", 0)
+    if not isinstance(holder, ast.Name) or fn is None or not isinstance(fn, (ast.Name, ast.Attribute)):
+        return []
+    root = fn
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id not in spawn_site.imported(site.scopes[-1]):
+        return []  # not imported from another module (defined here: its reads were looked for)
+    handed = [*elements(site.argument("args", 1), site)]
+    if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), holder.id):
+        return [f"handed (in {holder.id}) to {ast.unparse(fn)}, which another module defines and may read "
+                f"{_flag(count)}"]
+    return [f"given to {ast.unparse(fn)}'s processes, which another module defines and may read its own copy of "
+            f"{_flag(count)} (parsing the command line again, or importing {holder.id})"]
+
+
+def _flag(node: ast.AST | None) -> str | None:
+    """``.num_cores`` for ``flags.num_cores``, ``['num_cores']`` for ``FLAGS['num_cores']``:
+    how a flag holding the process count is read; None for anything else."""
+    if isinstance(node, ast.Attribute):
+        return f".{node.attr}"
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return f"[{node.slice.value!r}]"
+    return None

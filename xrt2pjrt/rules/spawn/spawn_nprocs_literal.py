@@ -1,0 +1,83 @@
+"""xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.rule import code, literal, without_args
+from xrt2pjrt.python.spawn_graph import nprocs_argument
+from xrt2pjrt.rules.spawn._nprocs import NprocsRule, QUOTED_LINES, lines_beyond
+from xrt2pjrt.registry import Example
+
+
+def _positional_after(node: cst.Call, index: int) -> bool:
+    return any(arg.keyword is None for arg in node.args[index + 1:])
+
+
+class NprocsLiteral(NprocsRule):
+    id = "spawn-nprocs-literal"
+    summary = "xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept"
+    examples = (
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), nprocs=8, start_method='fork')\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), start_method='fork')\n",
+        ),
+        Example(
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, (), 8, True)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, (), None, True)\n",
+        ),
+        Example(  # each replica's sampler takes an eighth of the data: half of it unread on 4 processes
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n\n"
+            "xmp.spawn(_mp_fn, nprocs=8)\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n\n"
+            "# TODO(xrt2pjrt): nprocs=8 is removed, and 8 is also given in this file as a number of replicas, as if "
+            "it were the number of processes: under PJRT that is xr.world_size(), which need not be 8; use "
+            "xr.world_size() there [spawn-nprocs-literal]\nxmp.spawn(_mp_fn)\n",
+            manual=("(line 4: `sampler = DistributedSampler(data, num_replicas=8, rank=index)`)",),
+        ),
+        Example(
+            "from torch_xla.distributed import xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=1)\n",
+            "from torch_xla.distributed import xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=1)\n",
+        ),
+        Example(
+            "import torch.multiprocessing as mp\n\nmp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere\n",
+            "import torch.multiprocessing as mp\n\nmp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        hit = nprocs_argument(node)
+        if hit is None:
+            return node
+        index, arg = hit
+        value = literal(arg.value)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
+            return node
+        ctx.change(f"xmp.spawn: nprocs={value} removed; PJRT runs on every device (nprocs may only be 1 or None)")
+        site = spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func))
+        if site and (lines := lines_beyond(site, _replica_counts(site.scopes[-1], value))):
+            why = (f"nprocs={value} is removed, and {value} is also given in this file as a number of replicas, as if it "
+                   f"were the number of processes: under PJRT that is xr.world_size(), which need not be {value}; "
+                   "use xr.world_size() there")
+            ctx.manual(why, cites=lines, quoted=QUOTED_LINES)
+        if arg.keyword is None and _positional_after(node, index):
+            return node.with_changes(args=[*node.args[:index], arg.with_changes(value=cst.Name("None")), *node.args[index + 1:]])
+        return without_args(node, {index})
+
+
+# Keywords that give a number of replicas (DistributedSampler's, torch.distributed's)
+_REPLICA_KEYWORDS = frozenset({"num_replicas", "world_size"})
+
+
+def _replica_counts(tree: ast.Module, count: int) -> list[ast.keyword]:
+    """The ``num_replicas=8`` / ``world_size=8`` keywords of ``tree`` that give ``count``."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg in _REPLICA_KEYWORDS
+            and isinstance(node.value, ast.Constant) and type(node.value.value) is int and node.value.value == count]

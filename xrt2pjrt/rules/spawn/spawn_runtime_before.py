@@ -1,0 +1,238 @@
+"""XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process),
+on import or in code the spawned function does not reach (RuntimeError from 2.4 if the launching
+process runs it first), report once; or on import before a launch that spawns for the file
+(Lightning's TPU Trainer, notebook_launcher, launch(fn))
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+
+import libcst as cst
+
+from xrt2pjrt.python import imports, spawn_site
+from xrt2pjrt.python.rule import PythonRule, argument, literal
+from xrt2pjrt.python.spawn_graph import LAUNCH, REPLICA_IDENTITY, RUNTIME_STARTERS, SPAWN, in_one_process, reached_from, spawn_calls, spawned_code
+from xrt2pjrt.registry import Example
+
+
+def _started(spawn: str = "xmp.spawn") -> str:
+    return (f"this file starts the XLA runtime at module level, in the launching process, before {spawn}, which "
+            "then raises 'Runtime is already initialized' (torch_xla 2.4+): move that call into the spawned function")
+
+
+def _beyond(spawn: str = "xmp.spawn") -> str:
+    return (f"this file starts the XLA runtime in code {spawn}'s function does not reach; if the launching process "
+            f"runs any of it before this call (a library's set-up, a logger asking for the rank), {spawn} raises "
+            "'Runtime is already initialized' (torch_xla 2.4+): keep those calls out of the launching process")
+
+
+def _launched(launcher: str) -> str:
+    return (f"this call starts the XLA runtime in the launching process, before {launcher} starts the replicas: "
+            "torch_xla 2.4+ then raises 'Runtime is already initialized' (XRT's did not start there); move it into "
+            "the function the replicas run")
+
+
+_EXAMPLE_TRAINER = "Lightning's `pl.Trainer(tpu_cores=8)`"
+
+
+class RuntimeBeforeSpawn(PythonRule):
+    id = "spawn-runtime-before"
+    fix = "none"
+    statement_words = ("'xla", '"xla')  # x.to('xla'), torch.zeros(2, device="xla")
+    summary = ("XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on "
+               "import or in code the spawned function does not reach (RuntimeError from 2.4 if the launching process "
+               "runs it first), report once; or on import "
+               "before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))")
+    names = RUNTIME_STARTERS | {SPAWN, LAUNCH}
+    examples = (
+        Example(
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n"
+            f"    # TODO(xrt2pjrt): {_started()} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            manual=("before xmp.spawn, which then raises",),
+        ),
+        Example(  # a class body and a function's default values run on import too
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
+            f"if __name__ == '__main__':\n    # TODO(xrt2pjrt): {_started()} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            manual=("(line 5, 7)",),
+        ),
+        Example(  # dinhanhx/VisualRoBERTa: no spawn in the file, Lightning's Trainer spawns after the sampler
+            "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
+            "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
+            "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
+            "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
+            f"    # TODO(xrt2pjrt): {_launched(_EXAMPLE_TRAINER)} [spawn-runtime-before]\n"
+            "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
+            "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
+            manual=(f"before {_EXAMPLE_TRAINER} starts the replicas",),
+        ),
+        Example(  # the spawned function and what it calls: the workers' code
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _device():\n    return xm.xla_device()\n\ndef _mp_fn(index):\n    device = _device()\n\n"
+            "xmp.spawn(_mp_fn)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _device():\n    return xm.xla_device()\n\ndef _mp_fn(index):\n    device = _device()\n\n"
+            "xmp.spawn(_mp_fn)\n",
+        ),
+        Example(  # pytorch-ignite 0.4.8: the launcher's own class asks for the rank in the launching process
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
+            "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
+            "    @staticmethod\n    def spawn(fn):\n        xmp.spawn(XlaModel._worker, args=(fn,))\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
+            "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
+            "    @staticmethod\n    def spawn(fn):\n"
+            f"        # TODO(xrt2pjrt): {_beyond()} [spawn-runtime-before]\n"
+            "        xmp.spawn(XlaModel._worker, args=(fn,))\n",
+            manual=("(in get_rank)",),
+        ),
+    )
+
+    def __init__(self):
+        self.started_at: list[int] = []  # lines run on import that start the runtime
+        self.reported = False  # the first spawn after them raises: the later ones never run
+        self.launcher: tuple[str, int] | None | bool = False  # _launcher's answer, once asked
+
+    nodes = (cst.Call,)  # x.to('xla'), torch.zeros(2, device='xla'): the device by its name
+
+    def leave(self, ctx, original, updated):
+        if _names_the_xla_device(original):
+            self._runtime_started(ctx)
+        return updated
+
+    def _runtime_started(self, ctx) -> None:
+        if ctx.runs_on_import:
+            self.started_at.append(ctx.line)
+            if self.launcher is False:
+                self.launcher = _launcher(ctx.tree)
+            if self.launcher and ctx.line < self.launcher[1]:
+                ctx.manual(_launched(self.launcher[0]))
+
+    def call(self, ctx, node, name):
+        if name not in (SPAWN, LAUNCH):
+            self._runtime_started(ctx)
+            return node
+        if self.reported or in_one_process(ctx.original, name):  # (one process: torch_xla checks nothing)
+            return node
+        spawn = "torch_xla.launch" if name == LAUNCH else "xmp.spawn"
+        if self.started_at:
+            ctx.manual(_started(spawn), cites=self.started_at)
+            self.reported = True
+            return node
+        beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0))
+        if beyond:
+            ctx.manual(f"{_beyond(spawn)} (in {', '.join(beyond)})", comment=_beyond(spawn))
+            self.reported = True
+        return node
+
+
+_LIGHTNING = ("pytorch_lightning", "lightning")
+_LIGHTNING_RUNS = frozenset({"fit", "validate", "test", "predict"})
+_NOTEBOOK_LAUNCHERS = frozenset({"accelerate.notebook_launcher", "accelerate.launchers.notebook_launcher"})
+# Calls that run the function they are given in this process (absl's app.run(main)).
+_IN_PROCESS = frozenset({"absl.app.run", "fire.Fire", "typer.run", "atexit.register"})
+
+
+# 'xla' or 'xla:0' (what torch takes for the XLA device; checked on CPU: a tensor moved there
+# on import made the spawn raise 'Runtime is already initialized')
+_XLA_DEVICE = re.compile(r"xla(:\d+)?")
+
+
+def _names_the_xla_device(call: cst.Call) -> bool:
+    """``x.to('xla')``, ``torch.zeros(2, device='xla')``: a call that puts data on the XLA
+    device by its name, which starts the runtime."""
+    def named(arg: cst.Arg) -> bool:
+        value = literal(arg.value)
+        return isinstance(value, str) and bool(_XLA_DEVICE.fullmatch(value))
+
+    to = isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"
+    return any(named(arg) for arg in call.args
+               if (arg.keyword is not None and arg.keyword.value == "device") or (to and arg.keyword is None))
+
+
+def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
+    """In a file that calls no xmp.spawn, the first call run on import that has the replicas
+    spawned for it (what it is, its line): Lightning's Trainer(accelerator='tpu') (from the
+    trainer's run), accelerate's notebook_launcher, or a call given one of the file's
+    functions that uses the XLA runtime (a launcher of the project's own, r3's launch(fn)).
+    A runtime call before it runs in the launching process; a spawn in the file is judged at
+    the spawn."""
+    if tree is None:
+        return None
+    if spawn_calls(tree):
+        return None
+    bound = spawn_site.imported(tree)
+    replicas = {name for name, values in spawn_site.bindings(tree).items()
+                if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(call, ast.Call) and spawn_site.resolved(call.func, bound) in REPLICA_IDENTITY
+                    for call in ast.walk(value)) for value in values)}
+    lightning = any(full.startswith(_LIGHTNING) for full in bound.values())
+    calls = sorted((node for node in spawn_site.nodes_of(tree.body) if isinstance(node, ast.Call)),
+                   key=lambda call: (call.lineno, call.col_offset))
+    for index, call in enumerate(calls):
+        if spawn_site.resolved(call.func, bound) in _NOTEBOOK_LAUNCHERS:
+            return "accelerate's notebook_launcher", call.lineno
+        given = [arg.id for arg in (*call.args, *(keyword.value for keyword in call.keywords))
+                 if isinstance(arg, ast.Name) and arg.id in replicas]
+        callee = spawn_site.resolved(call.func, bound) or ""
+        if given and not callee.startswith("torch_xla") and callee not in _IN_PROCESS and not (
+                isinstance(call.func, ast.Name) and call.func.id not in bound and hasattr(builtins, call.func.id)):
+            return f"`{ast.unparse(call.func)}(...)`, given {given[0]}, a function of this file that uses it,", call.lineno
+        if lightning and (keyword := _on_tpu(call)):
+            run = next((later for later in calls[index:] if isinstance(later.func, ast.Attribute)
+                        and later.func.attr in _LIGHTNING_RUNS), call)
+            return f"Lightning's `{ast.unparse(call.func)}({keyword})`", run.lineno
+    return None
+
+
+def _on_tpu(call: ast.Call) -> str | None:
+    """The keyword by which a Lightning Trainer (or Fabric) spawns a replica per TPU device:
+    tpu_cores=8 (Lightning < 2), a TPU strategy ('tpu_spawn', 'xla'), accelerator='tpu'
+    unless on one device."""
+    given = {keyword.arg: keyword.value.value for keyword in call.keywords if isinstance(keyword.value, ast.Constant)}
+    cores, strategy = given.get("tpu_cores"), given.get("strategy")
+    if isinstance(cores, int) and cores > 1:
+        return f"tpu_cores={cores}"
+    if isinstance(strategy, str) and ("tpu" in strategy or "xla" in strategy):
+        return f"strategy={strategy!r}"
+    if given.get("accelerator") == "tpu" and given.get("devices") != 1:
+        return "accelerator='tpu'"
+    return None
+
+
+def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[str]:
+    """The functions that start the runtime and that the spawned one does not reach
+    (:func:`reached_from`; names: a second pass, where lines have moved, says the same)."""
+    spawned = fn and imports.dotted(fn[1].value)
+    if tree is None or not spawned:
+        return []
+    reached = reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
+    bound = spawn_site.imported(tree)
+    found: list[str] = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        if isinstance(node, ast.Call) and function is not None and function not in reached:
+            if spawn_site.resolved(node.func, bound) in RUNTIME_STARTERS and function not in found:
+                found.append(function)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # its decorators and default values run where it is defined, its body when it is called
+            for part in (*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)):
+                visit(part, function)
+            for statement in node.body:
+                visit(statement, node.name)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, None)
+    return found

@@ -1,0 +1,46 @@
+"""signal.signal in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's
+spawn runs it in a thread, where signal.signal raises ValueError; report
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.spawn_graph import in_replicas_code
+from xrt2pjrt.registry import Example
+
+_IN_A_THREAD = ("torch_xla's spawn runs the spawned function in a thread of each replica process (a thread per "
+                "device, even for one device), where signal.signal raises ValueError ('signal only works in main "
+                "thread'); XRT ran it in the process's main thread. Install the handler at module level, outside "
+                "`if __name__ == '__main__':`: each replica process runs that in its main thread when it loads the "
+                "module")
+
+
+class SignalInReplica(PythonRule):
+    id = "spawn-signal-handler"
+    fix = "none"
+    statement_words = ("signal.signal",)
+    summary = ("signal.signal in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's spawn "
+               "runs it in a thread, where signal.signal raises ValueError; report")
+    names = frozenset({"signal.signal"})
+    examples = (
+        Example(  # a preemption handler set where XRT ran the replica's main thread
+            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    signal.signal(signal.SIGTERM, save_and_exit)\n    train()\n\n"
+            "xmp.spawn(_mp_fn)\n",
+            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    # TODO(xrt2pjrt): " + _IN_A_THREAD + " [spawn-signal-handler]\n"
+            "    signal.signal(signal.SIGTERM, save_and_exit)\n    train()\n\nxmp.spawn(_mp_fn)\n",
+            manual=("signal only works in main thread",),
+        ),
+        Example(  # the launching process's own handler: its main thread
+            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    signal.signal(signal.SIGINT, stop)\n    xmp.spawn(_mp_fn)\n",
+            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    signal.signal(signal.SIGINT, stop)\n    xmp.spawn(_mp_fn)\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if in_replicas_code(ctx):
+            ctx.manual(_IN_A_THREAD)
+        return node
