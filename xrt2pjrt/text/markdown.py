@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
-from xrt2pjrt.rewriters import TODO, Outcome, SourceError
+from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import shell
 from xrt2pjrt.report import Finding
-from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted
+from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted, without_new_todo_lines
 
 
 def _python():
@@ -182,10 +182,7 @@ def _rewrite_keeping(bodies: list[str], spots: list[set[int]], again: Program) -
 
 def _without_todo_lines(before: str, outcome: Outcome) -> Outcome:
     """``outcome`` (the rewrite of ``before``) without the TODO lines the rewrite added."""
-    had = {line.strip() for line in before.splitlines()}
-    text = "".join(line for line in outcome.text.splitlines(keepends=True)
-                   if not (line.lstrip().startswith(TODO) and line.strip() not in had))
-    return Outcome(text, outcome.changes, outcome.manual)
+    return Outcome(without_new_todo_lines(before, outcome.text), outcome.changes, outcome.manual)
 
 
 def _checked(module, body: str, outcome: Outcome) -> Outcome:
