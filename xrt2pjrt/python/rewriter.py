@@ -122,7 +122,7 @@ class _Lines:
         spans = sorted((n.lineno, n.col_offset, n.end_lineno) for n in ast.walk(tree) if isinstance(n, ast.stmt))
         self.starts = [(line, column) for line, column, _ in spans]
         self._ends = [end for _, _, end in spans]
-        self._original_line = original_line
+        self.original_line = original_line
         self._positions: dict[int, object] = {}  # id of a statement -> positions in its code
 
     def line_of(self, node: cst.CSTNode, statement: _Statement) -> int:
@@ -132,14 +132,14 @@ class _Lines:
             # that line, with no positions to compute (which cost a millisecond a finding).
             covered = range(statement.index, min(statement.index + len(statement.node.body), len(self.starts)))
             if all(self.starts[k][0] == first and self._ends[k] == first for k in covered):
-                return self._original_line(first)
+                return self.original_line(first)
         key = id(statement.node)
         if key not in self._positions:
             alone = cst.Module(body=[statement.node])
             self._positions[key] = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
         positions = self._positions[key]
         line = self.starts[statement.index][0] + positions[node].start.line - positions[statement.node].start.line
-        return self._original_line(line)
+        return self.original_line(line)
 
 
 class _Engine(cst.CSTTransformer):
@@ -186,6 +186,7 @@ class _Engine(cst.CSTTransformer):
         self.droppable: dict[tuple[tuple[str, ...], str], tuple[Finding, Finding, int]] = {}
         self._taken: set[str] | None = None
         self._quote: str | None = None
+        self._piece_lines: list[int] | None = None  # the line of each boundary of pieces (piece_of)
         # (id of the anchor statement line or None for the top of the file) -> import lines
         self.additions: dict[int | None, list[tuple[str, str | None]]] = {}
         # (id of the block of the anchor import line, or None for the top of the file, module) -> name
@@ -266,6 +267,19 @@ class _Engine(cst.CSTTransformer):
         return False
 
     # --- traversal -----------------------------------------------------------------
+    def piece_of(self, line: int) -> int:
+        """The piece of the file (rewrite_together) line ``line`` is in: 0 before the first
+        boundary."""
+        if self._piece_lines is None:
+            self._piece_lines = [self.text.count("\n", 0, m.start()) + 1 for m in _PIECES.finditer(self.text)]
+        return bisect.bisect_right(self._piece_lines, line)
+
+    def import_line(self, statement: cst.SimpleStatementLine) -> int | None:
+        """The line of an import statement the pass has met; None when not known."""
+        if self.lines is None or id(statement) not in self.import_lines:
+            return None
+        return self.lines.original_line(self.lines.starts[self.import_lines[id(statement)][0]][0])
+
     def line_of(self, node: cst.CSTNode) -> int:
         """The 1-based line of an original node inside the statement being visited."""
         if self.lines is not None and self.statements:
