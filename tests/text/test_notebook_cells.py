@@ -69,3 +69,20 @@ def test_a_cell_whose_use_is_rewritten_is_not_told():
 def test_a_file_gets_one_item_at_the_import():
     out = migrate("import torch_xla.utils.gcsfs as gcs\n\nblob = gcs.read('a')\ngcs.write('b', blob)\n")
     assert [f.rule for f in out.manual] == ["import-gone-module"]
+
+
+def test_a_writefile_cell_is_a_program_of_its_own_in_a_notebook_and_in_its_export():
+    # the same cells as a notebook and as nbconvert's .py: the one mechanism (text/magics.py)
+    from xrt2pjrt.python import rewriter
+
+    program = "import torch_xla.core.xla_model as xm\nprint(xm.get_ordinal(), xm.xrt_world_size())\n"
+    text = _notebook(["import torch_xla.core.xla_model as xm\n"], ["%%writefile train.py\n", program],
+                     ["n = xm.xrt_world_size()\n"])
+    cells = _cells(_twice(text).text)
+    written = "import torch_xla.runtime as xr\nprint(xr.global_ordinal(), xr.world_size())\n"
+    assert cells == ["import torch_xla.runtime as xr\n", "%%writefile train.py\n" + written, "n = xr.world_size()\n"]
+    exported = (f"import torch_xla.core.xla_model as xm\nget_ipython().run_cell_magic('writefile', 'train.py', "
+                f"{program!r})\nn = xm.xrt_world_size()\n")
+    assert rewriter.rewrite(exported, ALL).text == (
+        f"import torch_xla.runtime as xr\nget_ipython().run_cell_magic('writefile', 'train.py', {written!r})\n"
+        "n = xr.world_size()\n")
