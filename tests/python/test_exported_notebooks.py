@@ -226,3 +226,10 @@ def test_the_cli_reaches_a_fixed_point_on_an_exported_kernel(tmp_path):
     assert written != KERNEL and ast.parse(written)
     checked = run("--check", "--unsafe-fixes")
     assert path.read_text() == written and "0 would change (0 changes)" in checked.stdout + checked.stderr, checked.stdout
+
+
+def test_a_removed_commented_setting_takes_its_line_with_it():
+    text = "# %%\n# %env XRT_MESH_SERVICE_ADDRESS=localhost:53627\nimport torch_xla\n"
+    outcome = migrated(text)
+    assert outcome.text == "# %%\nimport torch_xla\n"
+    assert [(f.rule, f.line) for f in outcome.changes] == [("env-shell-xrt-unused", 2)]

@@ -406,7 +406,9 @@ def _commented(text: str, lines: _Lines, rows: list[str], first: int, last: int,
     def write(new: str) -> list[Edit] | None:
         return _rewrite_lines(rows, range(first, last + 1), [f"# {line}" for line in (margin + new).split("\n")])
 
-    return Magic(text[start:lines.end(last + 1)], source, list(range(first + 1, last + 2)), start, margin, write)
+    end = lines.end(last + 1)
+    return Magic(text[start:end], source, list(range(first + 1, last + 2)), start, margin, write, whole=(start, end),
+                 removable=True)
 
 
 def _script_cell(text: str, lines: _Lines, rows: list[str], first: int, body: range, options: str) -> Magic | None:

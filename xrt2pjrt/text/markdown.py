@@ -334,8 +334,11 @@ def _checked(check: Callable[[str], str | None], kind: str, body: str, outcome: 
     problem = check(outcome.text)
     if problem is None:
         return outcome
-    return Outcome(body, manual=[Finding(f.rule, f.line, f"code block left as it was: its rewrite would not be "
-                                         f"valid {kind} ({problem})") for f in outcome.changes])
+    written = check(body)  # (a placeholder such as <ip-address> makes the block invalid as written)
+    why = f"not valid {kind} as written" if written else f"its rewrite would not be valid {kind}"
+    problem = (written or problem).splitlines()[0]
+    return Outcome(body, [], [*outcome.manual, *(Finding(f.rule, f.line, f"code block left as it was ({why}: {problem}): "
+                                                         f"{f.message}") for f in outcome.changes)])
 
 
 # A shell prompt that starts a command in a console session: `$ `, `(vm)$ `, `user@host:~$ `.
