@@ -1,6 +1,7 @@
-"""The notebook rewriter: code cells through the Python codemod, ``!`` lines and ``%%bash``
-cells through the shell rewriter, ``%env`` through the environment rules, Markdown cells
-through the Markdown rewriter.
+"""The notebook rewriter: code cells through the Python codemod, their magics as
+text/magics.py reads them (``!`` lines and ``%%bash`` cells through the shell rewriter, ``%env``
+through the environment rules, a ``%%writefile`` cell as a program of the kind it writes),
+Markdown cells through the Markdown rewriter.
 
 A cell's source is joined before it is rewritten, so a call split across two JSON source
 strings is one call. The Python of all code cells is rewritten as one module, as the
