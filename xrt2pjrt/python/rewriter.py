@@ -607,8 +607,8 @@ def _migrate_magic(rec: Recorder, magic: ipython.Magic, options: Options, lines:
     line in the file as read of each of its lines."""
     if magic.source is None:
         if trigger_for("python").search(magic.text) or trigger_for("shell").search(magic.text):
-            rec.ask_at_line(magics.UNREAD, lines[0], "an IPython command whose text this tool cannot read "
-                            "(a name, an f-string) mentions XRT or torch_xla: migrate it by hand")
+            rec.ask_at_line(magics.UNREAD, lines[0], "an IPython command built at run time mentions XRT or "
+                            "torch_xla: migrate it by hand")
         return
     if magic.source.startswith("%%"):
         outcome = magics.cell(magic.source, options)

@@ -336,7 +336,7 @@ def _checked(check: Callable[[str], str | None], kind: str, body: str, outcome: 
         return outcome
     written = check(body)  # (a placeholder such as <ip-address> makes the block invalid as written)
     why = f"not valid {kind} as written" if written else f"its rewrite would not be valid {kind}"
-    problem = (written or problem).splitlines()[0]
+    problem = re.sub(r"^\S*bash: line \d+: ", "", (written or problem).splitlines()[0])  # (bash -n's own words)
     return Outcome(body, [], [*outcome.manual, *(Finding(f.rule, f.line, f"code block left as it was ({why}: {problem}): "
                                                          f"{f.message}") for f in outcome.changes)])
 

@@ -139,9 +139,8 @@ class NotInTarget(PythonRule):
             if (ctx.in_another_piece(ctx.anchor) and (ctx.piece, lack.name) not in self._told
                     and not (isinstance(outer, cst.Attribute) and outer.value is ctx.original)):
                 self._told.add((ctx.piece, lack.name))
-                found = advice(lack.name)
-                ctx.manual(f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)} ({lack.history}), "
-                           f"and the cell importing it fails" + (f"; {found}" if found else ""))
+                ctx.manual(f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell that "
+                           "imports it fails")
             return
         ctx.manual(f"{_named(node, lack.name)} {why_missing(lack, 'an AttributeError')}")
 
