@@ -233,3 +233,16 @@ def test_a_removed_commented_setting_takes_its_line_with_it():
     outcome = migrated(text)
     assert outcome.text == "# %%\nimport torch_xla\n"
     assert [(f.rule, f.line) for f in outcome.changes] == [("env-shell-xrt-unused", 2)]
+
+
+def test_a_kernel_cell_that_does_not_parse_keeps_the_imports_it_uses_and_is_named():
+    text = ("import torch_xla.core.xla_model as xm\n" + cell_magic("time", "", "print xm.xrt_world_size()\n")
+            + "\nn = xm.xrt_world_size()\n" + cell_magic("capture", "", "print 'no torch here'\n") + "\n")
+    outcome = migrated(text)
+    assert outcome.text.startswith("import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n")
+    assert [(f.rule, f.line) for f in outcome.manual] == [("notebook-cell", 2)]  # not the cell without torch_xla
+
+
+def test_a_setting_removed_from_a_block_of_its_own_leaves_pass():
+    text = "import torch_xla\ndef f():\n    get_ipython().run_line_magic('env', 'XRT_MESH_SERVICE_ADDRESS=localhost:53627')\n"
+    assert migrated(text).text == "import torch_xla\ndef f():\n    pass\n"

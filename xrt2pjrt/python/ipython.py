@@ -51,7 +51,9 @@ class Magic:
     # those lines; None when the call is part of a larger one.
     whole: tuple[int, int] | None = None
     top_level: bool = False  # ``whole`` is a statement of the module's own body
-    removable: bool = False  # ``whole`` can go (it is not the only statement of its block)
+    # The edit that takes the magic away (its lines; ``pass`` for the only statement of a
+    # block); None when it cannot go (a call inside a larger statement).
+    removal: Edit | None = None
 
     @property
     def line(self) -> int:
@@ -85,8 +87,9 @@ def _calls(text: str, tree: ast.Module, lines: "_Lines"):
         first = lines.start(statement.lineno)
         margin = re.match(r"[ \t]*", text[first:]).group()
         start, end = lines.offset(call.lineno, call.col_offset), lines.offset(call.end_lineno, call.end_col_offset)
+        removal = whole and Edit(*whole, "" if len(body) > 1 else f"{margin}pass\n")
         magic = Magic(text[start:end], None, [call.lineno], first, margin, lambda new: None, whole=whole,
-                      top_level=whole is not None and body is tree.body, removable=whole is not None and len(body) > 1)
+                      top_level=whole is not None and body is tree.body, removal=removal)
         if len(args) == count and not call.keywords and all(lit is not None and lit.value is not None for lit in literals):
             _read(magic, call.func.attr, literals)
         yield magic
@@ -408,7 +411,7 @@ def _commented(text: str, lines: _Lines, rows: list[str], first: int, last: int,
 
     end = lines.end(last + 1)
     return Magic(text[start:end], source, list(range(first + 1, last + 2)), start, margin, write, whole=(start, end),
-                 removable=True)
+                 removal=Edit(start, end, ""))
 
 
 def _script_cell(text: str, lines: _Lines, rows: list[str], first: int, body: range, options: str) -> Magic | None:

@@ -563,21 +563,28 @@ def _rewrite_exported(text: str, found: list[ipython.Magic], options: Options, f
     Python of a cell magic the kernel runs (``run_cell_magic('time', '', ...)``) is
     rewritten with the rest of the file, as the kernel runs them: the file is cut at those
     statements, and the cells' Python takes their places among the pieces of one program."""
-    kernel = [m for m in found if together and m.top_level and m.source is not None
-              and magics.body_of(m.source.partition("\n")[0]) == magics.KERNEL]
+    python = {id(m): magics.python_cell(m.source.partition("\n")[2]) for m in found if m.top_level and m.source
+              and magics.body_of(m.source.partition("\n")[0]) == magics.KERNEL}
+    parsed = {key for key, cell in python.items() if check(cell.python) is None}
+    kernel = [m for m in found if together and id(m) in parsed]
+    cells = [python[id(m)] for m in kernel]
+    # the names the cells that do not parse use of the file's torch_xla imports: kept
+    unread = "".join(cell.python for key, cell in python.items() if key not in parsed)
+    kept = sorted(magics.torch_xla_names([text]) & magics.words(unread)) if together and unread else []
     cuts = [0, *(offset for m in kernel for offset in m.whole), len(text)]
     hosts = [text[a:b] for a, b in zip(cuts[0::2], cuts[1::2])]
     above = [text.count("\n", 0, a) for a in cuts[0::2]]  # the lines above each host piece
-    cells = [magics.python_cell(m.source.partition("\n")[2]) for m in kernel]
     pieces = [piece for k, host in enumerate(hosts) for piece in (host, *([cells[k].python] if k < len(cells) else []))]
 
     def in_file(k: int, line: int) -> int:  # a line of piece k, in ``text``
         return above[k // 2] + line if k % 2 == 0 else kernel[k // 2].lines[min(line, len(kernel[k // 2].lines) - 1)]
 
-    if kernel:
-        outcomes = rewrite_together(pieces, options, where=lambda own, k, line: (in_file(k, line), None))
+    if kernel or kept:
+        outcomes = rewrite_together([*pieces, "".join(f"{name}\n" for name in kept)], options,
+                                    where=lambda own, k, line: (in_file(k, line) if k < len(pieces) else 0, None))
         if outcomes is None:
             return _rewrite_exported(text, found, options, fold, together=False)
+        outcomes = outcomes[:len(pieces)]
     else:
         outcomes = [_rewrite_file(text, options, fold)]
     done = [o.text if k % 2 == 0 else text[slice(*kernel[k // 2].whole)] for k, o in enumerate(outcomes)]
@@ -592,7 +599,7 @@ def _rewrite_exported(text: str, found: list[ipython.Magic], options: Options, f
     cell_outcomes = dict(zip(map(id, kernel), outcomes[1::2]))
     for magic, was in zip(again, found):
         if id(was) not in cell_outcomes:
-            _migrate_magic(rec, magic, options, was.lines)
+            _migrate_magic(rec, magic, options, was.lines, bool(kept) and bool(magics.words(magic.text) & set(kept)))
             continue
         cell = cells[kernel.index(was)]
         body = magics.finish(cell, cell_outcomes[id(was)], options)
@@ -602,19 +609,22 @@ def _rewrite_exported(text: str, found: list[ipython.Magic], options: Options, f
     return rec.outcome()
 
 
-def _migrate_magic(rec: Recorder, magic: ipython.Magic, options: Options, lines: list[int]) -> None:
+def _migrate_magic(rec: Recorder, magic: ipython.Magic, options: Options, lines: list[int], borrows: bool) -> None:
     """Migrate one magic of ``rec.text`` as the IPython text it stands for; ``lines``: the
-    line in the file as read of each of its lines."""
+    line in the file as read of each of its lines; ``borrows``: it uses names of torch_xla
+    imports of the file."""
+    mentions = borrows or trigger_for("python").search(magic.text) or trigger_for("shell").search(magic.text)
     if magic.source is None:
-        if trigger_for("python").search(magic.text) or trigger_for("shell").search(magic.text):
+        if mentions:
             rec.ask_at_line(magics.UNREAD, lines[0], "an IPython command built at run time mentions XRT or "
                             "torch_xla: migrate it by hand")
         return
     if magic.source.startswith("%%"):
         outcome = magics.cell(magic.source, options)
         if outcome is None:
-            rec.ask_at_line(magics.UNREAD, lines[0], "this cell magic's code does not parse; it mentions XRT or "
-                            "torch_xla: migrate it by hand")
+            if mentions:
+                rec.ask_at_line(magics.UNREAD, lines[0], "this cell magic's code does not parse, and it uses "
+                                "torch_xla: migrate it by hand")
             return
     else:
         scratch = Recorder(magic.source, options)
@@ -631,8 +641,7 @@ def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str,
     its edits, or, where ``new`` cannot be written there exactly, its changes as items to
     make by hand; and the TODO lines of its items above its statement."""
     in_file = lambda line: lines[min(line, len(lines)) - 1]  # noqa: E731
-    edits = [] if new == magic.source else (
-        magic.write(new) if new else [Edit(*magic.whole, "")] if magic.removable else None)
+    edits = [] if new == magic.source else magic.write(new) if new else magic.removal and [magic.removal]
     if edits is None:
         manual = [*manual, *(Finding(f.rule, f.line, f"make by hand (its string cannot take it as quoted): {f.message}")
                              for f in changes)]

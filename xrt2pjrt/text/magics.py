@@ -17,11 +17,13 @@ A script is a program of its own: an import the rewrite needs goes into it.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from xrt2pjrt import files, rewriters
+from xrt2pjrt.python import quiet
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
@@ -219,6 +221,21 @@ def line_magic(line: str, options: Options, rec: Recorder, cell_line: int) -> st
     done = magic.outcome()
     merge_into(rec, done, cell_line - 1)
     return done.text
+
+
+def torch_xla_names(pythons: list[str]) -> set[str]:
+    """The names the imports of torch_xla in these cells' Python bind: those a cell that does
+    not parse uses (``words``) are borrowed, and a rewrite of the others must keep them."""
+    return {name for python in pythons for name, modules in quiet.import_names(ast.parse(python)).items()
+            if any(module.split(".")[0] == "torch_xla" for module in modules)}
+
+
+def words(text: str) -> set[str]:
+    """The words of a text that may be names (a search, for code that does not parse)."""
+    return set(_WORD.findall(text))
+
+
+_WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
 
 def _shift(outcome: Outcome, lines: int):

@@ -13,7 +13,6 @@ ids and every other byte stay as they were, and an unchanged notebook is byte-id
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from dataclasses import dataclass
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.python import quiet
 from xrt2pjrt.text import magics, markdown
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into
 
@@ -33,7 +31,6 @@ def _python():
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\r\n]*")
-_WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
 
 @dataclass(frozen=True)
@@ -213,6 +210,5 @@ def _borrowed(parsed: dict[int, magics.PythonCell], unparsed: dict[int, magics.P
     the ``parsed`` cells binds (as far as a search for the words tells)."""
     if not unparsed:
         return {}  # (most notebooks: no cell is parsed again for its imports)
-    imported = {name for cell in parsed.values() for name, modules in quiet.import_names(ast.parse(cell.python)).items()
-                if any(module.split(".")[0] == "torch_xla" for module in modules)}
-    return {index: imported & set(_WORD.findall(cell.python)) for index, cell in unparsed.items()}
+    imported = magics.torch_xla_names([cell.python for cell in parsed.values()])
+    return {index: imported & magics.words(cell.python) for index, cell in unparsed.items()}
