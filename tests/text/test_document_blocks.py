@@ -227,3 +227,11 @@ def test_blocks_pasted_one_after_another_run_on_torch_xla_2_9(tmp_path):
             assert ran.stdout.strip().endswith("1")
         else:  # the import the block now has is the one it needs
             assert "NameError: name 'xr' is not defined" in ran.stderr
+
+
+def test_a_list_indented_four_spaces_is_a_list():
+    # pytorch/xla 1.13's README: its images, listed one indent too deep
+    text = ("The following images are available:\n\n    * `gcr.io/tpu-pytorch/xla:r1.12_3.7`: The current stable version.\n"
+            "    * `gcr.io/tpu-pytorch/xla:nightly_3.7`: Nightly version.\n")
+    assert markdown.blocks(text) == []
+    assert markdown.rewrite(text, ALL).manual == []

@@ -462,7 +462,8 @@ _INDENTED = re.compile(r"(?: {4}|\t)")
 def _indented(text: str) -> list[Block]:
     """Markdown's indented code blocks: lines indented four spaces or a tab, after a blank
     line or a heading, that do not go on with a list item (``1. Step`` then an indented
-    paragraph) or a reST directive's or literal's text."""
+    paragraph) or a reST directive's or literal's text, and are not all list items (a list
+    indented by four spaces is rendered as code, but written as a list)."""
     lines = text.splitlines(keepends=True)
     starts = [0]
     for line in lines:
@@ -479,7 +480,8 @@ def _indented(text: str) -> list[Block]:
             j += 1
         body = [line for line in lines[i:last + 1] if line.strip()]
         margin = min((re.match(r"[ \t]*", line).group() for line in body), key=len)
-        out.append(Block(starts[i], starts[last + 1], margin, CONTENT))
+        if not all(_LIST_ITEM.match(line[len(margin):]) for line in body):  # (a list indented too far)
+            out.append(Block(starts[i], starts[last + 1], margin, CONTENT))
         i = last + 1
     return out
 
