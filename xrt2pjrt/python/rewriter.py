@@ -15,6 +15,10 @@ or at the top of the file), ``change``/``manual`` report, ``manual`` also leaves
 ``# TODO(xrt2pjrt): ...`` comment above the statement (once), and ``remove_statement``
 drops the statement being visited. After the pass, imports whose names are no longer
 used because of a rewrite are removed.
+
+In a notebook exported to .py, IPython's magics (nbconvert's ``get_ipython().system(...)``
+calls, jupytext's ``# !pip`` comments; python/ipython.py) are migrated too, as what they run
+(``_rewrite_exported``).
 """
 
 from __future__ import annotations
@@ -563,13 +567,13 @@ def _rewrite_exported(text: str, found: list[ipython.Magic], options: Options, f
     Python of a cell magic the kernel runs (``run_cell_magic('time', '', ...)``) is
     rewritten with the rest of the file, as the kernel runs them: the file is cut at those
     statements, and the cells' Python takes their places among the pieces of one program."""
-    python = {id(m): magics.python_cell(m.source.partition("\n")[2]) for m in found if m.top_level and m.source
+    bodies = {id(m): magics.python_cell(m.source.partition("\n")[2]) for m in found if m.top_level and m.source
               and magics.body_of(m.source.partition("\n")[0]) == magics.KERNEL}
-    parsed = {key for key, cell in python.items() if check(cell.python) is None}
+    parsed = {key for key, cell in bodies.items() if check(cell.python) is None}
     kernel = [m for m in found if together and id(m) in parsed]
-    cells = [python[id(m)] for m in kernel]
+    cells = [bodies[id(m)] for m in kernel]
     # the names the cells that do not parse use of the file's torch_xla imports: kept
-    unread = "".join(cell.python for key, cell in python.items() if key not in parsed)
+    unread = "".join(cell.python for key, cell in bodies.items() if key not in parsed)
     kept = sorted(magics.torch_xla_names([text]) & magics.words(unread)) if together and unread else []
     cuts = [0, *(offset for m in kernel for offset in m.whole), len(text)]
     hosts = [text[a:b] for a, b in zip(cuts[0::2], cuts[1::2])]
