@@ -16,7 +16,7 @@ from xrt2pjrt.text import markdown, shell
 from xrt2pjrt.text.edits import dedent
 from test_text_shell import REMOTE, assert_decisions
 
-FIXTURES = Path(__file__).parent / "fixtures" / "text" / "markdown"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "markdown"
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 

@@ -17,7 +17,7 @@ from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.xrt_variables import GKE_TPU_NODE
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
-FIXTURES = Path(__file__).parent / "fixtures" / "text" / "yaml"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "yaml"
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 
