@@ -8,7 +8,7 @@ ones below, never from one above, and no import inside a function hides a cycle
 registry imports the rules by walking their packages (registry._discover), so that no
 engine file lists them. A module is on the first floor a pattern of which names it.
 
-    cli        xrt2pjrt.__main__ xrt2pjrt.cli
+    cli        xrt2pjrt.__main__ xrt2pjrt.cli xrt2pjrt.commands xrt2pjrt.usage
     commands   xrt2pjrt.migration xrt2pjrt.guide xrt2pjrt.launch xrt2pjrt.run xrt2pjrt.verify
                xrt2pjrt.verify_checks xrt2pjrt.doctor
     engine     xrt2pjrt.codemod xrt2pjrt.config
