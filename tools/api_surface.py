@@ -13,7 +13,7 @@ without importing torch:
 - the ``_XLAC`` bindings from the string table of the compiled extension: pybind11 keeps
   each binding's name as a C string. Every string shaped like a private binding
   (``_[a-z][a-z0-9_]*``) is taken: that holds every binding and some other strings, so a
-  name found here may be noise, but a binding is never missed (tests/test_api_surface.py
+  name found here may be noise, but a binding is never missed (tests/python/test_api_surface.py
   holds the 2.9 entries to ``dir(torch_xla._XLAC)`` of the installed torch_xla). Other
   ``_XLAC`` names (classes, submodules) are not listed: ``_XLAC`` is an open module.
 

@@ -2,7 +2,7 @@
 the rules ask of them.
 
 The data (api_surface.txt, beside this file) is generated from the released wheels of
-torch_xla 2.1 … 2.9 by tools/api_surface.py; tests/test_api_surface.py holds its 2.9
+torch_xla 2.1 … 2.9 by tools/api_surface.py; tests/python/test_api_surface.py holds its 2.9
 entries to the installed torch_xla. Each line is ``DOTTED  RELEASES  ENTRY``, see the
 file's header.
 

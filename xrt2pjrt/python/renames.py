@@ -2,7 +2,7 @@
 
 The renames are data (``Rename``), each new spelling with the releases it exists in;
 the one written is the first that exists in ``--target-version``.
-tests/test_rename_table.py resolves every spelling valid in 2.9 against the installed
+tests/python/test_rename_table.py resolves every spelling valid in 2.9 against the installed
 torch_xla."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from xrt2pjrt.python.api_surface import Lack
 NO_SCALER = "nothing replaces it (it served XLA:GPU): autocast to bfloat16 on TPU needs no scaler"
 
 # What to use instead of a name (or a call's keyword, as ``name(keyword=)``) a release
-# lacks; read from pytorch/xla v1.13 … v2.9. tests/test_target_api.py holds every entry to
+# lacks; read from pytorch/xla v1.13 … v2.9. tests/python/test_replacements.py holds every entry to
 # the table: the name is lacking in 2.9, and what the advice names exists there.
 REPLACEMENTS = {
     "torch_xla.experimental.pjrt": "use torch_xla.runtime (the pjrt-* rules rewrite the calls they know)",

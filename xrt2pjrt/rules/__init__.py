@@ -17,7 +17,10 @@ How to add a rule, in this order:
    ``command``, ``word``, ``heredoc`` and the kinds' own). Helpers only its family shares go
    in a ``_private.py`` module of the family (discovery skips names starting with ``_``);
    analyses of general use in ``python/`` or ``text/``.
-3. Its tests beyond the examples go in ``tests/rules/FAMILY/test_FAMILY_NAME.py``.
+3. Its tests beyond the examples go in ``tests/rules/FAMILY/test_FAMILY_NAME.py``, run
+   through tests/python_migrate.py or tests/text_migrate.py; tests of an engine go in
+   tests/python/ or tests/text/. The test folders are no packages: a test file's name
+   must be unique under tests/.
 4. Run ``python -m xrt2pjrt.guide docs``: it regenerates docs/RULES.md, the families table
    of docs/MIGRATION.md and xrt2pjrt/rule_index.py (the ids, fixes, summaries and trigger
    words the parent process reads without importing the rules); tests/test_guide.py fails

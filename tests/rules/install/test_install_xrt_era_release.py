@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text import installs
+from xrt2pjrt.text import installs, yaml as yaml_rewriter
+from xrt2pjrt.text.edits import todo_line
 
 TARGET = (2, 9)
+ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 FLAGGED = {
     # the seed issue's own install lines: nightlies of the XRT-era bucket
@@ -171,3 +173,13 @@ def test_tpu_set_ups_of_other_frameworks_get_no_pytorch_advice_and_pytorch_files
     assert torch != text
     outcome = module.rewrite(torch, every)
     assert sorted({f.line for f in outcome.manual + outcome.changes}) == asked, outcome
+
+
+def test_an_xrt_era_container_image_is_reported():
+    # GKE TPU jobs and Compose files pin their torch_xla through the image.
+    text = ("spec:\n  template:\n    spec:\n      containers:\n      - name: train\n"
+            "        image: gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm\n        command: [\"python3\", \"train.py\"]\n")
+    outcome = yaml_rewriter.rewrite(text, ALL)
+    image = installs.finding("gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", (2, 9))
+    assert outcome.text == text.replace("        image:", todo_line(image, "install-xrt-era-release", "        ") + "        image:")
+    assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]

@@ -78,3 +78,50 @@ def test_a_call_that_starts_the_runtime_before_the_spawn_is_reported(call):
     out = migrate("import logging\nimport torch_xla.core.xla_model as xm\n" + _XMP +
                   f"\nlevel = {call}\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
     assert [item.rule for item in out.manual] == ["spawn-runtime-before"]
+
+
+@pytest.mark.parametrize("source, lines", [
+    # the reviewer's r4: a class body and a default value run on import, in the launching process
+    ("class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n",
+     "5, 7"),
+    ("class Trainer:\n    class Defaults:\n        device = xm.xla_device()\n", "6"),
+    ("@functools.lru_cache(maxsize=xm.xrt_world_size())\ndef shard(i):\n    pass\n", "4"),
+    ("log = lambda msg, rank=xm.get_ordinal(): print(rank, msg)\n", "4"),
+    ("def main():\n    def log(msg, rank=xm.get_ordinal()):\n        pass\n    class C:\n        w = xm.xrt_world_size()\n"
+     "    return log, C\n", None),  # when main runs, not on import: main is no spawned function, so "in main"
+])
+def test_a_runtime_started_on_import_in_a_class_body_or_default_value_is_reported(source, lines):
+    out = migrate("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+                  f"{source}\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
+    (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    if lines:
+        assert "at module level" in item.shown() and item.shown().endswith(f"(line {lines})")
+    else:
+        assert item.message.endswith("(in main)")
+    assert out.text.count("[spawn-runtime-before]") == 1
+
+
+@pytest.mark.parametrize("imports, launch", [("import torch_xla\n", "torch_xla.launch"),
+                                             ("from torch_xla import launch\n", "launch")])
+def test_a_runtime_started_before_torch_xla_launch_is_reported_at_the_launch(imports, launch):
+    # torch_xla 2.9's launch calls xmp.spawn: 'Runtime is already initialized' (checked on CPU)
+    out = migrate(_XM + imports + f"\nDEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    {launch}(_mp_fn)\n")
+    (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert item.line == 7 and item.shown().endswith("(line 4)")
+    assert "before torch_xla.launch, which then raises 'Runtime is already initialized'" in item.message
+
+
+@pytest.mark.parametrize("source", [
+    "n = xm.xrt_world_size()\nprint(n)\n",  # no launch: one process
+    "from pytorch_lightning import Trainer\n\nTrainer(accelerator='tpu', devices=1).fit(model)\nn = xm.xrt_world_size()\n",
+    "from pytorch_lightning import Trainer\n\nn = xm.xrt_world_size()\nTrainer(accelerator='tpu', devices=1).fit(model)\n",
+    "from pytorch_lightning import Trainer\n\nTrainer(tpu_cores=8).fit(model)\nif xm.get_ordinal() == 0:\n    save()\n",
+    # a function of the file given to torch_xla's own API, to a builtin, or to a runner of one process
+    "def fn(i):\n    return xm.get_ordinal()\n\nn = xm.xrt_world_size()\nxm.do_on_ordinals(fn, (), (0,))\n",
+    "def fn(i):\n    return xm.get_ordinal()\n\nn = xm.xrt_world_size()\nranks = list(map(fn, range(n)))\n",
+    "from absl import app\n\ndef main(argv):\n    print(xm.get_ordinal())\n\nn = xm.xrt_world_size()\napp.run(main)\n",
+    # a main() that asks for its device only is one process's, not a replica's
+    "from launcher import launch\n\ndef main():\n    device = xm.xla_device()\n\nn = xm.xrt_world_size()\nlaunch(main)\n",
+])
+def test_a_runtime_started_with_no_launch_before_it_is_not_reported(source):
+    assert not [m for m in migrate(_XM + source).manual if m.rule == "spawn-runtime-before"]

@@ -53,7 +53,7 @@ class PreOneZero(ImportedModuleRule):
 
     def leave(self, ctx, original, updated):
         if _DATA_PARALLEL in imported_modules(original) and not _reads_data_parallel(ctx.tree, original):
-            # every 2.x release has the module (tests/test_target_api.py holds the tables to that)
+            # every 2.x release has the module (tests/rules/manual/test_manual_pre_1_0.py holds the tables to that)
             ctx.manual(f"{_DATA_PARALLEL} is imported but never used here: delete the import (torch_xla 2.x "
                        "still has it: nothing to port)")
             return updated

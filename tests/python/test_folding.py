@@ -13,6 +13,7 @@ from hypothesis import given
 from tests.test_engine_properties import ENCODINGS, SETTINGS, programs, source_of
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.python import quiet, rewriter as python
+from python_migrate import text
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 
@@ -144,3 +145,37 @@ def test_an_elif_stays_with_its_if():
     # Python, but the engine would see another structure than the file's.
     folded = fold("import torch_xla.core.xla_model as xm\nif xm.get_ordinal():\n    g = 5\nelif h:\n    i = 6\n")
     assert "elif h:\n" in folded.text and "    i = 6\n" not in folded.text
+
+
+def test_definitions_without_relevant_words_are_folded_without_losing_count():
+    """The engine folds away defs/classes that hold no word a rule looks for
+    (python/quiet.py); the ones after them (and after the defs nested in them) must still
+    be rewritten."""
+    out = text("""\
+        import torch_xla.core.xla_model as xm
+
+
+        def quiet():
+            def inner():
+                return 1
+
+            class Helper:
+                def method(self):
+                    return 2
+            return inner
+
+
+        @xm.some_decorator
+        def decorated():
+            return 3
+
+
+        class Loud:
+            def rank(self):
+                return xm.get_ordinal()
+
+            async def size(self):
+                return xm.xrt_world_size()
+        """)
+    assert "return xr.global_ordinal()" in out and "return xr.world_size()" in out
+    assert "@xm.some_decorator" in out and "import torch_xla.core.xla_model as xm" in out

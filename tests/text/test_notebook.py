@@ -15,7 +15,7 @@ from xrt2pjrt.text import installs, notebook
 from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
-FIXTURES = Path(__file__).parent / "fixtures" / "text" / "notebook"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "notebook"
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 BEFORE = (FIXTURES / "pod_training.ipynb").read_text()
 

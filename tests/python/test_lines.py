@@ -5,6 +5,7 @@ decorators, folded quiet statements and code spread over several lines."""
 
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.python import rewriter as python
+from python_migrate import migrate
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 
@@ -73,3 +74,8 @@ def test_findings_name_the_line_of_their_code():
     outcome = python.rewrite(SOURCE, OPTIONS)
     lines = [f.line for f in outcome.changes if "xrt_world_size" in f.message]
     assert sorted(lines) == expected
+
+
+def test_findings_carry_original_line_numbers():
+    outcome = migrate("import torch_xla.core.xla_model as xm\n\n\nn = xm.xrt_world_size()\n")
+    assert [(f.rule, f.line) for f in outcome.changes] == [("api-world-size", 4)]

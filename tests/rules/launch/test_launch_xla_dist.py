@@ -1,51 +1,28 @@
-"""The shell rewriter: the rewritten scripts run on a simulated pod (fixture pairs: test_text_fixtures.py).
+"""launch-xla-dist beyond its examples: the rewritten scripts run on a simulated pod.
 
-The behaviour tests run each XRT-era script with a simulation of torch_xla 1.13's xla_dist
+Each XRT-era script runs with a simulation of torch_xla 1.13's xla_dist
 (tests/stand_ins/xla_dist_1_13) and its rewrite with the stand-in gcloud
-(tests/stand_ins/gcloud), both on the same simulated pod, and compare what every worker ran:
-its argv word for word, its environment, and the exit status.
+(tests/stand_ins/gcloud), both on the same simulated pod, and the tests compare what every
+worker ran: its argv word for word, its environment, and the exit status.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from _hostile import hostile_words
-from stand_ins.pod import XLA_DIST_1_13, Pod, set_up, statements
-from xrt2pjrt.registry import Options, all_rules
+from stand_ins.pod import Pod, XLA_DIST_1_13, set_up, statements
 from xrt2pjrt.text import shell
+from text_migrate import rewrite_shell as rewrite, without_todos
 
-FIXTURES = Path(__file__).parent / "fixtures" / "text" / "shell"
-ALL = frozenset(all_rules())
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "text" / "shell"
 
-def rewrite(text: str, **options):
-    return shell.rewrite(text, Options(rules=ALL, unsafe_fixes=True, **options))  # every fix, unsafe ones too
-
-
-def test_unchanged_script_is_returned_as_is():
-    text = "#!/bin/sh\nexport PJRT_DEVICE=TPU\npython3 train.py 2>&1 | tee log\n"
-    assert rewrite(text).text == text
-
-
-def test_check_reports_a_broken_script():
-    assert shell.check("if true; then\n") is not None
-
-
-def test_findings_carry_the_line_of_the_call():
-    outcome = rewrite((FIXTURES / "pod_launch.sh").read_text())
-    assert [(f.rule, f.line) for f in outcome.changes] == [("launch-xla-dist", 6)]
-
-
-# --- behaviour on the simulated pod ----------------------------------------------------------
 
 # What a worker sees that is not the command's own doing.
 PLUMBING = ("PWD", "SHLVL", "_", "HOME", "PATH", "TPU_WORKER_ID")
@@ -265,14 +242,7 @@ def test_xrt2pjrt_launcher_runs_the_same_words(tmp_path):
     assert {c[5] for c in new.gcloud_calls() if c[3] == "ssh"} == {"--zone=us-central1-a"}
 
 
-def test_env_settings_reach_the_program(tmp_path):
-    """export / prefix forms: the program sees PJRT_DEVICE and no XRT variable."""
-    before = (FIXTURES / "cpu_topology.sh").read_text().replace("python3", "python3 -c 'import os; print(os.environ.get(\"PJRT_DEVICE\"), sorted(k for k in os.environ if k.startswith(\"XRT_\")))'")
-    ran = Pod(tmp_path).run_script(rewrite(before).text)
-    assert ran.stdout.splitlines()[0] == "CPU []"
-
-
-EXAMPLE = Path(__file__).parents[1] / "examples" / "legacy_mnist" / "run_pod.sh"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "legacy_mnist" / "run_pod.sh"
 
 
 def test_example_pod_script_runs_the_same_training_on_every_worker(tmp_path):
@@ -407,155 +377,6 @@ def test_script_arguments_under_sh_are_left_for_a_person():
     assert "would need bash" in outcome.manual[0].message
 
 
-def fixed_point(rewrite, text: str):
-    """``rewrite(text)``, checked to be a fixed point: a second pass changes nothing."""
-    outcome = rewrite(text)
-    again = rewrite(outcome.text)
-    assert again.text == outcome.text and again.changes == [], again.changes
-    return outcome
-
-
-def without_todos(text: str) -> str:
-    """``text`` without the TODO comment lines that mark items to decide."""
-    return "".join(line for line in text.splitlines(keepends=True) if not line.lstrip().startswith("# TODO(xrt2pjrt)"))
-
-
-def test_items_to_decide_are_marked_in_the_script_once_above_their_command():
-    """So that a decision outlives --write, as in Python; never inside a continued command."""
-    text = ('#!/bin/bash\nif true; then\n  export XRT_TPU_CONFIG="tpu_worker;0;$IP:8470"\nfi\n'
-            'echo "$XRT_SHARD_ORDINAL" && \\\n  echo "$XRT_HOST_ORDINAL"\n')
-    outcome = rewrite(text)
-    lines = outcome.text.splitlines()
-    assert lines[2].startswith("  # TODO(xrt2pjrt): this configured a remote TPU node") and lines[3] == "  export PJRT_DEVICE=TPU"
-    # the read on the continued line stays in the report only: no comment line can go there
-    assert lines[5].startswith("# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is read here")
-    assert lines[6:] == ['echo "$XRT_SHARD_ORDINAL" && \\', '  echo "$XRT_HOST_ORDINAL"']
-    assert len(outcome.manual) == 3
-    assert shell.check(outcome.text) is None
-    assert rewrite(outcome.text).text == outcome.text
-
-
-# --- device settings: the device follows the value (xrt_variables.device_for) ---------------
-
-REMOTE = "this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive"
-NO_CUDA = "this ran on GPUs: PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only (2.9 dropped CUDA"
-UNREADABLE = "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not be read from its value"
-
-
-def assert_decisions(outcome, decisions: list[tuple[str, int, str]]) -> None:
-    """``outcome`` asks exactly these (rule, line, start of the message), in this order."""
-    assert [(f.rule, f.line) for f in outcome.manual] == [(rule, line) for rule, line, _ in decisions]
-    for finding, (_, _, start) in zip(outcome.manual, decisions):
-        assert finding.message.startswith(start), finding.message
-
-
-@pytest.mark.parametrize("before, after, decisions", [
-    pytest.param(  # a GPU map was turned into a silent PJRT_DEVICE=CPU
-        '#!/bin/bash\nexport XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
-        'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\npython train.py\n',
-        "#!/bin/bash\nexport PJRT_DEVICE=CUDA\npython train.py\n",
-        [("env-shell-xrt-cpu", 2, NO_CUDA)], id="gpu-map"),
-    pytest.param(  # CPU and GPU in one map: XRT's xla_device() took the GPU (TPU, then GPU, then CPU)
-        'export XRT_DEVICE_MAP="CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0|'
-        'GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\npython train.py\n',
-        "export PJRT_DEVICE=CUDA\npython train.py\n",
-        [("env-shell-xrt-cpu", 1, NO_CUDA)], id="cpu-and-gpu-map"),
-    pytest.param(  # a TPU node reached over gRPC: the device is TPU, the node is for a person
-        '#!/bin/bash\nexport XRT_WORKERS="tpu_worker:0;grpc://10.0.0.2:8470"\n'
-        'export XRT_DEVICE_MAP="TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0"\npython train.py\n',
-        "#!/bin/bash\nexport PJRT_DEVICE=TPU\npython train.py\n",
-        [("env-shell-xrt-cpu", 2, REMOTE), ("env-shell-xrt-cpu", 3, REMOTE)], id="tpu-node-map"),
-    pytest.param(
-        '#!/bin/bash\nexport XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\npython train.py\n',
-        "#!/bin/bash\nexport PJRT_DEVICE=TPU\npython train.py\n",
-        [("env-shell-xrt-tpu-config", 2, REMOTE)], id="tpu-node-config"),
-    pytest.param(
-        'XRT_TPU_CONFIG="grpc://${COLAB_TPU_ADDR}" python3 train.py\n', "PJRT_DEVICE=TPU python3 train.py\n",
-        [("env-shell-xrt-tpu-config", 1, REMOTE),
-         ("env-shell-xrt-unused", 1, "COLAB_TPU_ADDR is read here but nothing sets it under PJRT: only the old "
-          "Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE "
-          "or xr.device_type() == 'TPU' instead")], id="colab-config"),
-    pytest.param(  # the TPU VM's own local server is not a node
-        'export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n', "export PJRT_DEVICE=TPU\n", [], id="tpu-vm"),
-    pytest.param(
-        'export XRT_DEVICE_MAP="CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0|CPU:1;/job:localservice/'
-        'replica:0/task:0/device:XLA_CPU:1"\n', "export PJRT_DEVICE=CPU\n", [], id="cpu-map"),
-    pytest.param(  # the device cannot be read: CPU as before, and said so
-        'export XRT_DEVICE_MAP="$DEVICE_MAP"\nexport XRT_WORKERS="$WORKERS"\n', "export PJRT_DEVICE=CPU\n",
-        [("env-shell-xrt-cpu", 1, UNREADABLE)], id="unreadable-map"),
-    pytest.param(  # XRT_WORKERS alone chose no device: XRT read it only beside XRT_DEVICE_MAP
-        'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\npython3 t.py\n', "python3 t.py\n", [],
-        id="workers-alone"),
-])
-def test_device_settings_follow_their_value(before, after, decisions):
-    outcome = rewrite(before)
-    assert without_todos(outcome.text) == after
-    assert_decisions(outcome, decisions)
-    assert outcome.text.count("# TODO(xrt2pjrt)") == len(decisions)
-
-
-def test_gpu_map_becomes_cuda_without_a_decision_for_torch_xla_2_8_and_gpu_for_2_1():
-    text = 'export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
-    assert (rewrite(text, target_version=(2, 8)).text, rewrite(text, target_version=(2, 8)).manual) == (
-        "export PJRT_DEVICE=CUDA\n", [])
-    assert rewrite(text, target_version=(2, 1)).text == "export PJRT_DEVICE=GPU\n"
-
-
-def test_a_quoted_setting_written_to_bashrc_reports_the_tpu_node():
-    text = 'echo "export XRT_TPU_CONFIG=\\"tpu_worker;0;\\$TPU_IP:8470\\"" >> ~/.bashrc\n'
-    outcome = rewrite(text)
-    assert without_todos(outcome.text) == 'echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
-    assert_decisions(outcome, [("env-shell-xrt-tpu-config", 1, REMOTE)])
-
-
-def test_unset_of_a_device_variable_asks_nothing():
-    outcome = rewrite("unset XRT_DEVICE_MAP\n")
-    assert (outcome.text, outcome.manual) == ("unset PJRT_DEVICE\n", [])
-
-
-def test_tpuvm_mode_read_in_a_build_script_says_what_it_means_now():
-    """xla v2.0 scripts/build_torch_wheels.sh: no topology hint, which would not apply."""
-    text = 'if [ "$TPUVM_MODE" == "1" ]; then\n  pip install torch_xla[tpuvm]\nfi\n'
-    tpuvm = [f for f in rewrite(text).manual if f.rule == "env-shell-xrt-unused"]
-    assert [(f.line, f.message) for f in tpuvm] == [(1, (
-        "TPUVM_MODE is read here but nothing sets it under PJRT: torch_xla 2.1+ ignores it: TPU nodes are gone, "
-        "every TPU torch_xla runs on is a TPU VM, so code that branches on it wants the TPU VM branch"))]
-
-
-@pytest.mark.parametrize("variable, value", [
-    ("XRT_TPU_CONFIG", "localservice;0;localhost:51011"),
-    ("XRT_TPU_CONFIG", "tpu_worker;0;10.0.0.2:8470"),
-    ("XRT_TPU_CONFIG", "grpc://10.240.1.2:8470"),
-    ("XRT_DEVICE_MAP", "CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0"),
-    ("XRT_DEVICE_MAP", "GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"),
-    ("XRT_DEVICE_MAP", "TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0"),
-    ("XRT_DEVICE_MAP", "CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0|"
-                       "GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"),
-    ("XRT_WORKERS", "tpu_worker:0;grpc://10.0.0.2:8470"),
-    ("XRT_WORKERS", "localservice:0;grpc://localhost:40934"),
-])
-def test_python_and_shell_settings_of_one_value_agree(variable, value):
-    """One mechanism (xrt_variables.device_for): the same device and the same decision."""
-    from xrt2pjrt.python import rewriter as python
-
-    in_python = python.rewrite(f"import os\nos.environ['{variable}'] = '{value}'\n", Options(rules=ALL))
-    in_shell = rewrite(f"export {variable}='{value}'\n")
-    devices = (re.findall(r"^os.environ\['PJRT_DEVICE'\] = '(\w+)'$", in_python.text, re.M),
-               re.findall(r"^export PJRT_DEVICE=(\w+)$", in_shell.text, re.M))
-    assert devices[0] == devices[1] and len(devices[0]) == (variable != "XRT_WORKERS")
-    assert [f.message for f in in_python.manual] == [f.message for f in in_shell.manual]
-
-
-@pytest.mark.parametrize("before, after", [
-    ('sudo -E XRT_TPU_CONFIG="localservice;0;localhost:51011" python3 train.py\n', "sudo -E PJRT_DEVICE=TPU python3 train.py\n"),
-    ("sudo -u ubuntu XRT_TPU_CONFIG=localservice XRT_MESH_SERVICE_ADDRESS=x python3 t.py\n",
-     "sudo -u ubuntu PJRT_DEVICE=TPU python3 t.py\n"),
-])
-def test_settings_sudo_passes_to_its_command_are_migrated(before, after):
-    # Kaggle's and pytorch/xla's TPU scripts ran training through sudo.
-    assert rewrite(before).text == after
-
-
 def test_values_of_this_machine_reach_the_workers_as_words_and_run_nothing(tmp_path):
     """A variable's value is expanded by the local shell, as for xla_dist, and arrives on every
     worker as the word it was: xla_dist (and the rewrite before) let the worker's shell read
@@ -602,37 +423,3 @@ def test_a_word_with_a_value_and_a_glob_matches_here_as_for_xla_dist(tmp_path):
     assert not outcome.manual and shell.check(outcome.text) is None
     assert pod.run_script(outcome.text).returncode == 0
     assert pod.calls()[1][0].argv == ["python3", "t.py", "data/a.csv", "data/b c.csv", "--lr=data"]
-
-
-@pytest.mark.parametrize("quote", ['"', "'"])
-def test_an_options_value_that_is_shell_is_migrated_in_place(quote):
-    # gcloud ... --command="export XRT_TPU_CONFIG=...; python3 train.py" was left as it was, with no item
-    config = '\\"localservice;0;localhost:51011\\"' if quote == '"' else '"localservice;0;localhost:51011"'
-    out = rewrite(f"gcloud compute tpus tpu-vm ssh pod --worker=all --command={quote}export XRT_TPU_CONFIG={config}; "
-                  f"python3 train.py{quote}\n")
-    assert out.text == (f"gcloud compute tpus tpu-vm ssh pod --worker=all --command={quote}export PJRT_DEVICE=TPU; "
-                        f"python3 train.py{quote}\n")
-    assert [c.rule for c in out.changes] == ["env-shell-xrt-tpu-config"]
-
-
-def test_a_setting_written_as_key_value_data_is_replaced_whole(tmp_path):
-    """`echo "XRT_TPU_CONFIG=localservice;0;…" >> .env` writes data, not shell: rewritten as shell
-    (cut at the `;`) the file got PJRT_DEVICE=TPU;0;localhost:51011, which torch_xla cannot
-    start with. The whole value goes; one that may be shell going on (`;python3 …`) is left, reported."""
-    text = ('echo "XRT_TPU_CONFIG=localservice;0;localhost:51011" | tee -a environment\n'
-            'echo "TPU_NUM_DEVICES=8 XRT_TPU_CONFIG=localservice;0;localhost:51011" >> .env\n'
-            "echo 'export XRT_DEVICE_MAP=CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0' >> rc\n"
-            'bash -c "export XRT_TPU_CONFIG=localservice;echo ran"\n')
-    first = fixed_point(rewrite, text)
-    assert without_todos(first.text) == ('echo "PJRT_DEVICE=TPU" | tee -a environment\n'
-                                         'echo "PJRT_DEVICE=TPU" >> .env\n'
-                                         "echo 'export PJRT_DEVICE=CPU' >> rc\n"
-                                         'bash -c "export XRT_TPU_CONFIG=localservice;echo ran"\n')
-    assert [(m.rule, m.line) for m in first.manual] == [("env-shell-xrt-tpu-config", 4)]
-    assert shell.check(first.text) is None
-    ran = subprocess.run(["bash", "-c", first.text], cwd=tmp_path, capture_output=True, text=True)
-    assert ran.returncode == 0 and ran.stdout.endswith("ran\n"), ran.stderr
-    # what pam_env or a .env reader takes from each file: NAME=the rest of the line
-    assert [dict([line.split("=", 1)]) for f in ("environment", ".env") for line in (tmp_path / f).read_text().splitlines()] == [
-        {"PJRT_DEVICE": "TPU"}, {"PJRT_DEVICE": "TPU"}]
-    assert (tmp_path / "rc").read_text() == "export PJRT_DEVICE=CPU\n"

@@ -10,7 +10,7 @@ from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.report import FileResult, Run
 from xrt2pjrt.python import rewriter as python
 
-FIXTURES = Path(__file__).parent / "fixtures" / "python"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "python"
 CASES = sorted(path.name.removesuffix(".before.py") for path in FIXTURES.glob("*.before.py"))
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"),
                   unsafe_fixes=True)  # every fix, unsafe ones too

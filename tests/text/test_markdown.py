@@ -14,9 +14,9 @@ from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import markdown, shell
 from xrt2pjrt.text.edits import dedent
-from test_text_shell import REMOTE, assert_decisions
+from text_migrate import REMOTE, assert_decisions
 
-FIXTURES = Path(__file__).parent / "fixtures" / "text" / "markdown"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "markdown"
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 

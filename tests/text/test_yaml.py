@@ -10,14 +10,14 @@ import yaml
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
-from test_text_shell import NO_CUDA, REMOTE, UNREADABLE, assert_decisions, fixed_point
+from text_migrate import NO_CUDA, REMOTE, UNREADABLE, assert_decisions, fixed_point
 from xrt2pjrt.rewriters import SourceError
-from xrt2pjrt.text import installs, yaml as yaml_rewriter
+from xrt2pjrt.text import yaml as yaml_rewriter
 from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.xrt_variables import GKE_TPU_NODE
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
-FIXTURES = Path(__file__).parent / "fixtures" / "text" / "yaml"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "yaml"
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 
@@ -124,16 +124,6 @@ def test_a_device_variable_from_a_config_map_gets_the_pjrt_value_not_the_xrt_one
     assert yaml.safe_load(first.text) == {"train": {"env": env}, "eval": {"env": env}}
     assert "    # the config map is shared with eval\n  - name: A" in first.text
     assert [(c.rule, c.line) for c in first.changes] == [("env-shell-xrt-tpu-config", 3), ("env-shell-xrt-tpu-config", 13)]
-
-
-def test_an_xrt_era_container_image_is_reported():
-    # GKE TPU jobs and Compose files pin their torch_xla through the image.
-    text = ("spec:\n  template:\n    spec:\n      containers:\n      - name: train\n"
-            "        image: gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm\n        command: [\"python3\", \"train.py\"]\n")
-    outcome = yaml_rewriter.rewrite(text, ALL)
-    image = installs.finding("gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", (2, 9))
-    assert outcome.text == text.replace("        image:", todo_line(image, "install-xrt-era-release", "        ") + "        image:")
-    assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]
 
 
 def test_a_gke_tpu_node_job_is_reported_on_every_run():

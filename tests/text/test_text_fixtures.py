@@ -3,7 +3,7 @@
 ``before`` becomes ``expected`` exactly, with exactly the manual items listed; the result
 passes its kind's own check (``bash -n``, YAML loads, notebook JSON loads, each rewritten
 code block parses); and a second pass changes nothing. The behaviour of the results (what
-runs where) is tested per kind in test_text_<kind>.py.
+runs where) is tested per kind in tests/text/test_<kind>.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from xrt2pjrt import files, rewriters
 from xrt2pjrt.registry import Options, all_rules
 
-FIXTURES = Path(__file__).parent / "fixtures" / "text"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "text"
 NOTHING = ()
 OLD_IMAGE = "XRT-era gcr.io/tpu-pytorch registry"  # the fixtures' docker images are XRT-era ones (text/installs.py)
 

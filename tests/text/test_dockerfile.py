@@ -8,10 +8,10 @@ from pathlib import Path
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
-from test_text_shell import NO_CUDA, REMOTE, assert_decisions, fixed_point, without_todos
+from text_migrate import NO_CUDA, REMOTE, assert_decisions, fixed_point, without_todos
 from xrt2pjrt.text import dockerfile
 
-FIXTURES = Path(__file__).parent / "fixtures" / "text" / "dockerfile"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "dockerfile"
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
 
 

@@ -1,0 +1,29 @@
+"""manual-module-as-value beyond its examples: a torch_xla module handed on as a value, and
+the uses by its import name that are not."""
+
+import pytest
+
+from python_migrate import migrate
+
+
+@pytest.mark.parametrize("source, how", [
+    ("class Trainer:\n    def __init__(self):\n        self.xm = xm\n\n    def world(self):\n"
+     "        return self.xm.xrt_world_size()\n", "is stored as self.xm"),
+    ("def rank(module):\n    return module.get_ordinal()\n\nprint(rank(xm))\n", "is handed on here as a value"),
+    ("rank = getattr(xm, name)()\n", "is handed on here as a value"),
+])
+def test_a_torch_xla_module_handed_on_is_reported_as_its_calls_are_not_followed(source, how):
+    out = migrate("import torch_xla.core.xla_model as xm\n\n" + source)
+    (item,) = [item for item in out.manual if item.rule == "manual-module-as-value"]
+    assert item.message.startswith(f"xm (torch_xla.core.xla_model) {how}: ")
+    assert not migrate("import torch_xla.core.xla_model as xm\n\n" + source, target="shim").manual
+
+
+@pytest.mark.parametrize("source", [
+    "device = xm.xla_device()\nprint(xm.__name__ == 'x', xm is None)\n",
+    "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n",
+    "import torch_xla.utils.serialization as xser\nsaved = [xser.save]\n",  # a module no rule migrates from
+    "ok = hasattr(xm, 'xla_device')\n",  # the name spelled out: followed as xm.xla_device is
+])
+def test_a_torch_xla_module_used_by_its_import_name_is_not_reported(source):
+    assert not migrate("import torch_xla.core.xla_model as xm\n" + source).manual

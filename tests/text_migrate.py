@@ -1,0 +1,40 @@
+"""The text rewriters as the tests run them: the shell rewriter with every rule and every fix
+(unsafe ones too), and what the tests of every kind ask of an outcome: a second pass that
+changes nothing, the text without its TODO lines, the decisions asked of a person."""
+
+from __future__ import annotations
+
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.text import shell
+
+ALL = frozenset(all_rules())
+
+
+def rewrite_shell(text: str, **options):
+    return shell.rewrite(text, Options(rules=ALL, unsafe_fixes=True, **options))  # every fix, unsafe ones too
+
+
+def fixed_point(rewrite, text: str):
+    """``rewrite(text)``, checked to be a fixed point: a second pass changes nothing."""
+    outcome = rewrite(text)
+    again = rewrite(outcome.text)
+    assert again.text == outcome.text and again.changes == [], again.changes
+    return outcome
+
+
+def without_todos(text: str) -> str:
+    """``text`` without the TODO comment lines that mark items to decide."""
+    return "".join(line for line in text.splitlines(keepends=True) if not line.lstrip().startswith("# TODO(xrt2pjrt)"))
+
+
+# The decisions a device setting asks, the same in every file kind (xrt_variables.device_for).
+REMOTE = "this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive"
+NO_CUDA = "this ran on GPUs: PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only (2.9 dropped CUDA"
+UNREADABLE = "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not be read from its value"
+
+
+def assert_decisions(outcome, decisions: list[tuple[str, int, str]]) -> None:
+    """``outcome`` asks exactly these (rule, line, start of the message), in this order."""
+    assert [(f.rule, f.line) for f in outcome.manual] == [(rule, line) for rule, line, _ in decisions]
+    for finding, (_, _, start) in zip(outcome.manual, decisions):
+        assert finding.message.startswith(start), finding.message
