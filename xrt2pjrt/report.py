@@ -70,8 +70,13 @@ class Finding:
 
     def moved(self, lines: int) -> "Finding":
         """This finding of a snippet, in the file the snippet starts ``lines`` lines into."""
-        cites = tuple(c if c.cell is not None else replace(c, line=c.line + lines) for c in self.cites)
-        return replace(self, line=self.line + lines, cites=cites)
+        return self.placed(lambda line: line + lines)
+
+    def placed(self, line_in_file: Callable[[int], int]) -> "Finding":
+        """This finding of a snippet, its line and those it cites (but a cell's) numbered in
+        the file by ``line_in_file`` (the snippet's line -> the file's)."""
+        cites = tuple(c if c.cell is not None else replace(c, line=line_in_file(c.line)) for c in self.cites)
+        return replace(self, line=line_in_file(self.line), cites=cites)
 
 
 # The quoted cites show this many characters of their line at most.

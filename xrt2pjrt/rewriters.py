@@ -88,14 +88,36 @@ def module_for(kind: str) -> ModuleType:
     return importlib.import_module(MODULES[kind])
 
 
+# What a notebook exported to .py holds: IPython's magics as nbconvert writes them
+# (``get_ipython().system(...)``) or jupytext (``# %%`` cells, ``# !pip`` comments).
+EXPORTED_MARKS = ("get_ipython()", "# %%", "jupytext:")
+
+
+class Exported:
+    """A Python file's trigger: its rules' words; in a notebook exported to .py, whose magics
+    are shell commands (python/ipython.py), the shell rules' words too."""
+
+    def __init__(self, python: Words | re.Pattern, shell: Words | re.Pattern):
+        self.python, self.shell = python, shell
+        self.pattern = f"{python.pattern}|{shell.pattern}"  # (grep, bench: a few files more)
+
+    def search(self, text: str) -> bool:
+        return bool(self.python.search(text) or (any(mark in text for mark in EXPORTED_MARKS)
+                                                 and self.shell.search(text)))
+
+
 @functools.cache
-def trigger_for(kind: str) -> Words | re.Pattern:
+def trigger_for(kind: str) -> Words | re.Pattern | Exported:
     """What a file of ``kind`` holds if a rule its rewriter runs may act on it: one of their
     trigger words (Rule.words), read from the generated index so that libcst and the rules
     stay unimported in the parent process. ``Words`` when they are all plain words."""
+    if kind == "python":
+        return Exported(_trigger(("python",)), _trigger(("shell",)))
+    return _trigger(RULE_KINDS.get(kind, ("shell",)))
 
 
-    patterns = list(dict.fromkeys(p for rules in RULE_KINDS.get(kind, ("shell",)) for p in TRIGGERS[rules]))
+def _trigger(kinds: tuple[str, ...]) -> Words | re.Pattern:
+    patterns = list(dict.fromkeys(p for rules in kinds for p in TRIGGERS[rules]))
     if all(re.escape(p) == p for p in patterns):
         return Words(*patterns)
     return re.compile("|".join(patterns))

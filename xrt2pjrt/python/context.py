@@ -96,6 +96,18 @@ class Context:
             text = comment if isinstance(comment, str) else message
             self._engine.statements[-1].comments.append(todo_comment(text, self.rule_id))
 
+    @property
+    def piece(self) -> int:
+        """The piece the node being visited is in, when the file is pieces of one program
+        (a notebook's cells, rewriter.rewrite_together); 0 in a file of one piece."""
+        return self._engine.piece_of(self.line)
+
+    def in_another_piece(self, binding: imports.Binding | None) -> bool:
+        """Whether ``binding``'s imports were all made in other pieces than the node being
+        visited (a notebook cell using a name another cell imports)."""
+        lines = [self._engine.import_line(s) for s in binding.statements] if binding is not None else []
+        return bool(lines) and None not in lines and all(self._engine.piece_of(line) != self.piece for line in lines)
+
     def parent(self, level: int = 1) -> cst.CSTNode | None:
         """The original node ``level`` steps above the one being visited (1: its parent)."""
         ancestors = self._engine.ancestors

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
-from xrt2pjrt.rewriters import Outcome, todo_comment
+from xrt2pjrt.rewriters import TODO, Outcome, todo_comment
 from xrt2pjrt.suppress import Suppressions
 
 
@@ -94,6 +94,13 @@ class Recorder:
 def todo_line(message: str, rule: str, margin: str = "") -> str:
     """The comment line that marks an item to decide in a text (shell, Dockerfile)."""
     return f"{margin}{todo_comment(message, rule)}\n"
+
+
+def without_new_todo_lines(before: str, after: str) -> str:
+    """``after`` (a rewrite of ``before``) without the TODO lines the rewrite added."""
+    had = {line.strip() for line in before.splitlines()}
+    return "".join(line for line in after.splitlines(keepends=True)
+                   if not (line.lstrip().startswith(TODO) and line.strip() not in had))
 
 
 def leave_todo_comments(rec: Recorder, statements: list[tuple[int, int]]) -> None:

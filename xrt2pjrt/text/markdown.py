@@ -1,28 +1,45 @@
 """The Markdown / reStructuredText rewriter: code blocks only, prose untouched.
 
-Each code block goes, dedented, to the rewriter of its language (shell, Python, Dockerfile,
-YAML; an untagged block counts as shell), and comes back re-indented. A block whose
-rewrite that rewriter's own check rejects is left as it was, and reported. A shell block
-written as a console session (`(vm)$ export ...`, output lines between) is rewritten
-command by command, each keeping its prompt. The items to decide are reported only: the
-``# TODO(xrt2pjrt)`` lines the rewriters write into code do not go into documentation,
-where readers copy them. So the lines of a spot to decide are left as they were: rewritten,
-the spot would hide its decision (a remote TPU node's ``XRT_TPU_CONFIG`` made a plain
-``PJRT_DEVICE=TPU``) and no later run could report it.
+A code block is a fenced one, an indented one (four spaces, in Markdown), a reST
+``code-block`` directive or a ``::`` literal block. A block tagged with a language is of
+that language, but one that may hold Python is read as its text says: untagged, or tagged
+``text``, ``py``, ``python3``, ``ipython``, ``pycon`` and the like, it is a Python session when
+it starts with ``>>>``, Python when it parses as Python (its IPython lines, ``!pip ...`` and
+``%env``, hidden first and migrated as the commands and settings they are), shell otherwise
+(and Python when tagged so). A block in a language no rewriter reads (c++, ...) stays as it
+is; so does a ``json`` one, but one holding no JSON is a transcript a reader copies a
+command from (``python -m torch_xla.distributed.xla_dist ...`` with the lines it printed):
+its XRT-era commands are reported at their lines, not rewritten.
+
+Each block goes, dedented, to the rewriter of its language, and comes back re-indented. A
+guide's blocks are separate programs, pasted one by one, but a snippet leans on the imports
+of the blocks around it: a Python block is rewritten with the imports of the other blocks
+that bind the names it uses (dropped again after; an import its rewrite needs goes into the
+block itself), and with the names the other blocks use of its own imports, so that none of
+those is dropped as unused. A block whose rewrite that rewriter's own check rejects is left
+as it was, and reported. A shell block written as a console session (`(vm)$ export ...`,
+output lines between) is rewritten command by command, each keeping its prompt. The items
+to decide are reported only: the ``# TODO(xrt2pjrt)`` lines the rewriters write into code do
+not go into documentation, where readers copy them. So the lines of a spot to decide are
+left as they were: rewritten, the spot would hide its decision (a remote TPU node's
+``XRT_TPU_CONFIG`` made a plain ``PJRT_DEVICE=TPU``) and no later run could report it.
 """
 
 from __future__ import annotations
 
+import ast
+import difflib
+import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
-from xrt2pjrt.rewriters import TODO, Outcome, SourceError
-from xrt2pjrt.text import shell
+from xrt2pjrt.rewriters import Outcome, SourceError
+from xrt2pjrt.text import magics, shell
 from xrt2pjrt.report import Finding
-from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted
+from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted, without_new_todo_lines
 
 
 def _python():
@@ -30,13 +47,15 @@ def _python():
     return rewriters.module_for("python")
 
 
-# info string / directive language -> file kind
+# info string / directive language -> file kind; CONTENT: the block's text decides (_kind)
+CONTENT = "content"
+_PYTHON_TAGS = ("python", "py", "python3", "py3", "ipython", "ipython3", "pycon")
 LANGUAGES = {
-    **dict.fromkeys(("", "sh", "bash", "shell", "console", "zsh", "shell-session", "sh-session", "text",
-                     "none"), "shell"),
-    **dict.fromkeys(("python", "py", "python3", "ipython", "ipython3"), "python"),
+    **dict.fromkeys(("sh", "bash", "shell", "console", "zsh", "shell-session", "sh-session"), "shell"),
+    **dict.fromkeys(("", "text", "none", *_PYTHON_TAGS), CONTENT),
     **dict.fromkeys(("dockerfile", "docker"), "dockerfile"),
     **dict.fromkeys(("yaml", "yml"), "yaml"),
+    **dict.fromkeys(("json", "jsonc"), "json"),
 }
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*$", re.M)
 _RST_DIRECTIVE = re.compile(r"^([ \t]*)(?:\.\. (?:code-block|code|sourcecode)::[ \t]*(\S*)|(?!\.\.)(?:.*\S)?::)[ \t]*$", re.M)
@@ -48,102 +67,227 @@ class Block:
     end: int  # end of the last content line, with its newline
     indent: str  # what every non-empty content line starts with
     kind: str
+    tag: str = ""  # its info string's or directive's language, lower case
 
 
 def rewrite(text: str, options: Options) -> Outcome:
     options = options.in_file(text)
     rec = Recorder(text, options)
     bodies = {block: dedent(text[block.start:block.end], block.indent) for block in blocks(text)}
-    done = _python_together(text, bodies, options)
+    around = _imports_around(bodies)
     for block, body in bodies.items():
-        module = rewriters.module_for(block.kind)
-        if block in done or not rewriters.trigger_for(block.kind).search(body):
+        context, kept = around.get(block, ("", ()))  # (a snippet's xm is the import's of another block)
+        if not rewriters.trigger_for(_TRIGGER.get(block.kind, block.kind)).search(context + body):
             continue
-        again = _rewriter(block, body, module, options)
         try:
-            done.update(zip([block], _leave_decided([body], again([body]), again)))
+            if block.kind == "json":
+                outcome = _transcript(body, options)
+            else:
+                again = _program(block.kind, body, options, context, kept)
+                outcome = _leave_decided(body, again(body), again)
         except SourceError:
             continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
-    for block, body in bodies.items():
-        if block not in done:
-            continue
-        if done[block].text != body:
-            rec.edits.append(Edit(block.start, block.end, indent(done[block].text, block.indent)))
-        merge_into(rec, done[block], rec.line(block.start) - 1)
+        if body.strip() and not outcome.text.strip():  # (an instruction left with no code)
+            outcome = Outcome(body, [], [*outcome.manual, *(replace(f, message=f"the rewrite would empty this block: "
+                                                                    f"edit it and its text by hand ({f.message})")
+                                                            for f in outcome.changes)])
+        if outcome.text != body:
+            rec.edits.append(Edit(block.start, block.end, _indented_again(text[block.start:block.end], body,
+                                                                          outcome.text, block.indent)))
+        merge_into(rec, outcome, rec.line(block.start) - 1)
     return rec.outcome()
 
 
-# How code is rewritten: its blocks' texts -> their outcomes (one block, or the Python
-# blocks of a document as one program).
-Program = Callable[[list[str]], list[Outcome]]
+def _indented_again(original: str, body: str, new: str, margin: str) -> str:
+    """``new``, the rewrite of ``body`` (``original`` dedented), indented again; its lines that
+    did not change as ``original`` has them (a blank line keeps its spaces)."""
+    kept, old, lines = original.splitlines(keepends=True), body.splitlines(keepends=True), new.splitlines(keepends=True)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, lines, autojunk=False).get_opcodes():
+        out += kept[i1:i2] if tag == "equal" else [indent("".join(lines[j1:j2]), margin)]
+    return "".join(out)
 
 
-def _rewriter(block: Block, body: str, module, options: Options) -> Program:
-    if block.kind == "shell" and _PROMPT.search(body):
-        return lambda texts: [_rewrite_session(texts[0], options)]
-    return lambda texts: [_checked(module, texts[0], module.rewrite(texts[0], options))]
+# The trigger of a block's kind, when not its own: IPython lines in Python are commands.
+_TRIGGER = {"python": "notebook", "pycon": "notebook", "json": "shell"}
+
+# How code is rewritten: a block's text -> its outcome.
+Program = Callable[[str], Outcome]
 
 
-def _python_together(text: str, bodies: dict[Block, str], options: Options) -> dict[Block, Outcome]:
-    """The outcome of each Python block that parses, all of them rewritten as one program:
-    a document imports torch_xla in one block and uses it in the next ones. ``bodies``:
-    every code block, dedented."""
-    python = [block for block, body in bodies.items() if block.kind == "python" and _python().check(body) is None]
-    if len(python) < 2:
-        return {}
-    first = [text.count("\n", 0, block.start) for block in python]  # lines before each block
+def _program(kind: str, body: str, options: Options, context: str = "", kept: tuple[str, ...] = ()) -> Program:
+    """How a block of ``kind`` is rewritten; a Python block with ``context`` (the imports of
+    other blocks it uses) and ``kept`` (the names of its imports other blocks use)."""
+    if kind == "shell" and _PROMPT.search(body):
+        return lambda text: _rewrite_session(text, options)
+    if kind == "python":
+        return lambda text: _python_block(text, options, context, kept)
+    if kind == "pycon":
+        return lambda text: _python_session(text, options, context, kept)
+    module = rewriters.module_for(kind)
+    return lambda text: _checked(module.check, kind, text, module.rewrite(text, options))
 
-    def together(sources: list[str]) -> list[Outcome]:
-        outcomes = _python().rewrite_together(sources, options, where=lambda own, k, line: (first[k] + line - first[own], None))
-        if outcomes is None:
-            raise SourceError("the Python blocks are not one program", 1)
-        return [_checked(_python(), source, outcome) for source, outcome in zip(sources, outcomes)]
 
-    sources = [bodies[block] for block in python]
+def _python_block(body: str, options: Options, context: str, kept: tuple[str, ...]) -> Outcome:
+    """A block of Python (its IPython lines migrated by text/magics.py), rewritten as a
+    program of its own that has ``context`` run before it and its ``kept`` names used after."""
+    cell, outcomes = magics.python_cell(body), None
+    if context or kept:
+        outcomes = _python().rewrite_together([context, cell.python, "".join(f"{name}\n" for name in kept)], options,
+                                              where=lambda own, k, line: (line if k == 1 else 0, None))
+    if outcomes is None:
+        outcome = _python().rewrite(cell.python, options)
+    else:
+        head, outcome, _ = outcomes
+        # the imports the rewrite put among the borrowed ones are the block's own; a line of
+        # another block (numbered 0 above) is no line of this one's items
+        had = context.splitlines(keepends=True)
+        added = "".join(line for line in head.text.splitlines(keepends=True) if line not in had)
+        outcome = Outcome(added + outcome.text, outcome.changes, [_own_cites(f) for f in outcome.manual])
+    return _checked(_python_check, "Python", body, magics.finish(cell, outcome, options))
+
+
+def _own_cites(finding: Finding) -> Finding:
+    return replace(finding, cites=tuple(c for c in finding.cites if c.line))
+
+
+def _python_check(text: str) -> str | None:
+    return _python().check(magics.python_cell(text).python)
+
+
+_SESSION_PROMPT = re.compile(r"(?:>>>|\.\.\.)(?: |(?=\r?\n|$))")
+_OUTPUT = re.compile(r"# xrt2pjrt-output-(\d+)$")
+
+
+def _python_session(body: str, options: Options, context: str, kept: tuple[str, ...]) -> Outcome:
+    """A ``>>>`` session, rewritten as the one program its examples are: its prompts taken
+    off, its output lines kept as comment lines in the Python, then put back; a new line gets
+    ``>>>`` where a statement starts, ``...`` where it goes on."""
+    lines = body.splitlines(keepends=True)
+    python = []
+    for k, line in enumerate(lines):
+        prompt = _SESSION_PROMPT.match(line)
+        python.append(line[prompt.end():] if prompt else f"# xrt2pjrt-output-{k}" + line[len(line.rstrip("\r\n")):])
+    old = "".join(python)
+    outcome = _python_block(old, options, context, kept)
+    new = without_new_todo_lines(old, outcome.text).splitlines(keepends=True)
+    if new == python:
+        return Outcome(body, outcome.changes, outcome.manual)
+    starts = {node.lineno for node in ast.parse("".join(new)).body}
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, python, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out += lines[i1:i2]
+            continue
+        for j in range(j1, j2):
+            output = _OUTPUT.match(new[j].rstrip("\r\n"))
+            out.append(lines[int(output.group(1))] if output else
+                       (">>> " if j + 1 in starts else "... ") + new[j] if new[j].strip() else "..." + new[j])
+    return Outcome("".join(out), outcome.changes, outcome.manual)
+
+
+def _transcript(body: str, options: Options) -> Outcome:
+    """A json block: as it is; when it holds no JSON, each XRT-era command in it reported."""
     try:
-        return dict(zip(python, _leave_decided(sources, together(sources), together)))
-    except SourceError:
-        return {}
+        json.loads(body)
+        return Outcome(body)
+    except ValueError:
+        pass
+    outcome = shell.rewrite(body, options, comments=False)
+    return Outcome(body, manual=[*outcome.manual, *(replace(f, message=f"left as it is (a json block): {f.message}")
+                                                    for f in outcome.changes)])
 
 
-def _leave_decided(bodies: list[str], outcomes: list[Outcome], again: Program) -> list[Outcome]:
-    """``outcomes`` (the rewrite of ``bodies``) without their new TODO lines, and with each
-    spot whose item to decide a next run (``again``) would no longer find as it was: the code
-    is rewritten again with an ``ignore`` marker on each such statement, then without the
+@dataclass(frozen=True)
+class _Names:
+    """What a Python block imports (name -> the import statement that binds it), and the
+    names it uses without binding them."""
+
+    imports: dict[str, str]
+    free: frozenset[str]
+
+
+def _names(body: str) -> _Names | None:
+    python = magics.python_cell(body).python
+    try:
+        tree = ast.parse(python)
+    except (SyntaxError, ValueError):
+        return None
+    imports, bound, used = {}, set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    name = alias.asname or alias.name.split(".")[0]
+                    imports[name] = ast.get_source_segment(python, node) + "\n"
+                    bound.add(name)
+        elif isinstance(node, ast.Name):
+            (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return _Names(imports, frozenset(used - bound))
+
+
+def _imports_around(bodies: dict[Block, str]) -> dict[Block, tuple[str, tuple[str, ...]]]:
+    """For each Python block: the imports of other blocks that bind names it uses (the
+    nearest block above that imports the name, else the nearest below), and the names of
+    its own imports that other blocks borrow so."""
+    python = [block for block in bodies if block.kind in ("python", "pycon")]
+    names = {block: _names(_session_python(bodies[block]) if block.kind == "pycon" else bodies[block])
+             for block in python}
+    read = [block for block in python if names[block] is not None]
+    borrowed: dict[Block, dict[str, Block]] = {}  # block -> name -> the block it borrows the name's import from
+    for k, block in enumerate(read):
+        others = [*reversed(read[:k]), *read[k + 1:]]
+        borrowed[block] = {name: next(o for o in others if name in names[o].imports)
+                           for name in sorted(names[block].free) if any(name in names[o].imports for o in others)}
+    return {block: ("".join(dict.fromkeys(names[source].imports[name] for name, source in borrowed[block].items())),
+                    tuple(name for name in names[block].imports
+                          if any(sources.get(name) is block for sources in borrowed.values())))
+            for block in read}
+
+
+def _session_python(body: str) -> str:
+    """The Python of a ``>>>`` session, for reading its names: prompt lines only."""
+    return "".join(line[m.end():] for line in body.splitlines(keepends=True) if (m := _SESSION_PROMPT.match(line)))
+
+
+def _leave_decided(body: str, outcome: Outcome, again: Program) -> Outcome:
+    """``outcome`` (the rewrite of ``body``) without its new TODO lines, and with each spot
+    whose item to decide a next run (``again``) would no longer find as it was: the code is
+    rewritten again with an ``ignore`` marker on each such statement, then without the
     markers. Where that cannot be done, or a next run would change the result, the code is
     left as it was and its changes are reported as not made."""
-    done = [_without_todo_lines(b, o) for b, o in zip(bodies, outcomes)]
-    if all(o.text == b for b, o in zip(bodies, done)) or not any(o.manual for o in outcomes):
+    done = _without_todo_lines(body, outcome)
+    if done.text == body or not outcome.manual:
         return done
-    hidden = _hidden(outcomes, again([o.text for o in done]))
-    if not any(hidden):
+    hidden = _hidden(outcome, again(done.text))
+    if not hidden:
         return done
-    kept = _rewrite_keeping(bodies, [{f.line for f in h} for h in hidden], again)
+    kept = _rewrite_keeping(body, {f.line for f in hidden}, again)
     if kept is not None:
-        then = again([o.text for o in kept])
-        if not any(_hidden(outcomes, then)):  # a next run asks each item again, and keeps each spot
-            spots = [{f.line for f in t.manual if _item(f) in set(map(_item, h))}
-                     for t, h in zip(then, hidden)]
-            second = _rewrite_keeping([o.text for o in kept], spots, again)
-            if second is not None and all(a.text == b.text and not a.changes for a, b in zip(second, kept)):
-                return [Outcome(k.text, k.changes, o.manual) for k, o in zip(kept, outcomes)]
-    return [Outcome(b, [], [*o.manual, *(Finding(f.rule, f.line, "code block left as it was, as it has an item "
-                                                 f"to decide: make this change by hand ({f.message})")
-                                         for f in o.changes)]) for b, o in zip(bodies, outcomes)]
+        then = again(kept.text)
+        if not _hidden(outcome, then):  # a next run asks each item again, and keeps each spot
+            spots = {f.line for f in then.manual if _item(f) in set(map(_item, hidden))}
+            second = _rewrite_keeping(kept.text, spots, again)
+            if second is not None and second.text == kept.text and not second.changes:
+                return Outcome(kept.text, kept.changes, outcome.manual)
+    return Outcome(body, [], [*outcome.manual, *(Finding(f.rule, f.line, "code block left as it was, as it has an item "
+                                                         f"to decide: make this change by hand ({f.message})")
+                                                 for f in outcome.changes)])
 
 
-def _hidden(first: list[Outcome], then: list[Outcome]) -> list[list[Finding]]:
-    """For each block, the items ``first`` asks and a next run, ``then``, does not (an item
-    naming a line that has moved is the same item)."""
-    out = []
-    for a, b in zip(first, then):
-        left = [_item(f) for f in b.manual]
-        out.append([])
-        for f in a.manual:
-            if _item(f) in left:
-                left.remove(_item(f))
-            else:
-                out[-1].append(f)
+def _hidden(first: Outcome, then: Outcome) -> list[Finding]:
+    """The items ``first`` asks and a next run, ``then``, does not (an item naming a line
+    that has moved is the same item)."""
+    left, out = [_item(f) for f in then.manual], []
+    for f in first.manual:
+        if _item(f) in left:
+            left.remove(_item(f))
+        else:
+            out.append(f)
     return out
 
 
@@ -155,50 +299,46 @@ def _item(f: Finding) -> tuple:
 _KEEP = "  # xrt2pjrt: ignore"  # suppress.py: keeps every rule off the statement it is on
 
 
-def _rewrite_keeping(bodies: list[str], spots: list[set[int]], again: Program) -> list[Outcome] | None:
-    """The rewrite of ``bodies`` (by ``again``) with the statements at lines ``spots`` (of
-    each body) as they are, new TODO lines left out; None when a marker cannot be put there or
-    taken back."""
-    marked = []
-    for body, lines_at in zip(bodies, spots):
-        lines = body.splitlines(keepends=True)
-        for line in sorted(lines_at):
-            last = line
-            while last < len(lines) and lines[last - 1].rstrip("\r\n").endswith("\\"):
-                last += 1  # a marker on a command's last line covers its continued lines
-            if last > len(lines) or _KEEP in lines[last - 1] or re.search("\"\"\"|\'\'\'|<<", lines[last - 1]):
-                return None  # (in a string or a here-document, a marker would be text)
-            text = lines[last - 1].rstrip("\r\n")
-            lines[last - 1] = text + _KEEP + lines[last - 1][len(text):]
-        marked.append("".join(lines))
+def _rewrite_keeping(body: str, spots: set[int], again: Program) -> Outcome | None:
+    """The rewrite of ``body`` (by ``again``) with the statements at lines ``spots`` as they
+    are, new TODO lines left out; None when a marker cannot be put there or taken back."""
+    lines = body.splitlines(keepends=True)
+    for line in sorted(spots):
+        last = line
+        while last < len(lines) and lines[last - 1].rstrip("\r\n").endswith("\\"):
+            last += 1  # a marker on a command's last line covers its continued lines
+        if last > len(lines) or _KEEP in lines[last - 1] or re.search("\"\"\"|\'\'\'|<<", lines[last - 1]):
+            return None  # (in a string or a here-document, a marker would be text)
+        text = lines[last - 1].rstrip("\r\n")
+        lines[last - 1] = text + _KEEP + lines[last - 1][len(text):]
+    marked = "".join(lines)
     try:
-        outcomes = [_without_todo_lines(m, o) for m, o in zip(marked, again(marked))]
+        outcome = _without_todo_lines(marked, again(marked))
     except SourceError:
         return None
-    if any(o.text.count(_KEEP) != m.count(_KEEP) for m, o in zip(marked, outcomes)):
+    if outcome.text.count(_KEEP) != marked.count(_KEEP):
         return None
-    return [Outcome(o.text.replace(_KEEP, ""), o.changes, o.manual) for o in outcomes]
+    return Outcome(outcome.text.replace(_KEEP, ""), outcome.changes, outcome.manual)
 
 
 def _without_todo_lines(before: str, outcome: Outcome) -> Outcome:
     """``outcome`` (the rewrite of ``before``) without the TODO lines the rewrite added."""
-    had = {line.strip() for line in before.splitlines()}
-    text = "".join(line for line in outcome.text.splitlines(keepends=True)
-                   if not (line.lstrip().startswith(TODO) and line.strip() not in had))
-    return Outcome(text, outcome.changes, outcome.manual)
+    return Outcome(without_new_todo_lines(before, outcome.text), outcome.changes, outcome.manual)
 
 
-def _checked(module, body: str, outcome: Outcome) -> Outcome:
-    """``outcome``, the rewrite of ``body`` by ``module``; ``body`` as it was, reported, when
-    the rewrite fails that module's own check."""
+def _checked(check: Callable[[str], str | None], kind: str, body: str, outcome: Outcome) -> Outcome:
+    """``outcome``, the rewrite of ``body``; ``body`` as it was, reported, when the rewrite
+    fails ``check``, its kind's own."""
     if outcome.text == body:
         return outcome
-    problem = module.check(outcome.text)
+    problem = check(outcome.text)
     if problem is None:
         return outcome
-    return Outcome(body, manual=[Finding(f.rule, f.line, "code block left as it was: its rewrite would not be "
-                                         f"valid {module.__name__.rsplit('.', 1)[-1]} ({problem})")
-                                 for f in outcome.changes])
+    written = check(body)  # (a placeholder such as <ip-address> makes the block invalid as written)
+    why = f"not valid {kind} as written" if written else f"its rewrite would not be valid {kind}"
+    problem = re.sub(r"^\S*bash: line \d+: ", "", (written or problem).splitlines()[0])  # (bash -n's own words)
+    return Outcome(body, [], [*outcome.manual, *(Finding(f.rule, f.line, f"code block left as it was ({why}: {problem}): "
+                                                         f"{f.message}") for f in outcome.changes)])
 
 
 # A shell prompt that starts a command in a console session: `$ `, `(vm)$ `, `user@host:~$ `.
@@ -221,7 +361,7 @@ def _rewrite_session(body: str, options: Options) -> Outcome:
         while end < len(lines) and lines[end - 1].rstrip("\r\n").endswith("\\"):
             end += 1
         command = lines[i][prompt.end():] + "".join(lines[i + 1:end])
-        done = _checked(shell, command, shell.rewrite(command, options, comments=False))
+        done = _checked(shell.check, "shell", command, shell.rewrite(command, options, comments=False))
         changes += shifted(done.changes, i)
         manual += shifted(done.manual, i)
         if done.text.strip():
@@ -243,8 +383,35 @@ def parsed_size(text: str) -> int:
 def blocks(text: str) -> list[Block]:
     """The code blocks of a Markdown or reStructuredText text whose language has a rewriter."""
     fenced = _fenced(text)
-    literal = [b for b in _rst(text) if not any(b.start < f.end and f.start < b.end for f in fenced)]
-    return sorted((b for b in fenced + literal if b.kind), key=lambda b: b.start)
+    literal = [b for b in _rst(text) if not _overlaps(b, fenced)]
+    indented = [b for b in _indented(text) if not _overlaps(b, fenced + literal)]
+    found = [_decided(text, b) if b.kind == CONTENT else b for b in fenced + literal + indented]
+    return sorted((b for b in found if b.kind), key=lambda b: b.start)
+
+
+def _overlaps(block: Block, others: list[Block]) -> bool:
+    return any(block.start < o.end and o.start < block.end for o in others)
+
+
+_PYTHON_NODES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call)
+
+
+def _decided(text: str, block: Block) -> Block:
+    """A block whose language its text decides: a ``>>>`` session ("pycon"); Python when
+    tagged so, or when it parses as Python with its IPython lines hidden and holds them, an
+    import, a definition or a call (``XRT_TPU_CONFIG="..."`` and ``ls`` parse too); else shell."""
+    body = dedent(text[block.start:block.end], block.indent)
+    if body.lstrip().startswith(">>>"):
+        return replace(block, kind="pycon")
+    if block.tag in _PYTHON_TAGS:
+        return replace(block, kind="python")
+    cell = magics.python_cell(body)
+    try:
+        tree = ast.parse(cell.python)
+    except (SyntaxError, ValueError):
+        return replace(block, kind="shell")
+    python = cell.magics or any(isinstance(node, _PYTHON_NODES) for node in ast.walk(tree))
+    return replace(block, kind="python" if python else "shell")
 
 
 def _fenced(text: str) -> list[Block]:
@@ -253,11 +420,11 @@ def _fenced(text: str) -> list[Block]:
         m = _FENCE.search(text, pos)
         if not m:
             return out
-        margin, fence, lang = m.group(1), m.group(2), m.group(3).lower()
+        margin, fence, lang = m.group(1), m.group(2), m.group(3).lower().strip("{}.")
         start = min(m.end() + 1, len(text))
         close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M).search(text, start)
         end = close.start() if close else len(text)
-        out.append(Block(start, end, margin, LANGUAGES.get(lang.strip("{}."), "")))
+        out.append(Block(start, end, margin, LANGUAGES.get(lang, ""), lang))
         pos = close.end() if close else len(text)
 
 
@@ -280,8 +447,54 @@ def _rst(text: str) -> list[Block]:
                 end = pos + len(line)
             pos += len(line)
         if start is not None:
-            out.append(Block(start, end, margin, LANGUAGES.get((m.group(2) or "").lower(), "")))
+            lang = (m.group(2) or "").lower()
+            out.append(Block(start, end, margin, LANGUAGES.get(lang, ""), lang))
     return out
+
+
+# Where an indented block may start in Markdown: after a blank line, a heading or a rule
+# (not after a paragraph's line, which it would continue).
+_BREAK = re.compile(r"[ ]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$)|[ \t]*$")
+_LIST_ITEM = re.compile(r"[ ]{0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+_INDENTED = re.compile(r"(?: {4}|\t)")
+
+
+def _indented(text: str) -> list[Block]:
+    """Markdown's indented code blocks: lines indented four spaces or a tab, after a blank
+    line or a heading, that do not go on with a list item (``1. Step`` then an indented
+    paragraph) or a reST directive's or literal's text, and are not all list items (a list
+    indented by four spaces is rendered as code, but written as a list)."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    out, i = [], 0
+    while i < len(lines):
+        if not (_INDENTED.match(lines[i]) and lines[i].strip() and (i == 0 or _BREAK.match(lines[i - 1].rstrip("\r\n")))
+                and not _goes_on(lines, i)):
+            i += 1
+            continue
+        last = j = i
+        while j < len(lines) and (not lines[j].strip() or _INDENTED.match(lines[j])):
+            last = j if lines[j].strip() else last
+            j += 1
+        body = [line for line in lines[i:last + 1] if line.strip()]
+        margin = min((re.match(r"[ \t]*", line).group() for line in body), key=len)
+        if not all(_LIST_ITEM.match(line[len(margin):]) for line in body):  # (a list indented too far)
+            out.append(Block(starts[i], starts[last + 1], margin, CONTENT))
+        i = last + 1
+    return out
+
+
+def _goes_on(lines: list[str], i: int) -> bool:
+    """Whether the indented line ``i`` goes on with what is above it: a list item, a reST
+    directive or ``::`` paragraph (the nearest line above that is not indented tells)."""
+    for line in reversed(lines[:i]):
+        text = line.rstrip("\r\n")
+        if not text.strip() or (line[:1] in " \t" and not _LIST_ITEM.match(text)):
+            continue
+        return bool(_LIST_ITEM.match(text) or text.startswith(".. ") or text.endswith("::"))
+    return False
 
 
 def _lines_from(text: str, pos: int):

@@ -1,6 +1,11 @@
 """any other torch_xla name, keyword or positional argument the target release lacks
 (xm.CollectiveContext, torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings):
 reported with the release that removed it and its replacement, as the last check of every spot
+
+A use of a name whose import fails is that import's spot (import-gone-module): the import
+raises first. In a notebook, though, each cell is read and run on its own: a cell that uses a
+module or name another cell imports from where torch_xla 2.x lacks it is told so once, so
+that whoever mends the import finds every cell to mend with it.
 """
 
 from __future__ import annotations
@@ -70,6 +75,9 @@ class NotInTarget(PythonRule):
         ),
     )
 
+    def __init__(self):
+        self._told: set[tuple[int, str]] = set()  # (notebook cell, name gone) told of in the cell
+
     def leave(self, ctx, original, updated):
         func, args = updated.func, updated.args
         if not (isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 2 and ctx.resolve(func) is None):
@@ -89,7 +97,7 @@ class NotInTarget(PythonRule):
             return node
         lack = lacks(written, ctx.target_version)
         if lack is not None:
-            if lack.name == written:
+            if lack.name == written or self._of_a_module_another_cell_imports(ctx, written, lack):
                 self._missing(ctx, node.func, lack)
             return node
         positional = [arg for arg in node.args if arg.keyword is None]
@@ -104,9 +112,14 @@ class NotInTarget(PythonRule):
             return node
         written = self._written(ctx, node, ctx.original, name)
         lack = written and lacks(written, ctx.target_version)
-        if lack and lack.name == written:
+        if lack and (lack.name == written or self._of_a_module_another_cell_imports(ctx, written, lack)):
             self._missing(ctx, node, lack)
         return node
+
+    @staticmethod
+    def _of_a_module_another_cell_imports(ctx, written: str, lack: Lack) -> bool:
+        """``gcs.read`` in a cell, ``import torch_xla.utils.gcsfs as gcs`` in another one."""
+        return written.startswith(lack.name + ".") and ctx.in_another_piece(ctx.anchor)
 
     @staticmethod
     def _written(ctx, new: cst.BaseExpression, old: cst.BaseExpression, name: str) -> str | None:
@@ -117,11 +130,18 @@ class NotInTarget(PythonRule):
             return None
         return written
 
-    @staticmethod
-    def _missing(ctx, node: cst.BaseExpression, lack: Lack) -> None:
+    def _missing(self, ctx, node: cst.BaseExpression, lack: Lack) -> None:
         imported = ctx.anchor.target if ctx.anchor is not None else None
         if imported and (imported == lack.name or imported.startswith(lack.name + ".")):
-            return  # its import fails first: import-gone-module's spot
+            # its import fails first: import-gone-module's spot; but a notebook's cell that
+            # uses the name is read and run on its own, and is told once
+            outer = ctx.parent()  # (``gcs`` of ``gcs.read``: the attribute is the spot)
+            if (ctx.in_another_piece(ctx.anchor) and (ctx.piece, lack.name) not in self._told
+                    and not (isinstance(outer, cst.Attribute) and outer.value is ctx.original)):
+                self._told.add((ctx.piece, lack.name))
+                ctx.manual(f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell that "
+                           "imports it fails")
+            return
         ctx.manual(f"{_named(node, lack.name)} {why_missing(lack, 'an AttributeError')}")
 
     @staticmethod
