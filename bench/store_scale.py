@@ -38,10 +38,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import machine  # noqa: E402
 
+from xrt2pjrt.shim import settings  # noqa: E402
 from xrt2pjrt.shim import store as store_module  # noqa: E402
 
 # The simulating processes get it from the environment, as a job's processes do.
-os.environ.setdefault(store_module.SECRET_ENV, store_module.new_secret())
+os.environ.setdefault(settings.JOB_SECRET.name, store_module.new_secret())
 SECRET = store_module.job_secret()
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt.shim import cpu_replicas
+from xrt2pjrt.shim import cpu_replicas, settings
 
 PYTHON = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,18 +107,18 @@ def _replicas(results: dict) -> dict[int, dict]:
 
 # --- choosing the mode (no processes) ------------------------------------------------------
 def test_requested_only_on_cpu_for_several_replicas(monkeypatch):
-    monkeypatch.delenv(cpu_replicas.REPLICAS_ENV, raising=False)
+    monkeypatch.delenv(settings.CPU_REPLICAS.name, raising=False)
     monkeypatch.delenv("XRT2PJRT_CPU_REPLICA", raising=False)
     monkeypatch.setenv("PJRT_DEVICE", "CPU")
     assert cpu_replicas.requested(8) and cpu_replicas.requested(2)
     assert not cpu_replicas.requested(1)
     assert not cpu_replicas.requested(None)  # upstream's behaviour: one replica
-    monkeypatch.setenv(cpu_replicas.REPLICAS_ENV, "4")
+    monkeypatch.setenv(settings.CPU_REPLICAS.name, "4")
     assert cpu_replicas.requested(None)
     monkeypatch.setenv("PJRT_DEVICE", "TPU")
     assert not cpu_replicas.requested(8)
     monkeypatch.setenv("PJRT_DEVICE", "CPU")
-    monkeypatch.setenv(cpu_replicas.REPLICAS_ENV, "many")
+    monkeypatch.setenv(settings.CPU_REPLICAS.name, "many")
     with pytest.raises(ValueError, match="XRT2PJRT_CPU_REPLICAS"):
         cpu_replicas.requested(None)
 
@@ -758,7 +758,7 @@ def test_a_replicas_stdout_holds_only_what_the_program_printed(tmp_path):
 
 STDOUT_INTO_STDERR = """
 import os, threading
-from xrt2pjrt.shim import cpu_replicas
+from xrt2pjrt.shim import cpu_replicas, settings
 
 os.write(1, b"out 1\\n")
 try:

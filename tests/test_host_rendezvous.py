@@ -158,26 +158,16 @@ def test_threads_in_processes_meet_in_the_store_local_process_0_serves():
     assert {o: r["results"] for o, r in results.items()} == {o: [expected] * 3 for o in range(4)}
 
 
-def test_timeout_setting_is_checked(monkeypatch):
-    from xrt2pjrt.shim import rendezvous
-
-    monkeypatch.setenv(rendezvous.TIMEOUT_ENV, "soon")
-    with pytest.raises(ValueError, match="XRT2PJRT_RENDEZVOUS_TIMEOUT"):
-        rendezvous.default_timeout()
-    monkeypatch.setenv(rendezvous.TIMEOUT_ENV, "12.5")
-    assert rendezvous.default_timeout() == 12.5
-
-
 def test_the_cpu_modes_store_address_avoids_the_port_torch_distributed_uses(monkeypatch):
-    from xrt2pjrt.shim import rendezvous
+    from xrt2pjrt.shim import rendezvous, settings
 
-    for name in (rendezvous.ADDR_ENV, rendezvous.PORT_ENV, "MASTER_ADDR", "MASTER_PORT"):
+    for name in (settings.RENDEZVOUS_ADDR.name, settings.RENDEZVOUS_PORT.name, "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
     assert rendezvous.store_address() == ("127.0.0.1", 12356)
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")
     monkeypatch.setenv("MASTER_PORT", "29500")
     assert rendezvous.store_address() == ("10.0.0.7", 29501)
-    monkeypatch.setenv(rendezvous.ADDR_ENV, "[::1]:4000")
+    monkeypatch.setenv(settings.RENDEZVOUS_ADDR.name, "[::1]:4000")
     assert rendezvous.store_address() == ("::1", 4000)
 
 
@@ -259,9 +249,10 @@ def test_the_stores_work_per_participant_does_not_grow_with_the_participants(mon
 @pytest.mark.parametrize("participants", [2, 8])
 def test_payloads_too_large_to_gather_in_one_value_still_reach_everyone(monkeypatch, participants):
     """8 payloads of 1,000 bytes are over a 6,000-byte value limit together, not each."""
+    from xrt2pjrt.shim import settings
     from xrt2pjrt.shim import store as store_module
 
-    monkeypatch.setenv(store_module.MAX_BYTES_ENV, "6000")
+    monkeypatch.setenv(settings.STORE_MAX_BYTES.name, "6000")
     server = store_module.StoreServer(store_module.listen("127.0.0.1", 0), SECRET.encode())
     payload = b"x" * 1000
     results = _meet_in_threads(server, participants, payload)

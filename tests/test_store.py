@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from xrt2pjrt.shim import store
+from xrt2pjrt.shim import settings, store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECRET = uuid.uuid4().hex.encode()
@@ -112,12 +112,12 @@ def test_values_of_20_mib_pass_and_larger_than_the_limit_are_refused_naming_it(s
     job = client(server.port, timeout=60)
     job.set("big", payload)
     assert job.get("big") == payload
-    monkeypatch.setenv(store.MAX_BYTES_ENV, str(1 << 20))
+    monkeypatch.setenv(settings.STORE_MAX_BYTES.name, str(1 << 20))
     with pytest.raises(store.StoreError, match=r"2097152 bytes is over the store's limit of 1048576 bytes "
                                                r"\(1 MiB; XRT2PJRT_STORE_MAX_BYTES sets it\)"):
         job.set("bigger", os.urandom(2 << 20))
     small = store.StoreServer(store.listen("127.0.0.1", 0), SECRET, max_bytes=1 << 20)
-    monkeypatch.delenv(store.MAX_BYTES_ENV)  # the client allows more than that server does
+    monkeypatch.delenv(settings.STORE_MAX_BYTES.name)  # the client allows more than that server does
     refused = client(small.port)
     for _ in range(10):  # the server reads what it refuses: the answer arrives, never a reset connection
         with pytest.raises(store.StoreError, match="over the store's limit of 1048576 bytes"):
@@ -162,18 +162,18 @@ def test_a_fork_does_not_share_the_parents_connection(server):
 # --- the job's secret ------------------------------------------------------------------------
 def test_the_secret_comes_from_the_environment_or_a_private_file(tmp_path):
     assert store.job_secret({}) is None
-    assert store.job_secret({store.SECRET_ENV: "x" * 16}) == b"x" * 16
+    assert store.job_secret({settings.JOB_SECRET.name: "x" * 16}) == b"x" * 16
     with pytest.raises(store.StoreError, match="has 5 characters; use at least 16"):
-        store.job_secret({store.SECRET_ENV: "short"})
+        store.job_secret({settings.JOB_SECRET.name: "short"})
     path = tmp_path / "secret"
     path.write_text("s" * 32 + "\n")
     path.chmod(0o644)
     with pytest.raises(store.StoreError, match="mode 0644; others could read the job secret: chmod 600"):
-        store.job_secret({store.SECRET_FILE_ENV: str(path)})
+        store.job_secret({settings.JOB_SECRET_FILE.name: str(path)})
     path.chmod(0o600)
-    assert store.job_secret({store.SECRET_FILE_ENV: str(path)}) == b"s" * 32
+    assert store.job_secret({settings.JOB_SECRET_FILE.name: str(path)}) == b"s" * 32
     with pytest.raises(store.StoreError, match="cannot read the job secret"):
-        store.job_secret({store.SECRET_FILE_ENV: str(tmp_path / "missing")})
+        store.job_secret({settings.JOB_SECRET_FILE.name: str(tmp_path / "missing")})
 
 
 # --- a store in a helper process ---------------------------------------------------------------

@@ -42,7 +42,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from xrt2pjrt.shim import cpu_replicas
+from xrt2pjrt.shim import cpu_replicas, settings
 
 EXIT_NEVER_SPAWNED = 3
 
@@ -57,21 +57,21 @@ def configure(nprocs: int, hosts: int | None = None, host_index: int | None = No
     if nprocs < 1:
         raise RunError(f"--nprocs {nprocs}: at least one replica is needed")
     environ["PJRT_DEVICE"] = "CPU"
-    environ[cpu_replicas.REPLICAS_ENV] = str(nprocs)
+    environ[settings.CPU_REPLICAS.name] = str(nprocs)
     if hosts is not None:
-        environ[cpu_replicas.HOSTS_ENV] = str(hosts)
+        environ[settings.CPU_HOSTS.name] = str(hosts)
     if host_index is not None:
-        environ[cpu_replicas.HOST_INDEX_ENV] = str(host_index)
+        environ[settings.CPU_HOST_INDEX.name] = str(host_index)
     if master:
         address, port = _address_and_port(master)
         environ["MASTER_ADDR"] = address
         if port:
             environ["MASTER_PORT"] = port
-    count = environ.get(cpu_replicas.HOSTS_ENV) or "1"
-    index = environ.get(cpu_replicas.HOST_INDEX_ENV) or "0"
+    count = settings.CPU_HOSTS.text(environ) or "1"
+    index = settings.CPU_HOST_INDEX.text(environ) or "0"
     if not (count.isdigit() and index.isdigit() and int(index) < int(count)):
         raise RunError(f"host index {index} is not one of {count} hosts "
-                       f"(--host-index, --hosts or {cpu_replicas.HOST_INDEX_ENV}, {cpu_replicas.HOSTS_ENV})")
+                       f"(--host-index, --hosts or {settings.CPU_HOST_INDEX.name}, {settings.CPU_HOSTS.name})")
 
 
 def _address_and_port(master: str) -> tuple[str, str]:
@@ -141,7 +141,7 @@ def _stop(script: str, world: int, what: str, where: str) -> NoReturn:
 
 
 def _world() -> int:
-    return int(os.environ[cpu_replicas.REPLICAS_ENV]) * int(os.environ.get(cpu_replicas.HOSTS_ENV) or 1)
+    return settings.CPU_REPLICAS.read() * settings.CPU_HOSTS.read()
 
 
 def _per_process(script: str, args: list[str], nprocs: int) -> int:

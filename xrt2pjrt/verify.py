@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xrt2pjrt import doctor, verify_checks
+from xrt2pjrt.shim import settings
 from xrt2pjrt.verify_checks import CheckResult
 
 EXIT_PASSED, EXIT_FAILED, EXIT_NOT_RUN = 0, 1, 2
@@ -45,9 +46,7 @@ class Verification:
 
 
 def _cpu_hosts() -> int:
-    from xrt2pjrt.shim import cpu_replicas
-
-    return int(os.environ.get(cpu_replicas.HOSTS_ENV, "").strip() or 1)
+    return settings.CPU_HOSTS.read()
 
 
 def _start(nprocs: int | None, device: str, replica: Callable) -> tuple[dict[int, dict], int, str]:

@@ -69,15 +69,9 @@ from typing import Any
 
 from xrt2pjrt.shim import collective_args
 from xrt2pjrt.shim import rendezvous as host_rendezvous_module
+from xrt2pjrt.shim import settings
 from xrt2pjrt.shim import store as store_module
-from xrt2pjrt.shim.rendezvous import connect_store, default_timeout
-
-REPLICAS_ENV = "XRT2PJRT_CPU_REPLICAS"
-HOSTS_ENV = "XRT2PJRT_CPU_HOSTS"
-HOST_INDEX_ENV = "XRT2PJRT_CPU_HOST_INDEX"
-HOST_ADDR_ENV = "XRT2PJRT_CPU_HOST_ADDR"
-# Set by spawn in each replica process; its presence is what active() means.
-_PLACEMENT_ENV = "XRT2PJRT_CPU_REPLICA"
+from xrt2pjrt.shim.rendezvous import connect_store
 
 _ABORT_KEY = "xrt2pjrt/cpu_replicas/abort"
 _RETURNED_KEY = "xrt2pjrt/cpu_replicas/returned"  # replicas whose function returned
@@ -122,7 +116,7 @@ class Placement:
 # --- asking for the mode --------------------------------------------------------------
 def active() -> bool:
     """True inside a replica process started by :func:`spawn`."""
-    return _PLACEMENT_ENV in os.environ
+    return settings.CPU_REPLICA.text() != ""  # set by spawn in each replica process
 
 
 def requested(nprocs: int | None) -> bool:
@@ -145,12 +139,7 @@ def _replica_count(nprocs: int | None) -> int:
 
 def host_replicas() -> int | None:
     """``XRT2PJRT_CPU_REPLICAS``: the CPU host's devices, one replica each (None when unset)."""
-    raw = os.environ.get(REPLICAS_ENV, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{REPLICAS_ENV}={raw!r} is not a positive replica count")
-    return int(raw)
+    return settings.CPU_REPLICAS.read()
 
 
 # --- ordinals -------------------------------------------------------------------------
@@ -160,8 +149,8 @@ _placement_cache: Placement | None = None
 def placement() -> Placement:
     """This replica's placement (only inside a replica)."""
     global _placement_cache
-    text = os.environ.get(_PLACEMENT_ENV)
-    if text is None:
+    text = settings.CPU_REPLICA.text()
+    if not text:
         raise RuntimeError("not inside a CPU replica started by xrt2pjrt's CPU multi-replica mode")
     if _placement_cache is None or _placement_cache.to_env() != text:
         _placement_cache = Placement.from_env(text)
@@ -188,7 +177,7 @@ class _Transport:
         from torch.distributed import PrefixStore
 
         self.placement = where
-        self.timeout = default_timeout()
+        self.timeout = settings.RENDEZVOUS_TIMEOUT.read()
         self.store = connect_store(where.store_host, where.store_port, is_server=False, timeout=self.timeout)
         self._pg_store = PrefixStore("xrt2pjrt/cpu_replicas/gloo", store_module.c10d_store(self.store.clone()))
         self._groups: dict[tuple[int, ...], Any] = {}
@@ -647,10 +636,10 @@ class _Hosts:
 
     @classmethod
     def from_env(cls) -> _Hosts:
-        count = int(os.environ.get(HOSTS_ENV, "").strip() or 1)
-        index = int(os.environ.get(HOST_INDEX_ENV, "").strip() or 0)
+        count, index = settings.CPU_HOSTS.read(), settings.CPU_HOST_INDEX.read()
         if count < 1 or not 0 <= index < count:
-            raise ValueError(f"{HOST_INDEX_ENV}={index} is not a host of {HOSTS_ENV}={count}")
+            raise ValueError(f"{settings.CPU_HOST_INDEX.name}={index} is not a host of "
+                             f"{settings.CPU_HOSTS.name}={count}")
         return cls(count, index)
 
 
@@ -703,21 +692,21 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     count = _replica_count(nprocs)
     _spawns += 1
     hosts = _Hosts.from_env()
-    timeout = default_timeout()
+    timeout = settings.RENDEZVOUS_TIMEOUT.read()
     if hosts.count == 1:
         # A free port picked by the OS: two runs on one machine never collide. The replicas
         # inherit the job's secret from this process's environment.
-        os.environ.setdefault(store_module.SECRET_ENV, store_module.new_secret())
+        os.environ.setdefault(settings.JOB_SECRET.name, store_module.new_secret())
         listening = store_module.listen("127.0.0.1", 0)
         store_host, store_port, gloo_addr = "127.0.0.1", listening.getsockname()[1], "127.0.0.1"
     else:
         if store_module.job_secret() is None:
             raise RuntimeError(f"{hosts.count} CPU hosts meet in a store that lets in only the job's processes: "
-                               f"set {store_module.SECRET_ENV} to the same random value on every host "
+                               f"set {settings.JOB_SECRET.name} to the same random value on every host "
                                "(python -c 'import secrets; print(secrets.token_hex(16))')")
         store_host, store_port = host_rendezvous_module.store_address()
         listening = store_module.listen(store_host, store_port) if hosts.index == 0 else None
-        gloo_addr = os.environ.get(HOST_ADDR_ENV, "").strip() or _local_address_towards(store_host)
+        gloo_addr = settings.CPU_HOST_ADDR.text() or _local_address_towards(store_host)
 
     context = multiprocessing.get_context(start_method)
     replicas = []
@@ -803,13 +792,13 @@ class _HostsAlive:
 
     def says(self, host: int) -> str:
         return (f"CPU host {host} stopped answering for {self.timeout:g}s: its launcher ended without a word "
-                f"(killed, or its machine lost); set {host_rendezvous_module.TIMEOUT_ENV} to wait longer")
+                f"(killed, or its machine lost); set {settings.RENDEZVOUS_TIMEOUT.name} to wait longer")
 
 
 def _replica_main(fn: Callable, args: tuple, where: Placement, report) -> None:
     """Entry point of a replica process."""
     _die_with_parent()
-    os.environ.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1", **{_PLACEMENT_ENV: where.to_env()})
+    os.environ.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1", **{settings.CPU_REPLICA.name: where.to_env()})
     try:
         _share_the_cores(where.local_world_size)
         from xrt2pjrt.shim import replica_world

@@ -42,11 +42,8 @@ import weakref
 from collections.abc import Sequence
 
 from xrt2pjrt.shim import job as job_module
+from xrt2pjrt.shim import settings
 from xrt2pjrt.shim import store as store_module
-from xrt2pjrt.shim.job import ADDR_ENV, PORT_ENV
-
-TIMEOUT_ENV = "XRT2PJRT_RENDEZVOUS_TIMEOUT"
-DEFAULT_TIMEOUT_SECONDS = 300.0
 
 _KEY_PREFIX = "xrt2pjrt/rendezvous"
 
@@ -65,20 +62,6 @@ class RendezvousTimeout(RendezvousError):
 
 class RendezvousAborted(RendezvousError):
     """Another process of the job failed; its message says how."""
-
-
-def default_timeout() -> float:
-    """Seconds to wait for the other participants: ``XRT2PJRT_RENDEZVOUS_TIMEOUT`` or 300."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_SECONDS
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise ValueError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-    if seconds <= 0:
-        raise ValueError(f"{TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
-    return seconds
 
 
 def participants_of(replicas: Sequence[int] | None, world_size: int) -> list[int]:
@@ -117,7 +100,7 @@ def host_rendezvous(
         raise ValueError(
             f"ordinal {ordinal} joined rendezvous {tag!r} but is not among its replicas {members}"
         )
-    seconds = default_timeout() if timeout is None else float(timeout)
+    seconds = settings.RENDEZVOUS_TIMEOUT.read() if timeout is None else float(timeout)
     try:
         client = _thread_client(store, seconds)
     except (job_module.JobError, store_module.StoreError) as error:
@@ -177,7 +160,7 @@ def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: in
         raise RendezvousTimeout(
             f"rendezvous {tag!r} timed out after {seconds:g}s on ordinal {ordinal}: "
             f"replicas {missing} never arrived (participants {sorted(keys)}; "
-            f"set {TIMEOUT_ENV} to wait longer)"
+            f"set {settings.RENDEZVOUS_TIMEOUT.name} to wait longer)"
         ) from None
 
 
@@ -328,8 +311,8 @@ class _JobStore:
         job = self.job
         if job.serves:
             # One process alone: nobody else needs to find the port, so the OS picks it.
-            port = job.store_port if job.processes > 1 or os.environ.get(ADDR_ENV) \
-                or os.environ.get(PORT_ENV) else 0
+            explicit = settings.RENDEZVOUS_ADDR.text() or settings.RENDEZVOUS_PORT.text()
+            port = job.store_port if job.processes > 1 or explicit else 0
             self.helper = store_module.start_helper(job.store_host, port, self.secret,
                                                     expected=max(1, job.processes), linger=seconds)
             self.address = (job.store_host, self.helper.port)
@@ -345,7 +328,7 @@ class _JobStore:
             return  # it never could have met anyone
         if self.helper is None and self.address is None and job.serves:
             try:  # the server never needed the store itself; peers still may
-                self._serve_if_ours(default_timeout())
+                self._serve_if_ours(settings.RENDEZVOUS_TIMEOUT.read())
             except store_module.StoreError as error:
                 print(f"xrt2pjrt: could not serve the job's store: {error}", file=sys.stderr)
                 return
@@ -390,9 +373,9 @@ JOB_STORE = _JobStore()
 def store_address() -> tuple[str, int]:
     """(host, port) for the CPU mode's hosts: ``XRT2PJRT_RENDEZVOUS_ADDR``, else ``MASTER_ADDR``
     (default 127.0.0.1) and the rendezvous port (``job.rendezvous_port``)."""
-    explicit = os.environ.get(ADDR_ENV, "").strip()
-    if explicit:
-        return job_module.address(explicit, ADDR_ENV)
+    explicit = job_module.from_setting(settings.RENDEZVOUS_ADDR)
+    if explicit is not None:
+        return explicit
     host = os.environ.get("MASTER_ADDR", "").strip() or "127.0.0.1"
     return host, job_module.rendezvous_port(os.environ)
 
@@ -405,7 +388,7 @@ def connect_store(host: str, port: int, *, is_server: bool, timeout: float, list
     """
     secret = store_module.job_secret()
     if secret is None:
-        raise RendezvousError(f"no job secret: set {store_module.SECRET_ENV}")
+        raise RendezvousError(f"no job secret: set {settings.JOB_SECRET.name}")
     if is_server:
         server = store_module.StoreServer(listening or store_module.listen(host, port), secret)
         _servers.append(server)

@@ -42,10 +42,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-SECRET_ENV = "XRT2PJRT_JOB_SECRET"
-SECRET_FILE_ENV = "XRT2PJRT_JOB_SECRET_FILE"
-MAX_BYTES_ENV = "XRT2PJRT_STORE_MAX_BYTES"
-DEFAULT_MAX_BYTES = 1 << 30
+from xrt2pjrt.shim import settings
+
 MIN_SECRET_CHARS = 16
 
 _MAGIC = b"xrt2pjrt-store/1"
@@ -88,14 +86,12 @@ class PortTaken(StoreError):
 def job_secret(env=None) -> bytes | None:
     """The secret from ``XRT2PJRT_JOB_SECRET`` or the file ``XRT2PJRT_JOB_SECRET_FILE``
     names (which only its owner may read); None when neither is set."""
-    env = os.environ if env is None else env
-    text = env.get(SECRET_ENV, "")
-    where = SECRET_ENV
-    if not text and env.get(SECRET_FILE_ENV):
-        path = env[SECRET_FILE_ENV]
-        where = f"{SECRET_FILE_ENV}={path}"
-        text = _read_private_file(path)
-    text = text.strip()
+    text = settings.JOB_SECRET.text(env)
+    where = settings.JOB_SECRET.name
+    path = settings.JOB_SECRET_FILE.text(env)
+    if not text and path:
+        where = f"{settings.JOB_SECRET_FILE.name}={path}"
+        text = _read_private_file(path).strip()
     if not text:
         return None
     if len(text) < MIN_SECRET_CHARS:
@@ -105,15 +101,16 @@ def job_secret(env=None) -> bytes | None:
 
 
 def _read_private_file(path: str) -> str:
+    where = f"{settings.JOB_SECRET_FILE.name}={path}"
     try:
         info = os.stat(path)
         if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise StoreError(f"{SECRET_FILE_ENV}={path}: the file is mode {stat.S_IMODE(info.st_mode):04o}; "
+            raise StoreError(f"{where}: the file is mode {stat.S_IMODE(info.st_mode):04o}; "
                              "others could read the job secret: chmod 600 it")
         with open(path, encoding="utf-8") as handle:
             return handle.read()
     except OSError as error:
-        raise StoreError(f"{SECRET_FILE_ENV}={path}: cannot read the job secret: {error.strerror}") from None
+        raise StoreError(f"{where}: cannot read the job secret: {error.strerror}") from None
 
 
 def new_secret() -> str:
@@ -125,12 +122,11 @@ def _mac(secret: bytes, role: bytes, *parts: bytes) -> bytes:
 
 
 def max_value_bytes() -> int:
-    raw = os.environ.get(MAX_BYTES_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_BYTES
-    if not raw.isdigit() or int(raw) < 1:
-        raise StoreError(f"{MAX_BYTES_ENV}={raw!r} is not a positive number of bytes")
-    return int(raw)
+    """The largest value the store takes: ``XRT2PJRT_STORE_MAX_BYTES``, else 1 GiB."""
+    try:
+        return settings.STORE_MAX_BYTES.read()
+    except settings.SettingError as error:
+        raise StoreError(str(error)) from None
 
 
 # --- framing -----------------------------------------------------------------------------
@@ -185,7 +181,7 @@ class _TooLarge(Exception):
 
 
 def describe_limit(limit: int) -> str:
-    return f"{limit} bytes ({limit / (1 << 20):g} MiB; {MAX_BYTES_ENV} sets it)"
+    return f"{limit} bytes ({limit / (1 << 20):g} MiB; {settings.STORE_MAX_BYTES.name} sets it)"
 
 
 # --- listening -----------------------------------------------------------------------------
@@ -207,8 +203,8 @@ def listen(host: str, port: int) -> socket.socket:
             sock.close()
             if error.errno == errno.EADDRINUSE:
                 raise PortTaken(f"port {port} on {host} is taken (another job's store, or another program): "
-                                "give this job its own port with XRT2PJRT_RENDEZVOUS_PORT, the same on "
-                                "every host") from None
+                                f"give this job its own port with {settings.RENDEZVOUS_PORT.name}, the same "
+                                "on every host") from None
             if address and error.errno == errno.EADDRNOTAVAIL:  # not one of this machine's addresses
                 continue
             raise StoreError(f"cannot listen on {host}:{port}: {error}") from None
@@ -586,12 +582,12 @@ class StoreClient:
             raise StoreUnavailable(f"the program at {where} did not answer as an xrt2pjrt store ({error})") from None
         if not reply.startswith(_MAGIC):
             raise StoreAuthenticationError(f"the program at {where} is not an xrt2pjrt store: another program "
-                                           "uses the port; choose another with XRT2PJRT_RENDEZVOUS_PORT")
+                                           f"uses the port; choose another with {settings.RENDEZVOUS_PORT.name}")
         server_nonce = reply[len(_MAGIC):len(_MAGIC) + _NONCE_BYTES]
         if not hmac.compare_digest(reply[-_MAC_BYTES:], _mac(self._secret, b"server", client_nonce, server_nonce)):
             raise StoreAuthenticationError(
                 f"the store at {where} does not hold this job's secret: it is another job's store on the "
-                "same port. Give each job its own port (XRT2PJRT_RENDEZVOUS_PORT) and its own secret")
+                f"same port. Give each job its own port ({settings.RENDEZVOUS_PORT.name}) and its own secret")
         sock.sendall(_mac(self._secret, b"client", server_nonce, client_nonce, token))
         status, answer = _receive(sock, 4096)
         if status != _OK:

@@ -71,6 +71,7 @@ from xrt2pjrt.shim import collective_args as _args
 from xrt2pjrt.shim import cpu_replicas as _cpu_replicas
 from xrt2pjrt.shim import job as _job
 from xrt2pjrt.shim import rendezvous as _host
+from xrt2pjrt.shim import settings as _settings
 from xrt2pjrt.shim.rendezvous import RendezvousAborted, RendezvousError, RendezvousTagMismatch, RendezvousTimeout
 
 # The shim's own names; ``__all__`` (at the end) adds every public name of torch_xla's xm,
@@ -88,10 +89,6 @@ _OWN = [
 # torch_xla.sync in 2.5; before them xm's own (not yet deprecated) functions did the job.
 _device = getattr(torch_xla, "device", None) or _xm.xla_device
 _sync = getattr(torch_xla, "sync", None) or _xm.mark_step
-
-TRANSPORT_ENV = "XRT2PJRT_RENDEZVOUS_TRANSPORT"
-TRANSPORTS = ("host", "xla")
-
 
 # --- backends --------------------------------------------------------------------------
 # A backend answers the nine calls of ``Backend`` with exactly those signatures. Two
@@ -549,11 +546,9 @@ def save(data, file_or_path, master_only: bool = True, global_master: bool = Fal
 
 # --- rendezvous transports --------------------------------------------------------------
 def _transport(requested: str | None) -> str:
-    chosen = (requested or os.environ.get(TRANSPORT_ENV) or "host").lower()
-    if chosen not in TRANSPORTS:
-        raise ValueError(f"rendezvous transport {chosen!r} is not one of {TRANSPORTS} "
-                         f"(argument transport= or {TRANSPORT_ENV})")
-    return chosen
+    """``transport=`` when given, else ``XRT2PJRT_RENDEZVOUS_TRANSPORT``, else 'host'."""
+    setting = _settings.RENDEZVOUS_TRANSPORT
+    return setting.parse(setting.name, requested) if requested else setting.read()
 
 
 def _xla_rendezvous(tag: str, payload: bytes, replicas: Sequence[int]) -> list[bytes]:

@@ -55,6 +55,7 @@ except ImportError:  # torch_xla < 2.3 has no device plugins
 from xrt2pjrt.shim import cpu_replicas
 from xrt2pjrt.shim import job as _job
 from xrt2pjrt.shim import rendezvous as _rendezvous
+from xrt2pjrt.shim import settings as _settings
 from xrt2pjrt.shim import spawn_targets
 from xrt2pjrt.shim import store as _store
 from xrt2pjrt.shim import xla_model as _shim_xm
@@ -104,10 +105,10 @@ def _cpu_replicas_for(nprocs: int | None) -> int | None:
     if nprocs is None or host is None or nprocs == host:
         return nprocs
     if nprocs > host:
-        warnings.warn(f"nprocs={nprocs} but {cpu_replicas.REPLICAS_ENV} gives this host {host} CPU replicas: "
+        warnings.warn(f"nprocs={nprocs} but {_settings.CPU_REPLICAS.name} gives this host {host} CPU replicas: "
                       f"running all {host} (PJRT runs one replica per local device)", ShimNote, stacklevel=3)
         return None
-    warnings.warn(f"nprocs={nprocs} runs {nprocs} of the {host} CPU replicas {cpu_replicas.REPLICAS_ENV} gives this "
+    warnings.warn(f"nprocs={nprocs} runs {nprocs} of the {host} CPU replicas {_settings.CPU_REPLICAS.name} gives this "
                   "host (a TPU host's spawn runs every device or one, and refuses a subset)", ShimNote, stacklevel=3)
     return nprocs
 
@@ -227,12 +228,12 @@ def _store_for_replicas(local_processes: int):
     secret = _store.job_secret() or (_store.new_secret().encode() if job.hosts == 1 else _job.secret(job))
     helper = None
     if job.hosts == 1 or job.host == 0:
-        explicit = os.environ.get(_job.ADDR_ENV) or os.environ.get(_job.PORT_ENV)
+        explicit = _settings.RENDEZVOUS_ADDR.text() or _settings.RENDEZVOUS_PORT.text()
         port = job.store_port if job.hosts > 1 or explicit else 0  # one host: any free port
         helper = _store.start_helper(job.store_host, port, secret, expected=processes,
-                                     linger=_rendezvous.default_timeout())
+                                     linger=_settings.RENDEZVOUS_TIMEOUT.read())
     address = f"{job.store_host}:{helper.port if helper else job.store_port}"
-    with _environment({_job.SERVED_ENV: address, _store.SECRET_ENV: secret.decode()}):
+    with _environment({_settings.SERVED_STORE.name: address, _settings.JOB_SECRET.name: secret.decode()}):
         try:
             yield
         except BaseException as error:
@@ -248,7 +249,7 @@ def _store_for_replicas(local_processes: int):
 
 
 def _store_client(address: str, secret: bytes) -> _store.StoreClient:
-    host, port = _job.address(address, _job.SERVED_ENV)
+    host, port = _settings.host_and_port(_settings.SERVED_STORE.name, address)
     return _store.StoreClient(host, port, secret, timeout=3)
 
 
