@@ -51,7 +51,8 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from xrt2pjrt.shim import settings, store
+from xrt2pjrt.shim import settings
+from xrt2pjrt.shim.store.secret import new_secret
 from xrt2pjrt.text.words import Word
 from xrt2pjrt.text.xla_dist import (XRT_ONLY, Launch, Prelude, Seg, Untranslatable, as_argv_text,
                                     gcloud_describe, gcloud_ssh, literal_word)
@@ -175,7 +176,7 @@ class Run:
         run_id = secrets.token_hex(6)
         if launch.docker_image and not launch.docker_container:  # named, so it can be removed
             launch = dataclasses.replace(launch, docker_container=Word.literal(f"xrt2pjrt-{run_id}"))
-        return cls(launch, target, run_id, store.new_secret())
+        return cls(launch, target, run_id, new_secret())
 
     def ssh(self, worker: str) -> list[str]:
         """The gcloud command for a worker; it reads the job's secret from its stdin."""

@@ -70,8 +70,10 @@ from typing import Any
 from xrt2pjrt.shim import collective_args
 from xrt2pjrt.shim import rendezvous as host_rendezvous_module
 from xrt2pjrt.shim import settings
-from xrt2pjrt.shim import store as store_module
-from xrt2pjrt.shim.rendezvous import connect_store
+from xrt2pjrt.shim.store import client as store_client
+from xrt2pjrt.shim.store.protocol import StoreAborted
+from xrt2pjrt.shim.store.secret import job_secret, new_secret
+from xrt2pjrt.shim.store.server import StoreServer, listen
 
 _ABORT_KEY = "xrt2pjrt/cpu_replicas/abort"
 _RETURNED_KEY = "xrt2pjrt/cpu_replicas/returned"  # replicas whose function returned
@@ -178,8 +180,8 @@ class _Transport:
 
         self.placement = where
         self.timeout = settings.RENDEZVOUS_TIMEOUT.read()
-        self.store = connect_store(where.store_host, where.store_port, is_server=False, timeout=self.timeout)
-        self._pg_store = PrefixStore("xrt2pjrt/cpu_replicas/gloo", store_module.c10d_store(self.store.clone()))
+        self.store = store_client.for_this_job(where.store_host, where.store_port, timeout=self.timeout)
+        self._pg_store = PrefixStore("xrt2pjrt/cpu_replicas/gloo", store_client.c10d_store(self.store.clone()))
         self._groups: dict[tuple[int, ...], Any] = {}
         self._scratch = None
 
@@ -287,7 +289,7 @@ def _world() -> _Transport:
 def store():
     """A connection of this thread's own to the replica mode's store (torch.distributed's
     ``xla://`` init method uses it instead of serving a store of its own)."""
-    return store_module.c10d_store(_world().store.clone())
+    return store_client.c10d_store(_world().store.clone())
 
 
 def _exchange(tensors: Sequence, members: Sequence[int]) -> list[list]:
@@ -696,16 +698,16 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     if hosts.count == 1:
         # A free port picked by the OS: two runs on one machine never collide. The replicas
         # inherit the job's secret from this process's environment.
-        os.environ.setdefault(settings.JOB_SECRET.name, store_module.new_secret())
-        listening = store_module.listen("127.0.0.1", 0)
+        os.environ.setdefault(settings.JOB_SECRET.name, new_secret())
+        listening = listen("127.0.0.1", 0)
         store_host, store_port, gloo_addr = "127.0.0.1", listening.getsockname()[1], "127.0.0.1"
     else:
-        if store_module.job_secret() is None:
+        if job_secret() is None:
             raise RuntimeError(f"{hosts.count} CPU hosts meet in a store that lets in only the job's processes: "
                                f"set {settings.JOB_SECRET.name} to the same random value on every host "
                                "(python -c 'import secrets; print(secrets.token_hex(16))')")
         store_host, store_port = host_rendezvous_module.store_address()
-        listening = store_module.listen(store_host, store_port) if hosts.index == 0 else None
+        listening = listen(store_host, store_port) if hosts.index == 0 else None
         gloo_addr = settings.CPU_HOST_ADDR.text() or _local_address_towards(store_host)
 
     context = multiprocessing.get_context(start_method)
@@ -733,8 +735,9 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     # lock held by one of them (seen: the resolver lock, inside a store client's connect). So the
     # store comes up only after the last fork; the replicas retry until it answers.
     try:
-        store = connect_store(store_host, store_port, is_server=listening is not None, timeout=timeout,
-                              listening=listening)
+        if listening is not None:
+            StoreServer(listening, job_secret())  # its threads keep it while this process runs
+        store = store_client.for_this_job(store_host, store_port, timeout=timeout)
     except BaseException:
         _Supervisor(replicas, None, hosts).end_all()
         raise
@@ -978,7 +981,7 @@ class _Supervisor:
             if not self.store.check([_ABORT_KEY]):
                 return None
             message = self.store.get(_ABORT_KEY).decode("utf-8", "replace")
-        except store_module.StoreAborted as aborted:  # the store's abort came first: its message is the same
+        except StoreAborted as aborted:  # the store's abort came first: its message is the same
             message = str(aborted)
         except Exception:  # noqa: BLE001 -- host 0's store is gone: its replicas report it
             return None

@@ -34,15 +34,11 @@ read and the parent's process id; on several hosts it must be given.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import hmac
 import os
-import secrets
-import stat
 
 from xrt2pjrt.shim import settings
-from xrt2pjrt.shim import store
 from xrt2pjrt.shim import topology
+from xrt2pjrt.shim.store import secret as store_secret
 
 DEFAULT_MASTER_PORT = 12355  # torch_xla's default for xla:// and its master discovery
 
@@ -165,13 +161,13 @@ def secret(job: Job, env=None) -> bytes:
     """The job's secret (see the module docstring); an error saying what to set when a job
     on several hosts has none."""
     env = os.environ if env is None else env
-    given = store.job_secret(env)
+    given = store_secret.job_secret(env)
     if given is not None:
         return given
     if job.processes == 1 and not job.served_by_parent:
-        return store.new_secret().encode()  # alone: only this process and the store it starts need it
+        return store_secret.new_secret().encode()  # alone: only this process and the store it starts need it
     if job.hosts == 1:
-        return _derived_secret(os.getppid())
+        return store_secret.derived_for_children_of(os.getppid())
     raise JobError(
         f"this is {job.describe()}: its processes meet in a store at {job.store_host}:{job.store_port}, "
         f"which lets in only processes that hold the job's secret, and none is set. Set "
@@ -180,40 +176,3 @@ def secret(job: Job, env=None) -> bytes:
         "to `gcloud compute tpus tpu-vm ssh --worker=all`: "
         f"{settings.JOB_SECRET.name}=$(python3 -c 'import secrets; print(secrets.token_hex(16))') computed once "
         f"on your machine. Or use {settings.RENDEZVOUS_TRANSPORT.name}=xla, which needs no store.")
-
-
-def _derived_secret(parent: int) -> bytes:
-    """For processes of one parent on one host: HMAC(this user's key, the parent's identity).
-    Another user cannot compute it (the key file is theirs alone) and another job of this
-    user has another parent."""
-    started = ""
-    try:
-        with open(f"/proc/{parent}/stat", encoding="ascii") as handle:
-            started = handle.read().rsplit(")", 1)[1].split()[19]  # field 22: start time
-    except (OSError, IndexError):
-        pass
-    return hmac.new(_user_key(), f"{parent}:{started}".encode(), hashlib.sha256).hexdigest().encode()
-
-
-def _user_key() -> bytes:
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "xrt2pjrt")
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    info = os.stat(directory)
-    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise JobError(f"{directory} must belong to you and be private (chmod 700): it holds the key "
-                       f"that protects your jobs' stores; or set {settings.JOB_SECRET.name}")
-    path = os.path.join(directory, "key")
-    if not os.path.exists(path):
-        # Written whole under another name, then linked: a concurrent reader never sees half a key.
-        draft = f"{path}.{os.getpid()}.{secrets.token_hex(4)}"
-        with open(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
-            handle.write(secrets.token_hex(32))
-        try:
-            os.link(draft, path)
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(draft)
-    with open(path, encoding="ascii") as handle:
-        return handle.read().strip().encode()

@@ -54,10 +54,13 @@ except ImportError:  # torch_xla < 2.3 has no device plugins
 
 from xrt2pjrt.shim import cpu_replicas
 from xrt2pjrt.shim import job as _job
-from xrt2pjrt.shim import rendezvous as _rendezvous
 from xrt2pjrt.shim import settings as _settings
 from xrt2pjrt.shim import spawn_targets
-from xrt2pjrt.shim import store as _store
+from xrt2pjrt.shim.job_store import JOB_STORE
+from xrt2pjrt.shim.store import secret as _secret
+from xrt2pjrt.shim.store.client import StoreClient
+from xrt2pjrt.shim.store.helper import start_helper
+from xrt2pjrt.shim.store.protocol import StoreError
 from xrt2pjrt.shim import xla_model as _shim_xm
 
 MpModelWrapper = _xmp.MpModelWrapper
@@ -225,12 +228,12 @@ def _store_for_replicas(local_processes: int):
     if processes <= 1 or job.served_by_parent:
         yield
         return
-    secret = _store.job_secret() or (_store.new_secret().encode() if job.hosts == 1 else _job.secret(job))
+    secret = _secret.job_secret() or (_secret.new_secret().encode() if job.hosts == 1 else _job.secret(job))
     helper = None
     if job.hosts == 1 or job.host == 0:
         explicit = _settings.RENDEZVOUS_ADDR.text() or _settings.RENDEZVOUS_PORT.text()
         port = job.store_port if job.hosts > 1 or explicit else 0  # one host: any free port
-        helper = _store.start_helper(job.store_host, port, secret, expected=processes,
+        helper = start_helper(job.store_host, port, secret, expected=processes,
                                      linger=_settings.RENDEZVOUS_TIMEOUT.read())
     address = f"{job.store_host}:{helper.port if helper else job.store_port}"
     with _environment({_settings.SERVED_STORE.name: address, _settings.JOB_SECRET.name: secret.decode()}):
@@ -241,16 +244,16 @@ def _store_for_replicas(local_processes: int):
             if helper is not None:
                 helper.abort(message)
             else:
-                with contextlib.suppress(_store.StoreError):  # gone already: nobody left to tell
+                with contextlib.suppress(StoreError):  # gone already: nobody left to tell
                     _store_client(address, secret).abort(message)
             raise
     if helper is not None:
         helper.finish(last=job.hosts == 1)  # on one host every replica was ours and has ended
 
 
-def _store_client(address: str, secret: bytes) -> _store.StoreClient:
+def _store_client(address: str, secret: bytes) -> StoreClient:
     host, port = _settings.host_and_port(_settings.SERVED_STORE.name, address)
-    return _store.StoreClient(host, port, secret, timeout=3)
+    return StoreClient(host, port, secret, timeout=3)
 
 
 @contextlib.contextmanager
@@ -277,7 +280,7 @@ class _Replica:
         self.with_index = with_index
 
     def __call__(self, *args, **kwargs):
-        _rendezvous.JOB_STORE.join(_job.current())
+        JOB_STORE.join(_job.current())
         where = f"replica {args[0]}" if self.with_index and args else f"process {os.getpid()}"
         try:
             return self.fn(*args, **kwargs)
@@ -288,10 +291,10 @@ class _Replica:
             if exit.code is None or exit.code == 0:
                 return None
             error = ReplicaExited(f"{where} called sys.exit({exit.code!r})")
-            _rendezvous.JOB_STORE.abort(str(error))
+            JOB_STORE.abort(str(error))
             raise error from None
         except BaseException as error:
-            _rendezvous.JOB_STORE.abort(f"{where} raised {type(error).__name__}: {error}")
+            JOB_STORE.abort(f"{where} raised {type(error).__name__}: {error}")
             raise
 
 
