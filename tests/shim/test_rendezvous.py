@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt.shim import rendezvous, settings
+from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.rendezvous import RendezvousError, host_rendezvous
 from xrt2pjrt.shim.store.client import StoreClient, for_this_job
 from xrt2pjrt.shim.store.server import StoreServer, listen
@@ -162,17 +162,6 @@ def test_threads_in_processes_meet_in_the_store_local_process_0_serves():
     assert time.monotonic() - started < 30
     expected = [f"from {o}" for o in range(4)]
     assert {o: r["results"] for o, r in results.items()} == {o: [expected] * 3 for o in range(4)}
-
-
-def test_the_cpu_modes_store_address_avoids_the_port_torch_distributed_uses(monkeypatch):
-    for name in (settings.RENDEZVOUS_ADDR.name, settings.RENDEZVOUS_PORT.name, "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(name, raising=False)
-    assert rendezvous.store_address() == ("127.0.0.1", 12356)
-    monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")
-    monkeypatch.setenv("MASTER_PORT", "29500")
-    assert rendezvous.store_address() == ("10.0.0.7", 29501)
-    monkeypatch.setenv(settings.RENDEZVOUS_ADDR.name, "[::1]:4000")
-    assert rendezvous.store_address() == ("::1", 4000)
 
 
 def test_a_replica_outside_the_participants_is_refused(served_store):

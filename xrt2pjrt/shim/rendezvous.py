@@ -135,8 +135,8 @@ def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: in
 
     The last to arrive gathers the arrivals into one value, ``base/all``, that the others
     wait for: each participant asks for one key, not N, so the store's work per barrier
-    grows as N, not N^2 (on a pod of 256 processes, 0.7 s of the store's time per barrier
-    went into N^2 keys). When the gathered arrivals would be over the store's value limit
+    grows as N, not N^2 (N^2 keys cost the store 0.7 s per barrier on a pod of 256
+    processes). When the gathered arrivals would be over the store's value limit
     (large payloads from many participants), ``base/all`` says so and each participant
     fetches the N keys itself.
     """
@@ -258,13 +258,3 @@ def _thread_client(store, seconds: float) -> _Client:
         clients[key] = client
     client.store.set_timeout(datetime.timedelta(seconds=seconds))
     return client
-
-
-def store_address() -> tuple[str, int]:
-    """(host, port) for the CPU mode's hosts: ``XRT2PJRT_RENDEZVOUS_ADDR``, else ``MASTER_ADDR``
-    (default 127.0.0.1) and the rendezvous port (``job.rendezvous_port``)."""
-    explicit = job_module.from_setting(settings.RENDEZVOUS_ADDR)
-    if explicit is not None:
-        return explicit
-    host = os.environ.get("MASTER_ADDR", "").strip() or "127.0.0.1"
-    return host, job_module.rendezvous_port(os.environ)

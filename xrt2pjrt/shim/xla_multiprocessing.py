@@ -12,7 +12,7 @@ accepts the values XRT-era code passes. torch_xla 2.6+ accepts only ``nprocs`` N
   error says which environment to set instead.
 
 With ``PJRT_DEVICE=CPU`` and a request for several replicas, ``spawn`` hands over to the
-CPU replica mode (``xrt2pjrt.shim.cpu_replicas``): N processes, each one real replica.
+CPU replica mode (``xrt2pjrt.shim.cpu``): N processes, each one real replica.
 
 When the job spans several processes, ``spawn`` serves the job's rendezvous store (see
 ``job``) from a small process of its own: on one host at 127.0.0.1 on a free port, with a
@@ -52,10 +52,11 @@ try:
 except ImportError:  # torch_xla < 2.3 has no device plugins
     _plugins = None
 
-from xrt2pjrt.shim import cpu_replicas
 from xrt2pjrt.shim import job as _job
 from xrt2pjrt.shim import settings as _settings
 from xrt2pjrt.shim import spawn_targets
+from xrt2pjrt.shim.cpu import placement as cpu_placement
+from xrt2pjrt.shim.cpu import supervisor as cpu_supervisor
 from xrt2pjrt.shim.job_store import JOB_STORE
 from xrt2pjrt.shim.store import secret as _secret
 from xrt2pjrt.shim.store.client import StoreClient
@@ -104,7 +105,7 @@ def _cpu_replicas_for(nprocs: int | None) -> int | None:
     (``xrt2pjrt run --nprocs N``) is the CPU host's device count: an XRT-era nprocs=8 above
     it runs every device, as on a TPU host (not 8 replicas where 2 were asked for); one below
     it runs that subset, as a CPU host can (a TPU host refuses it). Both say so."""
-    host = cpu_replicas.host_replicas()
+    host = cpu_placement.host_replicas()
     if nprocs is None or host is None or nprocs == host:
         return nprocs
     if nprocs > host:
@@ -152,11 +153,11 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
     """
     if not join:
         return SpawnContext(lambda: spawn(fn, args, nprocs, True, daemon, start_method))
-    if cpu_replicas.requested(nprocs):
+    if cpu_placement.requested(nprocs):
         if start_method == "fork":  # a forked replica would inherit the started runtime
             _refuse_started_runtime("xmp.spawn")
         spawn_targets.refuse_unpicklable(fn, args, start_method=start_method)
-        return cpu_replicas.spawn(fn, args, _cpu_replicas_for(nprocs), start_method)
+        return cpu_supervisor.spawn(fn, args, _cpu_replicas_for(nprocs), start_method)
     _refuse_started_runtime("xmp.spawn")
     devices = _devices_for(nprocs)
     if devices == 1:
@@ -171,9 +172,9 @@ def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn",
     """Run ``fn(*args, **kwargs)`` on every local device; return ``{ordinal: result}``.
     With ``PJRT_DEVICE=CPU`` and ``XRT2PJRT_CPU_REPLICAS=N``: on N CPU replicas."""
     _refuse_started_runtime("run_multiprocess")
-    if cpu_replicas.requested(None):
+    if cpu_placement.requested(None):
         spawn_targets.refuse_unpicklable(fn, args, kwargs, start_method=start_method, api="run_multiprocess")
-        return cpu_replicas.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
+        return cpu_supervisor.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
     handed_over = spawn_targets.handed_over(fn, args, kwargs, start_method=start_method, api="run_multiprocess")
     with _store_for_replicas(_local_processes()), handed_over as (target, target_args, target_kwargs):
         return _pjrt.run_multiprocess(_Replica(target, with_index=False), *target_args, start_method=start_method,

@@ -1,10 +1,10 @@
 """The key-value store every rendezvous of the shim meets in: authenticated, standard library only.
 
-Why not torch.distributed's TCPStore, which the shim used before: it accepts any
-connection (a stranger's forged arrival came back from a rendezvous as a payload), lets a
-second job on the same port read and write the first job's keys, resets the connection on
-values over 8 MiB, overran a 30 s timeout to 126 s with its reconnect back-off, and its C++
-client warns on every call once the server is gone. This store:
+Why not torch.distributed's TCPStore as it is: it accepts any connection (a stranger's
+forged arrival comes back from a rendezvous as a payload), lets a second job on the same
+port read and write the first job's keys, resets the connection on values over 8 MiB,
+overruns a 30 s timeout to 126 s with its reconnect back-off, and its C++ client warns on
+every call once the server is gone. This store:
 
 * authenticates both ends of every connection with the job's secret (HMAC-SHA256 over fresh
   nonces from each side; the secret never travels), so a process without it can neither

@@ -124,7 +124,7 @@ class StoreServer:
                 if error.errno not in (errno.EMFILE, errno.ENFILE) or self._closed:
                     return
                 # Out of file descriptors: the connection waits in the backlog until one closes
-                # (ending this loop here stopped the store for every later process).
+                # (ending this loop would shut out every later process of the job).
                 if not out_of_files:
                     print(f"xrt2pjrt store on port {self.port}: out of open files at {self.connections} "
                           f"connections ({error.strerror}; the limit is {_open_file_limit()}): later "

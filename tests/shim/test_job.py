@@ -12,7 +12,7 @@ import pytest
 
 from xrt2pjrt.shim import job, settings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 V4_16 = {"PJRT_DEVICE": "TPU", "TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v4-16",
          "TPU_HOST_BOUNDS": "1,1,2", "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1",
          "TPU_WORKER_HOSTNAMES": "10.0.0.5,10.0.0.6"}
