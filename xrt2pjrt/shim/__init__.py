@@ -11,7 +11,7 @@ calls that need them. The shim is the standard library, torch and torch_xla (and
 which torch_xla requires) and nothing of the codemod: it can travel alone.
 
 Floors, top to bottom. A module imports modules of its own floor or below, never above, and
-at its top, not hidden in a function (tests/shim/test_floors.py reads every import):
+at its top, not hidden in a function (tests/shim/test_shim_floors.py reads every import):
 
 1. ``xla_multiprocessing``: XRT's ``xmp.spawn`` and ``run_multiprocess`` on PJRT
 2. ``xla_model``, ``parallel_loader``: the XRT-era ``xm`` and ``pl`` APIs

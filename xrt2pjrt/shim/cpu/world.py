@@ -17,7 +17,7 @@ the table replaces them.
 
 :func:`enter` applies the table (``replacements``) in a replica process, before the
 replica's function runs, and only there: nothing changes on a TPU or in any other process.
-Every target is checked against the installed torch_xla in tests/shim/cpu/test_world.py.
+Every target is checked against the installed torch_xla in tests/shim/cpu/test_cpu_world.py.
 """
 
 from __future__ import annotations
@@ -360,7 +360,7 @@ def _hand_workers_their_init() -> None:
     import torch.utils.data
 
     loader = torch.utils.data.DataLoader
-    start = loader._get_iterator  # an AttributeError here is one for tests/shim/cpu/test_world.py
+    start = loader._get_iterator  # an AttributeError here is one for tests/shim/cpu/test_cpu_world.py
 
     @functools.wraps(start)
     def _get_iterator(self):

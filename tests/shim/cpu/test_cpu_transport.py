@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .replica_programs import ROOT
+from replica_programs import ROOT
 
 
 PRINTS_JSON = """

@@ -14,7 +14,7 @@ from xrt2pjrt.shim.store.client import StoreClient
 from xrt2pjrt.shim.store.helper import start_helper
 from xrt2pjrt.shim.store.protocol import PortTaken
 
-from ._serving import ROOT, SECRET, client
+from store_serving import ROOT, SECRET, client, server  # noqa: F401 -- server: a fixture
 
 
 HELPED = textwrap.dedent("""

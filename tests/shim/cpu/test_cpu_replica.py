@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from .replica_programs import ROOT, by_ordinal, run_program
+from replica_programs import ROOT, by_ordinal, run_program
 
 
 SIGNAL_IN_REPLICA = textwrap.dedent("""

@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
-from .replica_programs import (SEED, alive, assert_seed_table, by_ordinal, edited, finish_program,
-                              free_port, run_program, start_program, write_program)
+from replica_programs import (SEED, alive, assert_seed_table, by_ordinal, edited, finish_program,
+                             free_port, run_program, start_program, write_program)
 
 
 FAULTS = """

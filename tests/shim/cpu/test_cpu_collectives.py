@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from .replica_programs import (SEED, assert_seed_table, by_ordinal, finish_program, run_program, start_program,
-                              write_program)
+from replica_programs import (SEED, assert_seed_table, by_ordinal, finish_program, run_program, start_program,
+                             write_program)
 
 
 @pytest.mark.xla

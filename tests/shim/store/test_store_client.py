@@ -12,7 +12,7 @@ import pytest
 
 from xrt2pjrt.shim.store.protocol import StoreError
 
-from ._serving import client
+from store_serving import client, server  # noqa: F401 -- server: a fixture
 
 
 def test_the_job_reads_writes_waits_and_counts(server):

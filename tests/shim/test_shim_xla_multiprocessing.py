@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from .test_xla_model_rendezvous import free_port
+from tests.shim.test_shim_xla_model_rendezvous import free_port
 
 pytestmark = pytest.mark.xla
 

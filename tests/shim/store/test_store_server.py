@@ -18,7 +18,7 @@ from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.store.protocol import PortTaken, StoreAborted, StoreAuthenticationError, StoreError
 from xrt2pjrt.shim.store.server import StoreServer, listen
 
-from ._serving import ROOT, SECRET, client
+from store_serving import ROOT, SECRET, client, server  # noqa: F401 -- server: a fixture
 
 
 def test_a_stranger_can_neither_read_nor_write_and_is_named_on_the_servers_side(server, capfd):
