@@ -2,7 +2,7 @@
 
     python bench/cpu_replicas.py [--nprocs 4] [--sizes 1,64] [--repeat 10] [--steps 10]
 
-N CPU replicas (xrt2pjrt.shim.cpu_replicas, started as ``xrt2pjrt run`` starts them) each
+N CPU replicas (xrt2pjrt.shim.cpu, started as ``xrt2pjrt run`` starts them) each
 join a plain gloo process group as well, over the mode's own store. Then, in every
 replica, one after the other:
 
@@ -125,10 +125,10 @@ def replica(index: int, sizes_mb: list[int], repeat: int, steps: int) -> dict:
     import torch.distributed as dist
     from torch.distributed import PrefixStore
 
-    from xrt2pjrt.shim import cpu_replicas
+    from xrt2pjrt.shim.cpu import placement, transport
 
-    where = cpu_replicas.placement()
-    dist.init_process_group("gloo", store=PrefixStore("bench", cpu_replicas.store()), rank=where.ordinal,
+    where = placement.placement()
+    dist.init_process_group("gloo", store=PrefixStore("bench", transport.store()), rank=where.ordinal,
                             world_size=where.world_size)
     return {"all_reduce": _all_reduce_times(sizes_mb, repeat), "step": _step_times(steps)}
 
@@ -161,10 +161,10 @@ def main() -> None:
 
     os.environ["PJRT_DEVICE"] = "CPU"
     print(machine())
-    from xrt2pjrt.shim import cpu_replicas
+    from xrt2pjrt.shim.cpu import supervisor
 
-    reports = cpu_replicas.spawn(replica, args=(sizes, options.repeat, options.steps), nprocs=options.nprocs,
-                                 start_method="fork")
+    reports = supervisor.spawn(replica, args=(sizes, options.repeat, options.steps), nprocs=options.nprocs,
+                               start_method="fork")
     runs = list(reports.values())
     print(f"\nall_reduce (sum, float32), {options.nprocs} replicas, {options.repeat} calls each, in turns")
     print(f"{'size':>6}  {'mode':>9}  {'gloo':>9}  {'mode GB/s':>9}  {'gloo GB/s':>9}  "

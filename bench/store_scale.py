@@ -38,11 +38,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import machine  # noqa: E402
 
-from xrt2pjrt.shim import store as store_module  # noqa: E402
+from xrt2pjrt.shim import settings  # noqa: E402
+from xrt2pjrt.shim.store.client import StoreClient  # noqa: E402
+from xrt2pjrt.shim.store.helper import start_helper  # noqa: E402
+from xrt2pjrt.shim.store.protocol import StoreError  # noqa: E402
+from xrt2pjrt.shim.store.secret import job_secret, new_secret  # noqa: E402
 
 # The simulating processes get it from the environment, as a job's processes do.
-os.environ.setdefault(store_module.SECRET_ENV, store_module.new_secret())
-SECRET = store_module.job_secret()
+os.environ.setdefault(settings.JOB_SECRET.name, new_secret())
+SECRET = job_secret()
 
 
 # --- one process of the simulated pod ------------------------------------------------------
@@ -50,7 +54,7 @@ def worker(port: int, first: int, threads: int, world: int, start_at: float, rou
     """``threads`` participants (ordinals first..), printing one JSON line each."""
     from xrt2pjrt.shim.rendezvous import host_rendezvous
 
-    store = store_module.StoreClient("127.0.0.1", port, SECRET, timeout=300)
+    store = StoreClient("127.0.0.1", port, SECRET, timeout=300)
     results = []
 
     def participant(ordinal: int) -> None:
@@ -62,7 +66,7 @@ def worker(port: int, first: int, threads: int, world: int, start_at: float, rou
             own.num_keys()  # connect + handshake + one call
             row["connect"] = time.perf_counter() - began
             own.close()  # the rendezvous makes its own connection (a clone), as in a job
-        except store_module.StoreError as error:
+        except StoreError as error:
             row["refused"] = f"{type(error).__name__}: {error}"
             results.append(row)
             return
@@ -109,7 +113,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def one_size(clients: int, threads: int, rounds: int, payload: int) -> dict:
-    helper = store_module.start_helper("127.0.0.1", 0, SECRET, expected=clients + 1, linger=5)
+    helper = start_helper("127.0.0.1", 0, SECRET, expected=clients + 1, linger=5)
     pid = helper.process.pid
     idle = _status(pid)
     start_at = time.time() + 2.0 + clients / 100  # every process started and waiting by then

@@ -12,9 +12,6 @@ from pathlib import Path
 import xrt2pjrt
 
 PACKAGE = Path(xrt2pjrt.__file__).resolve().parent
-# The one cycle left, in the shim: cpu_replicas imports replica_world inside functions. The
-# shim's rooms (issue 23's other part) mend it; this exemption goes with it.
-KNOWN_CYCLE = {"xrt2pjrt.shim.cpu_replicas", "xrt2pjrt.shim.replica_world"}
 
 
 def _floors() -> list[tuple[str, list[str]]]:
@@ -104,11 +101,9 @@ def _reaches(start: str, goal: str) -> bool:
 
 
 def test_no_cycle_at_the_top_and_none_hidden_in_a_function():
-    cycles = [(m, target, f"{m}:{line} imports {target}, which imports {m}" + (" (inside a function)" if inside else ""))
+    cycles = [f"{m}:{line} imports {target}, which imports {m}" + (" (inside a function)" if inside else "")
               for m in MODULES for target, inside, line in _imports(m) if _reaches(target, m)]
-    others = [said for m, target, said in cycles if {m, target} != KNOWN_CYCLE]
-    assert not others, "\n".join(others)
-    assert cycles, "the shim's cycle is mended: remove KNOWN_CYCLE"
+    assert not cycles, "\n".join(cycles)
 
 
 def test_the_floors_see_what_they_are_meant_to():

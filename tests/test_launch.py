@@ -152,13 +152,15 @@ def test_the_workers_environment_is_set_up_as_xla_dist_set_it_up(tmp_path, layer
 # the secret on every command line of this machine while both are running, as `ps` would.
 HANDSHAKE = """
 import glob, hashlib, os, pathlib, sys, time
-from xrt2pjrt.shim import store
-secret, shared = store.job_secret(), pathlib.Path(sys.argv[1])
+from xrt2pjrt.shim.store.client import StoreClient
+from xrt2pjrt.shim.store.secret import job_secret
+from xrt2pjrt.shim.store.server import StoreServer, listen
+secret, shared = job_secret(), pathlib.Path(sys.argv[1])
 assert sys.stdin.read() == "", "the program's stdin is empty"
 if os.environ["TPU_WORKER_ID"] == "0":
-    server = store.StoreServer(store.listen("127.0.0.1", 0), secret)
+    server = StoreServer(listen("127.0.0.1", 0), secret)
     (shared / "port").write_text(str(server.port))
-    me = store.StoreClient("127.0.0.1", server.port, secret, timeout=120)
+    me = StoreClient("127.0.0.1", server.port, secret, timeout=120)
     me.wait(["worker 1 is in"])
     holding = []
     for path in glob.glob("/proc/[0-9]*/cmdline"):
@@ -171,7 +173,7 @@ if os.environ["TPU_WORKER_ID"] == "0":
 else:
     while not (shared / "port").exists():
         time.sleep(0.05)
-    me = store.StoreClient("127.0.0.1", int((shared / "port").read_text()), secret, timeout=120)
+    me = StoreClient("127.0.0.1", int((shared / "port").read_text()), secret, timeout=120)
     me.set("worker 1 is in", b"")
     print("command lines holding the secret:", me.get("command lines holding the secret").decode())
     me.set("worker 1 is done", b"")

@@ -278,14 +278,16 @@ def test_a_replica_that_raises_ends_every_rendezvous_of_the_job_at_once(tmp_path
 def test_a_strangers_forged_arrival_is_refused_and_the_job_sees_only_its_own_payloads(tmp_path):
     """A stranger on the network knows the port and the key of the late replica's arrival,
     not the secret."""
-    from xrt2pjrt.shim import rendezvous, store
+    from xrt2pjrt.shim import rendezvous
+    from xrt2pjrt.shim.store.client import StoreClient
+    from xrt2pjrt.shim.store.protocol import StoreAuthenticationError
 
     pod = Pod(tmp_path, {"*": [["rendezvous", "start", []]], "3": [["sleep", 4], ["rendezvous", "start", []]]})
     pod.start("0", 0)
     pod.start("1", 1)
     _wait_until_at("sleep", pod, [3])
-    stranger = store.StoreClient(HOSTS[0], pod.port, uuid.uuid4().hex.encode(), timeout=20)
-    with pytest.raises(store.StoreAuthenticationError):
+    stranger = StoreClient(HOSTS[0], pod.port, uuid.uuid4().hex.encode(), timeout=20)
+    with pytest.raises(StoreAuthenticationError):
         stranger.set("xrt2pjrt/rendezvous/all/0/3", rendezvous._encode("start", b"forged"))
     ended = pod.finish()
     _succeeded({"1": ended["1"]})

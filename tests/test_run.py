@@ -1,6 +1,6 @@
 """``xrt2pjrt run``: real commands in real processes (torch_xla 2.9 on CPU), and its options.
 
-The one-world behaviour inside the replicas is tests/test_replica_world.py (a run of 4
+The one-world behaviour inside the replicas is tests/shim/cpu/test_cpu_world.py (a run of 4
 replicas); here: how run starts a script (once, or once per replica), what the script sees
 (its arguments, torchrun's variables), exit codes and failures, several hosts.
 """
@@ -19,7 +19,7 @@ import pytest
 
 from xrt2pjrt import doctor
 from xrt2pjrt import run as run_command
-from tests.test_shim_rendezvous import free_port
+from tests.shim.test_shim_xla_model_rendezvous import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -60,10 +60,10 @@ def test_the_example_migrated_for_2_8_trains_on_torch_xla_2_8(tmp_path, target):
 
 def test_the_shims_tests_pass_on_torch_xla_2_8():
     # the XRT-era xm surface: ordinals, collectives, rendezvous, mesh_reduce, save, spawn; and
-    # the one world: every torch_xla name replica_world replaces is there with its signature,
+    # the one world: every torch_xla name the CPU mode's tables replace is there with its signature,
     # and torch_xla's own API answers as on a pod in a run of 4 CPU replicas
-    ran = subprocess.run([PYTHON_28, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_shim_xla_model.py",
-                          "tests/test_shim_collective_model.py", "tests/test_replica_world.py"], cwd=ROOT, env=_env(),
+    ran = subprocess.run([PYTHON_28, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/shim/test_shim_xla_model.py",
+                          "tests/shim/test_shim_collective_args.py", "tests/shim/cpu/test_cpu_world.py"], cwd=ROOT, env=_env(),
                          capture_output=True, text=True, timeout=2400)
     assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
     assert " passed" in ran.stdout and "skipped" not in ran.stdout.splitlines()[-1], ran.stdout[-500:]

@@ -51,7 +51,8 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from xrt2pjrt.shim import store
+from xrt2pjrt.shim import settings
+from xrt2pjrt.shim.store.secret import new_secret
 from xrt2pjrt.text.words import Word
 from xrt2pjrt.text.xla_dist import (XRT_ONLY, Launch, Prelude, Seg, Untranslatable, as_argv_text,
                                     gcloud_describe, gcloud_ssh, literal_word)
@@ -150,13 +151,14 @@ def worker_count(target: Target) -> int:
 
 # Exported in every worker's command: the processes of this launch are the ones whose
 # environment holds it, which is how they are found again to be stopped.
-MARKER = "XRT2PJRT_LAUNCH"
+MARKER = settings.LAUNCH.name
 # The first thing a worker does: read the job's secret, one line of its stdin. An empty line
 # (a --dry-run line run by hand without the variable set) is no secret either.
-READ_SECRET = Seg(f'IFS= read -r {store.SECRET_ENV} && [ -n "${store.SECRET_ENV}" ] || '
-                  f'{{ echo "xrt2pjrt launch: no job secret on stdin" >&2; exit 1; }}; export {store.SECRET_ENV}; ')
+SECRET = settings.JOB_SECRET.name
+READ_SECRET = Seg(f'IFS= read -r {SECRET} && [ -n "${SECRET}" ] || '
+                  f'{{ echo "xrt2pjrt launch: no job secret on stdin" >&2; exit 1; }}; export {SECRET}; ')
 # What --dry-run shows where a run writes the secret to each gcloud's stdin.
-SECRET_PLACEHOLDER = f'printf "%s\\n" "${store.SECRET_ENV}" | '
+SECRET_PLACEHOLDER = f'printf "%s\\n" "${SECRET}" | '
 
 
 @dataclass(frozen=True)
@@ -174,11 +176,11 @@ class Run:
         run_id = secrets.token_hex(6)
         if launch.docker_image and not launch.docker_container:  # named, so it can be removed
             launch = dataclasses.replace(launch, docker_container=Word.literal(f"xrt2pjrt-{run_id}"))
-        return cls(launch, target, run_id, store.new_secret())
+        return cls(launch, target, run_id, new_secret())
 
     def ssh(self, worker: str) -> list[str]:
         """The gcloud command for a worker; it reads the job's secret from its stdin."""
-        prelude = Prelude((Seg(f"export {MARKER}={self.id}; "), READ_SECRET), (MARKER, store.SECRET_ENV))
+        prelude = Prelude((Seg(f"export {MARKER}={self.id}; "), READ_SECRET), (MARKER, SECRET))
         return self._gcloud(worker, as_argv_text(self.launch.worker_command(literal_word, prelude)))
 
     def stop(self, worker: str) -> list[str]:
@@ -204,7 +206,7 @@ def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO
               "(--num-workers N gives them here):", file=out)
     else:
         workers = [str(i) for i in range(num_workers)]
-    print(f"# each reads the job's secret from its stdin: ${store.SECRET_ENV} stands for it here "
+    print(f"# each reads the job's secret from its stdin: ${SECRET} stands for it here "
           "(a run makes a new one, the same for every worker)", file=out)
     for worker in workers:
         print(SECRET_PLACEHOLDER + shlex.join(run_.ssh(worker)), file=out)

@@ -5,8 +5,8 @@
 
 By default SCRIPT runs once, in this process, with ``PJRT_DEVICE=CPU``. When it calls
 ``xmp.spawn`` or ``torch_xla.launch`` (torch_xla's own, or the shim's), N CPU replica
-processes start (:mod:`xrt2pjrt.shim.cpu_replicas`); inside each one torch_xla's own API
-sees the N-replica world (:mod:`xrt2pjrt.shim.replica_world`). A script that would run
+processes start (:mod:`xrt2pjrt.shim.cpu`); inside each one torch_xla's own API
+sees the N-replica world (:mod:`xrt2pjrt.shim.cpu.world`). A script that would run
 as one process, not N, is stopped with :data:`EXIT_NEVER_SPAWNED` rather than passed off
 as an N-replica run: at once when, before its first spawn, it starts the XLA runtime (its
 first device or ordinal call; torch_xla's spawn could not start replicas after that) or
@@ -22,7 +22,7 @@ meets in the replicas' store, and nothing else is opened for the script.
 Several hosts: ``--hosts H --host-index I --master ADDR[:PORT]`` on every host. They set
 ``XRT2PJRT_CPU_HOSTS``, ``XRT2PJRT_CPU_HOST_INDEX``, ``MASTER_ADDR`` and ``MASTER_PORT``,
 which keep working on their own; the replicas' store is served by host 0 (see
-:mod:`xrt2pjrt.shim.cpu_replicas` for its port).
+:mod:`xrt2pjrt.shim.cpu` for its port).
 
 Exit code: by default the script's own. With ``--per-process``, 0 when every replica
 finished, else the exit code of the replica that failed (128 + N for a signal N), as a
@@ -42,7 +42,8 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from xrt2pjrt.shim import cpu_replicas
+from xrt2pjrt.shim import settings
+from xrt2pjrt.shim.cpu import launch, launch_guard, placement, replacements, supervisor
 
 EXIT_NEVER_SPAWNED = 3
 
@@ -57,21 +58,21 @@ def configure(nprocs: int, hosts: int | None = None, host_index: int | None = No
     if nprocs < 1:
         raise RunError(f"--nprocs {nprocs}: at least one replica is needed")
     environ["PJRT_DEVICE"] = "CPU"
-    environ[cpu_replicas.REPLICAS_ENV] = str(nprocs)
+    environ[settings.CPU_REPLICAS.name] = str(nprocs)
     if hosts is not None:
-        environ[cpu_replicas.HOSTS_ENV] = str(hosts)
+        environ[settings.CPU_HOSTS.name] = str(hosts)
     if host_index is not None:
-        environ[cpu_replicas.HOST_INDEX_ENV] = str(host_index)
+        environ[settings.CPU_HOST_INDEX.name] = str(host_index)
     if master:
         address, port = _address_and_port(master)
         environ["MASTER_ADDR"] = address
         if port:
             environ["MASTER_PORT"] = port
-    count = environ.get(cpu_replicas.HOSTS_ENV) or "1"
-    index = environ.get(cpu_replicas.HOST_INDEX_ENV) or "0"
+    count = settings.CPU_HOSTS.text(environ) or "1"
+    index = settings.CPU_HOST_INDEX.text(environ) or "0"
     if not (count.isdigit() and index.isdigit() and int(index) < int(count)):
         raise RunError(f"host index {index} is not one of {count} hosts "
-                       f"(--host-index, --hosts or {cpu_replicas.HOST_INDEX_ENV}, {cpu_replicas.HOSTS_ENV})")
+                       f"(--host-index, --hosts or {settings.CPU_HOST_INDEX.name}, {settings.CPU_HOSTS.name})")
 
 
 def _address_and_port(master: str) -> tuple[str, str]:
@@ -105,17 +106,15 @@ def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = Fals
 
 
 def _once(script: str, args: list[str]) -> int:
-    from xrt2pjrt.shim import replica_world
-
-    replica_world.apply("launch", replica_world.LAUNCH)
-    started, world = cpu_replicas.spawn_count(), _world()
+    replacements.apply("launch", launch.LAUNCH)
+    started, world = supervisor.spawn_count(), _world()
     if world > 1:
-        replica_world.guard_launching_process(functools.partial(_stop, script, world))
+        launch_guard.guard_launching_process(functools.partial(_stop, script, world))
     try:
         code = _exit_code_of(lambda: _execute(script, args))
     finally:
-        replica_world.lift_launch_guard()
-    if code == 0 and cpu_replicas.spawn_count() == started and world > 1:
+        launch_guard.lift_launch_guard()
+    if code == 0 and supervisor.spawn_count() == started and world > 1:
         print(f"xrt2pjrt run: {script} finished without starting replicas (no xmp.spawn or "
               f"torch_xla.launch): it ran as one process, not {world} replicas. A script that "
               "runs once per replica needs --per-process.", file=sys.stderr)
@@ -125,7 +124,7 @@ def _once(script: str, args: list[str]) -> int:
 
 def _stop(script: str, world: int, what: str, where: str) -> NoReturn:
     """End a script that is about to run as one process, not ``world`` replicas (see
-    replica_world.guard_launching_process for ``what``)."""
+    launch_guard.guard_launching_process for ``what``)."""
     if what == "runtime":
         print(f"xrt2pjrt run: {script} started torch_xla's runtime in the launching process before "
               f"any xmp.spawn or torch_xla.launch, at {where}\nStopped there: it would run as one process, "
@@ -141,7 +140,7 @@ def _stop(script: str, world: int, what: str, where: str) -> NoReturn:
 
 
 def _world() -> int:
-    return int(os.environ[cpu_replicas.REPLICAS_ENV]) * int(os.environ.get(cpu_replicas.HOSTS_ENV) or 1)
+    return settings.CPU_REPLICAS.read() * settings.CPU_HOSTS.read()
 
 
 def _per_process(script: str, args: list[str], nprocs: int) -> int:
@@ -150,9 +149,9 @@ def _per_process(script: str, args: list[str], nprocs: int) -> int:
         import torch_xla  # noqa: F401 -- imported once here, each forked replica starts with it
 
     try:
-        cpu_replicas.spawn(ScriptReplica(script, args), nprocs=nprocs,
+        supervisor.spawn(ScriptReplica(script, args), nprocs=nprocs,
                            start_method="fork" if "fork" in methods else "spawn")
-    except cpu_replicas.ReplicaFailed as failure:
+    except supervisor.ReplicaFailed as failure:
         print(f"xrt2pjrt run: {failure}", file=sys.stderr)
         code = failure.exitcode
         return 128 - code if code is not None and code < 0 else code or 1
@@ -167,7 +166,7 @@ class ScriptReplica:
     args: list[str]
 
     def __call__(self, index: int) -> None:
-        where = cpu_replicas.placement()
+        where = placement.placement()
         os.environ.update(RANK=str(where.ordinal), WORLD_SIZE=str(where.world_size),
                           LOCAL_RANK=str(where.local_ordinal), LOCAL_WORLD_SIZE=str(where.local_world_size),
                           GROUP_RANK=str(where.host), TORCHELASTIC_RUN_ID="xrt2pjrt-run")

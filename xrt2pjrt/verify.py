@@ -4,7 +4,7 @@ It starts every replica of this machine, runs :mod:`xrt2pjrt.verify_checks` in e
 every replica's results back to this process, and judges them together:
 
 * ``PJRT_DEVICE=CPU`` with ``--nprocs N`` (N > 1): the shim's CPU replica mode
-  (``xrt2pjrt.shim.cpu_replicas``), N processes that are one PJRT CPU replica each and
+  (``xrt2pjrt.shim.cpu``), N processes that are one PJRT CPU replica each and
   one world for the shim and for torch_xla's own API alike;
 * otherwise torch_xla's ``run_multiprocess``: every local device (one replica on CPU; every
   chip, or TensorCore on v2/v3, on a TPU VM). On a pod, run it on every worker
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xrt2pjrt import doctor, verify_checks
+from xrt2pjrt.shim import settings
 from xrt2pjrt.verify_checks import CheckResult
 
 EXIT_PASSED, EXIT_FAILED, EXIT_NOT_RUN = 0, 1, 2
@@ -45,9 +46,7 @@ class Verification:
 
 
 def _cpu_hosts() -> int:
-    from xrt2pjrt.shim import cpu_replicas
-
-    return int(os.environ.get(cpu_replicas.HOSTS_ENV, "").strip() or 1)
+    return settings.CPU_HOSTS.read()
 
 
 def _start(nprocs: int | None, device: str, replica: Callable) -> tuple[dict[int, dict], int, str]:
@@ -55,12 +54,12 @@ def _start(nprocs: int | None, device: str, replica: Callable) -> tuple[dict[int
     if nprocs is not None and nprocs < 1:
         raise CannotVerify(f"--nprocs {nprocs}: at least one replica is needed")
     if device == "CPU" and nprocs and nprocs > 1:
-        from xrt2pjrt.shim import cpu_replicas
+        from xrt2pjrt.shim.cpu import supervisor
 
         os.environ["PJRT_DEVICE"] = "CPU"
         try:
-            reports = cpu_replicas.spawn(replica, nprocs=nprocs)
-        except cpu_replicas.ReplicaFailed as error:
+            reports = supervisor.spawn(replica, nprocs=nprocs)
+        except supervisor.ReplicaFailed as error:
             raise CannotVerify(str(error)) from error
         return reports, nprocs * _cpu_hosts(), "xrt2pjrt CPU replica mode"
     if device == "CPU" and int(os.environ.get("CPU_NUM_DEVICES", "1") or 1) > 1:

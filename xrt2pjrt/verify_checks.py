@@ -20,7 +20,7 @@ mesh_reduce           i, reduce_fn = list                        [0, 1, ..., N-1
 Each check is written once and runs against two APIs: the shim's
 (``xrt2pjrt.shim.xla_model``) and torch_xla's own (``torch_xla.core.xla_model`` with
 ``torch_xla.runtime`` ordinals; in the CPU replica mode the replicas are one torch_xla world
-too, see ``xrt2pjrt.shim.replica_world``). A replica returns plain data (:func:`replica_main`); the
+too, see ``xrt2pjrt.shim.cpu.world``). A replica returns plain data (:func:`replica_main`); the
 parent judges every replica's data together (:func:`judge`), so the expected values come
 from ordinals and the world size, never from a table.
 
@@ -204,12 +204,12 @@ def replica_main(index: int | None = None) -> dict:
     # The parent's stdout carries the table or the JSON: replicas write to stderr only.
     os.dup2(2, 1)
     import xrt2pjrt.shim.xla_model as shim_xm
-    from xrt2pjrt.shim import cpu_replicas
+    from xrt2pjrt.shim.cpu import placement
 
     device = shim_xm.xla_device()
     apis = _apis()
     report: dict[str, Any] = {"identity": {}, "results": {}}
-    if not cpu_replicas.active():  # there the mode defines the replica ids: the launched ordinals
+    if not placement.active():  # there the mode defines the replica ids: the launched ordinals
         try:
             report["replica_id"] = _replica_id(device)
         except Exception as error:  # noqa: BLE001 -- reported as this replica's result

@@ -1,7 +1,7 @@
 """How the shim turns XRT-era collective arguments into the ones XLA receives.
 
 Pure Python (no torch), so the reference model of XLA's collective semantics in
-tests/test_shim_collective_model.py can check it for many topologies.
+tests/shim/test_shim_collective_args.py can check it for many topologies.
 
 The ordering guarantee rests on two facts. XLA orders every collective's result by the
 order in which a replica group *lists* its members. And on torch_xla >= 1.13 the replica

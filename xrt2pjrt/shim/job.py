@@ -34,18 +34,12 @@ read and the parent's process id; on several hosts it must be given.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import hmac
 import os
-import secrets
-import stat
 
-from xrt2pjrt.shim import store
+from xrt2pjrt.shim import settings
 from xrt2pjrt.shim import topology
+from xrt2pjrt.shim.store import secret as store_secret
 
-ADDR_ENV = "XRT2PJRT_RENDEZVOUS_ADDR"
-PORT_ENV = "XRT2PJRT_RENDEZVOUS_PORT"
-SERVED_ENV = "XRT2PJRT_STORE"  # host:port, set by a spawn parent that serves the store
 DEFAULT_MASTER_PORT = 12355  # torch_xla's default for xla:// and its master discovery
 
 # Every variable the description reads: the cache is keyed by their values.
@@ -53,7 +47,7 @@ _READS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", 
           "MASTER_ADDR", "MASTER_PORT", "PJRT_DEVICE", "PJRT_LOCAL_PROCESS_RANK", "PJRT_LOCAL_PROCESS_COUNT",
           "CLOUD_TPU_TASK_ID", "TPU_ACCELERATOR_TYPE", "TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES",
           "TPU_HOST_BOUNDS", "TPU_CHIPS_PER_HOST_BOUNDS", "TPU_PROCESS_BOUNDS", "TPU_SKIP_MDS_QUERY",
-          ADDR_ENV, PORT_ENV, SERVED_ENV)
+          settings.RENDEZVOUS_ADDR.name, settings.RENDEZVOUS_PORT.name, settings.SERVED_STORE.name)
 
 
 class JobError(RuntimeError):
@@ -80,27 +74,29 @@ class Job:
 
 
 def rendezvous_port(env) -> int:
-    explicit = env.get(PORT_ENV, "").strip()
-    if explicit:
-        return _integer(env, PORT_ENV)
+    explicit = from_setting(settings.RENDEZVOUS_PORT, env)
+    if explicit is not None:
+        return explicit
     master = env.get("MASTER_PORT", "").strip()
     return (_integer(env, "MASTER_PORT") if master else DEFAULT_MASTER_PORT) + 1
 
 
-def address(text: str, name: str) -> tuple[str, int]:
-    host, _, port = text.strip().rpartition(":")
-    if not host or not port.isdigit():
-        raise JobError(f"{name}={text!r} is not host:port")
-    return host.strip("[]"), int(port)
+def from_setting(setting: settings.Setting, env=None):
+    """``setting``'s value (its default when unset); a value it refuses is a :class:`JobError`."""
+    try:
+        return setting.read(env)
+    except settings.SettingError as error:
+        raise JobError(str(error)) from None
 
 
 def _integer(env, name: str, default: int | None = None) -> int:
     raw = env.get(name, "").strip()
     if not raw and default is not None:
         return default
-    if not raw.lstrip("-").isdigit():
-        raise JobError(f"{name}={raw!r} is not an integer")
-    return int(raw)
+    try:
+        return settings.integer(name, raw)
+    except settings.SettingError as error:
+        raise JobError(str(error)) from None
 
 
 def tpu_slice(env) -> topology.Topology | None:
@@ -138,13 +134,13 @@ def from_env(env=None) -> Job:
                       tpu.hostnames[0], port, serves=tpu.worker_id == 0)
         else:
             job = Job("one process", 1, 0, 1, 0, 1, 0, "127.0.0.1", port, serves=True)
-    if env.get(SERVED_ENV):
-        host_name, served_port = address(env[SERVED_ENV], SERVED_ENV)
-        return dataclasses.replace(job, store_host=host_name, store_port=served_port, serves=False,
+    served = from_setting(settings.SERVED_STORE, env)
+    if served is not None:
+        return dataclasses.replace(job, store_host=served[0], store_port=served[1], serves=False,
                                    served_by_parent=True)
-    if env.get(ADDR_ENV):
-        host_name, explicit_port = address(env[ADDR_ENV], ADDR_ENV)
-        return dataclasses.replace(job, store_host=host_name, store_port=explicit_port)
+    explicit = from_setting(settings.RENDEZVOUS_ADDR, env)
+    if explicit is not None:
+        return dataclasses.replace(job, store_host=explicit[0], store_port=explicit[1])
     return job
 
 
@@ -165,55 +161,18 @@ def secret(job: Job, env=None) -> bytes:
     """The job's secret (see the module docstring); an error saying what to set when a job
     on several hosts has none."""
     env = os.environ if env is None else env
-    given = store.job_secret(env)
+    given = store_secret.job_secret(env)
     if given is not None:
         return given
     if job.processes == 1 and not job.served_by_parent:
-        return store.new_secret().encode()  # alone: only this process and the store it starts need it
+        return store_secret.new_secret().encode()  # alone: only this process and the store it starts need it
     if job.hosts == 1:
-        return _derived_secret(os.getppid())
+        return store_secret.derived_for_children_of(os.getppid())
     raise JobError(
         f"this is {job.describe()}: its processes meet in a store at {job.store_host}:{job.store_port}, "
         f"which lets in only processes that hold the job's secret, and none is set. Set "
-        f"{store.SECRET_ENV} to the same random value on every host of this job, and a new one for each "
-        f"run (or {store.SECRET_FILE_ENV} to a file only you can read), e.g. in the command given to "
-        "`gcloud compute tpus tpu-vm ssh --worker=all`: "
-        f"{store.SECRET_ENV}=$(python3 -c 'import secrets; print(secrets.token_hex(16))') computed once "
-        "on your machine. Or use XRT2PJRT_RENDEZVOUS_TRANSPORT=xla, which needs no store.")
-
-
-def _derived_secret(parent: int) -> bytes:
-    """For processes of one parent on one host: HMAC(this user's key, the parent's identity).
-    Another user cannot compute it (the key file is theirs alone) and another job of this
-    user has another parent."""
-    started = ""
-    try:
-        with open(f"/proc/{parent}/stat", encoding="ascii") as handle:
-            started = handle.read().rsplit(")", 1)[1].split()[19]  # field 22: start time
-    except (OSError, IndexError):
-        pass
-    return hmac.new(_user_key(), f"{parent}:{started}".encode(), hashlib.sha256).hexdigest().encode()
-
-
-def _user_key() -> bytes:
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "xrt2pjrt")
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    info = os.stat(directory)
-    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise JobError(f"{directory} must belong to you and be private (chmod 700): it holds the key "
-                       f"that protects your jobs' stores; or set {store.SECRET_ENV}")
-    path = os.path.join(directory, "key")
-    if not os.path.exists(path):
-        # Written whole under another name, then linked: a concurrent reader never sees half a key.
-        draft = f"{path}.{os.getpid()}.{secrets.token_hex(4)}"
-        with open(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
-            handle.write(secrets.token_hex(32))
-        try:
-            os.link(draft, path)
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(draft)
-    with open(path, encoding="ascii") as handle:
-        return handle.read().strip().encode()
+        f"{settings.JOB_SECRET.name} to the same random value on every host of this job, and a new one for "
+        f"each run (or {settings.JOB_SECRET_FILE.name} to a file only you can read), e.g. in the command given "
+        "to `gcloud compute tpus tpu-vm ssh --worker=all`: "
+        f"{settings.JOB_SECRET.name}=$(python3 -c 'import secrets; print(secrets.token_hex(16))') computed once "
+        f"on your machine. Or use {settings.RENDEZVOUS_TRANSPORT.name}=xla, which needs no store.")

@@ -23,8 +23,9 @@ serialises its calls and a thread blocked in ``wait`` would block the others.
 
 Where the store lives: ``store=`` handed in (the CPU multi-replica mode passes the one its
 parent serves), else the store of this process's job (``job``: placed where every host can
-find it without an XLA collective, served by a process that exists there, and kept up until
-the job's last process is done with it). Only the job's processes get in (``store``).
+find it without an XLA collective; ``job_store``: served by a process that exists there, and
+kept up until the job's last process is done with it). Only the job's processes get in
+(``store``).
 
 The timeout (seconds) comes from the ``timeout`` argument, else
 ``XRT2PJRT_RENDEZVOUS_TIMEOUT``, else 300.
@@ -34,19 +35,15 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import multiprocessing.util
 import os
-import sys
 import threading
 import weakref
 from collections.abc import Sequence
 
 from xrt2pjrt.shim import job as job_module
-from xrt2pjrt.shim import store as store_module
-from xrt2pjrt.shim.job import ADDR_ENV, PORT_ENV
-
-TIMEOUT_ENV = "XRT2PJRT_RENDEZVOUS_TIMEOUT"
-DEFAULT_TIMEOUT_SECONDS = 300.0
+from xrt2pjrt.shim import settings
+from xrt2pjrt.shim.job_store import JOB_STORE
+from xrt2pjrt.shim.store.protocol import StoreAborted, StoreError, StoreTimeout, max_value_bytes
 
 _KEY_PREFIX = "xrt2pjrt/rendezvous"
 
@@ -65,20 +62,6 @@ class RendezvousTimeout(RendezvousError):
 
 class RendezvousAborted(RendezvousError):
     """Another process of the job failed; its message says how."""
-
-
-def default_timeout() -> float:
-    """Seconds to wait for the other participants: ``XRT2PJRT_RENDEZVOUS_TIMEOUT`` or 300."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_SECONDS
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise ValueError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-    if seconds <= 0:
-        raise ValueError(f"{TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
-    return seconds
 
 
 def participants_of(replicas: Sequence[int] | None, world_size: int) -> list[int]:
@@ -117,10 +100,10 @@ def host_rendezvous(
         raise ValueError(
             f"ordinal {ordinal} joined rendezvous {tag!r} but is not among its replicas {members}"
         )
-    seconds = default_timeout() if timeout is None else float(timeout)
+    seconds = settings.RENDEZVOUS_TIMEOUT.read() if timeout is None else float(timeout)
     try:
         client = _thread_client(store, seconds)
-    except (job_module.JobError, store_module.StoreError) as error:
+    except (job_module.JobError, StoreError) as error:
         raise RendezvousError(f"rendezvous {tag!r} on ordinal {ordinal}: {error}") from None
 
     group = "all" if len(members) == world_size else ",".join(map(str, members))
@@ -134,9 +117,9 @@ def host_rendezvous(
         # the keys (the counter key last, so a late reader never sees a half-deleted set).
         if client.store.add(f"{base}/read", 1) == len(members):
             client.store.delete_keys([*keys.values(), f"{base}/all", f"{base}/arrived", f"{base}/read"])
-    except store_module.StoreAborted as error:
+    except StoreAborted as error:
         raise RendezvousAborted(f"rendezvous {tag!r} on ordinal {ordinal} ended: {error}") from None
-    except store_module.StoreError as error:
+    except StoreError as error:
         raise RendezvousError(f"rendezvous {tag!r} failed on ordinal {ordinal}: {error}") from None
     arrivals = {member: _decode(value) for member, value in zip(members, values)}
 
@@ -152,8 +135,8 @@ def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: in
 
     The last to arrive gathers the arrivals into one value, ``base/all``, that the others
     wait for: each participant asks for one key, not N, so the store's work per barrier
-    grows as N, not N^2 (on a pod of 256 processes, 0.7 s of the store's time per barrier
-    went into N^2 keys). When the gathered arrivals would be over the store's value limit
+    grows as N, not N^2 (N^2 keys cost the store 0.7 s per barrier on a pod of 256
+    processes). When the gathered arrivals would be over the store's value limit
     (large payloads from many participants), ``base/all`` says so and each participant
     fetches the N keys itself.
     """
@@ -161,23 +144,23 @@ def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: in
         if store.add(f"{base}/arrived", 1) == len(keys):
             values = store.multi_get(list(keys.values()))  # all there: no wait
             gathered = _GATHERED + _pack(values)
-            store.set(f"{base}/all", gathered if len(gathered) <= store_module.max_value_bytes() else _EACH_KEY)
+            store.set(f"{base}/all", gathered if len(gathered) <= max_value_bytes() else _EACH_KEY)
             return values
         everyone = store.get(f"{base}/all")
         if everyone == _EACH_KEY:
             return store.multi_get(list(keys.values()))
         return _unpack(everyone[len(_GATHERED):])
-    except store_module.StoreTimeout:
+    except StoreTimeout:
         try:
             missing = [member for member, key in keys.items() if not store.check([key])]
-        except store_module.StoreError:
+        except StoreError:
             missing = []
         if not missing:
             raise
         raise RendezvousTimeout(
             f"rendezvous {tag!r} timed out after {seconds:g}s on ordinal {ordinal}: "
             f"replicas {missing} never arrived (participants {sorted(keys)}; "
-            f"set {TIMEOUT_ENV} to wait longer)"
+            f"set {settings.RENDEZVOUS_TIMEOUT.name} to wait longer)"
         ) from None
 
 
@@ -275,142 +258,3 @@ def _thread_client(store, seconds: float) -> _Client:
         clients[key] = client
     client.store.set_timeout(datetime.timedelta(seconds=seconds))
     return client
-
-
-class _JobStore:
-    """This process's part in its job's store: it starts the store when the job says this
-    process serves it, and at exit tells the store this process is done (or failed), so
-    that the store outlives every process that may still need it."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._reset()
-
-    def _reset(self) -> None:
-        self.pid = os.getpid()
-        self.job: job_module.Job | None = None
-        self.secret = b""
-        self.helper: store_module.Helper | None = None
-        self.address: tuple[str, int] | None = None
-        self.joined = False
-
-    def join(self, job: job_module.Job) -> None:
-        """Take part in ``job``: from now on this process says done at exit."""
-        with self._lock:
-            self._join(job)
-
-    def connect(self, job: job_module.Job, seconds: float) -> store_module.StoreClient:
-        with self._lock:
-            self._join(job)
-            self._know_secret()
-            if self.address is None:
-                self._serve_if_ours(seconds)
-            host, port = self.address or (job.store_host, job.store_port)
-        return store_module.StoreClient(host, port, self.secret, timeout=seconds)
-
-    def _know_secret(self) -> None:
-        if not self.secret:
-            self.secret = job_module.secret(self.job)
-
-    def _join(self, job: job_module.Job) -> None:
-        if self.pid != os.getpid():  # forked: the parent's helper and exit duty are not ours
-            self._reset()
-        if self.job is not None and self.job != job:
-            raise RendezvousError(f"this process joined {self.job.describe()} and now its environment "
-                                  f"describes {job.describe()}: one process, one job")
-        self.job = job
-        if not self.joined and (job.processes > 1 or job.served_by_parent):
-            self.joined = True
-            # multiprocessing's exit hooks also run in its children, where atexit does not.
-            multiprocessing.util.Finalize(None, self._at_exit, exitpriority=10)
-
-    def _serve_if_ours(self, seconds: float) -> None:
-        job = self.job
-        if job.serves:
-            # One process alone: nobody else needs to find the port, so the OS picks it.
-            port = job.store_port if job.processes > 1 or os.environ.get(ADDR_ENV) \
-                or os.environ.get(PORT_ENV) else 0
-            self.helper = store_module.start_helper(job.store_host, port, self.secret,
-                                                    expected=max(1, job.processes), linger=seconds)
-            self.address = (job.store_host, self.helper.port)
-
-    def _at_exit(self) -> None:
-        if self.pid != os.getpid() or self.job is None:
-            return
-        failure = getattr(sys, "last_value", None)  # set when an uncaught exception ends Python
-        job = self.job
-        try:
-            self._know_secret()
-        except job_module.JobError:
-            return  # it never could have met anyone
-        if self.helper is None and self.address is None and job.serves:
-            try:  # the server never needed the store itself; peers still may
-                self._serve_if_ours(default_timeout())
-            except store_module.StoreError as error:
-                print(f"xrt2pjrt: could not serve the job's store: {error}", file=sys.stderr)
-                return
-        host, port = self.address or (job.store_host, job.store_port)
-        client = store_module.StoreClient(host, port, self.secret, timeout=_EXIT_SECONDS)
-        try:
-            if failure is not None:
-                client.abort(f"{job.describe()} failed: {type(failure).__name__}: {failure}")
-            else:
-                client.say_done()
-        except store_module.StoreError:
-            pass  # the store is gone: nobody is left to tell
-        finally:
-            client.close()
-        if self.helper is not None:
-            self.helper.finish()
-
-    def abort(self, message: str) -> None:
-        """Tell the job's store this process failed: every wait in the job ends with ``message``."""
-        with self._lock:
-            job = self.job
-            if job is None:
-                return
-            address = self.address or (job.store_host, job.store_port)
-            try:
-                self._know_secret()
-            except job_module.JobError:
-                return
-        client = store_module.StoreClient(*address, self.secret, timeout=_EXIT_SECONDS)
-        try:
-            client.abort(message)
-        except store_module.StoreError:
-            pass
-        finally:
-            client.close()
-
-
-_EXIT_SECONDS = 3.0  # how long an exiting process tries to tell the store it is done or failed
-JOB_STORE = _JobStore()
-
-
-def store_address() -> tuple[str, int]:
-    """(host, port) for the CPU mode's hosts: ``XRT2PJRT_RENDEZVOUS_ADDR``, else ``MASTER_ADDR``
-    (default 127.0.0.1) and the rendezvous port (``job.rendezvous_port``)."""
-    explicit = os.environ.get(ADDR_ENV, "").strip()
-    if explicit:
-        return job_module.address(explicit, ADDR_ENV)
-    host = os.environ.get("MASTER_ADDR", "").strip() or "127.0.0.1"
-    return host, job_module.rendezvous_port(os.environ)
-
-
-def connect_store(host: str, port: int, *, is_server: bool, timeout: float, listening=None):
-    """A client of the store at host:port, for the job whose secret is set in the environment.
-
-    ``is_server``: serve the store in this process (threads), on ``listening`` (a socket from
-    ``store.listen``, so the port is known before the server's threads start) or on host:port.
-    """
-    secret = store_module.job_secret()
-    if secret is None:
-        raise RendezvousError(f"no job secret: set {store_module.SECRET_ENV}")
-    if is_server:
-        server = store_module.StoreServer(listening or store_module.listen(host, port), secret)
-        _servers.append(server)
-        port = server.port
-    return store_module.StoreClient(host, port, secret, timeout=timeout)
-
-
-_servers: list[store_module.StoreServer] = []

@@ -68,9 +68,11 @@ import torch_xla.core.xla_model as _xm
 import torch_xla.runtime as _xr
 
 from xrt2pjrt.shim import collective_args as _args
-from xrt2pjrt.shim import cpu_replicas as _cpu_replicas
+from xrt2pjrt.shim.cpu import collectives as _cpu_collectives
+from xrt2pjrt.shim.cpu import placement as _cpu_placement
 from xrt2pjrt.shim import job as _job
 from xrt2pjrt.shim import rendezvous as _host
+from xrt2pjrt.shim import settings as _settings
 from xrt2pjrt.shim.rendezvous import RendezvousAborted, RendezvousError, RendezvousTagMismatch, RendezvousTimeout
 
 # The shim's own names; ``__all__`` (at the end) adds every public name of torch_xla's xm,
@@ -89,15 +91,11 @@ _OWN = [
 _device = getattr(torch_xla, "device", None) or _xm.xla_device
 _sync = getattr(torch_xla, "sync", None) or _xm.mark_step
 
-TRANSPORT_ENV = "XRT2PJRT_RENDEZVOUS_TRANSPORT"
-TRANSPORTS = ("host", "xla")
-
-
 # --- backends --------------------------------------------------------------------------
 # A backend answers the nine calls of ``Backend`` with exactly those signatures. Two
 # exist: this module's PJRT backend (torch_xla's XLA collectives) and the module
-# ``xrt2pjrt.shim.cpu_replicas`` (N CPU processes joined over gloo), chosen while
-# ``cpu_replicas.active()`` is true. The shim normalises arguments before it dispatches:
+# ``xrt2pjrt.shim.cpu.collectives`` (N CPU processes joined over gloo), chosen while
+# ``cpu.placement.active()`` is true. The shim normalises arguments before it dispatches:
 # ``reduce_type`` is one of collective_args.REDUCE_TYPES, ``groups`` an explicit list of
 # lists of ordinals (never None), ``pairs`` a checked list of [source, target],
 # ``payload`` bytes; a list given to all_gather with ``pin_layout=True`` arrives one
@@ -280,7 +278,7 @@ PJRT = _PjrtBackend()
 
 def backend() -> Backend:
     """The backend serving this call: CPU replicas while that mode is on, else PJRT."""
-    return _cpu_replicas if _cpu_replicas.active() else PJRT
+    return _cpu_collectives if _cpu_placement.active() else PJRT
 
 
 # --- ordinals ---------------------------------------------------------------------------
@@ -549,11 +547,9 @@ def save(data, file_or_path, master_only: bool = True, global_master: bool = Fal
 
 # --- rendezvous transports --------------------------------------------------------------
 def _transport(requested: str | None) -> str:
-    chosen = (requested or os.environ.get(TRANSPORT_ENV) or "host").lower()
-    if chosen not in TRANSPORTS:
-        raise ValueError(f"rendezvous transport {chosen!r} is not one of {TRANSPORTS} "
-                         f"(argument transport= or {TRANSPORT_ENV})")
-    return chosen
+    """``transport=`` when given, else ``XRT2PJRT_RENDEZVOUS_TRANSPORT``, else 'host'."""
+    setting = _settings.RENDEZVOUS_TRANSPORT
+    return setting.parse(setting.name, requested) if requested else setting.read()
 
 
 def _xla_rendezvous(tag: str, payload: bytes, replicas: Sequence[int]) -> list[bytes]:

@@ -12,7 +12,7 @@ accepts the values XRT-era code passes. torch_xla 2.6+ accepts only ``nprocs`` N
   error says which environment to set instead.
 
 With ``PJRT_DEVICE=CPU`` and a request for several replicas, ``spawn`` hands over to the
-CPU replica mode (``xrt2pjrt.shim.cpu_replicas``): N processes, each one real replica.
+CPU replica mode (``xrt2pjrt.shim.cpu``): N processes, each one real replica.
 
 When the job spans several processes, ``spawn`` serves the job's rendezvous store (see
 ``job``) from a small process of its own: on one host at 127.0.0.1 on a free port, with a
@@ -52,11 +52,16 @@ try:
 except ImportError:  # torch_xla < 2.3 has no device plugins
     _plugins = None
 
-from xrt2pjrt.shim import cpu_replicas
 from xrt2pjrt.shim import job as _job
-from xrt2pjrt.shim import rendezvous as _rendezvous
+from xrt2pjrt.shim import settings as _settings
 from xrt2pjrt.shim import spawn_targets
-from xrt2pjrt.shim import store as _store
+from xrt2pjrt.shim.cpu import placement as cpu_placement
+from xrt2pjrt.shim.cpu import supervisor as cpu_supervisor
+from xrt2pjrt.shim.job_store import JOB_STORE
+from xrt2pjrt.shim.store import secret as _secret
+from xrt2pjrt.shim.store.client import StoreClient
+from xrt2pjrt.shim.store.helper import start_helper
+from xrt2pjrt.shim.store.protocol import StoreError
 from xrt2pjrt.shim import xla_model as _shim_xm
 
 MpModelWrapper = _xmp.MpModelWrapper
@@ -100,14 +105,14 @@ def _cpu_replicas_for(nprocs: int | None) -> int | None:
     (``xrt2pjrt run --nprocs N``) is the CPU host's device count: an XRT-era nprocs=8 above
     it runs every device, as on a TPU host (not 8 replicas where 2 were asked for); one below
     it runs that subset, as a CPU host can (a TPU host refuses it). Both say so."""
-    host = cpu_replicas.host_replicas()
+    host = cpu_placement.host_replicas()
     if nprocs is None or host is None or nprocs == host:
         return nprocs
     if nprocs > host:
-        warnings.warn(f"nprocs={nprocs} but {cpu_replicas.REPLICAS_ENV} gives this host {host} CPU replicas: "
+        warnings.warn(f"nprocs={nprocs} but {_settings.CPU_REPLICAS.name} gives this host {host} CPU replicas: "
                       f"running all {host} (PJRT runs one replica per local device)", ShimNote, stacklevel=3)
         return None
-    warnings.warn(f"nprocs={nprocs} runs {nprocs} of the {host} CPU replicas {cpu_replicas.REPLICAS_ENV} gives this "
+    warnings.warn(f"nprocs={nprocs} runs {nprocs} of the {host} CPU replicas {_settings.CPU_REPLICAS.name} gives this "
                   "host (a TPU host's spawn runs every device or one, and refuses a subset)", ShimNote, stacklevel=3)
     return nprocs
 
@@ -148,11 +153,11 @@ def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, j
     """
     if not join:
         return SpawnContext(lambda: spawn(fn, args, nprocs, True, daemon, start_method))
-    if cpu_replicas.requested(nprocs):
+    if cpu_placement.requested(nprocs):
         if start_method == "fork":  # a forked replica would inherit the started runtime
             _refuse_started_runtime("xmp.spawn")
         spawn_targets.refuse_unpicklable(fn, args, start_method=start_method)
-        return cpu_replicas.spawn(fn, args, _cpu_replicas_for(nprocs), start_method)
+        return cpu_supervisor.spawn(fn, args, _cpu_replicas_for(nprocs), start_method)
     _refuse_started_runtime("xmp.spawn")
     devices = _devices_for(nprocs)
     if devices == 1:
@@ -167,9 +172,9 @@ def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn",
     """Run ``fn(*args, **kwargs)`` on every local device; return ``{ordinal: result}``.
     With ``PJRT_DEVICE=CPU`` and ``XRT2PJRT_CPU_REPLICAS=N``: on N CPU replicas."""
     _refuse_started_runtime("run_multiprocess")
-    if cpu_replicas.requested(None):
+    if cpu_placement.requested(None):
         spawn_targets.refuse_unpicklable(fn, args, kwargs, start_method=start_method, api="run_multiprocess")
-        return cpu_replicas.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
+        return cpu_supervisor.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
     handed_over = spawn_targets.handed_over(fn, args, kwargs, start_method=start_method, api="run_multiprocess")
     with _store_for_replicas(_local_processes()), handed_over as (target, target_args, target_kwargs):
         return _pjrt.run_multiprocess(_Replica(target, with_index=False), *target_args, start_method=start_method,
@@ -224,15 +229,15 @@ def _store_for_replicas(local_processes: int):
     if processes <= 1 or job.served_by_parent:
         yield
         return
-    secret = _store.job_secret() or (_store.new_secret().encode() if job.hosts == 1 else _job.secret(job))
+    secret = _secret.job_secret() or (_secret.new_secret().encode() if job.hosts == 1 else _job.secret(job))
     helper = None
     if job.hosts == 1 or job.host == 0:
-        explicit = os.environ.get(_job.ADDR_ENV) or os.environ.get(_job.PORT_ENV)
+        explicit = _settings.RENDEZVOUS_ADDR.text() or _settings.RENDEZVOUS_PORT.text()
         port = job.store_port if job.hosts > 1 or explicit else 0  # one host: any free port
-        helper = _store.start_helper(job.store_host, port, secret, expected=processes,
-                                     linger=_rendezvous.default_timeout())
+        helper = start_helper(job.store_host, port, secret, expected=processes,
+                                     linger=_settings.RENDEZVOUS_TIMEOUT.read())
     address = f"{job.store_host}:{helper.port if helper else job.store_port}"
-    with _environment({_job.SERVED_ENV: address, _store.SECRET_ENV: secret.decode()}):
+    with _environment({_settings.SERVED_STORE.name: address, _settings.JOB_SECRET.name: secret.decode()}):
         try:
             yield
         except BaseException as error:
@@ -240,16 +245,16 @@ def _store_for_replicas(local_processes: int):
             if helper is not None:
                 helper.abort(message)
             else:
-                with contextlib.suppress(_store.StoreError):  # gone already: nobody left to tell
+                with contextlib.suppress(StoreError):  # gone already: nobody left to tell
                     _store_client(address, secret).abort(message)
             raise
     if helper is not None:
         helper.finish(last=job.hosts == 1)  # on one host every replica was ours and has ended
 
 
-def _store_client(address: str, secret: bytes) -> _store.StoreClient:
-    host, port = _job.address(address, _job.SERVED_ENV)
-    return _store.StoreClient(host, port, secret, timeout=3)
+def _store_client(address: str, secret: bytes) -> StoreClient:
+    host, port = _settings.host_and_port(_settings.SERVED_STORE.name, address)
+    return StoreClient(host, port, secret, timeout=3)
 
 
 @contextlib.contextmanager
@@ -276,7 +281,7 @@ class _Replica:
         self.with_index = with_index
 
     def __call__(self, *args, **kwargs):
-        _rendezvous.JOB_STORE.join(_job.current())
+        JOB_STORE.join(_job.current())
         where = f"replica {args[0]}" if self.with_index and args else f"process {os.getpid()}"
         try:
             return self.fn(*args, **kwargs)
@@ -287,10 +292,10 @@ class _Replica:
             if exit.code is None or exit.code == 0:
                 return None
             error = ReplicaExited(f"{where} called sys.exit({exit.code!r})")
-            _rendezvous.JOB_STORE.abort(str(error))
+            JOB_STORE.abort(str(error))
             raise error from None
         except BaseException as error:
-            _rendezvous.JOB_STORE.abort(f"{where} raised {type(error).__name__}: {error}")
+            JOB_STORE.abort(f"{where} raised {type(error).__name__}: {error}")
             raise
 
 

@@ -46,7 +46,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable
 
-from xrt2pjrt.shim.store import SECRET_ENV
+from xrt2pjrt.shim.settings import JOB_SECRET
 from xrt2pjrt.text.words import GLOB, PLAIN, Part, Word
 
 MODULE = "torch_xla.distributed.xla_dist"
@@ -125,6 +125,7 @@ class Prelude:
 # script's gcloud line runs (--target shim): every worker gets the same one, a new one each run.
 # It is on gcloud's command line here and on the one each worker runs, so `ps` shows it there
 # (`xrt2pjrt launch` hands it over stdin instead).
+SECRET_ENV = JOB_SECRET.name
 SECRET_HERE = Prelude((Seg(f"export {SECRET_ENV}="),
                        Seg("$(python3 -c 'import secrets; print(secrets.token_hex(32))')", local=True), Seg("; ")),
                       (SECRET_ENV,))

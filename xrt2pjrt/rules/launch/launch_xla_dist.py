@@ -132,7 +132,7 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     if launch.docker_image:
         notes += "; the image must ship torch_xla 2.x"
     if rec.options.target == "shim" and rec.options.launcher != "xrt2pjrt":
-        notes += ("; a new job secret for the shim's store each run, the same on every worker (XRT2PJRT_JOB_SECRET, "
+        notes += (f"; a new job secret for the shim's store each run, the same on every worker ({xla_dist.SECRET_ENV}, "
                   "shown by `ps` here and on the workers: --launcher xrt2pjrt hands it over stdin)")
     target = "xrt2pjrt launch" if rec.options.launcher == "xrt2pjrt" else "gcloud … --worker=all"
     rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits)

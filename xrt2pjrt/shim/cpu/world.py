@@ -1,204 +1,49 @@
-"""torch_xla's own API inside a CPU replica: one table of replacements, applied in one place.
+"""torch_xla's own API inside a CPU replica: the ``world`` table of replacements.
 
-A CPU replica (:mod:`xrt2pjrt.shim.cpu_replicas`) is a real single-device PJRT CPU
-process, so torch_xla on its own sees a world of one: ``xr.world_size()`` is 1,
-``xm.all_reduce`` clones, ``SyncBatchNorm`` normalises by the local batch. :data:`WORLD`
-lists every torch_xla name whose answer comes from that world, with what it answers inside
-a replica instead: the replica's place in the N-replica world for ``torch_xla.runtime``,
-the world's device names (``CPU:<ordinal>`` for its own) for ``torch_xla._XLAC``, the CPU
-replica mode's collectives for ``torch_xla.core.xla_model`` and for the XLA kernels of
-torch.distributed's functional collectives (DTensor, traced code), a real barrier for the
-``xla`` backend of ``torch.distributed``, and the replica mode's store for ``xla://``.
-Everything else in torch_xla is built on these names and follows: the bucketized
-collectives, ``rendezvous``, ``mesh_reduce``, ``reduce_gradients``, ``optimizer_step``,
-``torch_xla.core.functions`` (forward and backward) and every ``ProcessGroupXla``
-collective call them by module attribute at call time (``xm.all_reduce(...)``,
-``runtime.world_size()``), which is where the table replaces them.
+A CPU replica is a real single-device PJRT CPU process, so torch_xla on its own sees a
+world of one: ``xr.world_size()`` is 1, ``xm.all_reduce`` clones, ``SyncBatchNorm``
+normalises by the local batch. :data:`WORLD` lists every torch_xla name whose answer comes
+from that world, with what it answers inside a replica instead: the replica's place in the
+N-replica world for ``torch_xla.runtime``, the world's device names (``CPU:<ordinal>`` for
+its own) for ``torch_xla._XLAC``, the CPU replica mode's collectives for
+``torch_xla.core.xla_model`` and for the XLA kernels of torch.distributed's functional
+collectives (DTensor, traced code), a real barrier for the ``xla`` backend of
+``torch.distributed``, and the replica mode's store for ``xla://``. Everything else in
+torch_xla is built on these names and follows: the bucketized collectives, ``rendezvous``,
+``mesh_reduce``, ``reduce_gradients``, ``optimizer_step``, ``torch_xla.core.functions``
+(forward and backward) and every ``ProcessGroupXla`` collective call them by module
+attribute at call time (``xm.all_reduce(...)``, ``runtime.world_size()``), which is where
+the table replaces them.
 
-:func:`enter` applies the table in a replica process, before the replica's function runs,
-and only there (``cpu_replicas`` calls it; nothing changes on a TPU or in any other
-process). It modifies no file: it sets module attributes of this process. A name written
-into some module before the replica started (``from torch_xla.runtime import world_size``
-at the top of a user's module, imported before the fork) is a binding of its own; enter
-rebinds every module-level binding of a replaced function in every loaded module. A target
-torch_xla does not have fails loudly (:class:`MissingTarget`), here and in
-tests/test_replica_world.py against the installed torch_xla.
-
-:data:`LAUNCH` is the second, smaller table, applied by ``xrt2pjrt run`` in the process
-that runs the user's script: torch_xla's own spawn (``xmp.spawn``, ``torch_xla.launch``)
-starts the CPU replicas. :func:`guard_launching_process` stops, at once, a script there
-that is about to run as one process rather than start its replicas.
+:func:`enter` applies the table (``replacements``) in a replica process, before the
+replica's function runs, and only there: nothing changes on a TPU or in any other process.
+Every target is checked against the installed torch_xla in tests/shim/cpu/test_cpu_world.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import importlib
-import os
-import re
-import site
 import sys
-import sysconfig
-import traceback
-import types
 from collections.abc import Callable
 from typing import Any
 
-from xrt2pjrt.shim import cpu_replicas, spawn_targets
-
-
-class MissingTarget(LookupError):
-    """A name the table replaces is not in the installed torch_xla (renamed or removed)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Replacement:
-    """``target`` answers with ``replica`` once the table is applied. A target is a module
-    attribute ("module:attribute", "module:Class.method", "module:mapping['key']") or the
-    XLA kernel of a torch operator ("kernel:namespace::operator")."""
-
-    target: str
-    replica: Callable
-    why: str  # what the torch_xla name does in a one-replica world
-    # False: torch.compile calls it (a graph break) rather than trace it, since it talks to
-    # the other replicas. True for the ordinals, which are constants of the process.
-    traceable: bool = False
-
-    def applied(self) -> Callable:
-        if self.traceable or self.target.startswith("kernel:"):  # kernels: see _not_in_a_graph
-            return self.replica
-        import torch._dynamo
-
-        return torch._dynamo.disable(self.replica)
-
-    def slot(self) -> _Slot | _Kernel:
-        module_name, _, path = self.target.partition(":")
-        if module_name == "kernel":
-            return _Kernel.of(path, self.target)
-        try:
-            owner: Any = importlib.import_module(module_name)
-        except ImportError as error:
-            raise MissingTarget(f"{self.target}: cannot import {module_name} ({error})") from error
-        *parents, last = path.split(".")
-        for name in parents:
-            owner = _attribute(owner, name, self.target)
-        keyed = re.fullmatch(r"(\w+)\['(\w+)'\]", last)
-        if keyed:
-            mapping = _attribute(owner, keyed.group(1), self.target)
-            if keyed.group(2) not in mapping:
-                raise MissingTarget(f"{self.target}: {keyed.group(1)} has no entry {keyed.group(2)!r}")
-            return _Slot(mapping, keyed.group(2), item=True)
-        _attribute(owner, last, self.target)
-        return _Slot(owner, last, item=False)
-
-
-def _attribute(owner: Any, name: str, target: str) -> Any:
-    try:
-        return getattr(owner, name)
-    except AttributeError:
-        raise MissingTarget(f"{target}: {owner!r} has no attribute {name!r}") from None
-
-
-@dataclasses.dataclass(frozen=True)
-class _Slot:
-    owner: Any
-    name: str
-    item: bool
-
-    def get(self) -> Any:
-        return self.owner[self.name] if self.item else getattr(self.owner, self.name)
-
-    def set(self, value: Any) -> None:
-        if self.item:
-            self.owner[self.name] = value
-        else:
-            setattr(self.owner, self.name, value)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Kernel:
-    """The XLA kernel of a torch operator; torch.library takes a Python one in its place."""
-
-    namespace: str
-    operator: str
-
-    @classmethod
-    def of(cls, name: str, target: str) -> _Kernel:
-        import torch
-
-        namespace, _, operator = name.partition("::")
-        if not torch._C._dispatch_has_kernel_for_dispatch_key(name, "XLA"):
-            raise MissingTarget(f"{target}: torch_xla registers no XLA kernel for {name}")
-        return cls(namespace, operator)
-
-    def schema(self):
-        import torch
-
-        return getattr(getattr(torch.ops, self.namespace), self.operator).default._schema
-
-    def get(self) -> None:
-        return None  # a C++ kernel: nothing in Python is bound to it
-
-    def set(self, value: Callable) -> None:
-        import warnings
-
-        import torch
-
-        library = _libraries.setdefault(self.namespace, torch.library.Library(self.namespace, "IMPL"))
-        with warnings.catch_warnings():  # "Overriding a previously registered kernel": the point
-            warnings.simplefilter("ignore", UserWarning)
-            library.impl(self.operator, value, "XLA")
-
-
-_libraries: dict[str, Any] = {}  # kept alive: a torch.library.Library unregisters when collected
-
-# table name -> {id(original): (original, replacement)}; the originals are kept alive so
-# that their ids stay theirs.
-_applied: dict[str, dict[int, tuple[Any, Callable]]] = {}
-_originals: dict[str, Any] = {}  # target -> what it was before a table replaced it
-
-
-def apply(name: str, table: tuple[Replacement, ...]) -> None:
-    """Replace every target of ``table`` in this process (once), then rebind early bindings."""
-    if name in _applied:
-        return
-    slots = [(replacement, replacement.slot()) for replacement in table]  # all found, or nothing changes
-    replaced: dict[int, tuple[Any, Callable]] = {}
-    for replacement, slot in slots:
-        original, value = slot.get(), replacement.applied()
-        if original is not None:
-            replaced[id(original)] = (original, value)
-            _originals.setdefault(replacement.target, original)
-        slot.set(value)
-    _applied[name] = replaced
-    _rebind(replaced)
-
-
-def _rebind(replaced: dict[int, tuple[Any, Callable]]) -> None:
-    """Every module-level name bound to a replaced function now names its replacement."""
-    this = sys.modules[__name__]  # holds LAUNCH's functions, which WORLD replaces in a forked replica
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if module is this or not isinstance(module, types.ModuleType) or not isinstance(namespace, dict):
-            continue
-        for key, value in list(namespace.items()):
-            if id(value) in replaced and replaced[id(value)][0] is value:
-                namespace[key] = replaced[id(value)][1]
+from xrt2pjrt.shim.cpu import collectives, transport
+from xrt2pjrt.shim.cpu.placement import Placement, active, placement
+from xrt2pjrt.shim.cpu.replacements import Replacement, apply, originals
 
 
 def enter() -> None:
     """Make torch_xla's own API answer as one replica of the N-replica world (in a replica),
     and have the replica's DataLoader workers say that they are none (:class:`WorkerInit`)."""
-    if not cpu_replicas.active():
-        raise RuntimeError("replica_world.enter() outside a CPU replica")
+    if not active():
+        raise RuntimeError("world.enter() outside a CPU replica")
     apply("world", WORLD)
     _hand_workers_their_init()
 
 
 # --- torch_xla.runtime: this replica's place in the world ---------------------------------
-def _where() -> cpu_replicas.Placement:
-    return cpu_replicas.placement()
+def _where() -> Placement:
+    return placement()
 
 
 def world_size() -> int:
@@ -232,7 +77,7 @@ def get_master_ip() -> str:
 # xm.xla_replication_devices, xr.global_device_count and xr.global_runtime_device_attributes
 # follow) and hand the C++ runtime its own name back where a name goes in.
 def _original(name: str) -> Callable:
-    return _originals[f"torch_xla:_XLAC.{name}"]
+    return originals[f"torch_xla:_XLAC.{name}"]
 
 
 def _local_device() -> str:
@@ -314,12 +159,12 @@ def _xla_get_replication_devices_count() -> int:
 # global device id is the ordinal, and the exchange needs no channel.
 def all_gather(value, dim=0, groups=None, output=None, pin_layout=True, channel_id=None,
                use_global_device_ids=None):
-    return cpu_replicas.all_gather(value, dim, groups, output, pin_layout)
+    return collectives.all_gather(value, dim, groups, output, pin_layout)
 
 
 def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None,
                    pin_layout=True, channel_id=None, use_global_device_ids=None):
-    return cpu_replicas.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups, output,
+    return collectives.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups, output,
                                        pin_layout)
 
 
@@ -332,7 +177,7 @@ def xla_rendezvous(payload: bytes = b"", ordinals=None, tag=None) -> list[bytes]
     if not isinstance(payload, bytes):
         raise TypeError(f"`payload` must be bytes, not {type(payload)}")
     torch_xla.sync()
-    return cpu_replicas.rendezvous(tag or "torch_xla.core.xla_model.xla_rendezvous", payload)
+    return collectives.rendezvous(tag or "torch_xla.core.xla_model.xla_rendezvous", payload)
 
 
 def _unsupported(what: str) -> Callable:
@@ -355,7 +200,7 @@ def _barrier(self, opts):
     import torch
     import torch.distributed as dist
 
-    cpu_replicas.rendezvous("torch.distributed.barrier", b"", dist.get_process_group_ranks(self))
+    collectives.rendezvous("torch.distributed.barrier", b"", dist.get_process_group_ranks(self))
     future = torch.futures.Future()
     future.set_result([])
     return torch._C._distributed_c10d._create_work_from_future(future)
@@ -366,7 +211,7 @@ def _xla_init_method(url: str, timeout=..., **kwargs):
     (torch_xla's handler serves a TCPStore of its own on MASTER_PORT)."""
     from torch.distributed import PrefixStore
 
-    yield PrefixStore("xrt2pjrt/torch.distributed", cpu_replicas.store()), global_ordinal(), world_size()
+    yield PrefixStore("xrt2pjrt/torch.distributed", transport.store()), global_ordinal(), world_size()
 
 
 # --- torch.distributed's functional collectives (DTensor, traced collectives) on XLA tensors -----
@@ -374,7 +219,7 @@ def _xla_init_method(url: str, timeout=..., **kwargs):
 def _not_in_a_graph(what: str) -> None:
     """torch.compile's openxla backend runs a graph's operators once, to build the XLA graph
     it then replays: a collective run there on the host would be replayed as a constant
-    (seen: the first step's sum, every step). So refuse it there, loudly."""
+    (the first step's sum at every step). So refuse it there, loudly."""
     frame = sys._getframe(2)
     while frame is not None:
         if frame.f_globals.get("__name__") == "torch_xla._dynamo.dynamo_bridge":
@@ -387,17 +232,17 @@ def _not_in_a_graph(what: str) -> None:
 
 def _functional_all_reduce(input, reduce_op: str, group_name: str):
     _not_in_a_graph("a functional all_reduce")
-    return cpu_replicas.all_reduce(reduce_op, input)
+    return collectives.all_reduce(reduce_op, input)
 
 
 def _functional_all_gather(input, group_size: int, group_name: str):
     _not_in_a_graph("a functional all_gather")
-    return cpu_replicas.all_gather(input, 0, [list(range(group_size))], None, False)
+    return collectives.all_gather(input, 0, [list(range(group_size))], None, False)
 
 
 def _functional_reduce_scatter(input, reduce_op: str, group_size: int, group_name: str):
     _not_in_a_graph("a functional reduce_scatter")
-    return cpu_replicas.reduce_scatter(reduce_op, input, 1.0, 0, group_size, [list(range(group_size))])
+    return collectives.reduce_scatter(reduce_op, input, 1.0, 0, group_size, [list(range(group_size))])
 
 
 def _functional_all_to_all(input, output_split_sizes, input_split_sizes, group_name: str):
@@ -405,7 +250,7 @@ def _functional_all_to_all(input, output_split_sizes, input_split_sizes, group_n
     world = world_size()
     if any(size != input.size(0) // world for size in [*output_split_sizes, *input_split_sizes]):
         raise RuntimeError("torch_xla does not support arbitrary split sizes for all_to_all")
-    return cpu_replicas.all_to_all(input, 0, 0, world, pin_layout=False)
+    return collectives.all_to_all(input, 0, 0, world, pin_layout=False)
 
 
 def _runtime(name: str, replica: Callable, why: str) -> Replacement:
@@ -440,11 +285,11 @@ WORLD: tuple[Replacement, ...] = (
                   "takes CPU:0 only: CPU:1.. are no devices of this process"),
     _device_names("_xla_get_replication_devices", _xla_get_replication_devices, "['CPU:0'] or []"),
     _device_names("_xla_get_replication_devices_count", _xla_get_replication_devices_count, "1 or 0"),
-    Replacement("torch_xla.core.xla_model:all_reduce", cpu_replicas.all_reduce, "a clone (world size 1)"),
+    Replacement("torch_xla.core.xla_model:all_reduce", collectives.all_reduce, "a clone (world size 1)"),
     Replacement("torch_xla.core.xla_model:all_gather", all_gather, "the value itself"),
     Replacement("torch_xla.core.xla_model:reduce_scatter", reduce_scatter, "XLA's op over one replica"),
-    Replacement("torch_xla.core.xla_model:all_to_all", cpu_replicas.all_to_all, "XLA's op over one replica"),
-    Replacement("torch_xla.core.xla_model:collective_permute", cpu_replicas.collective_permute,
+    Replacement("torch_xla.core.xla_model:all_to_all", collectives.all_to_all, "XLA's op over one replica"),
+    Replacement("torch_xla.core.xla_model:collective_permute", collectives.collective_permute,
                 "XLA's op over one replica"),
     Replacement("torch_xla.core.xla_model:xla_rendezvous", xla_rendezvous, "all_gather over one replica"),
     Replacement("torch_xla.core.xla_model:send", _unsupported("xm.send"), "an XLA Send no replica receives"),
@@ -515,7 +360,7 @@ def _hand_workers_their_init() -> None:
     import torch.utils.data
 
     loader = torch.utils.data.DataLoader
-    start = loader._get_iterator  # an AttributeError here is one for tests/test_replica_world.py
+    start = loader._get_iterator  # an AttributeError here is one for tests/shim/cpu/test_cpu_world.py
 
     @functools.wraps(start)
     def _get_iterator(self):
@@ -529,105 +374,3 @@ def _hand_workers_their_init() -> None:
             self.worker_init_fn = fn
 
     loader._get_iterator = _get_iterator
-
-
-# --- LAUNCH: torch_xla's spawn starts CPU replicas under `xrt2pjrt run` --------------------------
-def spawn(fn, nprocs=None, start_method="spawn", args=()):
-    """torch_xla's spawn (``xmp.spawn`` and ``torch_xla.launch`` call it, and the shim's
-    ``xmp.spawn`` for ``nprocs=1``): ``nprocs=None`` (every device) starts the CPU replicas,
-    once pickle has taken ``fn`` and ``args`` as torch_xla's pool would on a TPU; other values
-    go to torch_xla (1 runs ``fn`` here, anything else is its ValueError).
-    Before the run's first spawn, ``nprocs=1`` is a run of one replica: see
-    :func:`guard_launching_process`."""
-    guard = lift_launch_guard()
-    torch_xla_spawn = _originals["torch_xla._internal.pjrt:spawn"]
-    if cpu_replicas.active():
-        return torch_xla_spawn(fn, nprocs, start_method, args)
-    if nprocs == 1 and guard is not None:
-        guard.stop("one replica", _caller())
-    if nprocs is None and cpu_replicas.requested(None):
-        # the replicas are forked, but on a TPU torch_xla's pool pickles fn and args even under
-        # fork: fail here, as there, rather than run what a pod cannot
-        spawn_targets.require_picklable(
-            fn, args, why=f"torch_xla's spawn (xmp.spawn, torch_xla.launch) sends fn and args to its replica "
-            f"processes by pickle, even with start_method={start_method!r}, as it does on a TPU",
-            remedy="or use the shim's xmp.spawn (xrt2pjrt.shim.xla_multiprocessing) with start_method='fork', "
-            "which hands them to the replicas unpickled as XRT did")
-        cpu_replicas.spawn(fn, args, None, start_method)
-        return None
-    return torch_xla_spawn(fn, nprocs, start_method, args)
-
-
-LAUNCH: tuple[Replacement, ...] = (
-    Replacement("torch_xla._internal.pjrt:spawn", spawn, "one replica on CPU (xmp.spawn and torch_xla.launch call it)"),
-)
-
-
-# --- the launching process under `xrt2pjrt run`: it starts replicas, or it stops ------------------
-@dataclasses.dataclass(frozen=True)
-class _LaunchGuard:
-    stop: Callable[[str, str], Any]
-    module: types.ModuleType  # torch_xla._XLAC
-    originals: dict[str, Callable]  # name in it -> its function
-
-
-_launch_guard: _LaunchGuard | None = None
-
-
-def guard_launching_process(stop: Callable[[str, str], Any]) -> None:
-    """Until this process first spawns, a script about to run as one process calls
-    ``stop(what, where)``, which is expected to end it: ``what`` is "runtime" when a call
-    into torch_xla (through its C++ module, which its whole Python API calls) finds the XLA
-    runtime started, "one replica" at a spawn with ``nprocs=1``; ``where`` is the caller's
-    file:line and source.
-
-    Nothing that could still start replicas is stopped: torch_xla's spawn refuses a runtime
-    already started in its process ("Runtime is already initialized"), and so does the
-    shim's on a TPU. A script that never spawns, torchrun style, starts the runtime at its first
-    device or ordinal call (2.9's ``xr.world_size()`` starts it), so it stops there, not
-    after training for its whole length as one process."""
-    global _launch_guard
-    import torch_xla
-
-    module = torch_xla._XLAC
-    started = module._xla_runtime_is_initialized
-
-    def guarded(original: Callable) -> Callable:
-        @functools.wraps(original)
-        def call(*args, **kwargs):
-            result = original(*args, **kwargs)
-            if _launch_guard is not None and started():
-                guard = lift_launch_guard()
-                if guard is not None:
-                    guard.stop("runtime", _caller())
-            return result
-
-        return call
-
-    originals = {name: value for name, value in vars(module).items() if isinstance(value, types.BuiltinFunctionType)}
-    for name, original in originals.items():
-        setattr(module, name, guarded(original))
-    _launch_guard = _LaunchGuard(stop, module, originals)
-
-
-def lift_launch_guard() -> _LaunchGuard | None:
-    """End the guard (the process is starting its replicas, or stopping): torch_xla's own
-    functions again, so that forked replicas inherit them. Returns the guard there was."""
-    global _launch_guard
-    guard, _launch_guard = _launch_guard, None
-    if guard is not None:
-        for name, original in guard.originals.items():
-            setattr(guard.module, name, original)
-    return guard
-
-
-def _caller() -> str:
-    """file:line and source of the innermost frame of the user's own code: outside the
-    standard library, installed packages (torch, torch_xla, Lightning, ...) and xrt2pjrt."""
-    inside = [os.path.dirname(sys.modules[name].__file__) for name in ("torch", "torch_xla", "xrt2pjrt")]
-    inside += [sysconfig.get_paths()["stdlib"], *site.getsitepackages(), site.getusersitepackages()]
-    inside = tuple(os.path.join(folder, "") for folder in inside)
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(inside) and not frame.filename.startswith("<"):
-            return f"{frame.filename}:{frame.lineno}: {frame.line}"
-    return "a call inside torch_xla"

@@ -5,7 +5,7 @@ the world size (the PJRT backend's two answers are SIMULATED). The processes car
 process variables as torch_xla's spawn sets them (local process 0 of 3, ...), and no secret:
 the job's store, its secret (derived for the children of one parent) and the real TCP
 socket they meet over are the shim's own. The store module itself is tested in
-test_host_rendezvous.py; this file checks what the shim's callers see.
+test_shim_rendezvous.py; this file checks what the shim's callers see.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from tests.test_shim_rendezvous import free_port
+from tests.shim.test_shim_xla_model_rendezvous import free_port
 
 pytestmark = pytest.mark.xla
 
@@ -202,7 +202,7 @@ def test_a_cpu_subset_limits_cpu_num_devices(monkeypatch):
 
     monkeypatch.setenv("PJRT_DEVICE", "CPU")
     monkeypatch.setenv("CPU_NUM_DEVICES", "4")
-    monkeypatch.setattr(xmp.cpu_replicas, "requested", lambda nprocs: False)  # upstream CPU path
+    monkeypatch.setattr(xmp.cpu_placement, "requested", lambda nprocs: False)  # upstream CPU path
     calls = []
     monkeypatch.setattr(xmp._pjrt, "spawn", lambda fn, nprocs, start_method, args: calls.append(nprocs))
     xmp.spawn(print, nprocs=2)
@@ -214,7 +214,7 @@ def test_cpu_multi_replica_requests_go_to_the_cpu_replica_mode(monkeypatch):
 
     monkeypatch.setenv("PJRT_DEVICE", "CPU")
     handed = []
-    monkeypatch.setattr(xmp.cpu_replicas, "spawn", lambda *a: handed.append(a) or "replica results")
+    monkeypatch.setattr(xmp.cpu_supervisor, "spawn", lambda *a: handed.append(a) or "replica results")
     assert xmp.spawn(print, ("x",), 3, start_method="fork") == "replica results"
     assert handed == [(print, ("x",), 3, "fork")]
 
@@ -229,13 +229,13 @@ def test_join_false_returns_at_once_and_join_raises_what_the_replicas_raised(mon
 
     def replicas(fn, args, nprocs, start_method):
         release.wait(10)
-        raise xmp.cpu_replicas.ReplicaFailed("CPU replica 1 exited with code 7", 1, 7)
+        raise xmp.cpu_supervisor.ReplicaFailed("CPU replica 1 exited with code 7", 1, 7)
 
-    monkeypatch.setattr(xmp.cpu_replicas, "spawn", replicas)
+    monkeypatch.setattr(xmp.cpu_supervisor, "spawn", replicas)
     context = xmp.spawn(print, nprocs=2, join=False)
     assert context.join(timeout=0.1) is False  # still running
     release.set()
-    with pytest.raises(xmp.cpu_replicas.ReplicaFailed, match="exited with code 7"):
+    with pytest.raises(xmp.cpu_supervisor.ReplicaFailed, match="exited with code 7"):
         context.join(timeout=10)
 
 

@@ -443,13 +443,13 @@ def test_parallel_loader_takes_xrts_loader_keyword():
 
 def test_the_cpu_replica_module_implements_the_backend_protocol():
     import xrt2pjrt.shim.xla_model as xm
-    from xrt2pjrt.shim import cpu_replicas
+    from xrt2pjrt.shim.cpu import collectives
 
     for name, method in inspect.getmembers(xm.Backend, inspect.isfunction):
         if name.startswith("_"):
             continue
         wanted = [(p.name, p.default, p.kind) for p in list(inspect.signature(method).parameters.values())[1:]]
-        for implementation in (getattr(cpu_replicas, name), getattr(xm.PJRT, name)):
+        for implementation in (getattr(collectives, name), getattr(xm.PJRT, name)):
             got = [(p.name, p.default, p.kind) for p in inspect.signature(implementation).parameters.values()]
             assert got[: len(wanted)] == wanted, f"{implementation.__module__}.{name}"
 
@@ -461,7 +461,8 @@ def test_one_dispatch_sends_every_call_and_what_is_built_on_them_to_the_active_b
     import torch
 
     import xrt2pjrt.shim.xla_model as xm
-    from xrt2pjrt.shim import cpu_replicas
+    from xrt2pjrt.shim.cpu import collectives
+    from xrt2pjrt.shim.cpu import placement
 
     calls = []
 
@@ -471,13 +472,13 @@ def test_one_dispatch_sends_every_call_and_what_is_built_on_them_to_the_active_b
             return result(*args) if callable(result) else result
         return record
 
-    monkeypatch.setattr(cpu_replicas, "active", lambda: True)
-    monkeypatch.setattr(cpu_replicas, "xrt_world_size", lambda defval=1: 4)
-    monkeypatch.setattr(cpu_replicas, "get_ordinal", lambda defval=0: 2)
-    monkeypatch.setattr(cpu_replicas, "get_local_ordinal", lambda defval=0: 2)
+    monkeypatch.setattr(placement, "active", lambda: True)
+    monkeypatch.setattr(collectives, "xrt_world_size", lambda defval=1: 4)
+    monkeypatch.setattr(collectives, "get_ordinal", lambda defval=0: 2)
+    monkeypatch.setattr(collectives, "get_local_ordinal", lambda defval=0: 2)
     for name in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute"):
-        monkeypatch.setattr(cpu_replicas, name, recorder(name, lambda value, *rest: value))
-    monkeypatch.setattr(cpu_replicas, "rendezvous", recorder("rendezvous", lambda tag, payload, replicas: [payload] * 4))
+        monkeypatch.setattr(collectives, name, recorder(name, lambda value, *rest: value))
+    monkeypatch.setattr(collectives, "rendezvous", recorder("rendezvous", lambda tag, payload, replicas: [payload] * 4))
 
     model = torch.nn.Linear(2, 1)
     model(torch.ones(1, 2)).sum().backward()

@@ -1,4 +1,4 @@
-"""One world on CPU: torch_xla's own API inside the CPU replicas (xrt2pjrt.shim.replica_world).
+"""One world on CPU: torch_xla's own API inside the CPU replicas (xrt2pjrt.shim.cpu.world).
 
 The table is checked against the installed torch_xla (every target exists, every
 replacement takes the target's arguments). Then one real run of a program written against
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 WORLD = 4
 
 PROGRAM = '''
@@ -268,9 +268,10 @@ if __name__ == "__main__":
 
 # --- the table against the installed torch_xla (no processes) --------------------------------
 def _tables():
-    from xrt2pjrt.shim import replica_world
+    from xrt2pjrt.shim.cpu import launch, world
 
-    return [(name, r) for name in ("WORLD", "WORKER", "LAUNCH") for r in getattr(replica_world, name)]
+    return [(name, r) for name, table in (("WORLD", world.WORLD), ("WORKER", world.WORKER), ("LAUNCH", launch.LAUNCH))
+            for r in table]
 
 
 @pytest.mark.xla
@@ -332,12 +333,12 @@ def test_pybind_parameters_are_read_from_the_signature_line():
 
 @pytest.mark.xla
 def test_a_target_torch_xla_does_not_have_fails_loudly():
-    from xrt2pjrt.shim import replica_world
+    from xrt2pjrt.shim.cpu import replacements
 
     for target in ("torch_xla.runtime:world_sizes", "torch_xla.runtimes:world_size",
                    "torch.distributed.rendezvous:_rendezvous_handlers['xrt']", "kernel:_c10d_functional::wait_tensor"):
-        with pytest.raises(replica_world.MissingTarget, match=target.replace("[", r"\[")):
-            replica_world.Replacement(target, len, "").slot()
+        with pytest.raises(replacements.MissingTarget, match=target.replace("[", r"\[")):
+            replacements.Replacement(target, len, "").slot()
 
 
 # --- one run at 4 replicas, judged part by part ----------------------------------------------
@@ -503,7 +504,7 @@ import torch, torch_xla
 import torch_xla.core.xla_model as xm
 import torch_xla.distributed.xla_multiprocessing as xmp
 import torch_xla.runtime as xr
-from xrt2pjrt.shim import replica_world
+from xrt2pjrt.shim.cpu import replacements
 
 
 def error_of(call):
@@ -533,7 +534,7 @@ def fn(index):
     seen["after set_replication []"] = torch_xla._XLAC._xla_get_replication_devices()
     seen["a subset"] = error_of(lambda: torch_xla._XLAC._xla_set_replication_devices([xm.xla_real_devices([d])[0]]))
     # a TPU's attributes (coordinates) of the other replicas' devices are not known here
-    replica_world._originals["torch_xla:_XLAC._xla_get_all_device_attributes"] = lambda: [
+    replacements.originals["torch_xla:_XLAC._xla_get_all_device_attributes"] = lambda: [
         {"name": "CPU:0", "coords": [0, 0, 0]}]
     seen["attributes beyond a name"] = error_of(xr.global_runtime_device_attributes)
     with open(os.path.join(sys.argv[1], f"{index}.json"), "w") as out:

@@ -12,19 +12,27 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
+from xrt2pjrt.shim import settings
+from xrt2pjrt.shim.rendezvous import RendezvousError, host_rendezvous
+from xrt2pjrt.shim.store.client import StoreClient, for_this_job
+from xrt2pjrt.shim.store.server import StoreServer, listen
+
 PYTHON = sys.executable
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(Path(__file__).resolve().parents[2])
 
 # A participant: joins the rendezvous described by its JSON argument, prints one JSON line.
 WORKER = textwrap.dedent(
     """
     import json, sys, threading, time
     from xrt2pjrt.shim import rendezvous as r
+    from xrt2pjrt.shim.store.client import for_this_job
 
     spec = json.loads(sys.argv[1])
     printing = threading.Lock()  # one whole line per thread
@@ -33,7 +41,7 @@ WORKER = textwrap.dedent(
         time.sleep(spec.get("delay", {}).get(str(ordinal), 0))
         store = None
         if spec.get("store_port"):
-            store = r.connect_store("127.0.0.1", spec["store_port"], is_server=False, timeout=10)
+            store = for_this_job("127.0.0.1", spec["store_port"], timeout=10)
         out = {"ordinal": ordinal, "results": []}
         try:
             for tag in spec["tags"][str(ordinal)]:
@@ -97,11 +105,9 @@ def _run(processes: list[list[int]], tags: dict[int, list[str]], world: int, *, 
 
 @pytest.fixture
 def served_store(monkeypatch):
-    from xrt2pjrt.shim.rendezvous import connect_store
-
     monkeypatch.setenv("XRT2PJRT_JOB_SECRET", SECRET)
-    store = connect_store("127.0.0.1", 0, is_server=True, timeout=30)
-    yield store
+    server = StoreServer(listen("127.0.0.1", 0), SECRET.encode())
+    yield for_this_job("127.0.0.1", server.port, timeout=30)
 
 
 def test_barrier_holds_everyone_until_the_late_replica_arrives(served_store):
@@ -158,32 +164,7 @@ def test_threads_in_processes_meet_in_the_store_local_process_0_serves():
     assert {o: r["results"] for o, r in results.items()} == {o: [expected] * 3 for o in range(4)}
 
 
-def test_timeout_setting_is_checked(monkeypatch):
-    from xrt2pjrt.shim import rendezvous
-
-    monkeypatch.setenv(rendezvous.TIMEOUT_ENV, "soon")
-    with pytest.raises(ValueError, match="XRT2PJRT_RENDEZVOUS_TIMEOUT"):
-        rendezvous.default_timeout()
-    monkeypatch.setenv(rendezvous.TIMEOUT_ENV, "12.5")
-    assert rendezvous.default_timeout() == 12.5
-
-
-def test_the_cpu_modes_store_address_avoids_the_port_torch_distributed_uses(monkeypatch):
-    from xrt2pjrt.shim import rendezvous
-
-    for name in (rendezvous.ADDR_ENV, rendezvous.PORT_ENV, "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(name, raising=False)
-    assert rendezvous.store_address() == ("127.0.0.1", 12356)
-    monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")
-    monkeypatch.setenv("MASTER_PORT", "29500")
-    assert rendezvous.store_address() == ("10.0.0.7", 29501)
-    monkeypatch.setenv(rendezvous.ADDR_ENV, "[::1]:4000")
-    assert rendezvous.store_address() == ("::1", 4000)
-
-
 def test_a_replica_outside_the_participants_is_refused(served_store):
-    from xrt2pjrt.shim.rendezvous import host_rendezvous
-
     with pytest.raises(ValueError, match="not among its replicas"):
         host_rendezvous("x", b"", [1, 2], ordinal=0, world_size=3, store=served_store)
     with pytest.raises(TypeError, match="bytes"):
@@ -194,14 +175,11 @@ def test_each_handed_in_store_is_the_one_met_in_even_when_an_old_one_is_gone():
     """The per-thread cache is keyed by the store's id; a freed store's id is reused by the
     next object (CPython hands the freed memory to the next client made), which must not
     inherit the freed store's connection."""
-    from xrt2pjrt.shim import store as store_module
-    from xrt2pjrt.shim.rendezvous import host_rendezvous
-
     secret = uuid.uuid4().hex.encode()
-    servers = [store_module.StoreServer(store_module.listen("127.0.0.1", 0), secret) for _ in range(3)]
+    servers = [StoreServer(listen("127.0.0.1", 0), secret) for _ in range(3)]
 
     def meet(port: int) -> int:
-        handed = store_module.StoreClient("127.0.0.1", port, secret, timeout=5)
+        handed = StoreClient("127.0.0.1", port, secret, timeout=5)
         assert host_rendezvous("x", b"p", None, ordinal=0, world_size=1, store=handed) == [b"p"]
         return id(handed)
 
@@ -213,15 +191,10 @@ def _meet_in_threads(server, participants: int, payload: bytes, rounds: int = 2,
                      timeout: float = 30) -> list[list[bytes]]:
     """``participants`` threads of this process, each with a store client of its own for
     ``server``, meet ``rounds`` times; what the last round returned to each (or its error)."""
-    import threading
-
-    from xrt2pjrt.shim import store as store_module
-    from xrt2pjrt.shim.rendezvous import RendezvousError, host_rendezvous
-
     got: dict[int, list[bytes]] = {}
 
     def join(ordinal: int) -> None:
-        store = store_module.StoreClient("127.0.0.1", server.port, SECRET.encode(), timeout=timeout)
+        store = StoreClient("127.0.0.1", server.port, SECRET.encode(), timeout=timeout)
         try:
             for _ in range(rounds):
                 got[ordinal] = host_rendezvous("step", payload + bytes([ordinal]), None, ordinal=ordinal,
@@ -239,15 +212,13 @@ def test_the_stores_work_per_participant_does_not_grow_with_the_participants(mon
     """On a pod of 256 processes a barrier cost the store 0.7 s (bench/store_scale.py): each
     participant asked for all N keys, N^2 per barrier. Counted here as the fields of every
     request the store served, per participant and rendezvous, at 8 and at 32 participants."""
-    from xrt2pjrt.shim import store as store_module
-
     fields = []
-    run = store_module.StoreServer._run
-    monkeypatch.setattr(store_module.StoreServer, "_run",
+    run = StoreServer._run
+    monkeypatch.setattr(StoreServer, "_run",
                         lambda self, op, request, token: fields.append(len(request)) or run(self, op, request, token))
     per_participant = {}
     for participants in (8, 32):
-        server = store_module.StoreServer(store_module.listen("127.0.0.1", 0), SECRET.encode())
+        server = StoreServer(listen("127.0.0.1", 0), SECRET.encode())
         fields.clear()
         results = _meet_in_threads(server, participants, b"", rounds=3)
         assert results == [[bytes([o]) for o in range(participants)]] * participants
@@ -259,14 +230,12 @@ def test_the_stores_work_per_participant_does_not_grow_with_the_participants(mon
 @pytest.mark.parametrize("participants", [2, 8])
 def test_payloads_too_large_to_gather_in_one_value_still_reach_everyone(monkeypatch, participants):
     """8 payloads of 1,000 bytes are over a 6,000-byte value limit together, not each."""
-    from xrt2pjrt.shim import store as store_module
-
-    monkeypatch.setenv(store_module.MAX_BYTES_ENV, "6000")
-    server = store_module.StoreServer(store_module.listen("127.0.0.1", 0), SECRET.encode())
+    monkeypatch.setenv(settings.STORE_MAX_BYTES.name, "6000")
+    server = StoreServer(listen("127.0.0.1", 0), SECRET.encode())
     payload = b"x" * 1000
     results = _meet_in_threads(server, participants, payload)
     assert results == [[payload + bytes([o]) for o in range(participants)]] * participants
-    assert store_module.StoreClient("127.0.0.1", server.port, SECRET.encode(), timeout=5).num_keys() == 0
+    assert StoreClient("127.0.0.1", server.port, SECRET.encode(), timeout=5).num_keys() == 0
     server.close()
 
 
@@ -275,9 +244,7 @@ def test_stores_made_after_others_were_freed_meet_in_step():
     client's id is often the next one's): the rendezvous counted its calls per id(store),
     so a new client could inherit a freed one's count, and two participants waited for
     each other under different keys until the timeout."""
-    from xrt2pjrt.shim import store as store_module
-
-    server = store_module.StoreServer(store_module.listen("127.0.0.1", 0), SECRET.encode())
+    server = StoreServer(listen("127.0.0.1", 0), SECRET.encode())
     for meeting in range(12):
         assert _meet_in_threads(server, 2, b"", rounds=meeting % 3 + 1, timeout=3) == [[b"\0", b"\1"]] * 2, meeting
     server.close()

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from xrt2pjrt.shim import job, store
+from xrt2pjrt.shim import job, settings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 V4_16 = {"PJRT_DEVICE": "TPU", "TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v4-16",
          "TPU_HOST_BOUNDS": "1,1,2", "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1",
          "TPU_WORKER_HOSTNAMES": "10.0.0.5,10.0.0.6"}
@@ -56,21 +56,21 @@ def test_alone_on_one_host_nothing_says_there_is_a_job():
 
 def test_a_spawn_parent_that_serves_and_an_explicit_address_override_the_place():
     base = {**V4_16, "TPU_WORKER_ID": "1", "PJRT_LOCAL_PROCESS_COUNT": "4", "PJRT_LOCAL_PROCESS_RANK": "0"}
-    served = job.from_env({**base, job.SERVED_ENV: "10.0.0.5:41000"})
+    served = job.from_env({**base, settings.SERVED_STORE.name: "10.0.0.5:41000"})
     assert (served.store_host, served.store_port, served.serves, served.served_by_parent) == ("10.0.0.5", 41000, False, True)
-    explicit = job.from_env({**base, "TPU_WORKER_ID": "0", job.ADDR_ENV: "[fd00::5]:4000"})
+    explicit = job.from_env({**base, "TPU_WORKER_ID": "0", settings.RENDEZVOUS_ADDR.name: "[fd00::5]:4000"})
     assert (explicit.store_host, explicit.store_port, explicit.serves) == ("fd00::5", 4000, True)
     with pytest.raises(job.JobError, match="XRT2PJRT_RENDEZVOUS_ADDR='nowhere' is not host:port"):
-        job.from_env({job.ADDR_ENV: "nowhere"})
+        job.from_env({settings.RENDEZVOUS_ADDR.name: "nowhere"})
     assert job.from_env({"MASTER_PORT": "29500"}).store_port == 29501
-    assert job.from_env({"MASTER_PORT": "29500", job.PORT_ENV: "4100"}).store_port == 4100
+    assert job.from_env({"MASTER_PORT": "29500", settings.RENDEZVOUS_PORT.name: "4100"}).store_port == 4100
 
 
 def test_a_pod_without_a_secret_is_told_what_to_set():
     pod = job.from_env({**V4_16, "TPU_WORKER_ID": "1"})
     with pytest.raises(job.JobError, match="XRT2PJRT_JOB_SECRET to the same random value on every host"):
         job.secret(pod, env={})
-    assert job.secret(pod, env={store.SECRET_ENV: "s" * 20}) == b"s" * 20
+    assert job.secret(pod, env={settings.JOB_SECRET.name: "s" * 20}) == b"s" * 20
 
 
 DERIVED = "import sys; from xrt2pjrt.shim import job; print(job.secret(job.from_env({'RANK': '1', 'WORLD_SIZE': '2', 'LOCAL_RANK': '1'}), env={}).decode())"
