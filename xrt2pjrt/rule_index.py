@@ -4,6 +4,7 @@ it to the rules): do not edit."""
 
 RULES: dict[str, tuple[str, str, str]] = {
     'api-device-type-gpu': ('python', 'safe', "xm.xla_device_hw(d) == 'GPU' (or xr.device_type()): torch_xla 2.x names it 'CUDA' → 'CUDA'"),
+    'api-full-mat-mul-precision': ('python', 'safe', "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True/False) (gone in 2.5) → torch_xla.backends.set_mat_mul_precision('highest'/'default') (2.8+), or the _XLAC string setter on 2.5-2.7"),
     'api-keywords': ('python', 'safe', 'keywords torch_xla 2.x renamed or dropped: send_cpu_data_to_device(data=) → datas=, ParallelLoader(loader=) → cpu_loader= (2.5+), FSDP(mark_step_on_finalization=) → sync_on_finalization= (2.8+), all_reduce(cctx=) dropped'),
     'api-local-ordinal': ('python', 'safe', 'xm.get_local_ordinal(defval) → xr.local_ordinal()'),
     'api-mark-step': ('python', 'safe', 'xm.mark_step() (deprecated in 2.8) → torch_xla.sync() (2.4+)'),
