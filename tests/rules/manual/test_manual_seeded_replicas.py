@@ -30,9 +30,9 @@ def test_two_thread_replicas_seeded_alike_draw_different_numbers():
 
 
 def test_a_seed_in_what_the_spawned_function_calls_is_reported():
-    source = ("import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-              "def build():\n    torch.manual_seed(0)\n    return Net()\n\n"
-              "def _mp_fn(index):\n    model = build()\n\nxmp.spawn(_mp_fn, nprocs=8)\n")
+    source = ("import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+              "def build(device):\n    torch.manual_seed(0)\n    return Net().to(device)\n\n"
+              "def _mp_fn(index):\n    model = build(xm.xla_device())\n\nxmp.spawn(_mp_fn, nprocs=8)\n")
     assert "manual-seeded-replicas" in [item.rule for item in migrate(source).manual]
 
 

@@ -50,6 +50,10 @@ class FullMatMulPrecision(PythonRule):
             "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(True)\n",
             options={"target_version": (2, 4)},
         ),
+        Example(  # pytorch/xla v1.13's test/test_mp_distributed_mm.py
+            "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(\n    use_full_mat_mul_precision=True)\n",
+            "import torch_xla\nimport torch_xla.backends\n\ntorch_xla.backends.set_mat_mul_precision('highest')\n",
+        ),
     )
 
     def call(self, ctx, node, name):
@@ -64,4 +68,5 @@ class FullMatMulPrecision(PythonRule):
         else:
             setter = ctx.ref("torch_xla", "_XLAC._xla_set_mat_mul_precision")
         ctx.change(f"_xla_set_use_full_mat_mul_precision({full}) → {_PRECISION[full]!r} precision")
-        return node.with_changes(func=setter, args=[precision])
+        # the one short argument goes on the line of the call, wherever the old one was
+        return node.with_changes(func=setter, args=[precision], whitespace_before_args=cst.SimpleWhitespace(""))
