@@ -13,7 +13,9 @@ The upstream PJRT guide says so and advises broadcasting replica 0's parameters
 model (2.1+; v2.9.0 torch_xla/core/xla_model.py:1539). A file that already calls it is not
 reported, nor a seed that no ``.to(...)`` follows in its function: what a replica builds on the
 host and moves to its device is what the shared generator makes differ (random tensors made on
-the XLA device draw from the device's generator, xm.set_rng_state). On TPU v4 and later each
+the XLA device draw from the device's generator, xm.set_rng_state); nor the ``.to`` of an
+``MpModelWrapper``, whose module was built before the replicas ran (manual-mp-model-wrapper reports
+that one). On TPU v4 and later each
 process runs one replica, as under XRT.
 """
 
@@ -62,6 +64,12 @@ class SeededReplicas(PythonRule):
             "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(xm.xla_device())\n"
             "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
         ),
+        Example(  # the model came from MpModelWrapper, built before: manual-mp-model-wrapper's item
+            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
+            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
+        ),
         Example(  # the launching process's seed: one process, one thread
             "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "if __name__ == '__main__':\n    torch.manual_seed(1)\n    xmp.spawn(_mp_fn)\n",
@@ -77,11 +85,19 @@ class SeededReplicas(PythonRule):
 
 
 def _moved_after(tree: ast.Module, line: int) -> bool:
-    """Whether the innermost function holding ``line`` calls ``.to(...)`` below it."""
+    """Whether the innermost function holding ``line`` calls ``.to(...)`` below it, on anything
+    but an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
     holders = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                and node.lineno <= line <= node.end_lineno]
     if not holders:
         return False
-    function = max(holders, key=lambda node: node.lineno)
+    function, wrappers = max(holders, key=lambda node: node.lineno), _wrappers(tree)
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-               and node.lineno > line for node in ast.walk(function))
+               and node.lineno > line and ast.unparse(node.func.value) not in wrappers for node in ast.walk(function))
+
+
+def _wrappers(tree: ast.Module) -> set[str]:
+    """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
+    return {ast.unparse(target) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("MpModelWrapper")
+            for target in node.targets}
