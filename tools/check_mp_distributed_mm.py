@@ -100,7 +100,7 @@ def check(source: Path, target: str, nprocs: int, work: Path) -> tuple[bool, str
         return False, "a replica skipped the body: " + SKIPPED
     if took_body != nprocs:
         return False, f"{took_body} of {nprocs} replicas ran the body"
-    return True, f"{nprocs} replicas ran the body; distributed_mm() matched the matmul in each"
+    return True, f"{nprocs} replicas ran the body, and the run exited 0"
 
 
 def main(argv=None) -> int:
