@@ -65,6 +65,8 @@ MEANINGS: tuple[Meaning, ...] = (
                  "source: torch_xla@v1.13.0 torch_xla/core/xla_model.py:252 `device = 'xla:{}'.format(n)`; "
                  "source: torch_xla@v1.13.0 third_party/xla_client/xrt_computation_client.h:231 "
                  "`std::set<std::string> devices;`; "
+                 "source: torch_xla@v1.13.0 third_party/xla_client/computation_client.cc:77 "
+                 "`std::string mp_device = XrtComputationClient::GetMultiProcessingDevice();`; "
                  "source: torch_xla@v2.9.0 torch_xla/core/xla_model.py:137 `return torch_xla.device(n)`; "
                  "source: torch_xla@v2.9.0 torch_xla/torch_xla.py:47 `device = devices[index]`"),
     ),
