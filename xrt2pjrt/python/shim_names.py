@@ -1,7 +1,9 @@
-"""``--target shim``: point the XRT-era imports at ``xrt2pjrt.shim``, keep every call site.
+"""The shim's names: the package installed with xrt2pjrt, the copy that migrated code imports.
 
-The shim keeps the XRT-era ``xm``/``xmp`` surface with correct PJRT semantics, so the
-smallest diff is the import line alone."""
+Migrated code imports the shim as ``xrt2pjrt_shim``, the copy ``migrate --write`` carries into
+the project (xrt2pjrt/carry.py), not as ``xrt2pjrt.shim``: the job's machines need nothing
+installed but torch and torch_xla. ``--target shim`` points the XRT-era imports at it and
+keeps every call site."""
 
 from __future__ import annotations
 
@@ -11,10 +13,20 @@ from pathlib import Path
 
 from xrt2pjrt.python.imports import dotted
 
+INSTALLED = "xrt2pjrt.shim"  # the package, as this tool installs it
+CARRIED = "xrt2pjrt_shim"  # the copy of it in the migrated project, which its code imports
 SHIMMED = {
-    "torch_xla.core.xla_model": "xrt2pjrt.shim.xla_model",
-    "torch_xla.distributed.xla_multiprocessing": "xrt2pjrt.shim.xla_multiprocessing",
+    "torch_xla.core.xla_model": f"{CARRIED}.xla_model",
+    "torch_xla.distributed.xla_multiprocessing": f"{CARRIED}.xla_multiprocessing",
 }
+
+
+def installed_name(name: str) -> str:
+    """``name`` with the carried copy's name spelled as the installed package's: the
+    two name the same code."""
+    if name == CARRIED or name.startswith(f"{CARRIED}."):
+        return INSTALLED + name[len(CARRIED):]
+    return name
 
 
 def shim_defines(dotted: str) -> bool:
@@ -31,7 +43,7 @@ def shim_defines(dotted: str) -> bool:
 def _shim_names(module: str) -> frozenset[str]:
     """The names a shim module binds at its top level, read from its source (no import:
     the shim imports torch_xla)."""
-    path = Path(__file__).parent.parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    path = Path(__file__).parent.parent.joinpath(*installed_name(module).split(".")[1:]).with_suffix(".py")
     tree = ast.parse(path.read_text())
     names = set()
     for node in tree.body:
