@@ -14,7 +14,7 @@ import libcst as cst
 
 from xrt2pjrt.python.imports import dotted
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.shim_names import CARRIED, INSTALLED, SHIMMED
+from xrt2pjrt.python.shim_names import CARRIED, SHIMMED, carried_name
 from xrt2pjrt.registry import Example
 
 
@@ -24,11 +24,7 @@ def _name(text: str) -> cst.Attribute | cst.Name:
 
 def _carried(module: str) -> str | None:
     """What the code imports instead of ``module``: the carried shim's module, or None."""
-    if module in SHIMMED:
-        return SHIMMED[module]
-    if module == INSTALLED or module.startswith(f"{INSTALLED}."):
-        return CARRIED + module[len(INSTALLED):]
-    return None
+    return SHIMMED.get(module) or carried_name(module)
 
 
 def _alias(module: str) -> str:
