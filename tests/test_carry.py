@@ -30,7 +30,7 @@ LEGACY = (
     "    total = xm.all_reduce(xm.REDUCE_SUM, torch.tensor([float(xm.get_ordinal())], device=xm.xla_device()))\n"
     "    payloads = xm.rendezvous('done', str(xm.get_ordinal()).encode())\n"
     "    loaded = sorted(name for name in sys.modules if name.split('.')[0] == 'xrt2pjrt')\n"
-    "    line = (f'replica {xm.get_ordinal()} of {xm.xrt_world_size()}: sum {total.item():.0f}, '\n"
+    "    line = (f'replica {xm.get_ordinal()} of {xm.xrt_world_size()} ({xm.__name__}): sum {total.item():.0f}, '\n"
     "            f'payloads {b\",\".join(payloads).decode()}, xrt2pjrt modules {loaded}\\n')\n"
     "    os.write(1, line.encode())  # one write: the replicas share the pipe\n"
     "\n"
@@ -226,4 +226,18 @@ def test_a_program_migrated_to_the_shim_runs_on_4_cpu_replicas_without_xrt2pjrt(
     ran = subprocess.run([*python, "train.py"], cwd=carried, env=env, capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-3000:]
     lines = sorted(line for line in ran.stdout.splitlines() if line.startswith("replica "))
-    assert lines == [f"replica {i} of 4: sum 6, payloads 0,1,2,3, xrt2pjrt modules []" for i in range(4)], ran.stdout
+    assert lines == [f"replica {i} of 4 (xrt2pjrt_shim.xla_model): sum 6, payloads 0,1,2,3, xrt2pjrt modules []"
+                     for i in range(4)], ran.stdout
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_under_xrt2pjrt_run_the_script_gets_the_installed_shim_one_shim_a_process(carried):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_", "TPU_", "XRT2PJRT_"))}
+    env["PYTHONPATH"] = str(Path(xrt2pjrt.__file__).parent.parent)
+    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "4", "train.py"], cwd=carried, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    lines = sorted(line.partition(", xrt2pjrt modules")[0] for line in ran.stdout.splitlines()
+                   if line.startswith("replica "))
+    assert lines == [f"replica {i} of 4 (xrt2pjrt.shim.xla_model): sum 6, payloads 0,1,2,3" for i in range(4)], ran.stdout

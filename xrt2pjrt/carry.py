@@ -31,12 +31,9 @@ import os
 import re
 from pathlib import Path
 
-import libcst as cst
-
 from xrt2pjrt import __version__, files
 from xrt2pjrt.codemod import Plan
-from xrt2pjrt.python.imports import dotted
-from xrt2pjrt.python.shim_names import CARRIED, carried_name
+from xrt2pjrt.shim_packages import CARRIED, carried_name
 from xrt2pjrt.report import FileResult, Finding
 
 FOLDER = CARRIED  # the copy's folder, in the project's root
@@ -59,12 +56,17 @@ def root_of(paths: list[Path]) -> Path:
         return Path(os.path.commonpath([os.path.abspath(f) for f in folders]))
 
 
+def imports_copy(source: str) -> bool:
+    """Whether Python source has a line that imports the copy."""
+    return bool(_IMPORTS.search(source))
+
+
 def imports_the_copy(result: FileResult) -> bool:
     """Whether a file of the run, as the run leaves it, imports the copy (a notebook's cells
     too: its JSON holds their lines as strings)."""
     text = result.updated if result.changed else None
-    return result.kind in ("python", "notebook") and text is not None and bool(
-        _IMPORTS.search(text if result.kind == "python" else text.replace('"', "\n")))
+    return result.kind in ("python", "notebook") and text is not None and imports_copy(
+        text if result.kind == "python" else text.replace('"', "\n"))
 
 
 def stamp(text: str) -> tuple[str, bool] | None:
@@ -173,19 +175,23 @@ def _digest(body: str) -> str:
 
 def _renamed(source: str) -> str:
     """``source`` with its imports of ``xrt2pjrt.shim`` naming the copy instead."""
-    return cst.parse_module(source).visit(_RenameImports()).code
+    # Imported here: only a run that writes or compares a copy parses one, and a run with
+    # nothing to do imports no libcst (tests/test_cli_startup.py).
+    import libcst as cst
 
+    from xrt2pjrt.python.imports import dotted
 
-class _RenameImports(cst.CSTTransformer):
-    def leave_Import(self, original, updated):
-        return updated.with_changes(names=[alias.with_changes(name=_module(alias.name)) for alias in updated.names])
+    def module(name):
+        carried = carried_name(dotted(name))
+        return cst.parse_expression(carried) if carried else name
 
-    def leave_ImportFrom(self, original, updated):
-        if updated.relative or updated.module is None:
-            return updated
-        return updated.with_changes(module=_module(updated.module))
+    class RenameImports(cst.CSTTransformer):
+        def leave_Import(self, original, updated):
+            return updated.with_changes(names=[alias.with_changes(name=module(alias.name)) for alias in updated.names])
 
+        def leave_ImportFrom(self, original, updated):
+            if updated.relative or updated.module is None:
+                return updated
+            return updated.with_changes(module=module(updated.module))
 
-def _module(name: cst.Attribute | cst.Name) -> cst.Attribute | cst.Name:
-    carried = carried_name(dotted(name))
-    return cst.parse_expression(carried) if carried else name
+    return cst.parse_module(source).visit(RenameImports()).code

@@ -39,7 +39,7 @@ from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, todo_comment, trigger_for
 from xrt2pjrt.python import imports, ipython, layout, quiet
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.shim_names import CARRIED, INSTALLED
+from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 from xrt2pjrt.python.context import Context
 from xrt2pjrt.suppress import Suppressions
 from xrt2pjrt.text import magics

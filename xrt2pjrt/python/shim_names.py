@@ -1,9 +1,8 @@
-"""The shim's names: the package installed with xrt2pjrt, the copy that migrated code imports.
+"""``--target shim``: the torch_xla modules the shim replaces, and the names it defines.
 
-Migrated code imports the shim as ``xrt2pjrt_shim``, the copy ``migrate --write`` carries into
-the project (xrt2pjrt/carry.py), not as ``xrt2pjrt.shim``: the job's machines need nothing
-installed but torch and torch_xla. ``--target shim`` points the XRT-era imports at it and
-keeps every call site."""
+Migrated code imports the shim as ``xrt2pjrt_shim``, the copy carried into the project
+(xrt2pjrt/shim_packages.py); ``--target shim`` points the XRT-era imports at it and keeps
+every call site."""
 
 from __future__ import annotations
 
@@ -11,30 +10,12 @@ import ast
 import functools
 from pathlib import Path
 
-from xrt2pjrt.python.imports import dotted
+from xrt2pjrt.shim_packages import CARRIED, installed_name
 
-INSTALLED = "xrt2pjrt.shim"  # the package, as this tool installs it
-CARRIED = "xrt2pjrt_shim"  # the copy of it in the migrated project, which its code imports
 SHIMMED = {
     "torch_xla.core.xla_model": f"{CARRIED}.xla_model",
     "torch_xla.distributed.xla_multiprocessing": f"{CARRIED}.xla_multiprocessing",
 }
-
-
-def carried_name(name: str) -> str | None:
-    """The name in the carried copy of ``name``, a module of the installed shim; None for
-    any other name."""
-    if name == INSTALLED or name.startswith(f"{INSTALLED}."):
-        return CARRIED + name[len(INSTALLED):]
-    return None
-
-
-def installed_name(name: str) -> str:
-    """``name`` with the carried copy's name spelled as the installed package's: the
-    two name the same code."""
-    if name == CARRIED or name.startswith(f"{CARRIED}."):
-        return INSTALLED + name[len(CARRIED):]
-    return name
 
 
 def shim_defines(dotted: str) -> bool:

@@ -11,7 +11,7 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, literal
-from xrt2pjrt.python.shim_names import CARRIED, INSTALLED
+from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
 # the shim's spawn: the carried copy's, or the installed package's (code migrated before the copy)

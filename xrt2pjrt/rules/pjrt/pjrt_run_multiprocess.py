@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example
-from xrt2pjrt.python.shim_names import CARRIED
+from xrt2pjrt.shim_packages import CARRIED
 from xrt2pjrt.rules.pjrt._pjrt import PJRT
 
 SHIM_XMP = f"{CARRIED}.xla_multiprocessing"

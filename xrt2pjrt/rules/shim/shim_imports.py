@@ -14,7 +14,8 @@ import libcst as cst
 
 from xrt2pjrt.python.imports import dotted
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.shim_names import CARRIED, SHIMMED, carried_name
+from xrt2pjrt.python.shim_names import SHIMMED
+from xrt2pjrt.shim_packages import CARRIED, carried_name
 from xrt2pjrt.registry import Example
 
 
