@@ -162,6 +162,16 @@ def test_the_copy_is_not_migrated_as_the_users_code(carried):
     assert copy_files(carried) == before
 
 
+def test_code_migrated_earlier_gets_the_copy_back_once_the_folder_is_gone(carried):
+    before = copy_files(carried)
+    for path in sorted((carried / "xrt2pjrt_shim").rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    (carried / "xrt2pjrt_shim").rmdir()
+    done = migrate("--write", carried)  # train.py is left as it is: it imports the copy already
+    assert done.exit_code == 0, done.stderr
+    assert copy_files(carried) == before
+
+
 def test_no_copy_when_nothing_imports_it(tmp_path):
     (tmp_path / "eval.py").write_text("import torch_xla.core.xla_model as xm\n\nprint(xm.xrt_world_size())\n")
     assert migrate("--write", tmp_path).exit_code == 0  # native: torch_xla's own API

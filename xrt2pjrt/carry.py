@@ -101,12 +101,15 @@ def texts() -> dict[str, str]:
     return out
 
 
-def plans(root: Path, needed: bool) -> list[Plan]:
-    """What the run does to the copy in ``root``: a plan for each file that it writes
-    (``needed``: a file of the run imports it), refreshes or reports; none when the copy is
-    neither needed nor there."""
+def plans(root: Path, results: list[FileResult]) -> list[Plan]:
+    """What the run does to the copy in ``root``: a plan for each file that it writes,
+    refreshes or reports; none when the copy is not there and no file of the run (``results``)
+    imports it, as the run leaves it."""
     folder = root / FOLDER
-    if not needed and not folder.is_dir():
+    if FOLDER in root.resolve().parts:  # the run was asked to look at a copy itself: it is left alone
+        return []
+    if not folder.is_dir() and not any(imports_the_copy(r) for r in results) \
+            and not any(_imports_on_disk(r) for r in results):
         return []
     out = [p for name, text in texts().items() if (p := _plan(folder / name, text)) is not None]
     out += [_left(path) for path in sorted(folder.rglob("*.py"))
@@ -125,6 +128,17 @@ def notes_on(root: Path, plans: list[Plan]) -> list[str]:
     shown = ", ".join(files.quoted(path) for path in away[:3]) + (f" and {len(away) - 3} more" if len(away) > 3 else "")
     return [f"{shown} import{'s' * (len(away) == 1)} {CARRIED}, carried in {files.quoted(str(root))}: run them with that folder on "
             f"PYTHONPATH, or with python -m from it"]
+
+
+def _imports_on_disk(result: FileResult) -> bool:
+    """Whether a Python file the run leaves as it is imports the copy (its text was not kept)."""
+    if result.changed or result.error is not None or result.skipped or result.kind != "python":
+        return False
+    try:
+        data = Path(result.path).read_bytes()
+    except OSError:
+        return False
+    return CARRIED.encode() in data and imports_copy(data.decode("utf-8", errors="replace"))
 
 
 def _plan(path: Path, text: str) -> Plan | None:

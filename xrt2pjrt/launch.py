@@ -166,7 +166,7 @@ class Shipped:
 
     @property
     def copy(self) -> str:
-        return os.path.join(self.folder, CARRIED)
+        return os.path.normpath(os.path.join(self.folder, CARRIED))
 
     def say(self, tpu: str, in_container: bool) -> str:
         """What launch says about it: where the workers need it, and how to copy it there."""
@@ -177,7 +177,7 @@ class Shipped:
                 f"it has that copy before the program starts ({self.copy_command(tpu)} copies it)")
 
     def copy_command(self, tpu: str) -> str:
-        remote = self.folder + "/" if self.folder != "." else "~/"
+        remote = self.folder + "/" if self.folder != "." else ""  # (scp: relative to the worker's home)
         return shlex.join(["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse", "--worker=all", self.copy,
                            f"{tpu}:{remote}"])
 
