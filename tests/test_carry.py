@@ -172,6 +172,18 @@ def test_code_migrated_earlier_gets_the_copy_back_once_the_folder_is_gone(carrie
     assert copy_files(carried) == before
 
 
+def test_a_run_on_a_few_files_refreshes_the_projects_copy_and_makes_no_other(carried):
+    """pre-commit's run: the files changed, in a folder below the copy's."""
+    (carried / ".git").mkdir()  # the top of the checkout
+    (carried / "jobs").mkdir()
+    (carried / "jobs" / "eval.py").write_text("import xrt2pjrt_shim.xla_model as xm\n\nprint(xm.get_ordinal())\n")
+    assert migrate("--check", "--target", "shim", carried / "jobs" / "eval.py").exit_code == 0
+    (carried / "xrt2pjrt_shim" / "job.py").unlink()
+    done = migrate("--write", "--target", "shim", carried / "jobs" / "eval.py")
+    assert done.exit_code == 0, done.stderr
+    assert (carried / "xrt2pjrt_shim" / "job.py").exists() and not (carried / "jobs" / "xrt2pjrt_shim").exists()
+
+
 def test_no_copy_when_nothing_imports_it(tmp_path):
     (tmp_path / "eval.py").write_text("import torch_xla.core.xla_model as xm\n\nprint(xm.xrt_world_size())\n")
     assert migrate("--write", tmp_path).exit_code == 0  # native: torch_xla's own API

@@ -5,12 +5,13 @@ Why a copy: xrt2pjrt is not on PyPI, a pod's workers fetch nothing, and a job mu
 shim its code was migrated against; a copy in the project goes wherever the code goes
 (scp, the image, the bucket) and needs only the standard library, torch and torch_xla (and
 PyYAML, which torch_xla requires). ``migrate`` writes it in the folder that holds every
-path migrated (for a file, its folder), when a file of the run imports it after the rewrite
-or a copy is there already, as a pending change like any other: previews show it, --check
-counts it, --write writes it with the other files (atomically, files.py).
+path migrated (for a file, its folder), or refreshes the one it finds there or above, up to
+the top of the git checkout, when a file of the run imports it as the run leaves it or a
+copy is there already: a pending change like any other (previews show it, --check counts
+it, --write writes it with the other files, atomically: files.py).
 
-The copy's modules are the shim's, with their imports of ``xrt2pjrt.shim`` renamed
-(libcst: the import statements only, the rest of the text as it is). Each file starts with
+The copy's modules are the shim's, with their imports of ``xrt2pjrt.shim`` renamed (where
+ast puts each module name: the import statements only, the rest byte for byte). Each file starts with
 a line that says it is generated, by which xrt2pjrt version, not to edit it, and the
 sha256 of the rest of the file; ``__init__.py`` ends with ``__version__``. That line is also
 ``# xrt2pjrt: skip-file``, and discovery leaves every ``xrt2pjrt_shim`` folder out: the copy
@@ -25,6 +26,7 @@ the fresh one. Files of the folder the shim no longer has are reported, not dele
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import os
@@ -47,13 +49,22 @@ _IMPORTS = re.compile(rf"^\s*(?:from|import)\s+{CARRIED}\b", re.M)  # a line of 
 
 
 def root_of(paths: list[Path]) -> Path:
-    """The folder the copy goes in: the one that holds every path migrated (a file's
-    folder), spelled as they are (relative when they all are)."""
+    """The folder of the copy: the nearest one that has it, from the folder that holds every
+    path migrated up to the top of its git checkout (a run on a few files, as pre-commit
+    makes, finds the project's); else the folder that holds every path (a file's folder).
+    Spelled as the paths are (relative when they all are)."""
     folders = [os.path.normpath(p if p.is_dir() else p.parent) for p in paths]
     try:
-        return Path(os.path.commonpath(folders))
+        common = Path(os.path.commonpath(folders))
     except ValueError:  # relative and absolute paths together
-        return Path(os.path.commonpath([os.path.abspath(f) for f in folders]))
+        common = Path(os.path.commonpath([os.path.abspath(f) for f in folders]))
+    folder = common
+    while True:
+        if (folder / FOLDER).is_dir():
+            return folder
+        if (folder / ".git").exists() or folder.resolve() == folder.resolve().parent:
+            return common
+        folder = Path(os.path.normpath(folder / ".."))
 
 
 def imports_copy(source: str) -> bool:
@@ -188,24 +199,20 @@ def _digest(body: str) -> str:
 
 
 def _renamed(source: str) -> str:
-    """``source`` with its imports of ``xrt2pjrt.shim`` naming the copy instead."""
-    # Imported here: only a run that writes or compares a copy parses one, and a run with
-    # nothing to do imports no libcst (tests/test_cli_startup.py).
-    import libcst as cst
-
-    from xrt2pjrt.python.imports import dotted
-
-    def module(name):
-        carried = carried_name(dotted(name))
-        return cst.parse_expression(carried) if carried else name
-
-    class RenameImports(cst.CSTTransformer):
-        def leave_Import(self, original, updated):
-            return updated.with_changes(names=[alias.with_changes(name=module(alias.name)) for alias in updated.names])
-
-        def leave_ImportFrom(self, original, updated):
-            if updated.relative or updated.module is None:
-                return updated
-            return updated.with_changes(module=module(updated.module))
-
-    return cst.parse_module(source).visit(RenameImports()).code
+    """``source`` with its imports of ``xrt2pjrt.shim`` naming the copy instead: each module
+    name where the parse puts it (ast: the import statements only, the rest byte for byte)."""
+    lines = source.encode("utf-8").splitlines(keepends=True)  # ast's columns count UTF-8 bytes
+    names = []  # (line, column, old name, new name)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [(a.lineno, a.col_offset, a.name, new) for a in node.names if (new := carried_name(a.name))]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (new := carried_name(node.module or "")):
+            # the module is the first name after ``from`` on the statement's line
+            names.append((node.lineno, lines[node.lineno - 1].index(node.module.encode(), node.col_offset + 4),
+                          node.module, new))
+    for line, column, old, new in sorted(names, reverse=True):  # right to left: the columns stay true
+        text = lines[line - 1]
+        if text[column:column + len(old)] != old.encode():
+            raise ValueError(f"line {line}: the import of {old} is not spelled as one name")
+        lines[line - 1] = text[:column] + new.encode() + text[column + len(old):]
+    return b"".join(lines).decode("utf-8")
