@@ -104,6 +104,18 @@ def test_preview_and_check_show_the_copy_as_pending_and_write_nothing(project):
     assert (project / "train.py").read_text() == LEGACY
 
 
+def test_the_preview_applied_with_git_writes_the_copy_that_write_writes(project, tmp_path_factory, monkeypatch):
+    monkeypatch.chdir(project)
+    preview = migrate("--target", "shim", ".")
+    assert "--- /dev/null\n+++ b/xrt2pjrt_shim/xla_model.py\n" in preview.stdout
+    applied = subprocess.run(["git", "apply", "-p1"], input=preview.stdout, cwd=project, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    written = tmp_path_factory.mktemp("written")
+    (written / "train.py").write_text(LEGACY)
+    assert migrate("--write", "--target", "shim", written).exit_code == 0
+    assert copy_files(project) == copy_files(written)
+
+
 def test_a_second_run_leaves_the_copy_as_it_is_not_rewritten(carried):
     folder = carried / "xrt2pjrt_shim"
     before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*.py")}

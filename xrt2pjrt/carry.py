@@ -51,20 +51,18 @@ _IMPORTS = re.compile(rf"^\s*(?:from|import)\s+{CARRIED}\b", re.M)  # a line of 
 def root_of(paths: list[Path]) -> Path:
     """The folder of the copy: the nearest one that has it, from the folder that holds every
     path migrated up to the top of its git checkout (a run on a few files, as pre-commit
-    makes, finds the project's); else the folder that holds every path (a file's folder).
-    Spelled as the paths are (relative when they all are)."""
+    makes, finds the project's); else, or outside a checkout, the folder that holds every
+    path (a file's folder). Spelled as the paths are (relative when they all are)."""
     folders = [os.path.normpath(p if p.is_dir() else p.parent) for p in paths]
     try:
         common = Path(os.path.commonpath(folders))
     except ValueError:  # relative and absolute paths together
         common = Path(os.path.commonpath([os.path.abspath(f) for f in folders]))
-    folder = common
-    while True:
-        if (folder / FOLDER).is_dir():
-            return folder
-        if (folder / ".git").exists() or folder.resolve() == folder.resolve().parent:
-            return common
-        folder = Path(os.path.normpath(folder / ".."))
+    above = [Path(os.path.normpath(common.joinpath(*[".."] * up))) for up in range(len(common.resolve().parts))]
+    top = next((i for i, folder in enumerate(above) if (folder / ".git").exists()), None)
+    if top is None:
+        return common
+    return next((folder for folder in above[:top + 1] if (folder / FOLDER).is_dir()), common)
 
 
 def imports_copy(source: str) -> bool:
