@@ -274,4 +274,5 @@ def test_under_xrt2pjrt_run_the_script_gets_the_installed_shim_one_shim_a_proces
     assert ran.returncode == 0, ran.stderr[-3000:]
     lines = sorted(line.partition(", xrt2pjrt modules")[0] for line in ran.stdout.splitlines()
                    if line.startswith("replica "))
-    assert lines == [f"replica {i} of 4 (xrt2pjrt.shim.xla_model): sum 6, payloads 0,1,2,3" for i in range(4)], ran.stdout
+    assert lines == [f"replica {i} of 4 (xrt2pjrt.shim.xla_model): sum 6, payloads 0,1,2,3"
+                     for i in range(4)], ran.stdout

@@ -135,8 +135,8 @@ def notes_on(root: Path, plans: list[Plan]) -> list[str]:
     if not away:
         return []
     shown = ", ".join(files.quoted(path) for path in away[:3]) + (f" and {len(away) - 3} more" if len(away) > 3 else "")
-    return [f"{shown} import{'s' * (len(away) == 1)} {CARRIED}, carried in {files.quoted(str(root))}: run them with that folder on "
-            f"PYTHONPATH, or with python -m from it"]
+    return [f"{shown} import{'s' * (len(away) == 1)} {CARRIED}, carried in {files.quoted(str(root))}: "
+            "run them with that folder on PYTHONPATH, or with python -m from it"]
 
 
 def _imports_on_disk(result: FileResult) -> bool:

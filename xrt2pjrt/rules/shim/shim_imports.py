@@ -36,7 +36,8 @@ def _alias(module: str) -> str:
 
 class ShimImports(PythonRule):
     id = "shim-imports"
-    summary = "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt_shim (carried); calls kept"
+    summary = ("--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt_shim (carried); "
+               "calls kept")
     targets = ("shim",)
     words = ("torch_xla", "xrt2pjrt")
     nodes = (cst.Import, cst.ImportFrom)
