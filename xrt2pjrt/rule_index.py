@@ -48,7 +48,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     'pjrt-run-multiprocess': ('python', 'unsafe', "pjrt.run_multiprocess(fn, *args) / pjrt._run_multiprocess → xrt2pjrt.shim's run_multiprocess, which calls fn(*args) as before (xmp.spawn would call fn(index, *args)); a used result is reported"),
     'pjrt-runtime': ('python', 'safe', 'torch_xla.experimental.pjrt.* (deleted in 2.5) → torch_xla.runtime (xr.*)'),
     'pjrt-spawn': ('python', 'safe', 'pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name'),
-    'shim-imports': ('python', 'safe', "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt.shim; calls kept"),
+    'shim-imports': ('python', 'safe', "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt_shim (carried); calls kept"),
     'spawn-dataloader-worker': ('python', 'none', "an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a partial): the worker is a process of its own where torch_xla is not the replica's; report"),
     'spawn-exit': ('python', 'none', "sys.exit / os._exit in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's spawn re-raises SystemExit in the launching process (which skips what follows the spawn; sys.exit(0) exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica on sys.exit, as XRT did; report"),
     'spawn-join-daemon': ('python', 'none', 'xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report'),
@@ -60,6 +60,6 @@ RULES: dict[str, tuple[str, str, str]] = {
 }
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    'python': ('torch_xla', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'xrt_world_size', 'xla_dist'),
+    'python': ('torch_xla', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'xrt_world_size', 'xla_dist', 'xrt2pjrt'),
     'shell': ('XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu)', 'xla_dist', 'xrt_run_server'),
 }
