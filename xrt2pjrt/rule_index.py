@@ -25,7 +25,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     'env-xrt-tpu-config': ('python', 'safe', "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported"),
     'env-xrt-unprefixed': ('python', 'safe', 'TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR (XRT-era, no XRT_ prefix) set → removed; reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT'),
     'import-gone-module': ('python', 'safe', 'imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs, amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported with what to use instead'),
-    'install-xrt-era-release': ('shell', 'none', 'pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla (tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py; libtpu nightlies and cloud-tpu-client in files that use PyTorch): reported with what to install instead'),
+    'install-xrt-era-release': ('shell', 'none', 'pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla (tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, tpu-vm-pt-1.x runtimes, env-setup.py; libtpu nightlies and cloud-tpu-client in files that use PyTorch): reported with what to install instead'),
     'launch-xla-dist': ('shell', 'unsafe', 'python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME --worker=all --command=". /etc/profile; PJRT_DEVICE=TPU …" (or `xrt2pjrt launch` with --launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.'),
     'launch-xrt-server': ('shell', 'none', "python -m torch_xla.core.xrt_run_server (XRT's server, gone in 2.x; PJRT needs none): report"),
     'manual-borrowed-alias': ('python', 'none', "xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a parameter, self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name"),
@@ -57,5 +57,5 @@ RULES: dict[str, tuple[str, str, str]] = {
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
     'python': ('torch_xla', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'xrt_world_size', 'xla_dist'),
-    'shell': ('XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu)', 'xla_dist', 'xrt_run_server'),
+    'shell': ('XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu|tpu-vm-(?:v4-)?pt-)', 'xla_dist', 'xrt_run_server'),
 }
