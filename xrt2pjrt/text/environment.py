@@ -101,11 +101,25 @@ def rule_for(name: str) -> type[EnvRule] | None:
     return min(matching, key=lambda r: r.catch_all, default=None)
 
 
+# Variables torch_xla's own build still reads: TPUVM_MODE=1 adds bazel's --config=tpu
+# (build_util.py at v2.9.0). In a file that runs a setup.py build they stay: nothing but
+# torch_xla's build reads TPUVM_MODE, so a file setting it there builds torch_xla.
+BUILD_SETTINGS = frozenset({"TPUVM_MODE"})
+_SETUP_PY_BUILD = re.compile(r"\bsetup\.py\s+(?:develop|bdist_wheel|install|build)\b")
+
+
+def builds_torch_xla(text: str) -> bool:
+    return bool(_SETUP_PY_BUILD.search(text))
+
+
 def rule_here(name: str, rec: Recorder) -> type[EnvRule] | None:
     """The selected rule for ``name`` in the file of ``rec``; None in a file that does not use
-    PyTorch, for a variable other frameworks read too."""
+    PyTorch, for a variable other frameworks read too, and in a file that builds torch_xla,
+    for a variable its build reads."""
     rule = rule_for(name)
     if rule is None or not rec.options.on(rule.id):
+        return None
+    if name in BUILD_SETTINGS and builds_torch_xla(rec.text):
         return None
     return None if name in SHARED and not rec.options.uses_torch(rec.text) else rule
 
