@@ -16,9 +16,12 @@ RULES: dict[str, tuple[str, str, str]] = {
     'api-xla-device': ('python', 'safe', 'xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)'),
     'api-xrt-metric-names': ('python', 'safe', 'XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, short_metrics_report): TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → TransferFromDeviceTime; names PJRT never records (Xrt*, TransferToServerAsync) reported'),
     'dist-init-method': ('python', 'safe', "init_process_group('xla', rank=..., world_size=...) → init_method='xla://' (+ import xla_backend)"),
+    'env-gpu-num-devices': ('python', 'none', 'GPU_NUM_DEVICES set or read (torch_xla 2.9 ignores it and runs on CPU): reported'),
+    'env-shell-gpu-num-devices': ('shell', 'none', 'GPU_NUM_DEVICES set in a shell command (torch_xla 2.9 ignores it and runs on CPU): reported'),
     'env-shell-xrt-cpu': ('shell', 'safe', 'XRT_DEVICE_MAP → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when it cannot be read, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported.'),
     'env-shell-xrt-tpu-config': ('shell', 'safe', 'XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported, and so is a GKE TPU-node annotation or resource (cloud-tpus.google.com) in YAML.'),
     'env-shell-xrt-unused': ('shell', 'safe', "Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES, TPUVM_MODE and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...) is removed: torch_xla 2.1+ reads none of them. Reads of them are reported."),
+    'env-tpu-node-address': ('python', 'none', "TPU_NAME / TPU_IP_ADDRESS in Python (no TPU VM sets them) and traces of a TPU node's profiler port 8466: reported"),
     'env-xrt-cpu-topology': ('python', 'safe', 'XRT_DEVICE_MAP set → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when unreadable, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported'),
     'env-xrt-plumbing': ('python', 'safe', 'XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, XRT_TORCH_DIST_*, ...) set → removed'),
     'env-xrt-replica-vars': ('python', 'safe', 'XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed'),
@@ -56,6 +59,6 @@ RULES: dict[str, tuple[str, str, str]] = {
 }
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    'python': ('torch_xla', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'XLA_TENSOR_ALLOCATOR_MAXSIZE', 'XLA_COMPILE_TIME_THRESHOLD', 'XLA_SLOW_COMPILE_HLO_FOLDER', 'XLA_HANDLE_RELEASE_THREADS', 'XLA_IO_THREAD_POOL_SIZE', 'xrt_world_size', 'xla_dist'),
-    'shell': ('XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT|XLA_TENSOR_ALLOCATOR_MAXSIZE|XLA_COMPILE_TIME_THRESHOLD|XLA_SLOW_COMPILE_HLO_FOLDER|XLA_HANDLE_RELEASE_THREADS|XLA_IO_THREAD_POOL_SIZE', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu|tpu-vm-(?:v4-)?pt-)', 'xla_dist', 'xrt_run_server'),
+    'python': ('torch_xla', 'GPU_NUM_DEVICES', 'TPU_NAME', 'TPU_IP_ADDRESS', '8466', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'XLA_TENSOR_ALLOCATOR_MAXSIZE', 'XLA_COMPILE_TIME_THRESHOLD', 'XLA_SLOW_COMPILE_HLO_FOLDER', 'XLA_HANDLE_RELEASE_THREADS', 'XLA_IO_THREAD_POOL_SIZE', 'xrt_world_size', 'xla_dist'),
+    'shell': ('GPU_NUM_DEVICES', 'XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT|XLA_TENSOR_ALLOCATOR_MAXSIZE|XLA_COMPILE_TIME_THRESHOLD|XLA_SLOW_COMPILE_HLO_FOLDER|XLA_HANDLE_RELEASE_THREADS|XLA_IO_THREAD_POOL_SIZE', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu|tpu-vm-(?:v4-)?pt-)', 'xla_dist', 'xrt_run_server'),
 }

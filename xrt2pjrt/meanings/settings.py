@@ -21,6 +21,16 @@ XRT_CLIENT_ONLY = (
     ("XLA_IO_THREAD_POOL_SIZE", "thread_pool.cc:106", "the size of XRT's client I/O thread pool"),
 )
 
+# The one-line item each reporting rule writes where code sets or reads one of these names.
+ADVICE = {
+    "GPU_NUM_DEVICES": ("GPU_NUM_DEVICES chose XLA:GPU; torch_xla 2.9 ignores it and runs on CPU: "
+                        "stay on torch_xla 2.8 (PJRT_DEVICE=CUDA) for GPUs"),
+    "TPU_NAME": ("TPU_NAME named a TPU node, and no TPU VM sets it: test xr.device_type() == 'TPU', "
+                 "count devices with xr.world_size()"),
+    "TPU_IP_ADDRESS": ("TPU_IP_ADDRESS was a TPU node's address, and no TPU VM sets it: the program runs on "
+                       "the VM; profile with xp.start_server(9012) and trace localhost:9012"),
+}
+
 _XRT_CLIENT_ONLY = tuple(
     Meaning(
         name=name,
