@@ -36,6 +36,6 @@ class GpuNumDevices(PythonRule):
     )
 
     def leave(self, ctx, original, updated):
-        if updated.evaluated_value == NAME:
+        if updated.evaluated_value == NAME and ctx.options.uses_torch(ctx.source):
             ctx.manual(ADVICE[NAME])
         return updated
