@@ -1,5 +1,6 @@
 """env-shell-xrt-unused beyond its examples: TPUVM_MODE in build scripts, XRT's client settings."""
 
+import pytest
 from text_migrate import ALL, rewrite_shell as rewrite
 
 from xrt2pjrt.registry import Options
@@ -21,10 +22,13 @@ _BUILD = ("FROM python:3.10\nENV TPUVM_MODE=1\n"
           "RUN cd /pytorch/xla && python setup.py bdist_wheel\n")
 
 
-def test_tpuvm_mode_stays_in_a_dockerfile_that_builds_torch_xla():
-    """torch_xla 2.9's build still reads it (build_util.py: TPUVM_MODE=1 adds --config=tpu)."""
-    outcome = dockerfile.rewrite(_BUILD, Options(rules=ALL, unsafe_fixes=True))
-    assert outcome.text == _BUILD
+@pytest.mark.parametrize("build", ["python setup.py bdist_wheel", "bash scripts/build_torch_wheels.sh 3.8 r1.13"])
+def test_tpuvm_mode_stays_in_a_dockerfile_that_builds_torch_xla(build):
+    """torch_xla 2.9's build still reads it (build_util.py: TPUVM_MODE=1 adds --config=tpu); pytorch/xla's
+    own docker/Dockerfile at v1.13 built through scripts/build_torch_wheels.sh."""
+    text = _BUILD.replace("python setup.py bdist_wheel", build)
+    outcome = dockerfile.rewrite(text, Options(rules=ALL, unsafe_fixes=True))
+    assert outcome.text == text
     assert not outcome.changes and not outcome.manual
 
 
@@ -38,6 +42,11 @@ def test_tpuvm_mode_goes_from_a_dockerfile_that_only_installs_torch_xla():
 def test_tpuvm_mode_stays_in_a_build_script_that_sets_it_for_the_build():
     text = "cd xla\nTPUVM_MODE=1 python setup.py develop\nexport XRT_START_LOCAL_SERVER=1\n"
     assert rewrite(text).text == "cd xla\nTPUVM_MODE=1 python setup.py develop\n"
+
+
+def test_a_read_of_tpuvm_mode_in_a_build_script_is_still_reported():
+    text = 'python setup.py bdist_wheel\nif [ "$TPUVM_MODE" = "1" ]; then pip install torch_xla[tpuvm]; fi\n'
+    assert [f.line for f in rewrite(text).manual if f.rule == "env-shell-xrt-unused"] == [2]
 
 
 def test_xrt_client_settings_go_from_a_script():
