@@ -99,6 +99,15 @@ def test_dry_run_prints_the_commands_and_runs_nothing(pod):
     assert lines == [stdin + ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}",
                               command] for i in range(2)]
     assert "ignoring --restart-tpuvm-pod-server" in ran.stderr
+    assert "--conda-env" not in ran.stderr, "an env not named for a 1.x release is the user's to choose"
+
+
+def test_a_conda_env_named_for_torch_xla_1_x_is_reported(pod):
+    """xla_dist's --conda-env=torch-xla-1.13 holds XRT's torch_xla: the program would run on 1.13."""
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "1", "--conda-env", "torch-xla-1.13", "--dry-run",
+                            "--", "python3", "train.py"])
+    assert ran.returncode == 0
+    assert "xrt2pjrt launch: --conda-env torch-xla-1.13: an env made for xla_dist holds torch_xla 1.x" in ran.stderr
 
 
 def test_dry_run_without_worker_count_shows_the_describe_step(pod):

@@ -67,8 +67,8 @@ from xrt2pjrt.shim_packages import CARRIED
 from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.store.secret import new_secret
 from xrt2pjrt.text.words import Word
-from xrt2pjrt.text.xla_dist import (XRT_ONLY, Launch, Prelude, Seg, Untranslatable, as_argv_text,
-                                    gcloud_describe, gcloud_ssh, literal_word)
+from xrt2pjrt.text.xla_dist import (XRT_ERA_CONDA_ENV, XRT_ONLY, Launch, Prelude, Seg, Untranslatable, as_argv_text,
+                                    conda_env_note, gcloud_describe, gcloud_ssh, literal_word)
 
 GRACE_SECONDS = 5.0
 STOP_SECONDS = 60.0
@@ -140,6 +140,8 @@ def main(request: Request, num_workers: int | None = None, dry_run_only: bool = 
     launch, target = request.model()
     for flag in launch.ignored:
         print(f"xrt2pjrt launch: ignoring {flag}: PJRT runs no XRT server", file=err)
+    if request.conda_env is not None and XRT_ERA_CONDA_ENV.search(request.conda_env):
+        print(f"xrt2pjrt launch: {conda_env_note(request.conda_env)}", file=err)
     shim = shipped_shim(request.command)
     if shim is not None:
         print(f"xrt2pjrt launch: {shim.say(target.tpu, in_container=launch.docker_image is not None)}", file=err)

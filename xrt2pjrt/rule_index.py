@@ -17,16 +17,19 @@ RULES: dict[str, tuple[str, str, str]] = {
     'api-xla-device': ('python', 'safe', 'xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)'),
     'api-xrt-metric-names': ('python', 'safe', 'XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, short_metrics_report): TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → TransferFromDeviceTime; names PJRT never records (Xrt*, TransferToServerAsync) reported'),
     'dist-init-method': ('python', 'safe', "init_process_group('xla', rank=..., world_size=...) → init_method='xla://' (+ import xla_backend)"),
+    'env-gpu-num-devices': ('python', 'none', 'GPU_NUM_DEVICES set or read (torch_xla 2.9 ignores it and runs on CPU): reported'),
+    'env-shell-gpu-num-devices': ('shell', 'none', 'GPU_NUM_DEVICES set in a shell command (torch_xla 2.9 ignores it and runs on CPU): reported'),
     'env-shell-xrt-cpu': ('shell', 'safe', 'XRT_DEVICE_MAP → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when it cannot be read, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported.'),
     'env-shell-xrt-tpu-config': ('shell', 'safe', 'XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported, and so is a GKE TPU-node annotation or resource (cloud-tpus.google.com) in YAML.'),
-    'env-shell-xrt-unused': ('shell', 'safe', 'Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES and TPUVM_MODE is removed: torch_xla 2.1+ reads none of them. Reads of them are reported.'),
+    'env-shell-xrt-unused': ('shell', 'safe', "Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES, TPUVM_MODE and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...) is removed: torch_xla 2.1+ reads none of them. Reads of them are reported."),
+    'env-tpu-node-address': ('python', 'none', "TPU_NAME / TPU_IP_ADDRESS in Python (no TPU VM sets them) and traces of a TPU node's profiler port 8466: reported"),
     'env-xrt-cpu-topology': ('python', 'safe', 'XRT_DEVICE_MAP set → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when unreadable, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported'),
     'env-xrt-plumbing': ('python', 'safe', 'XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, XRT_TORCH_DIST_*, ...) set → removed'),
     'env-xrt-replica-vars': ('python', 'safe', 'XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed'),
     'env-xrt-tpu-config': ('python', 'safe', "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported"),
-    'env-xrt-unprefixed': ('python', 'safe', 'TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR (XRT-era, no XRT_ prefix) set → removed; reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT'),
+    'env-xrt-unprefixed': ('python', 'safe', "TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...; XRT-era, no XRT_ prefix) set → removed; reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT"),
     'import-gone-module': ('python', 'safe', 'imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs, amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported with what to use instead'),
-    'install-xrt-era-release': ('shell', 'none', 'pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla (tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py; libtpu nightlies and cloud-tpu-client in files that use PyTorch): reported with what to install instead'),
+    'install-xrt-era-release': ('shell', 'none', 'pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla (tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, tpu-vm-pt-1.x runtimes, env-setup.py; libtpu nightlies and cloud-tpu-client in files that use PyTorch): reported with what to install instead'),
     'launch-xla-dist': ('shell', 'unsafe', 'python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME --worker=all --command=". /etc/profile; PJRT_DEVICE=TPU …" (or `xrt2pjrt launch` with --launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.'),
     'launch-xrt-server': ('shell', 'none', "python -m torch_xla.core.xrt_run_server (XRT's server, gone in 2.x; PJRT needs none): report"),
     'manual-borrowed-alias': ('python', 'none', "xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a parameter, self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name"),
@@ -60,6 +63,6 @@ RULES: dict[str, tuple[str, str, str]] = {
 }
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    'python': ('torch_xla', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'xrt_world_size', 'xla_dist', 'xrt2pjrt'),
-    'shell': ('XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu)', 'xla_dist', 'xrt_run_server'),
+    'python': ('torch_xla', 'GPU_NUM_DEVICES', 'TPU_NAME', 'TPU_IP_ADDRESS', '8466', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'XLA_TENSOR_ALLOCATOR_MAXSIZE', 'XLA_COMPILE_TIME_THRESHOLD', 'XLA_SLOW_COMPILE_HLO_FOLDER', 'XLA_HANDLE_RELEASE_THREADS', 'XLA_IO_THREAD_POOL_SIZE', 'xrt_world_size', 'xla_dist', 'xrt2pjrt'),
+    'shell': ('GPU_NUM_DEVICES', 'XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT|XLA_TENSOR_ALLOCATOR_MAXSIZE|XLA_COMPILE_TIME_THRESHOLD|XLA_SLOW_COMPILE_HLO_FOLDER|XLA_HANDLE_RELEASE_THREADS|XLA_IO_THREAD_POOL_SIZE', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu|tpu-vm-(?:v4-)?pt-)', 'xla_dist', 'xrt_run_server'),
 }

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from xrt2pjrt.meanings.settings import XRT_CLIENT_ONLY
+
 # Variables that chose the device, with the device a setting chooses when its value does not
 # say (``device_for`` reads the value). XRT_WORKERS only said where XRT's servers ran: the
 # device came from XRT_DEVICE_MAP, set next to it.
@@ -41,6 +43,9 @@ UNPREFIXED = {
     **dict.fromkeys(("TPU_MESH_CONTROLLER_ADDRESS", "TPU_MESH_CONTROLLER_PORT"), (
         "xla_dist set it for XRT's mesh controller on worker 0; PJRT neither sets nor reads it (a read is a "
         "KeyError): take host 0's address from your launcher, or use xr.process_index() == 0 to pick host 0")),
+    # XLA_TENSOR_ALLOCATOR_MAXSIZE and the like: settings of XRT's client that torch_xla 2.x dropped
+    **{name: f"only XRT's client read it ({what}): torch_xla 2.1+ has no such setting"
+       for name, _, what in XRT_CLIENT_ONLY},
 }
 
 # A regex matching the name of any XRT-era variable, for the text rewriters.

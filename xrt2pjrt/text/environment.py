@@ -101,6 +101,18 @@ def rule_for(name: str) -> type[EnvRule] | None:
     return min(matching, key=lambda r: r.catch_all, default=None)
 
 
+# Variables torch_xla's own build still reads: TPUVM_MODE=1 adds bazel's --config=tpu
+# (build_util.py at v2.9.0). Their settings stay in a file that runs a build (a setup.py
+# build, or pytorch/xla's build scripts): nothing but torch_xla's build reads TPUVM_MODE, so
+# a file setting it there builds torch_xla. A read of one is still reported.
+BUILD_SETTINGS = frozenset({"TPUVM_MODE"})
+_BUILD = re.compile(r"\bsetup\.py\s+(?:develop|bdist_wheel|install|build)\b|\bbuild_torch_(?:wheels|xla_libs)\.sh\b")
+
+
+def builds_torch_xla(text: str) -> bool:
+    return bool(_BUILD.search(text))
+
+
 def rule_here(name: str, rec: Recorder) -> type[EnvRule] | None:
     """The selected rule for ``name`` in the file of ``rec``; None in a file that does not use
     PyTorch, for a variable other frameworks read too."""
@@ -122,8 +134,9 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
     """
     done: set = set()  # (scope, form, replacement) already written: a second one is removed
     plans: list[Plan] = []
+    build = builds_torch_xla(rec.text)
     for s in settings:
-        rule = rule_here(s.name, rec)
+        rule = None if build and s.name in BUILD_SETTINGS else rule_here(s.name, rec)
         if rule is None or not rec.on(rule.id, s.offset):
             plans.append(Plan(s, None, None, False))
             continue

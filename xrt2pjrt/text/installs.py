@@ -4,7 +4,9 @@ Migrated code runs only on the torch_xla it was migrated for (``--target-version
 repository's install lines often still fetch the old one: the wheels of the
 ``tpu-pytorch`` bucket (torch_xla 1.x and 2.0 builds, the nightlies of the seed issues
 among them), ``torch_xla==1.13`` pins, ``gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm`` images,
-Colab's ``pytorch-xla-env-setup.py`` and ``cloud-tpu-client``. Choosing the new versions
+Colab's ``pytorch-xla-env-setup.py``, ``cloud-tpu-client``, and the TPU VM runtime versions
+whose image holds torch_xla 1.x (``gcloud ... --version=tpu-vm-pt-1.13``, ``tpu-vm-v4-pt-1.13``,
+``RUNTIME_VERSION=tpu-vm-pt-1.13``). Choosing the new versions
 (torch, torchvision and torch_xla move together; libtpu comes with ``torch_xla[tpu]``) is
 a person's decision, so each such spot is a manual item saying what to install instead.
 libtpu nightlies and cloud-tpu-client are reported only in files that use PyTorch: JAX and
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 
 # What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
-WORDS = r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu)"
+WORDS = r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu|tpu-vm-(?:v4-)?pt-)"
 
 XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
 
@@ -34,6 +36,9 @@ _ALWAYS_XRT_ERA = (
     (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)", False),
     (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1", True),
 )
+# A TPU VM runtime version (``gcloud ... --version=tpu-vm-pt-1.13``, ``RUNTIME_VERSION=``): its
+# image comes with that torch_xla installed.
+_RUNTIME_VERSION = re.compile(r"\btpu-vm-(?:v4-)?pt-(\d+)\.(\d+)\b")
 # Where a version is written: a pin (==, ~=, <, <=), a wheel's file name, an image's tag.
 _VERSION = re.compile(r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)"
                       r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)")
@@ -53,6 +58,9 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> str | Non
     nightly = _NIGHTLY.search(word)
     if nightly and nightly.group(1) <= _LAST_XRT_NIGHTLY:
         return f"a torch_xla nightly from {nightly.group(1)}, older than 2.1 (the first release without XRT): {instead}"
+    runtime = _RUNTIME_VERSION.search(word)
+    if runtime:
+        return _runtime_finding(runtime, target)
     found = _VERSION.search(word)
     if found is None:
         return None
@@ -63,6 +71,15 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> str | Non
         return (f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was migrated for "
                 f"(--target-version): {instead}, or migrate again with --target-version {major}.{minor}")
     return None
+
+
+def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> str | None:
+    major, minor = int(runtime.group(1)), int(runtime.group(2))
+    if (major, minor) >= target:
+        return None
+    era = "XRT-era " if (major, minor) < XRT_REMOVED else ""
+    return (f"{runtime.group()} is a TPU VM image with {era}torch_xla {major}.{minor}: create the VM with "
+            f"tpu-ubuntu2204-base, then {_instead(target)}")
 
 
 def _instead(target: tuple[int, int]) -> str:

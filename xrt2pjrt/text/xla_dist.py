@@ -81,6 +81,17 @@ PROFILE = ". /etc/profile;"
 BY_HAND = f'gcloud compute tpus tpu-vm ssh NAME --worker=all --command="{PROFILE} PJRT_DEVICE=TPU …"'
 
 
+# A conda env named for a torch_xla 1.x release, as the XRT-era TPU VM images named theirs (torch-xla-1.13).
+XRT_ERA_CONDA_ENV = re.compile(r"(?<![\d.])1\.\d+(?![\d])")
+
+
+def conda_env_note(name: str) -> str:
+    """What to check about xla_dist's ``--conda-env NAME``, which both ``migrate`` and
+    ``launch`` carry into ``conda activate NAME``: an env made for xla_dist (torch-xla-1.13
+    and the like) holds an XRT-era torch_xla, which the migrated program cannot run on."""
+    return f"--conda-env {name}: an env made for xla_dist holds torch_xla 1.x (XRT); install torch_xla 2.x in it or name another"
+
+
 # The script's arguments or an array's elements: $@, $*, ${ARGS[@]}, ${ARGS[*]} (group 1: ARGS).
 # Quoted, only the `@` forms are a word per element ("$*" is one word); unquoted, all split.
 ALL_ELEMENTS = re.compile(r"\$(?:[@*]|\{[@*]\}|\{([A-Za-z_]\w*)\[[@*]\]\})")

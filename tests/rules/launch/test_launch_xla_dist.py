@@ -423,3 +423,12 @@ def test_a_word_with_a_value_and_a_glob_matches_here_as_for_xla_dist(tmp_path):
     assert not outcome.manual and shell.check(outcome.text) is None
     assert pod.run_script(outcome.text).returncode == 0
     assert pod.calls()[1][0].argv == ["python3", "t.py", "data/a.csv", "data/b c.csv", "--lr=data"]
+
+
+def test_the_conda_env_is_reported_where_it_is_written():
+    """The env xla_dist activated holds its torch_xla 1.x: `conda activate` of it brings XRT's release back."""
+    outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod \\\n"
+                      "  --conda-env torch-xla-1.13 -- python3 train.py\n")
+    assert [(f.rule, f.line, f.message.split(":")[0]) for f in outcome.manual] == [
+        ("launch-xla-dist", 2, "--conda-env torch-xla-1.13")]
+    assert "conda activate torch-xla-1.13" in outcome.text

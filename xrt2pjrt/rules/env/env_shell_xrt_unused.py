@@ -1,7 +1,8 @@
 """Every other XRT-era variable outside Python is removed: torch_xla 2.1+ reads none of them.
 
 XRT's server and mesh settings (XRT_MESH_*, XRT_START_LOCAL_SERVER, ...), the per-replica
-XRT_SHARD_* / XRT_HOST_* it set for each process, TPU_NUM_DEVICES and TPUVM_MODE: their
+XRT_SHARD_* / XRT_HOST_* it set for each process, TPU_NUM_DEVICES, TPUVM_MODE and the
+settings only XRT's client read (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...): their
 settings go, and a read of one (``$XRT_SHARD_ORDINAL``) is reported with what to read
 instead, as nothing sets them under PJRT.
 """
@@ -16,8 +17,8 @@ from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 
 class XrtUnused(EnvRule):
     id = "env-shell-xrt-unused"
-    summary = ("Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES and "
-               "TPUVM_MODE is removed: torch_xla 2.1+ reads none of them. "
+    summary = ("Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES, "
+               "TPUVM_MODE and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...) is removed: torch_xla 2.1+ reads none of them. "
                "Reads of them are reported.")
     variables = XRT_ERA_PATTERN
     catch_all = True

@@ -1,5 +1,10 @@
-"""TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR (XRT-era, no XRT_ prefix) set → removed; reads
-reported, and TPU_NUM_DEVICES settings, with what to do under PJRT
+"""TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR and XRT's client settings (XRT-era, no XRT_
+prefix) set → removed; reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT.
+
+XRT's client read settings of its own outside ``XRT_*``: XLA_TENSOR_ALLOCATOR_MAXSIZE,
+XLA_HANDLE_RELEASE_THREADS, ... (meanings/settings.py lists them from torch_xla 1.13's
+sources). torch_xla 2.x reads none of them, so a setting does nothing and goes; a read of
+one gets nothing that torch_xla set.
 """
 
 from __future__ import annotations
@@ -11,13 +16,18 @@ from xrt2pjrt.xrt_variables import UNPREFIXED
 
 class Unprefixed(EnvRule):
     id = "env-xrt-unprefixed"
-    summary = ("TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR (XRT-era, no XRT_ prefix) set → removed; "
+    summary = ("TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, "
+               "...; XRT-era, no XRT_ prefix) set → removed; "
                "reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT")
     examples = (
         Example(
             "import os\n\nos.environ['TPUVM_MODE'] = '1'\nos.environ['TPU_NUM_DEVICES'] = '1'\ntrain()\n",
             "import os\n\ntrain()\n",
             manual=("TPU_PROCESS_BOUNDS",),
+        ),
+        Example(
+            "import os\n\nos.environ['XLA_TENSOR_ALLOCATOR_MAXSIZE'] = '100000000'\nos.environ['XLA_USE_BF16'] = '1'\n",
+            "import os\n\nos.environ['XLA_USE_BF16'] = '1'\n",
         ),
         Example(
             "import os\n\ncores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n",

@@ -2,7 +2,7 @@
 
 Code migrated for ``--target-version`` runs only on that torch_xla, but a repository's
 install lines often still fetch the old one: pip and conda installs, wheel URLs, Docker
-images, requirements and jsonnet configs (text/installs.py tells which words do). Choosing
+images, TPU VM runtime versions (tpu-vm-pt-1.13), requirements and jsonnet configs (text/installs.py tells which words do). Choosing
 the new versions is a person's decision (torch, torchvision and torch_xla move together), so
 each is reported, never rewritten.
 """
@@ -23,7 +23,7 @@ class InstallXrtEraRelease(TextRule):
     words = (WORDS,)
     fix = "none"
     summary = ("pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla "
-               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, env-setup.py; libtpu nightlies and "
+               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, tpu-vm-pt-1.x runtimes, env-setup.py; libtpu nightlies and "
                "cloud-tpu-client in files that use PyTorch): reported with what to install instead")
     # (each says what it reports with the message ``finding`` writes, as a TODO line above it)
     examples = (
@@ -43,6 +43,14 @@ class InstallXrtEraRelease(TextRule):
             todo_line(finding("torch_xla[tpu]==2.1.0", (2, 9)), "install-xrt-era-release")
             + "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
             manual=("older than the 2.9 the code was migrated for",),
+        ),
+        Example(
+            "gcloud compute tpus tpu-vm create my-tpu --zone=us-central2-b --accelerator-type=v4-8 "
+            "--version=tpu-vm-v4-pt-1.13\n",
+            todo_line(finding("tpu-vm-v4-pt-1.13", (2, 9)), "install-xrt-era-release")
+            + "gcloud compute tpus tpu-vm create my-tpu --zone=us-central2-b --accelerator-type=v4-8 "
+            "--version=tpu-vm-v4-pt-1.13\n",
+            manual=("tpu-ubuntu2204-base",),
         ),
         Example(
             "pip install 'torch_xla[tpu]~=2.9.0'\n",

@@ -5,8 +5,8 @@ pod with the XRT variables set, after (re)starting XRT's server there. Under PJR
 worker runs the program itself, with PJRT_DEVICE=TPU; gcloud's ``--worker=all`` reaches them
 all (``xrt2pjrt launch``, with ``--launcher xrt2pjrt``, also hands the shim's job secret over
 stdin). Every flag is translated: ``--env`` into the worker's command, ``--conda-env`` into
-``conda activate``, ``--docker-image`` into a ``docker run`` on each worker; the XRT server's
-flags are dropped. The fix is unsafe: gcloud does not restart a run after TPU maintenance
+``conda activate`` (reported too: an env made for xla_dist holds torch_xla 1.x, XRT's),
+``--docker-image`` into a ``docker run`` on each worker; the XRT server's flags are dropped. The fix is unsafe: gcloud does not restart a run after TPU maintenance
 as xla_dist did, ``~`` and conda resolve on the workers, and what expands where is spelled
 out in text/xla_dist.py; a call that cannot be translated faithfully is left for a person.
 """
@@ -41,10 +41,12 @@ class LaunchXlaDist(TextRule):
         Example(
             "python -m torch_xla.distributed.xla_dist \\\n  --tpu=my-pod \\\n  --conda-env=torch-xla-1.13 \\\n"
             "  -- \\\n  python3 train.py \\\n    --lr 0.1\n",
-            "gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \\\n"
+            todo_line(xla_dist.conda_env_note("torch-xla-1.13"), "launch-xla-dist")
+            + "gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \\\n"
             '  --command=". /etc/profile; conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \\\n'
             '    --lr 0.1"\n',
             options={"zone": "us-central2-b"},
+            manual=("torch_xla 1.x",),
         ),
         Example(
             "python3 -m torch_xla.distributed.xla_dist --tpu=pod --docker-image=gcr.io/p/img:r1.13 "
@@ -128,6 +130,8 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
         rec.ask(LaunchXlaDist.id, start, f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
         return
     _ask_about_worker_expansions(launch, rec)
+    if launch.conda_env is not None:
+        rec.ask(LaunchXlaDist.id, launch.conda_env.start, xla_dist.conda_env_note(launch.conda_env.source(text)))
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.docker_image:
         notes += "; the image must ship torch_xla 2.x"

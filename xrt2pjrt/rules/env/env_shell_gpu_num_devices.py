@@ -1,0 +1,39 @@
+"""GPU_NUM_DEVICES set in a shell command, for torch_xla 2.9: reported, kept.
+
+The shell side of env-gpu-num-devices (its docstring says why): ``GPU_NUM_DEVICES=4
+python train.py`` or ``export GPU_NUM_DEVICES=4`` trained on GPUs under XRT and on
+torch_xla 2.1–2.8, and trains on CPU under 2.9, silently. Only files that use PyTorch are
+reported: the name is not torch_xla's alone.
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.meanings.settings import ADVICE
+from xrt2pjrt.registry import Example
+from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.text.rule import TextRule
+
+NAME = "GPU_NUM_DEVICES"
+
+
+class ShellGpuNumDevices(TextRule):
+    id = "env-shell-gpu-num-devices"
+    summary = "GPU_NUM_DEVICES set in a shell command (torch_xla 2.9 ignores it and runs on CPU): reported"
+    fix = "none"
+    words = (NAME,)
+    min_version = (2, 9)
+    examples = (
+        Example(
+            "GPU_NUM_DEVICES=4 python3 train_torch.py\n",
+            todo_line(ADVICE[NAME], "env-shell-gpu-num-devices") + "GPU_NUM_DEVICES=4 python3 train_torch.py\n",
+            manual=("runs on CPU",),
+        ),
+    )
+
+    def command(self, rec, cmd, posix_sh):
+        if not rec.options.uses_torch(rec.text):  # another framework's variable of the same name
+            return
+        for word in cmd.words:
+            assignment = word.assignment()
+            if assignment is not None and assignment[0] == NAME:
+                rec.ask(self.id, word.start, ADVICE[NAME])

@@ -1,0 +1,72 @@
+"""TPU_NAME / TPU_IP_ADDRESS used in Python, and profiler traces of a TPU node's port 8466:
+reported.
+
+On a TPU node, users exported TPU_NAME and TPU_IP_ADDRESS for the XRT client to find the
+node (``XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"``), and code took them as a TPU
+test (``num_cores = 8 if os.environ.get('TPU_NAME') else 1``), parsed ``grpc://`` addresses
+out of them, or traced the node's profiler (``xp.trace(f'{tpu_ip}:8466')``). A TPU VM sets
+neither: torch_xla 2.x reads its TPU from the VM's metadata server (or, with
+TPU_SKIP_MDS_QUERY, from TPU_ACCELERATOR_TYPE, TPU_PROCESS_BOUNDS, TPU_WORKER_ID and
+TPU_WORKER_HOSTNAMES), so such a test is False on every TPU VM and the program takes its
+non-TPU path. The program runs on the VM itself: test ``xr.device_type() == 'TPU'``, count
+with ``xr.world_size()``, and profile a server the program starts
+(``xp.start_server(9012)``, then trace ``localhost:9012``). Only files that use PyTorch are
+reported: TensorFlow's TPUClusterResolver reads TPU_NAME too.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.meanings.settings import ADVICE
+from xrt2pjrt.python.rule import PythonRule, argument, code
+from xrt2pjrt.registry import Example
+
+NAMES = ("TPU_NAME", "TPU_IP_ADDRESS")
+TRACE = "torch_xla.debug.profiler.trace"
+# XRT's TPU node served its profiler on port 8466 of the node's address.
+_NODE_PROFILER = ":8466"
+
+
+class TpuNodeAddress(PythonRule):
+    id = "env-tpu-node-address"
+    summary = ("TPU_NAME / TPU_IP_ADDRESS in Python (no TPU VM sets them) and traces of a TPU node's "
+               "profiler port 8466: reported")
+    fix = "none"
+    words = (*NAMES, "8466")
+    names = frozenset({TRACE})
+    nodes = (cst.SimpleString,)
+    examples = (
+        Example(
+            "import os\nimport torch_xla.core.xla_model as xm\n\nnum_cores = 8 if os.environ.get('TPU_NAME') else 1\n",
+            "import os\nimport torch_xla.core.xla_model as xm\n\n"
+            f"# TODO(xrt2pjrt): {ADVICE['TPU_NAME']} [env-tpu-node-address]\n"
+            "num_cores = 8 if os.environ.get('TPU_NAME') else 1\n",
+            manual=("xr.device_type() == 'TPU'",),
+        ),
+        Example(
+            "import os\nimport torch_xla.debug.profiler as xp\n\nxp.trace(f\"{os.environ['TPU_IP_ADDRESS']}:8466\", "
+            "logdir='/tmp/tb')\n",
+            "import os\nimport torch_xla.debug.profiler as xp\n\n"
+            f"# TODO(xrt2pjrt): {ADVICE['TPU_IP_ADDRESS']} [env-tpu-node-address]\n"
+            "xp.trace(f\"{os.environ['TPU_IP_ADDRESS']}:8466\", logdir='/tmp/tb')\n",
+            manual=("xp.start_server",),
+        ),
+        Example(  # TensorFlow's: not PyTorch's to report
+            "import os\nimport tensorflow as tf\n\n"
+            "resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])\n",
+            "import os\nimport tensorflow as tf\n\n"
+            "resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])\n",
+        ),
+    )
+
+    def leave(self, ctx, original, updated):
+        if updated.evaluated_value in NAMES and ctx.options.uses_torch(ctx.source):
+            ctx.manual(ADVICE[updated.evaluated_value])
+        return updated
+
+    def call(self, ctx, node, name):
+        target = argument(node, "service_addr", 0)
+        if target is not None and _NODE_PROFILER in code(target[1].value):
+            ctx.manual(ADVICE["TPU_IP_ADDRESS"])
+        return node
