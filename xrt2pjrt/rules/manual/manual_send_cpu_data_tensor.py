@@ -42,6 +42,8 @@ class SendCpuDataTensor(PythonRule):
         hit = argument(node, "datas", 0) or argument(node, "data", 0)
         if hit is None or isinstance(hit[1].value, _CONTAINER_DISPLAYS) or hit[1].star or ctx.is_whole_statement():
             return node  # a container comes back as one; a result thrown away is one no code reads
+        if isinstance(ctx.parent(), cst.Subscript) and ctx.parent().value is ctx.original:
+            return node  # send_cpu_data_to_device(t, device)[0]: the fix the item advises, made
         kinds = value_kinds.of_argument(ctx.tree, ctx.line, hit[1].value)
         if kinds is not None and value_kinds.TENSOR not in kinds:
             return node  # a dict (x.state_dict()), a sequence or a number comes back as it went
