@@ -36,7 +36,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     'manual-pjrt-other': ('python', 'none', 'other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report'),
     'manual-pre-1.0': ('python', 'none', 'torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads is left alone'),
     'manual-rendezvous-subset': ('python', 'none', 'xm.rendezvous(tag, payload, replicas=[subset]): PJRT requires every replica; report'),
-    'manual-save-barrier': ('python', 'none', 'xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it (not where a rendezvous follows), and where xm.save is passed as a function (save_function=xm.save)'),
+    'manual-save-barrier': ('python', 'none', 'xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it (not where a rendezvous follows; in a run of saves, the last), and where xm.save is passed as a function (save_function=xm.save)'),
     'manual-send-cpu-data-tensor': ('python', 'none', 'xm.send_cpu_data_to_device(data, device) with data that may be a bare tensor, and its result read: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report'),
     'manual-star-import': ('python', 'none', 'from torch_xla... import *: the names it brings cannot be followed; report'),
     'manual-xla-dist': ('python', 'none', 'torch_xla.distributed.xla_dist used from Python (removed in 2.1): report'),
