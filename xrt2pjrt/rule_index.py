@@ -14,7 +14,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     'api-using-pjrt': ('python', 'safe', 'xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; `if xr.using_pjrt():` keeps its body and loses its XRT-only else'),
     'api-world-size': ('python', 'safe', 'xm.xrt_world_size() (removed in 2.7) → xr.world_size()'),
     'api-xla-device': ('python', 'safe', 'xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)'),
-    'api-xrt-metric-names': ('python', 'safe', 'XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, short_metrics_report): TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → TransferFromDeviceTime; names PJRT never records (Xrt*, TransferToServerAsync) reported'),
+    'api-xrt-metric-names': ('python', 'safe', 'XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, short_metrics_report) or looked for in a report: TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → TransferFromDeviceTime; names PJRT never records (Xrt*, TransferToServerAsync) reported'),
     'dist-init-method': ('python', 'safe', "init_process_group('xla', rank=..., world_size=...) → init_method='xla://' (+ import xla_backend)"),
     'env-shell-xrt-cpu': ('shell', 'safe', 'XRT_DEVICE_MAP → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when it cannot be read, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported.'),
     'env-shell-xrt-tpu-config': ('shell', 'safe', 'XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported, and so is a GKE TPU-node annotation or resource (cloud-tpus.google.com) in YAML.'),
