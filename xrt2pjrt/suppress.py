@@ -2,12 +2,16 @@
 
     x = xm.xrt_world_size()  # xrt2pjrt: ignore
     xmp.spawn(fn, nprocs=8)  # xrt2pjrt: ignore[spawn-nprocs-literal, api]
+    # xrt2pjrt: ignore[manual-mesh-reduce-objects]
+    acc = xm.mesh_reduce('acc', acc, np.mean)
     # xrt2pjrt: skip-file
 
 Every file kind the tool rewrites writes comments with ``#`` (Python, shell, Dockerfile,
 YAML; a Markdown code block or a notebook cell is rewritten as the code it holds), so one
-reading serves all of them. ``ignore`` with no list keeps every rule off; a list names
-rule ids, id prefixes or families, as ``--ignore`` does. A marker covers every line of the
+reading serves all of them. A marker on a comment line of its own is for the code line below
+it (past the other comment lines between): where a TODO line stood, the marker that replaces
+it keeps its statement as the user decided. ``ignore`` with no list keeps every rule off; a
+list names rule ids, id prefixes or families, as ``--ignore`` does. A marker covers every line of the
 statement it is on: the Python rewriter gives the statements' spans (so a marker on any
 line of ``xmp.spawn(...)`` over three lines keeps the call), and a command continued with
 ``\\`` (where a comment can only go on the last line) is covered whole.
@@ -41,13 +45,19 @@ class Suppressions:
         if _QUICK not in text:
             return
         continued_from = 1  # the first line of the logical line being read
+        above: list[frozenset[str] | None] = []  # the markers on comment lines just above this line
         for number, line in enumerate(text.splitlines(), start=1):
             match = _MARKER.search(line)
-            if match:
-                words = EVERY_RULE if match["ids"] is None else frozenset(
-                    w.strip() for w in match["ids"].split(",") if w.strip())
+            words = None if match is None else EVERY_RULE if match["ids"] is None else frozenset(
+                w.strip() for w in match["ids"].split(",") if w.strip())
+            if line.lstrip().startswith("#"):  # a comment line: its marker is for the code below it
+                if match:
+                    above.append(words)
+                continue
+            for marked in [*above, *([words] if match else [])]:
                 for covered in range(continued_from, number + 1):
-                    self._add(covered, words)
+                    self._add(covered, marked)
+            above = []
             if not line.endswith("\\"):
                 continued_from = number + 1
         if self.lines and statements is not None:
@@ -65,6 +75,12 @@ class Suppressions:
 
     def __bool__(self) -> bool:
         return bool(self.lines)
+
+    def settles(self, line: int) -> bool:
+        """True when a marker covers ``line`` for some rule: the user decided the spot, and
+        the rules that speak only where no other did (api-not-in-target on what another
+        rule reported) keep quiet there too."""
+        return line in self.lines
 
     def covers(self, rule_id: str, *lines: int) -> bool:
         """True when a marker on one of ``lines`` keeps ``rule_id`` off."""

@@ -115,8 +115,9 @@ class Context:
 
     @property
     def reported_here(self) -> bool:
-        """True when a rule has reported a manual item on the node being visited."""
-        return len(self._engine.manual) > self._engine.dispatch_start
+        """True when a rule has reported a manual item on the node being visited, or a
+        suppression marker says the user decided it (suppress.py)."""
+        return len(self._engine.manual) > self._engine.dispatch_start or self._engine.settled(self.line)
 
     def is_whole_statement(self, original: cst.CSTNode | None = None) -> bool:
         """True when ``original`` (default: the node being visited) is the one small

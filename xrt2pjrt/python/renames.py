@@ -49,6 +49,8 @@ class Dropped:
     positional_if_str: bool = False
     # Dropping it never changes what the call does (an XRT-only hint): no item to decide.
     harmless: bool = False
+    # Values whose drop leaves the call as it was where the code ran: no item to decide for them.
+    as_dropped: tuple[object, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Rename:
 
 DEFVAL = "under PJRT the fallback is never used; check nothing relied on it"
 DEVKIND = "PJRT_DEVICE chooses the device type"
+# XRT-era code asked for the TPUs it ran on: PJRT_DEVICE=TPU gives them (torch_xla sets it
+# itself where libtpu finds a TPU), so only another kind is left to decide.
+_ON_TPU = ("TPU",)
 # A list that used to be empty on a host without that kind (timm's is_xla_available('TPU')
 # read len(devices) >= 1 on the next line, and said True on every CPU host).
 LISTED_DEVKIND = ("the list holds the devices of the type PJRT_DEVICE chose, whatever kind it asked for (CPU "
@@ -87,10 +92,10 @@ RENAMES: tuple[Rename, ...] = (
            (Dropped("defval", 0, 0, DEFVAL),)),
     Rename(f"{XM}.xla_device",
            (_DEVICE, Spelling(XM, "xla_device", "xm", (2, 1))),
-           (Dropped("devkind", 1, None, DEVKIND),)),
+           (Dropped("devkind", 1, None, DEVKIND, as_dropped=_ON_TPU),)),
     Rename(f"{XR}.xla_device",
            (_DEVICE, Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
-           (Dropped("devkind", 1, None, DEVKIND),)),
+           (Dropped("devkind", 1, None, DEVKIND, as_dropped=_ON_TPU),)),
     Rename(f"{XM}.mark_step",
            (Spelling("torch_xla", "sync", None, (2, 5)), Spelling("torch_xla", "sync", None, (2, 4), takes_args=False))),
     Rename(f"{XM}.get_xla_supported_devices", (Spelling(XM, "get_xla_supported_devices", "xm", (2, 1)),),
@@ -139,7 +144,8 @@ class RenameRule(PythonRule):
             return node
         for index, param in dropped.items():
             value = node.args[index].value
-            if not param.harmless and (literal(value) is NOT_LITERAL or literal(value) != param.default):
+            if not param.harmless and (literal(value) is NOT_LITERAL or literal(value) not in (
+                    param.default, *param.as_dropped)):
                 ctx.manual(f"{param.name}={code(value)} dropped: {param.why}")
         # Positional arguments after a dropped one are passed by name to keep their meaning.
         new = keywordize(node, rename.params, start=min(dropped) + 1) if dropped else node

@@ -431,6 +431,10 @@ class _Engine(cst.CSTTransformer):
             del self.droppable[key]
         return updated
 
+    def settled(self, line: int) -> bool:
+        """A suppression marker covers ``line``: the user decided what is there."""
+        return bool(self.suppressions) and self.suppressions.settles(line)
+
     def _suppressed(self, rule: PythonRule, original: cst.CSTNode) -> bool:
         """An ``# xrt2pjrt: ignore`` marker keeps ``rule`` off this node (suppress.py)."""
         return bool(self.suppressions) and self.suppressions.covers(rule.id, self.line_of(original))
@@ -704,8 +708,8 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
         comments = imports.Marks()  # the import lines kept to decide get their TODO line now
         for key, (dropped, kept, statement) in engine.droppable.items():
             if after.get(key):
-                if any(f.line == kept.line for f in engine.manual):
-                    continue  # a rule of its own reported this import (manual-xla-dist ...)
+                if any(f.line == kept.line for f in engine.manual) or engine.settled(kept.line):
+                    continue  # a rule of its own reported this import (manual-xla-dist ...), or a marker settles it
                 engine.manual.append(kept)
                 if statement in engine.anchors:
                     line = engine.anchors[statement]

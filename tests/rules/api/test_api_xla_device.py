@@ -41,3 +41,11 @@ def test_an_index_past_the_last_device_raises():
                 print('IndexError')
         """)
     assert ran.split() == ["xla:0", "IndexError", "IndexError"]
+
+
+@pytest.mark.parametrize("devkind, reported", [("'TPU'", False), ("'CPU'", True), ("'GPU'", True), ("kind", True)])
+def test_a_dropped_devkind_is_to_decide_unless_it_asked_for_the_tpus_pjrt_gives(devkind, reported):
+    # BigGAN-Pytorch-TPU asks xla_device(devkind='TPU') six times: PJRT_DEVICE=TPU is that
+    out = migrate(f"import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(devkind={devkind})\n")
+    assert out.text.endswith("device = torch_xla.device()\n")
+    assert [item.rule for item in out.manual] == ["api-xla-device"] * reported

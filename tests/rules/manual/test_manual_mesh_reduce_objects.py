@@ -28,3 +28,29 @@ def test_a_mesh_reduce_of_a_value_a_loop_rebinds_to_numpy_after_the_call_is_repo
     out = migrate("import numpy as np\nimport torch_xla.core.xla_model as xm\n\nacc = 0.0\nfor epoch in range(3):\n"
                   "    print(xm.mesh_reduce('acc', acc, np.mean))\n    acc = metrics.accuracy_score(y, p)\n")
     assert [item.rule for item in out.manual] == ["manual-mesh-reduce-objects"]
+
+
+@pytest.mark.parametrize("body, reported", [
+    # values a local reading proves are tensors, numbers or dicts on every branch: none raises
+    ("state = model.state_dict()\n    xm.mesh_reduce('s', state, lambda v: v[0])", False),
+    ("xm.mesh_reduce('rng', torch.get_rng_state(), lambda v: v[0])", False),
+    ("g = torch.Generator()\n    xm.mesh_reduce('g', g.get_state(), lambda v: v[0])", False),
+    ("total = 0.0\n    for loss in losses:\n        total += loss.item()\n    xm.mesh_reduce('t', total, sum)", False),
+    ("v = loss.item() if ok else 0.0\n    xm.mesh_reduce('v', v, sum)", False),
+    ("xm.mesh_reduce('m', {'loss': loss.item(), 'n': len(batch)}, list)", False),
+    ("xm.mesh_reduce('t', t.clone()[None], torch.cat)", False),  # t: read only as a tensor
+    ("xm.mesh_reduce('t', annotated, torch.cat)", False),
+    # what may still be numpy's or an object: reported
+    ("rs = np.random.RandomState(0)\n    xm.mesh_reduce('rs', rs.get_state(), list)", True),
+    ("xm.mesh_reduce('m', {'acc': np.mean(accs)}, list)", True),
+    ("v = np.mean(accs) if ok else 0.0\n    xm.mesh_reduce('v', v, sum)", True),
+    ("xm.mesh_reduce('u', u.clone(), torch.cat)", False),
+    ("xm.mesh_reduce('u', u, torch.cat)", True),  # u is also handed to a function: may be anything
+    ("xm.mesh_reduce('t', t, torch.cat)", True),  # t.ndim alone: numpy's arrays have it too
+    ("total = 0.0\n    for a in accs:\n        total += np.mean(a)\n    xm.mesh_reduce('t', total, sum)", True),
+])
+def test_a_mesh_reduce_of_a_value_proven_a_tensor_number_or_dict_is_not_reported(body, reported):
+    source = ("import numpy as np\nimport torch\nimport torch_xla.core.xla_model as xm\n\n"
+              "def test(model, t, u, losses, loss, ok, accs, batch, annotated: torch.Tensor):\n"
+              f"    print(t.ndim, u.clone())\n    log(u)\n    {body}\n")
+    assert [item.rule for item in migrate(source).manual] == ["manual-mesh-reduce-objects"] * reported

@@ -25,11 +25,15 @@ class XlaDevice(RenameRule):
             "import torch_xla\n\ndevice = torch_xla.device()\n",
         ),
         Example(
-            "import torch_xla\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(n=1, devkind='TPU')\n",
+            "import torch_xla\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(n=1, devkind='CPU')\n",
             f"import torch_xla\n\n# TODO(xrt2pjrt): n=1: {_OWN_DEVICES} [api-xla-device]\n"
-            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + DEVKIND + " [api-xla-device]\n"
+            "# TODO(xrt2pjrt): devkind='CPU' dropped: " + DEVKIND + " [api-xla-device]\n"
             "device = torch_xla.device(index=1)\n",
-            manual=("n=1", "devkind='TPU' dropped"),
+            manual=("n=1", "devkind='CPU' dropped"),
+        ),
+        Example(  # BigGAN-Pytorch-TPU: the TPUs it ran on are what PJRT_DEVICE=TPU gives
+            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(devkind='TPU')\n",
+            "import torch_xla\n\ndevice = torch_xla.device()\n",
         ),
         Example(
             "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",

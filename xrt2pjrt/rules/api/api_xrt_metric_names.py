@@ -3,13 +3,18 @@
 XRT's client timed host-device copies as ``TransferToServerTime`` / ``TransferFromServerTime``;
 PJRT's records them as ``TransferToDeviceTime`` / ``TransferFromDeviceTime`` (checked on CPU
 with torch_xla 2.9: ``met.metric_names()`` after a step). A name no runtime records any more
-is not an error: ``metric_data`` returns None, and a check for it quietly says "never".
+is not an error: ``metric_data`` returns None, and a check for it quietly says "never": so
+is a name looked for in a report (``'XrtTryFreeMemory' in met.metrics_report()``, or in a
+name bound only to one).
 """
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example
 
@@ -32,9 +37,11 @@ XRT_METRICS: dict[str, str | None] = {
 class XrtMetricNames(PythonRule):
     id = "api-xrt-metric-names"
     summary = ("XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, "
-               "short_metrics_report): TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → "
+               "short_metrics_report) or looked for in a report: TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → "
                "TransferFromDeviceTime; names PJRT never records (Xrt*, TransferToServerAsync) reported")
     names = frozenset({f"{MET}.metric_data", f"{MET}.counter_value", f"{MET}.short_metrics_report"})
+    nodes = (cst.Comparison,)  # 'XrtTryFreeMemory' in report
+    statement_words = tuple(XRT_METRICS)
     examples = (
         Example(
             "import torch_xla.debug.metrics as met\n\nseconds = met.metric_data('TransferToServerTime')[1] / 1e9\n",
@@ -48,10 +55,27 @@ class XrtMetricNames(PythonRule):
             "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])\n",
             manual=("PJRT never records it",),
         ),
+        Example(  # deeptrane's train.py: a hint that never shows under PJRT
+            "import torch_xla.debug.metrics as met\n\nreport = met.metrics_report()\nif 'XrtTryFreeMemory' in report:\n"
+            "    print('reduce bs!')\n",
+            "import torch_xla.debug.metrics as met\n\nreport = met.metrics_report()\n# TODO(xrt2pjrt): metric "
+            "'XrtTryFreeMemory' was XRT's: PJRT never records it, so metric_data gives None and a report leaves it "
+            "out [api-xrt-metric-names]\nif 'XrtTryFreeMemory' in report:\n    print('reduce bs!')\n",
+            manual=("PJRT never records it",),
+        ),
     )
 
     def call(self, ctx, node, name):
         return node.visit(_Renamer(ctx))
+
+    def leave(self, ctx, original, updated):
+        """``'Xrt…' in report``: a name looked for in a metrics report (deeptrane's train.py
+        halves the batch when 'XrtTryFreeMemory' shows in it)."""
+        if (isinstance(updated.left, cst.SimpleString) and len(updated.comparisons) == 1
+                and isinstance(updated.comparisons[0].operator, (cst.In, cst.NotIn))
+                and _is_report(ctx, updated.comparisons[0].comparator)):
+            return updated.with_changes(left=updated.left.visit(_Renamer(ctx)))
+        return updated
 
 
 class _Renamer(cst.CSTTransformer):
@@ -72,3 +96,18 @@ class _Renamer(cst.CSTTransformer):
         self.ctx.change(f"XRT's metric {value} → PJRT's {new}")
         quote = updated.quote
         return updated.with_changes(value=f"{updated.prefix}{quote}{new}{quote}")
+
+
+_REPORTS = (f"{MET}.metrics_report", f"{MET}.short_metrics_report")
+
+
+def _is_report(ctx, value: cst.BaseExpression) -> bool:
+    """A call of a metrics report, or a name the file binds, before this line, only to one."""
+    if isinstance(value, cst.Call):
+        return ctx.resolve(value.func) in _REPORTS
+    if not isinstance(value, cst.Name) or ctx.tree is None:
+        return False
+    bound = [v for v in spawn_site.bindings_seen_at(ctx.tree, ctx.line, value.value) if v is None or v.lineno < ctx.line]
+    imported = spawn_site.imported(ctx.tree)
+    return bool(bound) and all(isinstance(v, ast.Call) and spawn_site.resolved(v.func, imported) in _REPORTS
+                               for v in bound)

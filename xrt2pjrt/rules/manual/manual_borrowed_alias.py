@@ -1,6 +1,6 @@
-"""xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a
-parameter, self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per
-name
+"""xm / xmp imported from a module of the project (from tpu_utils import xm) and called as torch_xla's,
+or handed in (a parameter, self.xm) and called for what the target lacks (xm.xrt_world_size()): not
+followed; report once per name
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 import libcst as cst
 
 from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.api_surface import lacks
 from xrt2pjrt.python.rule import PythonRule, code
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import CONVENTIONAL, rule_names
@@ -25,8 +26,11 @@ class BorrowedAlias(PythonRule):
     fix = "none"
     words = ("torch_xla", "xrt_world_size")  # a file may call torch_xla by a name borrowed from its own module
     aliases = frozenset(CONVENTIONAL)
-    summary = ("xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a parameter, "
-               "self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name")
+    # the calls it judges, wherever the name comes from (a parameter's xm.get_ordinal() holds no other word)
+    statement_words = tuple(f"{name}." for name in CONVENTIONAL)
+    summary = ("xm / xmp imported from a module of the project (from tpu_utils import xm) and called as torch_xla's, "
+               "or handed in (a parameter, self.xm) and called for what the target lacks (xm.xrt_world_size()): not "
+               "followed; report once per name")
     nodes = (cst.Call,)
     examples = (
         Example(
@@ -74,11 +78,13 @@ class BorrowedAlias(PythonRule):
             self.reported.add(code(holder))
             ctx.manual(f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own imports "
                        f"only; import {module} as {local} here, then run xrt2pjrt again")
-        elif origin is None and ctx.options.target == "native" and (
+        elif origin is None and ctx.options.target == "native" and lacks(
+                f"{module}.{func.attr.value}", ctx.target_version) and (
                 isinstance(holder, cst.Attribute) or _a_parameter(ctx.tree, local, ctx.line)):
             # a parameter, an attribute (self.xm): handed the module by other code (a name the
             # file assigns holds what the file says, xm = Fake(); one it never binds may be
-            # another notebook cell's import, when the cells are read one by one)
+            # another notebook cell's import, when the cells are read one by one). Only a
+            # call the target lacks fails there: xm.master_print(...) through it runs as before.
             self.reported.add(code(holder))
             ctx.manual(f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
                        f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "

@@ -1,5 +1,6 @@
 """xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report
-the call, and each read of those keys in the file
+the call, and each read of those keys in the file, in a file that names those keys. Code that only
+shows the dict (prints or logs it) raises nothing and gets no item
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from xrt2pjrt.rules.manual._manual import XM
 _MEMORY_INFO = ("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free "
                 "and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
 
+_GONE_KEYS = ("kb_free", "kb_total")
+
 
 class MemoryInfo(PythonRule):
     id = "manual-memory-info"
     fix = "none"
-    statement_words = ("kb_free", "kb_total")
+    statement_words = _GONE_KEYS
     summary = ("xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report "
-               "the call, and each read of those keys in the file")
+               "the call, and each read of those keys, in a file that names them")
     names = frozenset({f"{XM}.get_memory_info"})
     nodes = (cst.Subscript,)
     examples = (
@@ -37,16 +40,22 @@ class MemoryInfo(PythonRule):
             "used = info['kb_total'] - info['kb_free']\n",
             manual=("bytes_limit", "bytes_limit"),
         ),
+        Example(  # shown, not read: no KeyError, and nothing to change
+            "import torch_xla.core.xla_model as xm\n\nprint(xm.get_memory_info(device))\n",
+            "import torch_xla.core.xla_model as xm\n\nprint(xm.get_memory_info(device))\n",
+        ),
     )
 
     def call(self, ctx, node, name):
-        # Found in fairseq (0.10 and today's): a KeyError on every logging step.
-        ctx.manual(_MEMORY_INFO)
+        # Found in fairseq (0.10 and today's): a KeyError on every logging step. A file that
+        # never names the keys only shows the dict, which has other keys now and raises nothing.
+        if any(key in ctx.source for key in _GONE_KEYS):
+            ctx.manual(_MEMORY_INFO)
         return node
 
     def leave(self, ctx, original, updated):
         key = updated.slice[0].slice if len(updated.slice) == 1 else None
-        if (isinstance(key, cst.Index) and literal(key.value) in ("kb_free", "kb_total")
+        if (isinstance(key, cst.Index) and literal(key.value) in _GONE_KEYS
                 and "get_memory_info" in ctx.source):
             ctx.manual(_MEMORY_INFO)
         return updated

@@ -1,6 +1,7 @@
 """torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several
-devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads is
-reported as one to delete
+devices from one process, the XRT-era way): report. An import of data_parallel that nothing reads
+is left alone: the module still imports on the target (the API surface tables say where not, and
+import-gone-module removes it there), so that code needs no change
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class PreOneZero(ImportedModuleRule):
     fix = "none"
     summary = ("torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several "
                "devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads "
-               "is reported as one to delete")
+               "is left alone")
     examples = (
         Example(
             "import torch_xla_py.xla_model as xm\n",
@@ -37,14 +38,11 @@ class PreOneZero(ImportedModuleRule):
             "model = dp.DataParallel(net, device_ids=devices)\n",
             manual=("data_parallel",),
         ),
-        Example(  # tmabraham/fastai_tpu: a leftover import in a file that already calls xmp.spawn
+        Example(  # tmabraham/fastai_tpu, BigGAN-Pytorch-TPU: a leftover import, which still imports
             "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing as xmp"
             "\n\nxmp.spawn(train_loop)\n",
-            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel is imported but never used here: delete the "
-            "import (torch_xla 2.x still has it: nothing to port) [manual-pre-1.0]\n"
             "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing as xmp"
             "\n\nxmp.spawn(train_loop)\n",
-            manual=("imported but never used here",),
         ),
     )
 
@@ -53,10 +51,7 @@ class PreOneZero(ImportedModuleRule):
 
     def leave(self, ctx, original, updated):
         if _DATA_PARALLEL in imported_modules(original) and not _reads_data_parallel(ctx.tree, original):
-            # every 2.x release has the module (tests/rules/manual/test_manual_pre_1_0.py holds the tables to that)
-            ctx.manual(f"{_DATA_PARALLEL} is imported but never used here: delete the import (torch_xla 2.x "
-                       "still has it: nothing to port)")
-            return updated
+            return updated  # nothing to port: an import that still imports, or one import-gone-module removes
         return super().leave(ctx, original, updated)
 
     def message(self, module):

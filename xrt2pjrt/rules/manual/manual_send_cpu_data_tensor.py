@@ -1,11 +1,13 @@
-"""xm.send_cpu_data_to_device(data, device) with data not surely a container: 2.1+ returns a one-
-element list for a bare tensor (XRT: the tensor); report
+"""xm.send_cpu_data_to_device(data, device) with data that may be a bare tensor, and its result read: 2.1+
+returns a one-element list for a bare tensor (XRT: the tensor); report. A container display, or a value a
+local reading proves a dict, a sequence or a number (python/value_kinds.py), comes back as it went
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
+from xrt2pjrt.python import value_kinds
 from xrt2pjrt.python.rule import PythonRule, argument
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import XM
@@ -19,8 +21,8 @@ _CONTAINER_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp
 class SendCpuDataTensor(PythonRule):
     id = "manual-send-cpu-data-tensor"
     fix = "none"
-    summary = ("xm.send_cpu_data_to_device(data, device) with data not surely a container: 2.1+ returns a one-element "
-               "list for a bare tensor (XRT: the tensor); report")
+    summary = ("xm.send_cpu_data_to_device(data, device) with data that may be a bare tensor, and its result read: "
+               "2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report")
     targets = ("native",)  # the shim's returns a tensor for a tensor
     names = frozenset({f"{XM}.send_cpu_data_to_device"})
     examples = (
@@ -38,6 +40,12 @@ class SendCpuDataTensor(PythonRule):
 
     def call(self, ctx, node, name):
         hit = argument(node, "datas", 0) or argument(node, "data", 0)
-        if hit is not None and not isinstance(hit[1].value, _CONTAINER_DISPLAYS) and not hit[1].star:
-            ctx.manual(_ONE_TENSOR_LIST)
+        if hit is None or isinstance(hit[1].value, _CONTAINER_DISPLAYS) or hit[1].star or ctx.is_whole_statement():
+            return node  # a container comes back as one; a result thrown away is one no code reads
+        if isinstance(ctx.parent(), cst.Subscript) and ctx.parent().value is ctx.original:
+            return node  # send_cpu_data_to_device(t, device)[0]: the fix the item advises, made
+        kinds = value_kinds.of_argument(ctx.tree, ctx.line, hit[1].value)
+        if kinds is not None and value_kinds.TENSOR not in kinds:
+            return node  # a dict (x.state_dict()), a sequence or a number comes back as it went
+        ctx.manual(_ONE_TENSOR_LIST)
         return node

@@ -1,0 +1,256 @@
+"""What kind of value an expression holds at one line, as far as a local reading of its file
+proves it: a tensor, a number, a text, None, a dict or a sequence.
+
+The rules that judge a value handed to torch_xla (what ``mesh_reduce`` pickles, what
+``send_cpu_data_to_device`` wraps) report where a value may be of a kind that breaks on the
+target, and keep quiet where the file proves it is not. The reading is local and says only
+what it proves: a name counts by every value bound to it before the line in its scope (and
+after it in a loop around the line, the next round's value); a parameter by its annotation,
+or by being used only as a tensor in its function; anything it cannot follow is not known
+(None), and the rules take that as "may be anything".
+
+Kinds, as ``torch.load(weights_only=True)`` and torch_xla's transfers tell them apart: a
+container (dict, sequence) counts only when what it holds is known too (``x.state_dict()``
+holds tensors and numbers; a list display, its elements).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+
+import libcst as cst
+
+from xrt2pjrt.python import spawn_site
+
+TENSOR, NUMBER, TEXT, NONE, DICT, SEQUENCE = "tensor", "number", "text", "none", "dict", "sequence"
+Kinds = frozenset[str]
+
+# Methods whose result has one kind whatever they are called on (a tensor, or a numpy
+# array for item and tolist, which give Python values there too).
+_METHOD_KINDS = {"item": NUMBER, "tolist": SEQUENCE, "detach": TENSOR, "clone": TENSOR, "cpu": TENSOR,
+                 "to": TENSOR, "numel": NUMBER, "dim": NUMBER, "state_dict": DICT}
+# Attributes and methods only a tensor has (numpy's arrays have none of them): a parameter
+# read through one of them, and otherwise only through what tensors share with arrays, is one.
+_TENSOR_ONLY = frozenset({"clone", "detach", "cpu", "cuda", "numel", "dim", "requires_grad", "grad", "is_cuda",
+                          "element_size", "contiguous", "unsqueeze", "permute", "masked_fill", "device"})
+_ARRAY_LIKE = frozenset({"ndim", "shape", "dtype", "size", "item", "tolist", "mean", "sum", "float", "long", "to",
+                         "view", "reshape", "max", "min", "argmax", "squeeze", "flatten", "T"})
+_BUILTIN_KINDS = {"float": NUMBER, "int": NUMBER, "bool": NUMBER, "len": NUMBER, "round": NUMBER, "str": TEXT}
+_GENERATORS = ("torch.Generator", "torch.default_generator", "torch.cuda.default_generators")
+
+
+def of_argument(tree: ast.Module | None, line: int, value: cst.BaseExpression) -> Kinds | None:
+    """The kinds of ``value``, an argument (as libcst reads it) of a call on ``line`` of the
+    file ``tree`` is the ast of; None when they are not known, or ast cannot read the file."""
+    if tree is None:
+        return None
+    # in parentheses, as in the call: a line break or a walrus is valid there
+    expression = ast.parse(f"({cst.Module([]).code_for_node(value)})", mode="eval").body
+    return Reading(tree, line).kinds(expression)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """The file's ``tree`` read at ``line``: what binds a name there, what a call resolves to."""
+
+    tree: ast.Module
+    line: int
+
+    def kinds(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> Kinds | None:
+        """The kinds ``value`` may have on every branch; None when some of them is not known."""
+        if isinstance(value, ast.Constant):
+            return frozenset({NONE if value.value is None else TEXT if isinstance(value.value, (str, bytes))
+                              else NUMBER})
+        if isinstance(value, ast.JoinedStr):
+            return frozenset({TEXT})
+        if isinstance(value, ast.Compare):
+            return frozenset({NUMBER})
+        if isinstance(value, (ast.UnaryOp, ast.NamedExpr)):
+            return self.kinds(value.operand if isinstance(value, ast.UnaryOp) else value.value, seen)
+        if isinstance(value, (ast.IfExp, ast.BoolOp)):
+            return self._all(value.values if isinstance(value, ast.BoolOp) else [value.body, value.orelse], seen)
+        if isinstance(value, ast.BinOp):
+            return self._arithmetic(value, seen)
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            return frozenset({SEQUENCE}) if self._all(value.elts, seen) is not None else None
+        if isinstance(value, ast.Dict):
+            known = self._all([*value.values, *(k for k in value.keys if k is not None)], seen)
+            return frozenset({DICT}) if known is not None and None not in value.keys else None
+        if isinstance(value, ast.Subscript):  # x.clone()[None], t[0]: a tensor's parts are tensors
+            return frozenset({TENSOR}) if self.kinds(value.value, seen) == {TENSOR} else None
+        if isinstance(value, ast.Name):
+            return self._name(value.id, seen)
+        if isinstance(value, ast.Call):
+            return self._call(value, seen)
+        return None
+
+    def _all(self, values: list[ast.expr], seen: frozenset[str]) -> Kinds | None:
+        out: set[str] = set()
+        for value in values:
+            kinds = self.kinds(value, seen)
+            if kinds is None:
+                return None
+            out |= kinds
+        return frozenset(out)
+
+    def _arithmetic(self, value: ast.BinOp, seen: frozenset[str]) -> Kinds | None:
+        """A tensor when a side is one, else a number; a side read from a name or an
+        attribute it cannot follow counts as a number (``total.item() / flags.batches``), but
+        not both sides, nor a call's result (``np.mean(a) / n`` is numpy's)."""
+        if isinstance(value.op, ast.Mod) and isinstance(value.left, (ast.Constant, ast.JoinedStr)):
+            return frozenset({TEXT})  # '%d' % n
+        sides = [self.kinds(side, seen) for side in (value.left, value.right)]
+        if all(kinds is None for kinds in sides) or any(
+                kinds is None and not isinstance(side, (ast.Name, ast.Attribute))
+                for kinds, side in zip(sides, (value.left, value.right))):
+            return None
+        known = frozenset().union(*(kinds for kinds in sides if kinds is not None))
+        if not known <= {TENSOR, NUMBER}:
+            return None  # a text or a container in arithmetic: not followed
+        return frozenset({TENSOR}) if TENSOR in known else frozenset({NUMBER})
+
+    def _call(self, call: ast.Call, seen: frozenset[str]) -> Kinds | None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in _METHOD_KINDS:
+                return frozenset({_METHOD_KINDS[func.attr]})
+            if func.attr == "size":  # a tensor's: x.size(0) a number, x.size() a torch.Size (numpy's is no method)
+                return frozenset({NUMBER if call.args else SEQUENCE})
+            if func.attr == "get_state" and self._is_generator(func.value, seen):
+                return frozenset({TENSOR})
+        called = self.called(call)
+        if called is None:
+            kind = _BUILTIN_KINDS.get(func.id) if isinstance(func, ast.Name) else None
+            return None if kind is None or self._name_bound(func.id) else frozenset({kind})
+        return frozenset({TENSOR}) if called.startswith("torch.") else None
+
+    def _is_generator(self, value: ast.expr, seen: frozenset[str]) -> bool:
+        """``torch.Generator()`` or a name bound only to one (numpy's ``get_state`` gives a tuple)."""
+        if isinstance(value, ast.Call):
+            value = value.func
+        elif isinstance(value, ast.Subscript):
+            value = value.value
+        resolved = spawn_site.resolved(value, self._imports) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        if resolved is not None:
+            return resolved.startswith(_GENERATORS)
+        if isinstance(value, ast.Name) and value.id not in seen:
+            bound = self.values(value.id)
+            return bool(bound) and all(isinstance(v, ast.expr) and self._is_generator(v, seen | {value.id})
+                                       for v in bound)
+        return False
+
+    def _name(self, name: str, seen: frozenset[str]) -> Kinds | None:
+        if name in seen:
+            return None
+        bound = self.values(name)
+        if not bound:
+            return None
+        out: set[str] = set()
+        for value in bound:
+            kinds = self._parameter(value) if isinstance(value, ast.arg) else (
+                None if value is None else self.kinds(value, seen | {name}))
+            if kinds is None:
+                return None
+            out |= kinds
+        return frozenset(out)
+
+    def _parameter(self, arg: ast.arg) -> Kinds | None:
+        """A tensor when annotated as one, or when its function reads it only as a tensor
+        (``x.ndim``, ``x.clone()``: at least once by what only a tensor has)."""
+        if arg.annotation is not None:
+            return frozenset({TENSOR}) if ast.unparse(arg.annotation).split(".")[-1] == "Tensor" else None
+        function = next((f for f in spawn_site.functions(self.tree) if arg in f.args.args + f.args.kwonlyargs
+                         + f.args.posonlyargs), None)
+        if function is None:
+            return None
+        # the name itself handed to the call judged tells nothing; what that call reads of it does
+        uses = [use for use in _uses(function, arg.arg) if isinstance(use, ast.Attribute) or use.lineno != self.line]
+        as_tensor = [use.attr for use in uses if isinstance(use, ast.Attribute)]
+        if len(as_tensor) == len(uses) and set(as_tensor) <= _TENSOR_ONLY | _ARRAY_LIKE and set(as_tensor) & _TENSOR_ONLY:
+            return frozenset({TENSOR})
+        return None
+
+    def values(self, name: str) -> list[ast.AST | None]:
+        """What binds ``name`` before ``line`` (``acc = xm.mesh_reduce('acc', acc, ...)`` is
+        after), or after it in a loop around it; a parameter as its ``ast.arg``; None for a
+        binding not followed (an import, a loop target, an unpacking)."""
+        scope = self._scope(name)
+        if scope is None:
+            return []
+        bound = _bindings(scope).get(name, [])
+        return [value for value, line in bound if line is None or line < self.line
+                or any(loop.lineno <= line <= loop.end_lineno for loop in self._loops)]
+
+    def _name_bound(self, name: str) -> bool:
+        return self._scope(name) is not None
+
+    def _scope(self, name: str) -> ast.AST | None:
+        """The innermost scope around ``line`` that binds ``name``."""
+        scopes = [self.tree] + [f for f in spawn_site.functions(self.tree) if f.lineno <= self.line <= f.end_lineno]
+        return next((scope for scope in sorted(scopes, key=lambda s: -getattr(s, "lineno", 0))
+                     if name in _bindings(scope)), None)
+
+    @functools.cached_property
+    def _loops(self) -> list[ast.stmt]:
+        """The loops around ``line`` (walked once, whatever the names the expression holds)."""
+        return [node for node in ast.walk(self.tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+                and node.lineno <= self.line <= node.end_lineno]
+
+    @functools.cached_property
+    def _imports(self) -> dict[str, str]:
+        return spawn_site.imported(self.tree)
+
+    def called(self, call: ast.Call) -> str | None:
+        """The dotted name ``call`` calls, through the file's imports (``np.mean`` -> ``numpy.mean``)."""
+        return spawn_site.resolved(call.func, self._imports)
+
+
+def _uses(function: ast.AST, name: str) -> list[ast.AST]:
+    """The reads of ``name`` in ``function``'s own code, each as the node that reads it: the
+    attribute read through it (``x.ndim``), else the name itself."""
+    parents = {id(child): node for node in spawn_site.own_nodes(function) for child in ast.iter_child_nodes(node)}
+    return [parents.get(id(read)) if isinstance(parents.get(id(read)), ast.Attribute) else read
+            for read in spawn_site.reads(spawn_site.own_nodes(function), name)]
+
+
+@functools.lru_cache(maxsize=64)
+def _bindings(scope: ast.AST) -> dict[str, list[tuple[ast.AST | None, int | None]]]:
+    """Name -> (what binds it, the line it is bound on) in ``scope``'s own code: a parameter
+    as its ``ast.arg`` (line None: bound before the body), ``x = v`` and ``x: T = v`` as
+    ``v``, ``x += v`` as the arithmetic ``x + v``, a def or class as itself, None for a
+    binding not followed (an import, a loop target, an unpacking, ``global``)."""
+    out: dict[str, list[tuple[ast.AST | None, int | None]]] = {}
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        arguments = scope.args
+        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            out.setdefault(arg.arg, []).append((arg, None))
+        for arg in (arguments.vararg, arguments.kwarg):  # a tuple, a dict of what callers pass
+            if arg is not None:
+                out.setdefault(arg.arg, []).append((None, None))
+    followed: set[int] = set()  # the Name targets bound to a value above
+
+    def bind(target: ast.Name, value: ast.AST | None, line: int | None) -> None:
+        out.setdefault(target.id, []).append((value, line))
+        followed.add(id(target))
+
+    nodes = list(spawn_site.own_nodes(scope))
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.setdefault(node.name, []).append((node, node.lineno))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bind(node.targets[0], node.value, node.lineno)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            bind(node.target, node.value, node.lineno)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            bind(node.target, ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value), node.lineno)
+        elif isinstance(node, ast.alias):
+            out.setdefault(node.asname or node.name.split(".")[0], []).append((None, node.lineno))
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                out.setdefault(name, []).append((None, None))
+    for node in nodes:  # after the walk: a target is known as followed only once its statement is seen
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in followed:
+            out.setdefault(node.id, []).append((None, node.lineno))
+    return out
