@@ -6,7 +6,8 @@ hand edits: natively and on the shim, each on 4 CPU replicas, with its body made
 PATH is the test file as pytorch/xla v1.13.0 has it (``git show v1.13.0:test/test_mp_distributed_mm.py``
 in a clone: upstream code is not committed here, and CI has no network). This copies it twice
 into a temporary folder, runs ``xrt2pjrt migrate --write`` on one copy and ``xrt2pjrt migrate
---write --target shim`` on the other, and runs each with ``xrt2pjrt run --nprocs N``.
+--write --target shim`` on the other, and runs each with ``xrt2pjrt run --nprocs N``: the
+xrt2pjrt of the checkout this file is in, wherever it is run from.
 
 The test's body sits behind ``if xm.xla_device_hw(device) in ('TPU', 'GPU')``: on CPU it would
 print "is not a TPU or GPU device" and pass without testing anything. So every replica gets a
@@ -74,7 +75,14 @@ SITECUSTOMIZE = textwrap.dedent('''\
     ''')
 
 
-def _xrt2pjrt(*args: str, env=None, cwd=None) -> subprocess.CompletedProcess:
+# The xrt2pjrt this tool checks: the checkout it is in, whatever the folder it is run from
+# (``python -m`` would take the current folder's first) and whatever the install points at.
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def _xrt2pjrt(*args: str, cwd: Path, path: tuple[str, ...] = (), **env: str) -> subprocess.CompletedProcess:
+    pythonpath = [*path, str(CHECKOUT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(pythonpath)}
     return subprocess.run([sys.executable, "-m", "xrt2pjrt", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=900)
 
@@ -86,13 +94,13 @@ def check(source: Path, target: str, nprocs: int, work: Path) -> tuple[bool, str
         made.mkdir()
     copy = folder / NAME
     shutil.copyfile(source, copy)
-    migrated = _xrt2pjrt("migrate", "--write", *(["--target", "shim"] if target == "shim" else []), str(folder))
+    migrated = _xrt2pjrt("migrate", "--write", *(["--target", "shim"] if target == "shim" else []), str(folder),
+                         cwd=work)
     if migrated.returncode != 0:
         return False, f"migrate exited {migrated.returncode}: {migrated.stderr.strip()[-500:]}"
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    env = {**os.environ, "XRT2PJRT_CHECKED_FILE": str(copy), "XRT2PJRT_CHECK_NOTES": str(notes),
-           "PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    ran = _xrt2pjrt("run", "--nprocs", str(nprocs), NAME, env=env, cwd=folder)
+    ran = _xrt2pjrt("run", "--nprocs", str(nprocs), NAME, cwd=folder, path=(str(site),),
+                    XRT2PJRT_CHECKED_FILE=str(copy), XRT2PJRT_CHECK_NOTES=str(notes))
     took_body = len(list(notes.iterdir()))
     if ran.returncode != 0:
         return False, f"exited {ran.returncode}:\n" + "\n".join(ran.stderr.strip().splitlines()[-12:])
