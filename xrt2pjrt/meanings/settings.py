@@ -118,8 +118,8 @@ MEANINGS: tuple[Meaning, ...] = (
     ),
     Meaning(
         name="--conda-env",
-        under_xrt="xla_dist's option: the conda env to activate on each worker (torch-xla-1.13 on the "
-                  "1.13 TPU VM images) before the command",
+        under_xrt="xla_dist's option: the conda env to activate on each worker (torch-xla-1.13, torch-xla-nightly on "
+                  "the XRT-era VM images) before the command",
         on_target=(("2.1-2.9", "conda activate of that env still brings back its torch_xla 1.x: "
                                "the migrated program then runs on XRT's release"),),
         action="launch-xla-dist",
