@@ -1,5 +1,5 @@
-"""What is generated from the registry: docs/RULES.md whole, the families table and the
-same-name table (xrt2pjrt/meanings) of docs/MIGRATION.md, and xrt2pjrt/rule_index.py (every rule's id, kind, fix and summary, and
+"""What is generated from the registry: docs/RULES.md whole (ending with the same-name table
+of xrt2pjrt/meanings), the families table of docs/MIGRATION.md, and xrt2pjrt/rule_index.py (every rule's id, kind, fix and summary, and
 the trigger words of each kind of rule, which the parent process reads without importing
 the rules and libcst).
 
@@ -18,7 +18,6 @@ from xrt2pjrt.registry import all_rules, families, family
 GUIDE, CATALOGUE = "MIGRATION.md", "RULES.md"
 INDEX = Path(__file__).with_name("rule_index.py")
 START, END = "<!-- families:start -->", "<!-- families:end -->"
-MEANINGS_START, MEANINGS_END = "<!-- meanings:start -->", "<!-- meanings:end -->"
 
 # How each file kind's examples are fenced.
 _FENCE = {"python": "python", "notebook": "python", "shell": "bash", "dockerfile": "dockerfile",
@@ -48,10 +47,15 @@ def render_families() -> str:
 
 def render_meanings() -> str:
     """The same-name table: what each entry meant under XRT, on each target, and its rule."""
-    rows = ["| name | under XRT | on the target releases | rule |", "|---|---|---|---|"]
+    rows = ["## Same name, new meaning\n",
+            "A removed name fails loudly; a setting or API that survives with another meaning fails silently. "
+            "Each one the tool knows, with what it meant under XRT, what it means on each target release and the "
+            "rule that rewrites or reports it (from xrt2pjrt/meanings; the tests hold each entry to torch_xla 2.9 "
+            "or to the source line it cites).\n",
+            "| name | under XRT | on the target releases | rule |", "|---|---|---|---|"]
     for m in meanings.MEANINGS:
         targets = "<br>".join(f"{releases}: {meaning}" for releases, meaning in m.on_target)
-        cells = (f"`{m.name}`", m.under_xrt, targets, f"[`{m.action}`]({CATALOGUE}#{m.action.replace('.', '')})")
+        cells = (f"`{m.name}`", m.under_xrt, targets, f"[`{m.action}`](#{m.action.replace('.', '')})")
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows) + "\n"
 
@@ -93,6 +97,7 @@ def render_catalogue() -> str:
         parts.append(f"## `{name}`: {families()[name]}\n")
         for rule_id in ids:
             parts += _render_rule(rules[rule_id])
+    parts.append(render_meanings())
     return "\n".join(parts)
 
 
@@ -111,14 +116,12 @@ def render_index() -> str:
 
 
 def splice(document: str) -> str:
-    """``document`` (the guide) with its families and same-name tables rendered afresh."""
-    for start, end, render in ((START, END, render_families), (MEANINGS_START, MEANINGS_END, render_meanings)):
-        head, found_start, rest = document.partition(start)
-        _, found_end, tail = rest.partition(end)
-        if not (found_start and found_end):
-            raise ValueError(f"the guide must contain {start} … {end}")
-        document = f"{head}{start}\n{render()}{end}{tail}"
-    return document
+    """``document`` (the guide) with its families table rendered afresh."""
+    head, found_start, rest = document.partition(START)
+    _, found_end, tail = rest.partition(END)
+    if not (found_start and found_end):
+        raise ValueError(f"the guide must contain {START} … {END}")
+    return f"{head}{START}\n{render_families()}{END}{tail}"
 
 
 def rendered(docs: Path) -> dict[Path, str]:
