@@ -1,6 +1,6 @@
-"""What is generated from the registry: docs/RULES.md whole (with the same-name table of
-xrt2pjrt/meanings), the families table of docs/MIGRATION.md, and xrt2pjrt/rule_index.py
-(every rule's id, kind, fix and summary, and the trigger words of each kind of rule, which the parent process reads without importing
+"""What is generated from the registry: docs/RULES.md whole (ending with the same-name table
+of xrt2pjrt/meanings), the families table of docs/MIGRATION.md, and xrt2pjrt/rule_index.py (every rule's id, kind, fix and summary, and
+the trigger words of each kind of rule, which the parent process reads without importing
 the rules and libcst).
 
 ``python -m xrt2pjrt.guide docs`` writes them; tests/test_guide.py fails when a committed
@@ -47,10 +47,15 @@ def render_families() -> str:
 
 def render_meanings() -> str:
     """The same-name table: what each entry meant under XRT, on each target, and its rule."""
-    rows = ["| name | under XRT | on the target releases | rule |", "|---|---|---|---|"]
+    rows = ["## Same name, new meaning\n",
+            "A removed name fails loudly; a setting or API that survives with another meaning fails silently. "
+            "Each one the tool knows, with what it meant under XRT, what it means on each target release and the "
+            "rule that rewrites or reports it (from xrt2pjrt/meanings; the tests hold each entry to torch_xla 2.9 "
+            "or to the source line it cites).\n",
+            "| name | under XRT | on the target releases | rule |", "|---|---|---|---|"]
     for m in meanings.MEANINGS:
         targets = "<br>".join(f"{releases}: {meaning}" for releases, meaning in m.on_target)
-        cells = (f"`{m.name}`", m.under_xrt, targets, f"[`{m.action}`]({CATALOGUE}#{m.action.replace('.', '')})")
+        cells = (f"`{m.name}`", m.under_xrt, targets, f"[`{m.action}`](#{m.action.replace('.', '')})")
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows) + "\n"
 
@@ -92,11 +97,6 @@ def render_catalogue() -> str:
         parts.append(f"## `{name}`: {families()[name]}\n")
         for rule_id in ids:
             parts += _render_rule(rules[rule_id])
-    parts.append("## Same name, new meaning\n")
-    parts.append("A removed name fails loudly; a setting or API that survives with another meaning fails "
-                 "silently. These are the ones the rules know: what each meant under XRT, what it means on "
-                 "each target release, and the rule that rewrites or reports it (from xrt2pjrt/meanings; "
-                 "the tests hold each entry to torch_xla 2.9 or to the source line it cites).\n")
     parts.append(render_meanings())
     return "\n".join(parts)
 

@@ -133,6 +133,10 @@ def options_for(request: Request, settings: config.Settings, note: Callable[[str
     return options
 
 
+def _in_a_torch_xla_project(options: Callable[[Path], Options]) -> Callable[[Path], Options]:
+    return lambda path: replace(options(path), torch_xla_project=True)
+
+
 def discover(request: Request, settings: config.Settings) -> files.Discovery:
     excluded = config.excluded(settings, request.exclude, request.extend_exclude)
     if request.paths == [STDIN]:
@@ -172,6 +176,8 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
         return _migrate_stdin(request, settings, options, found.targets, started)
     for line in codemod.notes_on(found, request.write):
         note(line)
+    if files.uses_torch_xla(found.targets):
+        options = _in_a_torch_xla_project(options)
     total = len(found.targets)
     root = carry.root_of(request.paths)
 

@@ -243,6 +243,9 @@ class Options:
     # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
     # (uses_torch).
     torch_file: bool | None = None
+    # Whether the files of this run use torch_xla (a Python file or notebook names it): a
+    # requirements file pinning torch==1.13 alone then pins XRT's torch (text/installs.py).
+    torch_xla_project: bool = False
     # Whether unsafe fixes are made too (--unsafe-fixes); without it they are pending.
     unsafe_fixes: bool = False
 

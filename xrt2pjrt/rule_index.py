@@ -64,5 +64,5 @@ RULES: dict[str, tuple[str, str, str]] = {
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
     'python': ('torch_xla', 'GPU_NUM_DEVICES', 'TPU_NAME', 'TPU_IP_ADDRESS', '8466', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'XLA_TENSOR_ALLOCATOR_MAXSIZE', 'XLA_COMPILE_TIME_THRESHOLD', 'XLA_SLOW_COMPILE_HLO_FOLDER', 'XLA_HANDLE_RELEASE_THREADS', 'XLA_IO_THREAD_POOL_SIZE', 'xrt_world_size', 'xla_dist', 'xrt2pjrt'),
-    'shell': ('GPU_NUM_DEVICES', 'XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT|XLA_TENSOR_ALLOCATOR_MAXSIZE|XLA_COMPILE_TIME_THRESHOLD|XLA_SLOW_COMPILE_HLO_FOLDER|XLA_HANDLE_RELEASE_THREADS|XLA_IO_THREAD_POOL_SIZE', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu|tpu-vm-(?:v4-)?pt-)', 'xla_dist', 'xrt_run_server'),
+    'shell': ('GPU_NUM_DEVICES', 'XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT|XLA_TENSOR_ALLOCATOR_MAXSIZE|XLA_COMPILE_TIME_THRESHOLD|XLA_SLOW_COMPILE_HLO_FOLDER|XLA_HANDLE_RELEASE_THREADS|XLA_IO_THREAD_POOL_SIZE', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu|tpu-vm-(?:v4-)?pt-|\\btorch\\s*(?:===?|~=|<=?)\\s*v?1\\.)', 'xla_dist', 'xrt_run_server'),
 }

@@ -17,18 +17,19 @@ from xrt2pjrt.registry import Options, all_rules
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text"
 NOTHING = ()
-OLD_IMAGE = "XRT-era gcr.io/tpu-pytorch registry"  # the fixtures' docker images are XRT-era ones (text/installs.py)
+OLD_IMAGE = "XRT-era gcr.io/tpu-pytorch registry"
+CONDA_ENV = ("an env made for xla_dist holds torch_xla 1.x",)  # xla_dist's --conda-env (text/xla_dist.py)  # the fixtures' docker images are XRT-era ones (text/installs.py)
 
 # (before, expected, options, substrings of the manual items, one per item)
 CASES = [
     ("shell/pod_launch.sh", "shell/pod_launch.expected.sh", {}, NOTHING),
     ("shell/pod_launch.sh", "shell/pod_launch.xrt2pjrt.expected.sh",
      {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, ("'$HOME/logs' expanded on each worker under xla_dist",)),
-    ("shell/no_space_backslash.sh", "shell/no_space_backslash.expected.sh", {}, NOTHING),
+    ("shell/no_space_backslash.sh", "shell/no_space_backslash.expected.sh", {}, CONDA_ENV),
     ("shell/docker.sh", "shell/docker.expected.sh", {}, (OLD_IMAGE,)),
     ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"}, (OLD_IMAGE,)),
     ("shell/path_form.sh", "shell/path_form.expected.sh", {}, NOTHING),
-    ("shell/abbreviated_flags.sh", "shell/abbreviated_flags.expected.sh", {}, NOTHING),
+    ("shell/abbreviated_flags.sh", "shell/abbreviated_flags.expected.sh", {}, CONDA_ENV),
     ("shell/no_separator.sh", "shell/no_separator.expected.sh", {}, NOTHING),
     ("shell/env_vars.sh", "shell/env_vars.expected.sh", {},
      ("remote TPU node", "XRT_SHARD_ORDINAL is read here", "XRT_SHARD_ORDINAL is read here")),

@@ -107,9 +107,19 @@ MEANINGS: tuple[Meaning, ...] = (
         checked="run: tests/rules/install/test_install_xrt_era_release.py",
     ),
     Meaning(
+        name="torch==1.13",
+        under_xrt="the torch that torch_xla 1.13 was built against: a requirements file pinned it alone, "
+                  "with torch_xla installed elsewhere (a TPU VM image, a wheel URL)",
+        on_target=(("2.1-2.9", "in a project that uses torch_xla, it brings back torch 1.13, which no torch_xla "
+                               "without XRT matches (each torch_xla 2.x wants the torch of its own release)"),),
+        action="install-xrt-era-release",
+        checked="run: tests/rules/install/test_install_xrt_era_release.py::"
+                "test_a_lone_torch_1_pin_is_reported_in_a_project_that_uses_torch_xla",
+    ),
+    Meaning(
         name="--conda-env",
-        under_xrt="xla_dist's option: the conda env to activate on each worker (torch-xla-1.13 on the "
-                  "1.13 TPU VM images) before the command",
+        under_xrt="xla_dist's option: the conda env to activate on each worker (torch-xla-1.13, torch-xla-nightly on "
+                  "the XRT-era VM images) before the command",
         on_target=(("2.1-2.9", "conda activate of that env still brings back its torch_xla 1.x: "
                                "the migrated program then runs on XRT's release"),),
         action="launch-xla-dist",

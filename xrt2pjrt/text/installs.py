@@ -6,7 +6,9 @@ repository's install lines often still fetch the old one: the wheels of the
 among them), ``torch_xla==1.13`` pins, ``gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm`` images,
 Colab's ``pytorch-xla-env-setup.py``, ``cloud-tpu-client``, and the TPU VM runtime versions
 whose image holds torch_xla 1.x (``gcloud ... --version=tpu-vm-pt-1.13``, ``tpu-vm-v4-pt-1.13``,
-``RUNTIME_VERSION=tpu-vm-pt-1.13``). Choosing the new versions
+``RUNTIME_VERSION=tpu-vm-pt-1.13``), and in a project that uses torch_xla, a lone
+``torch==1.13`` pin (a requirements file that installs no torch_xla: only an XRT-era
+torch_xla matches that torch). Choosing the new versions
 (torch, torchvision and torch_xla move together; libtpu comes with ``torch_xla[tpu]``) is
 a person's decision, so each such spot is a manual item saying what to install instead.
 libtpu nightlies and cloud-tpu-client are reported only in files that use PyTorch: JAX and
@@ -23,7 +25,8 @@ from __future__ import annotations
 import re
 
 # What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
-WORDS = r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu|tpu-vm-(?:v4-)?pt-)"
+WORDS = (r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu|tpu-vm-(?:v4-)?pt-"
+         r"|\btorch\s*(?:===?|~=|<=?)\s*v?1\.)")
 
 XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
 
@@ -42,6 +45,8 @@ _RUNTIME_VERSION = re.compile(r"\btpu-vm-(?:v4-)?pt-(\d+)\.(\d+)\b")
 # Where a version is written: a pin (==, ~=, <, <=), a wheel's file name, an image's tag.
 _VERSION = re.compile(r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)"
                       r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)")
+# torch pinned to a 1.x release: only an XRT-era torch_xla matches it.
+_TORCH_1_PIN = re.compile(r"(?i)^torch\s*(?:===?|~=|<=?)\s*v?1\.(\d+)")
 _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
 # A nightly from before the 2.1 release (October 2023) predates every release without XRT.
 _LAST_XRT_NIGHTLY = "20231009"
@@ -71,6 +76,16 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> str | Non
         return (f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was migrated for "
                 f"(--target-version): {instead}, or migrate again with --target-version {major}.{minor}")
     return None
+
+
+def torch_pin_finding(word: str, target: tuple[int, int]) -> str | None:
+    """What is wrong with ``word`` pinning torch 1.x in a project that uses torch_xla, in a file
+    that installs no torch_xla itself (where it does, that install's finding says it); None when
+    nothing is."""
+    pin = _TORCH_1_PIN.search(word)
+    if pin is None:
+        return None
+    return f"torch 1.{pin.group(1)}, which only an XRT-era torch_xla matches: {_instead(target)}"
 
 
 def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> str | None:

@@ -183,3 +183,29 @@ def test_an_xrt_era_container_image_is_reported():
     image = installs.finding("gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", (2, 9))
     assert outcome.text == text.replace("        image:", todo_line(image, "install-xrt-era-release", "        ") + "        image:")
     assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]
+
+
+def _migrate_tree(root: Path, tree: dict[str, str]) -> dict[str, list[str]]:
+    """The install items of a real `migrate` run over ``tree``, by file."""
+    for name, text in tree.items():
+        (root / name).write_text(text)
+    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", str(root)],
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    return {Path(e["path"]).name: [i["message"] for i in e["manual"] if i["rule"] == "install-xrt-era-release"]
+            for e in json.loads(ran.stdout)["files"]}
+
+
+@pytest.mark.parametrize("code, asked", [
+    ("import torch_xla.core.xla_model as xm\n", ["torch 1.13, which only an XRT-era torch_xla matches"]),
+    ("import torch\n", []),  # a PyTorch project without torch_xla may pin what it likes
+])
+def test_a_lone_torch_1_pin_is_reported_in_a_project_that_uses_torch_xla(tmp_path, code, asked):
+    items = _migrate_tree(tmp_path, {"train.py": code, "requirements.txt": "torch==1.13.1\nnumpy\n"})
+    assert [m.split(":")[0] for m in items.get("requirements.txt", [])] == asked
+
+
+def test_a_torch_pin_beside_a_torch_xla_install_is_said_once_with_it(tmp_path):
+    items = _migrate_tree(tmp_path, {"train.py": "import torch_xla\n",
+                                     "requirements.txt": "torch==1.13.0\ntorch_xla[tpuvm]==1.13\n"})
+    assert [m.split(":")[0] for m in items["requirements.txt"]] == ["torch_xla 1.13, an XRT-era release"]

@@ -2,18 +2,23 @@
 
 Code migrated for ``--target-version`` runs only on that torch_xla, but a repository's
 install lines often still fetch the old one: pip and conda installs, wheel URLs, Docker
-images, TPU VM runtime versions (tpu-vm-pt-1.13), requirements and jsonnet configs (text/installs.py tells which words do). Choosing
-the new versions is a person's decision (torch, torchvision and torch_xla move together), so
+images, TPU VM runtime versions (tpu-vm-pt-1.13), requirements and jsonnet configs
+(text/installs.py tells which words do), and in a project that uses torch_xla, a torch==1.x
+pin on its own (in a file that installs no torch_xla). Choosing the new versions is a person's decision (torch, torchvision and torch_xla move together), so
 each is reported, never rewritten.
 """
 
 from __future__ import annotations
 
+import re
+
 from xrt2pjrt.registry import Example
 from xrt2pjrt.text.edits import todo_line
-from xrt2pjrt.text.installs import WORDS, finding
+from xrt2pjrt.text.installs import WORDS, finding, torch_pin_finding
 from xrt2pjrt.text.rule import TextRule
 
+# A file that installs torch_xla itself: its torch pin is said with that install.
+_INSTALLS_TORCH_XLA = re.compile(r"(?i)torch[_-]xla")
 # The seed issue's own install line.
 _SEED_WHEEL = "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
 
@@ -60,5 +65,7 @@ class InstallXrtEraRelease(TextRule):
 
     def word(self, rec, word, offset):
         problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text))
+        if problem is None and rec.options.torch_xla_project and not _INSTALLS_TORCH_XLA.search(rec.text):
+            problem = torch_pin_finding(word, rec.options.target_version)
         if problem:
             rec.ask(self.id, offset, problem)
