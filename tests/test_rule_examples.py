@@ -9,7 +9,7 @@ fixes are made: the examples document them (tests/test_fix_safety.py holds the g
 
 import pytest
 
-from xrt2pjrt import rewriters
+from xrt2pjrt import rewriters, width
 from xrt2pjrt.registry import Options, all_rules
 
 CASES = [
@@ -21,7 +21,9 @@ CASES = [
 
 def _run(rule, example, text):
     # (with unsafe fixes made: an example documents the fix)
-    options = Options(rules=frozenset({rule.id}), unsafe_fixes=True, **example.options)
+    # (and the width a project without settings has: 88 for Python, 100 for the text kinds)
+    options = Options(rules=frozenset({rule.id}), unsafe_fixes=True,
+                      width=width.for_kind(rule.kind, width.Width()), **example.options)
     return rewriters.module_for(rule.kind).rewrite(text, options)
 
 

@@ -202,6 +202,28 @@ def one_line(message: str) -> str:
     return " / ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
+# Where a text too long for its room is cut, strongest first: the end of a clause, then of
+# a phrase; the words it keeps are followed by this mark.
+_CLAUSE_ENDS = (": ", "; ")
+_PHRASE_ENDS = (", ", " (", " - ")
+CUT = "..."
+
+
+def shortened(text: str, room: int) -> str:
+    """``text`` on one line in at most ``room`` characters: whole when it fits, else cut at
+    the last clause end (else phrase end, else word) that keeps at least half of the room,
+    marked with "...". What it does not say is the finding's long text (``Finding.detail``)."""
+    text = one_line(text)
+    if len(text) <= room:
+        return text
+    keep = max(room - len(CUT), 1)
+    for ends in (_CLAUSE_ENDS, _PHRASE_ENDS, (" ",)):
+        at = max(text.rfind(end, 0, keep + 1) for end in ends)
+        if at >= room // 2:
+            return text[:at].rstrip(" ,;:(-") + CUT
+    return text[:keep] + CUT
+
+
 _ERROR_LINE = re.compile(r"^line (\d+)\b")
 
 

@@ -13,7 +13,6 @@ import libcst as cst
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Cite, Finding
-from xrt2pjrt.rewriters import todo_comment
 from xrt2pjrt.python import imports
 
 
@@ -94,7 +93,7 @@ class Context:
             self._engine.fix_notes.append(finding)
         if comment and self._engine.statements:
             text = comment if isinstance(comment, str) else message
-            self._engine.statements[-1].comments.append(todo_comment(text, self.rule_id))
+            self._engine.statements[-1].comments.append(self._engine.todo(text, self.rule_id))
 
     @property
     def piece(self) -> int:
@@ -158,7 +157,8 @@ class Context:
         key = (self._engine.scope.path, name)
         statement = id(self._engine.statements[-1].node)  # its TODO line goes above it, if kept
         self._engine.droppable[key] = (Finding(self.rule_id, self.line, dropped),
-                                       Finding(self.rule_id, self.line, kept), statement)
+                                       Finding(self.rule_id, self.line, kept), statement,
+                                       self._engine.todo(kept, self.rule_id))
 
     @property
     def block(self) -> dict:

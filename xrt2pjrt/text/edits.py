@@ -11,6 +11,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import TODO, Outcome, todo_comment
 from xrt2pjrt.suppress import Suppressions
+from xrt2pjrt.width import NOT_PYTHON
 
 
 @dataclass(frozen=True)
@@ -91,9 +92,10 @@ class Recorder:
         return Outcome("".join(out), sorted(self.changes, key=by_line), sorted(self.manual, key=by_line))
 
 
-def todo_line(message: str, rule: str, margin: str = "") -> str:
-    """The comment line that marks an item to decide in a text (shell, Dockerfile)."""
-    return f"{margin}{todo_comment(message, rule)}\n"
+def todo_line(message: str, rule: str, margin: str = "", width: int = NOT_PYTHON) -> str:
+    """The comment line that marks an item to decide in a text, after ``margin``, fitting
+    ``width`` (a shell script's, a Dockerfile's or YAML's unless the file says otherwise)."""
+    return f"{margin}{todo_comment(message, rule, width, margin)}\n"
 
 
 def without_new_todo_lines(before: str, after: str) -> str:
@@ -117,7 +119,7 @@ def leave_todo_comments(rec: Recorder, statements: list[tuple[int, int]]) -> Non
             continue
         line = lines[first - 1]
         margin = line[:len(line) - len(line.lstrip(" \t"))]
-        comment = todo_line(f.message, f.rule, margin)
+        comment = todo_line(f.message, f.rule, margin, rec.options.width)
         if (first, comment) in written or comment_above(lines, first, comment):
             continue
         written.add((first, comment))

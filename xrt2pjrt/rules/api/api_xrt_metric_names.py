@@ -43,9 +43,12 @@ class XrtMetricNames(PythonRule):
         Example(
             "import torch_xla.debug.metrics as met\n\n"
             "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromServerTime'])\n",
-            "import torch_xla.debug.metrics as met\n\n# TODO(xrt2pjrt): metric 'XrtCompile' was XRT's: PJRT never "
-            "records it, so metric_data gives None and a report leaves it out [api-xrt-metric-names]\n"
-            "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])\n",
+            (
+                "import torch_xla.debug.metrics as met\n"
+                "\n"
+                "# TODO(xrt2pjrt): metric 'XrtCompile' was XRT's... [api-xrt-metric-names]\n"
+                "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])\n"
+            ),
             manual=("PJRT never records it",),
         ),
     )

@@ -25,16 +25,25 @@ class MemoryInfo(PythonRule):
     examples = (
         Example(
             "import torch_xla.core.xla_model as xm\n\nfree = xm.get_memory_info(device)['kb_free']\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
-            "free = xm.get_memory_info(device)['kb_free']\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): xm.get_memory_info returns bytes_used... [manual-memory-info]\n"
+                "free = xm.get_memory_info(device)['kb_free']\n"
+            ),
             manual=("bytes_limit",),
         ),
         Example(  # fairseq's logging: the KeyError is on the line that reads the key
             "import torch_xla.core.xla_model as xm\n\ninfo = xm.get_memory_info(device)\n"
             "used = info['kb_total'] - info['kb_free']\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
-            f"info = xm.get_memory_info(device)\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
-            "used = info['kb_total'] - info['kb_free']\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): xm.get_memory_info returns bytes_used... [manual-memory-info]\n"
+                "info = xm.get_memory_info(device)\n"
+                "# TODO(xrt2pjrt): xm.get_memory_info returns bytes_used... [manual-memory-info]\n"
+                "used = info['kb_total'] - info['kb_free']\n"
+            ),
             manual=("bytes_limit", "bytes_limit"),
         ),
     )

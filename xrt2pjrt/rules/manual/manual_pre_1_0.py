@@ -25,25 +25,32 @@ class PreOneZero(ImportedModuleRule):
     examples = (
         Example(
             "import torch_xla_py.xla_model as xm\n",
-            "# TODO(xrt2pjrt): torch_xla_py.xla_model is a pre-1.0 module: port this file by hand "
-            "(torch_xla.core.xla_model, torch_xla.runtime) [manual-pre-1.0]\nimport torch_xla_py.xla_model as xm\n",
+            (
+                "# TODO(xrt2pjrt): torch_xla_py.xla_model is a pre-1.0 module... [manual-pre-1.0]\n"
+                "import torch_xla_py.xla_model as xm\n"
+            ),
             manual=("pre-1.0",),
         ),
         Example(
             "import torch_xla.distributed.data_parallel as dp\n\nmodel = dp.DataParallel(net, device_ids=devices)\n",
-            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel drives several devices from one process with "
-            "threads, the XRT-era way; torch_xla 2.x runs one process per device: port this to xmp.spawn by hand "
-            "[manual-pre-1.0]\nimport torch_xla.distributed.data_parallel as dp\n\n"
-            "model = dp.DataParallel(net, device_ids=devices)\n",
+            (
+                "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel drives several... [manual-pre-1.0]\n"
+                "import torch_xla.distributed.data_parallel as dp\n"
+                "\n"
+                "model = dp.DataParallel(net, device_ids=devices)\n"
+            ),
             manual=("data_parallel",),
         ),
         Example(  # tmabraham/fastai_tpu: a leftover import in a file that already calls xmp.spawn
             "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing as xmp"
             "\n\nxmp.spawn(train_loop)\n",
-            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel is imported but never used here: delete the "
-            "import (torch_xla 2.x still has it: nothing to port) [manual-pre-1.0]\n"
-            "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing as xmp"
-            "\n\nxmp.spawn(train_loop)\n",
+            (
+                "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel is imported... [manual-pre-1.0]\n"
+                "import torch_xla.distributed.data_parallel as dp\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "xmp.spawn(train_loop)\n"
+            ),
             manual=("imported but never used here",),
         ),
     )

@@ -24,8 +24,12 @@ class SaveBarrier(PythonRule):
     examples = (
         Example(
             "import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_NO_BARRIER}: if others read the file "
-            "next, add xm.rendezvous('saved') after it [manual-save-barrier]\nxm.save(model.state_dict(), path)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): xm.save no longer waits for every replica... [manual-save-barrier]\n"
+                "xm.save(model.state_dict(), path)\n"
+            ),
             manual=("rendezvous",),
         ),
         Example(
@@ -34,9 +38,12 @@ class SaveBarrier(PythonRule):
         ),
         Example(  # transformers' Trainer: save_pretrained(..., save_function=xm.save)
             "import torch_xla.core.xla_model as xm\n\nmodel.save_pretrained(out, save_function=xm.save)\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.save is passed here as a function: "
-            f"{_NO_BARRIER}; if others read what it saves next, add xm.rendezvous('saved') after this "
-            "[manual-save-barrier]\nmodel.save_pretrained(out, save_function=xm.save)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): xm.save is passed here as a function... [manual-save-barrier]\n"
+                "model.save_pretrained(out, save_function=xm.save)\n"
+            ),
             manual=("passed here as a function",),
         ),
     )

@@ -26,8 +26,12 @@ class SendCpuDataTensor(PythonRule):
     examples = (
         Example(  # an Ising-model sampler's couplings; then couplings.shape[0]: AttributeError on a list
             "import torch_xla.core.xla_model as xm\n\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_ONE_TENSOR_LIST} "
-            "[manual-send-cpu-data-tensor]\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): torch_xla 2.x's send_cpu_data_to_devi... [manual-send-cpu-data-tensor]\n"
+                "couplings = xm.send_cpu_data_to_device(couplings, device)\n"
+            ),
             manual=("wraps a bare tensor in a list",),
         ),
         Example(

@@ -30,11 +30,16 @@ class DataLoaderWorker(PythonRule):
             "import torch_xla.core.xla_model as xm\n\n"
             "def seed_worker(worker_id):\n    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n\n"
             "def _mp_fn(index):\n    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n",
-            "import torch_xla.core.xla_model as xm\n\n"
-            "def seed_worker(worker_id):\n"
-            f"    # TODO(xrt2pjrt): {_IN_WORKER} [spawn-dataloader-worker]\n"
-            "    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n\n"
-            "def _mp_fn(index):\n    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "def seed_worker(worker_id):\n"
+                "    # TODO(xrt2pjrt): this code runs in each DataLoader... [spawn-dataloader-worker]\n"
+                "    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n"
+            ),
             manual=("runs in each DataLoader worker",),
         ),
         Example(  # asked in the replica, handed over: nothing to report

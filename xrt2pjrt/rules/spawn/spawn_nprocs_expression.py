@@ -45,19 +45,25 @@ class NprocsExpression(NprocsRule):
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
             "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'])\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
-            "# TODO(xrt2pjrt): FLAGS['num_cores'] is also read elsewhere in this file (as ['num_cores']), as if it "
-            "were the number of processes: under PJRT that is xr.world_size(), which need not match it; where "
-            "FLAGS['num_cores'] means that number, use xr.world_size() instead [spawn-nprocs-expression]\n"
-            "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def _mp_fn(index, flags):\n"
+                "    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n"
+                "\n"
+                "# TODO(xrt2pjrt): FLAGS['num_cores'] is also read elsewhere... [spawn-nprocs-expression]\n"
+                "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n"
+            ),
             manual=("read elsewhere in this file (as ['num_cores'])",),
         ),
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "# TODO(xrt2pjrt): spawn arguments come from **kwargs: make sure nprocs is None or 1 "
-            "[spawn-nprocs-expression]\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "# TODO(xrt2pjrt): spawn arguments come from **kwargs... [spawn-nprocs-expression]\n"
+                "xmp.spawn(_mp_fn, **spawn_kwargs)\n"
+            ),
             manual=("**kwargs",),
         ),
     )

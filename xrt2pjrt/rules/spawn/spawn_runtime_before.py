@@ -51,28 +51,51 @@ class RuntimeBeforeSpawn(PythonRule):
         Example(
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n"
-            f"    # TODO(xrt2pjrt): {_started()} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "DEVICE = xm.xla_device()\n"
+                "\n"
+                "if __name__ == '__main__':\n"
+                "    # TODO(xrt2pjrt): this file starts the XLA runtime at... [spawn-runtime-before]\n"
+                "    xmp.spawn(_mp_fn)\n"
+            ),
             manual=("before xmp.spawn, which then raises",),
         ),
         Example(  # a class body and a function's default values run on import too
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
             "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
-            f"if __name__ == '__main__':\n    # TODO(xrt2pjrt): {_started()} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "class Cfg:\n"
+                "    world = xm.xrt_world_size()\n"
+                "\n"
+                "def log(msg, rank=xm.get_ordinal()):\n"
+                "    print(rank, msg)\n"
+                "\n"
+                "if __name__ == '__main__':\n"
+                "    # TODO(xrt2pjrt): this file starts the XLA runtime at... [spawn-runtime-before]\n"
+                "    xmp.spawn(_mp_fn)\n"
+            ),
             manual=("(line 5, 7)",),
         ),
         Example(  # dinhanhx/VisualRoBERTa: no spawn in the file, Lightning's Trainer spawns after the sampler
             "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
             "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
             "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
-            "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
-            f"    # TODO(xrt2pjrt): {_launched(_EXAMPLE_TRAINER)} [spawn-runtime-before]\n"
-            "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
-            "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
+            (
+                "import pytorch_lightning as pl\n"
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "if __name__ == '__main__':\n"
+                "    # TODO(xrt2pjrt): this call starts the XLA runtime in the... [spawn-runtime-before]\n"
+                "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
+                "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n"
+            ),
             manual=(f"before {_EXAMPLE_TRAINER} starts the replicas",),
         ),
         Example(  # the spawned function and what it calls: the workers' code
@@ -88,12 +111,23 @@ class RuntimeBeforeSpawn(PythonRule):
             "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
             "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
             "    @staticmethod\n    def spawn(fn):\n        xmp.spawn(XlaModel._worker, args=(fn,))\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
-            "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
-            "    @staticmethod\n    def spawn(fn):\n"
-            f"        # TODO(xrt2pjrt): {_beyond()} [spawn-runtime-before]\n"
-            "        xmp.spawn(XlaModel._worker, args=(fn,))\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "class XlaModel:\n"
+                "    def get_rank(self):\n"
+                "        return xm.get_ordinal()\n"
+                "\n"
+                "    @staticmethod\n"
+                "    def _worker(index, fn):\n"
+                "        fn(index)\n"
+                "\n"
+                "    @staticmethod\n"
+                "    def spawn(fn):\n"
+                "        # TODO(xrt2pjrt): this file starts the XLA runtime in... [spawn-runtime-before]\n"
+                "        xmp.spawn(XlaModel._worker, args=(fn,))\n"
+            ),
             manual=("(in get_rank)",),
         ),
     )

@@ -55,27 +55,43 @@ class Unpicklable(PythonRule):
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def train_all(flags):\n    def _mp_fn(index):\n        print(index, flags)\n\n"
             "    xmp.spawn(_mp_fn, start_method='fork')\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def train_all(flags):\n    def _mp_fn(index):\n        print(index, flags)\n\n"
-            "    # TODO(xrt2pjrt): "
-            f"{_pickled('fn (`_mp_fn`, a function defined in train_all)')} [spawn-unpicklable]\n"
-            "    xmp.spawn(_mp_fn, start_method='fork')\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def train_all(flags):\n"
+                "    def _mp_fn(index):\n"
+                "        print(index, flags)\n"
+                "\n"
+                "    # TODO(xrt2pjrt): torch_xla 2.x's xmp.spawn pickles fn and... [spawn-unpicklable]\n"
+                "    xmp.spawn(_mp_fn, start_method='fork')\n"
+            ),
             manual=("refuses fn (`_mp_fn`, a function defined in train_all)",),
         ),
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            f"# TODO(xrt2pjrt): {_pickled('args[0] (a lambda)')} [spawn-unpicklable]\n"
-            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "# TODO(xrt2pjrt): torch_xla 2.x's xmp.spawn pickles fn and args... [spawn-unpicklable]\n"
+                "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n"
+            ),
             manual=("refuses args[0] (a lambda)",),
         ),
         Example(  # torch_xla.launch calls xmp.spawn; an instance pickles by its class's name
             "import torch_xla\n\ndef main():\n    class Cfg:\n        lr = 0.1\n\n"
             "    args = (Cfg(),)\n    torch_xla.launch(_mp_fn, args=args)\n",
-            "import torch_xla\n\ndef main():\n    class Cfg:\n        lr = 0.1\n\n    args = (Cfg(),)\n"
-            f"    # TODO(xrt2pjrt): {_pickled('args[0] (an instance of `Cfg`, a class defined in main)', launch=True)} "
-            "[spawn-unpicklable]\n    torch_xla.launch(_mp_fn, args=args)\n",
+            (
+                "import torch_xla\n"
+                "\n"
+                "def main():\n"
+                "    class Cfg:\n"
+                "        lr = 0.1\n"
+                "\n"
+                "    args = (Cfg(),)\n"
+                "    # TODO(xrt2pjrt): torch_xla.launch pickles fn and args for... [spawn-unpicklable]\n"
+                "    torch_xla.launch(_mp_fn, args=args)\n"
+            ),
             manual=("refuses args[0] (an instance of `Cfg`, a class defined in main)",),
         ),
         Example(  # the shim's spawn forks them over unpickled, as XRT's did
