@@ -32,7 +32,7 @@ def test_example_rewrites_before_into_after(rule, index, example):
     outcome = _run(rule, example, example.before)
     assert outcome.text == example.after
     for expected in example.manual:
-        assert any(expected in item.shown() for item in outcome.manual), (expected, outcome.manual)
+        assert any(expected in f"{item.shown()} {item.detail}" for item in outcome.manual), (expected, outcome.manual)
     if not example.manual:
         assert outcome.manual == []
     assert all(f.rule == rule.id for f in outcome.changes + outcome.manual)

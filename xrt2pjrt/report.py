@@ -19,9 +19,12 @@ from functools import cached_property
 
 from xrt2pjrt import __version__, diff
 from xrt2pjrt.files import quoted  # a file name as git shows it: an unusual one quoted, reversibly
-from xrt2pjrt.rule_index import RULES
+from xrt2pjrt.rule_index import RULES, WHY
 
 MODES = ("preview", "check", "write")
+# The characters of an item's message in a report: one short line (ruff's are shorter);
+# the rest is its long text, ``detail``.
+MESSAGE_ROOM = 100
 TODO_MARK = "TODO(xrt2pjrt):"
 
 
@@ -47,15 +50,18 @@ class Cite:
 class Finding:
     """One change made, or one spot a person must decide (``line`` is 1-based).
 
-    ``message`` is one line, without the lines it names: those are ``cites``, shown after
-    it in parentheses (``(line 12, 14)``, after the words ``cited_as``: ``(set on line 12)``)
-    when it is shown, numbered in the file as it is then written (``shown``)."""
+    ``message`` is one line, what to do, without the lines it names: those are ``cites``,
+    shown after it in parentheses (``(line 12, 14)``, after the words ``cited_as``: ``(set
+    on line 12)``) when it is shown, numbered in the file as it is then written (``shown``).
+    ``detail`` is the why and how of this spot, beyond the message: the long text the JSON
+    and SARIF reports carry (the rule's own why is its docs, ``xrt2pjrt rules ID``)."""
 
     rule: str
     line: int
     message: str
     cites: tuple[Cite, ...] = ()
     cited_as: str = ""
+    detail: str = ""
     # A change only: False when the fix-safety gate withheld it (an unsafe fix without
     # --unsafe-fixes): pending, not made.
     applied: bool = True
@@ -188,6 +194,9 @@ class Item:
     end_line: int = 0
     end_column: int = 1
     safe: bool | None = None  # the rule's fix is safe (None: no rule, or an error)
+    # The long text: the message whole, with its cites and the finding's detail (``message``
+    # is that, shortened to one short line).
+    detail: str = ""
 
     def record(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k not in ("path", "kind")}
@@ -257,7 +266,7 @@ class Run:
         if result.error is not None:
             match = _ERROR_LINE.match(result.error)
             line = int(match.group(1)) if match else 1
-            return [Item(path, "error", None, one_line(result.error), line, 1, line, 1)]
+            return [Item(path, "error", None, one_line(result.error), line, 1, line, 1, detail=one_line(result.error))]
         text = self._text_as_written(result)
         lines = text.splitlines() if text is not None else []
         written = self.mode == "write" and result.changed
@@ -266,9 +275,10 @@ class Run:
         for kind, findings in (("change", result.made), ("pending", result.pending), ("decide", result.manual)):
             for f in findings:
                 line, last = moved(result, f.line)
-                message = self._cited_as_written(result, f, lines) if written else f.shown()
-                out.append(Item(path, kind, f.rule, one_line(message), line, *_span(lines, line, last),
-                                safe=_safe(f.rule)))
+                shown = one_line(self._cited_as_written(result, f, lines) if written else f.shown())
+                detail = f"{shown}: {one_line(f.detail)}" if f.detail else shown
+                out.append(Item(path, kind, f.rule, shortened(shown, MESSAGE_ROOM), line, *_span(lines, line, last),
+                                safe=_safe(f.rule), detail=detail))
         return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
 
     def _text_as_written(self, result: FileResult) -> str | None:
@@ -514,6 +524,8 @@ def to_sarif(run: Run) -> str:
     for rid in rule_ids:
         kind, fix, summary = RULES.get(rid, (None, None, rid))
         rules.append({"id": rid, "shortDescription": {"text": summary},
+                      "fullDescription": {"text": WHY.get(rid) or summary},
+                      "help": {"text": f"{summary}. `xrt2pjrt rules {rid}` shows why, and its examples."},
                       "properties": {"kind": kind, "safe": fix != "unsafe" if fix else None}})
 
     def location(i: Item) -> dict:
@@ -536,7 +548,7 @@ def to_sarif(run: Run) -> str:
             "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
             "message": {"text": f"{what}: {i.message}"},
             "locations": [location(i)],
-            "properties": {"xrt2pjrt": i.kind, "safe": i.safe},
+            "properties": {"xrt2pjrt": i.kind, "safe": i.safe, "detail": i.detail},
         })
     document = {
         "$schema": SARIF_SCHEMA,

@@ -75,8 +75,9 @@ class Context:
             self._engine.statements[-1].changed = True
 
     def manual(self, message: str, comment: bool | str = True, cites: Sequence[int] = (), quoted: int = 0,
-               cited_as: str = "", of_fix: bool = False) -> None:
-        """Report a spot a person must decide; also mark it in the code with ``message``,
+               cited_as: str = "", of_fix: bool = False, detail: str = "") -> None:
+        """Report a spot a person must decide, ``message`` saying what to do and ``detail``
+        why (the report's long text, report.Finding); also mark it in the code with ``message``,
         or with ``comment`` when that is a text (one that must not change when the file's
         lines move, so that a second pass finds it in place). ``cites``: lines of the file
         the message names (report.Finding), the first ``quoted`` of them with their text.
@@ -85,7 +86,7 @@ class Context:
         texts = self._engine.text.splitlines() if quoted else []
         finding = Finding(self.rule_id, self.line, message,
                           tuple(Cite(line, text=texts[line - 1] if k < quoted else None) for k, line in enumerate(cites)),
-                          cited_as)
+                          cited_as, detail)
         if finding in self._engine.manual:
             return  # one item per spot, however many arguments led to it
         self._engine.manual.append(finding)

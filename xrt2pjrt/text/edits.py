@@ -71,11 +71,12 @@ class Recorder:
             self.edits.extend(edits)
         self.changes.append(Finding(rule, self.line(offset), message, applied=applied))
 
-    def ask(self, rule: str, offset: int, message: str) -> None:
-        self.ask_at_line(rule, self.line(offset), message)
+    def ask(self, rule: str, offset: int, message: str, detail: str = "") -> None:
+        """Report a spot a person must decide: ``message`` what to do, ``detail`` why."""
+        self.ask_at_line(rule, self.line(offset), message, detail)
 
-    def ask_at_line(self, rule: str, line: int, message: str) -> None:
-        finding = Finding(rule, line, message)
+    def ask_at_line(self, rule: str, line: int, message: str, detail: str = "") -> None:
+        finding = Finding(rule, line, message, detail=detail)
         if self.suppressions and self.suppressions.covers(rule, line):
             return
         if finding not in self.manual:
