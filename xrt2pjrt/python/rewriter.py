@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from xrt2pjrt import width
 from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, todo_comment, trigger_for
@@ -443,7 +444,7 @@ class _Engine(cst.CSTTransformer):
     def todo(self, message: str, rule: str) -> str:
         """The TODO comment of an item to decide, for above the statement being visited:
         it fits the file's width at that statement's indentation."""
-        return todo_comment(message, rule, self.ctx.options.width, self.indent())
+        return todo_comment(message, rule, self.ctx.options.width or width.DEFAULT, self.indent())
 
     def _finish_statement(self, frame: _Statement, original, updated):
         if frame.remove:
@@ -665,7 +666,7 @@ def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str,
         return
     above = rec.text.splitlines(keepends=True)
     first = rec.text.count("\n", 0, magic.statement) + 1
-    todo = dict.fromkeys(todo_line(f.message, f.rule, magic.margin, rec.options.width) for f in manual)
+    todo = dict.fromkeys(todo_line(f.message, f.rule, magic.margin, rec.options.width or width.DEFAULT) for f in manual)
     rec.edits.append(Edit(magic.statement, magic.statement, "".join(t for t in todo if not comment_above(above, first, t))))
 
 

@@ -93,10 +93,10 @@ class Recorder:
         return Outcome("".join(out), sorted(self.changes, key=by_line), sorted(self.manual, key=by_line))
 
 
-def todo_line(message: str, rule: str, margin: str = "", width: int = NOT_PYTHON) -> str:
+def todo_line(message: str, rule: str, margin: str = "", width: int | None = None) -> str:
     """The comment line that marks an item to decide in a text, after ``margin``, fitting
-    ``width`` (a shell script's, a Dockerfile's or YAML's unless the file says otherwise)."""
-    return f"{margin}{todo_comment(message, rule, width, margin)}\n"
+    ``width`` (None: a shell script's, a Dockerfile's or YAML's, 100)."""
+    return f"{margin}{todo_comment(message, rule, width or NOT_PYTHON, margin)}\n"
 
 
 def without_new_todo_lines(before: str, after: str) -> str:
