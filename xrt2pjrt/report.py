@@ -22,8 +22,8 @@ from xrt2pjrt.files import quoted  # a file name as git shows it: an unusual one
 from xrt2pjrt.rule_index import RULES, WHY
 
 MODES = ("preview", "check", "write")
-# The characters of an item's message in a report: one short line (ruff's are shorter);
-# the rest is its long text, ``detail``.
+# The characters of an item's message in a report, before the lines it cites: one short
+# line (ruff's are shorter); the rest is its long text, ``detail``.
 MESSAGE_ROOM = 100
 TODO_MARK = "TODO(xrt2pjrt):"
 
@@ -62,6 +62,9 @@ class Finding:
     cites: tuple[Cite, ...] = ()
     cited_as: str = ""
     detail: str = ""
+    # In a notebook: the cell's number (1-based, as Jupyter counts) and the line in it.
+    cell: int | None = None
+    cell_line: int = 0
     # A change only: False when the fix-safety gate withheld it (an unsafe fix without
     # --unsafe-fixes): pending, not made.
     applied: bool = True
@@ -197,9 +200,19 @@ class Item:
     # The long text: the message whole, with its cites and the finding's detail (``message``
     # is that, shortened to one short line).
     detail: str = ""
+    # In a notebook: the cell (1-based), ``line`` and the columns then in that cell, and
+    # the line of the notebook's file it is on (what GitHub's annotations point at).
+    cell: int | None = None
+    file_line: int = 0
+
+    @property
+    def where(self) -> str:
+        """``path:line:column`` (``path:cell 3:line:column`` in a notebook), as ruff says it."""
+        return f"{self.path}:{'' if self.cell is None else f'cell {self.cell}:'}{self.line}:{self.column}"
 
     def record(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in ("path", "kind")}
+        return {k: v for k, v in asdict(self).items()
+                if k not in ("path", "kind", "file_line") and not (k == "cell" and v is None)}
 
 
 def plural(count: int, noun: str) -> str:
@@ -277,9 +290,27 @@ class Run:
                 line, last = moved(result, f.line)
                 shown = one_line(self._cited_as_written(result, f, lines) if written else f.shown())
                 detail = f"{shown}: {one_line(f.detail)}" if f.detail else shown
-                out.append(Item(path, kind, f.rule, shortened(shown, MESSAGE_ROOM), line, *_span(lines, line, last),
-                                safe=_safe(f.rule), detail=detail))
-        return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
+                # the message short, the lines it cites whole: they say where to look
+                short = replace(f, message=shortened(f.message, MESSAGE_ROOM))
+                message = one_line(self._cited_as_written(result, short, lines) if written else short.shown())
+                where = (line, *_span(lines, line, last)) if f.cell is None else self._in_cell(result, f, written)
+                out.append(Item(path, kind, f.rule, message, *where, safe=_safe(f.rule),
+                                detail=detail, cell=f.cell, file_line=line))
+        # in the file's order (a notebook's cells too); stable: a line's items keep their order
+        return sorted(out, key=lambda item: (item.file_line, item.line, item.column))
+
+    def _in_cell(self, result: FileResult, finding: Finding, written: bool) -> tuple[int, int, int, int]:
+        """(line, column, end line, end column) of a notebook's ``finding`` in its cell as written."""
+        line = finding.cell_line
+        if written and (moves := self._cell_moves(result, finding.cell)) is not None:
+            line = moves.of(line)[0]
+        if written:
+            cells = self._cells(result)[1]
+        else:  # (the text of a notebook without a change is read again: parse it once)
+            cache = self.__dict__.setdefault("_cells_as_read", {})
+            cells = cache.setdefault(result.path, _cell_lines(self._text_as_written(result) or ""))
+        lines = cells[finding.cell - 1] if finding.cell <= len(cells) else []
+        return (line, *_span(lines, line, line))
 
     def _text_as_written(self, result: FileResult) -> str | None:
         if self.mode == "write" and result.changed:
@@ -425,7 +456,7 @@ def to_text(run: Run) -> list[tuple[str, str]]:
         for item in run.items(r):
             if item.kind == "change":
                 continue  # the diff shows them; -v lists them
-            where = f"{item.path}:{item.line}:{item.column}:"
+            where = f"{item.where}:"
             if item.kind == "error":
                 out.append(("error", f"{item.path}: error: {item.message}"))
             elif item.kind == "pending":
@@ -444,7 +475,7 @@ PENDING = "unsafe fix, not made: review it, and apply it with --unsafe-fixes"
 
 def change_lines(run: Run) -> list[str]:
     """Every change, one FILE:LINE:COLUMN: line each (for -v)."""
-    return [f"{i.path}:{i.line}:{i.column}: {'changed' if run.mode == 'write' else 'change'} [{i.rule}] {i.message}"
+    return [f"{i.where}: {'changed' if run.mode == 'write' else 'change'} [{i.rule}] {i.message}"
             for r in run.interesting for i in run.items(r) if i.kind == "change"]
 
 
@@ -504,8 +535,12 @@ def to_github(run: Run) -> str:
             title = "xrt2pjrt" if i.rule is None else f"xrt2pjrt {i.rule}"
             what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
                     "pending": "unsafe fix pending (--unsafe-fixes)", "error": "not processed"}[i.kind]
-            props = (f"file={_escape_property(i.path)},line={i.line},col={i.column},endLine={i.end_line},"
-                     f"endColumn={i.end_column},title={_escape_property(title)}")
+            if i.cell is None:
+                props = (f"file={_escape_property(i.path)},line={i.line},col={i.column},endLine={i.end_line},"
+                         f"endColumn={i.end_column},title={_escape_property(title)}")
+            else:  # GitHub shows a notebook's file: the line of the cell's source, and the cell's place said
+                props = f"file={_escape_property(i.path)},line={i.file_line},title={_escape_property(title)}"
+                what = f"cell {i.cell}:{i.line}:{i.column}: {what}"
             lines.append(f"::{level} {props}::{_escape_data(f'{what}: {i.message}')}")
     return "".join(line + "\n" for line in lines)
 
@@ -548,7 +583,8 @@ def to_sarif(run: Run) -> str:
             "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
             "message": {"text": f"{what}: {i.message}"},
             "locations": [location(i)],
-            "properties": {"xrt2pjrt": i.kind, "safe": i.safe, "detail": i.detail},
+            "properties": {"xrt2pjrt": i.kind, "safe": i.safe, "detail": i.detail,
+                           **({} if i.cell is None else {"cell": i.cell})},
         })
     document = {
         "$schema": SARIF_SCHEMA,
@@ -577,7 +613,8 @@ def to_markdown(run: Run) -> str:
             chosen = [i for i in items if i.kind == kind]
             if chosen:
                 lines += [f"### {title}", ""]
-                lines += [f"- line {i.line} `{i.rule}`: {i.message}" for i in chosen]
+                lines += [f"- {'' if i.cell is None else f'cell {i.cell}, '}line {i.line} `{i.rule}`: {i.message}"
+                          for i in chosen]
                 lines.append("")
     return "\n".join(lines)
 
