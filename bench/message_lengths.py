@@ -8,7 +8,8 @@ a temporary folder, runs
 ``xrt2pjrt migrate`` there once as a preview (the JSON report: each item's message and
 long text) and once with ``--write`` (the TODO lines it writes, in Python, notebooks and the
 text kinds), and prints the median and largest length of the items' messages and of the new
-TODO lines, and how many TODO lines are longer than the width of their file (width.py).
+TODO lines, how many TODO lines are longer than the width of their file (width.py), and
+how many were cut to fit it.
 ``--tool`` runs the xrt2pjrt of another checkout (an older commit, for a before/after).
 """
 
@@ -29,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
 from xrt2pjrt import files, width  # noqa: E402
+from xrt2pjrt.report import CUT  # noqa: E402
 
 MARK = "TODO(xrt2pjrt)"
 
@@ -104,7 +106,8 @@ def main() -> None:
     if any("detail" in i for i in items):
         print(f"  their long text (detail): {_figures([len(i.get('detail') or i['message']) for i in items])}")
     print(f"TODO lines written: {_figures([len(line) for line, _ in todos])} characters")
-    print(f"  longer than their file's width: {sum(len(line) > limit for line, limit in todos)}")
+    print(f"  longer than their file's width: {sum(len(line) > limit for line, limit in todos)}; "
+          f"cut to fit: {sum(f'{CUT} [' in line for line, _ in todos)}")
 
 
 if __name__ == "__main__":
