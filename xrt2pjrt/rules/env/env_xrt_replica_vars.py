@@ -18,7 +18,7 @@ class ReplicaVariables(EnvRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): XRT_HOST_WORLD_SIZE is never set under PJRT... [env-xrt-replica-vars]\n"
+                "# TODO(xrt2pjrt): use xr.process_count() //... [env-xrt-replica-vars]\n"
                 "hosts = int(os.environ.get('XRT_HOST_WORLD_SIZE', '1'))\n"
             ),
             manual=("xr.local_process_count()",),
@@ -28,7 +28,7 @@ class ReplicaVariables(EnvRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is never set under PJRT... [env-xrt-replica-vars]\n"
+                "# TODO(xrt2pjrt): use xr.global_ordinal()... [env-xrt-replica-vars]\n"
                 "rank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n"
             ),
             manual=("xr.global_ordinal()",),
@@ -68,4 +68,4 @@ class ReplicaVariables(EnvRule):
         return None, "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
 
     def read(self, variable):
-        return f"{variable} is never set under PJRT: use {RUNTIME_READS[variable]}"
+        return f"use {RUNTIME_READS[variable]}: {variable} is never set under PJRT"

@@ -10,6 +10,7 @@ from xrt2pjrt.python.rule import PythonRule, literal
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import XM
 
+_READ_BYTES = "read bytes_used and bytes_limit: kb_free and kb_total are gone"
 _MEMORY_INFO = ("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free "
                 "and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
 
@@ -28,7 +29,7 @@ class MemoryInfo(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): xm.get_memory_info returns bytes_used... [manual-memory-info]\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
                 "free = xm.get_memory_info(device)['kb_free']\n"
             ),
             manual=("bytes_limit",),
@@ -39,9 +40,9 @@ class MemoryInfo(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): xm.get_memory_info returns bytes_used... [manual-memory-info]\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
                 "info = xm.get_memory_info(device)\n"
-                "# TODO(xrt2pjrt): xm.get_memory_info returns bytes_used... [manual-memory-info]\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
                 "used = info['kb_total'] - info['kb_free']\n"
             ),
             manual=("bytes_limit", "bytes_limit"),
@@ -50,12 +51,12 @@ class MemoryInfo(PythonRule):
 
     def call(self, ctx, node, name):
         # Found in fairseq (0.10 and today's): a KeyError on every logging step.
-        ctx.manual(_MEMORY_INFO)
+        ctx.manual(_READ_BYTES, detail=_MEMORY_INFO)
         return node
 
     def leave(self, ctx, original, updated):
         key = updated.slice[0].slice if len(updated.slice) == 1 else None
         if (isinstance(key, cst.Index) and literal(key.value) in ("kb_free", "kb_total")
                 and "get_memory_info" in ctx.source):
-            ctx.manual(_MEMORY_INFO)
+            ctx.manual(_READ_BYTES, detail=_MEMORY_INFO)
         return updated

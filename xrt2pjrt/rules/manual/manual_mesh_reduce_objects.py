@@ -40,7 +40,7 @@ class MeshReduceObjects(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): torch_xla 2.x's mesh_reduce reads the... [manual-mesh-reduce-objects]\n"
+                "# TODO(xrt2pjrt): hand mesh_reduce a tensor or a Python... [manual-mesh-reduce-objects]\n"
                 "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n"
             ),
             manual=("UnpicklingError",),
@@ -62,7 +62,7 @@ class MeshReduceObjects(PythonRule):
             # in parentheses, as in the call: a line break or a walrus is valid there
             data = ast.parse(f"({code(hit[1].value)})", mode="eval").body
             if not _plain(data, _Names(ctx.tree, ctx.line)):
-                ctx.manual(_WEIGHTS_ONLY)
+                ctx.manual("hand mesh_reduce a tensor or a Python number", detail=_WEIGHTS_ONLY)
         return node
 
 

@@ -29,7 +29,7 @@ class SendCpuDataTensor(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): torch_xla 2.x's send_cpu_data_to_devi... [manual-send-cpu-data-tensor]\n"
+                "# TODO(xrt2pjrt): take [0] of the result if this is one... [manual-send-cpu-data-tensor]\n"
                 "couplings = xm.send_cpu_data_to_device(couplings, device)\n"
             ),
             manual=("wraps a bare tensor in a list",),
@@ -43,5 +43,5 @@ class SendCpuDataTensor(PythonRule):
     def call(self, ctx, node, name):
         hit = argument(node, "datas", 0) or argument(node, "data", 0)
         if hit is not None and not isinstance(hit[1].value, _CONTAINER_DISPLAYS) and not hit[1].star:
-            ctx.manual(_ONE_TENSOR_LIST)
+            ctx.manual("take [0] of the result if this is one tensor", detail=_ONE_TENSOR_LIST)
         return node
