@@ -29,7 +29,7 @@ class XlaDevice(RenameRule):
             (
                 "import torch_xla\n"
                 "\n"
-                "# TODO(xrt2pjrt): n=1: under PJRT the index counts the devices this... [api-xla-device]\n"
+                "# TODO(xrt2pjrt): n=1: use torch_xla.device() for this replica's device [api-xla-device]\n"
                 "# TODO(xrt2pjrt): devkind='TPU' dropped: PJRT_DEVICE chooses the... [api-xla-device]\n"
                 "device = torch_xla.device(index=1)\n"
             ),
@@ -46,7 +46,7 @@ class XlaDevice(RenameRule):
                 "import torch_xla\n"
                 "\n"
                 "def _mp_fn(index):\n"
-                "    # TODO(xrt2pjrt): n=index: under PJRT the index counts the... [api-xla-device]\n"
+                "    # TODO(xrt2pjrt): n=index: use torch_xla.device() for this... [api-xla-device]\n"
                 "    device = torch_xla.device(index=index)\n"
             ),
             manual=("n=index",),
@@ -56,5 +56,6 @@ class XlaDevice(RenameRule):
     def call(self, ctx, node, name):
         hit = argument(ctx.original, "n", 0)
         if hit is not None and literal(hit[1].value) not in (None, 0):
-            ctx.manual(f"n={code(hit[1].value)}: {_OWN_DEVICES}")
+            ctx.manual(f"n={code(hit[1].value)}: use torch_xla.device() for this replica's device",
+                       detail=_OWN_DEVICES)
         return super().call(ctx, node, name)
