@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.api_surface import Lack, entry, keyword_lacks, lacks
-from xrt2pjrt.python.replacements import advice, spelled_release, why_missing
+from xrt2pjrt.python.replacements import advice, missing, spelled_release
 from xrt2pjrt.python.rule import PythonRule, code, literal
 from xrt2pjrt.registry import Example
 from xrt2pjrt.python.shim_names import shim_defines
@@ -34,7 +34,7 @@ class NotInTarget(PythonRule):
             (
                 "import torch_xla.amp as xa\n"
                 "\n"
-                "# TODO(xrt2pjrt): xa.GradScaler (torch_xla.amp.GradScaler) is not... [api-not-in-target]\n"
+                "# TODO(xrt2pjrt): xa.GradScaler: nothing replaces it... [api-not-in-target]\n"
                 "scaler = xa.GradScaler()\n"
             ),
             manual=("removed in 2.9",),
@@ -54,7 +54,7 @@ class NotInTarget(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): xm.CollectiveContext (torch_xla.core.xla_model.... [api-not-in-target]\n"
+                "# TODO(xrt2pjrt): xm.CollectiveContext: XRT's collective context... [api-not-in-target]\n"
                 "CONTEXTS = {'all': xm.CollectiveContext}\n"
             ),
             manual=("in no torch_xla 2.x release",),
@@ -80,7 +80,7 @@ class NotInTarget(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): getattr(xm, 'xrt_world_size')... [api-not-in-target]\n"
+                "# TODO(xrt2pjrt): getattr(xm, 'xrt_world_size') is not in... [api-not-in-target]\n"
                 "n = getattr(xm, 'xrt_world_size')()\n"
                 "m = getattr(xm, 'xrt_world_size', None)\n"
             ),
@@ -99,7 +99,8 @@ class NotInTarget(PythonRule):
         if owner and isinstance(attr, str) and not args[0].star:
             lack = lacks(f"{owner}.{attr}", ctx.target_version)
             if lack is not None and lack.name == f"{owner}.{attr}":
-                ctx.manual(f"{code(updated)} ({lack.name}) {why_missing(lack, 'an AttributeError')}")
+                message, detail = missing(code(updated), lack, "an AttributeError")
+                ctx.manual(message, detail=detail)
         return updated
 
     def call(self, ctx, node, name):
@@ -155,7 +156,8 @@ class NotInTarget(PythonRule):
                 ctx.manual(f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell that "
                            "imports it fails")
             return
-        ctx.manual(f"{_named(node, lack.name)} {why_missing(lack, 'an AttributeError')}")
+        message, detail = missing(code(node), lack, "an AttributeError")
+        ctx.manual(message, detail=detail)
 
     @staticmethod
     def _argument(ctx, func: cst.BaseExpression, dotted: str, lack: Lack) -> str:
