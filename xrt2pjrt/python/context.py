@@ -152,13 +152,14 @@ class Context:
     def remove_statement(self) -> None:
         self._engine.statements[-1].remove = True
 
-    def drop_import_if_unused(self, name: str, dropped: str, kept: str) -> None:
+    def drop_import_if_unused(self, name: str, dropped: str, kept: str, kept_detail: str = "") -> None:
         """Once the pass is over, remove the import of ``name`` made here if nothing uses
-        it by then, reporting ``dropped`` as a change; else report ``kept`` to decide."""
+        it by then, reporting ``dropped`` as a change; else report ``kept`` to decide (and
+        ``kept_detail``, why)."""
         key = (self._engine.scope.path, name)
         statement = id(self._engine.statements[-1].node)  # its TODO line goes above it, if kept
         self._engine.droppable[key] = (Finding(self.rule_id, self.line, dropped),
-                                       Finding(self.rule_id, self.line, kept), statement,
+                                       Finding(self.rule_id, self.line, kept, detail=kept_detail), statement,
                                        self._engine.todo(kept, self.rule_id))
 
     @property
