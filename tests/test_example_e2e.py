@@ -62,7 +62,7 @@ def test_example_trains_after_migration(tmp_path, target):
         assert "xmp.spawn(_mp_fn, args=(parse_flags(),), start_method='fork')" in code
         assert "os.environ.setdefault('PJRT_DEVICE', 'TPU')" in code
     else:
-        assert "import xrt2pjrt.shim.xla_model as xm" in code and "xm.get_ordinal()" in code
+        assert "import xrt2pjrt_shim.xla_model as xm" in code and "xm.get_ordinal()" in code
     run = _train(folder)
     assert run.returncode == 0, run.stderr[-3000:]
     losses = _losses(run.stdout)

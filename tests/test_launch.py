@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import xrt2pjrt
 from _hostile import hostile_words
 from stand_ins.pod import Pod, set_up
 from xrt2pjrt.launch import READ_SECRET, SECRET_PLACEHOLDER
@@ -355,3 +357,86 @@ def test_shell_and_words_together_or_an_option_like_name_are_refused(pod):
     ran = pod.run(LAUNCH + ["--tpu=-x", "--", "python3", "t.py"])
     assert ran.returncode == 2
     assert pod.gcloud_calls() == []
+
+
+# --- the carried shim (xrt2pjrt/carry.py): on every worker, beside the script ------------
+
+SHIMMED_SCRIPT = "import xrt2pjrt_shim.xla_model as xm\n\nprint(xm.get_ordinal())\n"
+
+
+def _carried(folder: Path, script: str = "train.py") -> Path:
+    """``script`` in ``folder``, importing the shim, and the copy `migrate --write` carries beside it."""
+    (folder / script).write_text(SHIMMED_SCRIPT)
+    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--write", str(folder / script)],
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and (folder / "xrt2pjrt_shim" / "__init__.py").exists(), done.stderr
+    return folder / "xrt2pjrt_shim"
+
+
+def _worker_command(pod: Pod, script: str = "train.py") -> str:
+    """The one worker's command of a dry run, as a person would run it by hand on the worker."""
+    printed = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "1", "--dry-run", "--", "python3", script])
+    assert printed.returncode == 0, printed.stderr
+    (command,) = [line for line in printed.stdout.splitlines() if not line.startswith("#")]
+    return command
+
+
+def test_a_script_that_imports_the_carried_shim_runs_where_the_workers_have_the_copy(pod):
+    _carried(pod.root)
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "train.py"])
+    assert ran.returncode == 0, ran.stderr
+    assert [c.argv for c in pod.calls()[2]] == [["python3", "train.py"]]
+    assert (f"xrt2pjrt launch: train.py imports the carried shim (xrt2pjrt_shim/, xrt2pjrt {xrt2pjrt.__version__}): "
+            "each worker checks it has that copy before the program starts (gcloud compute tpus tpu-vm scp --recurse "
+            "--worker=all xrt2pjrt_shim pod: copies it)") in ran.stderr
+
+
+def test_a_script_that_imports_the_carried_shim_with_no_copy_beside_it_is_not_launched(pod):
+    (pod.root / "jobs").mkdir()
+    (pod.root / "jobs" / "train.py").write_text(SHIMMED_SCRIPT)
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "-u", "jobs/train.py"])
+    assert ran.returncode == 2
+    assert ("jobs/train.py imports xrt2pjrt_shim, and there is no jobs/xrt2pjrt_shim/ beside it: run "
+            "`xrt2pjrt migrate --write --target shim jobs`") in ran.stderr
+    assert pod.gcloud_calls() == []
+
+
+def test_a_worker_without_the_copy_or_with_another_version_stops_saying_what_to_copy(pod, tmp_path):
+    copy = _carried(pod.root)
+    command = _worker_command(pod)
+    worker_home = tmp_path / "worker-home"  # the worker's working directory, where train.py is and the copy is not
+    worker_home.mkdir()
+    (worker_home / "train.py").write_text(SHIMMED_SCRIPT)
+    secret = {"XRT2PJRT_JOB_SECRET": "s" * 32}
+    missing = subprocess.run(["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret},
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1 and pod.calls() == {}, "the program did not start"
+    assert (f"xrt2pjrt launch: this worker has no xrt2pjrt_shim/ of xrt2pjrt {xrt2pjrt.__version__}, which train.py "
+            "imports: copy it from the launching machine (gcloud compute tpus tpu-vm scp") in missing.stderr
+    old = worker_home / "xrt2pjrt_shim"
+    old.mkdir()
+    (old / "__init__.py").write_text((copy / "__init__.py").read_text().replace(
+        f'__version__ = "{xrt2pjrt.__version__}"', '__version__ = "0.0.9"'))
+    other = subprocess.run(["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret},
+                           capture_output=True, text=True, timeout=60)
+    assert other.returncode == 1 and "this worker has no xrt2pjrt_shim/ of xrt2pjrt" in other.stderr
+    (old / "__init__.py").write_bytes((copy / "__init__.py").read_bytes())  # the copy, as scp brings it
+    same = subprocess.run(["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret},
+                          capture_output=True, text=True, timeout=60)
+    assert same.returncode == 0, same.stderr
+    assert [c.argv for c in pod.calls()[0]] == [["python3", "train.py"]]
+
+
+def test_in_a_container_the_copy_is_the_images_said_not_checked(pod):
+    _carried(pod.root)
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "1", "--docker-image", "img:1", "--dry-run", "--",
+                            "python3", "train.py"])
+    assert ran.returncode == 0, ran.stderr
+    assert "the image must hold it beside the script (not checked from here)" in ran.stderr
+    assert "xrt2pjrt_shim" not in ran.stdout
+
+
+def test_a_script_that_does_not_import_the_copy_is_launched_as_before(pod):
+    (pod.root / "train.py").write_text("import torch_xla.runtime as xr\n")
+    assert "xrt2pjrt_shim" not in _worker_command(pod)

@@ -302,7 +302,7 @@ def test_parallel_jobs_give_the_same_result(tmp_path):
 def test_target_shim_points_imports_at_the_shim(tree):
     assert run("migrate", "--write", "--target", "shim", tree).exit_code == 0
     text = (tree / "train.py").read_text()
-    assert text.startswith("import xrt2pjrt.shim.xla_model as xm\nimport xrt2pjrt.shim.xla_multiprocessing as xmp\n")
+    assert text.startswith("import xrt2pjrt_shim.xla_model as xm\nimport xrt2pjrt_shim.xla_multiprocessing as xmp\n")
     assert "xm.get_ordinal(), xm.xrt_world_size()" in text and "nprocs=8" in text
 
 

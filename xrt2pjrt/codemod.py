@@ -281,14 +281,23 @@ def apply(p: Plan, held: list[tuple[Plan, files.Replaced]] | None = None) -> boo
     open there, to be looked at again once the other files are written (``settle``)."""
     if p.new_bytes is None:
         return False
+    path = Path(p.write_to or p.result.path)
+    new = p.snapshot is None  # a file the run creates (the carried shim's), never over one made meanwhile
     try:
-        replaced = files.write_atomic(Path(p.write_to or p.result.path), p.new_bytes, expect=p.snapshot, hold=True)
+        if new:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        replaced = files.write_atomic(path, p.new_bytes, expect=p.snapshot, new=new, hold=True)
     except files.Changed as exc:
         p.result.error = str(exc) or "changed on disk while xrt2pjrt ran; not written (run again)"
+        return False
+    except FileExistsError:
+        p.result.error = "created by another program while xrt2pjrt ran; not written (run again)"
         return False
     except OSError as exc:
         p.result.error = f"cannot write: {exc.strerror or exc}; the file is unchanged"
         return False
+    if replaced is None:  # created: no file was replaced
+        return True
     try:
         replaced.settle(put_back=True)
         written = True
@@ -332,14 +341,18 @@ class Executed:
 
 
 def execute(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
-            write: bool = False, progress: Callable[[int], None] | None = None) -> Executed:
-    """Plan every file and, with ``write``, write the changed ones. SIGINT or SIGTERM ends the
-    run: at once while planning (the workers are stopped, nothing was written), between two
-    files while writing (a write is never cut short); ``stopped_by`` says which."""
+            write: bool = False, progress: Callable[[int], None] | None = None,
+            more: Callable[[list[Plan]], list[Plan]] | None = None) -> Executed:
+    """Plan every file and, with ``write``, write the changed ones. ``more`` plans the files
+    that follow from the files' plans (the carried shim), written with them. SIGINT or
+    SIGTERM ends the run: at once while planning (the workers are stopped, nothing was
+    written), between two files while writing (a write is never cut short); ``stopped_by``
+    says which."""
     out = Executed()
     with _signals() as stop:
         try:
             out.plans = plan_all(targets, options, jobs, progress)
+            out.plans += more(out.plans) if more else []
         except _Interrupted as exc:
             out.stopped_by = exc.signum
             return out

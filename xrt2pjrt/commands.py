@@ -126,8 +126,11 @@ def print_diff(out: Out, original: str, updated: str, path: str) -> None:
     from xrt2pjrt import diff
     from xrt2pjrt.files import quoted  # an unusual name (a newline in it) quoted as git does
 
+    # a file the run creates (the carried shim's) comes from /dev/null, as git writes it
+    new = not original and not os.path.lexists(path)
     lines = diff.unified(original.splitlines(keepends=True), updated.splitlines(keepends=True),
-                         fromfile=quoted(_diff_label("a", path)), tofile=quoted(_diff_label("b", path)))
+                         fromfile="/dev/null" if new else quoted(_diff_label("a", path)),
+                         tofile=quoted(_diff_label("b", path)))
     for line in lines:
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"

@@ -23,6 +23,15 @@ machine holds it (``ps`` shows command lines to every user). Docker passes it in
 container by name, ``sudo --preserve-env`` keeping its value. The program then reads an
 empty stdin, as it did before. ``--dry-run`` prints a placeholder, never a secret.
 
+The carried shim. A script migrated to the shim imports ``xrt2pjrt_shim``, the copy that
+``migrate --write`` carried into its project (carry.py), and each worker needs that folder
+beside the script, of the same version. When the command runs a Python script (``python3
+SCRIPT`` or ``python3 -m MODULE``) that exists here and imports the copy, launch looks for the
+copy beside it here (refusing to launch when there is none, saying how to make one), and
+each worker's command first checks that its own copy has this version: a worker without it
+stops before the program starts, saying what to copy where. In a container (--docker-image)
+the copy is the image's: that is said, not checked.
+
 Design. One ``gcloud compute tpus tpu-vm ssh NAME --worker=i --command=…`` per worker, run
 at once, so that each output line can be prefixed with its worker and each worker's exit
 status is known. The worker count comes from ``--num-workers`` or else from ``gcloud
@@ -41,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import secrets
 import shlex
 import signal
@@ -49,8 +59,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
+from xrt2pjrt import carry
+from xrt2pjrt.shim_packages import CARRIED
 from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.store.secret import new_secret
 from xrt2pjrt.text.words import Word
@@ -127,9 +140,90 @@ def main(request: Request, num_workers: int | None = None, dry_run_only: bool = 
     launch, target = request.model()
     for flag in launch.ignored:
         print(f"xrt2pjrt launch: ignoring {flag}: PJRT runs no XRT server", file=err)
+    shim = shipped_shim(request.command)
+    if shim is not None:
+        print(f"xrt2pjrt launch: {shim.say(target.tpu, in_container=launch.docker_image is not None)}", file=err)
     if dry_run_only:
-        return dry_run(launch, target, num_workers, out)
-    return run(launch, target, num_workers, out, err)
+        return dry_run(launch, target, num_workers, out, shim)
+    return run(launch, target, num_workers, out, err, shim)
+
+
+# --- the carried shim -------------------------------------------------------------------
+
+_PYTHON = re.compile(r"python[0-9.]*")
+_VALUED = frozenset({"-W", "-X", "--check-hash-based-pycs"})  # python's options that take the next word
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """The carried shim a launch's script imports: the script as the command names it, the
+    folder that must hold the copy (as the command's paths go: relative to the worker's
+    working directory, or absolute), and the version of the copy found there on this machine."""
+
+    script: str
+    folder: str
+    version: str
+
+    @property
+    def copy(self) -> str:
+        return os.path.normpath(os.path.join(self.folder, CARRIED))
+
+    def say(self, tpu: str, in_container: bool) -> str:
+        """What launch says about it: where the workers need it, and how to copy it there."""
+        if in_container:
+            return (f"{self.script} imports the carried shim ({self.copy}/, xrt2pjrt {self.version}): the image "
+                    "must hold it beside the script (not checked from here)")
+        return (f"{self.script} imports the carried shim ({self.copy}/, xrt2pjrt {self.version}): each worker checks "
+                f"it has that copy before the program starts ({self.copy_command(tpu)} copies it)")
+
+    def copy_command(self, tpu: str) -> str:
+        remote = self.folder + "/" if self.folder != "." else ""  # (scp: relative to the worker's home)
+        return shlex.join(["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse", "--worker=all", self.copy,
+                           f"{tpu}:{remote}"])
+
+    def worker_check(self, tpu: str) -> Seg:
+        """What a worker runs first (after reading the secret): its copy is this version, or it stops."""
+        init = shlex.quote(os.path.join(self.copy, "__init__.py"))
+        version = shlex.quote(f'__version__ = "{self.version}"')
+        why = shlex.quote(f"xrt2pjrt launch: this worker has no {self.copy}/ of xrt2pjrt {self.version}, which "
+                          f"{self.script} imports: copy it from the launching machine ({self.copy_command(tpu)})")
+        return Seg(f"grep -qsF {version} {init} || {{ echo {why} >&2; exit 1; }}; ")
+
+
+def shipped_shim(command: tuple[str, ...]) -> Shipped | None:
+    """The carried shim that the Python script ``command`` runs imports; None when the command
+    runs no script found here that imports it. LaunchError when it does and no copy is
+    beside it here."""
+    if not command or not _PYTHON.fullmatch(os.path.basename(command[0])):
+        return None
+    words = list(command[1:])
+    while words and words[0].startswith("-") and words[0] != "-":
+        option = words.pop(0)
+        if option == "-c" or not words:
+            return None
+        if option == "-m":  # the module from the working directory, which is sys.path's first entry
+            module = os.path.join(*words[0].split("."))
+            found = [path for path in (f"{module}.py", os.path.join(module, "__main__.py")) if os.path.isfile(path)]
+            return _shipped(found[0], ".") if found else None
+        if option in _VALUED:
+            words.pop(0)
+    return _shipped(words[0], os.path.dirname(words[0]) or ".") if words else None
+
+
+def _shipped(script: str, folder: str) -> Shipped | None:
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            source = f.read()
+    except OSError:
+        return None  # not on this machine: nothing to tell
+    if not carry.imports_copy(source):
+        return None
+    version = carry.version_at(Path(folder))
+    if version is None:
+        raise LaunchError(f"{script} imports {CARRIED}, and there is no {os.path.join(folder, CARRIED)}/ beside it: "
+                          f"run `xrt2pjrt migrate --write --target shim {folder}`, then copy the code with it to "
+                          "every worker")
+    return Shipped(script, folder, version)
 
 
 def worker_count(target: Target) -> int:
@@ -170,17 +264,20 @@ class Run:
     target: Target
     id: str
     secret: str = dataclasses.field(repr=False)
+    shim: Shipped | None = None  # the carried shim the program imports
 
     @classmethod
-    def new(cls, launch: Launch, target: Target) -> "Run":
+    def new(cls, launch: Launch, target: Target, shim: Shipped | None = None) -> "Run":
         run_id = secrets.token_hex(6)
         if launch.docker_image and not launch.docker_container:  # named, so it can be removed
             launch = dataclasses.replace(launch, docker_container=Word.literal(f"xrt2pjrt-{run_id}"))
-        return cls(launch, target, run_id, new_secret())
+        return cls(launch, target, run_id, new_secret(), shim)
 
     def ssh(self, worker: str) -> list[str]:
-        """The gcloud command for a worker; it reads the job's secret from its stdin."""
-        prelude = Prelude((Seg(f"export {MARKER}={self.id}; "), READ_SECRET), (MARKER, SECRET))
+        """The gcloud command for a worker; it reads the job's secret from its stdin, then
+        checks its copy of the carried shim (outside a container)."""
+        check = (self.shim.worker_check(self.target.tpu),) if self.shim and not self.launch.docker_image else ()
+        prelude = Prelude((Seg(f"export {MARKER}={self.id}; "), READ_SECRET, *check), (MARKER, SECRET))
         return self._gcloud(worker, as_argv_text(self.launch.worker_command(literal_word, prelude)))
 
     def stop(self, worker: str) -> list[str]:
@@ -196,9 +293,9 @@ class Run:
         return gcloud_ssh(self.target.tpu, worker, self.target.zone, self.target.project) + [f"--command={command}"]
 
 
-def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO) -> int:
+def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO, shim: Shipped | None = None) -> int:
     """Print the exact commands a launch would run, the job's secret as a placeholder; run nothing."""
-    run_ = Run.new(launch, target)
+    run_ = Run.new(launch, target, shim)
     if num_workers is None:
         print(shlex.join(gcloud_describe(target.tpu, target.zone, target.project)), file=out)
         workers = ["<i>"]
@@ -214,10 +311,10 @@ def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO
 
 
 def run(launch: Launch, target: Target, num_workers: int | None, out: TextIO = sys.stdout,
-        err: TextIO = sys.stderr) -> int:
+        err: TextIO = sys.stderr, shim: Shipped | None = None) -> int:
     """Run the command on every worker; the exit status: 0, a failed worker's, or 130 on Ctrl-C."""
     n = num_workers if num_workers is not None else worker_count(target)
-    return _Pod(Run.new(launch, target), n, out, err).run()
+    return _Pod(Run.new(launch, target, shim), n, out, err).run()
 
 
 class _Pod:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from xrt2pjrt import codemod, config, files, report, width
+from xrt2pjrt import carry, codemod, config, files, report, width
 from xrt2pjrt.registry import TARGETS, Options, parse_version, select, split_words
 
 STDIN = Path("-")
@@ -141,7 +141,16 @@ def discover(request: Request, settings: config.Settings) -> files.Discovery:
         if request.force_exclude and excluded(name, False):
             return files.Discovery()
         return files.Discovery(targets=[(name, files.kind_of(name))])
-    return files.discover(request.paths, excluded=excluded, force_exclude=request.force_exclude)
+    return files.discover(request.paths, excluded=_not_the_copy(excluded), force_exclude=request.force_exclude)
+
+
+def _not_the_copy(excluded: files.Excluded) -> files.Excluded:
+    """``excluded``, and every carried shim's folder: the copy is the tool's (carry.py), not
+    the user's code to migrate, tracked by git or not."""
+    def leaves_out(path: Path, is_dir: bool, tracked: bool) -> bool:
+        return (is_dir and path.name == carry.FOLDER) or excluded(path, is_dir, tracked)
+
+    return leaves_out
 
 
 def migrate(request: Request, note: Callable[[str], None] = lambda message: None,
@@ -165,8 +174,15 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
     for line in codemod.notes_on(found, request.write):
         note(line)
     total = len(found.targets)
+    root = carry.root_of(request.paths)
+
+    def the_copy(plans: list[codemod.Plan]) -> list[codemod.Plan]:
+        return carry.plans(root, [p.result for p in plans])
+
     done = codemod.execute(found.targets, options, request.jobs, write=request.write,
-                           progress=(lambda n: progress(n, total)) if progress else None)
+                           progress=(lambda n: progress(n, total)) if progress else None, more=the_copy)
+    for line in carry.notes_on(root, done.plans):
+        note(line)
     # a path named that cannot be read fails as a file does: said, the run goes on, exit 2
     refused = [report.FileResult(str(path), "", error=why) for path, why in found.refused]
     run = report.Run([p.result for p in done.plans] + refused, request.mode, ignored=len(found.ignored))

@@ -5,6 +5,7 @@ it to the rules): do not edit."""
 
 RULES: dict[str, tuple[str, str, str]] = {
     'api-device-type-gpu': ('python', 'safe', "xm.xla_device_hw(d) == 'GPU' (or xr.device_type()): torch_xla 2.x names it 'CUDA' → 'CUDA'"),
+    'api-full-mat-mul-precision': ('python', 'safe', "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True/False) (gone in 2.5) → torch_xla.backends.set_mat_mul_precision('highest'/'default') (2.8+), or the _XLAC string setter on 2.5-2.7"),
     'api-keywords': ('python', 'safe', 'keywords torch_xla 2.x renamed or dropped: send_cpu_data_to_device(data=) → datas=, ParallelLoader(loader=) → cpu_loader= (2.5+), FSDP(mark_step_on_finalization=) → sync_on_finalization= (2.8+), all_reduce(cctx=) dropped'),
     'api-local-ordinal': ('python', 'safe', 'xm.get_local_ordinal(defval) → xr.local_ordinal()'),
     'api-mark-step': ('python', 'safe', 'xm.mark_step() (deprecated in 2.8) → torch_xla.sync() (2.4+)'),
@@ -30,14 +31,17 @@ RULES: dict[str, tuple[str, str, str]] = {
     'launch-xla-dist': ('shell', 'unsafe', 'python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME --worker=all --command=". /etc/profile; PJRT_DEVICE=TPU …" (or `xrt2pjrt launch` with --launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.'),
     'launch-xrt-server': ('shell', 'none', "python -m torch_xla.core.xrt_run_server (XRT's server, gone in 2.x; PJRT needs none): report"),
     'manual-borrowed-alias': ('python', 'none', "xm / xmp imported from a module of the project (from tpu_utils import xm), or handed in (a parameter, self.xm), then called as torch_xla's (xm.xrt_world_size()): not followed; report once per name"),
+    'manual-device-probe': ('python', 'none', "xm.xla_device() or xm.get_xla_supported_devices() as a TPU probe (in a try whose except catches RuntimeError or Exception): True on every host under torch_xla 2.x; report, with torch_xla.runtime.device_type() == 'TPU' to test instead"),
     'manual-import-module': ('python', 'none', "import_module('torch_xla...') / __import__: a module reached by string is not rewritten; report"),
     'manual-memory-info': ('python', 'none', 'xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report the call, and each read of those keys in the file'),
     'manual-mesh-reduce-objects': ('python', 'none', 'xm.mesh_reduce(tag, data, fn) with data not surely a tensor or a plain Python value: from torch 2.6 (torch_xla 2.6+) it loads the gathered values with weights_only=True, and numpy values or objects raise UnpicklingError; report'),
     'manual-module-as-value': ('python', 'none', 'a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made through the other name are not followed; report'),
+    'manual-mp-model-wrapper': ('python', 'none', 'xmp.MpModelWrapper: on TPU v2/v3 the two replicas of a PJRT process get one module from it; report, with the model built in each replica and xm.broadcast_master_param to use instead'),
     'manual-pjrt-other': ('python', 'none', 'other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report'),
     'manual-pre-1.0': ('python', 'none', 'torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads is reported as one to delete'),
     'manual-rendezvous-subset': ('python', 'none', 'xm.rendezvous(tag, payload, replicas=[subset]): PJRT requires every replica; report'),
     'manual-save-barrier': ('python', 'none', 'xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it (not where a rendezvous follows), and where xm.save is passed as a function (save_function=xm.save)'),
+    'manual-seeded-replicas': ('python', 'none', "torch.manual_seed in a function xmp.spawn or torch_xla.launch runs, followed there by a module moved with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas share a process and torch's global RNG, so models built after the same seed differ; report"),
     'manual-send-cpu-data-tensor': ('python', 'none', 'xm.send_cpu_data_to_device(data, device) with data not surely a container: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report'),
     'manual-star-import': ('python', 'none', 'from torch_xla... import *: the names it brings cannot be followed; report'),
     'manual-xla-dist': ('python', 'none', 'torch_xla.distributed.xla_dist used from Python (removed in 2.1): report'),
@@ -45,7 +49,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     'pjrt-run-multiprocess': ('python', 'unsafe', "pjrt.run_multiprocess(fn, *args) / pjrt._run_multiprocess → xrt2pjrt.shim's run_multiprocess, which calls fn(*args) as before (xmp.spawn would call fn(index, *args)); a used result is reported"),
     'pjrt-runtime': ('python', 'safe', 'torch_xla.experimental.pjrt.* (deleted in 2.5) → torch_xla.runtime (xr.*)'),
     'pjrt-spawn': ('python', 'safe', 'pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name'),
-    'shim-imports': ('python', 'safe', "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt.shim; calls kept"),
+    'shim-imports': ('python', 'safe', "--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt_shim (carried); calls kept"),
     'spawn-dataloader-worker': ('python', 'none', "an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a partial): the worker is a process of its own where torch_xla is not the replica's; report"),
     'spawn-exit': ('python', 'none', "sys.exit / os._exit in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's spawn re-raises SystemExit in the launching process (which skips what follows the spawn; sys.exit(0) exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica on sys.exit, as XRT did; report"),
     'spawn-join-daemon': ('python', 'none', 'xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report'),
@@ -57,6 +61,7 @@ RULES: dict[str, tuple[str, str, str]] = {
 }
 
 WHY: dict[str, str] = {
+    'api-full-mat-mul-precision': "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True/False) (gone in 2.5) → torch_xla.backends.set_mat_mul_precision('highest'/'default') (2.8+), or the _XLAC string setter on 2.5-2.7",
     'api-not-in-target': 'any other torch_xla name, keyword or positional argument the target release lacks (xm.CollectiveContext, torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings): reported with the release that removed it and its replacement, as the last check of every spot',
     'api-xrt-metric-names': "Metric names that only XRT's runtime recorded, read through ``torch_xla.debug.metrics``.",
     'dist-init-method': 'torch.distributed over XLA: the ``xla`` process group under PJRT.',
@@ -66,11 +71,14 @@ WHY: dict[str, str] = {
     'install-xrt-era-release': 'Install lines that bring back an XRT-era torch_xla: reported with what to install instead.',
     'launch-xla-dist': '``python -m torch_xla.distributed.xla_dist`` → ``gcloud compute tpus tpu-vm ssh NAME --worker=all``.',
     'launch-xrt-server': "``python -m torch_xla.core.xrt_run_server``: XRT's server, gone from torch_xla 2.x.",
+    'manual-device-probe': "xm.xla_device() or xm.get_xla_supported_devices() as a TPU probe (in a try whose except catches RuntimeError or Exception): True on every host under torch_xla 2.x; report, with torch_xla.runtime.device_type() == 'TPU' to test instead",
+    'manual-mp-model-wrapper': 'xmp.MpModelWrapper: on TPU v2/v3 the two replicas of a PJRT process get one module from it; report, with the model built in each replica and xm.broadcast_master_param to use instead',
+    'manual-seeded-replicas': "torch.manual_seed in a function xmp.spawn or torch_xla.launch runs, followed there by a module moved with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas share a process and torch's global RNG, so models built after the same seed differ; report",
     'manual-send-cpu-data-tensor': 'xm.send_cpu_data_to_device(data, device) with data not surely a container: 2.1+ returns a one- element list for a bare tensor (XRT: the tensor); report',
-    'shim-imports': '``--target shim``: point the XRT-era imports at ``xrt2pjrt.shim``, keep every call site.',
+    'shim-imports': '``--target shim``: point the XRT-era imports at the shim, keep every call site.',
 }
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    'python': ('torch_xla', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'xrt_world_size', 'xla_dist'),
+    'python': ('torch_xla', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'xrt_world_size', 'xla_dist', 'xrt2pjrt'),
     'shell': ('XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu)', 'xla_dist', 'xrt_run_server'),
 }

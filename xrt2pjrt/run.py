@@ -24,6 +24,12 @@ Several hosts: ``--hosts H --host-index I --master ADDR[:PORT]`` on every host. 
 which keep working on their own; the replicas' store is served by host 0 (see
 :mod:`xrt2pjrt.shim.cpu` for its port).
 
+One shim per process: a script migrated to the shim imports ``xrt2pjrt_shim``, the copy
+carried into its project, while run's replicas, launch guard and replacement tables are the
+installed shim's. Two copies in one process would each keep their own placement, store and
+spawn count, so under run ``xrt2pjrt_shim`` and its modules are the installed shim's
+(:class:`InstalledShim`).
+
 Exit code: by default the script's own. With ``--per-process``, 0 when every replica
 finished, else the exit code of the replica that failed (128 + N for a signal N), as a
 shell reports it. Output: every replica writes to this terminal, as in the shim's mode.
@@ -33,6 +39,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import multiprocessing
 import os
@@ -42,6 +50,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from xrt2pjrt.shim_packages import CARRIED, installed_name
 from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.cpu import launch, launch_guard, placement, replacements, supervisor
 
@@ -100,6 +109,7 @@ def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = Fals
         raise RunError(f"torch_xla is not installed: run needs it ({install_command(installed_versions(), tpu=False)}; "
                        "or, in the xrt2pjrt checkout, pip install -e '.[xla]')")
     configure(nprocs, hosts, host_index, master)
+    sys.meta_path.insert(0, InstalledShim())
     if per_process:
         return _per_process(script, list(args), nprocs)
     return _once(script, list(args))
@@ -171,6 +181,31 @@ class ScriptReplica:
                           LOCAL_RANK=str(where.local_ordinal), LOCAL_WORLD_SIZE=str(where.local_world_size),
                           GROUP_RANK=str(where.host), TORCHELASTIC_RUN_ID="xrt2pjrt-run")
         _execute(self.script, self.args)
+
+
+class InstalledShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports of the carried copy (``xrt2pjrt_shim``, ``xrt2pjrt_shim.xla_model``, ...)
+    answered with the installed shim's modules, the same objects under both names."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != CARRIED and not name.startswith(f"{CARRIED}."):
+            return None
+        installed = importlib.util.find_spec(installed_name(name))
+        if installed is None:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=installed.submodule_search_locations is not None)
+
+    def __init__(self):
+        self.specs: dict[str, importlib.machinery.ModuleSpec] = {}  # the installed modules' own
+
+    def create_module(self, spec):
+        module = importlib.import_module(installed_name(spec.name))
+        self.specs[module.__name__] = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        # The import system gave the module the carried name's spec: it gets its own back.
+        module.__spec__ = self.specs.pop(module.__name__)
 
 
 def _execute(script: str, args: list[str]) -> None:

@@ -1,5 +1,5 @@
-# expect: marked
-"""A private binding that moved: _xla_set_use_full_mat_mul_precision (gone in 2.5)."""
+# expect: ran
+"""A private binding that moved: _xla_set_use_full_mat_mul_precision (gone in 2.5), set by a literal."""
 import torch
 import torch_xla
 import torch_xla.core.xla_model as xm

@@ -40,6 +40,7 @@ from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, todo_comment, trigger_for
 from xrt2pjrt.python import imports, ipython, layout, quiet
 from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 from xrt2pjrt.python.context import Context
 from xrt2pjrt.suppress import Suppressions
 from xrt2pjrt.text import magics
@@ -47,7 +48,7 @@ from xrt2pjrt.text.edits import Edit, Recorder, comment_above, todo_line, withou
 
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.
-REWRITTEN_MODULES = ("torch_xla", "xrt2pjrt.shim")
+REWRITTEN_MODULES = ("torch_xla", INSTALLED, CARRIED)
 # ... except these, imported for what importing them does.
 SIDE_EFFECT_MODULES = frozenset({"torch_xla.distributed.xla_backend"})
 

@@ -1,7 +1,8 @@
-"""``--target shim``: point the XRT-era imports at ``xrt2pjrt.shim``, keep every call site.
+"""``--target shim``: the torch_xla modules the shim replaces, and the names it defines.
 
-The shim keeps the XRT-era ``xm``/``xmp`` surface with correct PJRT semantics, so the
-smallest diff is the import line alone."""
+Migrated code imports the shim as ``xrt2pjrt_shim``, the copy carried into the project
+(xrt2pjrt/shim_packages.py); ``--target shim`` points the XRT-era imports at it and keeps
+every call site."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import ast
 import functools
 from pathlib import Path
 
-from xrt2pjrt.python.imports import dotted
+from xrt2pjrt.shim_packages import CARRIED, installed_name
 
 SHIMMED = {
-    "torch_xla.core.xla_model": "xrt2pjrt.shim.xla_model",
-    "torch_xla.distributed.xla_multiprocessing": "xrt2pjrt.shim.xla_multiprocessing",
+    "torch_xla.core.xla_model": f"{CARRIED}.xla_model",
+    "torch_xla.distributed.xla_multiprocessing": f"{CARRIED}.xla_multiprocessing",
 }
 
 
@@ -31,7 +32,7 @@ def shim_defines(dotted: str) -> bool:
 def _shim_names(module: str) -> frozenset[str]:
     """The names a shim module binds at its top level, read from its source (no import:
     the shim imports torch_xla)."""
-    path = Path(__file__).parent.parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    path = Path(__file__).parent.parent.joinpath(*installed_name(module).split(".")[1:]).with_suffix(".py")
     tree = ast.parse(path.read_text())
     names = set()
     for node in tree.body:

@@ -11,9 +11,11 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, literal
+from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
-SHIM_SPAWN = "xrt2pjrt.shim.xla_multiprocessing.spawn"
+# the shim's spawn: the carried copy's, or the installed package's (code migrated before the copy)
+SHIM_SPAWNS = frozenset(f"{shim}.xla_multiprocessing.spawn" for shim in (CARRIED, INSTALLED))
 NPROCS_POSITION, START_METHOD_POSITION = 2, 5
 # torch_xla.launch(fn, args=(), start_method='spawn', debug_single_process=False), 2.5+:
 # it calls xmp.spawn (nprocs=1 when debug_single_process), under either target.
@@ -100,7 +102,7 @@ def spawn_calls(tree: ast.Module) -> list[ast.Call]:
     """The file's calls of xmp.spawn (torch_xla's or the shim's) and torch_xla.launch."""
     bound = spawn_site.imported(tree)
     return [node for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in (SPAWN, SHIM_SPAWN, LAUNCH)]
+            if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}]
 
 
 def in_replicas_code(ctx) -> bool:

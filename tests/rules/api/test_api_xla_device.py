@@ -4,6 +4,7 @@ index says what it counts under PJRT."""
 import pytest
 
 from python_migrate import migrate, text
+from xla_run import run_on_cpu
 
 
 @pytest.mark.parametrize("version, expected", [
@@ -25,3 +26,18 @@ def test_a_device_index_says_what_it_counts_under_pjrt(call, reported):
     out = migrate(f"import torch_xla.core.xla_model as xm\n\ndef _mp_fn(index):\n    device = {call}\n")
     assert [item.rule for item in out.manual] == ["api-xla-device"] * reported
     assert "torch_xla.device(" in out.text
+
+
+@pytest.mark.xla
+def test_an_index_past_the_last_device_raises():
+    # one CPU device in this process: index 0 is it, 1 (one past the last) and beyond raise
+    ran = run_on_cpu("""
+        import torch_xla
+        print(torch_xla.device(0))
+        for index in (1, 2):
+            try:
+                torch_xla.device(index)
+            except IndexError:
+                print('IndexError')
+        """)
+    assert ran.split() == ["xla:0", "IndexError", "IndexError"]

@@ -16,8 +16,8 @@ def test_shim_target_changes_imports_only():
         xmp.spawn(_mp_fn, nprocs=8, start_method='fork')
         """, target="shim")
     assert out == textwrap.dedent("""\
-        import xrt2pjrt.shim.xla_model as xm
-        import xrt2pjrt.shim.xla_multiprocessing as xmp
+        import xrt2pjrt_shim.xla_model as xm
+        import xrt2pjrt_shim.xla_multiprocessing as xmp
 
         def _mp_fn(index):
             print(xm.get_ordinal(), xm.xrt_world_size())
@@ -30,5 +30,5 @@ def test_a_from_import_of_xrt_names_pointed_at_the_shim_is_no_item():
     # the migrated file runs (checked on CPU): the shim defines both names
     out = migrate("from torch_xla.core.xla_model import xrt_world_size, get_ordinal as go\n\nprint(xrt_world_size(), go())\n",
                   target="shim")
-    assert out.text.startswith("from xrt2pjrt.shim.xla_model import xrt_world_size, get_ordinal as go\n")
+    assert out.text.startswith("from xrt2pjrt_shim.xla_model import xrt_world_size, get_ordinal as go\n")
     assert out.manual == []

@@ -60,7 +60,8 @@ def test_what_spawn_cannot_pickle_is_reported_at_the_spawn(source, refused):
     assert not [m for m in migrate(_XMP + source, target="shim").manual if m.rule == "spawn-unpicklable"]
 
 
-@pytest.mark.parametrize("imports, target", [(_XMP, "shim"), ("import xrt2pjrt.shim.xla_multiprocessing as xmp\n", "native")])
+@pytest.mark.parametrize("imports, target", [(_XMP, "shim"), ("import xrt2pjrt_shim.xla_multiprocessing as xmp\n", "native"),
+                                             ("import xrt2pjrt.shim.xla_multiprocessing as xmp\n", "native")])
 @pytest.mark.parametrize("start", ["", ", start_method='spawn'", ", start_method=start_method"])
 def test_the_shim_reports_what_it_must_pickle_unless_spawn_forks(imports, target, start):
     out = migrate(imports + f"def main(start_method):\n    def _mp_fn(rank):\n        pass\n    xmp.spawn(_mp_fn{start})\n",

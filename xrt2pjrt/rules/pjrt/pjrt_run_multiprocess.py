@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example
+from xrt2pjrt.shim_packages import CARRIED
 from xrt2pjrt.rules.pjrt._pjrt import PJRT
 
-SHIM_XMP = "xrt2pjrt.shim.xla_multiprocessing"
+SHIM_XMP = f"{CARRIED}.xla_multiprocessing"
 
 
 _RESULTS = "results now come from xrt2pjrt.shim; torch_xla has no public API that returns per-process results"
@@ -23,12 +24,12 @@ class PjrtRunMultiprocess(PythonRule):
     examples = (
         Example(
             "from torch_xla.experimental import pjrt\n\npjrt._run_multiprocess(train, flags)\n",
-            "import xrt2pjrt.shim.xla_multiprocessing as shim_xmp\n\nshim_xmp.run_multiprocess(train, flags)\n",
+            "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n\nshim_xmp.run_multiprocess(train, flags)\n",
         ),
         Example(
             "from torch_xla.experimental import pjrt\n\nresults = pjrt.run_multiprocess(evaluate, model)\n",
             (
-                "import xrt2pjrt.shim.xla_multiprocessing as shim_xmp\n"
+                "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n"
                 "\n"
                 "# TODO(xrt2pjrt): results now come from xrt2pjrt.shim... [pjrt-run-multiprocess]\n"
                 "results = shim_xmp.run_multiprocess(evaluate, model)\n"
@@ -41,6 +42,6 @@ class PjrtRunMultiprocess(PythonRule):
         # Not xmp.spawn, even where the result goes unused: it calls fn(index, *args).
         if not ctx.is_whole_statement():
             ctx.manual(_RESULTS, of_fix=True)
-        ctx.change(f"pjrt.{name.rsplit('.', 1)[1]} → xrt2pjrt.shim.xla_multiprocessing.run_multiprocess "
+        ctx.change(f"pjrt.{name.rsplit('.', 1)[1]} → {SHIM_XMP}.run_multiprocess "
                    "(fn(*args), as before)")
         return node.with_changes(func=ctx.ref(SHIM_XMP, "run_multiprocess", "shim_xmp"))

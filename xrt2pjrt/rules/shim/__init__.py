@@ -1,1 +1,1 @@
-"""--target shim: imports pointed at xrt2pjrt.shim."""
+"""--target shim: imports pointed at the shim, carried into the project as xrt2pjrt_shim."""

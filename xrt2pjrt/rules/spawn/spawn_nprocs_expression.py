@@ -11,7 +11,7 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import NOT_LITERAL, code, literal
-from xrt2pjrt.python.spawn_graph import NPROCS_POSITION, SHIM_SPAWN, SPAWN, elements
+from xrt2pjrt.python.spawn_graph import NPROCS_POSITION, SHIM_SPAWNS, SPAWN, elements
 from xrt2pjrt.python.spawn_graph import nprocs_argument
 from xrt2pjrt.rules.spawn._nprocs import NprocsRule, QUOTED_LINES, lines_beyond
 from xrt2pjrt.registry import Example
@@ -32,7 +32,7 @@ class NprocsExpression(NprocsRule):
                "read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device); "
                "xmp.spawn handed on as a value (functools.partial, an alias) is reported")
     fix = "unsafe"
-    names = frozenset({SPAWN, SHIM_SPAWN})
+    names = frozenset({SPAWN, *SHIM_SPAWNS})
     targets = ("native", "shim")
     examples = (
         Example(
@@ -81,7 +81,7 @@ class NprocsExpression(NprocsRule):
     def call(self, ctx, node, name):
         # The shim's spawn takes any nprocs, so nothing is rewritten for it; but it runs every
         # device of the host too, which need not be the count either.
-        shim = ctx.options.target == "shim" or name == SHIM_SPAWN
+        shim = ctx.options.target == "shim" or name in SHIM_SPAWNS
         hit = nprocs_argument(node)
         if hit is None:
             if any(arg.star == "**" for arg in node.args) and not shim:

@@ -10,7 +10,7 @@ import ast
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, code, literal
-from xrt2pjrt.python.spawn_graph import LAUNCH, SHIM_SPAWN, SPAWN, START_METHOD_POSITION, elements, in_one_process
+from xrt2pjrt.python.spawn_graph import LAUNCH, SHIM_SPAWNS, SPAWN, START_METHOD_POSITION, elements, in_one_process
 from xrt2pjrt.registry import Example
 
 _LOCKED = "which holds a lock"  # pickle refuses a lock: 'Lock objects should only be shared ... through inheritance'
@@ -52,7 +52,7 @@ class Unpicklable(PythonRule):
                "or an xmp.MpModelWrapper (or a partial of one), as fn or in args (a tuple, or a name bound to one): "
                "torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless under "
                "fork; report")
-    names = frozenset({SPAWN, SHIM_SPAWN, LAUNCH})
+    names = frozenset({SPAWN, LAUNCH, *SHIM_SPAWNS})
     examples = (
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -116,7 +116,7 @@ class Unpicklable(PythonRule):
         if in_one_process(ctx.original, name):
             return node
         # torch_xla.launch is torch_xla's own spawn under either target: the shim does not replace it
-        shim = name != LAUNCH and (ctx.options.target == "shim" or name == SHIM_SPAWN)
+        shim = name != LAUNCH and (ctx.options.target == "shim" or name in SHIM_SPAWNS)
         if shim and (start := argument(ctx.original, "start_method", START_METHOD_POSITION)) and (
                 literal(start[1].value) == "fork"):
             return node

@@ -75,8 +75,10 @@ def lift_launch_guard() -> _LaunchGuard | None:
 
 def caller() -> str:
     """file:line and source of the innermost frame of the user's own code: outside the
-    standard library, installed packages (torch, torch_xla, Lightning, ...) and xrt2pjrt."""
-    inside = [os.path.dirname(sys.modules[name].__file__) for name in ("torch", "torch_xla", "xrt2pjrt")]
+    standard library, installed packages (torch, torch_xla, Lightning, ...) and the shim's own package
+    (xrt2pjrt, or the copy carried into a project)."""
+    own = __name__.partition(".")[0]
+    inside = [os.path.dirname(sys.modules[name].__file__) for name in ("torch", "torch_xla", own)]
     inside += [sysconfig.get_paths()["stdlib"], *site.getsitepackages(), site.getusersitepackages()]
     inside = tuple(os.path.join(folder, "") for folder in inside)
     for frame in reversed(traceback.extract_stack()):

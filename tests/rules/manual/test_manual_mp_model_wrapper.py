@@ -1,0 +1,39 @@
+"""manual-mp-model-wrapper beyond its example: on the installed torch_xla, two replicas run as
+threads of one process (as on TPU v2/v3: CPU_NUM_DEVICES=2 gives one process two devices) get one
+module from MpModelWrapper, its parameters on one device."""
+
+import pytest
+
+from python_migrate import migrate
+from xla_run import run_on_cpu
+
+
+@pytest.mark.xla
+def test_two_thread_replicas_get_one_module_on_one_device():
+    ran = run_on_cpu("""
+        import threading
+        import torch
+        import torch_xla
+        import torch_xla.distributed.xla_multiprocessing as xmp
+        from torch_xla._internal import pjrt
+
+        WRAPPED = xmp.MpModelWrapper(torch.nn.Linear(2, 2))
+        got, lock = {}, threading.Lock()
+
+        def replica(index):
+            model = WRAPPED.to(torch_xla.device())
+            with lock:
+                got[index] = model
+
+        pjrt.spawn_threads(replica)
+        print(len(got), len({id(model) for model in got.values()}), next(got[0].parameters()).device)
+        """, PJRT_DEVICE="CPU", CPU_NUM_DEVICES="2")
+    replicas, modules, device = ran.split()
+    assert (replicas, modules) == ("2", "1")
+    assert device == "xla:1"  # replica 0's model sits on replica 1's device
+
+
+def test_reported_where_the_wrapper_is_made_under_either_target():
+    source = "import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n"
+    for target in ("native", "shim"):
+        assert [item.rule for item in migrate(source, target=target).manual] == ["manual-mp-model-wrapper"]

@@ -1,0 +1,41 @@
+"""manual-seeded-replicas beyond its examples: on the installed torch_xla, two replicas run as
+threads of one process (as on TPU v2/v3) and seeded alike draw different numbers; the seed is
+reported in what the spawned function calls."""
+
+import pytest
+
+from python_migrate import migrate
+from xla_run import run_on_cpu
+
+
+@pytest.mark.xla
+def test_two_thread_replicas_seeded_alike_draw_different_numbers():
+    ran = run_on_cpu("""
+        import threading
+        import torch
+        from torch_xla._internal import pjrt
+
+        seeded, lock, drawn = threading.Barrier(2), threading.Lock(), {}
+
+        def replica(index):
+            torch.manual_seed(0)
+            seeded.wait()  # both seeded before either draws, in turn
+            with lock:
+                drawn[index] = torch.rand(1).item()
+
+        pjrt.spawn_threads(replica)
+        print(len(drawn), len(set(drawn.values())))
+        """, PJRT_DEVICE="CPU", CPU_NUM_DEVICES="2")
+    assert ran.split() == ["2", "2"]  # two replicas, two different numbers after one seed
+
+
+def test_a_seed_in_what_the_spawned_function_calls_is_reported():
+    source = ("import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+              "def build(device):\n    torch.manual_seed(0)\n    return Net().to(device)\n\n"
+              "def _mp_fn(index):\n    model = build(xm.xla_device())\n\nxmp.spawn(_mp_fn, nprocs=8)\n")
+    assert "manual-seeded-replicas" in [item.rule for item in migrate(source).manual]
+
+
+def test_a_seed_outside_spawned_code_is_not():
+    source = "import torch\nimport torch_xla.core.xla_model as xm\n\ntorch.manual_seed(0)\nd = xm.xla_device()\n"
+    assert "manual-seeded-replicas" not in [item.rule for item in migrate(source).manual]

@@ -1,0 +1,113 @@
+"""xm.xla_device() or xm.get_xla_supported_devices() as a TPU probe (in a try whose except catches
+RuntimeError or Exception): True on every host under torch_xla 2.x; report, with
+torch_xla.runtime.device_type() == 'TPU' to test instead
+
+Libraries asked "is there a TPU?" by taking a device and catching the failure:
+``try: xm.xla_device(); return True except RuntimeError: return False`` (accelerate's
+``is_tpu_available``). Under XRT that worked: with no XRT configuration the runtime raised
+"Missing XLA configuration" (pytorch/xla v1.13.0 third_party/xla_client/computation_client.cc:280),
+so a GPU or CPU host answered False. torch_xla 2.x never raises there: importing it sets
+``PJRT_DEVICE=CPU`` when it finds no TPU (v2.9.0 torch_xla/runtime.py:57, called from
+torch_xla/__init__.py:274), and the probe answers True on every host, so the library takes its
+TPU paths on a GPU box (a run on 2.9's CPU shows it: tests/rules/manual/test_manual_device_probe.py).
+
+The device type the runtime chose answers the question: ``torch_xla.runtime.device_type()``
+is 'TPU' only on a TPU host (2.1+; v2.9.0 torch_xla/runtime.py:74). The probe is reported, not
+rewritten: what the ``except`` does, and what else the ``try`` holds, is the library's.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.manual._manual import XM
+
+_ALWAYS = ("a TPU probe: torch_xla 2.x falls back to CPU where XRT raised, so this never fails; test "
+           "torch_xla.runtime.device_type() == 'TPU' instead")
+# What an except clause must catch for the try around a device call to be a probe: what XRT raised.
+_CATCHES = frozenset({"RuntimeError", "Exception", "BaseException"})
+# A probe's try holds the device call and little else; a try around a whole program is no probe.
+_PROBE_STATEMENTS = 3
+
+
+class DeviceProbe(PythonRule):
+    id = "manual-device-probe"
+    fix = "none"
+    summary = ("xm.xla_device() or xm.get_xla_supported_devices() as a TPU probe (in a try whose except catches "
+               "RuntimeError or Exception): True on every host under torch_xla 2.x; report, with "
+               "torch_xla.runtime.device_type() == 'TPU' to test instead")
+    names = frozenset({f"{XM}.xla_device", f"{XM}.get_xla_supported_devices", "torch_xla.runtime.xla_device",
+                       "torch_xla.device", "torch_xla.torch_xla.device"})
+    examples = (
+        Example(  # accelerate 0.12-0.16, utils/imports.py
+            "import torch_xla.core.xla_model as xm\n\ndef is_tpu_available():\n    try:\n"
+            "        _ = xm.xla_device()\n        return True\n    except RuntimeError:\n        return False\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "def is_tpu_available():\n"
+                "    try:\n"
+                "        # TODO(xrt2pjrt): a TPU probe: torch_xla 2.x falls back... [manual-device-probe]\n"
+                "        _ = xm.xla_device()\n"
+                "        return True\n"
+                "    except RuntimeError:\n"
+                "        return False\n"
+            ),
+            manual=("a TPU probe",),
+        ),
+        Example(
+            "import torch_xla.core.xla_model as xm\n\ntry:\n    HAS_TPU = bool(xm.get_xla_supported_devices())\n"
+            "except Exception:\n    HAS_TPU = False\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "try:\n"
+                "    # TODO(xrt2pjrt): a TPU probe: torch_xla 2.x falls back to... [manual-device-probe]\n"
+                "    HAS_TPU = bool(xm.get_xla_supported_devices())\n"
+                "except Exception:\n"
+                "    HAS_TPU = False\n"
+            ),
+            manual=("a TPU probe",),
+        ),
+        Example(  # an ImportError is the import's failure, not the device's
+            "try:\n    import torch_xla.core.xla_model as xm\n    device = xm.xla_device()\nexcept ImportError:\n"
+            "    device = None\n",
+            "try:\n    import torch_xla.core.xla_model as xm\n    device = xm.xla_device()\nexcept ImportError:\n"
+            "    device = None\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if _in_probe(ctx):
+            ctx.manual(_ALWAYS)
+        return node
+
+
+def _in_probe(ctx) -> bool:
+    """Whether the call being visited is in the body of a short try, in its own function, one of
+    whose except clauses catches what XRT raised. Read on the file's ast: the libcst tree the
+    rules see has quiet statements folded (python/quiet.py), so a try's length is not there."""
+    if ctx.tree is None:
+        return False
+    line, node, found = ctx.line, ctx.tree, False
+    while True:  # down the statements that hold the line, to the innermost try or scope
+        inner = next((child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)
+                      and child.lineno <= line <= child.end_lineno), None)
+        if inner is None:
+            return found
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found = False
+        elif isinstance(inner, ast.Try):
+            body = inner.body
+            found = (body[0].lineno <= line <= body[-1].end_lineno and len(body) <= _PROBE_STATEMENTS
+                     and any(_catches(handler) for handler in inner.handlers))
+        node = inner
+
+
+def _catches(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(caught, ast.Name) and caught.id in _CATCHES for caught in types)

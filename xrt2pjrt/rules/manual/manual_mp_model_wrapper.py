@@ -1,0 +1,50 @@
+"""xmp.MpModelWrapper: on TPU v2/v3 the two replicas of a PJRT process get one module from it; report,
+with the model built in each replica and xm.broadcast_master_param to use instead
+
+XRT ran one process per TPU core, and ``MpModelWrapper`` let each forked process move its own
+copy-on-write copy of a model built once at module level. PJRT opens a TPU v2/v3 chip from one
+process only, so each process drives the chip's two cores from two threads
+(pytorch/xla v2.9.0 torch_xla/_internal/pjrt.py:44, ``_run_thread_per_device``; two devices a
+chip: torch_xla/_internal/tpu.py:119). ``MpModelWrapper.to`` moves its one module and returns it
+(torch_xla/distributed/xla_multiprocessing.py:81): both threads get the same object, its
+parameters on whichever thread moved it last, so one replica trains on the other's device (a
+run on 2.9's CPU with two devices in one process shows it:
+tests/rules/manual/test_manual_mp_model_wrapper.py). On TPU v4 and later a process drives one
+chip, one thread, as under XRT.
+
+Build the model in the spawned function, then ``xm.broadcast_master_param(model)`` (2.1+;
+v2.9.0 torch_xla/core/xla_model.py:1539) gives every replica replica 0's parameters, as the
+upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
+
+_ONE_MODULE = ("on TPU v2/v3 a PJRT process runs two replicas as threads and MpModelWrapper.to hands both the "
+               "same module: build the model in each replica, then xm.broadcast_master_param(model)")
+
+
+class MpModelWrapper(PythonRule):
+    id = "manual-mp-model-wrapper"
+    fix = "none"
+    summary = ("xmp.MpModelWrapper: on TPU v2/v3 the two replicas of a PJRT process get one module from it; report, "
+               "with the model built in each replica and xm.broadcast_master_param to use instead")
+    names = frozenset({"torch_xla.distributed.xla_multiprocessing.MpModelWrapper"})
+    examples = (
+        Example(  # the upstream pattern: one model at module level, moved in each replica
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED_MODEL = xmp.MpModelWrapper(Net())\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "# TODO(xrt2pjrt): on TPU v2/v3 a PJRT process runs two... [manual-mp-model-wrapper]\n"
+                "WRAPPED_MODEL = xmp.MpModelWrapper(Net())\n"
+            ),
+            manual=("same module",),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        ctx.manual(_ONE_MODULE)
+        return node

@@ -1,0 +1,111 @@
+"""torch.manual_seed in a function xmp.spawn or torch_xla.launch runs, followed there by a module moved
+with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas share a
+process and torch's global RNG, so models built after the same seed differ; report
+
+XRT ran one process per TPU core: every replica that seeded torch's global generator alike
+drew the same numbers, and code built identical models that way. PJRT runs a TPU v2/v3
+chip's two replicas as two threads of one process (pytorch/xla v2.9.0
+torch_xla/_internal/pjrt.py:44, ``_run_thread_per_device``), and the two threads draw from the
+one global generator: what one draws the other does not, seed or no seed (a run on 2.9's CPU
+with two devices in one process shows it: tests/rules/manual/test_manual_seeded_replicas.py).
+The upstream PJRT guide says so and advises broadcasting replica 0's parameters
+(docs/source/learn/_pjrt.md:246): ``xm.broadcast_master_param(model)`` after building the
+model (2.1+; v2.9.0 torch_xla/core/xla_model.py:1539). A file that already calls it is not
+reported, nor a seed that no ``.to(...)`` follows in its function: what a replica builds on the
+host and moves to its device is what the shared generator makes differ (random tensors made on
+the XLA device draw from the device's generator, xm.set_rng_state); nor the ``.to`` of an
+``MpModelWrapper``, whose module was built before the replicas ran (manual-mp-model-wrapper reports
+that one). On TPU v4 and later each
+process runs one replica, as under XRT.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.spawn_graph import in_replicas_code
+from xrt2pjrt.registry import Example
+
+_SHARED_RNG = ("on TPU v2/v3 a PJRT process runs two replicas as threads sharing torch's RNG, so models built "
+               "after this seed differ: call xm.broadcast_master_param(model) once the model is built")
+
+
+class SeededReplicas(PythonRule):
+    id = "manual-seeded-replicas"
+    fix = "none"
+    statement_words = ("manual_seed",)
+    summary = ("torch.manual_seed in a function xmp.spawn or torch_xla.launch runs, followed there by a module "
+               "moved with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas "
+               "share a process and torch's global RNG, so models built after the same seed differ; report")
+    names = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
+    examples = (
+        Example(
+            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n\nxmp.spawn(_mp_fn)\n",
+            (
+                "import torch\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    # TODO(xrt2pjrt): on TPU v2/v3 a PJRT process runs two... [manual-seeded-replicas]\n"
+                "    torch.manual_seed(1)\n"
+                "    model = Net().to(device)\n"
+                "\n"
+                "xmp.spawn(_mp_fn)\n"
+            ),
+            manual=("sharing torch's RNG",),
+        ),
+        Example(  # pytorch/xla v1.13's test_mp_distributed_mm.py: its tensors come from the device's generator
+            "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(11)\n    xm.set_rng_state(11)\n"
+            "    w = torch.randn(3, 4, device=device)\n\nxmp.spawn(_mp_fn)\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(11)\n    xm.set_rng_state(11)\n"
+            "    w = torch.randn(3, 4, device=device)\n\nxmp.spawn(_mp_fn)\n",
+        ),
+        Example(  # the parameters are made equal after the seed: nothing to say
+            "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(xm.xla_device())\n"
+            "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(xm.xla_device())\n"
+            "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
+        ),
+        Example(  # the model came from MpModelWrapper, built before: manual-mp-model-wrapper's item
+            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
+            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
+        ),
+        Example(  # the launching process's seed: one process, one thread
+            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    torch.manual_seed(1)\n    xmp.spawn(_mp_fn)\n",
+            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "if __name__ == '__main__':\n    torch.manual_seed(1)\n    xmp.spawn(_mp_fn)\n",
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        if in_replicas_code(ctx) and "broadcast_master_param" not in ctx.source and _moved_after(ctx.tree, ctx.line):
+            ctx.manual(_SHARED_RNG)
+        return node
+
+
+def _moved_after(tree: ast.Module, line: int) -> bool:
+    """Whether the innermost function holding ``line`` calls ``.to(...)`` below it, on anything
+    but an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
+    holders = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and node.lineno <= line <= node.end_lineno]
+    if not holders:
+        return False
+    function, wrappers = max(holders, key=lambda node: node.lineno), _wrappers(tree)
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+               and node.lineno > line and ast.unparse(node.func.value) not in wrappers for node in ast.walk(function))
+
+
+def _wrappers(tree: ast.Module) -> set[str]:
+    """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
+    return {ast.unparse(target) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("MpModelWrapper")
+            for target in node.targets}
