@@ -308,7 +308,9 @@ class Run:
             cells = self._cells(result)[1]
         else:  # (the text of a notebook without a change is read again: parse it once)
             cache = self.__dict__.setdefault("_cells_as_read", {})
-            cells = cache.setdefault(result.path, _cell_lines(self._text_as_written(result) or ""))
+            if result.path not in cache:
+                cache[result.path] = _cell_lines(self._text_as_written(result) or "")
+            cells = cache[result.path]
         lines = cells[finding.cell - 1] if finding.cell <= len(cells) else []
         return (line, *_span(lines, line, line))
 
