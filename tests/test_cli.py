@@ -264,7 +264,7 @@ def test_github_annotations_one_per_change_and_decision(tree):
                          r"title=xrt2pjrt [a-z0-9.-]+::(would change|decide by hand): .+$")
     assert all(pattern.match(line) for line in lines), lines
     assert "::warning file=train.py,line=6,col=5,endLine=6,endColumn=29,title=xrt2pjrt manual-save-barrier::" \
-           "decide by hand: xm.save no longer waits" in ran.stdout
+           "decide by hand: add xm.rendezvous('saved')" in ran.stdout
 
 
 def _check_sarif(document: dict) -> list[dict]:

@@ -225,7 +225,7 @@ _CITED_LINE = re.compile(r"\bline \d+(?:, \d+)*(?: of cell \d+)?(?:: `[^`\n]*`)?
 def _unplaced(findings: list[dict]) -> list[dict]:
     """Findings without their place: a preview places them in the file as read, --write in
     the file as written (below the TODO lines it added). Both list them in line order."""
-    return [{k: _CITED_LINE.sub("line ...", v) if k == "message" else v for k, v in f.items()
+    return [{k: _CITED_LINE.sub("line ...", v) if k in ("message", "detail") else v for k, v in f.items()
              if k not in ("line", "column", "end_line", "end_column")} for f in findings]
 
 

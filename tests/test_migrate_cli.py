@@ -32,8 +32,7 @@ MIGRATED = (
     "\n"
     "def _mp_fn(index):\n"
     "    print(xr.global_ordinal(), xr.world_size())\n"
-    "    # TODO(xrt2pjrt): xm.save no longer waits for every replica (2.1): if others read the file next, "
-    "add xm.rendezvous('saved') after it [manual-save-barrier]\n"
+    "    # TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
     "    xm.save({}, '/tmp/x.pt')\n"
     "\n"
     "xmp.spawn(_mp_fn, start_method='fork')\n"
@@ -222,7 +221,7 @@ def test_json_report_shape(tree, tmp_path):
     assert {"path", "changes", "manual", "error"} <= set(train)
     assert train["error"] is None
     for finding in train["changes"] + train["manual"]:
-        assert set(finding) == {"rule", "line", "column", "end_line", "end_column", "message", "safe"}
+        assert set(finding) == {"rule", "line", "column", "end_line", "end_column", "message", "safe", "detail"}
     assert {c["rule"] for c in train["changes"]} == {"api-ordinal", "api-world-size", "spawn-nprocs-literal"}
     assert [(m["rule"], m["line"]) for m in train["manual"]] == [("manual-save-barrier", 6)]
     assert by_path["broken.py"]["error"].startswith("line 2")

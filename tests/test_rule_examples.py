@@ -9,7 +9,7 @@ fixes are made: the examples document them (tests/test_fix_safety.py holds the g
 
 import pytest
 
-from xrt2pjrt import rewriters
+from xrt2pjrt import rewriters, width
 from xrt2pjrt.registry import Options, all_rules
 
 CASES = [
@@ -21,7 +21,9 @@ CASES = [
 
 def _run(rule, example, text):
     # (with unsafe fixes made: an example documents the fix)
-    options = Options(rules=frozenset({rule.id}), unsafe_fixes=True, **example.options)
+    # (and the width a project without settings has: 88 for Python, 100 for the text kinds)
+    options = Options(rules=frozenset({rule.id}), unsafe_fixes=True,
+                      width=width.for_kind(rule.kind, width.Width()), **example.options)
     return rewriters.module_for(rule.kind).rewrite(text, options)
 
 
@@ -30,7 +32,7 @@ def test_example_rewrites_before_into_after(rule, index, example):
     outcome = _run(rule, example, example.before)
     assert outcome.text == example.after
     for expected in example.manual:
-        assert any(expected in item.shown() for item in outcome.manual), (expected, outcome.manual)
+        assert any(expected in f"{item.shown()} {item.detail}" for item in outcome.manual), (expected, outcome.manual)
     if not example.manual:
         assert outcome.manual == []
     assert all(f.rule == rule.id for f in outcome.changes + outcome.manual)

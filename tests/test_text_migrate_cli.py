@@ -70,9 +70,11 @@ def test_write_rewrites_every_kind_keeps_modes_and_reports_everything(tree, tmp_
         expected = rewriters.module_for(kind).rewrite(before, options)
         assert path.read_text() == expected.text != before, name
         assert files[name]["kind"] == kind and files[name]["error"] is None
-        pairs = lambda findings: [(f["rule"], f["message"]) for f in findings]  # noqa: E731
-        assert pairs(files[name]["changes"]) == [(f.rule, one_line(f.message)) for f in expected.changes], name
-        assert pairs(files[name]["manual"]) == [(f.rule, one_line(f.message)) for f in expected.manual], name
+        # the whole of each message is the record's long text (its message is cut to one short line)
+        pairs = lambda findings: [(f["rule"], f["detail"]) for f in findings]  # noqa: E731
+        said = lambda f: one_line(f.message) + (f": {one_line(f.detail)}" if f.detail else "")  # noqa: E731
+        assert pairs(files[name]["changes"]) == [(f.rule, said(f)) for f in expected.changes], name
+        assert pairs(files[name]["manual"]) == [(f.rule, said(f)) for f in expected.manual], name
         # Lines are those of the file as written: an item to decide is on its statement,
         # which is where it was when that line survived the rewrite, never on a TODO line.
         old, new = before.splitlines(), expected.text.splitlines()

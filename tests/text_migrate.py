@@ -29,7 +29,7 @@ def without_todos(text: str) -> str:
 
 # The decisions a device setting asks, the same in every file kind (xrt_variables.device_for).
 REMOTE = "this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive"
-NO_CUDA = "this ran on GPUs: PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only (2.9 dropped CUDA"
+NO_CUDA = "this ran on GPUs: stay on torch_xla 2.8, run on TPU or CPU, or use PyTorch's own CUDA"
 UNREADABLE = "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not be read from its value"
 
 

@@ -13,7 +13,6 @@ file and the key: a typo must not quietly migrate with the defaults.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -68,36 +67,6 @@ def find(start: Path) -> Path | None:
         path = candidate / "pyproject.toml"
         if path.is_file() and _table(_read(path), path, required=False) is not None:
             return path
-    return None
-
-
-# Where a formatter's line length is set, in the order ruff reads a folder's files.
-_LINE_LENGTH = ((".ruff.toml", ("line-length",)), ("ruff.toml", ("line-length",)),
-                ("pyproject.toml", ("tool", "ruff", "line-length")), ("pyproject.toml", ("tool", "black", "line-length")))
-_FORMATTER_DEFAULT = 88  # ruff's and black's own
-
-
-@functools.cache
-def line_length(folder: Path) -> int | None:
-    """The line length the project formats to: from the closest folder (``folder`` up)
-    whose ruff.toml/.ruff.toml or pyproject.toml configures ruff or black; that tool's 88
-    when it configures one without a line length; None when nothing does. A file that
-    cannot be read is passed over (the formatter's settings only shape new lines)."""
-    for candidate in (folder, *folder.parents):
-        for name, keys in _LINE_LENGTH:
-            path = candidate / name
-            if not path.is_file():
-                continue
-            try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            *tables, key = keys
-            for table in tables:
-                data = data.get(table) if isinstance(data, dict) else None
-            if isinstance(data, dict):
-                value = data.get(key, _FORMATTER_DEFAULT)
-                return value if isinstance(value, int) and value > 0 else _FORMATTER_DEFAULT
     return None
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from xrt2pjrt import carry, codemod, config, files, report
+from xrt2pjrt import carry, codemod, config, files, report, width
 from xrt2pjrt.registry import TARGETS, Options, parse_version, select, split_words
 
 STDIN = Path("-")
@@ -120,14 +120,15 @@ def options_for(request: Request, settings: config.Settings, note: Callable[[str
     if request.max_file_size is not None:
         base = replace(base, max_file_bytes=request.max_file_size)
     per_file = config.per_file_ignores(settings)
-    cache: dict[tuple[tuple[str, ...], int | None], Options] = {}
+    cache: dict[tuple, Options] = {}
 
     def options(path: Path) -> Options:
         words = tuple(w for match, ids in per_file if match(path) for w in ids)
-        key = (words, config.line_length(path.resolve().parent))
+        found = width.of(path.resolve().parent)
+        key = (words, found, width.for_kind(files.kind_of(path), found))
         if key not in cache:
             chosen = replace(base, rules=rules.ignoring(list(words))) if words else base
-            cache[key] = replace(chosen, line_length=key[1])
+            cache[key] = replace(chosen, line_length=found.length if found.formatter else None, width=key[2])
         return cache[key]
 
     return options

@@ -237,8 +237,12 @@ class Options:
     # A file a rewriter would parse is skipped, and reported, above this size (--max-file-size).
     max_file_bytes: int = 2_000_000
     # The line length of the project's formatter (ruff's or black's) for the file, if it has
-    # one: a statement a rule rewrote past it is split as the formatter would (config.line_length).
+    # one: a statement a rule rewrote past it is split as the formatter would (width.of).
     line_length: int | None = None
+    # The width of the lines a rewriter writes into the file (its TODO lines): the project's
+    # line length for Python and notebooks, 100 for the other kinds (width.py); None: the
+    # width of a project without settings, for the kind of text at hand.
+    width: int | None = None
     # Whether the file uses PyTorch, for the text rules whose words JAX and TensorFlow share
     # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
     # (uses_torch).

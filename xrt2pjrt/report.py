@@ -19,9 +19,12 @@ from functools import cached_property
 
 from xrt2pjrt import __version__, diff
 from xrt2pjrt.files import quoted  # a file name as git shows it: an unusual one quoted, reversibly
-from xrt2pjrt.rule_index import RULES
+from xrt2pjrt.rule_index import RULES, WHY
 
 MODES = ("preview", "check", "write")
+# The characters of an item's message in a report, before the lines it cites: one short
+# line (ruff's are shorter); the rest is its long text, ``detail``.
+MESSAGE_ROOM = 100
 TODO_MARK = "TODO(xrt2pjrt):"
 
 
@@ -47,15 +50,21 @@ class Cite:
 class Finding:
     """One change made, or one spot a person must decide (``line`` is 1-based).
 
-    ``message`` is one line, without the lines it names: those are ``cites``, shown after
-    it in parentheses (``(line 12, 14)``, after the words ``cited_as``: ``(set on line 12)``)
-    when it is shown, numbered in the file as it is then written (``shown``)."""
+    ``message`` is one line, what to do, without the lines it names: those are ``cites``,
+    shown after it in parentheses (``(line 12, 14)``, after the words ``cited_as``: ``(set
+    on line 12)``) when it is shown, numbered in the file as it is then written (``shown``).
+    ``detail`` is the why and how of this spot, beyond the message: the long text the JSON
+    and SARIF reports carry (the rule's own why is its docs, ``xrt2pjrt rules ID``)."""
 
     rule: str
     line: int
     message: str
     cites: tuple[Cite, ...] = ()
     cited_as: str = ""
+    detail: str = ""
+    # In a notebook: the cell's number (1-based, as Jupyter counts) and the line in it.
+    cell: int | None = None
+    cell_line: int = 0
     # A change only: False when the fix-safety gate withheld it (an unsafe fix without
     # --unsafe-fixes): pending, not made.
     applied: bool = True
@@ -188,9 +197,22 @@ class Item:
     end_line: int = 0
     end_column: int = 1
     safe: bool | None = None  # the rule's fix is safe (None: no rule, or an error)
+    # The long text: the message whole, with its cites and the finding's detail (``message``
+    # is that, shortened to one short line).
+    detail: str = ""
+    # In a notebook: the cell (1-based), ``line`` and the columns then in that cell, and
+    # the line of the notebook's file it is on (what GitHub's annotations point at).
+    cell: int | None = None
+    file_line: int = 0
+
+    @property
+    def where(self) -> str:
+        """``path:line:column`` (``path:cell 3:line:column`` in a notebook), as ruff says it."""
+        return f"{self.path}:{'' if self.cell is None else f'cell {self.cell}:'}{self.line}:{self.column}"
 
     def record(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in ("path", "kind")}
+        return {k: v for k, v in asdict(self).items()
+                if k not in ("path", "kind", "file_line") and not (k == "cell" and v is None)}
 
 
 def plural(count: int, noun: str) -> str:
@@ -200,6 +222,28 @@ def plural(count: int, noun: str) -> str:
 def one_line(message: str) -> str:
     """A message that may quote a tool's output over several lines, on one line."""
     return " / ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
+# Where a text too long for its room is cut, strongest first: the end of a clause, then of
+# a phrase; the words it keeps are followed by this mark.
+_CLAUSE_ENDS = (": ", "; ")
+_PHRASE_ENDS = (", ", " (", " - ")
+CUT = "..."
+
+
+def shortened(text: str, room: int) -> str:
+    """``text`` on one line in at most ``room`` characters: whole when it fits, else cut at
+    the last clause end (else phrase end, else word) that keeps at least half of the room,
+    marked with "...". What it does not say is the finding's long text (``Finding.detail``)."""
+    text = one_line(text)
+    if len(text) <= room:
+        return text
+    keep = max(room - len(CUT), 1)
+    for ends in (_CLAUSE_ENDS, _PHRASE_ENDS, (" ",)):
+        at = max(text.rfind(end, 0, keep + 1) for end in ends)
+        if at >= room // 2:
+            return text[:at].rstrip(" ,;:(-") + CUT
+    return text[:keep] + CUT
 
 
 _ERROR_LINE = re.compile(r"^line (\d+)\b")
@@ -235,7 +279,7 @@ class Run:
         if result.error is not None:
             match = _ERROR_LINE.match(result.error)
             line = int(match.group(1)) if match else 1
-            return [Item(path, "error", None, one_line(result.error), line, 1, line, 1)]
+            return [Item(path, "error", None, one_line(result.error), line, 1, line, 1, detail=one_line(result.error))]
         text = self._text_as_written(result)
         lines = text.splitlines() if text is not None else []
         written = self.mode == "write" and result.changed
@@ -244,10 +288,31 @@ class Run:
         for kind, findings in (("change", result.made), ("pending", result.pending), ("decide", result.manual)):
             for f in findings:
                 line, last = moved(result, f.line)
-                message = self._cited_as_written(result, f, lines) if written else f.shown()
-                out.append(Item(path, kind, f.rule, one_line(message), line, *_span(lines, line, last),
-                                safe=_safe(f.rule)))
-        return sorted(out, key=lambda item: (item.line, item.column))  # stable: a line's items keep their order
+                shown = one_line(self._cited_as_written(result, f, lines) if written else f.shown())
+                detail = f"{shown}: {one_line(f.detail)}" if f.detail else shown
+                # the message short, the lines it cites whole: they say where to look
+                short = replace(f, message=shortened(f.message, MESSAGE_ROOM))
+                message = one_line(self._cited_as_written(result, short, lines) if written else short.shown())
+                where = (line, *_span(lines, line, last)) if f.cell is None else self._in_cell(result, f, written)
+                out.append(Item(path, kind, f.rule, message, *where, safe=_safe(f.rule),
+                                detail=detail, cell=f.cell, file_line=line))
+        # in the file's order (a notebook's cells too); stable: a line's items keep their order
+        return sorted(out, key=lambda item: (item.file_line, item.line, item.column))
+
+    def _in_cell(self, result: FileResult, finding: Finding, written: bool) -> tuple[int, int, int, int]:
+        """(line, column, end line, end column) of a notebook's ``finding`` in its cell as written."""
+        line = finding.cell_line
+        if written and (moves := self._cell_moves(result, finding.cell)) is not None:
+            line = moves.of(line)[0]
+        if written:
+            cells = self._cells(result)[1]
+        else:  # (the text of a notebook without a change is read again: parse it once)
+            cache = self.__dict__.setdefault("_cells_as_read", {})
+            if result.path not in cache:
+                cache[result.path] = _cell_lines(self._text_as_written(result) or "")
+            cells = cache[result.path]
+        lines = cells[finding.cell - 1] if finding.cell <= len(cells) else []
+        return (line, *_span(lines, line, line))
 
     def _text_as_written(self, result: FileResult) -> str | None:
         if self.mode == "write" and result.changed:
@@ -393,7 +458,7 @@ def to_text(run: Run) -> list[tuple[str, str]]:
         for item in run.items(r):
             if item.kind == "change":
                 continue  # the diff shows them; -v lists them
-            where = f"{item.path}:{item.line}:{item.column}:"
+            where = f"{item.where}:"
             if item.kind == "error":
                 out.append(("error", f"{item.path}: error: {item.message}"))
             elif item.kind == "pending":
@@ -412,7 +477,7 @@ PENDING = "unsafe fix, not made: review it, and apply it with --unsafe-fixes"
 
 def change_lines(run: Run) -> list[str]:
     """Every change, one FILE:LINE:COLUMN: line each (for -v)."""
-    return [f"{i.path}:{i.line}:{i.column}: {'changed' if run.mode == 'write' else 'change'} [{i.rule}] {i.message}"
+    return [f"{i.where}: {'changed' if run.mode == 'write' else 'change'} [{i.rule}] {i.message}"
             for r in run.interesting for i in run.items(r) if i.kind == "change"]
 
 
@@ -472,8 +537,12 @@ def to_github(run: Run) -> str:
             title = "xrt2pjrt" if i.rule is None else f"xrt2pjrt {i.rule}"
             what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
                     "pending": "unsafe fix pending (--unsafe-fixes)", "error": "not processed"}[i.kind]
-            props = (f"file={_escape_property(i.path)},line={i.line},col={i.column},endLine={i.end_line},"
-                     f"endColumn={i.end_column},title={_escape_property(title)}")
+            if i.cell is None:
+                props = (f"file={_escape_property(i.path)},line={i.line},col={i.column},endLine={i.end_line},"
+                         f"endColumn={i.end_column},title={_escape_property(title)}")
+            else:  # GitHub shows a notebook's file: the line of the cell's source, and the cell's place said
+                props = f"file={_escape_property(i.path)},line={i.file_line},title={_escape_property(title)}"
+                what = f"cell {i.cell}:{i.line}:{i.column}: {what}"
             lines.append(f"::{level} {props}::{_escape_data(f'{what}: {i.message}')}")
     return "".join(line + "\n" for line in lines)
 
@@ -492,6 +561,8 @@ def to_sarif(run: Run) -> str:
     for rid in rule_ids:
         kind, fix, summary = RULES.get(rid, (None, None, rid))
         rules.append({"id": rid, "shortDescription": {"text": summary},
+                      "fullDescription": {"text": WHY.get(rid) or summary},
+                      "help": {"text": f"{summary}. `xrt2pjrt rules {rid}` shows why, and its examples."},
                       "properties": {"kind": kind, "safe": fix != "unsafe" if fix else None}})
 
     def location(i: Item) -> dict:
@@ -514,7 +585,8 @@ def to_sarif(run: Run) -> str:
             "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
             "message": {"text": f"{what}: {i.message}"},
             "locations": [location(i)],
-            "properties": {"xrt2pjrt": i.kind, "safe": i.safe},
+            "properties": {"xrt2pjrt": i.kind, "safe": i.safe, "detail": i.detail,
+                           **({} if i.cell is None else {"cell": i.cell})},
         })
     document = {
         "$schema": SARIF_SCHEMA,
@@ -543,7 +615,8 @@ def to_markdown(run: Run) -> str:
             chosen = [i for i in items if i.kind == kind]
             if chosen:
                 lines += [f"### {title}", ""]
-                lines += [f"- line {i.line} `{i.rule}`: {i.message}" for i in chosen]
+                lines += [f"- {'' if i.cell is None else f'cell {i.cell}, '}line {i.line} `{i.rule}`: {i.message}"
+                          for i in chosen]
                 lines.append("")
     return "\n".join(lines)
 

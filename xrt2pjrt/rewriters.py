@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from xrt2pjrt.report import Finding, one_line
+from xrt2pjrt.report import Finding, shortened
 from xrt2pjrt.rule_index import TRIGGERS
 
 # file kind -> module implementing the contract above
@@ -45,10 +45,18 @@ MODULES: dict[str, str] = {
 TODO = "# TODO(xrt2pjrt): "
 
 
-def todo_comment(message: str, rule: str) -> str:
-    """The comment that marks an item to decide, on one line whatever the message quotes
-    (a message quoting a multi-line word would otherwise spill out of the comment)."""
-    return f"{TODO}{one_line(message)} [{rule}]"
+def todo_comment(message: str, rule: str, width: int, indent: str = "") -> str:
+    """The comment that marks an item to decide: ``# TODO(xrt2pjrt): <message> [rule]``,
+    one line that fits ``width`` after ``indent`` (the project's line length, width.py):
+    the message is shortened to fit, never wrapped, and the rule id always kept, as
+    ``xrt2pjrt rules ID`` says the rest. A tab of the indent counts as one column, as the
+    linters count it. Without ``indent`` in the result: the caller writes it."""
+    room = width - len(indent) - len(TODO) - len(f" [{rule}]")
+    return f"{TODO}{shortened(message, max(room, _LEAST_ROOM))} [{rule}]"
+
+
+# The room a TODO's message keeps however deep the indent: a few words, over the width.
+_LEAST_ROOM = 20
 
 
 @dataclass

@@ -112,9 +112,9 @@ def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9
         return DeviceChoice("GPU")
     if target < (2, 9):
         return DeviceChoice("CUDA")
-    return DeviceChoice("CUDA", "this ran on GPUs: PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only (2.9 dropped "
-                                "CUDA: 'No PjRtPlugin registered for: CUDA'); stay on torch_xla 2.8, or run on "
-                                "TPU or CPU, or use PyTorch's own CUDA")
+    return DeviceChoice("CUDA", "this ran on GPUs: stay on torch_xla 2.8, run on TPU or CPU, or use PyTorch's own "
+                                "CUDA (PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only; 2.9 dropped CUDA: 'No "
+                                "PjRtPlugin registered for: CUDA')")
 
 
 def replacement(name: str, value: str | None = None) -> str:

@@ -73,7 +73,7 @@ def test_an_exported_kernel_is_migrated_in_its_magics():
     outcome = migrated(KERNEL)
     text = outcome.text
     # the env-setup installs: an item each, with its TODO line above the call
-    assert todo_line(ENV_SETUP, "install-xrt-era-release") + system("python pytorch-xla-env-setup.py --version 1.13 "
+    assert todo_line(ENV_SETUP, "install-xrt-era-release", width=88) + system("python pytorch-xla-env-setup.py --version 1.13 "
                                                                      "--apt-packages libomp5 libopenblas-dev") in text
     assert "get_ipython().run_line_magic('env', 'PJRT_DEVICE=TPU')" in text
     # %%writefile train.py: a program of its own, with its own imports
@@ -141,7 +141,7 @@ def test_a_line_split_across_two_literals_is_reported_not_rewritten():
     text = "get_ipython().system('export XRT_TPU_CONFIG=' 'localservice;0;localhost:51011')\n"
     outcome = migrated(text)
     (item,) = outcome.manual
-    assert outcome.text == todo_line(item.message, item.rule) + text and outcome.changes == []
+    assert outcome.text == todo_line(item.message, item.rule, width=88) + text and outcome.changes == []  # (a Python file)
     assert item.rule == "env-shell-xrt-tpu-config" and item.message.startswith("make by hand") and item.line == 1
 
 

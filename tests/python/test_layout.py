@@ -116,7 +116,7 @@ def test_a_rewritten_statement_past_the_line_length_is_split_as_black_would(limi
 
 
 def test_the_line_length_is_the_closest_formatter_configurations(tmp_path):
-    from xrt2pjrt import config
+    from xrt2pjrt import width
 
     (tmp_path / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
@@ -124,9 +124,9 @@ def test_the_line_length_is_the_closest_formatter_configurations(tmp_path):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "ruff.toml").write_text("line-length = 120\n")
     (tmp_path / "plain").mkdir()
-    assert config.line_length(tmp_path / "pkg" / "sub") == 88  # ruff's default: ruff is configured there
-    assert config.line_length(tmp_path / "other") == 120
-    assert config.line_length(tmp_path / "plain") == 100
+    assert width.of(tmp_path / "pkg" / "sub") == width.Width(88, formatter=True)  # ruff's default: ruff is configured there
+    assert width.of(tmp_path / "other") == width.Width(120, formatter=True)
+    assert width.of(tmp_path / "plain") == width.Width(100, formatter=True)
 
 
 def test_migrate_splits_as_the_projects_formatter_is_configured(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.report import FileResult, Run
+from xrt2pjrt.report import CUT, FileResult, Run
 from xrt2pjrt.python import rewriter as python
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "python"
@@ -33,8 +33,10 @@ def test_fixture(case):
     todos = [line.strip().removeprefix("# TODO(xrt2pjrt): ") for line in outcome.text.splitlines()
              if line.strip().startswith("# TODO(xrt2pjrt): ")]
     for item in outcome.manual:
-        # The comment is the message, less details (line numbers) that a rewrite moves.
-        assert any(todo.endswith(f" [{item.rule}]") and item.message.startswith(todo.removesuffix(f" [{item.rule}]"))
+        # The comment is the message, less details (line numbers) that a rewrite moves, cut
+        # to fit the line length.
+        assert any(todo.endswith(f" [{item.rule}]")
+                   and item.message.startswith(todo.removesuffix(f" [{item.rule}]").removesuffix(CUT))
                    for todo in todos), item
     # A second pass reports what the first did, as the report words it after --write (the
     # lines a message cites named in the file as written, as the second pass reads them).

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt import files, rewriters
+from xrt2pjrt import files, rewriters, width
 from xrt2pjrt.registry import Options, all_rules
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text"
@@ -52,7 +52,8 @@ CASES = [
 def test_fixture_pair(before, expected, options, manual):
     kind = files.kind_of(FIXTURES / before)
     module = rewriters.module_for(kind)
-    opts = Options(rules=frozenset(all_rules()), unsafe_fixes=True, **options)  # every fix, unsafe ones too
+    # every fix, unsafe ones too; the width of a project without settings
+    opts = Options(rules=frozenset(all_rules()), unsafe_fixes=True, width=width.for_kind(kind, width.Width()), **options)
     outcome = module.rewrite((FIXTURES / before).read_text(), opts)
     assert outcome.text == (FIXTURES / expected).read_text()
     assert outcome.changes or outcome.manual, "a fixture shows a change or a report"

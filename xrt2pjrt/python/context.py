@@ -13,7 +13,6 @@ import libcst as cst
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Cite, Finding
-from xrt2pjrt.rewriters import todo_comment
 from xrt2pjrt.python import imports
 
 
@@ -76,8 +75,9 @@ class Context:
             self._engine.statements[-1].changed = True
 
     def manual(self, message: str, comment: bool | str = True, cites: Sequence[int] = (), quoted: int = 0,
-               cited_as: str = "", of_fix: bool = False) -> None:
-        """Report a spot a person must decide; also mark it in the code with ``message``,
+               cited_as: str = "", of_fix: bool = False, detail: str = "") -> None:
+        """Report a spot a person must decide, ``message`` saying what to do and ``detail``
+        why (the report's long text, report.Finding); also mark it in the code with ``message``,
         or with ``comment`` when that is a text (one that must not change when the file's
         lines move, so that a second pass finds it in place). ``cites``: lines of the file
         the message names (report.Finding), the first ``quoted`` of them with their text.
@@ -86,7 +86,7 @@ class Context:
         texts = self._engine.text.splitlines() if quoted else []
         finding = Finding(self.rule_id, self.line, message,
                           tuple(Cite(line, text=texts[line - 1] if k < quoted else None) for k, line in enumerate(cites)),
-                          cited_as)
+                          cited_as, detail)
         if finding in self._engine.manual:
             return  # one item per spot, however many arguments led to it
         self._engine.manual.append(finding)
@@ -94,7 +94,7 @@ class Context:
             self._engine.fix_notes.append(finding)
         if comment and self._engine.statements:
             text = comment if isinstance(comment, str) else message
-            self._engine.statements[-1].comments.append(todo_comment(text, self.rule_id))
+            self._engine.statements[-1].comments.append(self._engine.todo(text, self.rule_id))
 
     @property
     def piece(self) -> int:
@@ -153,13 +153,15 @@ class Context:
     def remove_statement(self) -> None:
         self._engine.statements[-1].remove = True
 
-    def drop_import_if_unused(self, name: str, dropped: str, kept: str) -> None:
+    def drop_import_if_unused(self, name: str, dropped: str, kept: str, kept_detail: str = "") -> None:
         """Once the pass is over, remove the import of ``name`` made here if nothing uses
-        it by then, reporting ``dropped`` as a change; else report ``kept`` to decide."""
+        it by then, reporting ``dropped`` as a change; else report ``kept`` to decide (and
+        ``kept_detail``, why)."""
         key = (self._engine.scope.path, name)
         statement = id(self._engine.statements[-1].node)  # its TODO line goes above it, if kept
         self._engine.droppable[key] = (Finding(self.rule_id, self.line, dropped),
-                                       Finding(self.rule_id, self.line, kept), statement)
+                                       Finding(self.rule_id, self.line, kept, detail=kept_detail), statement,
+                                       self._engine.todo(kept, self.rule_id))
 
     @property
     def block(self) -> dict:

@@ -68,6 +68,15 @@ def spelled_release(release: tuple[int, int]) -> str:
     return f"torch_xla {release[0]}.{release[1]}"
 
 
+def missing(spelled: str, lack: Lack, error: str) -> tuple[str, str]:
+    """The item for a use, spelled ``spelled`` in the file, of ``lack.name``, which the target
+    release lacks: its message (what to use instead, or that it is gone) and its long text
+    (since when, and the error it raises there)."""
+    found = advice(lack.name)
+    message = f"{spelled}: {found}" if found else f"{spelled} is not in {spelled_release(lack.release)}"
+    return message, f"{lack.name} {why_missing(lack, error, replacement=False)}"
+
+
 def why_missing(lack: Lack, error: str, replacement: bool = True) -> str:
     """``is not in torch_xla 2.9 (removed in 2.5): an ImportError there; use ...``"""
     text = f"is not in {spelled_release(lack.release)} ({lack.history}): {error} there"

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from xrt2pjrt import width
 from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, todo_comment, trigger_for
@@ -417,7 +418,7 @@ class _Engine(cst.CSTTransformer):
         for note in self.fix_notes[notes:]:
             self.manual.remove(note)
             if frame:
-                frame.comments.remove(todo_comment(note.message, note.rule))
+                frame.comments.remove(self.todo(note.message, note.rule))
         del self.fix_notes[notes:]
         if frame:
             frame.remove, frame.changed = flags
@@ -439,16 +440,24 @@ class _Engine(cst.CSTTransformer):
         """An ``# xrt2pjrt: ignore`` marker keeps ``rule`` off this node (suppress.py)."""
         return bool(self.suppressions) and self.suppressions.covers(rule.id, self.line_of(original))
 
+    def indent(self) -> str:
+        """The indentation of the statement being visited."""
+        step = self.module.default_indent
+        return "".join(b.indent if b.indent is not None else step for b in self.block_nodes
+                       if isinstance(b, cst.IndentedBlock))
+
+    def todo(self, message: str, rule: str) -> str:
+        """The TODO comment of an item to decide, for above the statement being visited:
+        it fits the file's width at that statement's indentation."""
+        return todo_comment(message, rule, self.ctx.options.width or width.DEFAULT, self.indent())
+
     def _finish_statement(self, frame: _Statement, original, updated):
         if frame.remove:
             self.doomed.add(updated)  # the enclosing block drops it, keeping the layout
             return updated
         limit = self.ctx.options.line_length
         if limit and frame.changed and isinstance(updated, cst.SimpleStatementLine):
-            step = self.module.default_indent
-            indent = "".join(b.indent if b.indent is not None else step for b in self.block_nodes
-                             if isinstance(b, cst.IndentedBlock))
-            updated = layout.split(updated, original, indent, step, limit, self.module)
+            updated = layout.split(updated, original, self.indent(), self.module.default_indent, limit, self.module)
         if frame.comments and hasattr(updated, "leading_lines"):
             # Comments above the first statement of a file belong to the module's header.
             above = [*updated.leading_lines, *self.module.header]
@@ -662,7 +671,7 @@ def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str,
         return
     above = rec.text.splitlines(keepends=True)
     first = rec.text.count("\n", 0, magic.statement) + 1
-    todo = dict.fromkeys(todo_line(f.message, f.rule, magic.margin) for f in manual)
+    todo = dict.fromkeys(todo_line(f.message, f.rule, magic.margin, rec.options.width or width.DEFAULT) for f in manual)
     rec.edits.append(Edit(magic.statement, magic.statement, "".join(t for t in todo if not comment_above(above, first, t))))
 
 
@@ -706,14 +715,14 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
         before, after = engine.uses, counter.counts
         stale = {key for key in before if not after.get(key)}
         comments = imports.Marks()  # the import lines kept to decide get their TODO line now
-        for key, (dropped, kept, statement) in engine.droppable.items():
+        for key, (dropped, kept, statement, todo) in engine.droppable.items():
             if after.get(key):
                 if any(f.line == kept.line for f in engine.manual) or engine.settled(kept.line):
                     continue  # a rule of its own reported this import (manual-xla-dist ...), or a marker settles it
                 engine.manual.append(kept)
                 if statement in engine.anchors:
                     line = engine.anchors[statement]
-                    comments.add(line, [*comments.get(line, []), todo_comment(kept.message, kept.rule)])
+                    comments.add(line, [*comments.get(line, []), todo])
             else:
                 stale.add(key)
                 engine.changes.append(dropped)

@@ -21,8 +21,13 @@ How to add a rule, in this order:
    through tests/python_migrate.py or tests/text_migrate.py; tests of an engine go in
    tests/python/ or tests/text/. The test folders are no packages: a test file's name
    must be unique under tests/.
-4. Run ``python -m xrt2pjrt.guide docs``: it regenerates docs/RULES.md, the families table
-   of docs/MIGRATION.md and xrt2pjrt/rule_index.py (the ids, fixes, summaries and trigger
+4. Its message says what to do, in a few words (its TODO line is that message, cut to the
+   project's line length: about 45 characters fit at 88); the why goes in ``detail``
+   (``ctx.manual(message, detail=...)``, ``rec.ask(..., detail=...)``), the report's long
+   text. After rewording one, ``python tools/refresh_todo_examples.py`` re-renders the TODO
+   lines the examples and fixtures expect.
+5. Run ``python -m xrt2pjrt.guide docs``: it regenerates docs/RULES.md, the families table
+   of docs/MIGRATION.md and xrt2pjrt/rule_index.py (the ids, fixes, summaries, whys and trigger
    words the parent process reads without importing the rules); tests/test_guide.py fails
    until they match.
 """

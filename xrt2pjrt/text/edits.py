@@ -11,6 +11,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import TODO, Outcome, todo_comment
 from xrt2pjrt.suppress import Suppressions
+from xrt2pjrt.width import NOT_PYTHON
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,12 @@ class Recorder:
             self.edits.extend(edits)
         self.changes.append(Finding(rule, self.line(offset), message, applied=applied))
 
-    def ask(self, rule: str, offset: int, message: str) -> None:
-        self.ask_at_line(rule, self.line(offset), message)
+    def ask(self, rule: str, offset: int, message: str, detail: str = "") -> None:
+        """Report a spot a person must decide: ``message`` what to do, ``detail`` why."""
+        self.ask_at_line(rule, self.line(offset), message, detail)
 
-    def ask_at_line(self, rule: str, line: int, message: str) -> None:
-        finding = Finding(rule, line, message)
+    def ask_at_line(self, rule: str, line: int, message: str, detail: str = "") -> None:
+        finding = Finding(rule, line, message, detail=detail)
         if self.suppressions and self.suppressions.covers(rule, line):
             return
         if finding not in self.manual:
@@ -91,9 +93,10 @@ class Recorder:
         return Outcome("".join(out), sorted(self.changes, key=by_line), sorted(self.manual, key=by_line))
 
 
-def todo_line(message: str, rule: str, margin: str = "") -> str:
-    """The comment line that marks an item to decide in a text (shell, Dockerfile)."""
-    return f"{margin}{todo_comment(message, rule)}\n"
+def todo_line(message: str, rule: str, margin: str = "", width: int | None = None) -> str:
+    """The comment line that marks an item to decide in a text, after ``margin``, fitting
+    ``width`` (None: a shell script's, a Dockerfile's or YAML's, 100)."""
+    return f"{margin}{todo_comment(message, rule, width or NOT_PYTHON, margin)}\n"
 
 
 def without_new_todo_lines(before: str, after: str) -> str:
@@ -117,7 +120,7 @@ def leave_todo_comments(rec: Recorder, statements: list[tuple[int, int]]) -> Non
             continue
         line = lines[first - 1]
         margin = line[:len(line) - len(line.lstrip(" \t"))]
-        comment = todo_line(f.message, f.rule, margin)
+        comment = todo_line(f.message, f.rule, margin, rec.options.width)
         if (first, comment) in written or comment_above(lines, first, comment):
             continue
         written.add((first, comment))

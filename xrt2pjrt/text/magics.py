@@ -29,6 +29,7 @@ from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import environment, shell
 from xrt2pjrt.text.edits import Edit, Recorder, comment_above, merge_into, shifted, todo_line
+from xrt2pjrt.width import DEFAULT
 from xrt2pjrt.text.environment import EnvSetting
 
 SHELL_CELLS = re.compile(r"%%(bash|sh|script[ \t]+(ba)?sh)\b")
@@ -120,7 +121,7 @@ def finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
         asked = len(rec.manual)
         new = line_magic(magic_line, options, rec, line)
         if new:
-            rec.edits.append(Edit(m.start(), end, _todo_lines(text, m, rec.manual[asked:]) + m.group(1) + new))
+            rec.edits.append(Edit(m.start(), end, _todo_lines(text, m, rec.manual[asked:], options.width or DEFAULT) + m.group(1) + new))
         else:  # the magic is removed, with its line
             rec.edits.append(Edit(m.start(), min(end + 1, len(text)), ""))
     done = rec.outcome()
@@ -129,12 +130,12 @@ def finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
     return done
 
 
-def _todo_lines(text: str, placeholder: re.Match, asked: list[Finding]) -> str:
+def _todo_lines(text: str, placeholder: re.Match, asked: list[Finding], width: int) -> str:
     """The TODO lines of the items a magic's line is ``asked``, for above it (a comment line
     of the cell's Python, as the Python rules write theirs), but those already there."""
     lines = text.splitlines(keepends=True)
     first = text.count("\n", 0, placeholder.start()) + 1
-    todo = (todo_line(f.message, f.rule, placeholder.group(1)) for f in asked)
+    todo = (todo_line(f.message, f.rule, placeholder.group(1), width) for f in asked)
     return "".join(dict.fromkeys(t for t in todo if not comment_above(lines, first, t)))
 
 

@@ -13,12 +13,14 @@ ids and every other byte stay as they were, and an unchanged notebook is byte-id
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
+from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import magics, markdown
 from xrt2pjrt.text.edits import Edit, Recorder, merge_into
@@ -54,7 +56,8 @@ def rewrite(text: str, options: Options) -> Outcome:
     parsed = {index: cell for index, cell in python.items() if index not in unparsed}
     borrowed = _borrowed(parsed, {index: python[index] for index in unparsed})
     together = _rewrite_together(parsed, options, sorted(set().union(*borrowed.values())))
-    for index, (cell, first_line) in enumerate(zip(cells, _first_lines(text, cells))):
+    first_lines = _first_lines(text, cells)
+    for index, (cell, first_line) in enumerate(zip(cells, first_lines)):
         lines = first_line - 1
         if index in together:
             outcome = together[index]
@@ -76,10 +79,27 @@ def rewrite(text: str, options: Options) -> Outcome:
             rec.ask(magics.UNREAD, cell.start, "this cell is not Python the codemod can parse; "
                     "it mentions XRT or torch_xla: migrate it by hand")
             continue
-        merge_into(rec, outcome, lines)
+        merge_into(rec, Outcome(outcome.text, *(_in_cell(f, index + 1) for f in (outcome.changes, outcome.manual))),
+                   lines)
         if outcome.text != cell.source:
             rec.edits.append(Edit(cell.start, cell.end, _render(outcome.text, text[cell.start:cell.end], ascii_only, text)))
-    return rec.outcome()
+    done = rec.outcome()
+    return Outcome(done.text, *(_located(f, first_lines) for f in (done.changes, done.manual)))
+
+
+def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
+    """Findings of cell number ``cell``'s rewrite, located in it by their lines (as ruff
+    locates a notebook's: ``cell 3:2:5``)."""
+    return [replace(f, cell=cell, cell_line=f.line) for f in findings]
+
+
+def _located(findings: list[Finding], first_lines: list[int]) -> list[Finding]:
+    """``findings`` each located in its cell: those the notebook itself made (on a whole
+    cell) by the cell's first line that holds their line."""
+    return [f if f.cell is not None or not first_lines else
+            replace(f, cell=(cell := max(bisect.bisect_right(first_lines, f.line), 1)),
+                    cell_line=max(f.line - first_lines[cell - 1] + 1, 1))
+            for f in findings]
 
 
 def parsed_size(text: str) -> int:

@@ -4,6 +4,7 @@ and are marked when used, by the target release."""
 from python_migrate import migrate
 from xrt2pjrt.python import rewriter as python
 from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.rewriters import todo_comment
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 
@@ -24,7 +25,7 @@ def test_imports_of_gone_modules_go_when_unused_and_are_marked_when_used():
         OPTIONS)
     (item,) = out.manual
     assert item.line == 2 and "a cache of your own" in item.message
-    assert out.text == (f"# TODO(xrt2pjrt): {item.message} [import-gone-module]\n"
+    assert out.text == (f"{todo_comment(item.message, 'import-gone-module', 88)}\n"
                         "import torch_xla.utils.cached_dataset as xcd\n\n"
                         "ds = xcd.CachedDataset(None, 'gs://bucket/cache')\n")
     assert [(c.rule, c.line) for c in out.changes] == [("import-gone-module", 1), ("import-gone-module", 3)]

@@ -3,7 +3,7 @@ size, where it looks for those reads, and xmp.spawn handed on as a value."""
 
 import pytest
 
-from python_migrate import XM as _XM, XMP as _XMP, migrate
+from python_migrate import XM as _XM, XMP as _XMP, migrate, todo_says
 
 
 def test_an_nprocs_name_used_for_other_sizes_too_is_reported():
@@ -28,7 +28,7 @@ def test_the_uses_of_an_nprocs_constant_are_quoted_as_the_file_reads_them():
                   "xmp.spawn(main, nprocs=tpu_cores_per_node)\n")
     (item,) = [item for item in out.manual if item.rule == "spawn-nprocs-expression"]
     assert item.shown().endswith(
-        "where tpu_cores_per_node means that number, use xr.world_size() instead "
+        "use xr.world_size() where tpu_cores_per_node means the number of processes "
         "(line 6: `num_dataset_instances = xm.xrt_world_size() * tpu_cores_per_node`; "
         f"line 7: `{long[:97]}...`; line 8: `y = tpu_cores_per_node`; and line 9)")
     todo = next(line for line in out.text.splitlines() if "[spawn-nprocs-expression]" in line)
@@ -62,9 +62,10 @@ def test_the_uses_of_an_nprocs_constant_are_quoted_as_the_file_reads_them():
 def test_an_nprocs_name_passed_to_the_replicas_or_read_after_the_spawn_is_reported(source, place, line):
     out = migrate(_XMP + "\n" + source)
     (item,) = out.manual
-    assert item.rule == "spawn-nprocs-expression" and f"is also {place}, as if it were the number of processes" in item.message
-    assert item.shown().endswith(line or "use xr.world_size() instead")
-    assert f"is also {place}" in next(line for line in out.text.splitlines() if "[spawn-nprocs-expression]" in line)
+    assert item.rule == "spawn-nprocs-expression" and f"is also {place}, as if it were the number of processes" in item.detail
+    assert item.message.startswith("use xr.world_size() where ") and item.message.endswith(" means the number of processes")
+    assert item.shown().endswith(line or "the number of processes")
+    assert todo_says(out.text, item)
     # and on every later run (--check after --write), where nprocs reads 1 if ... == 1 else None
     (again,) = migrate(out.text).manual
     assert again.rule == item.rule and again.shown().startswith(item.shown().partition(" (line")[0])
@@ -94,7 +95,7 @@ def test_under_the_shim_a_count_read_as_the_world_size_is_reported_and_nprocs_ke
               "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'], start_method='fork')\n")
     out = migrate(_XMP + "\n" + source, target="shim")
     (item,) = out.manual
-    assert item.rule == "spawn-nprocs-expression" and "use xm.xrt_world_size() instead" in item.message
+    assert item.rule == "spawn-nprocs-expression" and item.message.startswith("use xm.xrt_world_size() where")
     assert "nprocs=FLAGS['num_cores'], start_method='fork')" in out.text
     assert not migrate(_XMP + "\nxmp.spawn(_mp_fn, **spawn_kwargs)\n", target="shim").manual  # any nprocs will do
 
@@ -113,7 +114,8 @@ def test_spawn_handed_on_as_a_value_is_reported_as_its_nprocs_is_not_rewritten(s
     items = [item for item in out.manual if item.rule == "spawn-nprocs-expression"]
     assert len(items) == reported
     if reported:
-        assert "is handed on as a value" in items[0].message
+        assert "is handed on as a value" in items[0].detail
+        assert items[0].message.endswith("give nprocs=None or 1")
     assert not [item for item in migrate(_XMP + "\n" + source, target="shim").manual
                 if item.rule == "spawn-nprocs-expression"]
 
@@ -132,4 +134,4 @@ def test_a_flag_of_a_spawned_function_of_another_module_is_reported(source, repo
     items = [item for item in out.manual if item.rule == "spawn-nprocs-expression"]
     assert len(items) == reported
     if reported:
-        assert "which another module defines and may read" in items[0].message
+        assert "which another module defines and may read" in items[0].detail

@@ -12,7 +12,7 @@ def test_a_runtime_started_before_spawn_is_reported_once_per_file():
                   "if __name__ == '__main__':\n    n = len(xm.get_xla_supported_devices())\n"
                   "    xmp.spawn(fn, args=())\n    xmp.spawn(fn, nprocs=4)\n")
     (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
-    assert item.line == 6 and "(line 5)" in item.shown() and "at module level" in item.shown()
+    assert item.line == 6 and "(line 5)" in item.shown() and "at module level" in item.detail
     assert out.text.count("[spawn-runtime-before]") == 1
 
 
@@ -40,7 +40,7 @@ def test_a_runtime_started_before_a_spawn_of_one_process_is_not_reported(spawn):
 def test_a_runtime_started_before_a_launch_that_spawns_for_the_file_is_reported(source, launcher):
     out = migrate(_XM + source)
     items = [m for m in out.manual if m.rule == "spawn-runtime-before"]
-    assert items and all(f"before {launcher} starts the replicas" in m.message for m in items)
+    assert items and all(f"before {launcher} starts the replicas" in m.detail for m in items)
     assert {m.line for m in items} == {k + 1 for k, line in enumerate((_XM + source).splitlines())
                                        if "xm.xrt_world_size()" in line or "xm.xla_device()" in line}
     assert out.text.count("[spawn-runtime-before]") == 1
@@ -95,7 +95,7 @@ def test_a_runtime_started_on_import_in_a_class_body_or_default_value_is_reporte
                   f"{source}\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n")
     (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
     if lines:
-        assert "at module level" in item.shown() and item.shown().endswith(f"(line {lines})")
+        assert "at module level" in item.detail and item.shown().endswith(f"(line {lines})")
     else:
         assert item.message.endswith("(in main)")
     assert out.text.count("[spawn-runtime-before]") == 1
@@ -108,7 +108,7 @@ def test_a_runtime_started_before_torch_xla_launch_is_reported_at_the_launch(imp
     out = migrate(_XM + imports + f"\nDEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    {launch}(_mp_fn)\n")
     (item,) = [m for m in out.manual if m.rule == "spawn-runtime-before"]
     assert item.line == 7 and item.shown().endswith("(line 4)")
-    assert "before torch_xla.launch, which then raises 'Runtime is already initialized'" in item.message
+    assert "before torch_xla.launch, which then raises 'Runtime is already initialized'" in item.detail
 
 
 @pytest.mark.parametrize("source", [

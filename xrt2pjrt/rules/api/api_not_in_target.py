@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.api_surface import Lack, entry, keyword_lacks, lacks
-from xrt2pjrt.python.replacements import NO_SCALER, advice, spelled_release, why_missing
+from xrt2pjrt.python.replacements import advice, missing, spelled_release
 from xrt2pjrt.python.rule import PythonRule, code, literal
 from xrt2pjrt.registry import Example
 from xrt2pjrt.python.shim_names import shim_defines
@@ -31,33 +31,42 @@ class NotInTarget(PythonRule):
     examples = (
         Example(
             "import torch_xla.amp as xa\n\nscaler = xa.GradScaler()\n",
-            "import torch_xla.amp as xa\n\n# TODO(xrt2pjrt): xa.GradScaler (torch_xla.amp.GradScaler) is not in "
-            f"torch_xla 2.9 (removed in 2.9): an AttributeError there; {NO_SCALER} [api-not-in-target]\n"
-            "scaler = xa.GradScaler()\n",
+            (
+                "import torch_xla.amp as xa\n"
+                "\n"
+                "# TODO(xrt2pjrt): xa.GradScaler: nothing replaces it... [api-not-in-target]\n"
+                "scaler = xa.GradScaler()\n"
+            ),
             manual=("removed in 2.9",),
         ),
         Example(
             "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n",
-            "import torch_xla\n\n# TODO(xrt2pjrt): torch_xla._XLAC._xla_set_use_full_mat_mul_precision is not in "
-            "torch_xla 2.9 (removed in 2.5): an AttributeError there; use "
-            "torch_xla.backends.set_mat_mul_precision('highest') (2.8+; 'default' for the old False), or "
-            "torch_xla._XLAC._xla_set_mat_mul_precision('highest') on 2.5-2.7 [api-not-in-target]\n"
-            "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n",
+            (
+                "import torch_xla\n"
+                "\n"
+                "# TODO(xrt2pjrt): torch_xla._XLAC._xla_set_use_full_mat_mul_preci... [api-not-in-target]\n"
+                "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n"
+            ),
             manual=("removed in 2.5",),
         ),
         Example(
             "import torch_xla.core.xla_model as xm\n\nCONTEXTS = {'all': xm.CollectiveContext}\n",
-            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.CollectiveContext "
-            "(torch_xla.core.xla_model.CollectiveContext) is not in torch_xla 2.9 (in no torch_xla 2.x release): "
-            "an AttributeError there; XRT's collective context is gone: drop it (the collectives no longer take "
-            "cctx=) [api-not-in-target]\nCONTEXTS = {'all': xm.CollectiveContext}\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): xm.CollectiveContext: XRT's collective context... [api-not-in-target]\n"
+                "CONTEXTS = {'all': xm.CollectiveContext}\n"
+            ),
             manual=("in no torch_xla 2.x release",),
         ),
         Example(
             "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
-            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.mark_step "
-            "(torch_xla.core.xla_model.mark_step) takes no reset_scope= in torch_xla 2.3 (added in 2.4): a "
-            "TypeError there [api-not-in-target]\nxm.mark_step(reset_scope=False)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): xm.mark_step (torch_xla.core.xla_model.mark_ste... [api-not-in-target]\n"
+                "xm.mark_step(reset_scope=False)\n"
+            ),
             manual=("takes no reset_scope=",),
             options={"target_version": (2, 3)},
         ),
@@ -68,9 +77,13 @@ class NotInTarget(PythonRule):
         Example(  # by string: getattr raises as the attribute does (hasattr, or a default, does not)
             "import torch_xla.core.xla_model as xm\n\nn = getattr(xm, 'xrt_world_size')()\n"
             "m = getattr(xm, 'xrt_world_size', None)\n",
-            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): getattr(xm, 'xrt_world_size') "
-            "(torch_xla.core.xla_model.xrt_world_size) is not in torch_xla 2.9 (removed in 2.7): an AttributeError "
-            "there [api-not-in-target]\nn = getattr(xm, 'xrt_world_size')()\nm = getattr(xm, 'xrt_world_size', None)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): getattr(xm, 'xrt_world_size') is not in... [api-not-in-target]\n"
+                "n = getattr(xm, 'xrt_world_size')()\n"
+                "m = getattr(xm, 'xrt_world_size', None)\n"
+            ),
             manual=("removed in 2.7",),
         ),
     )
@@ -86,7 +99,8 @@ class NotInTarget(PythonRule):
         if owner and isinstance(attr, str) and not args[0].star:
             lack = lacks(f"{owner}.{attr}", ctx.target_version)
             if lack is not None and lack.name == f"{owner}.{attr}":
-                ctx.manual(f"{code(updated)} ({lack.name}) {why_missing(lack, 'an AttributeError')}")
+                message, detail = missing(code(updated), lack, "an AttributeError")
+                ctx.manual(message, detail=detail)
         return updated
 
     def call(self, ctx, node, name):
@@ -142,7 +156,8 @@ class NotInTarget(PythonRule):
                 ctx.manual(f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell that "
                            "imports it fails")
             return
-        ctx.manual(f"{_named(node, lack.name)} {why_missing(lack, 'an AttributeError')}")
+        message, detail = missing(code(node), lack, "an AttributeError")
+        ctx.manual(message, detail=detail)
 
     @staticmethod
     def _argument(ctx, func: cst.BaseExpression, dotted: str, lack: Lack) -> str:

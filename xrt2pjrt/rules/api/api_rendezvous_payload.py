@@ -25,9 +25,12 @@ class RendezvousPayload(PythonRule):
         ),
         Example(
             "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init', payload=str(rank))\n",
-            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): the rendezvous payload must be bytes "
-            "under PJRT (TypeError otherwise): encode it if it is a str [api-rendezvous-payload]\n"
-            "xm.rendezvous('init', payload=str(rank))\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): the rendezvous payload must be bytes under... [api-rendezvous-payload]\n"
+                "xm.rendezvous('init', payload=str(rank))\n"
+            ),
             manual=("must be bytes",),
         ),
     )

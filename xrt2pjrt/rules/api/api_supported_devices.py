@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xrt2pjrt.python.renames import RenameRule, XM, XR, LISTED_DEVKIND, renames_of
+from xrt2pjrt.python.renames import RenameRule, XM, XR, renames_of
 from xrt2pjrt.python.rule import code, literal
 from xrt2pjrt.registry import Example
 
@@ -24,9 +24,12 @@ class SupportedDevices(RenameRule):
     examples = (
         Example(
             "import torch_xla.core.xla_model as xm\n\ndevices = xm.get_xla_supported_devices('TPU', 8)\n",
-            "import torch_xla.core.xla_model as xm\n\n"
-            "# TODO(xrt2pjrt): devkind='TPU' dropped: " + LISTED_DEVKIND + " [api-supported-devices]\n"
-            "devices = xm.get_xla_supported_devices(max_devices=8)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): devkind='TPU' dropped: the list holds the... [api-supported-devices]\n"
+                "devices = xm.get_xla_supported_devices(max_devices=8)\n"
+            ),
             manual=("devkind='TPU' dropped",),
         ),
         Example(

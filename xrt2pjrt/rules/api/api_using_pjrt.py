@@ -36,10 +36,14 @@ class UsingPjrt(PythonRule):
         Example(  # pytorch/xla v1.13's own test of the runtime choice: rewritten, assertFalse(True)
             "import torch_xla.runtime as xr\n\nclass TestRuntime(TestCase):\n    def test_using_pjrt(self):\n"
             "        self.assertFalse(xr.using_pjrt())\n",
-            "import torch_xla.runtime as xr\n\nclass TestRuntime(TestCase):\n    def test_using_pjrt(self):\n"
-            "        # TODO(xrt2pjrt): a test asserts which runtime runs here: from torch_xla 2.1 it is always PJRT "
-            "(xr.using_pjrt is gone from 2.5): the assertion tests XRT-era behaviour; delete it [api-using-pjrt]\n"
-            "        self.assertFalse(xr.using_pjrt())\n",
+            (
+                "import torch_xla.runtime as xr\n"
+                "\n"
+                "class TestRuntime(TestCase):\n"
+                "    def test_using_pjrt(self):\n"
+                "        # TODO(xrt2pjrt): a test asserts which runtime runs here... [api-using-pjrt]\n"
+                "        self.assertFalse(xr.using_pjrt())\n"
+            ),
             manual=("a test asserts which runtime runs",),
         ),
         Example(

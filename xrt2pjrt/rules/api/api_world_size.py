@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from xrt2pjrt.python.renames import RenameRule, XM, DEFVAL, renames_of
+from xrt2pjrt.python.renames import RenameRule, XM, renames_of
 from xrt2pjrt.registry import Example
 
 
@@ -19,9 +19,14 @@ class WorldSize(RenameRule):
         ),
         Example(
             "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(defval=4)\nxm.master_print(n)\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n\n"
-            "# TODO(xrt2pjrt): defval=4 dropped: " + DEFVAL + " [api-world-size]\n"
-            "n = xr.world_size()\nxm.master_print(n)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch_xla.runtime as xr\n"
+                "\n"
+                "# TODO(xrt2pjrt): defval=4 dropped: under PJRT the fallback is never... [api-world-size]\n"
+                "n = xr.world_size()\n"
+                "xm.master_print(n)\n"
+            ),
             manual=("defval=4 dropped",),
         ),
     )

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from xrt2pjrt.python.renames import DEVKIND, RenameRule, XM, XR, renames_of
+from xrt2pjrt.python.renames import RenameRule, XM, XR, renames_of
 from xrt2pjrt.python.rule import argument, code, literal
 from xrt2pjrt.registry import Example
 
@@ -26,9 +26,13 @@ class XlaDevice(RenameRule):
         ),
         Example(
             "import torch_xla\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(n=1, devkind='CPU')\n",
-            f"import torch_xla\n\n# TODO(xrt2pjrt): n=1: {_OWN_DEVICES} [api-xla-device]\n"
-            "# TODO(xrt2pjrt): devkind='CPU' dropped: " + DEVKIND + " [api-xla-device]\n"
-            "device = torch_xla.device(index=1)\n",
+            (
+                "import torch_xla\n"
+                "\n"
+                "# TODO(xrt2pjrt): n=1: use torch_xla.device() for this replica's device [api-xla-device]\n"
+                "# TODO(xrt2pjrt): devkind='CPU' dropped: PJRT_DEVICE chooses the... [api-xla-device]\n"
+                "device = torch_xla.device(index=1)\n"
+            ),
             manual=("n=1", "devkind='CPU' dropped"),
         ),
         Example(  # BigGAN-Pytorch-TPU: the TPUs it ran on are what PJRT_DEVICE=TPU gives
@@ -42,9 +46,13 @@ class XlaDevice(RenameRule):
         ),
         Example(  # XRT's device per replica (n=index): a PJRT process drives only its own
             "import torch_xla.core.xla_model as xm\n\ndef _mp_fn(index):\n    device = xm.xla_device(n=index)\n",
-            "import torch_xla\n\ndef _mp_fn(index):\n"
-            f"    # TODO(xrt2pjrt): n=index: {_OWN_DEVICES} [api-xla-device]\n"
-            "    device = torch_xla.device(index=index)\n",
+            (
+                "import torch_xla\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    # TODO(xrt2pjrt): n=index: use torch_xla.device() for this... [api-xla-device]\n"
+                "    device = torch_xla.device(index=index)\n"
+            ),
             manual=("n=index",),
         ),
     )
@@ -52,5 +60,6 @@ class XlaDevice(RenameRule):
     def call(self, ctx, node, name):
         hit = argument(ctx.original, "n", 0)
         if hit is not None and literal(hit[1].value) not in (None, 0):
-            ctx.manual(f"n={code(hit[1].value)}: {_OWN_DEVICES}")
+            ctx.manual(f"n={code(hit[1].value)}: use torch_xla.device() for this replica's device",
+                       detail=_OWN_DEVICES)
         return super().call(ctx, node, name)

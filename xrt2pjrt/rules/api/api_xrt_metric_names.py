@@ -50,17 +50,25 @@ class XrtMetricNames(PythonRule):
         Example(
             "import torch_xla.debug.metrics as met\n\n"
             "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromServerTime'])\n",
-            "import torch_xla.debug.metrics as met\n\n# TODO(xrt2pjrt): metric 'XrtCompile' was XRT's: PJRT never "
-            "records it, so metric_data gives None and a report leaves it out [api-xrt-metric-names]\n"
-            "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])\n",
+            (
+                "import torch_xla.debug.metrics as met\n"
+                "\n"
+                "# TODO(xrt2pjrt): metric 'XrtCompile' was XRT's... [api-xrt-metric-names]\n"
+                "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])\n"
+            ),
             manual=("PJRT never records it",),
         ),
         Example(  # deeptrane's train.py: a hint that never shows under PJRT
             "import torch_xla.debug.metrics as met\n\nreport = met.metrics_report()\nif 'XrtTryFreeMemory' in report:\n"
             "    print('reduce bs!')\n",
-            "import torch_xla.debug.metrics as met\n\nreport = met.metrics_report()\n# TODO(xrt2pjrt): metric "
-            "'XrtTryFreeMemory' was XRT's: PJRT never records it, so metric_data gives None and a report leaves it "
-            "out [api-xrt-metric-names]\nif 'XrtTryFreeMemory' in report:\n    print('reduce bs!')\n",
+            (
+                "import torch_xla.debug.metrics as met\n"
+                "\n"
+                "report = met.metrics_report()\n"
+                "# TODO(xrt2pjrt): metric 'XrtTryFreeMemory' was XRT's... [api-xrt-metric-names]\n"
+                "if 'XrtTryFreeMemory' in report:\n"
+                "    print('reduce bs!')\n"
+            ),
             manual=("PJRT never records it",),
         ),
     )

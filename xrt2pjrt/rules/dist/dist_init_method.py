@@ -43,19 +43,28 @@ class InitMethod(PythonRule):
             "import os\nimport torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
             "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '12355'\n"
             "dist.init_process_group(backend='xla', init_method='env://')\n",
-            "import os\nimport torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-            "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '12355'\n"
-            f"# TODO(xrt2pjrt): {_MASTER_NOTE} [dist-init-method]\n"
-            "dist.init_process_group(backend='xla', init_method='xla://')\n",
+            (
+                "import os\n"
+                "import torch.distributed as dist\n"
+                "import torch_xla.distributed.xla_backend\n"
+                "\n"
+                "os.environ['MASTER_ADDR'] = 'localhost'\n"
+                "os.environ['MASTER_PORT'] = '12355'\n"
+                "# TODO(xrt2pjrt): MASTER_ADDR/MASTER_PORT served the XRT-era... [dist-init-method]\n"
+                "dist.init_process_group(backend='xla', init_method='xla://')\n"
+            ),
             manual=("(set on line 5, 6)",),
         ),
         Example(
             "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
             "dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)\n",
-            "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n# TODO(xrt2pjrt): "
-            "init_process_group('xla') with init_method=f'file://{path}', rank=rank, world_size=world: if these are "
-            "the runtime's own numbers, init_method='xla://' alone gives them under PJRT [dist-init-method]\n"
-            "dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)\n",
+            (
+                "import torch.distributed as dist\n"
+                "import torch_xla.distributed.xla_backend\n"
+                "\n"
+                "# TODO(xrt2pjrt): init_process_group('xla') with... [dist-init-method]\n"
+                "dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)\n"
+            ),
             manual=("if these are the runtime's own numbers",),
         ),
         Example(

@@ -29,8 +29,13 @@ class GpuNumDevices(PythonRule):
     examples = (
         Example(
             "import os\nimport torch_xla.core.xla_model as xm\n\nos.environ['GPU_NUM_DEVICES'] = '4'\n",
-            "import os\nimport torch_xla.core.xla_model as xm\n\n"
-            f"# TODO(xrt2pjrt): {ADVICE[NAME]} [env-gpu-num-devices]\nos.environ['GPU_NUM_DEVICES'] = '4'\n",
+            (
+                "import os\n"
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): GPU_NUM_DEVICES chose XLA:GPU... [env-gpu-num-devices]\n"
+                "os.environ['GPU_NUM_DEVICES'] = '4'\n"
+            ),
             manual=("runs on CPU",),
         ),
     )

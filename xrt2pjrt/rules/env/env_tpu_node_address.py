@@ -39,17 +39,25 @@ class TpuNodeAddress(PythonRule):
     examples = (
         Example(
             "import os\nimport torch_xla.core.xla_model as xm\n\nnum_cores = 8 if os.environ.get('TPU_NAME') else 1\n",
-            "import os\nimport torch_xla.core.xla_model as xm\n\n"
-            f"# TODO(xrt2pjrt): {ADVICE['TPU_NAME']} [env-tpu-node-address]\n"
-            "num_cores = 8 if os.environ.get('TPU_NAME') else 1\n",
+            (
+                "import os\n"
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): TPU_NAME named a TPU node... [env-tpu-node-address]\n"
+                "num_cores = 8 if os.environ.get('TPU_NAME') else 1\n"
+            ),
             manual=("xr.device_type() == 'TPU'",),
         ),
         Example(
             "import os\nimport torch_xla.debug.profiler as xp\n\nxp.trace(f\"{os.environ['TPU_IP_ADDRESS']}:8466\", "
             "logdir='/tmp/tb')\n",
-            "import os\nimport torch_xla.debug.profiler as xp\n\n"
-            f"# TODO(xrt2pjrt): {ADVICE['TPU_IP_ADDRESS']} [env-tpu-node-address]\n"
-            "xp.trace(f\"{os.environ['TPU_IP_ADDRESS']}:8466\", logdir='/tmp/tb')\n",
+            (
+                "import os\n"
+                "import torch_xla.debug.profiler as xp\n"
+                "\n"
+                "# TODO(xrt2pjrt): TPU_IP_ADDRESS was a TPU node's address... [env-tpu-node-address]\n"
+                'xp.trace(f"{os.environ[\'TPU_IP_ADDRESS\']}:8466", logdir=\'/tmp/tb\')\n'
+            ),
             manual=("xp.start_server",),
         ),
         Example(  # TensorFlow's: not PyTorch's to report

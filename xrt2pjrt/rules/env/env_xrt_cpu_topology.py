@@ -31,16 +31,22 @@ class CpuTopology(DeviceRule):
             "import os\n\n"
             "os.environ['XRT_WORKERS'] = 'tpu_worker:0;grpc://10.0.0.2:8470'  # torch_xla\n"
             "os.environ['XRT_DEVICE_MAP'] = 'TPU:0;/job:tpu_worker/replica:0/task:0/device:TPU:0'\n",
-            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
-            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-cpu-topology]\n"
-            "os.environ['PJRT_DEVICE'] = 'TPU'\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): this configured a remote TPU node... [env-xrt-cpu-topology]\n"
+                "os.environ['PJRT_DEVICE'] = 'TPU'\n"
+            ),
             manual=("remote TPU node", "remote TPU node"),
         ),
         Example(
             "import os\n\nos.environ.update(XRT_DEVICE_MAP=device_map, XRT_WORKERS=workers)  # torch_xla\n",
-            "import os\n\n# TODO(xrt2pjrt): PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not be "
-            "read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it [env-xrt-cpu-topology]\n"
-            "os.environ.update(PJRT_DEVICE='CPU')  # torch_xla\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): PJRT_DEVICE=CPU assumed... [env-xrt-cpu-topology]\n"
+                "os.environ.update(PJRT_DEVICE='CPU')  # torch_xla\n"
+            ),
             manual=("could not be read",),
         ),
     )

@@ -15,33 +15,48 @@ class ReplicaVariables(EnvRule):
         Example(
             "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
             "hosts = int(os.environ.get(xenv.HOST_WORLD_SIZE, '1'))\n",
-            "import os\n\n"
-            "# TODO(xrt2pjrt): XRT_HOST_WORLD_SIZE is never set under PJRT: use xr.process_count() // "
-            "xr.local_process_count() (the number of hosts) "
-            "[env-xrt-replica-vars]\nhosts = int(os.environ.get('XRT_HOST_WORLD_SIZE', '1'))\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): use xr.process_count() //... [env-xrt-replica-vars]\n"
+                "hosts = int(os.environ.get('XRT_HOST_WORLD_SIZE', '1'))\n"
+            ),
             manual=("xr.local_process_count()",),
         ),
         Example(
             "import os\n\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",
-            "import os\n\n# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is never set under PJRT: use xr.global_ordinal() "
-            "[env-xrt-replica-vars]\nrank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): use xr.global_ordinal()... [env-xrt-replica-vars]\n"
+                "rank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n"
+            ),
             manual=("xr.global_ordinal()",),
         ),
         Example(
             "import os\n\nchild_env = dict(os.environ)\n"
             "child_env.update({'XRT_SHARD_ORDINAL': str(i), 'XRT_SHARD_WORLD_SIZE': str(n), 'RANK': str(i)})\n",
-            "import os\n\nchild_env = dict(os.environ)\n"
-            "# TODO(xrt2pjrt): a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or "
-            "torch_xla.launch [env-xrt-replica-vars]\nchild_env.update({'RANK': str(i)})\n",
+            (
+                "import os\n"
+                "\n"
+                "child_env = dict(os.environ)\n"
+                "# TODO(xrt2pjrt): a launcher that sets XRT_SHARD_* per process... [env-xrt-replica-vars]\n"
+                "child_env.update({'RANK': str(i)})\n"
+            ),
             manual=("launcher",),
         ),
         Example(  # a test's mock: rewritten, it would no longer match the test's asserts
             "import os\nfrom unittest import mock\n\n@mock.patch.dict(os.environ, {'XRT_SHARD_ORDINAL': '1'})\n"
             "def check_rank():\n    assert rank() == 1\n",
-            "import os\nfrom unittest import mock\n\n# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is set for a test here: left "
-            "as it is, with the test's expectations; once the code under test is migrated, set what it reads now "
-            "(XRT_SHARD_ORDINAL is never set under PJRT: use xr.global_ordinal()) [env-xrt-replica-vars]\n"
-            "@mock.patch.dict(os.environ, {'XRT_SHARD_ORDINAL': '1'})\ndef check_rank():\n    assert rank() == 1\n",
+            (
+                "import os\n"
+                "from unittest import mock\n"
+                "\n"
+                "# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is set for a test here... [env-xrt-replica-vars]\n"
+                "@mock.patch.dict(os.environ, {'XRT_SHARD_ORDINAL': '1'})\n"
+                "def check_rank():\n"
+                "    assert rank() == 1\n"
+            ),
             manual=("set for a test here",),
         ),
     )
@@ -53,4 +68,4 @@ class ReplicaVariables(EnvRule):
         return None, "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
 
     def read(self, variable):
-        return f"{variable} is never set under PJRT: use {RUNTIME_READS[variable]}"
+        return f"use {RUNTIME_READS[variable]}: {variable} is never set under PJRT"

@@ -18,16 +18,22 @@ class TpuConfig(DeviceRule):
         Example(
             "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"
             "os.environ.setdefault(xenv.TPU_CONFIG, f'tpu_worker;0;{ip}:8470')\n",
-            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
-            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
-            "os.environ.setdefault('PJRT_DEVICE', 'TPU')\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): this configured a remote TPU node... [env-xrt-tpu-config]\n"
+                "os.environ.setdefault('PJRT_DEVICE', 'TPU')\n"
+            ),
             manual=("remote TPU node",),
         ),
         Example(
             "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'grpc://' + os.environ['COLAB_TPU_ADDR']  # torch_xla\n",
-            "import os\n\n# TODO(xrt2pjrt): this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which "
-            "only XRT can drive: PJRT needs the program to run on the TPU VM itself [env-xrt-tpu-config]\n"
-            "os.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): this configured a remote TPU node... [env-xrt-tpu-config]\n"
+                "os.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n"
+            ),
             manual=("remote TPU node",),
         ),
         Example(
@@ -36,8 +42,13 @@ class TpuConfig(DeviceRule):
         ),
         Example(
             "import os\n\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
-            "import os\n\n# TODO(xrt2pjrt): XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or "
-            "xr.device_type() == 'TPU' [env-xrt-tpu-config]\nif 'XRT_TPU_CONFIG' in os.environ:\n    run()\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): XRT_TPU_CONFIG is ignored from torch_xla 2.1... [env-xrt-tpu-config]\n"
+                "if 'XRT_TPU_CONFIG' in os.environ:\n"
+                "    run()\n"
+            ),
             manual=("PJRT_DEVICE",),
         ),
     )

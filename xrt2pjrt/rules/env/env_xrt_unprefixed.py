@@ -31,16 +31,22 @@ class Unprefixed(EnvRule):
         ),
         Example(
             "import os\n\ncores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n",
-            "import os\n\n# TODO(xrt2pjrt): TPU_NUM_DEVICES is XRT-era: torch_xla runs one process per chip; to use "
-            "fewer chips set TPU_PROCESS_BOUNDS and TPU_VISIBLE_CHIPS, or spawn with nprocs=1 [env-xrt-unprefixed]\n"
-            "cores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): TPU_NUM_DEVICES is XRT-era... [env-xrt-unprefixed]\n"
+                "cores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n"
+            ),
             manual=("one process per chip",),
         ),
         Example(
             "import os\nimport torch\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
-            "import os\nimport torch\n# TODO(xrt2pjrt): COLAB_TPU_ADDR is XRT-era: only the old Colab TPU runtime (a "
-            "TPU node driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE or xr.device_type() == "
-            "'TPU' instead [env-xrt-unprefixed]\nassert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n",
+            (
+                "import os\n"
+                "import torch\n"
+                "# TODO(xrt2pjrt): COLAB_TPU_ADDR is XRT-era... [env-xrt-unprefixed]\n"
+                "assert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n"
+            ),
             manual=("xr.device_type() == 'TPU'",),
         ),
         Example(  # TensorFlow's Colab notebooks found their TPU node there too: not PyTorch's to report
@@ -51,10 +57,13 @@ class Unprefixed(EnvRule):
         ),
         Example(  # torch_xla 2.9 still names it, and never sets it
             "import os\nimport torch_xla.core.xla_env_vars as xenv\n\nmaster = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n",
-            "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n# TODO(xrt2pjrt): TPU_MESH_CONTROLLER_ADDRESS is "
-            "XRT-era: xla_dist set it for XRT's mesh controller on worker 0; PJRT neither sets nor reads it (a read "
-            "is a KeyError): take host 0's address from your launcher, or use xr.process_index() == 0 to pick host 0 "
-            "[env-xrt-unprefixed]\nmaster = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n",
+            (
+                "import os\n"
+                "import torch_xla.core.xla_env_vars as xenv\n"
+                "\n"
+                "# TODO(xrt2pjrt): TPU_MESH_CONTROLLER_ADDRESS is XRT-era... [env-xrt-unprefixed]\n"
+                "master = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n"
+            ),
             manual=("a read is a KeyError",),
         ),
     )

@@ -9,7 +9,7 @@ import libcst as cst
 
 from xrt2pjrt.python import imports
 from xrt2pjrt.python.api_surface import lacks
-from xrt2pjrt.python.replacements import NO_SCALER, why_missing
+from xrt2pjrt.python.replacements import missing, why_missing
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example
 from xrt2pjrt.python.shim_names import shim_defines
@@ -29,16 +29,22 @@ class ImportGoneModule(PythonRule):
         ),
         Example(
             "import torch_xla.utils.gcsfs as gcs\n\nblob = gcs.read('gs://bucket/x')\n",
-            "# TODO(xrt2pjrt): gcs is still used, and torch_xla.utils.gcsfs is not in torch_xla 2.9 (in no "
-            "torch_xla 2.x release): an ImportError there; use a GCS client of your own (google-cloud-storage, "
-            "gcsfs, fsspec) [import-gone-module]\nimport torch_xla.utils.gcsfs as gcs\n\nblob = gcs.read('gs://bucket/x')\n",
+            (
+                "# TODO(xrt2pjrt): gcs (still used): use a GCS client of your own... [import-gone-module]\n"
+                "import torch_xla.utils.gcsfs as gcs\n"
+                "\n"
+                "blob = gcs.read('gs://bucket/x')\n"
+            ),
             manual=("a GCS client of your own",),
         ),
         Example(
             "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
-            "# TODO(xrt2pjrt): GradScaler is still used, and torch_xla.amp.GradScaler is not in torch_xla 2.9 "
-            f"(removed in 2.9): an ImportError there; {NO_SCALER} [import-gone-module]\n"
-            "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
+            (
+                "# TODO(xrt2pjrt): GradScaler (still used): nothing replaces it... [import-gone-module]\n"
+                "from torch_xla.amp import GradScaler, autocast\n"
+                "\n"
+                "scaler = GradScaler()\n"
+            ),
             manual=("needs no scaler",),
         ),
         Example(  # the shim keeps the XRT-era names (shim-imports points the import at it)
@@ -60,7 +66,8 @@ class ImportGoneModule(PythonRule):
                 continue  # the import is pointed at the shim, which has it
             lack = lacks(spelled, ctx.target_version)
             if lack is not None:
+                kept, why = missing(f"{local} (still used)", lack, "an ImportError")
                 ctx.drop_import_if_unused(
                     local, f"import of {spelled} removed: {lack.name} {why_missing(lack, 'an ImportError', False)}, "
-                    "and nothing uses it", f"{local} is still used, and {lack.name} {why_missing(lack, 'an ImportError')}")
+                    "and nothing uses it", kept, why)
         return updated

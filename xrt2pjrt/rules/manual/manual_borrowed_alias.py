@@ -35,18 +35,21 @@ class BorrowedAlias(PythonRule):
     examples = (
         Example(
             "from tpu_utils import xm\n\nn = xm.xrt_world_size()\n",
-            "from tpu_utils import xm\n\n# TODO(xrt2pjrt): xm comes from tpu_utils, not from torch_xla: the codemod "
-            "follows torch_xla's own imports only; import torch_xla.core.xla_model as xm here, then run xrt2pjrt "
-            "again [manual-borrowed-alias]\nn = xm.xrt_world_size()\n",
+            (
+                "from tpu_utils import xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): xm comes from tpu_utils... [manual-borrowed-alias]\n"
+                "n = xm.xrt_world_size()\n"
+            ),
             manual=("comes from tpu_utils",),
         ),
         Example(  # tpu_star 0.0.1: the caller hands its xm in
             "def get_sampler(dataset, xm):\n    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
-            "def get_sampler(dataset, xm):\n    # TODO(xrt2pjrt): xm is no import of this file (a parameter, an "
-            "attribute): the codemod follows torch_xla's own imports only, so if it holds torch_xla.core.xla_model, "
-            "its XRT-era calls (xm.xrt_world_size() here) are left as they are, and those torch_xla 2.x removed fail "
-            "there: migrate them by hand, or call the module by an import of this file [manual-borrowed-alias]\n"
-            "    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
+            (
+                "def get_sampler(dataset, xm):\n"
+                "    # TODO(xrt2pjrt): xm is no import of this file... [manual-borrowed-alias]\n"
+                "    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n"
+            ),
             manual=("is no import of this file",),
         ),
         Example(  # Google's XManager has an xm of its own

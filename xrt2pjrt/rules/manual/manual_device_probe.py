@@ -44,16 +44,31 @@ class DeviceProbe(PythonRule):
         Example(  # accelerate 0.12-0.16, utils/imports.py
             "import torch_xla.core.xla_model as xm\n\ndef is_tpu_available():\n    try:\n"
             "        _ = xm.xla_device()\n        return True\n    except RuntimeError:\n        return False\n",
-            "import torch_xla.core.xla_model as xm\n\ndef is_tpu_available():\n    try:\n"
-            f"        # TODO(xrt2pjrt): {_ALWAYS} [manual-device-probe]\n"
-            "        _ = xm.xla_device()\n        return True\n    except RuntimeError:\n        return False\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "def is_tpu_available():\n"
+                "    try:\n"
+                "        # TODO(xrt2pjrt): a TPU probe: torch_xla 2.x falls back... [manual-device-probe]\n"
+                "        _ = xm.xla_device()\n"
+                "        return True\n"
+                "    except RuntimeError:\n"
+                "        return False\n"
+            ),
             manual=("a TPU probe",),
         ),
         Example(
             "import torch_xla.core.xla_model as xm\n\ntry:\n    HAS_TPU = bool(xm.get_xla_supported_devices())\n"
             "except Exception:\n    HAS_TPU = False\n",
-            f"import torch_xla.core.xla_model as xm\n\ntry:\n    # TODO(xrt2pjrt): {_ALWAYS} [manual-device-probe]\n"
-            "    HAS_TPU = bool(xm.get_xla_supported_devices())\nexcept Exception:\n    HAS_TPU = False\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "try:\n"
+                "    # TODO(xrt2pjrt): a TPU probe: torch_xla 2.x falls back to... [manual-device-probe]\n"
+                "    HAS_TPU = bool(xm.get_xla_supported_devices())\n"
+                "except Exception:\n"
+                "    HAS_TPU = False\n"
+            ),
             manual=("a TPU probe",),
         ),
         Example(  # an ImportError is the import's failure, not the device's

@@ -19,9 +19,12 @@ class ImportModule(PythonRule):
     examples = (
         Example(
             "import importlib\n\nxm = importlib.import_module('torch_xla.core.xla_model')\n",
-            "import importlib\n\n# TODO(xrt2pjrt): torch_xla.core.xla_model is imported by string: the codemod "
-            "cannot follow it; migrate its uses by hand [manual-import-module]\n"
-            "xm = importlib.import_module('torch_xla.core.xla_model')\n",
+            (
+                "import importlib\n"
+                "\n"
+                "# TODO(xrt2pjrt): torch_xla.core.xla_model is imported by... [manual-import-module]\n"
+                "xm = importlib.import_module('torch_xla.core.xla_model')\n"
+            ),
             manual=("imported by string",),
         ),
     )

@@ -11,6 +11,7 @@ from xrt2pjrt.python.rule import PythonRule, literal
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import XM
 
+_READ_BYTES = "read bytes_used and bytes_limit: kb_free and kb_total are gone"
 _MEMORY_INFO = ("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free "
                 "and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
 
@@ -28,16 +29,25 @@ class MemoryInfo(PythonRule):
     examples = (
         Example(
             "import torch_xla.core.xla_model as xm\n\nfree = xm.get_memory_info(device)['kb_free']\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
-            "free = xm.get_memory_info(device)['kb_free']\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
+                "free = xm.get_memory_info(device)['kb_free']\n"
+            ),
             manual=("bytes_limit",),
         ),
         Example(  # fairseq's logging: the KeyError is on the line that reads the key
             "import torch_xla.core.xla_model as xm\n\ninfo = xm.get_memory_info(device)\n"
             "used = info['kb_total'] - info['kb_free']\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
-            f"info = xm.get_memory_info(device)\n# TODO(xrt2pjrt): {_MEMORY_INFO} [manual-memory-info]\n"
-            "used = info['kb_total'] - info['kb_free']\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
+                "info = xm.get_memory_info(device)\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
+                "used = info['kb_total'] - info['kb_free']\n"
+            ),
             manual=("bytes_limit", "bytes_limit"),
         ),
         Example(  # shown, not read: no KeyError, and nothing to change
@@ -50,12 +60,12 @@ class MemoryInfo(PythonRule):
         # Found in fairseq (0.10 and today's): a KeyError on every logging step. A file that
         # never names the keys only shows the dict, which has other keys now and raises nothing.
         if any(key in ctx.source for key in _GONE_KEYS):
-            ctx.manual(_MEMORY_INFO)
+            ctx.manual(_READ_BYTES, detail=_MEMORY_INFO)
         return node
 
     def leave(self, ctx, original, updated):
         key = updated.slice[0].slice if len(updated.slice) == 1 else None
         if (isinstance(key, cst.Index) and literal(key.value) in _GONE_KEYS
                 and "get_memory_info" in ctx.source):
-            ctx.manual(_MEMORY_INFO)
+            ctx.manual(_READ_BYTES, detail=_MEMORY_INFO)
         return updated

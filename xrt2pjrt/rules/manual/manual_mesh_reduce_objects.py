@@ -31,8 +31,12 @@ class MeshReduceObjects(PythonRule):
         Example(  # a Kaggle-style metric: sklearn gives a numpy.float64
             "import torch_xla.core.xla_model as xm\n\n"
             "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_WEIGHTS_ONLY} [manual-mesh-reduce-objects]\n"
-            "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): hand mesh_reduce a tensor or a Python... [manual-mesh-reduce-objects]\n"
+                "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n"
+            ),
             manual=("UnpicklingError",),
         ),
         Example(
@@ -49,5 +53,5 @@ class MeshReduceObjects(PythonRule):
     def call(self, ctx, node, name):
         hit = argument(node, "data", 1)
         if hit is not None and value_kinds.of_argument(ctx.tree, ctx.line, hit[1].value) is None:
-            ctx.manual(_WEIGHTS_ONLY)
+            ctx.manual("hand mesh_reduce a tensor or a Python number", detail=_WEIGHTS_ONLY)
         return node

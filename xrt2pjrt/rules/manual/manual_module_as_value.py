@@ -36,11 +36,14 @@ class ModuleAsValue(PythonRule):
     examples = (
         Example(  # a trainer keeps the module on self, then self.xm.xrt_world_size() is an AttributeError on 2.9
             "import torch_xla.core.xla_model as xm\n\nclass Trainer:\n    def __init__(self):\n        self.xm = xm\n",
-            "import torch_xla.core.xla_model as xm\n\nclass Trainer:\n    def __init__(self):\n"
-            "        # TODO(xrt2pjrt): xm (torch_xla.core.xla_model) is stored as self.xm: the codemod follows calls "
-            "made by its import name only, so the XRT-era calls made through self.xm are left as they are, and "
-            "those torch_xla 2.x removed fail there: call them as xm.…, or migrate them by hand "
-            "[manual-module-as-value]\n        self.xm = xm\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "class Trainer:\n"
+                "    def __init__(self):\n"
+                "        # TODO(xrt2pjrt): xm (torch_xla.core.xla_model) is... [manual-module-as-value]\n"
+                "        self.xm = xm\n"
+            ),
             manual=("stored as self.xm",),
         ),
         Example(  # its own names, and a test of the import fallback, are no hand-over

@@ -35,8 +35,12 @@ class MpModelWrapper(PythonRule):
     examples = (
         Example(  # the upstream pattern: one model at module level, moved in each replica
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED_MODEL = xmp.MpModelWrapper(Net())\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            f"# TODO(xrt2pjrt): {_ONE_MODULE} [manual-mp-model-wrapper]\nWRAPPED_MODEL = xmp.MpModelWrapper(Net())\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "# TODO(xrt2pjrt): on TPU v2/v3 a PJRT process runs two... [manual-mp-model-wrapper]\n"
+                "WRAPPED_MODEL = xmp.MpModelWrapper(Net())\n"
+            ),
             manual=("same module",),
         ),
     )

@@ -16,16 +16,22 @@ class PjrtPrivate(PythonRule):
     examples = (
         Example(
             "from torch_xla.experimental import pjrt\n\nSPAWNERS = [xmp.spawn, pjrt.spawn]\n",
-            "from torch_xla.experimental import pjrt\n\n# TODO(xrt2pjrt): pjrt.spawn is used here without being called, "
-            "and only its calls are rewritten: replace it by hand (torch_xla.experimental.pjrt is gone from 2.5) "
-            "[manual-pjrt-other]\nSPAWNERS = [xmp.spawn, pjrt.spawn]\n",
+            (
+                "from torch_xla.experimental import pjrt\n"
+                "\n"
+                "# TODO(xrt2pjrt): pjrt.spawn is used here without being called... [manual-pjrt-other]\n"
+                "SPAWNERS = [xmp.spawn, pjrt.spawn]\n"
+            ),
             manual=("without being called",),
         ),
         Example(
             "from torch_xla.experimental import pjrt\n\npjrt.spawn_threads(fn)\n",
-            "from torch_xla.experimental import pjrt\n\n# TODO(xrt2pjrt): pjrt.spawn_threads has no public "
-            "replacement in torch_xla 2.x (torch_xla.experimental.pjrt is gone from 2.5) [manual-pjrt-other]\n"
-            "pjrt.spawn_threads(fn)\n",
+            (
+                "from torch_xla.experimental import pjrt\n"
+                "\n"
+                "# TODO(xrt2pjrt): pjrt.spawn_threads has no public replacement in... [manual-pjrt-other]\n"
+                "pjrt.spawn_threads(fn)\n"
+            ),
             manual=("no public replacement",),
         ),
     )

@@ -26,16 +26,20 @@ class PreOneZero(ImportedModuleRule):
     examples = (
         Example(
             "import torch_xla_py.xla_model as xm\n",
-            "# TODO(xrt2pjrt): torch_xla_py.xla_model is a pre-1.0 module: port this file by hand "
-            "(torch_xla.core.xla_model, torch_xla.runtime) [manual-pre-1.0]\nimport torch_xla_py.xla_model as xm\n",
+            (
+                "# TODO(xrt2pjrt): torch_xla_py.xla_model is a pre-1.0 module... [manual-pre-1.0]\n"
+                "import torch_xla_py.xla_model as xm\n"
+            ),
             manual=("pre-1.0",),
         ),
         Example(
             "import torch_xla.distributed.data_parallel as dp\n\nmodel = dp.DataParallel(net, device_ids=devices)\n",
-            "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel drives several devices from one process with "
-            "threads, the XRT-era way; torch_xla 2.x runs one process per device: port this to xmp.spawn by hand "
-            "[manual-pre-1.0]\nimport torch_xla.distributed.data_parallel as dp\n\n"
-            "model = dp.DataParallel(net, device_ids=devices)\n",
+            (
+                "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel drives several... [manual-pre-1.0]\n"
+                "import torch_xla.distributed.data_parallel as dp\n"
+                "\n"
+                "model = dp.DataParallel(net, device_ids=devices)\n"
+            ),
             manual=("data_parallel",),
         ),
         Example(  # tmabraham/fastai_tpu, BigGAN-Pytorch-TPU: a leftover import, which still imports

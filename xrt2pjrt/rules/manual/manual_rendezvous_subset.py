@@ -17,9 +17,12 @@ class RendezvousSubset(PythonRule):
     examples = (
         Example(
             "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('sync', b'', replicas=[0, 1])\n",
-            "import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.rendezvous with replicas=[0, 1]: under PJRT "
-            "every replica must join (a subset raises ValueError); use all replicas or a host-side barrier "
-            "[manual-rendezvous-subset]\nxm.rendezvous('sync', b'', replicas=[0, 1])\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): xm.rendezvous with replicas=[0, 1]... [manual-rendezvous-subset]\n"
+                "xm.rendezvous('sync', b'', replicas=[0, 1])\n"
+            ),
             manual=("every replica must join",),
         ),
         Example(

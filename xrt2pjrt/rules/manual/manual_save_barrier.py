@@ -26,8 +26,12 @@ class SaveBarrier(PythonRule):
     examples = (
         Example(
             "import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_NO_BARRIER}: if others read the file "
-            "next, add xm.rendezvous('saved') after it [manual-save-barrier]\nxm.save(model.state_dict(), path)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+                "xm.save(model.state_dict(), path)\n"
+            ),
             manual=("rendezvous",),
         ),
         Example(
@@ -36,29 +40,38 @@ class SaveBarrier(PythonRule):
         ),
         Example(  # BigGAN-Pytorch-TPU's checkpoint: a run of saves, read (if at all) after the last
             "import torch_xla.core.xla_model as xm\n\nxm.save(G.state_dict(), g_path)\nxm.save(D.state_dict(), d_path)\n",
-            f"import torch_xla.core.xla_model as xm\n\nxm.save(G.state_dict(), g_path)\n# TODO(xrt2pjrt): {_NO_BARRIER}: "
-            "if others read the file next, add xm.rendezvous('saved') after it [manual-save-barrier]\n"
-            "xm.save(D.state_dict(), d_path)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "xm.save(G.state_dict(), g_path)\n"
+                "# TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+                "xm.save(D.state_dict(), d_path)\n"
+            ),
             manual=("rendezvous",),
         ),
         Example(  # transformers' Trainer: save_pretrained(..., save_function=xm.save)
             "import torch_xla.core.xla_model as xm\n\nmodel.save_pretrained(out, save_function=xm.save)\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): xm.save is passed here as a function: "
-            f"{_NO_BARRIER}; if others read what it saves next, add xm.rendezvous('saved') after this "
-            "[manual-save-barrier]\nmodel.save_pretrained(out, save_function=xm.save)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): add xm.rendezvous('saved') where this saves... [manual-save-barrier]\n"
+                "model.save_pretrained(out, save_function=xm.save)\n"
+            ),
             manual=("passed here as a function",),
         ),
     )
 
     def call(self, ctx, node, name):
         if not _barrier_follows(ctx):
-            ctx.manual(f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it")
+            ctx.manual("add xm.rendezvous('saved') if others read it",
+                       detail=f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it")
         return node
 
     def reference(self, ctx, node, name):
         if not ctx.is_store() and not _barrier_follows(ctx):
-            ctx.manual(f"xm.save is passed here as a function: {_NO_BARRIER}; if others read what it saves next, "
-                       "add xm.rendezvous('saved') after this")
+            ctx.manual("add xm.rendezvous('saved') where this saves, if others read it",
+                       detail=f"xm.save is passed here as a function: {_NO_BARRIER}; if others read what it saves "
+                       "next, add xm.rendezvous('saved') after this")
         return node
 
 

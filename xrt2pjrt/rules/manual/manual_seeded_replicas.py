@@ -43,9 +43,17 @@ class SeededReplicas(PythonRule):
         Example(
             "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n\nxmp.spawn(_mp_fn)\n",
-            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            f"def _mp_fn(index):\n    # TODO(xrt2pjrt): {_SHARED_RNG} [manual-seeded-replicas]\n"
-            "    torch.manual_seed(1)\n    model = Net().to(device)\n\nxmp.spawn(_mp_fn)\n",
+            (
+                "import torch\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    # TODO(xrt2pjrt): on TPU v2/v3 a PJRT process runs two... [manual-seeded-replicas]\n"
+                "    torch.manual_seed(1)\n"
+                "    model = Net().to(device)\n"
+                "\n"
+                "xmp.spawn(_mp_fn)\n"
+            ),
             manual=("sharing torch's RNG",),
         ),
         Example(  # pytorch/xla v1.13's test_mp_distributed_mm.py: its tensors come from the device's generator

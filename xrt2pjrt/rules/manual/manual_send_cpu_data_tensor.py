@@ -28,8 +28,12 @@ class SendCpuDataTensor(PythonRule):
     examples = (
         Example(  # an Ising-model sampler's couplings; then couplings.shape[0]: AttributeError on a list
             "import torch_xla.core.xla_model as xm\n\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n",
-            f"import torch_xla.core.xla_model as xm\n\n# TODO(xrt2pjrt): {_ONE_TENSOR_LIST} "
-            "[manual-send-cpu-data-tensor]\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "# TODO(xrt2pjrt): take [0] of the result if this is one... [manual-send-cpu-data-tensor]\n"
+                "couplings = xm.send_cpu_data_to_device(couplings, device)\n"
+            ),
             manual=("wraps a bare tensor in a list",),
         ),
         Example(
@@ -47,5 +51,5 @@ class SendCpuDataTensor(PythonRule):
         kinds = value_kinds.of_argument(ctx.tree, ctx.line, hit[1].value)
         if kinds is not None and value_kinds.TENSOR not in kinds:
             return node  # a dict (x.state_dict()), a sequence or a number comes back as it went
-        ctx.manual(_ONE_TENSOR_LIST)
+        ctx.manual("take [0] of the result if this is one tensor", detail=_ONE_TENSOR_LIST)
         return node

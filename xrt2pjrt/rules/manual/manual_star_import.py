@@ -18,9 +18,12 @@ class StarImport(PythonRule):
     examples = (
         Example(
             "from torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
-            "# TODO(xrt2pjrt): names from `from torch_xla.core.xla_model import *` cannot be followed: import "
-            "the module by name (import torch_xla.core.xla_model as xm), then run xrt2pjrt again "
-            "[manual-star-import]\nfrom torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
+            (
+                "# TODO(xrt2pjrt): names from `from torch_xla.core.xla_model... [manual-star-import]\n"
+                "from torch_xla.core.xla_model import *\n"
+                "\n"
+                "n = xrt_world_size()\n"
+            ),
             manual=("cannot be followed",),
         ),
     )

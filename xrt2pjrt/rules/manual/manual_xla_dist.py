@@ -22,20 +22,24 @@ class XlaDist(ImportedModuleRule):
         Example(  # started from Python: the module is gone, the command fails
             "import subprocess\nimport torch_xla\n\n"
             "subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n",
-            "import subprocess\nimport torch_xla\n\n# TODO(xrt2pjrt): this command starts xla_dist, which is gone "
-            "from torch_xla 2.1: launch with `gcloud compute tpus tpu-vm ssh NAME --worker=all --command=...` (or "
-            "`xrt2pjrt launch`) [manual-xla-dist]\n"
-            "subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n",
+            (
+                "import subprocess\n"
+                "import torch_xla\n"
+                "\n"
+                "# TODO(xrt2pjrt): this command starts xla_dist... [manual-xla-dist]\n"
+                "subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n"
+            ),
             manual=("this command starts xla_dist",),
         ),
         Example(
             "from torch_xla.distributed import xla_dist\n\nxla_dist.resolve_and_execute(args)\n",
-            "# TODO(xrt2pjrt): xla_dist is gone from torch_xla 2.1: launch with `gcloud compute tpus tpu-vm ssh "
-            "NAME --worker=all --command=...` (or `xrt2pjrt launch`) [manual-xla-dist]\n"
-            "from torch_xla.distributed import xla_dist\n\n"
-            "# TODO(xrt2pjrt): xla_dist is gone from torch_xla 2.1: launch with `gcloud compute tpus tpu-vm ssh "
-            "NAME --worker=all --command=...` (or `xrt2pjrt launch`) [manual-xla-dist]\n"
-            "xla_dist.resolve_and_execute(args)\n",
+            (
+                "# TODO(xrt2pjrt): xla_dist is gone from torch_xla 2.1... [manual-xla-dist]\n"
+                "from torch_xla.distributed import xla_dist\n"
+                "\n"
+                "# TODO(xrt2pjrt): xla_dist is gone from torch_xla 2.1... [manual-xla-dist]\n"
+                "xla_dist.resolve_and_execute(args)\n"
+            ),
             manual=("xla_dist is gone",),
         ),
     )

@@ -28,9 +28,12 @@ class PjrtRunMultiprocess(PythonRule):
         ),
         Example(
             "from torch_xla.experimental import pjrt\n\nresults = pjrt.run_multiprocess(evaluate, model)\n",
-            "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n\n"
-            f"# TODO(xrt2pjrt): {_RESULTS} [pjrt-run-multiprocess]\n"
-            "results = shim_xmp.run_multiprocess(evaluate, model)\n",
+            (
+                "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n"
+                "\n"
+                "# TODO(xrt2pjrt): results now come from xrt2pjrt.shim... [pjrt-run-multiprocess]\n"
+                "results = shim_xmp.run_multiprocess(evaluate, model)\n"
+            ),
             manual=("results",),
         ),
     )

@@ -19,8 +19,12 @@ class PjrtRuntime(RenameRule):
         ),
         Example(  # the device kind goes: torch_xla.device takes none (TypeError)
             "from torch_xla.experimental import pjrt\n\ndevice = pjrt.xla_device(0, 'TPU')\n",
-            "import torch_xla\n\n# TODO(xrt2pjrt): devkind='TPU' dropped: PJRT_DEVICE chooses the device type "
-            "[pjrt-runtime]\ndevice = torch_xla.device(0)\n",
+            (
+                "import torch_xla\n"
+                "\n"
+                "# TODO(xrt2pjrt): devkind='TPU' dropped: PJRT_DEVICE chooses the... [pjrt-runtime]\n"
+                "device = torch_xla.device(0)\n"
+            ),
             manual=("devkind='TPU' dropped",),
         ),
         Example(

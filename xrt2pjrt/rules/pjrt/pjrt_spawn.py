@@ -28,9 +28,12 @@ class PjrtSpawn(PythonRule):
         ),
         Example(
             "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, extra)\n",
-            "from torch_xla.experimental import pjrt\n\n# TODO(xrt2pjrt): pjrt.spawn(fn, x): x is `args` "
-            "(torch_xla 1.13) or `nprocs` (2.0): name it, then run xrt2pjrt again [pjrt-spawn]\n"
-            "pjrt.spawn(_mp_fn, extra)\n",
+            (
+                "from torch_xla.experimental import pjrt\n"
+                "\n"
+                "# TODO(xrt2pjrt): pjrt.spawn(fn, x): x is `args`... [pjrt-spawn]\n"
+                "pjrt.spawn(_mp_fn, extra)\n"
+            ),
             manual=("name it",),
         ),
     )

@@ -61,9 +61,12 @@ class ShimImports(PythonRule):
         ),
         Example(
             "import torch_xla.core.xla_model\n\nrank = torch_xla.core.xla_model.get_ordinal()\n",
-            "# TODO(xrt2pjrt): `import torch_xla.core.xla_model` without an alias: write "
-            "`import xrt2pjrt_shim.xla_model as xm` and call it by that name [shim-imports]\n"
-            "import torch_xla.core.xla_model\n\nrank = torch_xla.core.xla_model.get_ordinal()\n",
+            (
+                "# TODO(xrt2pjrt): `import torch_xla.core.xla_model` without an alias... [shim-imports]\n"
+                "import torch_xla.core.xla_model\n"
+                "\n"
+                "rank = torch_xla.core.xla_model.get_ordinal()\n"
+            ),
             manual=("without an alias",),
             options={"target": "shim"},
         ),

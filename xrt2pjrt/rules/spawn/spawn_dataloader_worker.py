@@ -12,11 +12,12 @@ from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import REPLICA_IDENTITY
 from xrt2pjrt.registry import Example
 
-_IN_WORKER = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn starts "
-              "its replicas with the spawn method, so their workers start so too, and torch_xla there is not the "
-              "replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); XRT's "
-              "answer came from the environment the worker inherited. Ask for the ordinal or world size in the replica and hand the answer over: "
-              "worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())")
+_IN_WORKER = "ask in the replica and hand it over: functools.partial(fn, rank=xr.global_ordinal())"
+_WHY = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn "
+        "starts its replicas with the spawn method, so their workers start so too, and torch_xla there is not the "
+        "replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); XRT's answer came "
+        "from the environment the worker inherited. Ask for the ordinal or world size in the replica and hand the "
+        "answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())")
 
 
 class DataLoaderWorker(PythonRule):
@@ -30,11 +31,16 @@ class DataLoaderWorker(PythonRule):
             "import torch_xla.core.xla_model as xm\n\n"
             "def seed_worker(worker_id):\n    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n\n"
             "def _mp_fn(index):\n    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n",
-            "import torch_xla.core.xla_model as xm\n\n"
-            "def seed_worker(worker_id):\n"
-            f"    # TODO(xrt2pjrt): {_IN_WORKER} [spawn-dataloader-worker]\n"
-            "    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n\n"
-            "def _mp_fn(index):\n    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "def seed_worker(worker_id):\n"
+                "    # TODO(xrt2pjrt): ask in the replica and hand it over... [spawn-dataloader-worker]\n"
+                "    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n"
+            ),
             manual=("runs in each DataLoader worker",),
         ),
         Example(  # asked in the replica, handed over: nothing to report
@@ -51,7 +57,7 @@ class DataLoaderWorker(PythonRule):
 
     def call(self, ctx, node, name):
         if any(first <= ctx.line <= last for first, last in _worker_init_code(ctx.tree)):
-            ctx.manual(_IN_WORKER)
+            ctx.manual(_IN_WORKER, detail=_WHY)
         return node
 
 

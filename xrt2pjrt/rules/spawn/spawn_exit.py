@@ -36,9 +36,18 @@ class ExitInReplica(PythonRule):
             "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def _mp_fn(index):\n    if not train():\n        sys.exit(0)\n\n"
             "xmp.spawn(_mp_fn)\nupload_results()\n",
-            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    if not train():\n        # TODO(xrt2pjrt): " + _EXIT_RAISED + " [spawn-exit]\n"
-            "        sys.exit(0)\n\nxmp.spawn(_mp_fn)\nupload_results()\n",
+            (
+                "import sys\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    if not train():\n"
+                "        # TODO(xrt2pjrt): torch_xla's spawn runs the spawned function in... [spawn-exit]\n"
+                "        sys.exit(0)\n"
+                "\n"
+                "xmp.spawn(_mp_fn)\n"
+                "upload_results()\n"
+            ),
             manual=("sys.exit(0) ends the launcher with status 0",),
         ),
         Example(  # the launcher's own exit

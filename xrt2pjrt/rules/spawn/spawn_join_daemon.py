@@ -17,9 +17,13 @@ class JoinDaemon(PythonRule):
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "context = xmp.spawn(_mp_fn, join=False)\ncontext.join()\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "# TODO(xrt2pjrt): join=False is ignored under PJRT: xmp.spawn returns when every process "
-            "has ended, and returns None [spawn-join-daemon]\ncontext = xmp.spawn(_mp_fn, join=False)\ncontext.join()\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "# TODO(xrt2pjrt): join=False is ignored under PJRT... [spawn-join-daemon]\n"
+                "context = xmp.spawn(_mp_fn, join=False)\n"
+                "context.join()\n"
+            ),
             manual=("join=False is ignored",),
         ),
     )

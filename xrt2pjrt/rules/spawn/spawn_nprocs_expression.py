@@ -45,19 +45,25 @@ class NprocsExpression(NprocsRule):
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
             "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'])\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
-            "# TODO(xrt2pjrt): FLAGS['num_cores'] is also read elsewhere in this file (as ['num_cores']), as if it "
-            "were the number of processes: under PJRT that is xr.world_size(), which need not match it; where "
-            "FLAGS['num_cores'] means that number, use xr.world_size() instead [spawn-nprocs-expression]\n"
-            "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def _mp_fn(index, flags):\n"
+                "    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n"
+                "\n"
+                "# TODO(xrt2pjrt): use xr.world_size() where... [spawn-nprocs-expression]\n"
+                "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n"
+            ),
             manual=("read elsewhere in this file (as ['num_cores'])",),
         ),
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "# TODO(xrt2pjrt): spawn arguments come from **kwargs: make sure nprocs is None or 1 "
-            "[spawn-nprocs-expression]\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "# TODO(xrt2pjrt): spawn arguments come from **kwargs... [spawn-nprocs-expression]\n"
+                "xmp.spawn(_mp_fn, **spawn_kwargs)\n"
+            ),
             manual=("**kwargs",),
         ),
     )
@@ -66,7 +72,8 @@ class NprocsExpression(NprocsRule):
         # functools.partial(xmp.spawn, fn, nprocs=8), run = xmp.spawn: the call that gives
         # nprocs is not one of xmp.spawn, so nothing here rewrites it (the shim's takes any).
         if ctx.options.target == "native" and name == SPAWN and not _only_looked_at(ctx):
-            ctx.manual(f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
+            ctx.manual(f"where {code(node)} is called, give nprocs=None or 1",
+                       detail=f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
                        "given where it is called is not rewritten: torch_xla 2.x's spawn raises ValueError for "
                        "any but None or 1")
         return node
@@ -88,8 +95,9 @@ class NprocsExpression(NprocsRule):
         if places:
             world = "xm.xrt_world_size()" if shim else "xr.world_size()"
             why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
-                   f"{world}, which need not match it; where {name} means that number, use {world} instead")
-            ctx.manual(why, cites=lines, quoted=QUOTED_LINES)
+                   f"{world}, which need not match it")
+            ctx.manual(f"use {world} where {name} means the number of processes", cites=lines, quoted=QUOTED_LINES,
+                       detail=why)
         if shim or _already_none_or_one(arg.value):
             return node
         text = code(arg.value)

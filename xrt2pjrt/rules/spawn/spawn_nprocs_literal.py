@@ -36,11 +36,15 @@ class NprocsLiteral(NprocsRule):
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def _mp_fn(index):\n    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n\n"
             "xmp.spawn(_mp_fn, nprocs=8)\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n\n"
-            "# TODO(xrt2pjrt): nprocs=8 is removed, and 8 is also given in this file as a number of replicas, as if "
-            "it were the number of processes: under PJRT that is xr.world_size(), which need not be 8; use "
-            "xr.world_size() there [spawn-nprocs-literal]\nxmp.spawn(_mp_fn)\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n"
+                "\n"
+                "# TODO(xrt2pjrt): nprocs=8 is removed, and 8 is also given in... [spawn-nprocs-literal]\n"
+                "xmp.spawn(_mp_fn)\n"
+            ),
             manual=("(line 4: `sampler = DistributedSampler(data, num_replicas=8, rank=index)`)",),
         ),
         Example(

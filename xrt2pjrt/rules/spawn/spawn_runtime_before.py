@@ -18,21 +18,26 @@ from xrt2pjrt.python.spawn_graph import LAUNCH, REPLICA_IDENTITY, RUNTIME_STARTE
 from xrt2pjrt.registry import Example
 
 
+# What to do, each item's message (its TODO line); and why, its long text.
+_STARTED = "move the calls that start the XLA runtime into the spawned function"
+_BEYOND = "keep the XLA runtime out of the launching process"
+_LAUNCHED = "move this call into the function the replicas run"
+
+
 def _started(spawn: str = "xmp.spawn") -> str:
     return (f"this file starts the XLA runtime at module level, in the launching process, before {spawn}, which "
-            "then raises 'Runtime is already initialized' (torch_xla 2.4+): move that call into the spawned function")
+            "then raises 'Runtime is already initialized' (torch_xla 2.4+)")
 
 
 def _beyond(spawn: str = "xmp.spawn") -> str:
     return (f"this file starts the XLA runtime in code {spawn}'s function does not reach; if the launching process "
             f"runs any of it before this call (a library's set-up, a logger asking for the rank), {spawn} raises "
-            "'Runtime is already initialized' (torch_xla 2.4+): keep those calls out of the launching process")
+            "'Runtime is already initialized' (torch_xla 2.4+)")
 
 
 def _launched(launcher: str) -> str:
     return (f"this call starts the XLA runtime in the launching process, before {launcher} starts the replicas: "
-            "torch_xla 2.4+ then raises 'Runtime is already initialized' (XRT's did not start there); move it into "
-            "the function the replicas run")
+            "torch_xla 2.4+ then raises 'Runtime is already initialized' (XRT's did not start there)")
 
 
 _EXAMPLE_TRAINER = "Lightning's `pl.Trainer(tpu_cores=8)`"
@@ -51,28 +56,51 @@ class RuntimeBeforeSpawn(PythonRule):
         Example(
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n"
-            f"    # TODO(xrt2pjrt): {_started()} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "DEVICE = xm.xla_device()\n"
+                "\n"
+                "if __name__ == '__main__':\n"
+                "    # TODO(xrt2pjrt): move the calls that start the XLA... [spawn-runtime-before]\n"
+                "    xmp.spawn(_mp_fn)\n"
+            ),
             manual=("before xmp.spawn, which then raises",),
         ),
         Example(  # a class body and a function's default values run on import too
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
             "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
-            f"if __name__ == '__main__':\n    # TODO(xrt2pjrt): {_started()} [spawn-runtime-before]\n    xmp.spawn(_mp_fn)\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "class Cfg:\n"
+                "    world = xm.xrt_world_size()\n"
+                "\n"
+                "def log(msg, rank=xm.get_ordinal()):\n"
+                "    print(rank, msg)\n"
+                "\n"
+                "if __name__ == '__main__':\n"
+                "    # TODO(xrt2pjrt): move the calls that start the XLA... [spawn-runtime-before]\n"
+                "    xmp.spawn(_mp_fn)\n"
+            ),
             manual=("(line 5, 7)",),
         ),
         Example(  # dinhanhx/VisualRoBERTa: no spawn in the file, Lightning's Trainer spawns after the sampler
             "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
             "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
             "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
-            "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
-            f"    # TODO(xrt2pjrt): {_launched(_EXAMPLE_TRAINER)} [spawn-runtime-before]\n"
-            "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
-            "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
+            (
+                "import pytorch_lightning as pl\n"
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "if __name__ == '__main__':\n"
+                "    # TODO(xrt2pjrt): move this call into the function the... [spawn-runtime-before]\n"
+                "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
+                "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n"
+            ),
             manual=(f"before {_EXAMPLE_TRAINER} starts the replicas",),
         ),
         Example(  # the spawned function and what it calls: the workers' code
@@ -88,12 +116,23 @@ class RuntimeBeforeSpawn(PythonRule):
             "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
             "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
             "    @staticmethod\n    def spawn(fn):\n        xmp.spawn(XlaModel._worker, args=(fn,))\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
-            "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
-            "    @staticmethod\n    def spawn(fn):\n"
-            f"        # TODO(xrt2pjrt): {_beyond()} [spawn-runtime-before]\n"
-            "        xmp.spawn(XlaModel._worker, args=(fn,))\n",
+            (
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "class XlaModel:\n"
+                "    def get_rank(self):\n"
+                "        return xm.get_ordinal()\n"
+                "\n"
+                "    @staticmethod\n"
+                "    def _worker(index, fn):\n"
+                "        fn(index)\n"
+                "\n"
+                "    @staticmethod\n"
+                "    def spawn(fn):\n"
+                "        # TODO(xrt2pjrt): keep the XLA runtime out of the... [spawn-runtime-before]\n"
+                "        xmp.spawn(XlaModel._worker, args=(fn,))\n"
+            ),
             manual=("(in get_rank)",),
         ),
     )
@@ -116,7 +155,7 @@ class RuntimeBeforeSpawn(PythonRule):
             if self.launcher is False:
                 self.launcher = _launcher(ctx.tree)
             if self.launcher and ctx.line < self.launcher[1]:
-                ctx.manual(_launched(self.launcher[0]))
+                ctx.manual(_LAUNCHED, detail=_launched(self.launcher[0]))
 
     def call(self, ctx, node, name):
         if name not in (SPAWN, LAUNCH):
@@ -126,12 +165,12 @@ class RuntimeBeforeSpawn(PythonRule):
             return node
         spawn = "torch_xla.launch" if name == LAUNCH else "xmp.spawn"
         if self.started_at:
-            ctx.manual(_started(spawn), cites=self.started_at)
+            ctx.manual(_STARTED, cites=self.started_at, detail=_started(spawn))
             self.reported = True
             return node
         beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0))
         if beyond:
-            ctx.manual(f"{_beyond(spawn)} (in {', '.join(beyond)})", comment=_beyond(spawn))
+            ctx.manual(f"{_BEYOND} (in {', '.join(beyond)})", comment=_BEYOND, detail=_beyond(spawn))
             self.reported = True
         return node
 

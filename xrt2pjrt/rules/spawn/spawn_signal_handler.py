@@ -27,9 +27,17 @@ class SignalInReplica(PythonRule):
             "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def _mp_fn(index):\n    signal.signal(signal.SIGTERM, save_and_exit)\n    train()\n\n"
             "xmp.spawn(_mp_fn)\n",
-            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    # TODO(xrt2pjrt): " + _IN_A_THREAD + " [spawn-signal-handler]\n"
-            "    signal.signal(signal.SIGTERM, save_and_exit)\n    train()\n\nxmp.spawn(_mp_fn)\n",
+            (
+                "import signal\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    # TODO(xrt2pjrt): torch_xla's spawn runs the spawned... [spawn-signal-handler]\n"
+                "    signal.signal(signal.SIGTERM, save_and_exit)\n"
+                "    train()\n"
+                "\n"
+                "xmp.spawn(_mp_fn)\n"
+            ),
             manual=("signal only works in main thread",),
         ),
         Example(  # the launching process's own handler: its main thread

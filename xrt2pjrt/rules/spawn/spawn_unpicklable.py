@@ -28,18 +28,21 @@ _LOCK_HOLDERS = {
 }
 
 
-def _pickled(refused: str, shim: bool = False, launch: bool = False) -> str:
+def _pickled(refused: str, shim: bool = False, launch: bool = False) -> tuple[str, str]:
+    """The item's message (what pickle refuses, and what to do) and its long text (why)."""
     advice = "define it at module level"
     if _LOCKED in refused:  # a forked replica inherits the module's globals, locks included
         advice = "define functions at module level, and let the spawned function read a lock from a module global"
     if shim:  # xrt2pjrt/shim/spawn_targets.py: under fork the shim hands them over unpickled
-        return (f"the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did, "
-                f"and pickle refuses {refused}: {advice}, or spawn with start_method='fork'")
+        return (f"pickle refuses {refused}: {advice}, or spawn with start_method='fork'",
+                "the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did")
     if launch:
-        return (f"torch_xla.launch pickles fn and args for each process (it calls xmp.spawn), even with "
-                f"start_method='fork', and pickle refuses {refused}: {advice}")
-    return (f"torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
-            f"forked them unpickled), and pickle refuses {refused}: {advice}")
+        return (f"pickle refuses {refused}: {advice}",
+                "torch_xla.launch pickles fn and args for each process (it calls xmp.spawn), even with "
+                "start_method='fork'")
+    return (f"pickle refuses {refused}: {advice}",
+            "torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
+            "forked them unpickled)")
 
 
 class Unpicklable(PythonRule):
@@ -55,27 +58,43 @@ class Unpicklable(PythonRule):
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "def train_all(flags):\n    def _mp_fn(index):\n        print(index, flags)\n\n"
             "    xmp.spawn(_mp_fn, start_method='fork')\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def train_all(flags):\n    def _mp_fn(index):\n        print(index, flags)\n\n"
-            "    # TODO(xrt2pjrt): "
-            f"{_pickled('fn (`_mp_fn`, a function defined in train_all)')} [spawn-unpicklable]\n"
-            "    xmp.spawn(_mp_fn, start_method='fork')\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "def train_all(flags):\n"
+                "    def _mp_fn(index):\n"
+                "        print(index, flags)\n"
+                "\n"
+                "    # TODO(xrt2pjrt): pickle refuses fn (`_mp_fn`... [spawn-unpicklable]\n"
+                "    xmp.spawn(_mp_fn, start_method='fork')\n"
+            ),
             manual=("refuses fn (`_mp_fn`, a function defined in train_all)",),
         ),
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            f"# TODO(xrt2pjrt): {_pickled('args[0] (a lambda)')} [spawn-unpicklable]\n"
-            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
+            (
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                "\n"
+                "# TODO(xrt2pjrt): pickle refuses args[0] (a lambda)... [spawn-unpicklable]\n"
+                "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n"
+            ),
             manual=("refuses args[0] (a lambda)",),
         ),
         Example(  # torch_xla.launch calls xmp.spawn; an instance pickles by its class's name
             "import torch_xla\n\ndef main():\n    class Cfg:\n        lr = 0.1\n\n"
             "    args = (Cfg(),)\n    torch_xla.launch(_mp_fn, args=args)\n",
-            "import torch_xla\n\ndef main():\n    class Cfg:\n        lr = 0.1\n\n    args = (Cfg(),)\n"
-            f"    # TODO(xrt2pjrt): {_pickled('args[0] (an instance of `Cfg`, a class defined in main)', launch=True)} "
-            "[spawn-unpicklable]\n    torch_xla.launch(_mp_fn, args=args)\n",
+            (
+                "import torch_xla\n"
+                "\n"
+                "def main():\n"
+                "    class Cfg:\n"
+                "        lr = 0.1\n"
+                "\n"
+                "    args = (Cfg(),)\n"
+                "    # TODO(xrt2pjrt): pickle refuses args[0] (an instance of... [spawn-unpicklable]\n"
+                "    torch_xla.launch(_mp_fn, args=args)\n"
+            ),
             manual=("refuses args[0] (an instance of `Cfg`, a class defined in main)",),
         ),
         Example(  # the shim's spawn forks them over unpickled, as XRT's did
@@ -113,7 +132,8 @@ class Unpicklable(PythonRule):
             if what := _refused(value, site, bound, set()):
                 refused.append(f"args[{index}] ({what})")
         if refused:
-            ctx.manual(_pickled(" and ".join(refused), shim, name == LAUNCH))
+            message, detail = _pickled(" and ".join(refused), shim, name == LAUNCH)
+            ctx.manual(message, detail=detail)
         return node
 
 
