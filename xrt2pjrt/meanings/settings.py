@@ -22,6 +22,12 @@ XRT_CLIENT_ONLY = (
 )
 
 # The one-line item each reporting rule writes where code sets or reads one of these names.
+# What to do, one short line for a TODO; ADVICE says why.
+SHORT = {
+    "GPU_NUM_DEVICES": "torch_xla 2.9 ignores GPU_NUM_DEVICES: use 2.8 for GPUs",
+    "TPU_NAME": "test xr.device_type() == 'TPU', not TPU_NAME",
+    "TPU_IP_ADDRESS": "a TPU VM sets no TPU_IP_ADDRESS: profile localhost",
+}
 ADVICE = {
     "GPU_NUM_DEVICES": ("GPU_NUM_DEVICES chose XLA:GPU; torch_xla 2.9 ignores it and runs on CPU: "
                         "stay on torch_xla 2.8 (PJRT_DEVICE=CUDA) for GPUs"),

@@ -85,7 +85,7 @@ def torch_pin_finding(word: str, target: tuple[int, int]) -> str | None:
     pin = _TORCH_1_PIN.search(word)
     if pin is None:
         return None
-    return f"torch 1.{pin.group(1)}, which only an XRT-era torch_xla matches: {_instead(target)}"
+    return f"torch 1.{pin.group(1)} fits only an XRT-era torch_xla: pin torch~={target[0]}.{target[1]}.0"
 
 
 def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> str | None:

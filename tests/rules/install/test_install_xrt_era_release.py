@@ -197,7 +197,7 @@ def _migrate_tree(root: Path, tree: dict[str, str]) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("code, asked", [
-    ("import torch_xla.core.xla_model as xm\n", ["torch 1.13, which only an XRT-era torch_xla matches"]),
+    ("import torch_xla.core.xla_model as xm\n", ["torch 1.13 fits only an XRT-era torch_xla"]),
     ("import torch\n", []),  # a PyTorch project without torch_xla may pin what it likes
 ])
 def test_a_lone_torch_1_pin_is_reported_in_a_project_that_uses_torch_xla(tmp_path, code, asked):

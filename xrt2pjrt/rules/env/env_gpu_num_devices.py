@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xrt2pjrt.meanings.settings import ADVICE
+from xrt2pjrt.meanings.settings import ADVICE, SHORT
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example
 
@@ -33,7 +33,7 @@ class GpuNumDevices(PythonRule):
                 "import os\n"
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): GPU_NUM_DEVICES chose XLA:GPU... [env-gpu-num-devices]\n"
+                "# TODO(xrt2pjrt): torch_xla 2.9 ignores GPU_NUM_DEVICES... [env-gpu-num-devices]\n"
                 "os.environ['GPU_NUM_DEVICES'] = '4'\n"
             ),
             manual=("runs on CPU",),
@@ -42,5 +42,5 @@ class GpuNumDevices(PythonRule):
 
     def leave(self, ctx, original, updated):
         if updated.evaluated_value == NAME and ctx.options.uses_torch(ctx.source):
-            ctx.manual(ADVICE[NAME])
+            ctx.manual(SHORT[NAME], detail=ADVICE[NAME])
         return updated

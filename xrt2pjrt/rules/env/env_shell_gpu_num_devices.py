@@ -8,7 +8,7 @@ reported: the name is not torch_xla's alone.
 
 from __future__ import annotations
 
-from xrt2pjrt.meanings.settings import ADVICE
+from xrt2pjrt.meanings.settings import ADVICE, SHORT
 from xrt2pjrt.registry import Example
 from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.text.rule import TextRule
@@ -25,7 +25,7 @@ class ShellGpuNumDevices(TextRule):
     examples = (
         Example(
             "GPU_NUM_DEVICES=4 python3 train_torch.py\n",
-            todo_line(ADVICE[NAME], "env-shell-gpu-num-devices") + "GPU_NUM_DEVICES=4 python3 train_torch.py\n",
+            todo_line(SHORT[NAME], "env-shell-gpu-num-devices") + "GPU_NUM_DEVICES=4 python3 train_torch.py\n",
             manual=("runs on CPU",),
         ),
     )
@@ -36,4 +36,4 @@ class ShellGpuNumDevices(TextRule):
         for word in cmd.words:
             assignment = word.assignment()
             if assignment is not None and assignment[0] == NAME:
-                rec.ask(self.id, word.start, ADVICE[NAME])
+                rec.ask(self.id, word.start, SHORT[NAME], detail=ADVICE[NAME])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xrt2pjrt.meanings.settings import ADVICE
+from xrt2pjrt.meanings.settings import ADVICE, SHORT
 from xrt2pjrt.python.rule import PythonRule, argument, code
 from xrt2pjrt.registry import Example
 
@@ -43,7 +43,7 @@ class TpuNodeAddress(PythonRule):
                 "import os\n"
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): TPU_NAME named a TPU node... [env-tpu-node-address]\n"
+                "# TODO(xrt2pjrt): test xr.device_type() == 'TPU', not TPU_NAME [env-tpu-node-address]\n"
                 "num_cores = 8 if os.environ.get('TPU_NAME') else 1\n"
             ),
             manual=("xr.device_type() == 'TPU'",),
@@ -55,7 +55,7 @@ class TpuNodeAddress(PythonRule):
                 "import os\n"
                 "import torch_xla.debug.profiler as xp\n"
                 "\n"
-                "# TODO(xrt2pjrt): TPU_IP_ADDRESS was a TPU node's address... [env-tpu-node-address]\n"
+                "# TODO(xrt2pjrt): a TPU VM sets no TPU_IP_ADDRESS... [env-tpu-node-address]\n"
                 'xp.trace(f"{os.environ[\'TPU_IP_ADDRESS\']}:8466", logdir=\'/tmp/tb\')\n'
             ),
             manual=("xp.start_server",),
@@ -70,11 +70,11 @@ class TpuNodeAddress(PythonRule):
 
     def leave(self, ctx, original, updated):
         if updated.evaluated_value in NAMES and ctx.options.uses_torch(ctx.source):
-            ctx.manual(ADVICE[updated.evaluated_value])
+            ctx.manual(SHORT[updated.evaluated_value], detail=ADVICE[updated.evaluated_value])
         return updated
 
     def call(self, ctx, node, name):
         target = argument(node, "service_addr", 0)
         if target is not None and _NODE_PROFILER in code(target[1].value):
-            ctx.manual(ADVICE["TPU_IP_ADDRESS"])
+            ctx.manual(SHORT["TPU_IP_ADDRESS"], detail=ADVICE["TPU_IP_ADDRESS"])
         return node
