@@ -18,7 +18,7 @@ from xrt2pjrt.registry import Options, all_rules
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text"
 NOTHING = ()
 OLD_IMAGE = "XRT-era gcr.io/tpu-pytorch registry"
-CONDA_ENV = ("an env made for xla_dist holds torch_xla 1.x",)  # xla_dist's --conda-env (text/xla_dist.py)  # the fixtures' docker images are XRT-era ones (text/installs.py)
+CONDA_ENV = ("holds torch_xla 1.x",)  # xla_dist's --conda-env (text/xla_dist.py)  # the fixtures' docker images are XRT-era ones (text/installs.py)
 
 # (before, expected, options, substrings of the manual items, one per item)
 CASES = [

@@ -89,7 +89,7 @@ def conda_env_note(name: str) -> str:
     """What to check about xla_dist's ``--conda-env NAME``, which both ``migrate`` and
     ``launch`` carry into ``conda activate NAME``: an env made for xla_dist (torch-xla-1.13
     and the like) holds an XRT-era torch_xla, which the migrated program cannot run on."""
-    return f"--conda-env {name} holds torch_xla 1.x: install 2.x in it or use another"
+    return f"--conda-env {name}: holds torch_xla 1.x; install 2.x in it or use another"
 
 
 # The script's arguments or an array's elements: $@, $*, ${ARGS[@]}, ${ARGS[*]} (group 1: ARGS).
