@@ -1,6 +1,6 @@
 """The shim's store and host rendezvous with as many clients as a large pod has, simulated.
 
-    python bench/store_scale.py [--clients 8,64,256] [--threads 16] [--rounds 20] [--payload 1024]
+    python bench/store_scale.py [--clients 8,64,256] [--threads 16] [--rounds 20] [--payload 1024] [--compare]
 
 A v4-512 job has 256 processes (64 hosts x 4), larger pods up to 1024, all meeting in one
 store. This machine has 2 cores, so a pod is simulated: N clients are real connections
@@ -16,7 +16,11 @@ served by ``start_helper`` (a process of its own, as on a pod). Per client count
    (``xm.mesh_reduce``: each of N participants receives N payloads, N^2 x payload bytes);
 4. the store process's peak memory, threads and open files with every client connected.
 
-Ratios are against the smallest client count, measured in the same run. Many more
+Ratios are against the smallest client count, measured in the same run. ``--compare`` runs
+every size twice, in the same run, with the same shape and the same ``host_rendezvous``: once
+against the shim's store and once against a bare ``torch.distributed.TCPStore(use_libuv=True)``
+(no secret, no value limit: the engine alone), and prints the shim's figures as a ratio to
+the bare engine's. Many more
 processes than cores share this machine, so wall times include waiting for a core; the
 store's CPU per barrier is the figure that shows how its work grows with N.
 """
@@ -24,6 +28,7 @@ store's CPU per barrier is the figure that shows how its work grows with N.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -50,11 +55,35 @@ SECRET = job_secret()
 
 
 # --- one process of the simulated pod ------------------------------------------------------
-def worker(port: int, first: int, threads: int, world: int, start_at: float, rounds: int, payload: int) -> None:
+class BareTCPStore:
+    """A bare torch TCPStore client with the calls ``host_rendezvous`` makes (the baseline)."""
+
+    def __init__(self, port: int):
+        import torch.distributed as dist
+
+        self.port = port
+        self._store = dist.TCPStore("127.0.0.1", port, is_master=False, use_libuv=True,
+                                    timeout=datetime.timedelta(seconds=300))
+
+    def clone(self) -> BareTCPStore:
+        return BareTCPStore(self.port)
+
+    def close(self) -> None:
+        self._store = None
+
+    def delete_keys(self, keys) -> int:
+        return sum(self._store.delete_key(key) for key in keys)
+
+    def __getattr__(self, name):  # set, get, add, check, multi_get, num_keys, set_timeout
+        return getattr(self._store, name)
+
+
+def worker(engine: str, port: int, first: int, threads: int, world: int, start_at: float, rounds: int,
+           payload: int) -> None:
     """``threads`` participants (ordinals first..), printing one JSON line each."""
     from xrt2pjrt.shim.rendezvous import host_rendezvous
 
-    store = StoreClient("127.0.0.1", port, SECRET, timeout=300)
+    store = BareTCPStore(port) if engine == "bare" else StoreClient("127.0.0.1", port, SECRET, timeout=300)
     results = []
 
     def participant(ordinal: int) -> None:
@@ -66,7 +95,7 @@ def worker(port: int, first: int, threads: int, world: int, start_at: float, rou
             own.num_keys()  # connect + handshake + one call
             row["connect"] = time.perf_counter() - began
             own.close()  # the rendezvous makes its own connection (a clone), as in a job
-        except StoreError as error:
+        except (StoreError, RuntimeError) as error:  # RuntimeError: torch's DistStoreError
             row["refused"] = f"{type(error).__name__}: {error}"
             results.append(row)
             return
@@ -112,16 +141,45 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def one_size(clients: int, threads: int, rounds: int, payload: int) -> dict:
-    helper = start_helper("127.0.0.1", 0, SECRET, expected=clients + 1, linger=5)
-    pid = helper.process.pid
+class _BareServer:
+    """A bare TCPStore(use_libuv=True) master in a process of its own; ends when stdin closes."""
+
+    CODE = ("import sys, torch.distributed as d; s = d.TCPStore('127.0.0.1', 0, is_master=True, "
+            "wait_for_workers=False, use_libuv=True); print(s.port, flush=True); sys.stdin.read()")
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", self.CODE], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        self.port = int(self.process.stdout.readline())
+
+    def stop(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(30)
+
+
+class _ShimServer:
+    """The shim's store, served as a job serves it (``start_helper``)."""
+
+    def __init__(self, clients: int):
+        self.helper = start_helper("127.0.0.1", 0, SECRET, expected=clients + 1, linger=5)
+        self.process, self.port = self.helper.process, self.helper.port
+
+    def stop(self) -> None:
+        self.helper.abort("benchmark over")
+        self.helper.finish(last=True)
+        self.process.wait(30)
+
+
+def one_size(clients: int, threads: int, rounds: int, payload: int, engine: str = "shim") -> dict:
+    served = _BareServer() if engine == "bare" else _ShimServer(clients)
+    pid = served.process.pid
     idle = _status(pid)
     start_at = time.time() + 2.0 + clients / 100  # every process started and waiting by then
     processes = []
     for first in range(0, clients, threads):
         count = min(threads, clients - first)
         processes.append(subprocess.Popen(
-            [sys.executable, __file__, "--worker", str(helper.port), str(first), str(count), str(clients),
+            [sys.executable, __file__, "--worker", engine, str(served.port), str(first), str(count), str(clients),
              str(start_at), str(rounds), str(payload)],
             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}))
     # Sample the store while the clients are connected: its peak, and its CPU over the run.
@@ -135,16 +193,14 @@ def one_size(clients: int, threads: int, rounds: int, payload: int) -> dict:
     cpu = _cpu_seconds(pid) - cpu_before
     final = _status(pid)
     rows = [json.loads(line) for p in processes for line in p.stdout.read().splitlines()]
-    helper.abort("benchmark over")
-    helper.finish(last=True)
-    helper.process.wait(30)
+    served.stop()
     joined = [r for r in rows if "connect" in r]
     refused = [r for r in rows if "refused" in r]
     done = [r for r in joined if "barrier" in r]
     # Rounds per participant: warm-up + barrier + fan-out, each a rendezvous.
     barriers = 3 * rounds
     return {
-        "clients": clients, "processes": len(processes), "joined": len(joined), "refused": len(refused),
+        "engine": engine, "clients": clients, "processes": len(processes), "joined": len(joined), "refused": len(refused),
         "refusals": sorted({r["refused"][:160] for r in refused}), "completed": len(done),
         "connect_max": max((r["connect"] for r in joined), default=float("nan")),
         "connect_median": statistics.median(r["connect"] for r in joined) if joined else float("nan"),
@@ -161,11 +217,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=16, help="clients per simulating process")
     parser.add_argument("--rounds", type=int, default=20, help="timed rendezvous per participant and kind")
     parser.add_argument("--payload", type=int, default=1024, help="bytes each participant gives the fan-out")
+    parser.add_argument("--compare", action="store_true",
+                        help="run each size against a bare torch TCPStore(use_libuv=True) too; print ratios")
     args = parser.parse_args()
     print(f"machine: {machine()}; open-file limit {os.sysconf('SC_OPEN_MAX')}")
     print(f"SIMULATION: N clients = N real connections from N/{args.threads} real processes "
           f"({args.threads} threads each) to one real store process, all on this machine\n")
-    results = [one_size(int(n), args.threads, args.rounds, args.payload) for n in args.clients.split(",")]
+    sizes = [int(n) for n in args.clients.split(",")]
+    if args.compare:
+        compare(sizes, args.threads, args.rounds, args.payload)
+        return
+    results = [one_size(n, args.threads, args.rounds, args.payload) for n in sizes]
     base = results[0]
     header = (f"{'clients':>7} {'procs':>5} {'joined':>6} {'refused':>7} {'connect max':>11} "
               f"{'barrier':>9} {'x':>5} {'store CPU/barrier':>17} {'x':>6} "
@@ -192,9 +254,33 @@ def main() -> None:
               f"connected ({extra * 1024 / r['clients']:.0f} kB per client), peak {r['hwm_mb']:.1f} MB")
 
 
+def compare(sizes: list[int], threads: int, rounds: int, payload: int) -> None:
+    """Each size against the bare engine, then the shim's store, one after the other; ratios."""
+    print(f"{'clients':>7} {'load':>5} {'barrier bare':>12} {'shim':>9} {'x':>5} {'fan-out bare':>12} {'shim':>9} "
+          f"{'x':>5} {'CPU/barrier bare':>16} {'shim':>9} {'x':>5} {'refused bare/shim':>17}")
+    for clients in sizes:
+        bare = one_size(clients, threads, rounds, payload, "bare")
+        shim = one_size(clients, threads, rounds, payload, "shim")
+        load = os.getloadavg()[0]
+        bare_cpu, shim_cpu = bare["store_cpu_per_rendezvous"], shim["store_cpu_per_rendezvous"]
+        print(f"{clients:>7} {load:>5.1f} {bare['barrier'] * 1e3:>9.2f} ms {shim['barrier'] * 1e3:>6.2f} ms "
+              f"{shim['barrier'] / bare['barrier']:>5.2f} {bare['fanout'] * 1e3:>9.2f} ms "
+              f"{shim['fanout'] * 1e3:>6.2f} ms {shim['fanout'] / bare['fanout']:>5.2f} "
+              f"{bare_cpu * 1e3:>13.2f} ms {shim_cpu * 1e3:>6.2f} ms {shim_cpu / max(bare_cpu, 1e-9):>5.2f} "
+              f"{bare['refused']:>8}/{shim['refused']}", flush=True)
+        for r in (bare, shim):
+            for why in r["refusals"]:
+                print(f"        {r['engine']} refused: {why}")
+            if r["completed"] != r["joined"]:
+                print(f"        {r['engine']}: only {r['completed']} of {r['joined']} participants finished")
+    print(f"\nx: the shim's store / the bare engine, same shape, same run; barrier and fan-out: median per "
+          f"call of the slowest participant ({rounds} rounds); fan-out: {payload} B from each participant")
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
-        port, first, threads, world, start_at, rounds, payload = sys.argv[2:]
-        worker(int(port), int(first), int(threads), int(world), float(start_at), int(rounds), int(payload))
+        engine, port, first, threads, world, start_at, rounds, payload = sys.argv[2:]
+        worker(engine, int(port), int(first), int(threads), int(world), float(start_at), int(rounds),
+               int(payload))
     else:
         main()
