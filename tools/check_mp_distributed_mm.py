@@ -40,8 +40,8 @@ SITECUSTOMIZE = textwrap.dedent('''\
     import os
     import sys
 
-    _CHECKED = os.path.realpath(os.environ["XRT2PJRT_CHECKED_FILE"])
-    _NOTES = os.environ["XRT2PJRT_CHECK_NOTES"]
+    _CHECKED = os.path.realpath(os.environ["CHECK_MP_MM_FILE"])
+    _NOTES = os.environ["CHECK_MP_MM_NOTES"]
 
 
     def _forced(original):
@@ -100,7 +100,7 @@ def check(source: Path, target: str, nprocs: int, work: Path) -> tuple[bool, str
         return False, f"migrate exited {migrated.returncode}: {migrated.stderr.strip()[-500:]}"
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     ran = _xrt2pjrt("run", "--nprocs", str(nprocs), NAME, cwd=folder, path=(str(site),),
-                    XRT2PJRT_CHECKED_FILE=str(copy), XRT2PJRT_CHECK_NOTES=str(notes))
+                    CHECK_MP_MM_FILE=str(copy), CHECK_MP_MM_NOTES=str(notes))
     took_body = len(list(notes.iterdir()))
     if ran.returncode != 0:
         return False, f"exited {ran.returncode}:\n" + "\n".join(ran.stderr.strip().splitlines()[-12:])

@@ -58,7 +58,7 @@ def uses_torch_xla(targets: list[tuple[Path, str]]) -> bool:
     """Whether a Python file or notebook among ``targets`` names torch_xla: then the project
     uses it, and a torch pin in its requirements pins the torch its torch_xla must match."""
     for path, kind in targets:
-        if kind in ("python", "notebook"):
+        if kind in ("python", "notebook") and path.is_file():  # a FIFO would block the read
             try:
                 with open(path, "rb") as f:
                     if b"torch_xla" in f.read(_TORCH_XLA_LOOK):

@@ -26,7 +26,7 @@ XRT_CLIENT_ONLY = (
 SHORT = {
     "GPU_NUM_DEVICES": "torch_xla 2.9 ignores GPU_NUM_DEVICES: use 2.8 for GPUs",
     "TPU_NAME": "test xr.device_type() == 'TPU', not TPU_NAME",
-    "TPU_IP_ADDRESS": "a TPU VM sets no TPU_IP_ADDRESS: profile localhost",
+    "TPU_IP_ADDRESS": "profile with xp.start_server(9012), not TPU_IP_ADDRESS",
 }
 ADVICE = {
     "GPU_NUM_DEVICES": ("GPU_NUM_DEVICES chose XLA:GPU; torch_xla 2.9 ignores it and runs on CPU: "

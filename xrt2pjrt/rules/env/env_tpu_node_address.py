@@ -55,7 +55,7 @@ class TpuNodeAddress(PythonRule):
                 "import os\n"
                 "import torch_xla.debug.profiler as xp\n"
                 "\n"
-                "# TODO(xrt2pjrt): a TPU VM sets no TPU_IP_ADDRESS... [env-tpu-node-address]\n"
+                "# TODO(xrt2pjrt): profile with xp.start_server(9012)... [env-tpu-node-address]\n"
                 'xp.trace(f"{os.environ[\'TPU_IP_ADDRESS\']}:8466", logdir=\'/tmp/tb\')\n'
             ),
             manual=("xp.start_server",),
