@@ -21,8 +21,8 @@ XRT_CLIENT_ONLY = (
     ("XLA_IO_THREAD_POOL_SIZE", "thread_pool.cc:106", "the size of XRT's client I/O thread pool"),
 )
 
-# The one-line item each reporting rule writes where code sets or reads one of these names.
-# What to do, one short line for a TODO; ADVICE says why.
+# What each reporting rule says where code sets or reads one of these names: SHORT is the
+# item's one line (what to do), ADVICE its detail (why).
 SHORT = {
     "GPU_NUM_DEVICES": "torch_xla 2.9 ignores GPU_NUM_DEVICES: use 2.8 for GPUs",
     "TPU_NAME": "test xr.device_type() == 'TPU', not TPU_NAME",
