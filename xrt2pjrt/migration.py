@@ -102,7 +102,7 @@ def load_settings(request: Request) -> config.Settings:
     return config.load(config.find(common))
 
 
-def options_for(request: Request, settings: config.Settings, note: Callable[[str], None]) -> Callable[[Path], Options]:
+def options_for(request: Request, settings: config.Settings, note: Callable[[str], None]) -> PerFileOptions:
     """The options of each file: the selection (command line over configuration) less the
     configuration's per-file-ignores that match the file."""
     target = request.target or settings.target
@@ -119,23 +119,29 @@ def options_for(request: Request, settings: config.Settings, note: Callable[[str
                    unsafe_fixes=request.unsafe_fixes or settings.unsafe_fixes)
     if request.max_file_size is not None:
         base = replace(base, max_file_bytes=request.max_file_size)
-    per_file = config.per_file_ignores(settings)
-    cache: dict[tuple, Options] = {}
+    return PerFileOptions(base, config.per_file_ignores(settings))
 
-    def options(path: Path) -> Options:
-        words = tuple(w for match, ids in per_file if match(path) for w in ids)
+
+@dataclass
+class PerFileOptions:
+    """Each file's options, one object per distinct choice (the per-file-ignores that match
+    it, its line length): the rewriters' caches are per ``Options``."""
+
+    base: Options
+    per_file: list
+    _cache: dict[tuple, Options] = field(default_factory=dict)
+
+    def __call__(self, path: Path) -> Options:
+        words = tuple(w for match, ids in self.per_file if match(path) for w in ids)
         found = width.of(path.resolve().parent)
         key = (words, found, width.for_kind(files.kind_of(path), found))
-        if key not in cache:
-            chosen = replace(base, rules=rules.ignoring(list(words))) if words else base
-            cache[key] = replace(chosen, line_length=found.length if found.formatter else None, width=key[2])
-        return cache[key]
+        if key not in self._cache:
+            chosen = replace(self.base, rules=self.base.rules.ignoring(list(words))) if words else self.base
+            self._cache[key] = replace(chosen, line_length=found.length if found.formatter else None, width=key[2])
+        return self._cache[key]
 
-    return options
-
-
-def _in_a_torch_xla_project(options: Callable[[Path], Options]) -> Callable[[Path], Options]:
-    return lambda path: replace(options(path), torch_xla_project=True)
+    def in_a_torch_xla_project(self) -> PerFileOptions:
+        return PerFileOptions(replace(self.base, torch_xla_project=True), self.per_file)
 
 
 def discover(request: Request, settings: config.Settings) -> files.Discovery:
@@ -178,7 +184,7 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
     for line in codemod.notes_on(found, request.write):
         note(line)
     if files.uses_torch_xla(found.targets):
-        options = _in_a_torch_xla_project(options)
+        options = options.in_a_torch_xla_project()
     total = len(found.targets)
     root = carry.root_of(request.paths)
 
