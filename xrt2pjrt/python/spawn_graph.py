@@ -85,16 +85,30 @@ def reached_from(tree: ast.Module, spawned: str | None) -> set[str]:
 
 @functools.lru_cache(maxsize=1)
 def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
-    """Function name -> the names it calls, or hands to a call (once per file: each spawn
-    of the file asks)."""
+    """Function name -> the names it calls, or hands to a call; class name -> its methods;
+    a name a function is assigned to -> that function (once per file: each spawn asks)."""
     calls: dict[str, set[str]] = {}
     for node in spawn_site.functions(tree):
         calls.setdefault(node.name, set()).update(
-            part.id if isinstance(part, ast.Name) else part.attr
-            for call in ast.walk(node) if isinstance(call, ast.Call)
+            _name(part) for call in ast.walk(node) if isinstance(call, ast.Call)
             for part in (call.func, *call.args, *(keyword.value for keyword in call.keywords))
             if isinstance(part, (ast.Name, ast.Attribute)))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            # a class made or handed on by name (a framework's callback): its methods run
+            # where its instance lives
+            calls.setdefault(node.name, set()).update(
+                method.name for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            # ``Learner.to_tpu = _to_tpu``: a call of the new name runs the function
+            for target in node.targets:
+                if isinstance(target, (ast.Name, ast.Attribute)):
+                    calls.setdefault(_name(target), set()).add(node.value.id)
     return calls
+
+
+def _name(node: ast.Name | ast.Attribute) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr
 
 
 @functools.lru_cache(maxsize=1)

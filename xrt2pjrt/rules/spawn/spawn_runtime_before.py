@@ -111,6 +111,16 @@ class RuntimeBeforeSpawn(PythonRule):
             "def _device():\n    return xm.xla_device()\n\ndef _mp_fn(index):\n    device = _device()\n\n"
             "xmp.spawn(_mp_fn)\n",
         ),
+        Example(  # tmabraham/fastai_tpu: a callback class the replica hands to its framework, a patched method
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class OnTPU(Callback):\n    def before_fit(self):\n        self.device = xm.xla_device()\n\n"
+            "def _to_tpu(learn):\n    learn.callback_fns.append(OnTPU)\n\nLearner.to_tpu = _to_tpu\n\n"
+            "def _mp_fn(index):\n    make_learner().to_tpu().fit(1)\n\nxmp.spawn(_mp_fn)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "class OnTPU(Callback):\n    def before_fit(self):\n        self.device = xm.xla_device()\n\n"
+            "def _to_tpu(learn):\n    learn.callback_fns.append(OnTPU)\n\nLearner.to_tpu = _to_tpu\n\n"
+            "def _mp_fn(index):\n    make_learner().to_tpu().fit(1)\n\nxmp.spawn(_mp_fn)\n",
+        ),
         Example(  # pytorch-ignite 0.4.8: the launcher's own class asks for the rank in the launching process
             "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
