@@ -30,6 +30,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     'env-xrt-tpu-config': ('python', 'safe', "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported"),
     'env-xrt-unprefixed': ('python', 'safe', "TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...; XRT-era, no XRT_ prefix) set → removed; reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT"),
     'import-gone-module': ('python', 'safe', 'imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs, amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported with what to use instead'),
+    'install-xrt-era-command': ('python', 'none', "commands in Python strings (os.system, subprocess, a helper's) that install an XRT-era torch_xla: reported with what to install instead"),
     'install-xrt-era-release': ('shell', 'none', 'pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla (tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, tpu-vm-pt-1.x runtimes, env-setup.py; libtpu nightlies and cloud-tpu-client in files that use PyTorch): reported with what to install instead'),
     'launch-xla-dist': ('shell', 'unsafe', 'python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME --worker=all --command=". /etc/profile; PJRT_DEVICE=TPU …" (or `xrt2pjrt launch` with --launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.'),
     'launch-xrt-server': ('shell', 'none', "python -m torch_xla.core.xrt_run_server (XRT's server, gone in 2.x; PJRT needs none): report"),
@@ -75,6 +76,7 @@ WHY: dict[str, str] = {
     'env-shell-xrt-unused': 'Every other XRT-era variable outside Python is removed: torch_xla 2.1+ reads none of them.',
     'env-tpu-node-address': "TPU_NAME / TPU_IP_ADDRESS used in Python, and profiler traces of a TPU node's port 8466: reported.",
     'env-xrt-unprefixed': "TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR and XRT's client settings (XRT-era, no XRT_ prefix) set → removed; reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT.",
+    'install-xrt-era-command': 'Commands written in Python that install an XRT-era torch_xla: reported, as install lines are.',
     'install-xrt-era-release': 'Install lines that bring back an XRT-era torch_xla: reported with what to install instead.',
     'launch-xla-dist': '``python -m torch_xla.distributed.xla_dist`` → ``gcloud compute tpus tpu-vm ssh NAME --worker=all``.',
     'launch-xrt-server': "``python -m torch_xla.core.xrt_run_server``: XRT's server, gone from torch_xla 2.x.",
@@ -89,6 +91,6 @@ WHY: dict[str, str] = {
 }
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    'python': ('torch_xla', 'GPU_NUM_DEVICES', 'TPU_NAME', 'TPU_IP_ADDRESS', '8466', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'XLA_TENSOR_ALLOCATOR_MAXSIZE', 'XLA_COMPILE_TIME_THRESHOLD', 'XLA_SLOW_COMPILE_HLO_FOLDER', 'XLA_HANDLE_RELEASE_THREADS', 'XLA_IO_THREAD_POOL_SIZE', 'xrt_world_size', 'xla_dist', 'xrt2pjrt'),
+    'python': ('torch_xla', 'GPU_NUM_DEVICES', 'TPU_NAME', 'TPU_IP_ADDRESS', '8466', 'XRT_', 'xenv', 'TPU_NUM_DEVICES', 'TPUVM_MODE', 'COLAB_TPU_ADDR', 'TPU_MESH_CONTROLLER_ADDRESS', 'TPU_MESH_CONTROLLER_PORT', 'XLA_TENSOR_ALLOCATOR_MAXSIZE', 'XLA_COMPILE_TIME_THRESHOLD', 'XLA_SLOW_COMPILE_HLO_FOLDER', 'XLA_HANDLE_RELEASE_THREADS', 'XLA_IO_THREAD_POOL_SIZE', 'torch-xla', 'env-setup.py', 'tpu-pytorch', 'libtpu', 'cloud-tpu-client', 'tpu-vm-', 'xrt_world_size', 'xla_dist', 'xrt2pjrt'),
     'shell': ('GPU_NUM_DEVICES', 'XRT_\\w+|TPU_NUM_DEVICES|TPUVM_MODE|COLAB_TPU_ADDR|TPU_MESH_CONTROLLER_ADDRESS|TPU_MESH_CONTROLLER_PORT|XLA_TENSOR_ALLOCATOR_MAXSIZE|XLA_COMPILE_TIME_THRESHOLD|XLA_SLOW_COMPILE_HLO_FOLDER|XLA_HANDLE_RELEASE_THREADS|XLA_IO_THREAD_POOL_SIZE', '(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\\.py|libtpu|tpu-vm-(?:v4-)?pt-|\\btorch\\s*(?:===?|~=|<=?)\\s*v?1\\.)', 'xla_dist', 'xrt_run_server'),
 }

@@ -164,6 +164,11 @@ class Context:
                                        self._engine.todo(kept, self.rule_id))
 
     @property
+    def statement(self) -> cst.CSTNode | None:
+        """The statement (its original node) the node being visited is in."""
+        return self._engine.statements[-1].node if self._engine.statements else None
+
+    @property
     def block(self) -> dict:
         """Scratch space shared by rules within the current block of statements."""
         return self._engine.blocks[-1]

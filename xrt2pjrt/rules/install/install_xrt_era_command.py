@@ -1,0 +1,80 @@
+"""Commands written in Python that install an XRT-era torch_xla: reported, as install lines
+are.
+
+Set-up code run on Colab and Kaggle installs from strings: ``os.system('python
+pytorch-xla-env-setup.py --version 1.8.1')``, ``subprocess.run(['pip', 'install',
+'torch_xla==1.13'])``, or a helper of the project's own (``quietly_run(...)``). Each string is
+read as a shell command (text/words.py) and its words are checked as install lines are
+(text/installs.py). A ``--write`` leaves the command alone: which torch, torchvision and
+torch_xla to install together is a person's decision.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xrt2pjrt.python import ipython
+from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.registry import Example
+from xrt2pjrt.text import installs, words
+
+# An f-string's replacement field: an expansion, so the word holding it has no value.
+_FIELD = "${field}"
+
+
+class InstallXrtEraCommand(PythonRule):
+    id = "install-xrt-era-command"
+    fix = "none"
+    summary = ("commands in Python strings (os.system, subprocess, a helper's) that install an XRT-era torch_xla: "
+               "reported with what to install instead")
+    words = ("torch_xla", "torch-xla", "env-setup.py", "tpu-pytorch", "libtpu", "cloud-tpu-client", "tpu-vm-")
+    nodes = (cst.SimpleString, cst.FormattedString)
+    examples = (
+        Example(  # yellowdolphin/deeptrane's train.py: the installer's download and its run, one spot
+            "import sys\n\n"
+            "quietly_run(\n    'curl -o pytorch-xla-env-setup.py https://example.com/env-setup.py',\n"
+            "    f'{sys.executable} pytorch-xla-env-setup.py --version {xla_version}',\n)\n",
+            "import sys\n\n"
+            "# TODO(xrt2pjrt): install torch_xla[tpu]~=2.9.0 instead [install-xrt-era-command]\n"
+            "quietly_run(\n    'curl -o pytorch-xla-env-setup.py https://example.com/env-setup.py',\n"
+            "    f'{sys.executable} pytorch-xla-env-setup.py --version {xla_version}',\n)\n",
+            manual=("install torch_xla[tpu]~=2.9.0 instead",),
+        ),
+        Example(
+            "import subprocess\n\nsubprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)\n",
+            "import subprocess\n\n"
+            "# TODO(xrt2pjrt): install torch_xla[tpu]~=2.9.0 instead [install-xrt-era-command]\n"
+            "subprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)\n",
+            manual=("install torch_xla[tpu]~=2.9.0 instead",),
+        ),
+        Example(  # the current release, a message that only names torch_xla, a docstring
+            "import os\n\n\"\"\"Needs torch_xla==1.13.\"\"\"\n"
+            "os.system(\"pip install 'torch_xla[tpu]~=2.9.0'\")\nprint('torch_xla is not installed')\n",
+            "import os\n\n\"\"\"Needs torch_xla==1.13.\"\"\"\n"
+            "os.system(\"pip install 'torch_xla[tpu]~=2.9.0'\")\nprint('torch_xla is not installed')\n",
+        ),
+    )
+
+    def leave(self, ctx, original, updated):
+        if isinstance(ctx.parent(1), cst.Expr) or ipython.is_magic_call(ctx.parent(2)):
+            return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
+        if ctx.block.get(self.id) is ctx.statement:
+            return updated  # one item a statement: a download of the installer and its run are one spot
+        torch = ctx.options.uses_torch(ctx.source)
+        for command in words.commands(_command_text(original)):
+            for word in command.words:
+                problem = word.value and installs.finding(word.value, ctx.target_version, torch)
+                if problem:
+                    major, minor = ctx.target_version
+                    ctx.manual(f"install torch_xla[tpu]~={major}.{minor}.0 instead", detail=problem)
+                    ctx.block[self.id] = ctx.statement
+                    return updated
+        return updated
+
+
+def _command_text(string: cst.SimpleString | cst.FormattedString) -> str:
+    """The string's text as a shell would get it, each f-string field an expansion."""
+    if isinstance(string, cst.SimpleString):
+        value = string.evaluated_value
+        return value if isinstance(value, str) else value.decode("latin-1")
+    return "".join(part.value if isinstance(part, cst.FormattedStringText) else _FIELD for part in string.parts)
