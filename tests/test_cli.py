@@ -24,7 +24,8 @@ from xrt2pjrt import __version__
 ROOT = Path(__file__).resolve().parent.parent
 SHELL = 'export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n'
 # Only an item to decide: the file gains a TODO line and nothing else.
-TODO_ONLY = "import torch_xla.core.xla_model as xm\n\ndef save(m):\n    xm.save(m, '/tmp/m.pt')\n"
+TODO_ONLY = ("import torch_xla.core.xla_model as xm\n\ndef save(m):\n    xm.save(m, '/tmp/m.pt')\n"
+             "    return torch.load('/tmp/m.pt')\n")
 
 
 def xrt2pjrt(*args, cwd: Path, env: dict | None = None, stdin: bytes | None = None) -> subprocess.CompletedProcess:

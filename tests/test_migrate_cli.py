@@ -22,6 +22,7 @@ LEGACY = (
     "def _mp_fn(index):\n"
     "    print(xm.get_ordinal(), xm.xrt_world_size())\n"
     "    xm.save({}, '/tmp/x.pt')\n"
+    "    print(torch.load('/tmp/x.pt'))\n"
     "\n"
     "xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n"
 )
@@ -34,6 +35,7 @@ MIGRATED = (
     "    print(xr.global_ordinal(), xr.world_size())\n"
     "    # TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
     "    xm.save({}, '/tmp/x.pt')\n"
+    "    print(torch.load('/tmp/x.pt'))\n"
     "\n"
     "xmp.spawn(_mp_fn, start_method='fork')\n"
 )

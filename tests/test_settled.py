@@ -75,8 +75,9 @@ FIXED_AS_ADVISED = {
     "manual-pre-1.0": ("import torch_xla_py.xla_model as xm\n\nn = xm.xrt_world_size()\n",
                        "import torch_xla.runtime as xr\n\nn = xr.world_size()\n"),
     "manual-rendezvous-subset": (HEAD + "xm.rendezvous('sync', b'', replicas=[0, 1])\n", HEAD + "xm.rendezvous('sync')\n"),
-    "manual-save-barrier": (HEAD + "xm.save(model.state_dict(), path)\n",
-                            HEAD + "xm.save(model.state_dict(), path)\nxm.rendezvous('saved')\n"),
+    "manual-save-barrier": (HEAD + "xm.save(model.state_dict(), path)\nmodel.load_state_dict(torch.load(path))\n",
+                            HEAD + "xm.save(model.state_dict(), path)\nxm.rendezvous('saved')\n"
+                            "model.load_state_dict(torch.load(path))\n"),
     "manual-seeded-replicas": ("import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
                                "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n\n"
                                "xmp.spawn(_mp_fn)\n",

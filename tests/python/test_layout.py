@@ -32,7 +32,7 @@ def test_formatting_and_comments_outside_rewritten_nodes_are_byte_identical():
 
 
 def test_manual_comment_is_written_once():
-    source = "import torch_xla.core.xla_model as xm\n\nxm.save(state, path)\n"
+    source = "import torch_xla.core.xla_model as xm\n\nxm.save(state, path)\nstate = torch.load(path)\n"
     first = migrate(source)
     assert first.text.count("TODO(xrt2pjrt)") == 1
     assert [f.rule for f in first.manual] == ["manual-save-barrier"]

@@ -1,11 +1,24 @@
-"""xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it (not where a
-rendezvous follows; in a run of saves, the last), and where xm.save is passed as a function
-(save_function=xm.save)
+"""xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it: where
+the file reads a saved file after the save (not where a rendezvous follows; in a run of saves,
+the last), and where xm.save is passed as a function (save_function=xm.save).
+
+Under XRT every replica waited in xm.save until the master had written the file, so a
+replica could load it on the next line. Under PJRT the others run on at once, and one that
+loads the file then may read it half-written, or an older one. Code reads after a save when
+a load (``torch.load``, ``xser.load``, ``from_pretrained``, ``load_checkpoint`` ...) comes
+later in the function that saves, anywhere in a loop around the save, or after a call of
+that function (or in a loop around it) elsewhere in the file. A checkpoint that is only
+loaded when a later run resumes needs no barrier, and no item is written for it.
 """
 
 from __future__ import annotations
 
+import ast
+import re
+
 import libcst as cst
+
+from xrt2pjrt.python import spawn_site
 
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example
@@ -18,36 +31,49 @@ _NO_BARRIER = "xm.save no longer waits for every replica (2.1)"
 class SaveBarrier(PythonRule):
     id = "manual-save-barrier"
     fix = "none"
-    summary = ("xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it (not where a "
-               "rendezvous follows; in a run of saves, the last), and where xm.save is passed as a function "
-               "(save_function=xm.save)")
+    summary = ("xm.save(): no longer ends with a rendezvous (2.1); report where the file loads a saved file after "
+               "it (not where a rendezvous follows; in a run of saves, the last), and where xm.save is passed as a "
+               "function (save_function=xm.save)")
     targets = ("native",)  # the shim's save keeps the barrier
     names = frozenset({f"{XM}.save"})
     examples = (
-        Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n",
+        Example(  # a loop that saves, then loads the file in its next round
+            "import torch\nimport torch_xla.core.xla_model as xm\n\nfor epoch in range(3):\n"
+            "    model.load_state_dict(torch.load(path))\n    xm.save(model.state_dict(), path)\n",
             (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
-                "xm.save(model.state_dict(), path)\n"
+                "import torch\nimport torch_xla.core.xla_model as xm\n\nfor epoch in range(3):\n"
+                "    model.load_state_dict(torch.load(path))\n"
+                "    # TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+                "    xm.save(model.state_dict(), path)\n"
             ),
             manual=("rendezvous",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\nxm.rendezvous('saved')\n",
-            "import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\nxm.rendezvous('saved')\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n"
+            "xm.rendezvous('saved')\nmodel.load_state_dict(torch.load(path))\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n"
+            "xm.rendezvous('saved')\nmodel.load_state_dict(torch.load(path))\n",
         ),
-        Example(  # BigGAN-Pytorch-TPU's checkpoint: a run of saves, read (if at all) after the last
-            "import torch_xla.core.xla_model as xm\n\nxm.save(G.state_dict(), g_path)\nxm.save(D.state_dict(), d_path)\n",
+        Example(  # a run of saves, read after the last; the function's caller loads
+            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+            "def checkpoint(G, D):\n    xm.save(G.state_dict(), g_path)\n    xm.save(D.state_dict(), d_path)\n\n"
+            "def _mp_fn(index):\n    checkpoint(G, D)\n    evaluate(torch.load(g_path))\n",
             (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "xm.save(G.state_dict(), g_path)\n"
-                "# TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
-                "xm.save(D.state_dict(), d_path)\n"
+                "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+                "def checkpoint(G, D):\n    xm.save(G.state_dict(), g_path)\n"
+                "    # TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+                "    xm.save(D.state_dict(), d_path)\n\n"
+                "def _mp_fn(index):\n    checkpoint(G, D)\n    evaluate(torch.load(g_path))\n"
             ),
             manual=("rendezvous",),
+        ),
+        Example(  # BigGAN-Pytorch-TPU, my_simclr_vit_profiling: loaded only when a later run resumes
+            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+            "def save_ckpt(path, model):\n    xm.save(model.state_dict(), path)\n\n"
+            "def load_ckpt(path, model):\n    model.load_state_dict(torch.load(path))\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+            "def save_ckpt(path, model):\n    xm.save(model.state_dict(), path)\n\n"
+            "def load_ckpt(path, model):\n    model.load_state_dict(torch.load(path))\n",
         ),
         Example(  # transformers' Trainer: save_pretrained(..., save_function=xm.save)
             "import torch_xla.core.xla_model as xm\n\nmodel.save_pretrained(out, save_function=xm.save)\n",
@@ -62,7 +88,7 @@ class SaveBarrier(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if not _barrier_follows(ctx):
+        if not _barrier_follows(ctx) and (ctx.tree is None or _read_after(ctx.tree, ctx.line)):
             ctx.manual("add xm.rendezvous('saved') if others read it",
                        detail=f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it")
         return node
@@ -90,3 +116,41 @@ def _barrier_follows(ctx) -> bool:
     first = after.body[0] if isinstance(after, cst.SimpleStatementLine) else None
     return (isinstance(first, cst.Expr) and isinstance(first.value, cst.Call)
             and ctx.resolve(first.value.func) in _BARRIERS | {f"{XM}.save"})
+
+
+# What reads a saved file back: the last part of a call's name (not json's or yaml's load).
+_READS = re.compile(r"^(?:load|load_file|from_pretrained|load_checkpoint|load_from_checkpoint|load_\w*(?:ckpt|checkpoint|weights|model))$")
+_NOT_SAVED_FILES = frozenset({"json", "yaml", "OmegaConf"})
+
+
+def _read_after(tree: ast.Module, line: int) -> bool:
+    """Whether the file reads a saved file after the statement at ``line``: later in its
+    function or in a loop around it, or so after a call of that function elsewhere."""
+    function = min((f for f in spawn_site.functions(tree) if f.lineno <= line <= f.end_lineno),
+                   key=lambda f: f.end_lineno - f.lineno, default=None)
+    if _reads_after_in(function or tree, line):
+        return True
+    return function is not None and any(
+        _reads_after_in(scope, call.lineno)
+        for scope in (tree, *spawn_site.functions(tree)) for call in spawn_site.own_nodes(scope)
+        if isinstance(call, ast.Call) and _called_name(call.func) == function.name)
+
+
+def _reads_after_in(scope: ast.AST, line: int) -> bool:
+    """A read in ``scope``'s own code after ``line``, or in a loop of it around ``line``."""
+    nodes = list(spawn_site.own_nodes(scope))
+    loops = [loop for loop in nodes if isinstance(loop, (ast.For, ast.While, ast.AsyncFor))
+             and loop.lineno <= line <= loop.end_lineno]
+    return any(isinstance(node, ast.Call) and _is_read(node)
+               and (node.lineno > line or any(loop.lineno <= node.lineno <= loop.end_lineno for loop in loops))
+               for node in nodes)
+
+
+def _is_read(call: ast.Call) -> bool:
+    name = _called_name(call.func)
+    base = call.func.value if isinstance(call.func, ast.Attribute) else None
+    return bool(name and _READS.match(name)) and not (isinstance(base, ast.Name) and base.id in _NOT_SAVED_FILES)
+
+
+def _called_name(func: ast.expr) -> str | None:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
