@@ -11,7 +11,8 @@ TPU_WORKER_HOSTNAMES), so such a test is False on every TPU VM and the program t
 non-TPU path. The program runs on the VM itself: test ``xr.device_type() == 'TPU'``, count
 with ``xr.world_size()``, and profile a server the program starts
 (``xp.start_server(9012)``, then trace ``localhost:9012``). Only files that use PyTorch are
-reported: TensorFlow's TPUClusterResolver reads TPU_NAME too.
+reported, those that import it: TensorFlow's TPUClusterResolver reads TPU_NAME too, and a copy of
+pytorch-xla-env-setup.py tests it before any torch is installed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
+from xrt2pjrt.python import quiet
 from xrt2pjrt.python.rule import PythonRule, argument, code
 from xrt2pjrt.registry import Example
 
@@ -66,10 +68,14 @@ class TpuNodeAddress(PythonRule):
             "import os\nimport tensorflow as tf\n\n"
             "resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])\n",
         ),
+        Example(  # a copy of pytorch-xla-env-setup.py, run before torch is installed
+            "import os\n\nWHEEL = 'torch-{version}.whl'\n\ndef is_tpu_runtime():\n    return 'TPU_NAME' in os.environ\n",
+            "import os\n\nWHEEL = 'torch-{version}.whl'\n\ndef is_tpu_runtime():\n    return 'TPU_NAME' in os.environ\n",
+        ),
     )
 
     def leave(self, ctx, original, updated):
-        if updated.evaluated_value in NAMES and ctx.options.uses_torch(ctx.source):
+        if updated.evaluated_value in NAMES and _imports_torch(ctx):
             ctx.manual(SHORT[updated.evaluated_value], detail=ADVICE[updated.evaluated_value])
         return updated
 
@@ -78,3 +84,10 @@ class TpuNodeAddress(PythonRule):
         if target is not None and _NODE_PROFILER in code(target[1].value):
             ctx.manual(SHORT["TPU_IP_ADDRESS"], detail=ADVICE["TPU_IP_ADDRESS"])
         return node
+
+
+def _imports_torch(ctx) -> bool:
+    if ctx.tree is None:
+        return ctx.options.uses_torch(ctx.source)
+    return any(full == "torch" or full.startswith(("torch.", "torch_xla"))
+               for fulls in quiet.import_names(ctx.tree).values() for full in fulls)
