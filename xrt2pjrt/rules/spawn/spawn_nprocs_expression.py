@@ -56,6 +56,14 @@ class NprocsExpression(NprocsRule):
             ),
             manual=("read elsewhere in this file (as ['num_cores'])",),
         ),
+        Example(  # fco-dv/ignite-playground: the flag goes to a parameter the function never reads
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index, world_size):\n    print(xm.xrt_world_size())\n\n"
+            "args = (flags.nprocs,)\nxmp.spawn(_mp_fn, args=args, nprocs=flags.nprocs)\n",
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index, world_size):\n    print(xm.xrt_world_size())\n\n"
+            "args = (flags.nprocs,)\nxmp.spawn(_mp_fn, args=args, nprocs=1 if flags.nprocs == 1 else None)\n",
+        ),
         Example(
             "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
             (
@@ -137,8 +145,10 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
             ast.unparse(nprocs) == f"1 if {ast.unparse(nprocs.test.left)} == 1 else None"):  # as this rule writes it
         count = nprocs.test.left
     flag = _flag(count)
+    unread = _into_unread_parameters(site) if site else []
     if flag:
-        reads = [node for node in ast.walk(site.scopes[-1]) if _flag(node) == flag and isinstance(node.ctx, ast.Load)]
+        reads = [node for node in ast.walk(site.scopes[-1])
+                 if _flag(node) == flag and isinstance(node.ctx, ast.Load) and not any(node is u for u in unread)]
         lines = lines_beyond(site, reads)
         if lines:
             return ast.unparse(count), [f"read elsewhere in this file (as {flag})"], lines
@@ -147,7 +157,8 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
         return "", [], []
     places = []
     others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not nprocs]
-    handed = [*others, *elements(site.argument("args", 1), site)]
+    handed = [*others, *(value for value in elements(site.argument("args", 1), site)
+                         if not any(value is u for u in unread))]
     if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), count.id):
         places.append("passed to the spawned function (args=)")
     scope = site.binding_scope(count.id)
@@ -162,6 +173,20 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
         return count.id, places, []
     lines = lines_beyond(site, reads)
     return count.id, places + [where] * bool(lines), lines
+
+
+def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
+    """The values the spawn's args= hands to parameters that the spawned function, defined
+    in this file, never reads (``def _mp_fn(index, world_size, backend)`` printing
+    xm.xrt_world_size() instead): reading the count only to hand it there is no use of it."""
+    fn = site.argument("fn", 0)
+    defined = [f for f in spawn_site.functions(site.scopes[-1]) if isinstance(fn, ast.Name) and f.name == fn.id]
+    if len(defined) != 1 or defined[0].args.vararg:
+        return []
+    parameters = [p.arg for p in (*defined[0].args.posonlyargs, *defined[0].args.args)][1:]  # after the index
+    body = list(spawn_site.own_nodes(defined[0]))
+    return [value for value, name in zip(elements(site.argument("args", 1), site), parameters)
+            if not spawn_site.reads(body, name)]
 
 
 def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
