@@ -22,7 +22,7 @@ import re
 import libcst as cst
 
 from xrt2pjrt.python import imports
-from xrt2pjrt.python.rule import PythonRule, argument, code, without_args
+from xrt2pjrt.python.rule import PythonRule, argument, code, says, without_args
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, SHARED, UNPREFIXED, device_for
 
 XENV = "torch_xla.core.xla_env_vars"
@@ -155,7 +155,7 @@ class EnvRule(PythonRule):
         if ctx.is_store(original) or not self._environ(ctx, updated.value):
             return updated
         variable = self._subscript_key(ctx, updated)
-        if variable is not None:
+        if variable is not None and not self._said_where_written(ctx, variable):
             ctx.manual(self.read(variable))
         return updated
 
@@ -191,7 +191,7 @@ class EnvRule(PythonRule):
         if callee in _READS:
             hit = argument(updated, "key", 0)
             variable = hit and self._key(ctx, hit[1].value)
-            if variable:
+            if variable and not self._said_where_written(ctx, variable):
                 ctx.manual(self.read(variable))
             return updated
         if callee == f"{ENVIRON}.update" or _builds_an_environment(ctx, updated):
@@ -256,6 +256,14 @@ class EnvRule(PythonRule):
         return updated.with_changes(elements=[], lbrace=cst.LeftCurlyBrace(), rbrace=cst.RightCurlyBrace())
 
     # --- shared pieces ---------------------------------------------------------------
+    def _said_where_written(self, ctx, variable: str) -> bool:
+        """Whether the read only prints or logs the value, in a file that also sets the
+        variable: that write's item names this line (it stays while the file reads it), and
+        a read that is no test needs no test of PJRT_DEVICE."""
+        if not hasattr(self, "_writes"):
+            self._writes = _environ_writes(ctx.tree)
+        return variable in self._writes and _said(ctx)
+
     def _still_read(self, ctx, variable: str, value: cst.BaseExpression) -> bool:
         """Whether the file reads ``variable`` from os.environ elsewhere; if so, the write
         that sets it stays, reported with what it becomes once those reads are migrated."""
@@ -349,6 +357,11 @@ def _builds_an_environment(ctx, call: cst.Call) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == "update"
 
 
+def _is_environ(node: ast.AST | None) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ")
+
+
 def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
     """The variables the file (``tree``) reads from os.environ by a literal name, with the
     lines: ``environ[K]``, ``environ.get/pop(K)``, ``getenv(K)``, ``K in environ``. Names are
@@ -356,23 +369,47 @@ def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
     For a file only libcst can read no read is known, and writes are migrated as ever."""
     if tree is None:
         return {}
-    def environ(node):
-        return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
-            isinstance(node, ast.Name) and node.id == "environ")
-
     reads: dict[str, list[int]] = {}
     for node in ast.walk(tree):
         key = None
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and environ(node.value):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
             key = node.slice
         elif isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Attribute, ast.Name)):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
-            if name in ("getenv", "getenv_as") or (name in ("get", "pop") and environ(getattr(node.func, "value", None))):
+            if name in ("getenv", "getenv_as") or (name in ("get", "pop") and _is_environ(getattr(node.func, "value", None))):
                 key = node.args[0]
-        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) and environ(node.comparators[0]):
+        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) and _is_environ(node.comparators[0]):
             key = node.left
         if isinstance(key, ast.Attribute):  # xenv.TPUVM_MODE, xenv.HOST_ORDINAL
             key = ast.Constant(XENV_STILL.get(key.attr) or XENV_XRT.get(key.attr))
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             reads.setdefault(key.value, []).append(node.lineno)
     return reads
+
+
+def _said(ctx) -> bool:
+    """Whether the node being visited is an argument (or part of one) of a print or log call."""
+    level = 1
+    while (parent := ctx.parent(level)) is not None and not isinstance(parent, cst.BaseStatement):
+        if isinstance(parent, cst.Call):
+            return says(parent)
+        level += 1
+    return False
+
+
+def _environ_writes(tree: ast.Module | None) -> set[str]:
+    """The variables the file sets in os.environ by a literal name: ``environ[K] = ...``,
+    ``environ.setdefault(K, ...)``."""
+    if tree is None:
+        return set()
+    written = set()
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _is_environ(node.value):
+            key = node.slice
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
+              and _is_environ(node.func.value) and node.args):
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            written.add(key.value)
+    return written

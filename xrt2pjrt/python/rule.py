@@ -50,6 +50,17 @@ class PythonRule(Rule):
         return updated
 
 
+# Calls that say a value (print it, log it) rather than act on it.
+_SAYS = frozenset({"print", "master_print", "debug", "info", "warning", "warn", "error", "exception", "write"})
+
+
+def says(call: cst.Call) -> bool:
+    """Whether ``call`` prints or logs its arguments: ``print(...)``, ``logger.info(...)``."""
+    func = call.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+    return name in _SAYS
+
+
 # Helpers for rules that edit call arguments.
 
 

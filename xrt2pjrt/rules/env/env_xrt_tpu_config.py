@@ -51,6 +51,17 @@ class TpuConfig(DeviceRule):
             ),
             manual=("PJRT_DEVICE",),
         ),
+        Example(  # danielkunin/neural-mechanics: a read that prints what the file set is the write's item
+            "import os\n\ndef configure(ip):\n    os.environ['XRT_TPU_CONFIG'] = f'tpu_worker;0;{ip}:8470'\n"
+            "    print(f\"set to {os.environ['XRT_TPU_CONFIG']}\")\n",
+            (
+                "import os\n\ndef configure(ip):\n"
+                "    # TODO(xrt2pjrt): XRT_TPU_CONFIG is read elsewhere in this... [env-xrt-tpu-config]\n"
+                "    os.environ['XRT_TPU_CONFIG'] = f'tpu_worker;0;{ip}:8470'\n"
+                "    print(f\"set to {os.environ['XRT_TPU_CONFIG']}\")\n"
+            ),
+            manual=("read elsewhere in this file",),
+        ),
     )
 
     def handles(self, variable):

@@ -4,8 +4,8 @@ are.
 Set-up code run on Colab and Kaggle installs from strings: ``os.system('python
 pytorch-xla-env-setup.py --version 1.8.1')``, ``subprocess.run(['pip', 'install',
 'torch_xla==1.13'])``, or a helper of the project's own (``quietly_run(...)``). Each string is
-read as a shell command (text/words.py) and its words are checked as install lines are
-(text/installs.py). A ``--write`` leaves the command alone: which torch, torchvision and
+read as a shell command (text/words.py), unless it is only said (printed, logged), and its
+words are checked as install lines are (text/installs.py). A ``--write`` leaves the command alone: which torch, torchvision and
 torch_xla to install together is a person's decision.
 """
 
@@ -14,10 +14,12 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python import ipython
-from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.rule import PythonRule, says
 from xrt2pjrt.registry import Example
 from xrt2pjrt.text import installs, words
 
+# What a command's string may sit in, inside the call that runs it.
+_PARTS = (cst.Arg, cst.List, cst.Tuple, cst.Element, cst.ConcatenatedString, cst.BinaryOperation, cst.FormattedString)
 # An f-string's replacement field: an expansion, so the word holding it has no value.
 _FIELD = "${field}"
 
@@ -47,17 +49,21 @@ class InstallXrtEraCommand(PythonRule):
             "subprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)\n",
             manual=("install torch_xla[tpu]~=2.9.0 instead",),
         ),
-        Example(  # the current release, a message that only names torch_xla, a docstring
+        Example(  # the current release; a docstring, a message and a constant that name an old one
             "import os\n\n\"\"\"Needs torch_xla==1.13.\"\"\"\n"
-            "os.system(\"pip install 'torch_xla[tpu]~=2.9.0'\")\nprint('torch_xla is not installed')\n",
+            "os.system(\"pip install 'torch_xla[tpu]~=2.9.0'\")\nprint('first run pytorch-xla-env-setup.py')\n"
+            "BUCKET = 'gs://tpu-pytorch/wheels'\n",
             "import os\n\n\"\"\"Needs torch_xla==1.13.\"\"\"\n"
-            "os.system(\"pip install 'torch_xla[tpu]~=2.9.0'\")\nprint('torch_xla is not installed')\n",
+            "os.system(\"pip install 'torch_xla[tpu]~=2.9.0'\")\nprint('first run pytorch-xla-env-setup.py')\n"
+            "BUCKET = 'gs://tpu-pytorch/wheels'\n",
         ),
     )
 
     def leave(self, ctx, original, updated):
         if isinstance(ctx.parent(1), cst.Expr) or ipython.is_magic_call(ctx.parent(2)):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
+        if not _run_by_a_call(ctx):
+            return updated
         if ctx.block.get(self.id) is ctx.statement:
             return updated  # one item a statement: a download of the installer and its run are one spot
         torch = ctx.options.uses_torch(ctx.source)
@@ -70,6 +76,15 @@ class InstallXrtEraCommand(PythonRule):
                     ctx.block[self.id] = ctx.statement
                     return updated
         return updated
+
+
+def _run_by_a_call(ctx) -> bool:
+    """Whether the string is (part of) an argument of a call that does not just say it."""
+    level = 1
+    while isinstance(ctx.parent(level), _PARTS):
+        level += 1
+    call = ctx.parent(level)
+    return isinstance(call, cst.Call) and not says(call)
 
 
 def _command_text(string: cst.SimpleString | cst.FormattedString) -> str:
