@@ -4,10 +4,12 @@ the other name are not followed; report
 
 from __future__ import annotations
 
+import ast
 import functools
 
 import libcst as cst
 
+from xrt2pjrt.python import api_surface, spawn_site
 from xrt2pjrt.python.rule import PythonRule, code, literal
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import rule_names
@@ -46,6 +48,21 @@ class ModuleAsValue(PythonRule):
             ),
             manual=("stored as self.xm",),
         ),
+        Example(  # danielkunin/neural-mechanics: a local alias used only for names 2.9 still has
+            "import torch\n\ndef save(state, path, tpu):\n    save_lib = torch\n    if tpu:\n"
+            "        import torch_xla.core.xla_model as xm\n        save_lib = xm\n    save_lib.save(state, path)\n",
+            "import torch\n\ndef save(state, path, tpu):\n    save_lib = torch\n    if tpu:\n"
+            "        import torch_xla.core.xla_model as xm\n        save_lib = xm\n    save_lib.save(state, path)\n",
+        ),
+        Example(  # ... and one used for a name 2.9 lacks
+            "import torch_xla.core.xla_model as xm\n\ndef world():\n    lib = xm\n    return lib.xrt_world_size()\n",
+            (
+                "import torch_xla.core.xla_model as xm\n\ndef world():\n"
+                "    # TODO(xrt2pjrt): xm (torch_xla.core.xla_model) is... [manual-module-as-value]\n"
+                "    lib = xm\n    return lib.xrt_world_size()\n"
+            ),
+            manual=("stored as lib",),
+        ),
         Example(  # its own names, and a test of the import fallback, are no hand-over
             "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
             "if xm is not None:\n    device = xm.xla_device()\n",
@@ -60,6 +77,8 @@ class ModuleAsValue(PythonRule):
                 parent, (cst.Comparison, cst.ComparisonTarget)) or ctx.is_store() or _named_attribute(ctx):
             return node
         local = code(ctx.original)
+        if _alias_of_names_kept(ctx, parent, name):
+            return node
         if isinstance(parent, cst.Assign) and parent.value is ctx.original:
             how = "is stored as " + ", ".join(code(target.target) for target in parent.targets)
             through = code(parent.targets[0].target)
@@ -79,3 +98,22 @@ def _named_attribute(ctx) -> bool:
     return (isinstance(ctx.parent(1), cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
             and call.func.value in ("getattr", "hasattr") and len(call.args) >= 2
             and call.args[0] is ctx.parent(1) and isinstance(literal(call.args[1].value), str))
+
+
+def _alias_of_names_kept(ctx, parent, module: str) -> bool:
+    """``save_lib = xm`` in a function, every use of ``save_lib`` there an attribute that
+    the target release still has (``save_lib.save(...)``): the calls through the alias work
+    as they are, so nothing is left unmigrated."""
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)) or ctx.tree is None:
+        return False
+    alias = parent.targets[0].target.value
+    scopes = [f for f in spawn_site.functions(ctx.tree) if f.lineno <= ctx.line <= f.end_lineno]
+    if not scopes:
+        return False
+    nodes = list(spawn_site.own_nodes(max(scopes, key=lambda f: f.lineno)))
+    uses = [node for node in nodes if isinstance(node, ast.Name) and node.id == alias and isinstance(node.ctx, ast.Load)]
+    used_as = {id(node.value): node.attr for node in nodes if isinstance(node, ast.Attribute)}
+    return bool(uses) and all(
+        id(use) in used_as and api_surface.lacks(f"{module}.{used_as[id(use)]}", ctx.target_version) is None
+        for use in uses)
