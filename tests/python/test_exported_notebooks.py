@@ -163,7 +163,7 @@ def test_a_removed_setting_takes_its_statement_with_it():
 def test_a_file_whose_only_xrt_words_are_in_its_magics_is_read():
     text = nbconvert(system("python pytorch-xla-env-setup.py --version 1.13"), "import numpy as np")
     assert rewriters.trigger_for("python").search(text)
-    assert not rewriters.trigger_for("python").search("print('pytorch-xla-env-setup.py')\n")  # not an export
+    assert not rewriters.trigger_for("python").search("print('run xrt_run_server first')\n")  # not an export
     assert [f.rule for f in migrated(text).manual] == ["install-xrt-era-release"]
 
 
