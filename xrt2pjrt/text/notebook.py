@@ -88,9 +88,9 @@ def rewrite(text: str, options: Options) -> Outcome:
 
 
 def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
-    """Findings of cell number ``cell``'s rewrite, located in it by their lines (as ruff
+    """Findings of cell number ``cell``'s rewrite, located in it by their ranges (as ruff
     locates a notebook's: ``cell 3:2:5``)."""
-    return [replace(f, cell=cell, cell_line=f.line) for f in findings]
+    return [replace(f, cell=cell, cell_range=f.range) for f in findings]
 
 
 def _located(findings: list[Finding], first_lines: list[int]) -> list[Finding]:
@@ -98,7 +98,7 @@ def _located(findings: list[Finding], first_lines: list[int]) -> list[Finding]:
     cell) by the cell's first line that holds their line."""
     return [f if f.cell is not None or not first_lines else
             replace(f, cell=(cell := max(bisect.bisect_right(first_lines, f.line), 1)),
-                    cell_line=max(f.line - first_lines[cell - 1] + 1, 1))
+                    cell_range=f.range.moved(lambda line: max(line - first_lines[cell - 1] + 1, 1)))
             for f in findings]
 
 
