@@ -4,7 +4,7 @@ the JSON report says each finding's fix: its safety and whether it was made.
 
 One tree holds a Python change on a continuation line and an unsafe fix pending on a call
 over two lines, a shell change in an ``if`` block, an item to decide in a notebook's cell
-(placed in the cell) and a file that does not parse."""
+(placed in the cell), and two files that do not parse."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ CELLS = [
                 "                  replicas=[0, 1])\n"]},
 ]
 BROKEN = "import torch_xla\ndef f(:\n    pass\n"
+NOT_JSON = '{\n "cells": [},\n "torch_xla": 1\n}\n'
 
 # (file, rule; None for the file's error) -> (start line, start column, end line, end column)
 EXPECTED = {
@@ -50,8 +51,9 @@ EXPECTED = {
     ("run.sh", "env-shell-xrt-tpu-config"): (2, 3, 2, 57),
     # in cell 2, counted from the cell's first line: the call's two lines
     ("nb.ipynb", "manual-rendezvous-subset"): (3, 5, 4, len("                  replicas=[0, 1])") + 1),
-    # the ':' that Python's parser stops at
+    # the ':' that Python's parser stops at, and the '}' that the JSON decoder does
     ("broken.py", None): (2, 7, 2, 8),
+    ("bad.ipynb", None): (2, 12, 2, 13),
 }
 
 
@@ -62,13 +64,14 @@ def tree(tmp_path_factory):
     (root / "run.sh").write_text(RUN_SH)
     (root / "nb.ipynb").write_text(json.dumps({"cells": CELLS, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     (root / "broken.py").write_text(BROKEN)
+    (root / "bad.ipynb").write_text(NOT_JSON)
     return root
 
 
 def _migrate(root, *args) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", ".", *args], cwd=root,
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2, done.stderr  # (broken.py cannot be processed)
+    assert done.returncode == 2, done.stderr  # (broken.py and bad.ipynb cannot be processed)
     return done
 
 
