@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
@@ -165,7 +165,7 @@ class Finding:
         return Finding(self.rule, self.range, message, replace(self.fix, applied=False),
                        cell=self.cell, cell_range=self.cell_range)
 
-    def on_code(self, lines: list[str], cells: list[list[str]] = ()) -> "Finding":
+    def on_code(self, lines: list[str], cells: Sequence[list[str]] = ()) -> "Finding":
         """This finding with the columns of its range (and its cell range, in ``cells``, the
         lines of each cell of a notebook) taken from the code on its lines (Range.on_code)."""
         cell_range = self.cell_range

@@ -117,7 +117,8 @@ def _node_lines(node: cst.CSTNode, positions) -> tuple[int, int]:
     """The first and last line of ``node`` by libcst's ``positions``: a compound statement's
     (an ``if``, a ``def``) are its first line, not its whole block."""
     position = positions[node]
-    return position.start.line, position.start.line if isinstance(node, cst.BaseCompoundStatement) else position.end.line
+    last = position.start if isinstance(node, cst.BaseCompoundStatement) else position.end
+    return position.start.line, last.line
 
 
 class _Lines:
