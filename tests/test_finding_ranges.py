@@ -81,17 +81,16 @@ def _json(root, *args) -> dict:
 
 @functools.cache  # (each reader runs its format once, for all the cases)
 def _from_json(root) -> dict:
+    def span(at: dict) -> tuple[int, int, int, int]:
+        return at["start"]["line"], at["start"]["column"], at["end"]["line"], at["end"]["column"]
+
     said = {}
     for record in _json(root)["files"]:
         for item in record["changes"] + record["manual"] + record.get("pending", []):
-            at = item["range"]
-            said[record["path"], item["rule"]] = (at["start"]["line"], at["start"]["column"],
-                                                  at["end"]["line"], at["end"]["column"])
+            said[record["path"], item["rule"]] = span(item["range"])
             assert item.get("cell") == (2 if record["path"] == "nb.ipynb" else None)
         if record["error"] is not None:
-            at = record["error_range"]
-            said[record["path"], None] = (at["start"]["line"], at["start"]["column"], at["end"]["line"],
-                                          at["end"]["column"])
+            said[record["path"], None] = span(record["error_range"])
     return said
 
 
