@@ -117,7 +117,8 @@ class Fix:
 
 @dataclass(frozen=True)
 class Finding:
-    """One change made, or one spot a person must decide, at ``range`` in its file.
+    """One change made, or one spot a person must decide, at ``range`` in its file; ``fix``
+    says the rule's fix safety and whether this one was made (report.Fix).
 
     ``message`` is one line, what to do, without the lines it names: those are ``cites``,
     shown after it in parentheses (``(line 12, 14)``, after the words ``cited_as``: ``(set
