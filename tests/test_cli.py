@@ -250,10 +250,11 @@ def test_json_on_stdout_places_every_item(tree):
     assert data["mode"] == "preview" and data["summary"]["files_changed"] == 2
     by_path = {f["path"]: f for f in data["files"]}
     change = next(c for c in by_path["train.py"]["changes"] if c["rule"] == "api-ordinal")
-    assert (change["line"], change["column"], change["end_line"], change["safe"]) == (5, 5, 5, True)
-    assert change["end_column"] == len(LEGACY.splitlines()[4]) + 1
+    assert change["range"] == {"start": {"line": 5, "column": 5},
+                               "end": {"line": 5, "column": len(LEGACY.splitlines()[4]) + 1}}
+    assert change["fix"] == {"safety": "safe", "applied": True}
     (decide,) = by_path["train.py"]["manual"]
-    assert (decide["rule"], decide["line"], decide["column"]) == ("manual-save-barrier", 6, 5)
+    assert (decide["rule"], decide["range"]["start"]) == ("manual-save-barrier", {"line": 6, "column": 5})
 
 
 def test_github_annotations_one_per_change_and_decision(tree):

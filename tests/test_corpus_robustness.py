@@ -194,7 +194,8 @@ def test_the_report_lists_every_change(migrated):
     for rel, entry in entries.items():
         longest = max(migrated.before[rel][0].count(b"\n"), migrated.after[rel][0].count(b"\n")) + 1
         for finding in entry["changes"] + entry["manual"]:
-            assert 1 <= finding["line"] <= longest, f"{rel}: {finding} points outside the file"
+            at = finding["range"]
+            assert 1 <= at["start"]["line"] <= at["end"]["line"] <= longest, f"{rel}: {finding} points outside the file"
 
 
 def test_every_item_left_to_a_person_is_printed_and_reported(migrated):
@@ -226,7 +227,7 @@ def _unplaced(findings: list[dict]) -> list[dict]:
     """Findings without their place: a preview places them in the file as read, --write in
     the file as written (below the TODO lines it added). Both list them in line order."""
     return [{k: _CITED_LINE.sub("line ...", v) if k in ("message", "detail") else v for k, v in f.items()
-             if k not in ("line", "column", "end_line", "end_column")} for f in findings]
+             if k != "range"} for f in findings]
 
 
 def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_path):

@@ -172,7 +172,7 @@ def test_rewritten_files_compile_keep_their_bytes_and_are_stable(blocks, encodin
 
 def _decided(plan: codemod.Plan) -> set[tuple[str, int, str]]:
     run = report.Run([plan.result], mode="write")
-    return {(item.rule, item.line, item.message) for item in run.items(plan.result) if item.kind == "decide"}
+    return {(item.rule, item.range.start_line, item.message) for item in run.items(plan.result) if item.kind == "decide"}
 
 
 @SETTINGS

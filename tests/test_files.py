@@ -89,10 +89,10 @@ def test_latin1_cookie_is_honoured():
     assert "é" in source.text
 
 
-def test_undecodable_bytes_name_the_line():
+def test_undecodable_bytes_name_the_line_and_column():
     with pytest.raises(files.DecodeError) as info:
-        files.decode(b"ok = 1\nalso = 2\nbad = '\xff\xfe'\n", "python")
-    assert info.value.line == 3
+        files.decode("ok = 1\nalso = 2\né = '".encode() + b"\xff\xfe'\n", "python")
+    assert (info.value.line, info.value.column) == (3, 6)  # counted in characters: é is one
 
 
 def test_write_atomic_keeps_mode_and_leaves_no_temporary(tmp_path):

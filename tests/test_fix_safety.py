@@ -46,19 +46,19 @@ def test_an_unsafe_fix_is_pending_without_unsafe_fixes_and_made_with_it(kind, te
     made = _rewrite(kind, text, unsafe_fixes=True)
     assert all_rules()[rule].fix == "unsafe"
     assert word in gated.text and word not in made.text
-    assert [f.rule for f in gated.changes if not f.applied] == [rule]
-    assert all(f.applied for f in made.changes) and rule in {f.rule for f in made.changes}
+    assert [(f.rule, f.fix.safety) for f in gated.changes if not f.fix.applied] == [(rule, "unsafe")]
+    assert all(f.fix.applied for f in made.changes) and rule in {f.rule for f in made.changes}
     # nothing of the withheld fix is left in the text: no TODO line, no import it planned
     assert f"[{rule}]" not in gated.text
     assert "xrt2pjrt.shim" not in gated.text
     # the safe fixes are made either way (the shell's XRT_TPU_CONFIG; not the removal of an
     # import that only the unsafe fix leaves unused)
-    assert {f.rule for f in gated.changes if f.applied} <= {f.rule for f in made.changes if all_rules()[f.rule].fix == "safe"}
+    assert {f.rule for f in gated.changes if f.fix.applied} <= {f.rule for f in made.changes if f.fix.safety == "safe"}
     if "XRT_TPU_CONFIG" in text:
         assert "export PJRT_DEVICE=TPU" in gated.text
     # and the gated text is stable: a second pass withholds the same fix again
     again = _rewrite(kind, gated.text, unsafe_fixes=False)
-    assert again.text == gated.text and [f.rule for f in again.changes if not f.applied] == [rule]
+    assert again.text == gated.text and [f.rule for f in again.changes if not f.fix.applied] == [rule]
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -223,10 +223,11 @@ def test_json_report_shape(tree, tmp_path):
     assert {"path", "changes", "manual", "error"} <= set(train)
     assert train["error"] is None
     for finding in train["changes"] + train["manual"]:
-        assert set(finding) == {"rule", "line", "column", "end_line", "end_column", "message", "safe", "detail"}
+        assert set(finding) == {"rule", "range", "message", "fix", "detail"}
     assert {c["rule"] for c in train["changes"]} == {"api-ordinal", "api-world-size", "spawn-nprocs-literal"}
-    assert [(m["rule"], m["line"]) for m in train["manual"]] == [("manual-save-barrier", 6)]
+    assert [(m["rule"], m["range"]["start"]["line"]) for m in train["manual"]] == [("manual-save-barrier", 6)]
     assert by_path["broken.py"]["error"].startswith("line 2")
+    assert by_path["broken.py"]["error_range"]["start"]["line"] == 2
     assert data["summary"]["files_seen"] == 3
     assert data["summary"]["files_failed"] == 1
     assert data["summary"]["manual"] == 1

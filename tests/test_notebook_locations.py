@@ -55,8 +55,9 @@ def test_the_text_report_says_cell_line_and_column(tmp_path, write, line):
 def test_json_gives_the_cell_and_the_line_and_columns_in_it(tmp_path):
     report = _report(_notebook(tmp_path), "json")
     (item,) = report["files"][0]["manual"]
-    assert (item["rule"], item["cell"], item["line"], item["column"], item["end_line"]) == (RULE, 2, 3, 5, 3)
-    assert item["end_column"] == len("    xm.rendezvous('x', replicas=[0, 1])") + 1
+    assert (item["rule"], item["cell"]) == (RULE, 2)
+    assert item["range"] == {"start": {"line": 3, "column": 5},
+                             "end": {"line": 3, "column": len("    xm.rendezvous('x', replicas=[0, 1])") + 1}}
 
 
 def test_sarif_gives_the_region_in_the_cell_and_the_cell_as_a_property(tmp_path):
@@ -83,5 +84,5 @@ def test_a_python_files_items_have_no_cell(tmp_path):
     (tmp_path / "train.py").write_text("".join(CELLS[1]["source"]))
     report = _report(tmp_path / "train.py", "json")
     (item,) = report["files"][0]["manual"]
-    assert "cell" not in item and (item["line"], item["column"]) == (3, 5)
+    assert "cell" not in item and item["range"]["start"] == {"line": 3, "column": 5}
     assert "train.py:3:5: decide" in _migrate(tmp_path / "train.py")

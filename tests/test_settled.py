@@ -18,7 +18,7 @@ TODO = re.compile(r"^(\s*)# TODO\(xrt2pjrt\): .* \[([\w.-]+)\]$", re.M)
 def _check(tree) -> tuple[int, list[tuple[str, int, str]]]:
     """``migrate --check``'s exit code, and every item and change it reports (file, line, rule)."""
     ran = xrt2pjrt("migrate", "--check", "--output-format", "json", ".", cwd=tree)
-    found = [(f["path"].rsplit("/", 1)[-1], item["line"], item["rule"])
+    found = [(f["path"].rsplit("/", 1)[-1], item["range"]["start"]["line"], item["rule"])
              for f in json.loads(ran.stdout)["files"] for item in f["manual"] + f["changes"]]
     return ran.returncode, found
 

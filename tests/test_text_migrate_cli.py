@@ -79,11 +79,12 @@ def test_write_rewrites_every_kind_keeps_modes_and_reports_everything(tree, tmp_
         # which is where it was when that line survived the rewrite, never on a TODO line.
         old, new = before.splitlines(), expected.text.splitlines()
         for item, found in zip(expected.manual, files[name]["manual"]):
-            assert "TODO(xrt2pjrt)" not in new[found["line"] - 1], (name, found)
+            at = found["range"]["start"]
+            assert "TODO(xrt2pjrt)" not in new[at["line"] - 1], (name, found)
             if old[item.line - 1] in new:
-                assert new[found["line"] - 1] == old[item.line - 1], (name, found)
+                assert new[at["line"] - 1] == old[item.line - 1], (name, found)
             # what a person is asked to decide is also on stderr, with file, line and column
-            assert f"{path}:{found['line']}:{found['column']}: decide [{item.rule}]" in ran.stderr
+            assert f"{path}:{at['line']}:{at['column']}: decide [{item.rule}]" in ran.stderr
     assert (tree / "docker" / "Dockerfile").read_text() == (FIXTURES / "dockerfile" / "Dockerfile.expected").read_text()
     # a second run finds nothing left to do
     assert migrate("--check", str(tree)).returncode == 0

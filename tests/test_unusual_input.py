@@ -81,6 +81,7 @@ def test_a_notebook_with_trailing_garbage_is_reported_not_rewritten(tmp_path):
     notebook.write_text(text)
     ran = migrate("--write", notebook)
     assert ran.returncode == 2 and "not valid JSON" in ran.stderr
+    assert "error: line 2: cannot parse: not a notebook" in ran.stderr  # the line the garbage is on
     assert notebook.read_text() == text
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from xrt2pjrt import __version__, files
 from xrt2pjrt.codemod import Plan
 from xrt2pjrt.shim_packages import CARRIED, carried_name
-from xrt2pjrt.report import FileResult, Finding
+from xrt2pjrt.report import FileResult, Finding, Fix, Range
 
 FOLDER = CARRIED  # the copy's folder, in the project's root
 RULE = "shim-imports"  # the rule whose imports name the copy: its docs say why it is carried
@@ -150,6 +150,12 @@ def _imports_on_disk(result: FileResult) -> bool:
     return CARRIED.encode() in data and imports_copy(data.decode("utf-8", errors="replace"))
 
 
+def _on_the_copy(message: str, applied: bool) -> Finding:
+    """A change (``applied``) or an item to decide about a file of the copy as a whole: on its
+    first line."""
+    return Finding(RULE, Range.of_lines(1), message, Fix.of(RULE, applied))
+
+
 def _plan(path: Path, text: str) -> Plan | None:
     result = FileResult(str(path), "python")
     new_bytes = text.encode("utf-8")
@@ -157,8 +163,8 @@ def _plan(path: Path, text: str) -> Plan | None:
         data, snapshot = files.read(path)
     except FileNotFoundError:
         result.original, result.updated = "", text
-        result.changes.append(Finding(RULE, 1, f"the shim's copy, written by xrt2pjrt {__version__}: "
-                                               f"code here imports {CARRIED}"))
+        result.changes.append(_on_the_copy(f"the shim's copy, written by xrt2pjrt {__version__}: "
+                                           f"code here imports {CARRIED}", applied=True))
         return Plan(result, new_bytes=new_bytes)
     except (OSError, files.NotAFile) as exc:
         result.error = f"cannot read the shim's copy: {getattr(exc, 'strerror', None) or exc}"
@@ -169,18 +175,19 @@ def _plan(path: Path, text: str) -> Plan | None:
     found = stamp(old)
     if found is None or not found[1]:
         what = "edited by hand" if found else "not written by xrt2pjrt (no stamp line)"
-        result.manual.append(Finding(RULE, 1, f"the shim's copy is {what}: not replaced; move the change "
-                                              "out of it and delete the file, and the next run writes it afresh"))
+        result.manual.append(_on_the_copy(f"the shim's copy is {what}: not replaced; move the change out of it "
+                                          "and delete the file, and the next run writes it afresh", applied=False))
         return Plan(result, snapshot=snapshot)
     result.original, result.updated = old, text
-    result.changes.append(Finding(RULE, 1, f"the shim's copy, refreshed: xrt2pjrt {found[0]} → {__version__}"))
+    result.changes.append(_on_the_copy(f"the shim's copy, refreshed: xrt2pjrt {found[0]} → {__version__}",
+                                       applied=True))
     return Plan(result, new_bytes=new_bytes, snapshot=snapshot, write_to=str(path))
 
 
 def _left(path: Path) -> Plan:
     """A file an earlier version wrote that the shim no longer has."""
     result = FileResult(str(path), "python")
-    result.manual.append(Finding(RULE, 1, f"not part of the shim of xrt2pjrt {__version__}: delete it"))
+    result.manual.append(_on_the_copy(f"not part of the shim of xrt2pjrt {__version__}: delete it", applied=False))
     return Plan(result)
 
 

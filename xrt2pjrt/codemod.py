@@ -33,7 +33,7 @@ from pathlib import Path
 
 from xrt2pjrt import files, rewriters, suppress
 from xrt2pjrt.registry import Options
-from xrt2pjrt.report import FileResult, todo_lines
+from xrt2pjrt.report import FileResult, Finding, Range, cell_lines, todo_lines
 
 # Characters of text to parse below which a process pool costs more than it saves, and the
 # least a worker should get (bench/jobs.py). The parent parses about a million characters a
@@ -89,7 +89,7 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
     try:
         source = files.decode(data, kind)
     except files.DecodeError as exc:
-        result.error = f"line {exc.line}: {exc}"
+        result.error, result.error_range = f"line {exc.line}: {exc}", Range.at(exc.line, exc.column)
         return Plan(result, snapshot=snapshot)
     result.todo_lines = todo_lines(kind, source.text)
     if not rewriters.trigger_for(kind).search(source.text):
@@ -128,7 +128,7 @@ def _finish(job: _Job, options: Options) -> Plan:
         with _no_cyclic_gc():
             outcome = rewriter.rewrite(source.text, options)
     except rewriters.SourceError as exc:
-        result.error = f"line {exc.line}: cannot parse: {exc}"
+        result.error, result.error_range = f"line {exc.range.start_line}: cannot parse: {exc}", exc.range
         return unfinished
     except RecursionError:
         result.error = ("nested too deeply to parse: an expression or block is deeper than libcst, the parser "
@@ -139,7 +139,7 @@ def _finish(job: _Job, options: Options) -> Plan:
         result.error = (f"internal error of the {kind} rewriter ({type(exc).__name__}: {exc}); "
                         "the file is left as it is: please report this with the file")
         return unfinished
-    result.changes, result.manual = outcome.changes, outcome.manual
+    result.changes, result.manual = (_on_code(found, source.text, kind) for found in (outcome.changes, outcome.manual))
     if outcome.text == source.text:
         return unfinished
 
@@ -161,6 +161,16 @@ def _finish(job: _Job, options: Options) -> Plan:
     # thousands of files left alone cost no copying between processes.
     result.original, result.updated = source.text, outcome.text
     return Plan(result, new_bytes=new_bytes, snapshot=job.snapshot, write_to=job.write_to)
+
+
+def _on_code(findings: list[Finding], text: str, kind: str) -> list[Finding]:
+    """``findings`` of ``text``, their ranges given the columns of its code (Finding.on_code):
+    the rewriters give lines, as a snippet's (a code block, a cell, a RUN instruction's
+    command) are lines of the file too, where its columns are not."""
+    if not findings:
+        return findings
+    lines, cells = text.splitlines(), cell_lines(text) if kind == "notebook" else []
+    return [f.on_code(lines, cells) for f in findings]
 
 
 @contextmanager

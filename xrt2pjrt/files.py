@@ -485,11 +485,12 @@ def remove_stale(paths: list[Path]) -> list[Path]:
 
 
 class DecodeError(Exception):
-    """A file's bytes are not text in the encoding it declares."""
+    """A file's bytes are not text in the encoding it declares, from ``line`` and
+    ``column`` on (1-based, in characters)."""
 
-    def __init__(self, message: str, line: int):
+    def __init__(self, message: str, line: int, column: int = 1):
         super().__init__(message)
-        self.line = line
+        self.line, self.column = line, column
 
 
 @dataclass(frozen=True)
@@ -521,8 +522,10 @@ def decode(data: bytes, kind: str) -> TextFile:
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:
-        line = body[: exc.start].count(b"\n") + 1
-        raise DecodeError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}", line) from exc
+        line_start = body.rfind(b"\n", 0, exc.start) + 1
+        column = len(body[line_start:exc.start].decode(encoding, errors="replace")) + 1
+        raise DecodeError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}",
+                          body.count(b"\n", 0, exc.start) + 1, column) from exc
     except LookupError as exc:
         raise DecodeError(f"unknown encoding {encoding!r}", 1) from exc
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")

@@ -209,12 +209,6 @@ def _migrate_stdin(request, settings, options, targets, started) -> Done:
     be, and nothing is written to disk (``--write`` prints the new text instead)."""
     data = request.stdin or b""
     plans = [codemod.plan(path, kind, options(path), data=data) for path, kind in targets]
-    texts = {}
-    for p in plans:
-        try:
-            texts[p.result.path] = files.decode(data, p.result.kind).text
-        except files.DecodeError:
-            pass
     new = next((p.new_bytes for p in plans if p.new_bytes is not None), data)
-    run = report.Run([p.result for p in plans], request.mode, texts=texts)
+    run = report.Run([p.result for p in plans], request.mode)
     return Done(run, plans, settings, time.perf_counter() - started, new_stdin=new)

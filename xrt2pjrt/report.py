@@ -12,8 +12,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import json
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
@@ -47,8 +46,79 @@ class Cite:
 
 
 @dataclass(frozen=True)
+class Range:
+    """Where a finding or an error is, as SARIF counts: lines and columns 1-based, the end
+    column just past the region.
+
+    A finding's range covers the lines of what it is about (a Python node's, from libcst's
+    positions; a text rule's, from its offsets), from the first character of code on the
+    first to the end of the code on the last: what the rewriters give is the lines
+    (``of_lines``), the engine adds the columns from the file's text (``on_code``), and a
+    report of --write those of the new file's. An error's is the character it names."""
+
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def of_lines(cls, first: int, last: int | None = None) -> "Range":
+        """Lines ``first``..``last`` (default: ``first``), their columns not known yet."""
+        return cls(first, 1, max(last or first, first), 1)
+
+    @classmethod
+    def at(cls, line: int, column: int = 1) -> "Range":
+        """The one character at ``line``, ``column``."""
+        return cls(line, column, line, column + 1)
+
+    def moved(self, line_in_file: Callable[[int], int]) -> "Range":
+        """This range of a snippet, in the file: each line mapped by ``line_in_file``."""
+        return replace(self, start_line=line_in_file(self.start_line), end_line=line_in_file(self.end_line))
+
+    def through(self, moves: Callable[[int], tuple[int, int]]) -> "Range":
+        """This range's lines in a rewrite of its file, ``moves(line)`` giving where a line of
+        the file as read is there and the last line of what replaced it (_Moves.of); its
+        columns as they were (``on_code`` gives the new ones)."""
+        first, last = moves(self.start_line)[0], moves(self.end_line)[1]
+        return replace(self, start_line=first, end_line=max(last, first))
+
+    def on_code(self, lines: list[str]) -> "Range":
+        """This range's lines in ``lines`` (a file's, or a cell's), from the first character of
+        code on the first to the end of the code on the last; as it is when they are not there."""
+        if not 1 <= self.start_line <= self.end_line <= len(lines):
+            return self
+        first, last = lines[self.start_line - 1], lines[self.end_line - 1]
+        return replace(self, start_column=len(first) - len(first.lstrip()) + 1, end_column=len(last.rstrip()) + 1)
+
+    def record(self) -> dict:
+        """As the JSON report writes it."""
+        return {"start": {"line": self.start_line, "column": self.start_column},
+                "end": {"line": self.end_line, "column": self.end_column}}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A finding's fix: its ``safety``, the rule's (registry.FIXES: "safe", "unsafe", or
+    "none" for a rule that only reports), and whether it was ``applied``: False for an item to
+    decide, and for a change the fix-safety gate withheld (an unsafe fix without
+    --unsafe-fixes: pending)."""
+
+    safety: str
+    applied: bool
+
+    @classmethod
+    def of(cls, rule: str, applied: bool) -> "Fix":
+        entry = RULES.get(rule)
+        return cls(entry[1] if entry else "none", applied)
+
+    def record(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Finding:
-    """One change made, or one spot a person must decide (``line`` is 1-based).
+    """One change made, or one spot a person must decide, at ``range`` in its file; ``fix``
+    says the rule's fix safety and whether this one was made (report.Fix).
 
     ``message`` is one line, what to do, without the lines it names: those are ``cites``,
     shown after it in parentheses (``(line 12, 14)``, after the words ``cited_as``: ``(set
@@ -57,17 +127,21 @@ class Finding:
     and SARIF reports carry (the rule's own why is its docs, ``xrt2pjrt rules ID``)."""
 
     rule: str
-    line: int
+    range: Range
     message: str
+    fix: Fix
     cites: tuple[Cite, ...] = ()
     cited_as: str = ""
     detail: str = ""
-    # In a notebook: the cell's number (1-based, as Jupyter counts) and the line in it.
+    # In a notebook: the cell's number (1-based, as Jupyter counts) and the range in it
+    # (``range`` is then in the notebook's JSON text).
     cell: int | None = None
-    cell_line: int = 0
-    # A change only: False when the fix-safety gate withheld it (an unsafe fix without
-    # --unsafe-fixes): pending, not made.
-    applied: bool = True
+    cell_range: Range | None = None
+
+    @property
+    def line(self) -> int:
+        """The first line of ``range``."""
+        return self.range.start_line
 
     def shown(self, number: Callable[[Cite], int] = lambda cite: cite.line,
               text: Callable[[Cite], str | None] = lambda cite: None) -> str:
@@ -82,10 +156,23 @@ class Finding:
         return self.placed(lambda line: line + lines)
 
     def placed(self, line_in_file: Callable[[int], int]) -> "Finding":
-        """This finding of a snippet, its line and those it cites (but a cell's) numbered in
-        the file by ``line_in_file`` (the snippet's line -> the file's)."""
+        """This finding of a snippet, its range and the lines it cites (but a cell's) numbered
+        in the file by ``line_in_file`` (the snippet's line -> the file's)."""
         cites = tuple(c if c.cell is not None else replace(c, line=line_in_file(c.line)) for c in self.cites)
-        return replace(self, line=line_in_file(self.line), cites=cites)
+        return replace(self, range=self.range.moved(line_in_file), cites=cites)
+
+    def asked(self, message: str) -> "Finding":
+        """This change, not made: an item to decide saying ``message``, at the same place."""
+        return Finding(self.rule, self.range, message, replace(self.fix, applied=False),
+                       cell=self.cell, cell_range=self.cell_range)
+
+    def on_code(self, lines: list[str], cells: Sequence[list[str]] = ()) -> "Finding":
+        """This finding with the columns of its range (and its cell range, in ``cells``, the
+        lines of each cell of a notebook) taken from the code on its lines (Range.on_code)."""
+        cell_range = self.cell_range
+        if cell_range is not None and 1 <= self.cell <= len(cells):
+            cell_range = cell_range.on_code(cells[self.cell - 1])
+        return replace(self, range=self.range.on_code(lines), cell_range=cell_range)
 
 
 # The quoted cites show this many characters of their line at most.
@@ -122,6 +209,7 @@ class FileResult:
     changes: list[Finding] = field(default_factory=list)
     manual: list[Finding] = field(default_factory=list)
     error: str | None = None
+    error_range: Range | None = None  # the place the error names (a parse error's line and column)
     skipped: bool = False  # by a `# xrt2pjrt: skip-file` comment
     todo_lines: int = 0  # the TODO(xrt2pjrt) lines in the file as read: an earlier --write's, left to settle
 
@@ -136,12 +224,12 @@ class FileResult:
     @property
     def made(self) -> list[Finding]:
         """The changes made (or that --write makes): all but the pending ones."""
-        return [f for f in self.changes if f.applied]
+        return [f for f in self.changes if f.fix.applied]
 
     @property
     def pending(self) -> list[Finding]:
         """The changes the fix-safety gate withheld (unsafe fixes, without --unsafe-fixes)."""
-        return [f for f in self.changes if not f.applied]
+        return [f for f in self.changes if not f.fix.applied]
 
     @property
     def only_todo_lines(self) -> bool:
@@ -185,34 +273,33 @@ class Summary:
 
 @dataclass(frozen=True)
 class Item:
-    """A change, an item to decide or an error, placed in the file as written: 1-based
-    lines and columns, the end column just past the region (as SARIF counts)."""
+    """A change, an item to decide or an error, at ``range`` in the file as written (in a
+    notebook: in its cell)."""
 
     path: str
     kind: str  # "change", "pending" (an unsafe fix withheld), "decide" or "error"
     rule: str | None
     message: str
-    line: int
-    column: int = 1
-    end_line: int = 0
-    end_column: int = 1
-    safe: bool | None = None  # the rule's fix is safe (None: no rule, or an error)
+    range: Range
+    fix: Fix | None = None  # None: an error
     # The long text: the message whole, with its cites and the finding's detail (``message``
     # is that, shortened to one short line).
     detail: str = ""
-    # In a notebook: the cell (1-based), ``line`` and the columns then in that cell, and
-    # the line of the notebook's file it is on (what GitHub's annotations point at).
+    # In a notebook: the cell (1-based), whose lines ``range`` counts, and the line of the
+    # notebook's file it is on (what GitHub's annotations point at).
     cell: int | None = None
     file_line: int = 0
 
     @property
     def where(self) -> str:
         """``path:line:column`` (``path:cell 3:line:column`` in a notebook), as ruff says it."""
-        return f"{self.path}:{'' if self.cell is None else f'cell {self.cell}:'}{self.line}:{self.column}"
+        at = self.range
+        return f"{self.path}:{'' if self.cell is None else f'cell {self.cell}:'}{at.start_line}:{at.start_column}"
 
     def record(self) -> dict:
-        return {k: v for k, v in asdict(self).items()
-                if k not in ("path", "kind", "file_line") and not (k == "cell" and v is None)}
+        record = {"rule": self.rule, "message": self.message, "range": self.range.record(),
+                  "fix": self.fix and self.fix.record(), "detail": self.detail}
+        return record if self.cell is None else {**record, "cell": self.cell}
 
 
 def plural(count: int, noun: str) -> str:
@@ -246,17 +333,12 @@ def shortened(text: str, room: int) -> str:
     return text[:keep] + CUT
 
 
-_ERROR_LINE = re.compile(r"^line (\d+)\b")
-
-
 @dataclass
 class Run:
-    """The results of one run, in ``mode``; ``texts`` holds a file's text where the disk
-    does not (stdin)."""
+    """The results of one run, in ``mode``."""
 
     results: list[FileResult]
     mode: str = "preview"
-    texts: dict[str, str] = field(default_factory=dict)
     ignored: int = 0  # files skipped as ignored
 
     @cached_property
@@ -277,55 +359,34 @@ class Run:
         """Every item of ``result``, placed in the file as written."""
         path = quoted(result.path)
         if result.error is not None:
-            match = _ERROR_LINE.match(result.error)
-            line = int(match.group(1)) if match else 1
-            return [Item(path, "error", None, one_line(result.error), line, 1, line, 1, detail=one_line(result.error))]
-        text = self._text_as_written(result)
-        lines = text.splitlines() if text is not None else []
+            error = one_line(result.error)
+            return [Item(path, "error", None, error, result.error_range or Range.at(1), detail=error)]
         written = self.mode == "write" and result.changed
-        moved = self._new_line if written else (lambda r, line: (line, line))
+        lines = result.updated.splitlines() if written else []
         out = []
         for kind, findings in (("change", result.made), ("pending", result.pending), ("decide", result.manual)):
             for f in findings:
-                line, last = moved(result, f.line)
                 shown = one_line(self._cited_as_written(result, f, lines) if written else f.shown())
                 detail = f"{shown}: {one_line(f.detail)}" if f.detail else shown
                 # the message short, the lines it cites whole: they say where to look
                 short = replace(f, message=shortened(f.message, MESSAGE_ROOM))
                 message = one_line(self._cited_as_written(result, short, lines) if written else short.shown())
-                where = (line, *_span(lines, line, last)) if f.cell is None else self._in_cell(result, f, written)
-                out.append(Item(path, kind, f.rule, message, *where, safe=_safe(f.rule),
-                                detail=detail, cell=f.cell, file_line=line))
+                at, file_at = self._placed(result, f, lines) if written else (f.cell_range or f.range, f.range)
+                out.append(Item(path, kind, f.rule, message, at, f.fix, detail=detail, cell=f.cell,
+                                file_line=file_at.start_line))
         # in the file's order (a notebook's cells too); stable: a line's items keep their order
-        return sorted(out, key=lambda item: (item.file_line, item.line, item.column))
+        return sorted(out, key=lambda item: (item.file_line, item.range.start_line, item.range.start_column))
 
-    def _in_cell(self, result: FileResult, finding: Finding, written: bool) -> tuple[int, int, int, int]:
-        """(line, column, end line, end column) of a notebook's ``finding`` in its cell as written."""
-        line = finding.cell_line
-        if written and (moves := self._cell_moves(result, finding.cell)) is not None:
-            line = moves.of(line)[0]
-        if written:
-            cells = self._cells(result)[1]
-        else:  # (the text of a notebook without a change is read again: parse it once)
-            cache = self.__dict__.setdefault("_cells_as_read", {})
-            if result.path not in cache:
-                cache[result.path] = _cell_lines(self._text_as_written(result) or "")
-            cells = cache[result.path]
-        lines = cells[finding.cell - 1] if finding.cell <= len(cells) else []
-        return (line, *_span(lines, line, line))
-
-    def _text_as_written(self, result: FileResult) -> str | None:
-        if self.mode == "write" and result.changed:
-            return result.updated
-        if result.path in self.texts:
-            return self.texts[result.path]
-        if result.original is not None:
-            return result.original
-        try:  # a file with findings and no change: read it again (few files do)
-            with open(result.path, encoding="utf-8", errors="replace", newline=None) as f:
-                return f.read()
-        except OSError:
-            return None
+    def _placed(self, result: FileResult, finding: Finding, lines: list[str]) -> tuple[Range, Range]:
+        """Where ``finding`` is after --write, on the code of the new file (``lines``): in its
+        cell (in the file, outside a notebook), and in the file."""
+        in_file = finding.range.through(lambda line: self._new_line(result, line)).on_code(lines)
+        if finding.cell is None:
+            return in_file, in_file
+        moves = self._cell_moves(result, finding.cell)
+        if moves is None:
+            return finding.cell_range, in_file
+        return finding.cell_range.through(moves.of).on_code(self._cells(result)[1][finding.cell - 1]), in_file
 
     def _new_line(self, result: FileResult, line: int) -> tuple[int, int]:
         """Where line ``line`` of the file as read is in the new file: its statement's line
@@ -358,7 +419,7 @@ class Run:
         """The lines of each cell of a notebook as read and as written, and their moves."""
         cache = self.__dict__.setdefault("_cells_cache", {})
         if result.path not in cache:
-            cache[result.path] = (_cell_lines(result.original), _cell_lines(result.updated), {})
+            cache[result.path] = (cell_lines(result.original), cell_lines(result.updated), {})
         return cache[result.path]
 
     def _cell_moves(self, result: FileResult, cell: int) -> "_Moves | None":
@@ -372,7 +433,7 @@ class Run:
         return moves[cell]
 
 
-def _cell_lines(notebook: str) -> list[list[str]]:
+def cell_lines(notebook: str) -> list[list[str]]:
     """The lines of each cell of ``notebook`` (its JSON text); none when it does not read."""
     try:
         cells = json.loads(notebook)["cells"]
@@ -425,21 +486,6 @@ class _Moves:
         lines do not follow one another one for one."""
         return max(range(j1, j2), key=lambda j: (difflib.SequenceMatcher(None, self.old[i], self.new[j]).ratio(),
                                                  -abs(j - guess)))
-
-
-def _span(lines: list[str], line: int, last: int) -> tuple[int, int, int]:
-    """(column, end line, end column) of lines ``line``..``last`` without their indent."""
-    if not 1 <= line <= len(lines):
-        return 1, line, 1
-    text = lines[line - 1]
-    end_text = lines[min(last, len(lines)) - 1]
-    return len(text) - len(text.lstrip()) + 1, last, len(end_text.rstrip()) + 1
-
-
-def _safe(rule: str) -> bool | None:
-    """Whether the rule's fixes are not unsafe (None: no such rule), as the records say."""
-    entry = RULES.get(rule)
-    return entry[1] != "unsafe" if entry else None
 
 
 # --- renderings -------------------------------------------------------------------
@@ -512,6 +558,7 @@ def to_json(run: Run) -> str:
             "changes": [i.record() for i in items if i.kind == "change"],
             "manual": [i.record() for i in items if i.kind == "decide"],
             "error": r.error,
+            "error_range": r.error_range and r.error_range.record(),
         }
         if r.pending:  # (only where there are: a file's record is the same as ever without)
             record["pending"] = [i.record() for i in items if i.kind == "pending"]
@@ -538,11 +585,12 @@ def to_github(run: Run) -> str:
             what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
                     "pending": "unsafe fix pending (--unsafe-fixes)", "error": "not processed"}[i.kind]
             if i.cell is None:
-                props = (f"file={_escape_property(i.path)},line={i.line},col={i.column},endLine={i.end_line},"
-                         f"endColumn={i.end_column},title={_escape_property(title)}")
+                at = i.range
+                props = (f"file={_escape_property(i.path)},line={at.start_line},col={at.start_column},"
+                         f"endLine={at.end_line},endColumn={at.end_column},title={_escape_property(title)}")
             else:  # GitHub shows a notebook's file: the line of the cell's source, and the cell's place said
                 props = f"file={_escape_property(i.path)},line={i.file_line},title={_escape_property(title)}"
-                what = f"cell {i.cell}:{i.line}:{i.column}: {what}"
+                what = f"cell {i.cell}:{i.range.start_line}:{i.range.start_column}: {what}"
             lines.append(f"::{level} {props}::{_escape_data(f'{what}: {i.message}')}")
     return "".join(line + "\n" for line in lines)
 
@@ -568,8 +616,8 @@ def to_sarif(run: Run) -> str:
     def location(i: Item) -> dict:
         return {"physicalLocation": {
             "artifactLocation": {"uri": i.path.replace("\\", "/")},
-            "region": {"startLine": i.line, "startColumn": i.column, "endLine": max(i.end_line, i.line),
-                       "endColumn": i.end_column},
+            "region": {"startLine": i.range.start_line, "startColumn": i.range.start_column,
+                       "endLine": i.range.end_line, "endColumn": i.range.end_column},
         }}
 
     results, notifications = [], []
@@ -585,7 +633,7 @@ def to_sarif(run: Run) -> str:
             "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
             "message": {"text": f"{what}: {i.message}"},
             "locations": [location(i)],
-            "properties": {"xrt2pjrt": i.kind, "safe": i.safe, "detail": i.detail,
+            "properties": {"xrt2pjrt": i.kind, "fix": i.fix.record(), "detail": i.detail,
                            **({} if i.cell is None else {"cell": i.cell})},
         })
     document = {
@@ -615,7 +663,7 @@ def to_markdown(run: Run) -> str:
             chosen = [i for i in items if i.kind == kind]
             if chosen:
                 lines += [f"### {title}", ""]
-                lines += [f"- {'' if i.cell is None else f'cell {i.cell}, '}line {i.line} `{i.rule}`: {i.message}"
+                lines += [f"- {'' if i.cell is None else f'cell {i.cell}, '}line {i.range.start_line} `{i.rule}`: {i.message}"
                           for i in chosen]
                 lines.append("")
     return "\n".join(lines)

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from xrt2pjrt.report import Finding, shortened
+from xrt2pjrt.report import Finding, Range, shortened
 from xrt2pjrt.rule_index import TRIGGERS
 
 # file kind -> module implementing the contract above
@@ -79,11 +79,11 @@ class Words:
 
 
 class SourceError(Exception):
-    """Text a rewriter cannot parse; ``line`` is 1-based."""
+    """Text a rewriter cannot parse, at ``line`` and ``column`` (1-based): ``range``."""
 
-    def __init__(self, message: str, line: int):
+    def __init__(self, message: str, line: int, column: int = 1):
         super().__init__(message)
-        self.line = line
+        self.range = Range.at(line, column)
 
 
 # file kind -> the kinds of rules its rewriter runs, when not only the text rules ("shell"):

@@ -48,5 +48,5 @@ def test_fixture(case):
 def _decided(text: str, outcome) -> set[tuple[str, int, str]]:
     """(rule, line, message) of each item to decide, as `migrate --write` reports them."""
     result = FileResult("train.py", "python", text, outcome.text, outcome.changes, outcome.manual)
-    return {(item.rule, item.line, item.message) for item in Run([result], mode="write").items(result)
+    return {(item.rule, item.range.start_line, item.message) for item in Run([result], mode="write").items(result)
             if item.kind == "decide"}

@@ -16,10 +16,11 @@ def test_mark_step_before_2_4_is_kept_and_pjrt_xla_device_before_2_3_goes_to_run
     assert "d = xr.xla_device()" in out
 
 
-def test_unparseable_source_raises_with_line():
+def test_unparseable_source_raises_with_line_and_column():
     with pytest.raises(SourceError) as error:
         python.rewrite("import torch_xla\n\ndef f(:\n    pass\n", Options(rules=frozenset(all_rules())))
-    assert error.value.line == 3
+    at = error.value.range
+    assert (at.start_line, at.start_column) == (3, 7)  # the ':' Python's parser stops at
 
 
 @pytest.mark.parametrize("source, triggers", [

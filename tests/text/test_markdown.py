@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.report import Finding
+from xrt2pjrt.report import Finding, Fix, Range
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import markdown, shell
 from xrt2pjrt.text.edits import dedent
@@ -156,8 +156,8 @@ def test_a_block_a_next_run_would_change_again_is_left_whole(monkeypatch):
 
     def restless(body, options, **kw):
         outcome = real(body, options, **kw)
-        return Outcome(outcome.text + "echo more\n", [*outcome.changes, Finding("env-shell-xrt-unused", 3, "more")],
-                       outcome.manual)
+        more = Finding("env-shell-xrt-unused", Range.of_lines(3), "more", Fix.of("env-shell-xrt-unused", applied=True))
+        return Outcome(outcome.text + "echo more\n", [*outcome.changes, more], outcome.manual)
 
     monkeypatch.setattr(shell, "rewrite", restless)
     outcome = markdown.rewrite(text, ALL)

@@ -73,10 +73,11 @@ def test_findings_carry_file_lines():
         ("launch-xla-dist", 18), ("env-shell-xrt-tpu-config", 21)]
 
 
-def test_broken_yaml_is_a_source_error_with_its_line():
+def test_broken_yaml_is_a_source_error_with_its_line_and_column():
     with pytest.raises(SourceError) as err:
         rewrite("a: 1\nb: [XRT_TPU_CONFIG\nc: 2\n")
-    assert err.value.line >= 2
+    at = err.value.range
+    assert (at.start_line, at.start_column) == (3, 2)  # where PyYAML stops: the ':' of `c: 2`, in the open [
 
 
 @pytest.mark.parametrize("value, style", [("plain words", None), ("a: b", None), ("it's", "'"), ("x # y", None),

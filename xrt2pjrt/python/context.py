@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from xrt2pjrt.registry import Options
-from xrt2pjrt.report import Cite, Finding
+from xrt2pjrt.report import Cite, Finding, Fix, Range
 from xrt2pjrt.python import imports
 
 
@@ -30,7 +30,12 @@ class Context:
     @property
     def line(self) -> int:
         """The 1-based line of the node being visited, in the file as it was read."""
-        return self._engine.line_of(self.original)
+        return self._engine.lines_of(self.original)[0]
+
+    @property
+    def range(self) -> Range:
+        """The lines of the node being visited, in the file as it was read (report.Range)."""
+        return Range.of_lines(*self._engine.lines_of(self.original))
 
     @property
     def source(self) -> str:
@@ -70,7 +75,7 @@ class Context:
         return None if target is None else f"{target}.{rest}" if rest else target
 
     def change(self, message: str) -> None:
-        self._engine.changes.append(Finding(self.rule_id, self.line, message))
+        self._engine.changes.append(Finding(self.rule_id, self.range, message, Fix.of(self.rule_id, applied=True)))
         if self._engine.statements:
             self._engine.statements[-1].changed = True
 
@@ -84,7 +89,7 @@ class Context:
         ``of_fix``: the item is about the fix the rule makes here, and goes with it when the
         fix-safety gate withholds it."""
         texts = self._engine.text.splitlines() if quoted else []
-        finding = Finding(self.rule_id, self.line, message,
+        finding = Finding(self.rule_id, self.range, message, Fix.of(self.rule_id, applied=False),
                           tuple(Cite(line, text=texts[line - 1] if k < quoted else None) for k, line in enumerate(cites)),
                           cited_as, detail)
         if finding in self._engine.manual:
@@ -159,8 +164,10 @@ class Context:
         ``kept_detail``, why)."""
         key = (self._engine.scope.path, name)
         statement = id(self._engine.statements[-1].node)  # its TODO line goes above it, if kept
-        self._engine.droppable[key] = (Finding(self.rule_id, self.line, dropped),
-                                       Finding(self.rule_id, self.line, kept, detail=kept_detail), statement,
+        here = self.range
+        self._engine.droppable[key] = (Finding(self.rule_id, here, dropped, Fix.of(self.rule_id, applied=True)),
+                                       Finding(self.rule_id, here, kept, Fix.of(self.rule_id, applied=False),
+                                               detail=kept_detail), statement,
                                        self._engine.todo(kept, self.rule_id))
 
     @property

@@ -113,6 +113,14 @@ def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:
     return words, aliases
 
 
+def _node_lines(node: cst.CSTNode, positions) -> tuple[int, int]:
+    """The first and last line of ``node`` by libcst's ``positions``: a compound statement's
+    (an ``if``, a ``def``) are its first line, not its whole block."""
+    position = positions[node]
+    last = position.start if isinstance(node, cst.BaseCompoundStatement) else position.end
+    return position.start.line, last.line
+
+
 class _Lines:
     """Lines of original nodes without libcst's PositionProvider, which regenerates the
     whole module's code to find them (a sixth of the rewriter's time on real files).
@@ -131,21 +139,23 @@ class _Lines:
         self.original_line = original_line
         self._positions: dict[int, object] = {}  # id of a statement -> positions in its code
 
-    def line_of(self, node: cst.CSTNode, statement: _Statement) -> int:
+    def lines_of(self, node: cst.CSTNode, statement: _Statement) -> tuple[int, int]:
+        """The first and last line of ``node`` (see _node_lines), in ``statement``."""
         first = self.starts[statement.index][0]
         if isinstance(statement.node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             # A line of small statements that ast finds on one line: every node in it is on
             # that line, with no positions to compute (which cost a millisecond a finding).
             covered = range(statement.index, min(statement.index + len(statement.node.body), len(self.starts)))
             if all(self.starts[k][0] == first and self._ends[k] == first for k in covered):
-                return self.original_line(first)
+                return self.original_line(first), self.original_line(first)
         key = id(statement.node)
         if key not in self._positions:
             alone = cst.Module(body=[statement.node])
             self._positions[key] = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
         positions = self._positions[key]
-        line = self.starts[statement.index][0] + positions[node].start.line - positions[statement.node].start.line
-        return self.original_line(line)
+        start, end = _node_lines(node, positions)
+        above = first - positions[statement.node].start.line
+        return self.original_line(start + above), self.original_line(end + above)
 
 
 class _Engine(cst.CSTTransformer):
@@ -155,7 +165,7 @@ class _Engine(cst.CSTTransformer):
         self.text = text  # as read, quiet statements included
         self.tree = tree  # ``text``'s ast; None when ast cannot read it
         self.module = module
-        self._positions = None  # libcst's, only where ``ast`` cannot parse: see line_of
+        self._positions = None  # libcst's, only where ``ast`` cannot parse: see lines_of
         self.lines = lines  # None when ``ast`` cannot parse
         self.next_statement = 0
         self.ctx = Context(self, options)
@@ -286,14 +296,14 @@ class _Engine(cst.CSTTransformer):
             return None
         return self.lines.original_line(self.lines.starts[self.import_lines[id(statement)][0]][0])
 
-    def line_of(self, node: cst.CSTNode) -> int:
-        """The 1-based line of an original node inside the statement being visited."""
+    def lines_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        """The first and last 1-based line of an original node inside the statement being
+        visited (see _node_lines); (0, 0) when it has none."""
         if self.lines is not None and self.statements:
-            return self.lines.line_of(node, self.statements[-1])
+            return self.lines.lines_of(node, self.statements[-1])
         if self._positions is None:
             self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
-        position = self._positions.get(node)
-        return position.start.line if position is not None else 0
+        return _node_lines(node, self._positions) if node in self._positions else (0, 0)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.ancestors.append(node)
@@ -414,7 +424,7 @@ class _Engine(cst.CSTTransformer):
         changes, flags, planned, droppable, additions, notes = before
         if len(self.changes) == changes:
             return new
-        self.changes[changes:] = [replace(f, applied=False) for f in self.changes[changes:]]
+        self.changes[changes:] = [replace(f, fix=replace(f.fix, applied=False)) for f in self.changes[changes:]]
         for note in self.fix_notes[notes:]:
             self.manual.remove(note)
             if frame:
@@ -438,7 +448,7 @@ class _Engine(cst.CSTTransformer):
 
     def _suppressed(self, rule: PythonRule, original: cst.CSTNode) -> bool:
         """An ``# xrt2pjrt: ignore`` marker keeps ``rule`` off this node (suppress.py)."""
-        return bool(self.suppressions) and self.suppressions.covers(rule.id, self.line_of(original))
+        return bool(self.suppressions) and self.suppressions.covers(rule.id, self.lines_of(original)[0])
 
     def indent(self) -> str:
         """The indentation of the statement being visited."""
@@ -566,7 +576,7 @@ def rewrite_together(pieces: list[str], options: Options,
         return replace(cite, line=line, cell=cell)
 
     def own(findings: list[Finding], k: int) -> list[Finding]:
-        return [replace(f, line=place(f.line)[1], cites=tuple(cited(k, c) for c in f.cites))
+        return [replace(f, range=f.range.moved(lambda line: place(line)[1]), cites=tuple(cited(k, c) for c in f.cites))
                 for f in findings if place(f.line)[0] == k]
 
     return [Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))
@@ -609,8 +619,9 @@ def _rewrite_exported(text: str, found: list[ipython.Magic], options: Options, f
     python = "".join(done)
     rec = Recorder(python, options)
     for k, o in enumerate(outcomes[0::2]):
-        rec.changes += [replace(f, line=in_file(2 * k, f.line)) for f in o.changes]
-        rec.manual += [replace(f, line=in_file(2 * k, f.line)) for f in o.manual]
+        host_line = functools.partial(in_file, 2 * k)  # (the lines they cite are the file's already)
+        rec.changes += [replace(f, range=f.range.moved(host_line)) for f in o.changes]
+        rec.manual += [replace(f, range=f.range.moved(host_line)) for f in o.manual]
     again = ipython.magics(python, ast.parse(python))
     if [m.text for m in again] != [m.text for m in found]:  # (no rule rewrites a magic's call)
         raise SourceError("a magic moved in the rewrite of its notebook's Python", found[0].line)
@@ -661,8 +672,7 @@ def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str,
     in_file = lambda line: lines[min(line, len(lines)) - 1]  # noqa: E731
     edits = [] if new == magic.source else magic.write(new) if new else magic.removal and [magic.removal]
     if edits is None:
-        manual = [*manual, *(Finding(f.rule, f.line, f"make by hand (its string cannot take it as quoted): {f.message}")
-                             for f in changes)]
+        manual = [*manual, *(f.asked(f"make by hand (its string cannot take it as quoted): {f.message}") for f in changes)]
         changes = []
     rec.edits += edits or []
     rec.changes += [f.placed(in_file) for f in changes]
@@ -692,8 +702,8 @@ def _parse(text: str) -> cst.Module:
         try:
             ast.parse(text)
         except SyntaxError as error:
-            raise SourceError(error.msg, error.lineno or 1) from None
-        raise SourceError(exc.message, exc.raw_line) from None
+            raise SourceError(error.msg, error.lineno or 1, error.offset or 1) from None
+        raise SourceError(exc.message, exc.raw_line, exc.raw_column + 1) from None
 
 
 def _rewrite(text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None,

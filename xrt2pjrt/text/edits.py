@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import Options
-from xrt2pjrt.report import Finding
+from xrt2pjrt.report import Finding, Fix, Range
 from xrt2pjrt.rewriters import TODO, Outcome, todo_comment
 from xrt2pjrt.suppress import Suppressions
 from xrt2pjrt.width import NOT_PYTHON
@@ -69,14 +69,16 @@ class Recorder:
         applied = not self.options.withholds(rule)
         if applied:
             self.edits.extend(edits)
-        self.changes.append(Finding(rule, self.line(offset), message, applied=applied))
+        first = self.line(offset)
+        last = max((self.line(max(e.end - 1, e.start)) for e in edits), default=first)
+        self.changes.append(Finding(rule, Range.of_lines(first, last), message, Fix.of(rule, applied)))
 
     def ask(self, rule: str, offset: int, message: str, detail: str = "") -> None:
         """Report a spot a person must decide: ``message`` what to do, ``detail`` why."""
         self.ask_at_line(rule, self.line(offset), message, detail)
 
     def ask_at_line(self, rule: str, line: int, message: str, detail: str = "") -> None:
-        finding = Finding(rule, line, message, detail=detail)
+        finding = Finding(rule, Range.of_lines(line), message, Fix.of(rule, applied=False), detail=detail)
         if self.suppressions and self.suppressions.covers(rule, line):
             return
         if finding not in self.manual:

@@ -274,8 +274,8 @@ def _leave_decided(body: str, outcome: Outcome, again: Program) -> Outcome:
             second = _rewrite_keeping(kept.text, spots, again)
             if second is not None and second.text == kept.text and not second.changes:
                 return Outcome(kept.text, kept.changes, outcome.manual)
-    return Outcome(body, [], [*outcome.manual, *(Finding(f.rule, f.line, "code block left as it was, as it has an item "
-                                                         f"to decide: make this change by hand ({f.message})")
+    return Outcome(body, [], [*outcome.manual, *(f.asked("code block left as it was, as it has an item to decide: "
+                                                         f"make this change by hand ({f.message})")
                                                  for f in outcome.changes)])
 
 
@@ -337,8 +337,8 @@ def _checked(check: Callable[[str], str | None], kind: str, body: str, outcome: 
     written = check(body)  # (a placeholder such as <ip-address> makes the block invalid as written)
     why = f"not valid {kind} as written" if written else f"its rewrite would not be valid {kind}"
     problem = re.sub(r"^\S*bash: line \d+: ", "", (written or problem).splitlines()[0])  # (bash -n's own words)
-    return Outcome(body, [], [*outcome.manual, *(Finding(f.rule, f.line, f"code block left as it was ({why}: {problem}): "
-                                                         f"{f.message}") for f in outcome.changes)])
+    return Outcome(body, [], [*outcome.manual, *(f.asked(f"code block left as it was ({why}: {problem}): {f.message}")
+                                                 for f in outcome.changes)])
 
 
 # A shell prompt that starts a command in a console session: `$ `, `(vm)$ `, `user@host:~$ `.

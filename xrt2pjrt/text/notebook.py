@@ -46,6 +46,8 @@ class SourceSpan:
 def rewrite(text: str, options: Options) -> Outcome:
     try:
         cells = source_spans(text)
+    except NotJSON as exc:
+        raise SourceError(f"not a notebook: {exc}", exc.line, exc.column) from None
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise SourceError(f"not a notebook: {exc}", 1) from None
     options = options.in_file(text)
@@ -88,9 +90,9 @@ def rewrite(text: str, options: Options) -> Outcome:
 
 
 def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
-    """Findings of cell number ``cell``'s rewrite, located in it by their lines (as ruff
+    """Findings of cell number ``cell``'s rewrite, located in it by their ranges (as ruff
     locates a notebook's: ``cell 3:2:5``)."""
-    return [replace(f, cell=cell, cell_line=f.line) for f in findings]
+    return [replace(f, cell=cell, cell_range=f.range) for f in findings]
 
 
 def _located(findings: list[Finding], first_lines: list[int]) -> list[Finding]:
@@ -98,7 +100,7 @@ def _located(findings: list[Finding], first_lines: list[int]) -> list[Finding]:
     cell) by the cell's first line that holds their line."""
     return [f if f.cell is not None or not first_lines else
             replace(f, cell=(cell := max(bisect.bisect_right(first_lines, f.line), 1)),
-                    cell_line=max(f.line - first_lines[cell - 1] + 1, 1))
+                    cell_range=f.range.moved(lambda line: max(line - first_lines[cell - 1] + 1, 1)))
             for f in findings]
 
 
@@ -124,13 +126,23 @@ def check(text: str) -> str | None:
 # --- the JSON around the sources ---------------------------------------------------------------
 
 
+class NotJSON(ValueError):
+    """A notebook's text that is not one JSON document: the decoder stopped at ``line``,
+    ``column`` (1-based)."""
+
+    def __init__(self, error: json.JSONDecodeError):
+        super().__init__(f"not valid JSON ({error})")
+        self.line, self.column = error.lineno, error.colno
+
+
 def source_spans(text: str) -> list[SourceSpan]:
     """Where each cell's ``source`` value is in the notebook's text. ValueError for a text
-    that is not one JSON document (trailing text included) or not an nbformat 4 notebook."""
+    that is not one JSON document (NotJSON; trailing text included) or not an nbformat 4
+    notebook."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc})") from None
+        raise NotJSON(exc) from None
     if isinstance(document, dict) and "cells" not in document and (
             "worksheets" in document or document.get("nbformat", 4) < 4):
         raise ValueError(f"nbformat {document.get('nbformat', 3)} (cells in worksheets); this tool reads "

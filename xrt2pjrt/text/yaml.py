@@ -41,7 +41,8 @@ def rewrite(text: str, options: Options) -> Outcome:
         documents = list(pyyaml.compose_all(text, Loader=pyyaml.SafeLoader))
     except pyyaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise SourceError(str(exc).splitlines()[0], (mark.line + 1) if mark else 1) from None
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise SourceError(str(exc).splitlines()[0], line, column) from None
     options = options.in_file(text)
     rec = Recorder(text, options)
     settings: list[EnvSetting] = []

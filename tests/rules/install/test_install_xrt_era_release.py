@@ -105,9 +105,9 @@ def test_every_place_an_install_is_written_is_reported_and_no_install_is_changed
         assert ran.returncode == 0, ran.stderr
 
     entries = {Path(e["path"]).relative_to(root).as_posix(): e for e in json.loads(report.read_text())["files"]}
-    found = {(name, item["line"]) for name, e in entries.items() for item in e["manual"]
+    found = {(name, item["range"]["start"]["line"]) for name, e in entries.items() for item in e["manual"]
              if item["rule"] == "install-xrt-era-release"}
-    notebook = {item["line"] for item in entries["colab.ipynb"]["manual"]}
+    notebook = {item["range"]["start"]["line"] for item in entries["colab.ipynb"]["manual"]}
     assert found - {f for f in found if f[0] == "colab.ipynb"} == EXPECTED
     assert len(notebook) == 2  # the `!pip` line (two items on it) and the `%pip` line
     assert entries["requirements.txt"]["kind"] == "requirements"
