@@ -29,7 +29,7 @@ class SaveBarrier(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+                "# TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
                 "xm.save(model.state_dict(), path)\n"
             ),
             manual=("rendezvous",),
@@ -44,7 +44,7 @@ class SaveBarrier(PythonRule):
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
                 "xm.save(G.state_dict(), g_path)\n"
-                "# TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+                "# TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
                 "xm.save(D.state_dict(), d_path)\n"
             ),
             manual=("rendezvous",),
@@ -54,7 +54,7 @@ class SaveBarrier(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): add xm.rendezvous('saved') where this saves... [manual-save-barrier]\n"
+                "# TODO(xrt2pjrt): add xm.rendezvous('saved') after saving [manual-save-barrier]\n"
                 "model.save_pretrained(out, save_function=xm.save)\n"
             ),
             manual=("passed here as a function",),
@@ -63,13 +63,13 @@ class SaveBarrier(PythonRule):
 
     def call(self, ctx, node, name):
         if not _barrier_follows(ctx):
-            ctx.manual("add xm.rendezvous('saved') if others read it",
+            ctx.manual("add xm.rendezvous('saved') for readers",
                        detail=f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it")
         return node
 
     def reference(self, ctx, node, name):
         if not ctx.is_store() and not _barrier_follows(ctx):
-            ctx.manual("add xm.rendezvous('saved') where this saves, if others read it",
+            ctx.manual("add xm.rendezvous('saved') after saving",
                        detail=f"xm.save is passed here as a function: {_NO_BARRIER}; if others read what it saves "
                        "next, add xm.rendezvous('saved') after this")
         return node
