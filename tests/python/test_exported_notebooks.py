@@ -16,7 +16,7 @@ from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.text.installs import finding as install_finding
 
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)
-ENV_SETUP = install_finding("pytorch-xla-env-setup.py", (2, 9))
+ENV_SETUP = install_finding("pytorch-xla-env-setup.py", (2, 9)).do
 
 
 def nbconvert(*cells: str) -> str:

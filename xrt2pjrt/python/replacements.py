@@ -15,22 +15,8 @@ surface tables (python/api_surface.py, generated from the released wheels):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from xrt2pjrt.python.api_surface import Lack
-
-
-@dataclass(frozen=True)
-class Advice:
-    """What to use instead of a name: ``do``, the few words of a TODO line, and ``more``,
-    the how and why the long text adds (``str()``: both)."""
-
-    do: str
-    more: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.do}: {self.more}" if self.more else self.do
-
+from xrt2pjrt.report import Advice
 
 NO_SCALER = Advice("drop it: bf16 autocast needs no scaler",
                    "nothing replaces it (it served XLA:GPU); autocast to bfloat16 on TPU needs no scaler")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python.environment import DeviceRule
 from xrt2pjrt.registry import Example
+from xrt2pjrt.report import Advice
 
 
 class TpuConfig(DeviceRule):
@@ -21,7 +22,7 @@ class TpuConfig(DeviceRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): this configured a remote TPU node... [env-xrt-tpu-config]\n"
+                "# TODO(xrt2pjrt): run it on a TPU VM, not a TPU node [env-xrt-tpu-config]\n"
                 "os.environ.setdefault('PJRT_DEVICE', 'TPU')\n"
             ),
             manual=("remote TPU node",),
@@ -31,7 +32,7 @@ class TpuConfig(DeviceRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): this configured a remote TPU node... [env-xrt-tpu-config]\n"
+                "# TODO(xrt2pjrt): run it on a TPU VM, not a TPU node [env-xrt-tpu-config]\n"
                 "os.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n"
             ),
             manual=("remote TPU node",),
@@ -45,7 +46,7 @@ class TpuConfig(DeviceRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): XRT_TPU_CONFIG is ignored from torch_xla 2.1... [env-xrt-tpu-config]\n"
+                "# TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [env-xrt-tpu-config]\n"
                 "if 'XRT_TPU_CONFIG' in os.environ:\n"
                 "    run()\n"
             ),
@@ -57,4 +58,5 @@ class TpuConfig(DeviceRule):
         return variable == "XRT_TPU_CONFIG"
 
     def read(self, variable):
-        return "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'"
+        return Advice("test xr.device_type() == 'TPU' instead",
+                      "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'")
