@@ -51,7 +51,7 @@ class NprocsExpression(NprocsRule):
                 "def _mp_fn(index, flags):\n"
                 "    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n"
                 "\n"
-                "# TODO(xrt2pjrt): use xr.world_size() where it is read [spawn-nprocs-expression]\n"
+                "# TODO(xrt2pjrt): use xr.world_size() at its reads [spawn-nprocs-expression]\n"
                 "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n"
             ),
             manual=("read elsewhere in this file (as ['num_cores'])",),
@@ -98,7 +98,7 @@ class NprocsExpression(NprocsRule):
             world = "xm.xrt_world_size()" if shim else "xr.world_size()"
             why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
                    f"{world}, which need not match it")
-            ctx.manual(f"use {world} where it is read", cites=lines, quoted=QUOTED_LINES,
+            ctx.manual(f"use {world} at its reads", cites=lines, quoted=QUOTED_LINES,
                        detail=why)
         if shim or _already_none_or_one(arg.value):
             return node
