@@ -150,7 +150,7 @@ def test_a_json_block_holding_a_command_is_a_transcript_reported_not_rewritten()
     assert outcome.text == text and outcome.changes == []
     # the translation it would have had, and the env xla_dist activated (it holds torch_xla 1.x)
     assert sorted((f.line, f.message.split(":")[0]) for f in outcome.manual) == [
-        (4, "--conda-env torch-xla-nightly"), (4, "left as it is (a json block)")]
+        (4, "install torch_xla 2.x in this conda env"), (4, "left as it is (a json block)")]
 
 
 # pytorch/xla 1.13's API_GUIDE.md, in short: an import block, then snippets and programs.
