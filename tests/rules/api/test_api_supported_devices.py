@@ -10,4 +10,4 @@ def test_a_device_list_asked_for_by_a_kind_named_elsewhere_says_it_no_longer_tel
                   "    devices = xm.get_xla_supported_devices(devkind=xla_device_type)\n    return len(devices) >= 1\n")
     (item,) = out.manual
     assert item.rule == "api-supported-devices" and item.detail.startswith("devkind=xla_device_type dropped: ")
-    assert "CPU devices on a CPU host" in item.message and "compare xr.device_type() with the kind" in item.message
+    assert "CPU devices on a CPU host" in item.detail and "compare xr.device_type() with the kind" in item.detail

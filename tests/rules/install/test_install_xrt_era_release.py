@@ -186,13 +186,15 @@ def test_an_xrt_era_container_image_is_reported():
 
 
 def _migrate_tree(root: Path, tree: dict[str, str]) -> dict[str, list[str]]:
-    """The install items of a real `migrate` run over ``tree``, by file."""
+    """What the install items of a real `migrate` run over ``tree`` say is wrong (their long
+    text, after the message), by file."""
     for name, text in tree.items():
         (root / name).write_text(text)
     ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", str(root)],
                          capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
-    return {Path(e["path"]).name: [i["message"] for i in e["manual"] if i["rule"] == "install-xrt-era-release"]
+    return {Path(e["path"]).name: [i["detail"].removeprefix(f"{i['message']}: ") for i in e["manual"]
+                                   if i["rule"] == "install-xrt-era-release"]
             for e in json.loads(ran.stdout)["files"]}
 
 
