@@ -14,8 +14,9 @@ from xrt2pjrt.rule_index import WHY
 TRAIN = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
          "def main():\n    def _mp_fn(index):\n        pass\n    xmp.spawn(_mp_fn)\n")
 RULE = "spawn-unpicklable"
-WHAT = "pickle refuses fn (`_mp_fn`, a function defined in main): define it at module level"
-WHY_HERE = "torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork'"
+WHAT = "move fn to module level"
+WHY_HERE = ("pickle refuses fn (`_mp_fn`, a function defined in main): define it at module level; torch_xla 2.x's "
+            "xmp.spawn pickles fn and args for each process, even with start_method='fork'")
 
 
 def _migrate(tmp_path, *args) -> subprocess.CompletedProcess:

@@ -33,7 +33,7 @@ MIGRATED = (
     "\n"
     "def _mp_fn(index):\n"
     "    print(xr.global_ordinal(), xr.world_size())\n"
-    "    # TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+    "    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
     "    xm.save({}, '/tmp/x.pt')\n"
     "    print(torch.load('/tmp/x.pt'))\n"
     "\n"
@@ -155,13 +155,13 @@ def test_lines_a_message_cites_are_those_of_the_file_as_written(tmp_path):
 
     preview, written, second = decided(), decided("--write"), decided()
     assert any("(line 8: `sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())`)" in item
-               for item in preview) and any(item.endswith("spawned function (line 5)") for item in preview)
+               for item in preview) and any(item.endswith("spawned fn (line 5)") for item in preview)
     assert written == second  # the second pass reads the file as written, and says the same
     lines = (tmp_path / "train.py").read_text().splitlines()
     assert lines[8] == "    sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xr.global_ordinal())"
     assert lines[5] == "DEVICE = torch_xla.device()"
     assert any(f"(line 9: `{lines[8].strip()}`)" in item for item in written)
-    assert any(item.endswith("spawned function (line 6)") for item in written)
+    assert any(item.endswith("spawned fn (line 6)") for item in written)
 
 
 def test_lines_of_a_notebooks_cell_a_message_cites_are_those_of_the_cell_as_written(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 
 from xrt2pjrt import rewriters, width
 from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.report import CUT
 
 CASES = [
     pytest.param(rule, index, example, id=f"{rule_id}-{index}")
@@ -60,3 +61,18 @@ def test_fix_safety_says_what_the_examples_do(rule_id, rule):
     """A report-only rule (fix "none") changes nothing; a rule with a fix shows one."""
     changed = [bool(_run(rule, e, e.before).changes) for e in rule.examples]
     assert any(changed) is (rule.fix != "none"), (rule.fix, changed)
+
+
+# A TODO line at this indent, in a file without line-length settings, holds its rule's
+# message whole: the cut (rewriters.todo_comment) is for deeper indents only.
+_TODO_INDENT = 8
+
+
+@pytest.mark.parametrize("rule_id, rule", sorted(all_rules().items()))
+def test_todo_lines_fit_uncut_at_indent_8(rule_id, rule):
+    room = width.DEFAULT - _TODO_INDENT
+    for example in rule.examples:
+        for line in _run(rule, example, example.before).text.splitlines():
+            if rewriters.TODO in line:
+                todo = line.strip()
+                assert f"{CUT} [" not in todo and len(todo) <= room, f"{len(todo)} > {room}: {todo}"

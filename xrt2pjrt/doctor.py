@@ -153,7 +153,7 @@ def runtime_device(env: Mapping[str, str], versions: Mapping[str, str | None],
 
 
 def xrt_env_leftovers(env: Mapping[str, str]) -> list[XrtLeftover]:
-    return [XrtLeftover(name, env[name], xrt_variables.replacement(name, env[name]))
+    return [XrtLeftover(name, env[name], str(xrt_variables.replacement(name, env[name])))
             for name in sorted(env) if xrt_variables.is_xrt_era(name)]
 
 

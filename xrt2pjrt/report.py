@@ -35,6 +35,18 @@ def todo_lines(kind: str, text: str) -> int:
 
 
 @dataclass(frozen=True)
+class Advice:
+    """What to do about a spot: ``do``, the few words of its TODO line (an item's message),
+    and ``more``, the how and why its long text adds (an item's detail; ``str()``: both)."""
+
+    do: str
+    more: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.do}: {self.more}" if self.more else self.do
+
+
+@dataclass(frozen=True)
 class Cite:
     """A line a finding's message names: its number in the file as read (in ``cell`` of a
     notebook, counted from the cell's first line), and, for a line the message quotes to say

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from xrt2pjrt.meanings.settings import XRT_CLIENT_ONLY
+from xrt2pjrt.report import Advice
 
 # Variables that chose the device, with the device a setting chooses when its value does not
 # say (``device_for`` reads the value). XRT_WORKERS only said where XRT's servers ran: the
@@ -21,30 +22,37 @@ DEVICE_SETTINGS = {
     "XRT_WORKERS": None,
 }
 
-# Variables XRT set in every replica: a read of one becomes this torch_xla.runtime call.
+# Variables XRT set in every replica: a read of one becomes this torch_xla.runtime call
+# (``do``: the few words of a TODO line; ``more``: the whole call, where those cannot hold it).
 RUNTIME_READS = {
-    "XRT_SHARD_WORLD_SIZE": "xr.world_size()",
-    "XRT_SHARD_ORDINAL": "xr.global_ordinal()",
-    "XRT_SHARD_LOCAL_ORDINAL": "xr.local_ordinal()",
+    "XRT_SHARD_WORLD_SIZE": Advice("use xr.world_size()"),
+    "XRT_SHARD_ORDINAL": Advice("use xr.global_ordinal()"),
+    "XRT_SHARD_LOCAL_ORDINAL": Advice("use xr.local_ordinal()"),
     # Hosts, not processes: xr.process_index()/process_count() count processes (4 on one v4-8).
-    "XRT_HOST_ORDINAL": "xr.host_index()",
-    "XRT_HOST_WORLD_SIZE": "xr.process_count() // xr.local_process_count() (the number of hosts)",
+    "XRT_HOST_ORDINAL": Advice("use xr.host_index()"),
+    "XRT_HOST_WORLD_SIZE": Advice("use the number of hosts from xr",
+                                  "xr.process_count() // xr.local_process_count()"),
 }
 
 
 # XRT-era variables without the XRT_ prefix, with what to do instead.
 UNPREFIXED = {
-    "TPU_NUM_DEVICES": ("torch_xla runs one process per chip; to use fewer chips set "
-                        "TPU_PROCESS_BOUNDS and TPU_VISIBLE_CHIPS, or spawn with nprocs=1"),
-    "TPUVM_MODE": ("torch_xla 2.1+ ignores it: TPU nodes are gone, every TPU torch_xla runs on is "
-                   "a TPU VM, so code that branches on it wants the TPU VM branch"),
-    "COLAB_TPU_ADDR": ("only the old Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab "
-                       "TPU VM does not: test PJRT_DEVICE or xr.device_type() == 'TPU' instead"),
-    **dict.fromkeys(("TPU_MESH_CONTROLLER_ADDRESS", "TPU_MESH_CONTROLLER_PORT"), (
+    "TPU_NUM_DEVICES": Advice("set TPU_VISIBLE_CHIPS for fewer chips",
+                              "torch_xla runs one process per chip; to use fewer chips set TPU_PROCESS_BOUNDS and "
+                              "TPU_VISIBLE_CHIPS, or spawn with nprocs=1"),
+    "TPUVM_MODE": Advice("keep only the TPU VM branch",
+                         "torch_xla 2.1+ ignores it: TPU nodes are gone, every TPU torch_xla runs on is a TPU VM, so "
+                         "code that branches on it wants the TPU VM branch"),
+    "COLAB_TPU_ADDR": Advice("test xr.device_type() == 'TPU' instead",
+                             "only the old Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab TPU VM "
+                             "does not: test PJRT_DEVICE or xr.device_type() == 'TPU' instead"),
+    **dict.fromkeys(("TPU_MESH_CONTROLLER_ADDRESS", "TPU_MESH_CONTROLLER_PORT"), Advice(
+        "take host 0's address from your launcher",
         "xla_dist set it for XRT's mesh controller on worker 0; PJRT neither sets nor reads it (a read is a "
         "KeyError): take host 0's address from your launcher, or use xr.process_index() == 0 to pick host 0")),
     # XLA_TENSOR_ALLOCATOR_MAXSIZE and the like: settings of XRT's client that torch_xla 2.x dropped
-    **{name: f"only XRT's client read it ({what}): torch_xla 2.1+ has no such setting"
+    **{name: Advice("remove it: torch_xla 2.x ignores it",
+                    f"only XRT's client read it ({what}): torch_xla 2.1+ has no such setting")
        for name, _, what in XRT_CLIENT_ONLY},
 }
 
@@ -82,8 +90,9 @@ _REMOTE = re.compile(r"tpu_worker|COLAB_TPU_ADDR|KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS
 # quotes. XRT's xm.xla_device() took the first kind of TPU, GPU, CPU the map had.
 _MAP_DEVICE = re.compile(r"""(?:^[rRbBfFuU]*["']*|\|)(CPU|GPU|TPU):""")
 _XRT_PREFERENCE = ("TPU", "GPU", "CPU")
-REMOTE_TPU = ("this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive: "
-              "PJRT needs the program to run on the TPU VM itself")
+REMOTE_TPU = Advice("run it on a TPU VM, not a TPU node",
+                    "this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive: PJRT "
+                    "needs the program to run on the TPU VM itself")
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,7 @@ class DeviceChoice:
     """What a setting of a device variable becomes."""
 
     device: str | None  # the PJRT_DEVICE it becomes; None: the setting just goes
-    note: str | None = None  # what a person must decide about it
+    note: Advice | None = None  # what a person must decide about it
 
 
 def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9)) -> DeviceChoice:
@@ -103,8 +112,9 @@ def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9
         return DeviceChoice(DEVICE_SETTINGS[variable], remote)
     kinds = set(_MAP_DEVICE.findall(value or ""))
     if not kinds:
-        return DeviceChoice("CPU", remote or "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could not "
-                                             "be read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it")
+        return DeviceChoice("CPU", remote or Advice(
+            "set PJRT_DEVICE by the map's device", "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could "
+            "not be read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it"))
     kind = next(k for k in _XRT_PREFERENCE if k in kinds)
     if kind != "GPU":
         return DeviceChoice(kind, remote)
@@ -112,12 +122,13 @@ def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9
         return DeviceChoice("GPU")
     if target < (2, 9):
         return DeviceChoice("CUDA")
-    return DeviceChoice("CUDA", "this ran on GPUs: stay on torch_xla 2.8, run on TPU or CPU, or use PyTorch's own "
-                                "CUDA (PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only; 2.9 dropped CUDA: 'No "
-                                "PjRtPlugin registered for: CUDA')")
+    return DeviceChoice("CUDA", Advice(
+        "stay on torch_xla 2.8 for GPUs", "this ran on GPUs: stay on torch_xla 2.8, run on TPU or CPU, or use "
+        "PyTorch's own CUDA (PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only; 2.9 dropped CUDA: 'No PjRtPlugin "
+        "registered for: CUDA')"))
 
 
-def replacement(name: str, value: str | None = None) -> str:
+def replacement(name: str, value: str | None = None) -> Advice:
     """What a person does instead of setting or reading ``name``, an XRT-era variable
     (set to ``value``, when known)."""
     if name in UNPREFIXED:
@@ -125,11 +136,12 @@ def replacement(name: str, value: str | None = None) -> str:
     if name in DEVICE_SETTINGS:
         choice = device_for(name, value)
         if choice.device is None:
-            instead = "nothing replaces it: XRT_DEVICE_MAP chose the device"
+            instead = Advice("remove it: nothing replaces it", "XRT_DEVICE_MAP chose the device")
         else:
-            instead = f"set PJRT_DEVICE={choice.device} instead" + (
-                " (CPU_NUM_DEVICES for devices)" if choice.device == "CPU" else "")
-        return instead + (f"; {choice.note}" if choice.note else "")
+            instead = Advice(f"set PJRT_DEVICE={choice.device} instead",
+                             "CPU_NUM_DEVICES for devices" if choice.device == "CPU" else "")
+        return Advice(choice.note.do, f"{instead}; {choice.note}") if choice.note else instead
     if name in RUNTIME_READS:
-        return f"read {RUNTIME_READS[name]} (torch_xla.runtime) instead"
-    return "nothing replaces it: it configured XRT's server and mesh"
+        read = RUNTIME_READS[name]
+        return Advice(read.do, f"{read.more} (xr: torch_xla.runtime)".lstrip())
+    return Advice("remove it: nothing replaces it", "it configured XRT's server and mesh")

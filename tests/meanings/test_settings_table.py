@@ -94,7 +94,7 @@ def test_runtime_versions_name_an_xrt_era_release():
     version = tuple(int(part) for part in re.search(r"(\d+)\.(\d+)$", entry.name).groups())
     assert version < XRT_REMOVED
     for runtime in ("tpu-vm-pt-1.13", "tpu-vm-v4-pt-1.13", "--version=tpu-vm-pt-1.13", "RUNTIME_VERSION=tpu-vm-pt-1.13"):
-        assert "XRT-era torch_xla 1.13" in finding(runtime, (2, 9)), runtime
+        assert "XRT-era torch_xla 1.13" in str(finding(runtime, (2, 9))), runtime
     assert finding("tpu-ubuntu2204-base", (2, 9)) is None
 
 

@@ -14,9 +14,10 @@ from xrt2pjrt.python import rewriter
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.text.installs import finding as install_finding
+from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)
-ENV_SETUP = install_finding("pytorch-xla-env-setup.py", (2, 9))
+ENV_SETUP = install_finding("pytorch-xla-env-setup.py", (2, 9)).do
 
 
 def nbconvert(*cells: str) -> str:
@@ -205,7 +206,7 @@ def test_a_jupytext_notebook_is_migrated_in_its_commented_magics():
     start = lines.index('# %% language="bash"') + 1
     bash = lines[start:lines.index("# %%", start)]
     # the cell's script, each line commented as jupytext writes it; its TODO line too
-    assert bash[0] == "#" and bash[1].startswith("# # TODO(xrt2pjrt): this configured a remote TPU node")
+    assert bash[0] == "#" and bash[1].startswith(f"# # TODO(xrt2pjrt): {REMOTE_TPU.do}")
     assert bash[2:] == ["# export PJRT_DEVICE=TPU", "# gcloud compute tpus tpu-vm ssh my-pod --worker=all "
                         "--command=\". /etc/profile; PJRT_DEVICE=TPU python3 train.py\"", ""]
     assert lines[-1] == "n = xr.world_size()" and "import torch_xla.runtime as xr" in lines

@@ -27,7 +27,7 @@ def test_every_replaced_name_is_really_gone_from_the_installed_torch_xla(dotted)
 
 @pytest.mark.xla
 def test_what_the_replacements_name_exists_in_the_installed_torch_xla():
-    named = {m for advice in target_api.REPLACEMENTS.values() for m in re.findall(r"torch_xla(?:\.\w+)+", advice)}
+    named = {m for advice in target_api.REPLACEMENTS.values() for m in re.findall(r"torch_xla(?:\.\w+)+", str(advice))}
     assert named
     for dotted in sorted(named):
         _resolve(dotted)

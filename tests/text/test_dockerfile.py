@@ -64,7 +64,7 @@ def test_findings_name_the_dockerfile_lines():
     assert ("env-shell-xrt-unused", 6) in lines and ("env-shell-xrt-unused", 7) in lines
     old_image, exec_form = outcome.manual
     assert old_image.line == 2 and old_image.rule == "install-xrt-era-release"
-    assert exec_form.line == 15 and "exec form" in exec_form.message
+    assert exec_form.line == 15 and "exec form" in exec_form.detail
 
 
 def test_unrelated_dockerfile_is_untouched():
@@ -84,7 +84,7 @@ def test_a_tpu_node_config_in_env_and_bashrc_is_reported_where_it_is_set():
     outcome = rewrite(text)
     assert without_todos(outcome.text) == 'FROM python:3.8\nENV PJRT_DEVICE=TPU\nRUN echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
     assert_decisions(outcome, [("env-shell-xrt-tpu-config", 2, REMOTE), ("env-shell-xrt-tpu-config", 3, REMOTE)])
-    assert outcome.text.count("# TODO(xrt2pjrt): this configured a remote TPU node") == 2
+    assert outcome.text.count(f"# TODO(xrt2pjrt): {REMOTE}") == 2
 
 
 def test_env_device_map_follows_its_value_in_both_env_forms():

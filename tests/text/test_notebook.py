@@ -373,9 +373,9 @@ def test_migrated_cells_run_in_one_kernel_namespace_on_torch_xla_2_9():
 
 def test_an_env_magic_is_judged_by_its_value():
     outcome = rewrite(_notebook(["%env XRT_TPU_CONFIG=tpu_worker;0;10.0.0.2:8470\n", "import torch_xla\n"]))
-    assert _sources(outcome.text)[0] == [todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config"), "%env PJRT_DEVICE=TPU\n",
+    assert _sources(outcome.text)[0] == [todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config"), "%env PJRT_DEVICE=TPU\n",
                                          "import torch_xla\n"]
-    assert [m.rule for m in outcome.manual] == ["env-shell-xrt-tpu-config"] and "remote TPU node" in outcome.manual[0].message
+    assert [m.rule for m in outcome.manual] == ["env-shell-xrt-tpu-config"] and "remote TPU node" in outcome.manual[0].detail
 
 
 def test_a_magic_line_to_decide_gets_its_todo_line_once():
@@ -385,8 +385,8 @@ def test_a_magic_line_to_decide_gets_its_todo_line_once():
             "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_USE_BF16=1\n"]
     outcome = rewrite(_notebook(cell))
     install = installs.finding("torch_xla==1.13", (2, 9))
-    expected = ["import torch_xla\n", "if remote:\n", todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config", "    "),
-                "    !export PJRT_DEVICE=TPU\n", todo_line(install, "install-xrt-era-release"),
+    expected = ["import torch_xla\n", "if remote:\n", todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config", "    "),
+                "    !export PJRT_DEVICE=TPU\n", todo_line(install.do, "install-xrt-era-release"),
                 "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_USE_BF16=1\n"]
     assert _sources(outcome.text)[0] == expected
     again = rewrite(outcome.text)
@@ -435,7 +435,7 @@ def test_a_sh_cell_launch_that_needs_bash_is_left_for_a_person(magic):
     outcome = rewrite(_notebook(cell))
     (source,) = _sources(outcome.text)
     assert [line for line in source if "TODO" not in line] == cell and not outcome.changes
-    assert "this runs under sh" in outcome.manual[0].message
+    assert "this runs under sh" in outcome.manual[0].detail
     (bash,) = _sources(rewrite(_notebook(["%%bash\n", *cell[1:]])).text)
     assert "tpu-vm ssh pod" in bash[2]
 

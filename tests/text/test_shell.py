@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from xrt2pjrt.text import shell
-from text_migrate import fixed_point, rewrite_shell as rewrite, without_todos
+from text_migrate import REMOTE, fixed_point, rewrite_shell as rewrite, without_todos
 
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "shell"
@@ -37,9 +37,9 @@ def test_items_to_decide_are_marked_in_the_script_once_above_their_command():
             'echo "$XRT_SHARD_ORDINAL" && \\\n  echo "$XRT_HOST_ORDINAL"\n')
     outcome = rewrite(text)
     lines = outcome.text.splitlines()
-    assert lines[2].startswith("  # TODO(xrt2pjrt): this configured a remote TPU node") and lines[3] == "  export PJRT_DEVICE=TPU"
+    assert lines[2].startswith(f"  # TODO(xrt2pjrt): {REMOTE}") and lines[3] == "  export PJRT_DEVICE=TPU"
     # the read on the continued line stays in the report only: no comment line can go there
-    assert lines[5].startswith("# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is read here")
+    assert lines[5].startswith("# TODO(xrt2pjrt): use xr.global_ordinal() [env-shell-xrt-unused]")
     assert lines[6:] == ['echo "$XRT_SHARD_ORDINAL" && \\', '  echo "$XRT_HOST_ORDINAL"']
     assert len(outcome.manual) == 3
     assert shell.check(outcome.text) is None

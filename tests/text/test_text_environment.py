@@ -46,9 +46,9 @@ def test_env_settings_reach_the_program(tmp_path):
     pytest.param(
         'XRT_TPU_CONFIG="grpc://${COLAB_TPU_ADDR}" python3 train.py\n', "PJRT_DEVICE=TPU python3 train.py\n",
         [("env-shell-xrt-tpu-config", 1, REMOTE),
-         ("env-shell-xrt-unused", 1, "COLAB_TPU_ADDR is read here but nothing sets it under PJRT: only the old "
-          "Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab TPU VM does not: test PJRT_DEVICE "
-          "or xr.device_type() == 'TPU' instead")], id="colab-config"),
+         ("env-shell-xrt-unused", 1, "COLAB_TPU_ADDR is read here but nothing sets it under PJRT: test "
+          "xr.device_type() == 'TPU' instead: only the old Colab TPU runtime (a TPU node driven by XRT) set it, "
+          "today's Colab TPU VM does not")], id="colab-config"),
     pytest.param(  # the TPU VM's own local server is not a node
         'export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n', "export PJRT_DEVICE=TPU\n", [], id="tpu-vm"),
     pytest.param(

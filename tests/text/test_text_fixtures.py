@@ -59,7 +59,7 @@ def test_fixture_pair(before, expected, options, manual):
     assert outcome.changes or outcome.manual, "a fixture shows a change or a report"
     assert len(outcome.manual) == len(manual), outcome.manual
     for item, text in zip(outcome.manual, manual):
-        assert text in item.message, (text, item)
+        assert text in f"{item.message} {item.detail}", (text, item)
     assert module.check(outcome.text) is None
     again = module.rewrite(outcome.text, opts)
     assert again.text == outcome.text and again.changes == []
@@ -89,6 +89,6 @@ def test_a_gke_tpu_node_in_a_jsonnet_config_is_reported_as_in_yaml():
             '{ resources: { limits: { "cloud-tpus.google.com/v3": 8 } }, env: [{ name: "XRT_TPU_CONFIG" }] }\n')
     module = rewriters.module_for("jsonnet")
     outcome = module.rewrite(text, Options(rules=frozenset(all_rules()), unsafe_fixes=True))
-    nodes = [(f.line, f.message) for f in outcome.manual if "GKE TPU node" in f.message]
+    nodes = [(f.line, f.detail) for f in outcome.manual if "GKE TPU node" in f.detail]
     assert [line for line, _ in nodes] == [1, 2]
     assert nodes[0][1].startswith("`tf-version.cloud-tpus.google.com` in a jsonnet config: a GKE TPU node")

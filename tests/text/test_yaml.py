@@ -14,7 +14,6 @@ from text_migrate import NO_CUDA, REMOTE, UNREADABLE, assert_decisions, fixed_po
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.text import yaml as yaml_rewriter
 from xrt2pjrt.text.edits import todo_line
-from xrt2pjrt.xrt_variables import GKE_TPU_NODE
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "yaml"
@@ -92,7 +91,7 @@ def test_gke_tpu_node_endpoints_are_reported_and_a_local_config_is_not():
             '    value: "tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS:7}"\n  - name: XLA_USE_BF16\n    value: "1"\n'
             "- name: eval\n  env:\n    XRT_TPU_CONFIG: localservice;0;localhost:51011\n    XLA_USE_BF16: 1\n")
     outcome = rewrite(text)
-    assert outcome.text == ("containers:\n- name: train\n  env:\n" + todo_line(REMOTE_TPU, "env-shell-xrt-tpu-config", "  ")
+    assert outcome.text == ("containers:\n- name: train\n  env:\n" + todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config", "  ")
                             + '  - name: PJRT_DEVICE\n    value: "TPU"\n  - name: XLA_USE_BF16\n    value: "1"\n'
                             "- name: eval\n  env:\n    PJRT_DEVICE: TPU\n    XLA_USE_BF16: 1\n")
     assert_decisions(outcome, [("env-shell-xrt-tpu-config", 4, REMOTE)])
@@ -137,17 +136,15 @@ def test_a_gke_tpu_node_job_is_reported_on_every_run():
             "        - name: A\n          value: b\n        resources:\n          limits:\n"
             "            cloud-tpus.google.com/v3: 8\n")
     outcome = rewrite(text)
-    node = GKE_TPU_NODE
+    node = "move it to a TPU VM node pool"
     assert outcome.text == text.replace("name: XRT_TPU_CONFIG\n          value: \"localservice;0;localhost:51011\"",
                                         'name: PJRT_DEVICE\n          value: "TPU"').replace(
-        "        tf-version.", todo_line(f"`tf-version.cloud-tpus.google.com`: {node}", "env-shell-xrt-tpu-config", "        ")
-        + "        tf-version.").replace(
-        "            cloud-tpus.", todo_line(f"`cloud-tpus.google.com/v3`: {node}", "env-shell-xrt-tpu-config", "            ")
-        + "            cloud-tpus.")
+        "        tf-version.", todo_line(node, "env-shell-xrt-tpu-config", "        ") + "        tf-version.").replace(
+        "            cloud-tpus.", todo_line(node, "env-shell-xrt-tpu-config", "            ") + "            cloud-tpus.")
     decisions = [("env-shell-xrt-tpu-config", 7, "`tf-version.cloud-tpus.google.com`: a GKE TPU node"),
                  ("env-shell-xrt-tpu-config", 19, "`cloud-tpus.google.com/v3`: a GKE TPU node")]
     assert_decisions(outcome, decisions)
-    assert "google.com/tpu" in outcome.manual[0].message  # what a TPU VM node pool asks for instead
+    assert "google.com/tpu" in outcome.manual[0].detail  # what a TPU VM node pool asks for instead
     again = rewrite(outcome.text)  # as --check after --write: each under its TODO line
     assert again.text == outcome.text and again.changes == []
     assert_decisions(again, [(rule, line + k + 1, message) for k, (rule, line, message) in enumerate(decisions)])
@@ -236,7 +233,7 @@ def test_a_launch_that_needs_bash_under_sh_is_left_for_a_person(context):
     outcome = rewrite(text)
     assert "xla_dist" in outcome.text and "tpu-vm ssh" not in outcome.text and not outcome.changes
     (item,) = outcome.manual
-    assert "this runs under sh" in item.message
+    assert "this runs under sh" in item.detail
 
 
 def test_under_sh_a_launch_with_no_value_of_this_machine_is_translated_and_runs(tmp_path):

@@ -24,9 +24,9 @@ XRT_CLIENT_ONLY = (
 # What each reporting rule says where code sets or reads one of these names: SHORT is the
 # item's one line (what to do), ADVICE its detail (why).
 SHORT = {
-    "GPU_NUM_DEVICES": "torch_xla 2.9 ignores GPU_NUM_DEVICES: use 2.8 for GPUs",
-    "TPU_NAME": "test xr.device_type() == 'TPU', not TPU_NAME",
-    "TPU_IP_ADDRESS": "profile with xp.start_server(9012), not TPU_IP_ADDRESS",
+    "GPU_NUM_DEVICES": "stay on torch_xla 2.8 for GPUs",
+    "TPU_NAME": "test xr.device_type() == 'TPU' instead",
+    "TPU_IP_ADDRESS": "profile with xp.start_server(9012)",
 }
 ADVICE = {
     "GPU_NUM_DEVICES": ("GPU_NUM_DEVICES chose XLA:GPU; torch_xla 2.9 ignores it and runs on CPU: "

@@ -23,6 +23,7 @@ import libcst as cst
 
 from xrt2pjrt.python import imports
 from xrt2pjrt.python.rule import PythonRule, argument, code, says, without_args
+from xrt2pjrt.report import Advice
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, SHARED, UNPREFIXED, device_for
 
 XENV = "torch_xla.core.xla_env_vars"
@@ -62,7 +63,7 @@ _WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
 # (variable, value): what a write becomes.
 Setting = tuple[str, str]
 # What a write becomes (None: it goes), and the manual item to add with it (None: none).
-Write = tuple[Setting | None, str | None]
+Write = tuple[Setting | None, Advice | None]
 
 
 class EnvRule(PythonRule):
@@ -76,8 +77,8 @@ class EnvRule(PythonRule):
         """What a write of ``value`` (source text) to ``variable`` becomes, for torch_xla ``target``."""
         raise NotImplementedError
 
-    def read(self, variable: str) -> str:
-        """The manual item for a read of ``variable``."""
+    def read(self, variable: str) -> Advice:
+        """The manual item for a read of ``variable``: what to do, and why."""
         raise NotImplementedError
 
     def __init_subclass__(cls, **kwargs):
@@ -124,8 +125,9 @@ class EnvRule(PythonRule):
             raise _SetForATest
 
     def _set_for_a_test(self, ctx, variable: str) -> None:
-        ctx.manual(f"{variable} is set for a test here: left as it is, with the test's expectations; "
-                   f"once the code under test is migrated, set what it reads now ({self.read(variable)})")
+        ctx.manual("update this once its code is migrated",
+                   detail=f"{variable} is set for a test here: left as it is, with the test's expectations; once "
+                   f"the code under test is migrated, set what it reads now ({self.read(variable)})")
 
     def _Assign(self, ctx, original, updated):
         if len(updated.targets) != 1:
@@ -156,7 +158,7 @@ class EnvRule(PythonRule):
             return updated
         variable = self._subscript_key(ctx, updated)
         if variable is not None and not self._said_where_written(ctx, variable):
-            ctx.manual(self.read(variable))
+            self._ask(ctx, self.read(variable))
         return updated
 
     def _Del(self, ctx, original, updated):
@@ -169,7 +171,7 @@ class EnvRule(PythonRule):
                 if ctx.is_whole_statement():
                     ctx.remove_statement()
                 else:
-                    ctx.manual(f"{variable} is ignored by PJRT: remove this del")
+                    ctx.manual("remove this del: PJRT ignores it", detail=f"{variable} is ignored by PJRT")
         return updated
 
     def _Comparison(self, ctx, original, updated):
@@ -177,7 +179,7 @@ class EnvRule(PythonRule):
             if isinstance(target.operator, (cst.In, cst.NotIn)) and self._environ(ctx, target.comparator):
                 variable = self._key(ctx, left)
                 if variable is not None:
-                    ctx.manual(self.read(variable))
+                    self._ask(ctx, self.read(variable))
         return updated
 
     def _Call(self, ctx, original, updated):
@@ -192,7 +194,7 @@ class EnvRule(PythonRule):
             hit = argument(updated, "key", 0)
             variable = hit and self._key(ctx, hit[1].value)
             if variable and not self._said_where_written(ctx, variable):
-                ctx.manual(self.read(variable))
+                self._ask(ctx, self.read(variable))
             return updated
         if callee == f"{ENVIRON}.update" or _builds_an_environment(ctx, updated):
             return self._update_keywords(ctx, updated)
@@ -276,14 +278,15 @@ class EnvRule(PythonRule):
         then = f"set {setting[0]}={setting[1]!r} instead" if setting else "remove it"
         why = (f"this write stays while it is, or that read raises KeyError; once the reads are migrated, "
                f"{then}")
-        ctx.manual(f"{variable} is read elsewhere in this file: {why}", cites=lines)
+        ctx.manual("migrate the reads first, then this write", cites=lines,
+                   detail=f"{variable} is read elsewhere in this file: {why}")
         return True
 
     def _written(self, ctx, variable: str, value: cst.BaseExpression, memo: bool = True) -> Setting | None:
         self._left_alone_in_tests(ctx, variable)
         setting, note = self.write(variable, code(value), ctx.target_version)
         if note:
-            ctx.manual(note)
+            self._ask(ctx, note)
         if setting is None:
             ctx.change(f"{variable} removed: PJRT ignores it")
             return None
@@ -300,8 +303,12 @@ class EnvRule(PythonRule):
         if ctx.is_whole_statement():
             ctx.remove_statement()
         else:
-            ctx.manual(f"{variable} is ignored by PJRT: remove this write")
+            ctx.manual("remove this write: PJRT ignores it", detail=f"{variable} is ignored by PJRT")
         return node
+
+    @staticmethod
+    def _ask(ctx, advice: Advice) -> None:
+        ctx.manual(advice.do, detail=advice.more)
 
     @staticmethod
     def _string(ctx, text: str, like: cst.BaseExpression) -> cst.SimpleString:

@@ -44,6 +44,8 @@ class Dropped:
     position: int | None
     default: object
     why: str
+    # What to do where a call passed it (the item's message, its TODO line); ``why`` is its long text.
+    todo: str = ""
     # Match a positional argument only when it is a string or None literal: the new
     # function may take something else at that position.
     positional_if_str: bool = False
@@ -70,7 +72,9 @@ class Rename:
 
 
 DEFVAL = "under PJRT the fallback is never used; check nothing relied on it"
+DEFVAL_TODO = "check nothing relied on defval="
 DEVKIND = "PJRT_DEVICE chooses the device type"
+DEVKIND_TODO = "set PJRT_DEVICE for the devkind dropped"
 # XRT-era code asked for the TPUs it ran on: PJRT_DEVICE=TPU gives them (torch_xla sets it
 # itself where libtpu finds a TPU), so only another kind is left to decide.
 _ON_TPU = ("TPU",)
@@ -79,27 +83,28 @@ _ON_TPU = ("TPU",)
 LISTED_DEVKIND = ("the list holds the devices of the type PJRT_DEVICE chose, whatever kind it asked for (CPU "
                    "devices on a CPU host, where XRT listed none): where it tells whether there are devices of "
                    "that kind, compare xr.device_type() with the kind instead")
+LISTED_DEVKIND_TODO = "test xr.device_type() for the kind"
 
 _DEVICE = Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),))
 
 RENAMES: tuple[Rename, ...] = (
     Rename(f"{XM}.xrt_world_size", (Spelling(XR, "world_size", "xr", (2, 1)),),
-           (Dropped("defval", 0, 1, DEFVAL),),
+           (Dropped("defval", 0, 1, DEFVAL, DEFVAL_TODO),),
            note="counts devices, not processes"),
     Rename(f"{XM}.get_ordinal", (Spelling(XR, "global_ordinal", "xr", (2, 1)),),
-           (Dropped("defval", 0, 0, DEFVAL),)),
+           (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO),)),
     Rename(f"{XM}.get_local_ordinal", (Spelling(XR, "local_ordinal", "xr", (2, 1)),),
-           (Dropped("defval", 0, 0, DEFVAL),)),
+           (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO),)),
     Rename(f"{XM}.xla_device",
            (_DEVICE, Spelling(XM, "xla_device", "xm", (2, 1))),
-           (Dropped("devkind", 1, None, DEVKIND, as_dropped=_ON_TPU),)),
+           (Dropped("devkind", 1, None, DEVKIND, DEVKIND_TODO, as_dropped=_ON_TPU),)),
     Rename(f"{XR}.xla_device",
            (_DEVICE, Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
-           (Dropped("devkind", 1, None, DEVKIND, as_dropped=_ON_TPU),)),
+           (Dropped("devkind", 1, None, DEVKIND, DEVKIND_TODO, as_dropped=_ON_TPU),)),
     Rename(f"{XM}.mark_step",
            (Spelling("torch_xla", "sync", None, (2, 5)), Spelling("torch_xla", "sync", None, (2, 4), takes_args=False))),
     Rename(f"{XM}.get_xla_supported_devices", (Spelling(XM, "get_xla_supported_devices", "xm", (2, 1)),),
-           (Dropped("devkind", 0, None, LISTED_DEVKIND, positional_if_str=True),),
+           (Dropped("devkind", 0, None, LISTED_DEVKIND, LISTED_DEVKIND_TODO, positional_if_str=True),),
            params=("devkind", "max_devices")),
     # Keywords renamed or dropped under the same name (read from v1.13 against 2.1 … 2.9).
     Rename(f"{XM}.send_cpu_data_to_device",
@@ -146,7 +151,7 @@ class RenameRule(PythonRule):
             value = node.args[index].value
             if not param.harmless and (literal(value) is NOT_LITERAL or literal(value) not in (
                     param.default, *param.as_dropped)):
-                ctx.manual(f"{param.name}={code(value)} dropped: {param.why}")
+                ctx.manual(param.todo, detail=f"{param.name}={code(value)} dropped: {param.why}")
         # Positional arguments after a dropped one are passed by name to keep their meaning.
         new = keywordize(node, rename.params, start=min(dropped) + 1) if dropped else node
         new = without_args(new, set(dropped))

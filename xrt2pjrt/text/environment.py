@@ -142,7 +142,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
             continue
         chosen, note = rule.choose(s, rec.options.target_version)
         if note:
-            rec.ask(rule.id, s.offset, note)
+            rec.ask(rule.id, s.offset, note.do, note.more)
         key = (s.scope, s.form, chosen)
         # A repeated replacement is dropped only where it can be: a second PJRT_DEVICE=TPU
         # is harmless, and renaming it keeps a second pass from finding anything to do.
@@ -162,9 +162,9 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         whole = id(s.statement) in emptied
         edits = [] if whole and id(s.statement) in removed else (s.statement if whole else s.delete)
         if edits is None:
-            rec.ask(rule.id, s.offset, f"{s.name} is not used under PJRT: remove it here by hand")
+            rec.ask(rule.id, s.offset, "remove it by hand: PJRT ignores it", f"{s.name} is not used under PJRT")
             continue
-        why = (UNPREFIXED.get(s.name, "PJRT ignores it") if chosen is None
+        why = (str(UNPREFIXED.get(s.name, "PJRT ignores it")) if chosen is None
                else f"{'='.join(chosen)} is already set here")
         rec.change(rule.id, s.offset, f"removed {s.name}: {why}", *edits)
         if whole:
@@ -185,7 +185,8 @@ def ask_about_heredoc(rec: Recorder, start: int, end: int) -> None:
     for m in SETTING.finditer(rec.text[start:end]):
         rule = rule_for(m.group(1))
         if rule is not None and rec.options.on(rule.id):
-            rec.ask(rule.id, start + m.start(), f"{m.group(1)} set inside a here-document: change it by hand")
+            rec.ask(rule.id, start + m.start(), "change it by hand (here-document)",
+                    f"{m.group(1)} set inside a here-document: change it by hand")
 
 
 def ask_about_mentions(rec: Recorder, where: str) -> None:
@@ -193,7 +194,8 @@ def ask_about_mentions(rec: Recorder, where: str) -> None:
     for m in MENTION.finditer(rec.text):
         rule = rule_here(m.group(1), rec)
         if rule is not None:
-            rec.ask(rule.id, m.start(), f"{m.group(1)} {where}: {replacement(m.group(1))}")
+            instead = replacement(m.group(1))
+            rec.ask(rule.id, m.start(), instead.do, f"{m.group(1)} {where}: {instead}")
 
 
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
@@ -201,5 +203,6 @@ def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
     for m in READ.finditer(text):
         rule = rule_here(m.group(1), rec)
         if rule is not None:
-            rec.ask(rule.id, base + m.start(), f"{m.group(1)} is read here but nothing sets it under PJRT: "
-                    f"{replacement(m.group(1))}")
+            instead = replacement(m.group(1))
+            rec.ask(rule.id, base + m.start(), instead.do,
+                    f"{m.group(1)} is read here but nothing sets it under PJRT: {instead}")

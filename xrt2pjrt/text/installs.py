@@ -24,20 +24,23 @@ from __future__ import annotations
 
 import re
 
+from xrt2pjrt.report import Advice
+
 # What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
 WORDS = (r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu|tpu-vm-(?:v4-)?pt-"
          r"|\btorch\s*(?:===?|~=|<=?)\s*v?1\.)")
 
 XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
 
-# Whatever its version: (pattern, what it is, whether only PyTorch installs it).
+# Whatever its version: (pattern, what it is, whether only PyTorch installs it, what to do:
+# None for installing the target release).
 _ALWAYS_XRT_ERA = (
-    (re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"), "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)", True),
-    (re.compile(r"gcr\.io/tpu-pytorch/"), "an image from the XRT-era gcr.io/tpu-pytorch registry", True),
-    (re.compile(r"(?i)cloud[_-]tpu[_-]client"), "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)", False),
-    (re.compile(r"env-setup\.py$"), "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds", True),
-    (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)", False),
-    (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1", True),
+    (re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"), "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)", True, None),
+    (re.compile(r"gcr\.io/tpu-pytorch/"), "an image from the XRT-era gcr.io/tpu-pytorch registry", True, "use an xla:r{version}_* image instead"),
+    (re.compile(r"(?i)cloud[_-]tpu[_-]client"), "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)", False, "remove it: TPU VMs need none"),
+    (re.compile(r"env-setup\.py$"), "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds", True, None),
+    (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)", False, "drop it; torch_xla[tpu] has libtpu"),
+    (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1", True, "install torch_xla[tpu] {version}"),
 )
 # A TPU VM runtime version (``gcloud ... --version=tpu-vm-pt-1.13``, ``RUNTIME_VERSION=``): its
 # image comes with that torch_xla installed.
@@ -52,17 +55,20 @@ _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
 _LAST_XRT_NIGHTLY = "20231009"
 
 
-def finding(word: str, target: tuple[int, int], torch: bool = True) -> str | None:
-    """What is wrong with installing ``word`` (a requirement, wheel URL, file name or
-    image) for code migrated to torch_xla ``target``, in a file that uses PyTorch
-    (``torch``) or not; None when nothing is."""
+def finding(word: str, target: tuple[int, int], torch: bool = True) -> Advice | None:
+    """What to do about installing ``word`` (a requirement, wheel URL, file name or image)
+    for code migrated to torch_xla ``target``, in a file that uses PyTorch (``torch``) or
+    not, and what is wrong with it; None when nothing is."""
     instead = _instead(target)
-    for pattern, what, torch_only in _ALWAYS_XRT_ERA:
+    install = _install(target)
+    for pattern, what, torch_only, do in _ALWAYS_XRT_ERA:
         if pattern.search(word):
-            return f"{what}: {instead}" if torch or torch_only else None
+            do = install if do is None else do.format(version=_version(target))
+            return Advice(do, f"{what}: {instead}") if torch or torch_only else None
     nightly = _NIGHTLY.search(word)
     if nightly and nightly.group(1) <= _LAST_XRT_NIGHTLY:
-        return f"a torch_xla nightly from {nightly.group(1)}, older than 2.1 (the first release without XRT): {instead}"
+        return Advice(install, f"a torch_xla nightly from {nightly.group(1)}, older than 2.1 (the first release "
+                      f"without XRT): {instead}")
     runtime = _RUNTIME_VERSION.search(word)
     if runtime:
         return _runtime_finding(runtime, target)
@@ -71,33 +77,45 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> str | Non
         return None
     major, minor = (int(group) for group in found.groups() if group is not None)
     if (major, minor) < XRT_REMOVED:
-        return f"torch_xla {major}.{minor}, an XRT-era release: {instead}"
+        return Advice(install, f"torch_xla {major}.{minor}, an XRT-era release: {instead}")
     if (major, minor) < target:
-        return (f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was migrated for "
-                f"(--target-version): {instead}, or migrate again with --target-version {major}.{minor}")
+        return Advice(install, f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was "
+                      f"migrated for (--target-version): {instead}, or migrate again with --target-version "
+                      f"{major}.{minor}")
     return None
 
 
-def torch_pin_finding(word: str, target: tuple[int, int]) -> str | None:
+def torch_pin_finding(word: str, target: tuple[int, int]) -> Advice | None:
     """What is wrong with ``word`` pinning torch 1.x in a project that uses torch_xla, in a file
     that installs no torch_xla itself (where it does, that install's finding says it); None when
     nothing is."""
     pin = _TORCH_1_PIN.search(word)
     if pin is None:
         return None
-    return f"torch 1.{pin.group(1)} fits only an XRT-era torch_xla: pin torch~={target[0]}.{target[1]}.0"
+    return Advice(f"pin torch~={_version(target)} instead",
+                  f"torch 1.{pin.group(1)} fits only an XRT-era torch_xla: pin torch~={_version(target)}")
 
 
-def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> str | None:
+def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> Advice | None:
     major, minor = int(runtime.group(1)), int(runtime.group(2))
     if (major, minor) >= target:
         return None
     era = "XRT-era " if (major, minor) < XRT_REMOVED else ""
-    return (f"{runtime.group()} is a TPU VM image with {era}torch_xla {major}.{minor}: create the VM with "
-            f"tpu-ubuntu2204-base, then {_instead(target)}")
+    return Advice("use tpu-ubuntu2204-base as its image",
+                  f"{runtime.group()} is a TPU VM image with {era}torch_xla {major}.{minor}: create the VM with "
+                  f"tpu-ubuntu2204-base, then {_instead(target)}")
+
+
+def _version(target: tuple[int, int]) -> str:
+    return f"{target[0]}.{target[1]}.0"
+
+
+def _install(target: tuple[int, int]) -> str:
+    """What to do, in a TODO line's few words: install the target release."""
+    return f"install torch and torch_xla {_version(target)}"
 
 
 def _instead(target: tuple[int, int]) -> str:
-    version = f"{target[0]}.{target[1]}.0"
+    version = _version(target)
     return (f"install torch~={version} and 'torch_xla[tpu]~={version}' (torchvision to match), or use an "
             f"xla:r{version}_* image from us-central1-docker.pkg.dev/tpu-pytorch-releases/docker")

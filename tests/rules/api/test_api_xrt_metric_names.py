@@ -31,4 +31,4 @@ def test_a_metric_name_looked_for_in_a_report_is_one_pjrt_records(check, rule, m
     found = {"manual": out.manual, "change": out.changes}
     assert [item.rule for item in out.manual + out.changes] == ["api-xrt-metric-names"] * (rule is not None)
     if rule is not None:
-        assert message in found[rule][0].message
+        assert message in f"{found[rule][0].message} {found[rule][0].detail}"

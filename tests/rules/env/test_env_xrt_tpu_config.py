@@ -11,7 +11,7 @@ def test_a_write_of_a_variable_the_file_reads_again_stays():
     out = migrate(source)
     assert 'os.environ["XRT_TPU_CONFIG"] = "localservice;0;localhost:51011"\n' in out.text
     assert "os.environ.setdefault('PJRT_DEVICE', 'CPU')" in out.text  # not read again: migrated
-    (kept,) = [m for m in out.manual if "this write stays" in m.message]
-    assert kept.line == 3 and "read elsewhere in this file" in kept.shown() and "(line 4)" in kept.shown()
-    assert "set PJRT_DEVICE='TPU' instead" in kept.message
+    (kept,) = [m for m in out.manual if "this write stays" in m.detail]
+    assert kept.line == 3 and "read elsewhere in this file" in kept.detail and "(line 4)" in kept.shown()
+    assert "set PJRT_DEVICE='TPU' instead" in kept.detail
     assert migrate(out.text).text == out.text

@@ -24,7 +24,7 @@ def test_imports_of_gone_modules_go_when_unused_and_are_marked_when_used():
         "from torch_xla.experimental import xla_sharding as xs\n\nds = xcd.CachedDataset(None, 'gs://bucket/cache')\n",
         OPTIONS)
     (item,) = out.manual
-    assert item.line == 2 and "a cache of your own" in item.message
+    assert item.line == 2 and "a dataset cache of your own" in item.message
     assert out.text == (f"{todo_comment(item.message, 'import-gone-module', 88)}\n"
                         "import torch_xla.utils.cached_dataset as xcd\n\n"
                         "ds = xcd.CachedDataset(None, 'gs://bucket/cache')\n")

@@ -49,8 +49,8 @@ LEFT_ALONE = [
 @pytest.mark.parametrize("word, why", FLAGGED.items(), ids=list(FLAGGED))
 def test_xrt_era_installs_are_named_with_what_to_install_instead(word, why):
     problem = installs.finding(word, TARGET)
-    assert problem is not None and why in problem
-    assert "'torch_xla[tpu]~=2.9.0'" in problem
+    assert problem is not None and why in str(problem)
+    assert "'torch_xla[tpu]~=2.9.0'" in str(problem)
 
 
 @pytest.mark.parametrize("word", LEFT_ALONE)
@@ -59,7 +59,7 @@ def test_current_installs_and_other_packages_are_left_alone(word):
 
 
 def test_the_suggestion_follows_the_target_version():
-    assert "'torch_xla[tpu]~=2.4.0'" in installs.finding("torch_xla==1.13", (2, 4))
+    assert "'torch_xla[tpu]~=2.4.0'" in str(installs.finding("torch_xla==1.13", (2, 4)))
     assert installs.finding("torch_xla==2.4", (2, 4)) is None
 
 
@@ -181,18 +181,20 @@ def test_an_xrt_era_container_image_is_reported():
             "        image: gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm\n        command: [\"python3\", \"train.py\"]\n")
     outcome = yaml_rewriter.rewrite(text, ALL)
     image = installs.finding("gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", (2, 9))
-    assert outcome.text == text.replace("        image:", todo_line(image, "install-xrt-era-release", "        ") + "        image:")
+    assert outcome.text == text.replace("        image:", todo_line(image.do, "install-xrt-era-release", "        ") + "        image:")
     assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]
 
 
 def _migrate_tree(root: Path, tree: dict[str, str]) -> dict[str, list[str]]:
-    """The install items of a real `migrate` run over ``tree``, by file."""
+    """What the install items of a real `migrate` run over ``tree`` say is wrong (their long
+    text, after the message), by file."""
     for name, text in tree.items():
         (root / name).write_text(text)
     ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", str(root)],
                          capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
-    return {Path(e["path"]).name: [i["message"] for i in e["manual"] if i["rule"] == "install-xrt-era-release"]
+    return {Path(e["path"]).name: [i["detail"].removeprefix(f"{i['message']}: ") for i in e["manual"]
+                                   if i["rule"] == "install-xrt-era-release"]
             for e in json.loads(ran.stdout)["files"]}
 
 

@@ -198,7 +198,7 @@ def test_the_xrt2pjrt_launcher_reports_the_words_it_passes_otherwise():
     (an escaped `$`, a word in double quotes), an item says what xla_dist did."""
     outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py 'a\\$HOME' '\"q r\"'\n",
                       launcher="xrt2pjrt")
-    assert [m.message.split(":", 1)[1] for m in outcome.manual] == [
+    assert [m.detail.split(":", 1)[1] for m in outcome.manual] == [
         " under xla_dist the worker's shell dropped the `\\` before `$` or a backquote; `xrt2pjrt launch` passes it "
         "as written",
         " xla_dist wrote it into the worker's script as it is, so the worker's shell read it without its double "
@@ -208,13 +208,13 @@ def test_the_xrt2pjrt_launcher_reports_the_words_it_passes_otherwise():
 def test_a_backquote_escaped_twice_still_runs_and_is_reported():
     outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py 'a\\\\`hostname`'\n")
     (item,) = outcome.manual
-    assert "runs a command on each worker" in item.message
+    assert "runs a command on each worker" in item.detail
 
 
 def test_words_starting_and_ending_with_a_double_quote_that_are_not_one_string_are_left():
     text = """python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py '"a" "b"'\n"""
     outcome = rewrite(text)
-    assert without_todos(outcome.text) == text and "as shell, unquoted" in outcome.manual[0].message
+    assert without_todos(outcome.text) == text and "as shell, unquoted" in outcome.manual[0].detail
 
 
 def test_a_double_quote_in_a_word_survives(tmp_path):
@@ -344,7 +344,7 @@ def test_braces_and_process_substitution_it_cannot_follow_are_left_for_a_person(
     outcome = rewrite(call + "\n")
     assert without_todos(outcome.text) == call + "\n" and not outcome.changes
     (item,) = outcome.manual
-    assert item.message.startswith("xla_dist call left as it is")
+    assert item.detail.startswith("xla_dist call left as it is")
 
 
 def test_xla_dist_flags_after_the_command_without_a_separator_are_still_xla_dists(tmp_path):
@@ -366,7 +366,7 @@ def test_words_xla_dist_refused_after_the_command_are_left_for_a_person(call):
     text = f"python3 -m torch_xla.distributed.xla_dist {call}\n"
     outcome = rewrite(text)
     assert without_todos(outcome.text) == text
-    assert outcome.manual[0].message.startswith("xla_dist call left as it is")
+    assert outcome.manual[0].detail.startswith("xla_dist call left as it is")
 
 
 def test_script_arguments_under_sh_are_left_for_a_person():
@@ -374,7 +374,7 @@ def test_script_arguments_under_sh_are_left_for_a_person():
     text = '#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$@"\n'
     outcome = rewrite(text)
     assert without_todos(outcome.text) == text
-    assert "would need bash" in outcome.manual[0].message
+    assert "would need bash" in outcome.manual[0].detail
 
 
 def test_values_of_this_machine_reach_the_workers_as_words_and_run_nothing(tmp_path):
@@ -409,7 +409,7 @@ def test_a_command_substitution_written_for_the_workers_is_kept_and_reported():
     outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py --log '/logs/$(hostname)'\n")
     assert "\\\"/logs/\\$(hostname)\\\"" in outcome.text
     (item,) = outcome.manual
-    assert "runs a command on each worker" in item.message
+    assert "runs a command on each worker" in item.detail
 
 
 def test_a_word_with_a_value_and_a_glob_matches_here_as_for_xla_dist(tmp_path):
@@ -429,6 +429,6 @@ def test_the_conda_env_is_reported_where_it_is_written():
     """The env xla_dist activated holds its torch_xla 1.x: `conda activate` of it brings XRT's release back."""
     outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod \\\n"
                       "  --conda-env torch-xla-1.13 -- python3 train.py\n")
-    assert [(f.rule, f.line, f.message.split(":")[0]) for f in outcome.manual] == [
+    assert [(f.rule, f.line, f.detail.split(":")[0]) for f in outcome.manual] == [
         ("launch-xla-dist", 2, "--conda-env torch-xla-1.13")]
     assert "conda activate torch-xla-1.13" in outcome.text

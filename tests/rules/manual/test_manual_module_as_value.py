@@ -15,7 +15,7 @@ from python_migrate import migrate
 def test_a_torch_xla_module_handed_on_is_reported_as_its_calls_are_not_followed(source, how):
     out = migrate("import torch_xla.core.xla_model as xm\n\n" + source)
     (item,) = [item for item in out.manual if item.rule == "manual-module-as-value"]
-    assert item.message.startswith(f"xm (torch_xla.core.xla_model) {how}: ")
+    assert item.detail.startswith(f"xm (torch_xla.core.xla_model) {how}: ")
     assert not migrate("import torch_xla.core.xla_model as xm\n\n" + source, target="shim").manual
 
 

@@ -27,4 +27,4 @@ def test_an_exit_in_the_replicas_code_is_reported(source, target, reported):
     items = [item for item in out.manual if item.rule == "spawn-exit"]
     assert len(items) == bool(reported)
     if reported:
-        assert reported in items[0].message
+        assert reported in items[0].detail

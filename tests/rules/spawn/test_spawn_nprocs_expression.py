@@ -28,7 +28,7 @@ def test_the_uses_of_an_nprocs_constant_are_quoted_as_the_file_reads_them():
                   "xmp.spawn(main, nprocs=tpu_cores_per_node)\n")
     (item,) = [item for item in out.manual if item.rule == "spawn-nprocs-expression"]
     assert item.shown().endswith(
-        "use xr.world_size() where tpu_cores_per_node means the number of processes "
+        "use xr.world_size() at its reads "
         "(line 6: `num_dataset_instances = xm.xrt_world_size() * tpu_cores_per_node`; "
         f"line 7: `{long[:97]}...`; line 8: `y = tpu_cores_per_node`; and line 9)")
     todo = next(line for line in out.text.splitlines() if "[spawn-nprocs-expression]" in line)
@@ -63,8 +63,8 @@ def test_an_nprocs_name_passed_to_the_replicas_or_read_after_the_spawn_is_report
     out = migrate(_XMP + "\n" + source)
     (item,) = out.manual
     assert item.rule == "spawn-nprocs-expression" and f"is also {place}, as if it were the number of processes" in item.detail
-    assert item.message.startswith("use xr.world_size() where ") and item.message.endswith(" means the number of processes")
-    assert item.shown().endswith(line or "the number of processes")
+    assert item.message == "use xr.world_size() at its reads"
+    assert item.shown().endswith(line or "at its reads")
     assert todo_says(out.text, item)
     # and on every later run (--check after --write), where nprocs reads 1 if ... == 1 else None
     (again,) = migrate(out.text).manual
@@ -95,7 +95,7 @@ def test_under_the_shim_a_count_read_as_the_world_size_is_reported_and_nprocs_ke
               "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'], start_method='fork')\n")
     out = migrate(_XMP + "\n" + source, target="shim")
     (item,) = out.manual
-    assert item.rule == "spawn-nprocs-expression" and item.message.startswith("use xm.xrt_world_size() where")
+    assert item.rule == "spawn-nprocs-expression" and item.message == "use xm.xrt_world_size() at its reads"
     assert "nprocs=FLAGS['num_cores'], start_method='fork')" in out.text
     assert not migrate(_XMP + "\nxmp.spawn(_mp_fn, **spawn_kwargs)\n", target="shim").manual  # any nprocs will do
 
@@ -115,7 +115,7 @@ def test_spawn_handed_on_as_a_value_is_reported_as_its_nprocs_is_not_rewritten(s
     assert len(items) == reported
     if reported:
         assert "is handed on as a value" in items[0].detail
-        assert items[0].message.endswith("give nprocs=None or 1")
+        assert items[0].message == "pass nprocs=None or 1 at its calls"
     assert not [item for item in migrate(_XMP + "\n" + source, target="shim").manual
                 if item.rule == "spawn-nprocs-expression"]
 

@@ -34,7 +34,7 @@ class NotInTarget(PythonRule):
             (
                 "import torch_xla.amp as xa\n"
                 "\n"
-                "# TODO(xrt2pjrt): xa.GradScaler: nothing replaces it... [api-not-in-target]\n"
+                "# TODO(xrt2pjrt): drop it: bf16 autocast needs no scaler [api-not-in-target]\n"
                 "scaler = xa.GradScaler()\n"
             ),
             manual=("removed in 2.9",),
@@ -44,7 +44,7 @@ class NotInTarget(PythonRule):
             (
                 "import torch_xla\n"
                 "\n"
-                "# TODO(xrt2pjrt): torch_xla._XLAC._xla_set_use_full_mat_mul_preci... [api-not-in-target]\n"
+                "# TODO(xrt2pjrt): use set_mat_mul_precision('highest') [api-not-in-target]\n"
                 "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n"
             ),
             manual=("removed in 2.5",),
@@ -54,7 +54,7 @@ class NotInTarget(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): xm.CollectiveContext: XRT's collective context... [api-not-in-target]\n"
+                "# TODO(xrt2pjrt): drop it, and the collectives' cctx= [api-not-in-target]\n"
                 "CONTEXTS = {'all': xm.CollectiveContext}\n"
             ),
             manual=("in no torch_xla 2.x release",),
@@ -64,7 +64,7 @@ class NotInTarget(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): xm.mark_step (torch_xla.core.xla_model.mark_ste... [api-not-in-target]\n"
+                "# TODO(xrt2pjrt): drop reset_scope=: not in torch_xla 2.3 [api-not-in-target]\n"
                 "xm.mark_step(reset_scope=False)\n"
             ),
             manual=("takes no reset_scope=",),
@@ -80,7 +80,7 @@ class NotInTarget(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): getattr(xm, 'xrt_world_size') is not in... [api-not-in-target]\n"
+                "# TODO(xrt2pjrt): replace it: not in torch_xla 2.9 [api-not-in-target]\n"
                 "n = getattr(xm, 'xrt_world_size')()\n"
                 "m = getattr(xm, 'xrt_world_size', None)\n"
             ),
@@ -118,7 +118,8 @@ class NotInTarget(PythonRule):
         count = None if any(arg.star for arg in positional) else len(positional)
         keywords = [arg.keyword.value for arg in node.args if arg.keyword is not None]
         for lack in keyword_lacks(written, keywords, count, ctx.target_version):
-            ctx.manual(self._argument(ctx, node.func, written, lack))
+            message, detail = self._argument(ctx, node.func, written, lack)
+            ctx.manual(message, detail=detail)
         return node
 
     def reference(self, ctx, node, name):
@@ -153,26 +154,32 @@ class NotInTarget(PythonRule):
             if (ctx.in_another_piece(ctx.anchor) and (ctx.piece, lack.name) not in self._told
                     and not (isinstance(outer, cst.Attribute) and outer.value is ctx.original)):
                 self._told.add((ctx.piece, lack.name))
-                ctx.manual(f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell that "
-                           "imports it fails")
+                found = advice(lack.name)
+                ctx.manual(found.do if found else "replace it: its import fails",
+                           detail=f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell "
+                           "that imports it fails" + (f"; {found}" if found else ""))
             return
         message, detail = missing(code(node), lack, "an AttributeError")
         ctx.manual(message, detail=detail)
 
     @staticmethod
-    def _argument(ctx, func: cst.BaseExpression, dotted: str, lack: Lack) -> str:
-        spot = _named(func, dotted)
+    def _argument(ctx, func: cst.BaseExpression, dotted: str, lack: Lack) -> tuple[str, str]:
+        """The item for a call the target's signature refuses: its message and long text."""
+        spot, release = _named(func, dotted), spelled_release(lack.release)
+        found = advice(lack.name)
+        then = f"; {found}" if found else ""
         if lack.name.endswith("=)"):
             keyword = lack.name[len(dotted) + 1:-1]
-            return f"{spot} takes no {keyword} in {spelled_release(lack.release)} ({lack.history}): a TypeError there" + (
-                f"; {advice(lack.name)}" if advice(lack.name) else "")
+            return (found.do if found else f"drop {keyword}: not in {release}",
+                    f"{spot} takes no {keyword} in {release} ({lack.history}): a TypeError there{then}")
         if "(argument " not in lack.name:  # name(param): a parameter it needs, not passed
             param = lack.name[len(dotted) + 1:-1]
-            return (f"{spot} needs {param} in {spelled_release(lack.release)}, which this call does not pass: a TypeError "
-                    "there" + (f"; {advice(lack.name)}" if advice(lack.name) else ""))
+            return (found.do if found else f"pass {param}: {release} needs it",
+                    f"{spot} needs {param} in {release}, which this call does not pass: a TypeError there{then}")
         limit = entry(dotted, lack.release).positional_limit()
-        return (f"{spot} takes at most {limit} positional argument{'s' * (limit != 1)} in "
-                f"{spelled_release(lack.release)}: a TypeError there")
+        return (f"pass at most {limit} argument{'s' * (limit != 1)} by position",
+                f"{spot} takes at most {limit} positional argument{'s' * (limit != 1)} in {release}: a TypeError "
+                "there")
 
 
 def _named(node: cst.BaseExpression, dotted: str) -> str:

@@ -28,7 +28,7 @@ class RendezvousPayload(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): the rendezvous payload must be bytes under... [api-rendezvous-payload]\n"
+                "# TODO(xrt2pjrt): encode the payload if it is a str [api-rendezvous-payload]\n"
                 "xm.rendezvous('init', payload=str(rank))\n"
             ),
             manual=("must be bytes",),
@@ -53,7 +53,9 @@ class RendezvousPayload(PythonRule):
                 new = cst.Call(cst.Attribute(value, cst.Name("encode")))
             return node.with_changes(args=[*node.args[:index], arg.with_changes(value=new), *node.args[index + 1:]])
         if _makes_str(value) or (isinstance(value, cst.Name) and _bound_to_str(ctx, value.value)):
-            ctx.manual("the rendezvous payload must be bytes under PJRT (TypeError otherwise): encode it if it is a str")
+            ctx.manual("encode the payload if it is a str",
+                       detail="the rendezvous payload must be bytes under PJRT (TypeError otherwise): encode it if it "
+                       "is a str")
         return node
 
 

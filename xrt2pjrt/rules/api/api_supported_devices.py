@@ -27,7 +27,7 @@ class SupportedDevices(RenameRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): devkind='TPU' dropped: the list holds the... [api-supported-devices]\n"
+                "# TODO(xrt2pjrt): test xr.device_type() for the kind [api-supported-devices]\n"
                 "devices = xm.get_xla_supported_devices(max_devices=8)\n"
             ),
             manual=("devkind='TPU' dropped",),

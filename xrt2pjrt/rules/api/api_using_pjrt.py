@@ -41,7 +41,7 @@ class UsingPjrt(PythonRule):
                 "\n"
                 "class TestRuntime(TestCase):\n"
                 "    def test_using_pjrt(self):\n"
-                "        # TODO(xrt2pjrt): a test asserts which runtime runs here... [api-using-pjrt]\n"
+                "        # TODO(xrt2pjrt): delete this assertion: PJRT always runs [api-using-pjrt]\n"
                 "        self.assertFalse(xr.using_pjrt())\n"
             ),
             manual=("a test asserts which runtime runs",),
@@ -58,8 +58,9 @@ class UsingPjrt(PythonRule):
         if node.args:
             return node
         if _asserted(ctx):
-            ctx.manual(f"a test asserts which runtime runs here: from torch_xla 2.1 it is always PJRT ({short(name)} "
-                       "is gone from 2.5): the assertion tests XRT-era behaviour; delete it")
+            ctx.manual("delete this assertion: PJRT always runs",
+                       detail=f"a test asserts which runtime runs here: from torch_xla 2.1 it is always PJRT "
+                       f"({short(name)} is gone from 2.5): the assertion tests XRT-era behaviour; delete it")
             return node
         ctx.change(f"{short(name)}() is always true from torch_xla 2.1")
         return cst.Name("True")

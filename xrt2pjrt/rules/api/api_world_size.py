@@ -23,7 +23,7 @@ class WorldSize(RenameRule):
                 "import torch_xla.core.xla_model as xm\n"
                 "import torch_xla.runtime as xr\n"
                 "\n"
-                "# TODO(xrt2pjrt): defval=4 dropped: under PJRT the fallback is never... [api-world-size]\n"
+                "# TODO(xrt2pjrt): check nothing relied on defval= [api-world-size]\n"
                 "n = xr.world_size()\n"
                 "xm.master_print(n)\n"
             ),

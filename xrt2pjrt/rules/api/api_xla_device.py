@@ -29,8 +29,8 @@ class XlaDevice(RenameRule):
             (
                 "import torch_xla\n"
                 "\n"
-                "# TODO(xrt2pjrt): n=1: use torch_xla.device() for this replica's device [api-xla-device]\n"
-                "# TODO(xrt2pjrt): devkind='CPU' dropped: PJRT_DEVICE chooses the... [api-xla-device]\n"
+                "# TODO(xrt2pjrt): use torch_xla.device() if n meant its own [api-xla-device]\n"
+                "# TODO(xrt2pjrt): set PJRT_DEVICE for the devkind dropped [api-xla-device]\n"
                 "device = torch_xla.device(index=1)\n"
             ),
             manual=("n=1", "devkind='CPU' dropped"),
@@ -50,7 +50,7 @@ class XlaDevice(RenameRule):
                 "import torch_xla\n"
                 "\n"
                 "def _mp_fn(index):\n"
-                "    # TODO(xrt2pjrt): n=index: use torch_xla.device() for this... [api-xla-device]\n"
+                "    # TODO(xrt2pjrt): use torch_xla.device() if n meant its own [api-xla-device]\n"
                 "    device = torch_xla.device(index=index)\n"
             ),
             manual=("n=index",),
@@ -60,6 +60,5 @@ class XlaDevice(RenameRule):
     def call(self, ctx, node, name):
         hit = argument(ctx.original, "n", 0)
         if hit is not None and literal(hit[1].value) not in (None, 0):
-            ctx.manual(f"n={code(hit[1].value)}: use torch_xla.device() for this replica's device",
-                       detail=_OWN_DEVICES)
+            ctx.manual("use torch_xla.device() if n meant its own", detail=f"n={code(hit[1].value)}: {_OWN_DEVICES}")
         return super().call(ctx, node, name)

@@ -50,7 +50,7 @@ class InitMethod(PythonRule):
                 "\n"
                 "os.environ['MASTER_ADDR'] = 'localhost'\n"
                 "os.environ['MASTER_PORT'] = '12355'\n"
-                "# TODO(xrt2pjrt): MASTER_ADDR/MASTER_PORT served the XRT-era... [dist-init-method]\n"
+                "# TODO(xrt2pjrt): drop MASTER_ADDR/PORT if nothing reads them [dist-init-method]\n"
                 "dist.init_process_group(backend='xla', init_method='xla://')\n"
             ),
             manual=("(set on line 5, 6)",),
@@ -62,7 +62,7 @@ class InitMethod(PythonRule):
                 "import torch.distributed as dist\n"
                 "import torch_xla.distributed.xla_backend\n"
                 "\n"
-                "# TODO(xrt2pjrt): init_process_group('xla') with... [dist-init-method]\n"
+                "# TODO(xrt2pjrt): use just init_method='xla://' if they match [dist-init-method]\n"
                 "dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)\n"
             ),
             manual=("if these are the runtime's own numbers",),
@@ -103,8 +103,9 @@ class InitMethod(PythonRule):
         method = argument(node, "init_method", 1)
         unknown = self._not_the_runtimes(ctx, ctx.original)
         if unknown:  # a rendezvous of the user's own: only a person knows whether xla:// is the same
-            ctx.manual(f"init_process_group('xla') with {', '.join(unknown)}: if these are the runtime's own numbers, "
-                       "init_method='xla://' alone gives them under PJRT")
+            ctx.manual("use just init_method='xla://' if they match",
+                       detail=f"init_process_group('xla') with {', '.join(unknown)}: if these are the runtime's own "
+                       "numbers, init_method='xla://' alone gives them under PJRT")
             return node
         new_method = ctx.string("xla://", method[1].value if method is not None else backend[1].value)
         if method is not None and literal(method[1].value) == "xla://":
@@ -128,7 +129,8 @@ class InitMethod(PythonRule):
         ctx.require("torch_xla.distributed.xla_backend")
         ctx.change("init_process_group('xla'): init_method='xla://' gives rank and world size")
         if self.master_lines:
-            ctx.manual(_MASTER_NOTE, cites=self.master_lines, cited_as="set on ")
+            ctx.manual("drop MASTER_ADDR/PORT if nothing reads them", cites=self.master_lines, cited_as="set on ",
+                       detail=_MASTER_NOTE)
         return new
 
     @staticmethod

@@ -33,7 +33,7 @@ class GpuNumDevices(PythonRule):
                 "import os\n"
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): torch_xla 2.9 ignores GPU_NUM_DEVICES... [env-gpu-num-devices]\n"
+                "# TODO(xrt2pjrt): stay on torch_xla 2.8 for GPUs [env-gpu-num-devices]\n"
                 "os.environ['GPU_NUM_DEVICES'] = '4'\n"
             ),
             manual=("runs on CPU",),

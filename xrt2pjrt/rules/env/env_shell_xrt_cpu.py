@@ -32,9 +32,9 @@ class XrtCpuTopology(DeviceRule):
                 "PJRT_DEVICE=CPU python3 test.py\n"),
         Example('export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
                 'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n',
-                todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
+                todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note.do, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
                 manual=("2.9 dropped CUDA",)),
         Example('export XRT_DEVICE_MAP="$DEVICE_MAP"\n',
-                todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CPU\n",
+                todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note.do, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CPU\n",
                 manual=("could not be read",)),
     )

@@ -30,7 +30,9 @@ class XrtUnused(EnvRule):
         Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n",
                 "python3 train.py\n"),
         Example('echo "ordinal $XRT_SHARD_ORDINAL"\n',
-                todo_line("XRT_SHARD_ORDINAL is read here but nothing sets it under PJRT: read xr.global_ordinal() "
-                          "(torch_xla.runtime) instead", "env-shell-xrt-unused") + 'echo "ordinal $XRT_SHARD_ORDINAL"\n',
+                (
+                    "# TODO(xrt2pjrt): use xr.global_ordinal() [env-shell-xrt-unused]\n"
+                    'echo "ordinal $XRT_SHARD_ORDINAL"\n'
+                ),
                 manual=("XRT_SHARD_ORDINAL is read here",)),
     )

@@ -45,7 +45,7 @@ class TpuNodeAddress(PythonRule):
                 "import os\n"
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): test xr.device_type() == 'TPU', not TPU_NAME [env-tpu-node-address]\n"
+                "# TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [env-tpu-node-address]\n"
                 "num_cores = 8 if os.environ.get('TPU_NAME') else 1\n"
             ),
             manual=("xr.device_type() == 'TPU'",),
@@ -57,7 +57,7 @@ class TpuNodeAddress(PythonRule):
                 "import os\n"
                 "import torch_xla.debug.profiler as xp\n"
                 "\n"
-                "# TODO(xrt2pjrt): profile with xp.start_server(9012)... [env-tpu-node-address]\n"
+                "# TODO(xrt2pjrt): profile with xp.start_server(9012) [env-tpu-node-address]\n"
                 'xp.trace(f"{os.environ[\'TPU_IP_ADDRESS\']}:8466", logdir=\'/tmp/tb\')\n'
             ),
             manual=("xp.start_server",),

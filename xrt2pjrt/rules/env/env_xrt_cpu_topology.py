@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python.environment import DeviceRule
 from xrt2pjrt.registry import Example
+from xrt2pjrt.report import Advice
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS
 
 
@@ -34,7 +35,7 @@ class CpuTopology(DeviceRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): this configured a remote TPU node... [env-xrt-cpu-topology]\n"
+                "# TODO(xrt2pjrt): run it on a TPU VM, not a TPU node [env-xrt-cpu-topology]\n"
                 "os.environ['PJRT_DEVICE'] = 'TPU'\n"
             ),
             manual=("remote TPU node", "remote TPU node"),
@@ -44,7 +45,7 @@ class CpuTopology(DeviceRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): PJRT_DEVICE=CPU assumed... [env-xrt-cpu-topology]\n"
+                "# TODO(xrt2pjrt): set PJRT_DEVICE by the map's device [env-xrt-cpu-topology]\n"
                 "os.environ.update(PJRT_DEVICE='CPU')  # torch_xla\n"
             ),
             manual=("could not be read",),
@@ -55,4 +56,4 @@ class CpuTopology(DeviceRule):
         return variable in DEVICE_SETTINGS and variable != "XRT_TPU_CONFIG"
 
     def read(self, variable):
-        return f"{variable} is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type()"
+        return Advice("test PJRT_DEVICE or xr.device_type()", f"{variable} is ignored from torch_xla 2.1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python.environment import EnvRule
 from xrt2pjrt.registry import Example
+from xrt2pjrt.report import Advice
 from xrt2pjrt.xrt_variables import is_plumbing
 
 
@@ -39,4 +40,4 @@ class Plumbing(EnvRule):
             # catalyst asked it whether torch.distributed ran over XLA: now rank -1, world 1
             answer += ("; to ask whether this is a distributed XLA run, use xr.world_size() > 1 (torch_xla.runtime), "
                        "or torch.distributed.is_initialized() for an 'xla' process group")
-        return answer
+        return Advice("drop this read: PJRT never sets it", answer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python.environment import EnvRule
 from xrt2pjrt.registry import Example
+from xrt2pjrt.report import Advice
 from xrt2pjrt.xrt_variables import RUNTIME_READS
 
 
@@ -18,7 +19,7 @@ class ReplicaVariables(EnvRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): use xr.process_count() //... [env-xrt-replica-vars]\n"
+                "# TODO(xrt2pjrt): use the number of hosts from xr [env-xrt-replica-vars]\n"
                 "hosts = int(os.environ.get('XRT_HOST_WORLD_SIZE', '1'))\n"
             ),
             manual=("xr.local_process_count()",),
@@ -28,7 +29,7 @@ class ReplicaVariables(EnvRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): use xr.global_ordinal()... [env-xrt-replica-vars]\n"
+                "# TODO(xrt2pjrt): use xr.global_ordinal() [env-xrt-replica-vars]\n"
                 "rank = int(os.getenv('XRT_SHARD_ORDINAL', 0))  # torch_xla\n"
             ),
             manual=("xr.global_ordinal()",),
@@ -40,7 +41,7 @@ class ReplicaVariables(EnvRule):
                 "import os\n"
                 "\n"
                 "child_env = dict(os.environ)\n"
-                "# TODO(xrt2pjrt): a launcher that sets XRT_SHARD_* per process... [env-xrt-replica-vars]\n"
+                "# TODO(xrt2pjrt): use xmp.spawn or torch_xla.launch [env-xrt-replica-vars]\n"
                 "child_env.update({'RANK': str(i)})\n"
             ),
             manual=("launcher",),
@@ -52,7 +53,7 @@ class ReplicaVariables(EnvRule):
                 "import os\n"
                 "from unittest import mock\n"
                 "\n"
-                "# TODO(xrt2pjrt): XRT_SHARD_ORDINAL is set for a test here... [env-xrt-replica-vars]\n"
+                "# TODO(xrt2pjrt): update this once its code is migrated [env-xrt-replica-vars]\n"
                 "@mock.patch.dict(os.environ, {'XRT_SHARD_ORDINAL': '1'})\n"
                 "def check_rank():\n"
                 "    assert rank() == 1\n"
@@ -65,7 +66,10 @@ class ReplicaVariables(EnvRule):
         return variable in RUNTIME_READS
 
     def write(self, variable, value, target):
-        return None, "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch"
+        return None, Advice("use xmp.spawn or torch_xla.launch",
+                            "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch")
 
     def read(self, variable):
-        return f"use {RUNTIME_READS[variable]}: {variable} is never set under PJRT"
+        read = RUNTIME_READS[variable]
+        return Advice(read.do, f"{read.more}: {variable} is never set under PJRT" if read.more
+                      else f"{variable} is never set under PJRT")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python.environment import DeviceRule
 from xrt2pjrt.registry import Example
+from xrt2pjrt.report import Advice
 
 
 class TpuConfig(DeviceRule):
@@ -21,7 +22,7 @@ class TpuConfig(DeviceRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): this configured a remote TPU node... [env-xrt-tpu-config]\n"
+                "# TODO(xrt2pjrt): run it on a TPU VM, not a TPU node [env-xrt-tpu-config]\n"
                 "os.environ.setdefault('PJRT_DEVICE', 'TPU')\n"
             ),
             manual=("remote TPU node",),
@@ -31,7 +32,7 @@ class TpuConfig(DeviceRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): this configured a remote TPU node... [env-xrt-tpu-config]\n"
+                "# TODO(xrt2pjrt): run it on a TPU VM, not a TPU node [env-xrt-tpu-config]\n"
                 "os.environ['PJRT_DEVICE'] = 'TPU'  # torch_xla\n"
             ),
             manual=("remote TPU node",),
@@ -45,7 +46,7 @@ class TpuConfig(DeviceRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): XRT_TPU_CONFIG is ignored from torch_xla 2.1... [env-xrt-tpu-config]\n"
+                "# TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [env-xrt-tpu-config]\n"
                 "if 'XRT_TPU_CONFIG' in os.environ:\n"
                 "    run()\n"
             ),
@@ -55,10 +56,12 @@ class TpuConfig(DeviceRule):
             "import os\n\ndef configure(ip):\n    os.environ['XRT_TPU_CONFIG'] = f'tpu_worker;0;{ip}:8470'\n"
             "    print(f\"set to {os.environ['XRT_TPU_CONFIG']}\")\n",
             (
-                "import os\n\ndef configure(ip):\n"
-                "    # TODO(xrt2pjrt): XRT_TPU_CONFIG is read elsewhere in this... [env-xrt-tpu-config]\n"
+                "import os\n"
+                "\n"
+                "def configure(ip):\n"
+                "    # TODO(xrt2pjrt): migrate the reads first, then this write [env-xrt-tpu-config]\n"
                 "    os.environ['XRT_TPU_CONFIG'] = f'tpu_worker;0;{ip}:8470'\n"
-                "    print(f\"set to {os.environ['XRT_TPU_CONFIG']}\")\n"
+                '    print(f"set to {os.environ[\'XRT_TPU_CONFIG\']}")\n'
             ),
             manual=("read elsewhere in this file",),
         ),
@@ -68,4 +71,5 @@ class TpuConfig(DeviceRule):
         return variable == "XRT_TPU_CONFIG"
 
     def read(self, variable):
-        return "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'"
+        return Advice("test xr.device_type() == 'TPU' instead",
+                      "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'")

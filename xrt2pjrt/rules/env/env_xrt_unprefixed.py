@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python.environment import EnvRule
 from xrt2pjrt.registry import Example
+from xrt2pjrt.report import Advice
 from xrt2pjrt.xrt_variables import UNPREFIXED
 
 
@@ -34,7 +35,7 @@ class Unprefixed(EnvRule):
             (
                 "import os\n"
                 "\n"
-                "# TODO(xrt2pjrt): TPU_NUM_DEVICES is XRT-era... [env-xrt-unprefixed]\n"
+                "# TODO(xrt2pjrt): set TPU_VISIBLE_CHIPS for fewer chips [env-xrt-unprefixed]\n"
                 "cores = int(os.environ.get('TPU_NUM_DEVICES', 8))\n"
             ),
             manual=("one process per chip",),
@@ -44,7 +45,7 @@ class Unprefixed(EnvRule):
             (
                 "import os\n"
                 "import torch\n"
-                "# TODO(xrt2pjrt): COLAB_TPU_ADDR is XRT-era... [env-xrt-unprefixed]\n"
+                "# TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [env-xrt-unprefixed]\n"
                 "assert os.environ['COLAB_TPU_ADDR'], 'Make sure to select TPU'\n"
             ),
             manual=("xr.device_type() == 'TPU'",),
@@ -61,7 +62,7 @@ class Unprefixed(EnvRule):
                 "import os\n"
                 "import torch_xla.core.xla_env_vars as xenv\n"
                 "\n"
-                "# TODO(xrt2pjrt): TPU_MESH_CONTROLLER_ADDRESS is XRT-era... [env-xrt-unprefixed]\n"
+                "# TODO(xrt2pjrt): take host 0's address from your launcher [env-xrt-unprefixed]\n"
                 "master = os.environ[xenv.TPU_MESH_CTLER_ADDR]\n"
             ),
             manual=("a read is a KeyError",),
@@ -75,4 +76,4 @@ class Unprefixed(EnvRule):
         return None, (self.read(variable) if variable == "TPU_NUM_DEVICES" else None)
 
     def read(self, variable):
-        return f"{variable} is XRT-era: {UNPREFIXED[variable]}"
+        return Advice(UNPREFIXED[variable].do, f"{variable} is XRT-era: {UNPREFIXED[variable].more}")

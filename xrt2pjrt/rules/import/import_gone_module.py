@@ -30,7 +30,7 @@ class ImportGoneModule(PythonRule):
         Example(
             "import torch_xla.utils.gcsfs as gcs\n\nblob = gcs.read('gs://bucket/x')\n",
             (
-                "# TODO(xrt2pjrt): gcs (still used): use a GCS client of your own... [import-gone-module]\n"
+                "# TODO(xrt2pjrt): use a GCS client of your own [import-gone-module]\n"
                 "import torch_xla.utils.gcsfs as gcs\n"
                 "\n"
                 "blob = gcs.read('gs://bucket/x')\n"
@@ -40,7 +40,7 @@ class ImportGoneModule(PythonRule):
         Example(
             "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
             (
-                "# TODO(xrt2pjrt): GradScaler (still used): nothing replaces it... [import-gone-module]\n"
+                "# TODO(xrt2pjrt): drop it: bf16 autocast needs no scaler [import-gone-module]\n"
                 "from torch_xla.amp import GradScaler, autocast\n"
                 "\n"
                 "scaler = GradScaler()\n"
@@ -66,8 +66,8 @@ class ImportGoneModule(PythonRule):
                 continue  # the import is pointed at the shim, which has it
             lack = lacks(spelled, ctx.target_version)
             if lack is not None:
-                kept, why = missing(f"{local} (still used)", lack, "an ImportError")
+                kept, why = missing(local, lack, "an ImportError")
                 ctx.drop_import_if_unused(
                     local, f"import of {spelled} removed: {lack.name} {why_missing(lack, 'an ImportError', False)}, "
-                    "and nothing uses it", kept, why)
+                    "and nothing uses it", kept, f"the import stays, as {local} is still used: {why}")
         return updated

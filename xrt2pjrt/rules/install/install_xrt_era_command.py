@@ -37,17 +37,17 @@ class InstallXrtEraCommand(PythonRule):
             "quietly_run(\n    'curl -o pytorch-xla-env-setup.py https://example.com/env-setup.py',\n"
             "    f'{sys.executable} pytorch-xla-env-setup.py --version {xla_version}',\n)\n",
             "import sys\n\n"
-            "# TODO(xrt2pjrt): install torch_xla[tpu]~=2.9.0 instead [install-xrt-era-command]\n"
+            "# TODO(xrt2pjrt): install torch and torch_xla 2.9.0 [install-xrt-era-command]\n"
             "quietly_run(\n    'curl -o pytorch-xla-env-setup.py https://example.com/env-setup.py',\n"
             "    f'{sys.executable} pytorch-xla-env-setup.py --version {xla_version}',\n)\n",
-            manual=("install torch_xla[tpu]~=2.9.0 instead",),
+            manual=("install torch and torch_xla 2.9.0",),
         ),
         Example(
             "import subprocess\n\nsubprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)\n",
             "import subprocess\n\n"
-            "# TODO(xrt2pjrt): install torch_xla[tpu]~=2.9.0 instead [install-xrt-era-command]\n"
+            "# TODO(xrt2pjrt): install torch and torch_xla 2.9.0 [install-xrt-era-command]\n"
             "subprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)\n",
-            manual=("install torch_xla[tpu]~=2.9.0 instead",),
+            manual=("install torch and torch_xla 2.9.0",),
         ),
         Example(  # the current release; a docstring, a message and a constant that name an old one
             "import os\n\n\"\"\"Needs torch_xla==1.13.\"\"\"\n"
@@ -71,8 +71,7 @@ class InstallXrtEraCommand(PythonRule):
             for word in command.words:
                 problem = word.value and installs.finding(word.value, ctx.target_version, torch)
                 if problem:
-                    major, minor = ctx.target_version
-                    ctx.manual(f"install torch_xla[tpu]~={major}.{minor}.0 instead", detail=problem)
+                    ctx.manual(problem.do, detail=problem.more)
                     ctx.block[self.id] = ctx.statement
                     return updated
         return updated

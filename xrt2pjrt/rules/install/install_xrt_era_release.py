@@ -34,25 +34,25 @@ class InstallXrtEraRelease(TextRule):
     examples = (
         Example(
             f"sudo pip3 install {_SEED_WHEEL}\n",
-            todo_line(finding(_SEED_WHEEL, (2, 9)), "install-xrt-era-release") + f"sudo pip3 install {_SEED_WHEEL}\n",
+            todo_line(finding(_SEED_WHEEL, (2, 9)).do, "install-xrt-era-release") + f"sudo pip3 install {_SEED_WHEEL}\n",
             manual=("XRT-era", "torch_xla[tpu]~=2.9.0"),
         ),
         Example(
             "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
-            todo_line(finding("torch_xla[tpuvm]==1.13", (2, 9)), "install-xrt-era-release")
+            todo_line(finding("torch_xla[tpuvm]==1.13", (2, 9)).do, "install-xrt-era-release")
             + "pip install torch==1.13.0 torch_xla[tpuvm]==1.13\n",
             manual=("torch_xla 1.13",),
         ),
         Example(
             "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
-            todo_line(finding("torch_xla[tpu]==2.1.0", (2, 9)), "install-xrt-era-release")
+            todo_line(finding("torch_xla[tpu]==2.1.0", (2, 9)).do, "install-xrt-era-release")
             + "pip install 'torch_xla[tpu]==2.1.0' -f https://storage.googleapis.com/libtpu-releases/index.html\n",
             manual=("older than the 2.9 the code was migrated for",),
         ),
         Example(
             "gcloud compute tpus tpu-vm create my-tpu --zone=us-central2-b --accelerator-type=v4-8 "
             "--version=tpu-vm-v4-pt-1.13\n",
-            todo_line(finding("tpu-vm-v4-pt-1.13", (2, 9)), "install-xrt-era-release")
+            todo_line(finding("tpu-vm-v4-pt-1.13", (2, 9)).do, "install-xrt-era-release")
             + "gcloud compute tpus tpu-vm create my-tpu --zone=us-central2-b --accelerator-type=v4-8 "
             "--version=tpu-vm-v4-pt-1.13\n",
             manual=("tpu-ubuntu2204-base",),
@@ -68,4 +68,4 @@ class InstallXrtEraRelease(TextRule):
         if problem is None and rec.options.torch_xla_project and not _INSTALLS_TORCH_XLA.search(rec.text):
             problem = torch_pin_finding(word, rec.options.target_version)
         if problem:
-            rec.ask(self.id, offset, problem)
+            rec.ask(self.id, offset, problem.do, problem.more)

@@ -22,6 +22,8 @@ from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text.words import Command, Word
 
 
+_AS_GCLOUD = "rewrite it as gcloud tpu-vm ssh by hand"
+
 class LaunchXlaDist(TextRule):
     id = "launch-xla-dist"
     # Unsafe: gcloud does not restart a run after TPU maintenance as xla_dist did, `~` and
@@ -41,10 +43,12 @@ class LaunchXlaDist(TextRule):
         Example(
             "python -m torch_xla.distributed.xla_dist \\\n  --tpu=my-pod \\\n  --conda-env=torch-xla-1.13 \\\n"
             "  -- \\\n  python3 train.py \\\n    --lr 0.1\n",
-            todo_line(xla_dist.conda_env_note("torch-xla-1.13"), "launch-xla-dist")
-            + "gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \\\n"
-            '  --command=". /etc/profile; conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \\\n'
-            '    --lr 0.1"\n',
+            (
+                "# TODO(xrt2pjrt): install torch_xla 2.x in this conda env [launch-xla-dist]\n"
+                "gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \\\n"
+                '  --command=". /etc/profile; conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \\\n'
+                '    --lr 0.1"\n'
+            ),
             options={"zone": "us-central2-b"},
             manual=("torch_xla 1.x",),
         ),
@@ -61,16 +65,18 @@ class LaunchXlaDist(TextRule):
         ),
         Example(
             'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
-            todo_line(f"xla_dist inside another command's argument (`gcloud …`): translate it by hand to "
-                      f"{xla_dist.BY_HAND}", "launch-xla-dist")
-            + 'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
+            (
+                "# TODO(xrt2pjrt): translate xla_dist by hand to gcloud [launch-xla-dist]\n"
+                'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n'
+            ),
             manual=("inside",),
         ),
         Example(
             "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
-            todo_line("xla_dist call left as it is: --vm names TPU-node VMs; TPU nodes run XRT only and have no PJRT "
-                      "equivalent; translate it by hand", "launch-xla-dist")
-            + "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
+            (
+                "# TODO(xrt2pjrt): translate this xla_dist call by hand [launch-xla-dist]\n"
+                "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n"
+            ),
             manual=("--vm",),
         ),
     )
@@ -80,21 +86,23 @@ class LaunchXlaDist(TextRule):
 
     def heredoc(self, rec, start, end):
         if xla_dist.MENTION.search(rec.text[start:end]):
-            rec.ask(self.id, start, "xla_dist inside a here-document: translate it by hand")
+            rec.ask(self.id, start, "translate xla_dist by hand (here-document)",
+                    "xla_dist inside a here-document: translate it by hand")
 
     def exec_form(self, rec, offset, keyword, body):
         if xla_dist.MENTION.search(body):
-            rec.ask(self.id, offset, f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by "
-                    "hand, or use the shell form and run xrt2pjrt again")
+            rec.ask(self.id, offset, "use the shell form, then rerun",
+                    f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by hand, or use the "
+                    "shell form and run xrt2pjrt again")
 
     def exec_array(self, rec, offset, key, words):
         if any(xla_dist.MENTION.search(w) or w == xla_dist.MODULE for w in words):
-            rec.ask(self.id, offset, f"xla_dist run from an exec array (`{key}: [...]`): write it as "
+            rec.ask(self.id, offset, _AS_GCLOUD, f"xla_dist run from an exec array (`{key}: [...]`): write it as "
                     f"{xla_dist.BY_HAND} by hand")
 
     def config(self, rec):
         for m in xla_dist.MENTION.finditer(rec.text):
-            rec.ask(self.id, m.start(), f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand")
+            rec.ask(self.id, m.start(), _AS_GCLOUD, f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand")
 
 
 def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
@@ -103,8 +111,9 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     if inv is None:
         for w in argv:
             if xla_dist.MENTION.search(w.source(text)):
-                rec.ask(LaunchXlaDist.id, w.start, "xla_dist inside another command's argument "
-                        f"(`{argv[0].source(text)} …`): translate it by hand to {xla_dist.BY_HAND}")
+                rec.ask(LaunchXlaDist.id, w.start, "translate xla_dist by hand to gcloud",
+                        f"xla_dist inside another command's argument (`{argv[0].source(text)} …`): translate it by "
+                        f"hand to {xla_dist.BY_HAND}")
                 return
         return
     start, end = argv[inv.launcher].start, argv[inv.end - 1].end
@@ -127,11 +136,13 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
         hint = ""
         if re.match(r"[ \t]*\n[ \t]*--", text[cmd.end:]):
             hint = " (it seems to go on over the next line without a `\\`)"
-        rec.ask(LaunchXlaDist.id, start, f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
+        rec.ask(LaunchXlaDist.id, start, "translate this xla_dist call by hand",
+                f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
         return
     _ask_about_worker_expansions(launch, rec)
     if launch.conda_env is not None:
-        rec.ask(LaunchXlaDist.id, launch.conda_env.start, xla_dist.conda_env_note(launch.conda_env.source(text)))
+        rec.ask(LaunchXlaDist.id, launch.conda_env.start, "install torch_xla 2.x in this conda env",
+                xla_dist.conda_env_note(launch.conda_env.source(text)))
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.docker_image:
         notes += "; the image must ship torch_xla 2.x"
@@ -151,7 +162,8 @@ def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None
     for w in words:
         literal = "".join(p.text for p in w.parts if not p.expansion) if w is not None else ""
         if xrt2pjrt and w is not None and w not in launch.env and xla_dist.WRAPPED.match(w.value or ""):
-            rec.ask(LaunchXlaDist.id, w.start, f"{w.source(rec.text)}: xla_dist wrote it into the worker's script "
+            rec.ask(LaunchXlaDist.id, w.start, "remove the double quotes if unwanted",
+                    f"{w.source(rec.text)}: xla_dist wrote it into the worker's script "
                     "as it is, so the worker's shell read it without its double quotes; `xrt2pjrt launch` passes "
                     "them too")
             continue
@@ -160,13 +172,16 @@ def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None
         source = w.source(rec.text)
         if not xrt2pjrt:
             if xla_dist.worker_runs(literal):
-                rec.ask(LaunchXlaDist.id, w.start, f"{source} runs a command on each worker (xla_dist let the "
+                rec.ask(LaunchXlaDist.id, w.start, "keep it only if each worker should run it",
+                        f"{source} runs a command on each worker (xla_dist let the "
                         "worker's shell read it, and so does the rewrite): keep it only if that is meant")
         elif re.search(r"[$`]", xla_dist.DOUBLE_QUOTED.sub("", literal)):
-            rec.ask(LaunchXlaDist.id, w.start, f"{source} expanded on each worker under xla_dist; `xrt2pjrt launch` "
+            rec.ask(LaunchXlaDist.id, w.start, "use --shell 'COMMAND' to expand it there",
+                    f"{source} expanded on each worker under xla_dist; `xrt2pjrt launch` "
                     "passes it as written: to have the worker's shell expand it, use --shell 'COMMAND'")
         else:
-            rec.ask(LaunchXlaDist.id, w.start, f"{source}: under xla_dist the worker's shell dropped the `\\` "
+            rec.ask(LaunchXlaDist.id, w.start, "remove the `\\` the worker's shell dropped",
+                    f"{source}: under xla_dist the worker's shell dropped the `\\` "
                     "before `$` or a backquote; `xrt2pjrt launch` passes it as written")
 
 

@@ -25,7 +25,11 @@ class XrtServer(TextRule):
     examples = (
         Example(
             f"python3 -m {_SERVER} --port 51011 --restart\npython3 train.py\n",
-            todo_line(_NO_SERVER, "launch-xrt-server") + f"python3 -m {_SERVER} --port 51011 --restart\npython3 train.py\n",
+            (
+                "# TODO(xrt2pjrt): delete this command: no XRT server now [launch-xrt-server]\n"
+                "python3 -m torch_xla.core.xrt_run_server --port 51011 --restart\n"
+                "python3 train.py\n"
+            ),
             manual=("XRT's server",),
         ),
     )
@@ -35,4 +39,4 @@ class XrtServer(TextRule):
             return
         argv = [w.value or w.source(rec.text) for w in cmd.argv()]
         if any(word == _SERVER and argv[k - 1] == "-m" for k, word in enumerate(argv) if k):
-            rec.ask(self.id, cmd.argv()[0].start, _NO_SERVER)
+            rec.ask(self.id, cmd.argv()[0].start, "delete this command: no XRT server now", _NO_SERVER)

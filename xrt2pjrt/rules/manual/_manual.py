@@ -30,17 +30,20 @@ class ImportedModuleRule(PythonRule):
     def matches(self, module: str) -> bool:
         raise NotImplementedError
 
-    def message(self, module: str) -> str:
+    def item(self, module: str) -> tuple[str, str]:
+        """The item for a use of ``module``: its message (what to do) and long text (why)."""
         raise NotImplementedError
 
     def leave(self, ctx, original, updated):
         hits = [module for module in imported_modules(original) if self.matches(module)]
         if hits:
-            ctx.manual(self.message(hits[0]))
+            message, detail = self.item(hits[0])
+            ctx.manual(message, detail=detail)
         return updated
 
     def call(self, ctx, node, name):
-        ctx.manual(self.message(name))
+        message, detail = self.item(name)
+        ctx.manual(message, detail=detail)
         return node
 
 

@@ -38,7 +38,7 @@ class BorrowedAlias(PythonRule):
             (
                 "from tpu_utils import xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): xm comes from tpu_utils... [manual-borrowed-alias]\n"
+                "# TODO(xrt2pjrt): import it from torch_xla and rerun [manual-borrowed-alias]\n"
                 "n = xm.xrt_world_size()\n"
             ),
             manual=("comes from tpu_utils",),
@@ -47,7 +47,7 @@ class BorrowedAlias(PythonRule):
             "def get_sampler(dataset, xm):\n    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
             (
                 "def get_sampler(dataset, xm):\n"
-                "    # TODO(xrt2pjrt): xm is no import of this file... [manual-borrowed-alias]\n"
+                "    # TODO(xrt2pjrt): migrate its XRT-era calls by hand [manual-borrowed-alias]\n"
                 "    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n"
             ),
             manual=("is no import of this file",),
@@ -79,8 +79,9 @@ class BorrowedAlias(PythonRule):
                                 else origin.rpartition(".")[0])
         if where:
             self.reported.add(code(holder))
-            ctx.manual(f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own imports "
-                       f"only; import {module} as {local} here, then run xrt2pjrt again")
+            ctx.manual("import it from torch_xla and rerun",
+                       detail=f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own "
+                       f"imports only; import {module} as {local} here, then run xrt2pjrt again")
         elif origin is None and ctx.options.target == "native" and lacks(
                 f"{module}.{func.attr.value}", ctx.target_version) and (
                 isinstance(holder, cst.Attribute) or _a_parameter(ctx.tree, local, ctx.line)):
@@ -89,7 +90,8 @@ class BorrowedAlias(PythonRule):
             # another notebook cell's import, when the cells are read one by one). Only a
             # call the target lacks fails there: xm.master_print(...) through it runs as before.
             self.reported.add(code(holder))
-            ctx.manual(f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
+            ctx.manual("migrate its XRT-era calls by hand",
+                       detail=f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
                        f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "
                        f"({code(func)}() here) are left as they are, and those torch_xla 2.x removed fail there: "
                        "migrate them by hand, or call the module by an import of this file")

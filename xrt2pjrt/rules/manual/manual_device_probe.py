@@ -49,7 +49,7 @@ class DeviceProbe(PythonRule):
                 "\n"
                 "def is_tpu_available():\n"
                 "    try:\n"
-                "        # TODO(xrt2pjrt): test xr.device_type() == 'TPU'... [manual-device-probe]\n"
+                "        # TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [manual-device-probe]\n"
                 "        _ = xm.xla_device()\n"
                 "        return True\n"
                 "    except RuntimeError:\n"
@@ -64,7 +64,7 @@ class DeviceProbe(PythonRule):
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
                 "try:\n"
-                "    # TODO(xrt2pjrt): test xr.device_type() == 'TPU'... [manual-device-probe]\n"
+                "    # TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [manual-device-probe]\n"
                 "    HAS_TPU = bool(xm.get_xla_supported_devices())\n"
                 "except Exception:\n"
                 "    HAS_TPU = False\n"
@@ -81,7 +81,7 @@ class DeviceProbe(PythonRule):
 
     def call(self, ctx, node, name):
         if _in_probe(ctx):
-            ctx.manual("test xr.device_type() == 'TPU': this probe never fails", detail=_ALWAYS)
+            ctx.manual("test xr.device_type() == 'TPU' instead", detail=_ALWAYS)
         return node
 
 

@@ -22,7 +22,7 @@ class ImportModule(PythonRule):
             (
                 "import importlib\n"
                 "\n"
-                "# TODO(xrt2pjrt): torch_xla.core.xla_model is imported by... [manual-import-module]\n"
+                "# TODO(xrt2pjrt): migrate the module's uses by hand [manual-import-module]\n"
                 "xm = importlib.import_module('torch_xla.core.xla_model')\n"
             ),
             manual=("imported by string",),
@@ -33,7 +33,9 @@ class ImportModule(PythonRule):
         if node.args:
             module = literal(node.args[0].value)
             if isinstance(module, str) and module.split(".")[0] in ("torch_xla", "torch_xla_py"):
-                ctx.manual(f"{module} is imported by string: the codemod cannot follow it; migrate its uses by hand")
+                ctx.manual("migrate the module's uses by hand",
+                           detail=f"{module} is imported by string: the codemod cannot follow it; migrate its uses "
+                           "by hand")
         return node
 
     def leave(self, ctx, original, updated):

@@ -11,7 +11,7 @@ from xrt2pjrt.python.rule import PythonRule, literal
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import XM
 
-_READ_BYTES = "read bytes_used and bytes_limit: kb_free and kb_total are gone"
+_READ_BYTES = "read bytes_used and bytes_limit instead"
 _MEMORY_INFO = ("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free "
                 "and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
 
@@ -32,7 +32,7 @@ class MemoryInfo(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
                 "free = xm.get_memory_info(device)['kb_free']\n"
             ),
             manual=("bytes_limit",),
@@ -43,9 +43,9 @@ class MemoryInfo(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
                 "info = xm.get_memory_info(device)\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit... [manual-memory-info]\n"
+                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
                 "used = info['kb_total'] - info['kb_free']\n"
             ),
             manual=("bytes_limit", "bytes_limit"),

@@ -34,7 +34,7 @@ class MeshReduceObjects(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): hand mesh_reduce a tensor or a Python... [manual-mesh-reduce-objects]\n"
+                "# TODO(xrt2pjrt): pass a tensor or a Python number [manual-mesh-reduce-objects]\n"
                 "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n"
             ),
             manual=("UnpicklingError",),
@@ -53,5 +53,5 @@ class MeshReduceObjects(PythonRule):
     def call(self, ctx, node, name):
         hit = argument(node, "data", 1)
         if hit is not None and value_kinds.of_argument(ctx.tree, ctx.line, hit[1].value) is None:
-            ctx.manual("hand mesh_reduce a tensor or a Python number", detail=_WEIGHTS_ONLY)
+            ctx.manual("pass a tensor or a Python number", detail=_WEIGHTS_ONLY)
         return node

@@ -43,7 +43,7 @@ class ModuleAsValue(PythonRule):
                 "\n"
                 "class Trainer:\n"
                 "    def __init__(self):\n"
-                "        # TODO(xrt2pjrt): xm (torch_xla.core.xla_model) is... [manual-module-as-value]\n"
+                "        # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]\n"
                 "        self.xm = xm\n"
             ),
             manual=("stored as self.xm",),
@@ -57,9 +57,12 @@ class ModuleAsValue(PythonRule):
         Example(  # ... and one used for a name 2.9 lacks
             "import torch_xla.core.xla_model as xm\n\ndef world():\n    lib = xm\n    return lib.xrt_world_size()\n",
             (
-                "import torch_xla.core.xla_model as xm\n\ndef world():\n"
-                "    # TODO(xrt2pjrt): xm (torch_xla.core.xla_model) is... [manual-module-as-value]\n"
-                "    lib = xm\n    return lib.xrt_world_size()\n"
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "def world():\n"
+                "    # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]\n"
+                "    lib = xm\n"
+                "    return lib.xrt_world_size()\n"
             ),
             manual=("stored as lib",),
         ),
@@ -84,7 +87,8 @@ class ModuleAsValue(PythonRule):
             through = code(parent.targets[0].target)
         else:
             how, through = "is handed on here as a value", "another name"
-        ctx.manual(f"{local} ({name}) {how}: the codemod follows calls made by its import name only, so the XRT-era "
+        ctx.manual("call its functions by its import name",
+                   detail=f"{local} ({name}) {how}: the codemod follows calls made by its import name only, so the XRT-era "
                    f"calls made through {through} are left as they are, and those torch_xla 2.x removed fail there: "
                    f"call them as {local}.…, or migrate them by hand")
         return node

@@ -38,7 +38,7 @@ class MpModelWrapper(PythonRule):
             (
                 "import torch_xla.distributed.xla_multiprocessing as xmp\n"
                 "\n"
-                "# TODO(xrt2pjrt): build the model in each replica... [manual-mp-model-wrapper]\n"
+                "# TODO(xrt2pjrt): build the model in each replica [manual-mp-model-wrapper]\n"
                 "WRAPPED_MODEL = xmp.MpModelWrapper(Net())\n"
             ),
             manual=("same module",),
@@ -46,5 +46,5 @@ class MpModelWrapper(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        ctx.manual("build the model in each replica (TPU v2/v3 threads)", detail=_ONE_MODULE)
+        ctx.manual("build the model in each replica", detail=_ONE_MODULE)
         return node

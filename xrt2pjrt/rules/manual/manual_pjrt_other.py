@@ -19,7 +19,7 @@ class PjrtPrivate(PythonRule):
             (
                 "from torch_xla.experimental import pjrt\n"
                 "\n"
-                "# TODO(xrt2pjrt): pjrt.spawn is used here without being called... [manual-pjrt-other]\n"
+                "# TODO(xrt2pjrt): replace this use of it by hand [manual-pjrt-other]\n"
                 "SPAWNERS = [xmp.spawn, pjrt.spawn]\n"
             ),
             manual=("without being called",),
@@ -29,7 +29,7 @@ class PjrtPrivate(PythonRule):
             (
                 "from torch_xla.experimental import pjrt\n"
                 "\n"
-                "# TODO(xrt2pjrt): pjrt.spawn_threads has no public replacement in... [manual-pjrt-other]\n"
+                "# TODO(xrt2pjrt): rewrite it by hand: no 2.x replacement [manual-pjrt-other]\n"
                 "pjrt.spawn_threads(fn)\n"
             ),
             manual=("no public replacement",),
@@ -47,7 +47,8 @@ class PjrtPrivate(PythonRule):
 
     def reference(self, ctx, node, name):
         if name in self.called:
-            ctx.manual(f"pjrt.{name.rsplit('.', 1)[-1]} is used here without being called, and only its calls are "
+            ctx.manual("replace this use of it by hand",
+                       detail=f"pjrt.{name.rsplit('.', 1)[-1]} is used here without being called, and only its calls are "
                        "rewritten: replace it by hand (torch_xla.experimental.pjrt is gone from 2.5)")
         elif name not in self.renamed:
             self._no_replacement(ctx, name)
@@ -55,5 +56,6 @@ class PjrtPrivate(PythonRule):
 
     @staticmethod
     def _no_replacement(ctx, name):
-        ctx.manual(f"pjrt.{name.rsplit('.', 1)[-1]} has no public replacement in torch_xla 2.x "
+        ctx.manual("rewrite it by hand: no 2.x replacement",
+                   detail=f"pjrt.{name.rsplit('.', 1)[-1]} has no public replacement in torch_xla 2.x "
                    "(torch_xla.experimental.pjrt is gone from 2.5)")

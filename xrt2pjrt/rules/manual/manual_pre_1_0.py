@@ -27,7 +27,7 @@ class PreOneZero(ImportedModuleRule):
         Example(
             "import torch_xla_py.xla_model as xm\n",
             (
-                "# TODO(xrt2pjrt): torch_xla_py.xla_model is a pre-1.0 module... [manual-pre-1.0]\n"
+                "# TODO(xrt2pjrt): port this file by hand to torch_xla 2.x [manual-pre-1.0]\n"
                 "import torch_xla_py.xla_model as xm\n"
             ),
             manual=("pre-1.0",),
@@ -35,7 +35,7 @@ class PreOneZero(ImportedModuleRule):
         Example(
             "import torch_xla.distributed.data_parallel as dp\n\nmodel = dp.DataParallel(net, device_ids=devices)\n",
             (
-                "# TODO(xrt2pjrt): torch_xla.distributed.data_parallel drives several... [manual-pre-1.0]\n"
+                "# TODO(xrt2pjrt): port this to xmp.spawn by hand [manual-pre-1.0]\n"
                 "import torch_xla.distributed.data_parallel as dp\n"
                 "\n"
                 "model = dp.DataParallel(net, device_ids=devices)\n"
@@ -58,11 +58,13 @@ class PreOneZero(ImportedModuleRule):
             return updated  # nothing to port: an import that still imports, or one import-gone-module removes
         return super().leave(ctx, original, updated)
 
-    def message(self, module):
+    def item(self, module):
         if "data_parallel" in module:
-            return (f"{module} drives several devices from one process with threads, the XRT-era way; torch_xla 2.x "
+            return ("port this to xmp.spawn by hand",
+                    f"{module} drives several devices from one process with threads, the XRT-era way; torch_xla 2.x "
                     "runs one process per device: port this to xmp.spawn by hand")
-        return f"{module} is a pre-1.0 module: port this file by hand (torch_xla.core.xla_model, torch_xla.runtime)"
+        return ("port this file by hand to torch_xla 2.x",
+                f"{module} is a pre-1.0 module: port this file by hand (torch_xla.core.xla_model, torch_xla.runtime)")
 
 
 def _reads_data_parallel(tree: ast.Module | None, node: cst.Import | cst.ImportFrom) -> bool:

@@ -20,7 +20,7 @@ class RendezvousSubset(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): xm.rendezvous with replicas=[0, 1]... [manual-rendezvous-subset]\n"
+                "# TODO(xrt2pjrt): use all replicas or a host barrier [manual-rendezvous-subset]\n"
                 "xm.rendezvous('sync', b'', replicas=[0, 1])\n"
             ),
             manual=("every replica must join",),
@@ -34,6 +34,7 @@ class RendezvousSubset(PythonRule):
     def call(self, ctx, node, name):
         hit = argument(node, "replicas", 2)
         if hit is not None and literal(hit[1].value) not in ([], None):
-            ctx.manual(f"xm.rendezvous with replicas={code(hit[1].value)}: under PJRT every replica must join "
+            ctx.manual("use all replicas or a host barrier",
+                       detail=f"xm.rendezvous with replicas={code(hit[1].value)}: under PJRT every replica must join "
                        "(a subset raises ValueError); use all replicas or a host-side barrier")
         return node

@@ -43,7 +43,7 @@ class SaveBarrier(PythonRule):
             (
                 "import torch\nimport torch_xla.core.xla_model as xm\n\nfor epoch in range(3):\n"
                 "    model.load_state_dict(torch.load(path))\n"
-                "    # TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+                "    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
                 "    xm.save(model.state_dict(), path)\n"
             ),
             manual=("rendezvous",),
@@ -61,7 +61,7 @@ class SaveBarrier(PythonRule):
             (
                 "import torch\nimport torch_xla.core.xla_model as xm\n\n"
                 "def checkpoint(G, D):\n    xm.save(G.state_dict(), g_path)\n"
-                "    # TODO(xrt2pjrt): add xm.rendezvous('saved') if others read it [manual-save-barrier]\n"
+                "    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
                 "    xm.save(D.state_dict(), d_path)\n\n"
                 "def _mp_fn(index):\n    checkpoint(G, D)\n    evaluate(torch.load(g_path))\n"
             ),
@@ -80,7 +80,7 @@ class SaveBarrier(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): add xm.rendezvous('saved') where this saves... [manual-save-barrier]\n"
+                "# TODO(xrt2pjrt): add xm.rendezvous('saved') after saving [manual-save-barrier]\n"
                 "model.save_pretrained(out, save_function=xm.save)\n"
             ),
             manual=("passed here as a function",),
@@ -89,13 +89,13 @@ class SaveBarrier(PythonRule):
 
     def call(self, ctx, node, name):
         if not _barrier_follows(ctx) and (ctx.tree is None or _read_after(ctx.tree, ctx.line)):
-            ctx.manual("add xm.rendezvous('saved') if others read it",
+            ctx.manual("add xm.rendezvous('saved') for readers",
                        detail=f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it")
         return node
 
     def reference(self, ctx, node, name):
         if not ctx.is_store() and not _barrier_follows(ctx):
-            ctx.manual("add xm.rendezvous('saved') where this saves, if others read it",
+            ctx.manual("add xm.rendezvous('saved') after saving",
                        detail=f"xm.save is passed here as a function: {_NO_BARRIER}; if others read what it saves "
                        "next, add xm.rendezvous('saved') after this")
         return node

@@ -48,7 +48,7 @@ class SeededReplicas(PythonRule):
                 "import torch_xla.distributed.xla_multiprocessing as xmp\n"
                 "\n"
                 "def _mp_fn(index):\n"
-                "    # TODO(xrt2pjrt): xm.broadcast_master_param(model) once... [manual-seeded-replicas]\n"
+                "    # TODO(xrt2pjrt): call xm.broadcast_master_param(model) [manual-seeded-replicas]\n"
                 "    torch.manual_seed(1)\n"
                 "    model = Net().to(device)\n"
                 "\n"
@@ -88,7 +88,7 @@ class SeededReplicas(PythonRule):
 
     def call(self, ctx, node, name):
         if in_replicas_code(ctx) and "broadcast_master_param" not in ctx.source and _moved_after(ctx.tree, ctx.line):
-            ctx.manual("xm.broadcast_master_param(model) once built (v2/v3)", detail=_SHARED_RNG)
+            ctx.manual("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
         return node
 
 

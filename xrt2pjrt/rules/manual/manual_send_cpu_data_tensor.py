@@ -31,7 +31,7 @@ class SendCpuDataTensor(PythonRule):
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
-                "# TODO(xrt2pjrt): take [0] of the result if this is one... [manual-send-cpu-data-tensor]\n"
+                "# TODO(xrt2pjrt): take [0] if this is one tensor [manual-send-cpu-data-tensor]\n"
                 "couplings = xm.send_cpu_data_to_device(couplings, device)\n"
             ),
             manual=("wraps a bare tensor in a list",),
@@ -51,5 +51,5 @@ class SendCpuDataTensor(PythonRule):
         kinds = value_kinds.of_argument(ctx.tree, ctx.line, hit[1].value)
         if kinds is not None and value_kinds.TENSOR not in kinds:
             return node  # a dict (x.state_dict()), a sequence or a number comes back as it went
-        ctx.manual("take [0] of the result if this is one tensor", detail=_ONE_TENSOR_LIST)
+        ctx.manual("take [0] if this is one tensor", detail=_ONE_TENSOR_LIST)
         return node

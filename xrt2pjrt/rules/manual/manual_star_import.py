@@ -19,7 +19,7 @@ class StarImport(PythonRule):
         Example(
             "from torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
             (
-                "# TODO(xrt2pjrt): names from `from torch_xla.core.xla_model... [manual-star-import]\n"
+                "# TODO(xrt2pjrt): import the module by name, then rerun [manual-star-import]\n"
                 "from torch_xla.core.xla_model import *\n"
                 "\n"
                 "n = xrt_world_size()\n"
@@ -34,6 +34,7 @@ class StarImport(PythonRule):
             if module.split(".")[0] in ("torch_xla", "torch_xla_py"):
                 alias = {"torch_xla.core.xla_model": " as xm",
                          "torch_xla.distributed.xla_multiprocessing": " as xmp"}.get(module, "")
-                ctx.manual(f"names from `from {module} import *` cannot be followed: import the module by name "
+                ctx.manual("import the module by name, then rerun",
+                           detail=f"names from `from {module} import *` cannot be followed: import the module by name "
                            f"(import {module}{alias}), then run xrt2pjrt again")
         return updated

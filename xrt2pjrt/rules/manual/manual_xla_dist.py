@@ -26,7 +26,7 @@ class XlaDist(ImportedModuleRule):
                 "import subprocess\n"
                 "import torch_xla\n"
                 "\n"
-                "# TODO(xrt2pjrt): this command starts xla_dist... [manual-xla-dist]\n"
+                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
                 "subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n"
             ),
             manual=("this command starts xla_dist",),
@@ -34,10 +34,10 @@ class XlaDist(ImportedModuleRule):
         Example(
             "from torch_xla.distributed import xla_dist\n\nxla_dist.resolve_and_execute(args)\n",
             (
-                "# TODO(xrt2pjrt): xla_dist is gone from torch_xla 2.1... [manual-xla-dist]\n"
+                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
                 "from torch_xla.distributed import xla_dist\n"
                 "\n"
-                "# TODO(xrt2pjrt): xla_dist is gone from torch_xla 2.1... [manual-xla-dist]\n"
+                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
                 "xla_dist.resolve_and_execute(args)\n"
             ),
             manual=("xla_dist is gone",),
@@ -49,8 +49,8 @@ class XlaDist(ImportedModuleRule):
     def matches(self, module):
         return module == "torch_xla.distributed.xla_dist" or module.startswith("torch_xla.distributed.xla_dist.")
 
-    def message(self, module):
-        return f"xla_dist is gone from torch_xla 2.1: {_LAUNCH_PODS}"
+    def item(self, module):
+        return _LAUNCH, f"xla_dist is gone from torch_xla 2.1: {_LAUNCH_PODS}"
 
     def leave(self, ctx, original, updated):
         if not isinstance(original, cst.SimpleString):
@@ -61,9 +61,10 @@ class XlaDist(ImportedModuleRule):
         if isinstance(ctx.parent(1), cst.Expr) or ipython.is_magic_call(ctx.parent(2)):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
         if isinstance(text, str) and _XLA_DIST_COMMAND.search(text):
-            ctx.manual(f"this command starts xla_dist, which is gone from torch_xla 2.1: {_LAUNCH_PODS}")
+            ctx.manual(_LAUNCH, detail=f"this command starts xla_dist, which is gone from torch_xla 2.1: {_LAUNCH_PODS}")
         return updated
 
 
+_LAUNCH = "launch with `xrt2pjrt launch` or gcloud"
 _LAUNCH_PODS = "launch with `gcloud compute tpus tpu-vm ssh NAME --worker=all --command=...` (or `xrt2pjrt launch`)"
 _XLA_DIST_COMMAND = re.compile(r"(?<![\w.])torch_xla\.distributed\.xla_dist\b")

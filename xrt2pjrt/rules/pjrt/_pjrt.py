@@ -6,7 +6,7 @@ all rewritten; the old import goes once nothing uses it."""
 
 from __future__ import annotations
 
-from xrt2pjrt.python.renames import DEVKIND, XM, XR, Dropped, Rename, Spelling
+from xrt2pjrt.python.renames import DEVKIND, DEVKIND_TODO, XM, XR, Dropped, Rename, Spelling
 
 PJRT = "torch_xla.experimental.pjrt"
 
@@ -21,7 +21,7 @@ PJRT_RENAMES: tuple[Rename, ...] = (
     Rename(f"{PJRT}.xla_device",
            (Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),)),
             Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
-           (Dropped("devkind", 1, None, DEVKIND),)),
+           (Dropped("devkind", 1, None, DEVKIND, DEVKIND_TODO),)),
     Rename(f"{PJRT}.device_attributes", (Spelling(XR, "runtime_device_attributes", "xr", (2, 1)),)),
     Rename(f"{PJRT}.global_device_attributes", (Spelling(XR, "global_runtime_device_attributes", "xr", (2, 1)),)),
     Rename(f"{PJRT}.broadcast_master_param", (Spelling(XM, "broadcast_master_param", "xm", (2, 1)),)),

@@ -12,6 +12,7 @@ from xrt2pjrt.rules.pjrt._pjrt import PJRT
 SHIM_XMP = f"{CARRIED}.xla_multiprocessing"
 
 
+_KEEP_SHIM = "keep the shim: it returns the results"
 _RESULTS = "results now come from xrt2pjrt.shim; torch_xla has no public API that returns per-process results"
 
 
@@ -31,7 +32,7 @@ class PjrtRunMultiprocess(PythonRule):
             (
                 "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n"
                 "\n"
-                "# TODO(xrt2pjrt): results now come from xrt2pjrt.shim... [pjrt-run-multiprocess]\n"
+                "# TODO(xrt2pjrt): keep the shim: it returns the results [pjrt-run-multiprocess]\n"
                 "results = shim_xmp.run_multiprocess(evaluate, model)\n"
             ),
             manual=("results",),
@@ -41,7 +42,7 @@ class PjrtRunMultiprocess(PythonRule):
     def call(self, ctx, node, name):
         # Not xmp.spawn, even where the result goes unused: it calls fn(index, *args).
         if not ctx.is_whole_statement():
-            ctx.manual(_RESULTS, of_fix=True)
+            ctx.manual(_KEEP_SHIM, of_fix=True, detail=_RESULTS)
         ctx.change(f"pjrt.{name.rsplit('.', 1)[1]} → {SHIM_XMP}.run_multiprocess "
                    "(fn(*args), as before)")
         return node.with_changes(func=ctx.ref(SHIM_XMP, "run_multiprocess", "shim_xmp"))

@@ -22,7 +22,7 @@ class PjrtRuntime(RenameRule):
             (
                 "import torch_xla\n"
                 "\n"
-                "# TODO(xrt2pjrt): devkind='TPU' dropped: PJRT_DEVICE chooses the... [pjrt-runtime]\n"
+                "# TODO(xrt2pjrt): set PJRT_DEVICE for the devkind dropped [pjrt-runtime]\n"
                 "device = torch_xla.device(0)\n"
             ),
             manual=("devkind='TPU' dropped",),

@@ -31,7 +31,7 @@ class PjrtSpawn(PythonRule):
             (
                 "from torch_xla.experimental import pjrt\n"
                 "\n"
-                "# TODO(xrt2pjrt): pjrt.spawn(fn, x): x is `args`... [pjrt-spawn]\n"
+                "# TODO(xrt2pjrt): name x (args= or nprocs=), rerun xrt2pjrt [pjrt-spawn]\n"
                 "pjrt.spawn(_mp_fn, extra)\n"
             ),
             manual=("name it",),
@@ -43,8 +43,9 @@ class PjrtSpawn(PythonRule):
         if len(positional) == 2:
             # spawn(fn, args) before 2.0, spawn(fn, nprocs, ...) from 2.0: only a tuple tells.
             if not isinstance(positional[1].value, cst.Tuple):
-                ctx.manual("pjrt.spawn(fn, x): x is `args` (torch_xla 1.13) or `nprocs` (2.0): "
-                           "name it, then run xrt2pjrt again")
+                ctx.manual("name x (args= or nprocs=), rerun xrt2pjrt",
+                           detail="pjrt.spawn(fn, x): x is `args` (torch_xla 1.13) or `nprocs` (2.0): name it, then "
+                           "run xrt2pjrt again")
                 return node
             params = ("fn", "args")
         else:

@@ -62,7 +62,7 @@ class ShimImports(PythonRule):
         Example(
             "import torch_xla.core.xla_model\n\nrank = torch_xla.core.xla_model.get_ordinal()\n",
             (
-                "# TODO(xrt2pjrt): `import torch_xla.core.xla_model` without an alias... [shim-imports]\n"
+                "# TODO(xrt2pjrt): import it as xm from the shim [shim-imports]\n"
                 "import torch_xla.core.xla_model\n"
                 "\n"
                 "rank = torch_xla.core.xla_model.get_ordinal()\n"
@@ -89,7 +89,8 @@ class ShimImports(PythonRule):
             return updated
         parents = {SHIMMED[name].rpartition(".")[0] for name in shimmed}
         if len(shimmed) != len(full) or len(parents) != 1:
-            ctx.manual(f"from {module} imports shimmed and other modules together: split the import, "
+            ctx.manual("split the import: shimmed names apart",
+                       detail=f"from {module} imports shimmed and other modules together: split the import, "
                        f"then point the shimmed ones at {CARRIED}")
             return updated
         ctx.change(f"from {module} import ... → from {parents.pop()} import ...")
@@ -101,7 +102,8 @@ class ShimImports(PythonRule):
             full = dotted(alias.name)
             carried = _carried(full)
             if carried and alias.asname is None:
-                ctx.manual(f"`import {full}` without an alias: write `import {carried} as {_alias(carried)}` "
+                ctx.manual(f"import it as {_alias(carried)} from the shim",
+                           detail=f"`import {full}` without an alias: write `import {carried} as {_alias(carried)}` "
                            "and call it by that name")
             elif carried:
                 ctx.change(f"import {full} → import {carried}")

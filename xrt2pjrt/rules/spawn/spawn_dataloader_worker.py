@@ -12,7 +12,7 @@ from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import REPLICA_IDENTITY
 from xrt2pjrt.registry import Example
 
-_IN_WORKER = "ask in the replica and hand it over: functools.partial(fn, rank=xr.global_ordinal())"
+_IN_WORKER = "ask in the replica and pass it in"
 _WHY = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn "
         "starts its replicas with the spawn method, so their workers start so too, and torch_xla there is not the "
         "replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); XRT's answer came "
@@ -35,7 +35,7 @@ class DataLoaderWorker(PythonRule):
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
                 "def seed_worker(worker_id):\n"
-                "    # TODO(xrt2pjrt): ask in the replica and hand it over... [spawn-dataloader-worker]\n"
+                "    # TODO(xrt2pjrt): ask in the replica and pass it in [spawn-dataloader-worker]\n"
                 "    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n"
                 "\n"
                 "def _mp_fn(index):\n"

@@ -15,10 +15,10 @@ from xrt2pjrt.registry import Example
 _EXIT_RAISED = ("torch_xla's spawn runs the spawned function in a thread of a pool worker process, and the pool hands "
                 "SystemExit back to the launching process like any exception: xmp.spawn raises it there, so the code "
                 "after the spawn does not run, and sys.exit(0) ends the launcher with status 0, silently; XRT ended "
-                "only that replica's process. Return from the function instead")
+                "only that replica's process")
 _EXIT_BREAKS = ("torch_xla's spawn runs the spawned function in a pool worker process, and os._exit ends that worker "
                 "under the pool: xmp.spawn raises BrokenProcessPool in the launching process, whatever the status; "
-                "XRT ended only that replica's process. Return from the function instead")
+                "XRT ended only that replica's process")
 
 
 class ExitInReplica(PythonRule):
@@ -42,7 +42,7 @@ class ExitInReplica(PythonRule):
                 "\n"
                 "def _mp_fn(index):\n"
                 "    if not train():\n"
-                "        # TODO(xrt2pjrt): torch_xla's spawn runs the spawned function in... [spawn-exit]\n"
+                "        # TODO(xrt2pjrt): return from the function instead of exiting [spawn-exit]\n"
                 "        sys.exit(0)\n"
                 "\n"
                 "xmp.spawn(_mp_fn)\n"
@@ -77,4 +77,4 @@ class ExitInReplica(PythonRule):
         if raises and ctx.options.target == "shim":
             return  # the shim's spawn: a finished replica, or its status as the spawn's error
         if in_replicas_code(ctx):
-            ctx.manual(_EXIT_RAISED if raises else _EXIT_BREAKS)
+            ctx.manual("return from the function instead of exiting", detail=_EXIT_RAISED if raises else _EXIT_BREAKS)

@@ -20,7 +20,7 @@ class JoinDaemon(PythonRule):
             (
                 "import torch_xla.distributed.xla_multiprocessing as xmp\n"
                 "\n"
-                "# TODO(xrt2pjrt): join=False is ignored under PJRT... [spawn-join-daemon]\n"
+                "# TODO(xrt2pjrt): remove join=: PJRT's spawn always waits [spawn-join-daemon]\n"
                 "context = xmp.spawn(_mp_fn, join=False)\n"
                 "context.join()\n"
             ),
@@ -32,6 +32,7 @@ class JoinDaemon(PythonRule):
         for param, position, default in (("join", 3, True), ("daemon", 4, False)):
             hit = argument(node, param, position)
             if hit is not None and literal(hit[1].value) != default:
-                ctx.manual(f"{param}={code(hit[1].value)} is ignored under PJRT: xmp.spawn returns when "
+                ctx.manual(f"remove {param}=: PJRT's spawn always waits",
+                           detail=f"{param}={code(hit[1].value)} is ignored under PJRT: xmp.spawn returns when "
                            "every process has ended, and returns None")
         return node

@@ -51,7 +51,7 @@ class NprocsExpression(NprocsRule):
                 "def _mp_fn(index, flags):\n"
                 "    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n"
                 "\n"
-                "# TODO(xrt2pjrt): use xr.world_size() where... [spawn-nprocs-expression]\n"
+                "# TODO(xrt2pjrt): use xr.world_size() at its reads [spawn-nprocs-expression]\n"
                 "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n"
             ),
             manual=("read elsewhere in this file (as ['num_cores'])",),
@@ -69,7 +69,7 @@ class NprocsExpression(NprocsRule):
             (
                 "import torch_xla.distributed.xla_multiprocessing as xmp\n"
                 "\n"
-                "# TODO(xrt2pjrt): spawn arguments come from **kwargs... [spawn-nprocs-expression]\n"
+                "# TODO(xrt2pjrt): keep nprocs in **kwargs None or 1 [spawn-nprocs-expression]\n"
                 "xmp.spawn(_mp_fn, **spawn_kwargs)\n"
             ),
             manual=("**kwargs",),
@@ -80,7 +80,7 @@ class NprocsExpression(NprocsRule):
         # functools.partial(xmp.spawn, fn, nprocs=8), run = xmp.spawn: the call that gives
         # nprocs is not one of xmp.spawn, so nothing here rewrites it (the shim's takes any).
         if ctx.options.target == "native" and name == SPAWN and not _only_looked_at(ctx):
-            ctx.manual(f"where {code(node)} is called, give nprocs=None or 1",
+            ctx.manual("pass nprocs=None or 1 at its calls",
                        detail=f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
                        "given where it is called is not rewritten: torch_xla 2.x's spawn raises ValueError for "
                        "any but None or 1")
@@ -93,7 +93,9 @@ class NprocsExpression(NprocsRule):
         hit = nprocs_argument(node)
         if hit is None:
             if any(arg.star == "**" for arg in node.args) and not shim:
-                ctx.manual("spawn arguments come from **kwargs: make sure nprocs is None or 1")
+                ctx.manual("keep nprocs in **kwargs None or 1",
+                           detail="spawn arguments come from **kwargs, where the nprocs they may hold is not rewritten: "
+                           "torch_xla 2.x's spawn raises ValueError for any nprocs but None or 1")
             return node
         index, arg = hit
         if literal(arg.value) is not NOT_LITERAL:
@@ -104,7 +106,7 @@ class NprocsExpression(NprocsRule):
             world = "xm.xrt_world_size()" if shim else "xr.world_size()"
             why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
                    f"{world}, which need not match it")
-            ctx.manual(f"use {world} where {name} means the number of processes", cites=lines, quoted=QUOTED_LINES,
+            ctx.manual(f"use {world} at its reads", cites=lines, quoted=QUOTED_LINES,
                        detail=why)
         if shim or _already_none_or_one(arg.value):
             return node

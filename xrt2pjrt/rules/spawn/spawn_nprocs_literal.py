@@ -42,7 +42,7 @@ class NprocsLiteral(NprocsRule):
                 "def _mp_fn(index):\n"
                 "    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n"
                 "\n"
-                "# TODO(xrt2pjrt): nprocs=8 is removed, and 8 is also given in... [spawn-nprocs-literal]\n"
+                "# TODO(xrt2pjrt): use xr.world_size() where 8 is given [spawn-nprocs-literal]\n"
                 "xmp.spawn(_mp_fn)\n"
             ),
             manual=("(line 4: `sampler = DistributedSampler(data, num_replicas=8, rank=index)`)",),
@@ -71,7 +71,7 @@ class NprocsLiteral(NprocsRule):
             why = (f"nprocs={value} is removed, and {value} is also given in this file as a number of replicas, as if it "
                    f"were the number of processes: under PJRT that is xr.world_size(), which need not be {value}; "
                    "use xr.world_size() there")
-            ctx.manual(why, cites=lines, quoted=QUOTED_LINES)
+            ctx.manual(f"use xr.world_size() where {value} is given", cites=lines, quoted=QUOTED_LINES, detail=why)
         if arg.keyword is None and _positional_after(node, index):
             return node.with_changes(args=[*node.args[:index], arg.with_changes(value=cst.Name("None")), *node.args[index + 1:]])
         return without_args(node, {index})

@@ -19,14 +19,15 @@ from xrt2pjrt.registry import Example
 
 
 # What to do, each item's message (its TODO line); and why, its long text.
-_STARTED = "move the calls that start the XLA runtime into the spawned function"
-_BEYOND = "keep the XLA runtime out of the launching process"
-_LAUNCHED = "move this call into the function the replicas run"
+_STARTED = "move XLA calls into the spawned fn"
+_BEYOND = "keep XLA out of the launching process"
+_LAUNCHED = "move this call into the replicas' code"
 
 
 def _started(spawn: str = "xmp.spawn") -> str:
     return (f"this file starts the XLA runtime at module level, in the launching process, before {spawn}, which "
-            "then raises 'Runtime is already initialized' (torch_xla 2.4+)")
+            "then raises 'Runtime is already initialized' (torch_xla 2.4+): move the calls that start it into the "
+            "spawned function")
 
 
 def _beyond(spawn: str = "xmp.spawn") -> str:
@@ -37,7 +38,8 @@ def _beyond(spawn: str = "xmp.spawn") -> str:
 
 def _launched(launcher: str) -> str:
     return (f"this call starts the XLA runtime in the launching process, before {launcher} starts the replicas: "
-            "torch_xla 2.4+ then raises 'Runtime is already initialized' (XRT's did not start there)")
+            "torch_xla 2.4+ then raises 'Runtime is already initialized' (XRT's did not start there): move this call "
+            "into the function the replicas run")
 
 
 _EXAMPLE_TRAINER = "Lightning's `pl.Trainer(tpu_cores=8)`"
@@ -63,7 +65,7 @@ class RuntimeBeforeSpawn(PythonRule):
                 "DEVICE = xm.xla_device()\n"
                 "\n"
                 "if __name__ == '__main__':\n"
-                "    # TODO(xrt2pjrt): move the calls that start the XLA... [spawn-runtime-before]\n"
+                "    # TODO(xrt2pjrt): move XLA calls into the spawned fn [spawn-runtime-before]\n"
                 "    xmp.spawn(_mp_fn)\n"
             ),
             manual=("before xmp.spawn, which then raises",),
@@ -83,7 +85,7 @@ class RuntimeBeforeSpawn(PythonRule):
                 "    print(rank, msg)\n"
                 "\n"
                 "if __name__ == '__main__':\n"
-                "    # TODO(xrt2pjrt): move the calls that start the XLA... [spawn-runtime-before]\n"
+                "    # TODO(xrt2pjrt): move XLA calls into the spawned fn [spawn-runtime-before]\n"
                 "    xmp.spawn(_mp_fn)\n"
             ),
             manual=("(line 5, 7)",),
@@ -97,7 +99,7 @@ class RuntimeBeforeSpawn(PythonRule):
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
                 "if __name__ == '__main__':\n"
-                "    # TODO(xrt2pjrt): move this call into the function the... [spawn-runtime-before]\n"
+                "    # TODO(xrt2pjrt): move this call into the replicas' code [spawn-runtime-before]\n"
                 "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
                 "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n"
             ),
@@ -140,7 +142,7 @@ class RuntimeBeforeSpawn(PythonRule):
                 "\n"
                 "    @staticmethod\n"
                 "    def spawn(fn):\n"
-                "        # TODO(xrt2pjrt): keep the XLA runtime out of the... [spawn-runtime-before]\n"
+                "        # TODO(xrt2pjrt): keep XLA out of the launching process [spawn-runtime-before]\n"
                 "        xmp.spawn(XlaModel._worker, args=(fn,))\n"
             ),
             manual=("(in get_rank)",),

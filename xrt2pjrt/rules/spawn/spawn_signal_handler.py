@@ -32,7 +32,7 @@ class SignalInReplica(PythonRule):
                 "import torch_xla.distributed.xla_multiprocessing as xmp\n"
                 "\n"
                 "def _mp_fn(index):\n"
-                "    # TODO(xrt2pjrt): torch_xla's spawn runs the spawned... [spawn-signal-handler]\n"
+                "    # TODO(xrt2pjrt): install the handler at module level [spawn-signal-handler]\n"
                 "    signal.signal(signal.SIGTERM, save_and_exit)\n"
                 "    train()\n"
                 "\n"
@@ -50,5 +50,5 @@ class SignalInReplica(PythonRule):
 
     def call(self, ctx, node, name):
         if in_replicas_code(ctx):
-            ctx.manual(_IN_A_THREAD)
+            ctx.manual("install the handler at module level", detail=_IN_A_THREAD)
         return node

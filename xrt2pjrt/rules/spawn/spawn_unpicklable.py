@@ -28,21 +28,24 @@ _LOCK_HOLDERS = {
 }
 
 
-def _pickled(refused: str, shim: bool = False, launch: bool = False) -> tuple[str, str]:
-    """The item's message (what pickle refuses, and what to do) and its long text (why)."""
+def _pickled(refused: list[tuple[str, str]], shim: bool = False, launch: bool = False) -> tuple[str, str]:
+    """The item's message (what to do with the refused arguments) and its long text (what
+    pickle refuses and why). ``refused``: (argument, what it is), e.g. ("fn", "a lambda")."""
+    places = " and ".join(place for place, _ in refused)
+    what = " and ".join(f"{place} ({kind})" for place, kind in refused)
     advice = "define it at module level"
-    if _LOCKED in refused:  # a forked replica inherits the module's globals, locks included
+    if any(_LOCKED in kind for _, kind in refused):  # a forked replica inherits the module's globals, locks included
         advice = "define functions at module level, and let the spawned function read a lock from a module global"
     if shim:  # xrt2pjrt/shim/spawn_targets.py: under fork the shim hands them over unpickled
-        return (f"pickle refuses {refused}: {advice}, or spawn with start_method='fork'",
-                "the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did")
-    if launch:
-        return (f"pickle refuses {refused}: {advice}",
-                "torch_xla.launch pickles fn and args for each process (it calls xmp.spawn), even with "
-                "start_method='fork'")
-    return (f"pickle refuses {refused}: {advice}",
-            "torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
-            "forked them unpickled)")
+        advice += ", or spawn with start_method='fork'"
+        why = "the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did"
+    elif launch:
+        why = ("torch_xla.launch pickles fn and args for each process (it calls xmp.spawn), even with "
+               "start_method='fork'")
+    else:
+        why = ("torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
+               "forked them unpickled)")
+    return f"move {places} to module level", f"pickle refuses {what}: {advice}; {why}"
 
 
 class Unpicklable(PythonRule):
@@ -65,7 +68,7 @@ class Unpicklable(PythonRule):
                 "    def _mp_fn(index):\n"
                 "        print(index, flags)\n"
                 "\n"
-                "    # TODO(xrt2pjrt): pickle refuses fn (`_mp_fn`... [spawn-unpicklable]\n"
+                "    # TODO(xrt2pjrt): move fn to module level [spawn-unpicklable]\n"
                 "    xmp.spawn(_mp_fn, start_method='fork')\n"
             ),
             manual=("refuses fn (`_mp_fn`, a function defined in train_all)",),
@@ -76,7 +79,7 @@ class Unpicklable(PythonRule):
             (
                 "import torch_xla.distributed.xla_multiprocessing as xmp\n"
                 "\n"
-                "# TODO(xrt2pjrt): pickle refuses args[0] (a lambda)... [spawn-unpicklable]\n"
+                "# TODO(xrt2pjrt): move args[0] to module level [spawn-unpicklable]\n"
                 "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n"
             ),
             manual=("refuses args[0] (a lambda)",),
@@ -92,7 +95,7 @@ class Unpicklable(PythonRule):
                 "        lr = 0.1\n"
                 "\n"
                 "    args = (Cfg(),)\n"
-                "    # TODO(xrt2pjrt): pickle refuses args[0] (an instance of... [spawn-unpicklable]\n"
+                "    # TODO(xrt2pjrt): move args[0] to module level [spawn-unpicklable]\n"
                 "    torch_xla.launch(_mp_fn, args=args)\n"
             ),
             manual=("refuses args[0] (an instance of `Cfg`, a class defined in main)",),
@@ -127,12 +130,12 @@ class Unpicklable(PythonRule):
         refused = []
         fn = site.argument("fn", 0)
         if fn is not None and (what := _refused(fn, site, bound, set())):
-            refused.append(f"fn ({what})")
+            refused.append(("fn", what))
         for index, value in enumerate(elements(site.argument("args", 1), site)):
             if what := _refused(value, site, bound, set()):
-                refused.append(f"args[{index}] ({what})")
+                refused.append((f"args[{index}]", what))
         if refused:
-            message, detail = _pickled(" and ".join(refused), shim, name == LAUNCH)
+            message, detail = _pickled(refused, shim, name == LAUNCH)
             ctx.manual(message, detail=detail)
         return node
 
