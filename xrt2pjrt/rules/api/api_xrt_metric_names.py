@@ -53,7 +53,7 @@ class XrtMetricNames(PythonRule):
             (
                 "import torch_xla.debug.metrics as met\n"
                 "\n"
-                "# TODO(xrt2pjrt): drop this XRT-only metric: always None [api-xrt-metric-names]\n"
+                "# TODO(xrt2pjrt): drop this metric: PJRT never records it [api-xrt-metric-names]\n"
                 "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])\n"
             ),
             manual=("PJRT never records it",),
@@ -65,7 +65,7 @@ class XrtMetricNames(PythonRule):
                 "import torch_xla.debug.metrics as met\n"
                 "\n"
                 "report = met.metrics_report()\n"
-                "# TODO(xrt2pjrt): drop this XRT-only metric: always None [api-xrt-metric-names]\n"
+                "# TODO(xrt2pjrt): drop this metric: PJRT never records it [api-xrt-metric-names]\n"
                 "if 'XrtTryFreeMemory' in report:\n"
                 "    print('reduce bs!')\n"
             ),
@@ -98,7 +98,7 @@ class _Renamer(cst.CSTTransformer):
             return updated
         new = XRT_METRICS[value]
         if new is None:
-            self.ctx.manual("drop this XRT-only metric: always None",
+            self.ctx.manual("drop this metric: PJRT never records it",
                             detail=f"metric {value!r} was XRT's: PJRT never records it, so metric_data gives None "
                             "and a report leaves it out")
             return updated
