@@ -44,21 +44,22 @@ class _Link:
 
     def __init__(self, sock: socket.socket, deadline: float):
         self.sock, self.deadline = sock, deadline
+        self._unread = bytearray()  # answers arrive together: one recv for several
 
     def send(self, request: bytes) -> None:
         self.sock.settimeout(max(0.001, self.deadline - time.monotonic()))
         self.sock.sendall(request)
 
     def read(self, count: int) -> bytes:
-        chunks, left = [], count
-        while left:
+        while len(self._unread) < count:
             self.sock.settimeout(max(0.001, self.deadline - time.monotonic()))
-            chunk = self.sock.recv(min(left, 1 << 20))
+            chunk = self.sock.recv(max(1 << 16, min(count - len(self._unread), 1 << 24)))
             if not chunk:
                 raise ConnectionResetError("the store closed the connection")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            self._unread += chunk
+        data = bytes(self._unread[:count])
+        del self._unread[:count]
+        return data
 
     def number(self) -> int:
         return struct.unpack("<q", self.read(8))[0]
@@ -83,17 +84,17 @@ class _Link:
         poller.register(self.sock, select.POLLIN)
         if watch is not None:
             poller.register(watch.fd, select.POLLIN)
-        while True:
+        while not self._unread:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 raise _WaitEnded(None)
             ready = {fd for fd, _ in poller.poll(remaining * 1000)}
             if self.sock.fileno() in ready:
-                if self.read(1)[0] != Wire.STOP_WAITING:
-                    raise _NotAStore("an answer out of step")
-                return
+                break
             if watch is not None and watch.fd in ready:
                 raise _WaitEnded(watch.message)
+        if self.read(1)[0] != Wire.STOP_WAITING:
+            raise _NotAStore("an answer out of step")
 
 
 class _NotAStore(Exception):

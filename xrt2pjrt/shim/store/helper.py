@@ -120,24 +120,23 @@ def _watch(server: StoreServer, host: str, expected: int, linger: float) -> None
     while True:
         time.sleep(_LOOK_SECONDS)
         done = server.done()
-        quiet = server.connections == 0
         if done >= expected:
             _let_the_last_answers_out(server)
             return
-        if quiet and (creator["last"] or (creator["gone"] and not creator["finished"])
-                      or server.aborted is not None):
-            return
-        if quiet and (creator["finished"] or creator["gone"]):
-            idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since >= linger:
-                print(f"xrt2pjrt store on {host}:{server.port}: {done} of {expected} processes said "
-                      f"done; ending after {linger:g}s with no connection", file=sys.stderr, flush=True)
-                return
-        else:
+        ended, aborted = creator["finished"] or creator["gone"], server.aborted is not None
+        if not (ended or aborted) or server.connections:  # counted last: it costs the most
             idle_since = None
+            continue
+        if aborted or creator["last"] or (creator["gone"] and not creator["finished"]):
+            return
+        idle_since = idle_since or time.monotonic()
+        if time.monotonic() - idle_since >= linger:
+            print(f"xrt2pjrt store on {host}:{server.port}: {done} of {expected} processes said "
+                  f"done; ending after {linger:g}s with no connection", file=sys.stderr, flush=True)
+            return
 
 
-_LOOK_SECONDS = 0.1  # how often the helper looks at the job's bookkeeping
+_LOOK_SECONDS = 0.2  # how often the helper looks at the job's bookkeeping
 _LAST_ANSWER_SECONDS = 2.0
 
 
