@@ -26,8 +26,8 @@ def listen(host: str, port: int) -> socket.socket:
 
     ``host`` is bound as given: 127.0.0.1 when every replica is on this machine, the
     host's own address on a pod. An address this machine does not have (a name that
-    resolves elsewhere, behind NAT) falls back to every interface: the store still lets
-    in only the job's processes.
+    resolves elsewhere, behind NAT) falls back to every interface: only the job's processes
+    can still name its keys.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for address in (host, ""):
