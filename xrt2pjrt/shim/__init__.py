@@ -31,6 +31,6 @@ at its top, not hidden in a function (tests/shim/test_shim_floors.py reads every
 14. ``store.helper``: a store in a process of its own
 15. ``store.server``, ``store.client``: the store's two ends
 16. ``store.secret``: the job's secret
-17. ``store.protocol``: the store's wire protocol, errors and value limit
+17. ``store.protocol``: TCPStore's wire protocol, the job's key space, errors and value limit
 18. ``settings``: every ``XRT2PJRT_*`` variable
 """

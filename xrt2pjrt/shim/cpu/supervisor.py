@@ -125,7 +125,7 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
     # store comes up only after the last fork; the replicas retry until it answers.
     try:
         if listening is not None:
-            StoreServer(listening, job_secret())  # its threads keep it while this process runs
+            _SERVED.append(StoreServer(listening, job_secret()))  # up while this process runs
         store = store_client.for_this_job(store_host, store_port, timeout=timeout)
     except BaseException:
         _Supervisor(replicas, None, hosts).end_all()
@@ -157,6 +157,9 @@ class _Replica:
         where = self.placement
         host = f" on host {where.host}" if where.hosts > 1 else ""
         return f"CPU replica {where.ordinal}{host} (pid {self.process.pid})"
+
+
+_SERVED: list[StoreServer] = []  # the stores this process serves: referenced, they stay up
 
 
 class _Supervisor:

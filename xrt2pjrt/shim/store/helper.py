@@ -114,23 +114,36 @@ def _watch(server: StoreServer, host: str, expected: int, linger: float) -> None
             elif word == "abort":
                 server.abort(rest.replace("\\n", "\n"))
         creator["gone"] = True
-        server.changed.set()
 
     threading.Thread(target=read_creator, daemon=True).start()
     idle_since = None
     while True:
-        server.changed.wait(0.2)
-        server.changed.clear()
-        if len(server.done) >= expected:
+        time.sleep(_LOOK_SECONDS)
+        done = server.done()
+        if done >= expected:
+            _let_the_last_answers_out(server)
             return
-        quiet = server.connections == 0
-        if quiet and (server.aborted is not None or creator["last"] or (creator["gone"] and not creator["finished"])):
-            return
-        if quiet and (creator["finished"] or creator["gone"]):
-            idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since >= linger:
-                print(f"xrt2pjrt store on {host}:{server.port}: {len(server.done)} of {expected} processes said "
-                      f"done; ending after {linger:g}s with no connection", file=sys.stderr, flush=True)
-                return
-        else:
+        ended, aborted = creator["finished"] or creator["gone"], server.aborted is not None
+        if not (ended or aborted) or server.connections:  # counted last: it costs the most
             idle_since = None
+            continue
+        if aborted or creator["last"] or (creator["gone"] and not creator["finished"]):
+            return
+        idle_since = idle_since or time.monotonic()
+        if time.monotonic() - idle_since >= linger:
+            print(f"xrt2pjrt store on {host}:{server.port}: {done} of {expected} processes said "
+                  f"done; ending after {linger:g}s with no connection", file=sys.stderr, flush=True)
+            return
+
+
+_LOOK_SECONDS = 0.2  # how often the helper looks at the job's bookkeeping
+_LAST_ANSWER_SECONDS = 2.0
+
+
+def _let_the_last_answers_out(server: StoreServer) -> None:
+    """Every process said done; the last one's answer may still be on its way out of the
+    engine's loop. Ending now could reset it ('the store went away' at that process's exit):
+    wait until the job's processes closed their connections, a moment at most."""
+    deadline = time.monotonic() + _LAST_ANSWER_SECONDS
+    while server.connections and time.monotonic() < deadline:
+        time.sleep(0.02)

@@ -1,34 +1,39 @@
 """What the store's two ends say to each other, and the errors a caller sees.
 
-A connection starts with a handshake in which each end proves it holds the job's secret
-without sending it: the client sends the magic, a fresh nonce and its process token; the
-server answers with the magic, a nonce of its own and HMAC-SHA256(secret, "server" +
-client nonce + server nonce); the client answers with HMAC(secret, "client" + server
-nonce + client nonce + token), and the server says OK or why it refuses. Then each
-request is one frame (an operation byte and its fields) and each answer one frame (a
-status and its fields). A field is at most the store's value limit (:func:`max_value_bytes`).
+The server is torch's ``TCPStore`` with its libuv engine; the client speaks its wire
+protocol (:class:`Wire`): a request is a query byte, then keys and values, each a
+little-endian 64-bit length and its bytes; nothing travels that TCPStore does not carry.
+
+The job's secret makes the store the job's own (:class:`KeySpace`):
+
+* every key lives under a namespace derived from the secret (an HMAC of it), so a process
+  without the secret cannot name, and so neither read nor overwrite, any of the job's keys;
+* every value is sealed: an HMAC-SHA256 over its key and its bytes, checked on every read,
+  so a value the job did not write (a stranger who learnt the namespace from the wire) is
+  refused as :class:`StoreAuthenticationError`, never returned;
+* the server writes a sealed hello (its value limit) under the namespace when it starts; a
+  client whose secret names another namespace finds none and is refused at once;
+* a value over :data:`CHUNK_BYTES` (TCPStore resets the connection on values over 8 MiB) is
+  stored as chunks under keys of their own and a sealed header under its key, written last.
+
+Counters (``add``) are bare numbers, as TCPStore keeps them: they order a rendezvous, they
+never carry a payload, and ``get`` refuses them (read a counter with ``add(key, 0)``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import socket
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from xrt2pjrt.shim import settings
 
-MAGIC = b"xrt2pjrt-store/1"
-NONCE_BYTES = 32
 MAC_BYTES = 32
-HANDSHAKE_SECONDS = 10.0
 RETRY_SECONDS = 0.1
-
-OK, TIMEOUT, ABORTED, ERROR = 0, 1, 2, 3  # an answer's status
-_HEADER = struct.Struct(">BI")  # op or status, field count
-_LENGTH = struct.Struct(">Q")
-FRAME_SLACK = 4096  # what a frame may carry beyond its largest value (its key, a deadline)
+HELLO_GRACE_SECONDS = 1.0  # a store that has just started writes its hello within this
+CHUNK_BYTES = 4 << 20  # TCPStore's libuv engine drops a connection on a value over 8 MiB
+CHUNKS_PER_READ = 16  # chunks fetched in one request: 64 MiB in flight at most
 
 
 class StoreError(RuntimeError):
@@ -40,7 +45,7 @@ class StoreUnavailable(StoreError):
 
 
 class StoreAuthenticationError(StoreError):
-    """The other end does not hold this job's secret."""
+    """The other end, or a value, does not carry this job's secret."""
 
 
 class StoreTimeout(StoreError):
@@ -67,57 +72,90 @@ def describe_limit(limit: int) -> str:
     return f"{limit} bytes ({limit / (1 << 20):g} MiB; {settings.STORE_MAX_BYTES.name} sets it)"
 
 
-def mac(secret: bytes, role: bytes, *parts: bytes) -> bytes:
-    return hmac.new(secret, role + b"".join(parts), hashlib.sha256).digest()
+def over_limit(size: int, limit: int) -> StoreError:
+    return StoreError(f"a value of {size} bytes is over the store's limit of {describe_limit(limit)}")
 
 
-def send(sock: socket.socket, code: int, fields: Sequence[bytes]) -> None:
-    parts = [_HEADER.pack(code, len(fields))]
-    for field in fields:
-        parts += [_LENGTH.pack(len(field)), field]
-    sock.sendall(b"".join(parts))
+class Wire:
+    """TCPStore's requests (torch/csrc/distributed/c10d/TCPStoreBackend.hpp: QueryType)."""
+
+    VALIDATE, SET, COMPARE_SET, GET, ADD, CHECK, WAIT, GETNUMKEYS, DELETE_KEY = range(9)
+    MULTI_GET = 10
+    MAGIC = 0x3C85F7CE  # validationMagicNumber: a connection's first request
+    READY = 0  # CheckResponseType
+    STOP_WAITING = 0  # WaitResponseType
+
+    @staticmethod
+    def field(data: bytes) -> bytes:
+        return struct.pack("<Q", len(data)) + data
+
+    @classmethod
+    def keys(cls, query: int, names: Sequence[bytes]) -> bytes:
+        return bytes([query]) + struct.pack("<Q", len(names)) + b"".join(map(cls.field, names))
+
+    @classmethod
+    def validate(cls) -> bytes:
+        return bytes([cls.VALIDATE]) + struct.pack("<I", cls.MAGIC)
+
+    @classmethod
+    def one_key(cls, query: int, name: bytes, *values: bytes) -> bytes:
+        return bytes([query]) + cls.field(name) + b"".join(map(cls.field, values))
+
+    @classmethod
+    def add(cls, name: bytes, delta: int) -> bytes:
+        return bytes([cls.ADD]) + cls.field(name) + struct.pack("<q", delta)
 
 
-def read_exactly(sock: socket.socket, count: int) -> bytes:
-    chunks, left = [], count
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            raise ConnectionResetError("the other end closed the connection")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+class KeySpace:
+    """The job's keys and values as the store holds them (see the module docstring).
 
+    Every name starts with "/", which TCPStore's own client puts before the key it is
+    given: the server's engine reads and writes the same names through that client.
+    """
 
-def _discard(sock: socket.socket, count: int) -> None:
-    while count:
-        chunk = sock.recv(min(count, 1 << 20))
-        if not chunk:
-            raise ConnectionResetError("the other end closed the connection")
-        count -= len(chunk)
+    def __init__(self, secret: bytes):
+        self._secret = secret
+        root = b"/xrt2pjrt/" + hmac.new(secret, b"namespace", hashlib.sha256).hexdigest()[:32].encode()
+        self._keys, self._chunks = root + b"/k/", root + b"/c/"
+        self.hello, self.abort, self.done = (root + b"/s/" + name for name in (b"hello", b"abort", b"done"))
 
+    def name(self, key: bytes) -> bytes:
+        return self._keys + key
 
-class TooLarge(Exception):
-    """A frame held a field over the limit; it was read and dropped."""
+    def chunk(self, name: bytes, index: int) -> bytes:
+        return self._chunks + name + b"/%d" % index
 
-    def __init__(self, length: int):
-        super().__init__(length)
-        self.length = length
+    def _mac(self, name: bytes, parts: Sequence[bytes]) -> bytes:
+        digest = hmac.new(self._secret, struct.pack("<Q", len(name)) + name, hashlib.sha256)
+        for part in parts:
+            digest.update(part)
+        return digest.digest()
 
+    def seal(self, name: bytes, value: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """The (key, stored value) pairs that hold ``value`` under ``name``, its own last."""
+        if len(value) <= CHUNK_BYTES:
+            yield name, self._mac(name, [value]) + b"V" + value
+            return
+        chunks = [memoryview(value)[at:at + CHUNK_BYTES] for at in range(0, len(value), CHUNK_BYTES)]
+        for index, chunk in enumerate(chunks):
+            yield self.chunk(name, index), bytes(chunk)
+        yield name, self._mac(name, [value]) + b"C" + struct.pack("<QI", len(value), len(chunks))
 
-def receive(sock: socket.socket, limit: int) -> tuple[int, list[bytes]]:
-    """One frame. A field over ``limit`` is read and dropped, and the whole frame with it
-    (:class:`TooLarge`): the connection stays in step, so the sender, still sending,
-    gets the answer that says why rather than a reset connection."""
-    code, count = _HEADER.unpack(read_exactly(sock, _HEADER.size))
-    fields, too_large = [], 0
-    for _ in range(count):
-        (length,) = _LENGTH.unpack(read_exactly(sock, _LENGTH.size))
-        if length > limit:
-            _discard(sock, length)
-            too_large = too_large or length
-        else:
-            fields.append(read_exactly(sock, length))
-    if too_large:
-        raise TooLarge(too_large)
-    return code, fields
+    def chunk_names(self, name: bytes, stored: bytes) -> list[bytes]:
+        """The chunk keys a stored value's header names (none for a value stored whole)."""
+        if stored[MAC_BYTES:MAC_BYTES + 1] != b"C" or len(stored) != MAC_BYTES + 13:
+            return []
+        _, count = struct.unpack("<QI", stored[MAC_BYTES + 1:])
+        return [self.chunk(name, index) for index in range(count)]
+
+    def open(self, name: bytes, stored: bytes, chunks: Sequence[bytes] = ()) -> bytes:
+        """The value ``stored`` (and its ``chunks``) hold, once its seal is the job's."""
+        kind = stored[MAC_BYTES:MAC_BYTES + 1]
+        value = stored[MAC_BYTES + 1:] if kind == b"V" else b"".join(chunks)
+        if kind == b"C" and len(value) != struct.unpack("<Q", stored[MAC_BYTES + 1:MAC_BYTES + 9])[0]:
+            kind = b""
+        if kind not in (b"V", b"C") or not hmac.compare_digest(stored[:MAC_BYTES], self._mac(name, [value])):
+            raise StoreAuthenticationError(
+                f"the value of {name[len(self._keys):].decode('utf-8', 'replace')!r} does not carry this job's "
+                "secret: a process outside the job wrote it (or it is a counter: read those with add(key, 0))")
+        return value
