@@ -141,6 +141,12 @@ def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+def function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost def whose lines hold ``line``; None at module level."""
+    return min((f for f in functions(tree) if f.lineno <= line <= f.end_lineno),
+               key=lambda f: f.end_lineno - f.lineno, default=None)
+
+
 @functools.lru_cache(maxsize=64)
 def _bindings_of(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
     return bindings(scope)

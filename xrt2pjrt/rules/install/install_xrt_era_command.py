@@ -5,8 +5,8 @@ Set-up code run on Colab and Kaggle installs from strings: ``os.system('python
 pytorch-xla-env-setup.py --version 1.8.1')``, ``subprocess.run(['pip', 'install',
 'torch_xla==1.13'])``, or a helper of the project's own (``quietly_run(...)``). Each string is
 read as a shell command (text/words.py), unless it is only said (printed, logged), and its
-words are checked as install lines are (text/installs.py). A ``--write`` leaves the command alone: which torch, torchvision and
-torch_xla to install together is a person's decision.
+words are checked as install lines are (text/installs.py). A ``--write`` leaves the command
+alone: which torch, torchvision and torch_xla to install together is a person's decision.
 """
 
 from __future__ import annotations

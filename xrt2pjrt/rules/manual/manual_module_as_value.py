@@ -112,10 +112,10 @@ def _alias_of_names_kept(ctx, parent, module: str) -> bool:
             and isinstance(parent.targets[0].target, cst.Name)) or ctx.tree is None:
         return False
     alias = parent.targets[0].target.value
-    scopes = [f for f in spawn_site.functions(ctx.tree) if f.lineno <= ctx.line <= f.end_lineno]
-    if not scopes:
+    function = spawn_site.function_at(ctx.tree, ctx.line)
+    if function is None:
         return False
-    nodes = list(spawn_site.own_nodes(max(scopes, key=lambda f: f.lineno)))
+    nodes = list(spawn_site.own_nodes(function))
     uses = [node for node in nodes if isinstance(node, ast.Name) and node.id == alias and isinstance(node.ctx, ast.Load)]
     used_as = {id(node.value): node.attr for node in nodes if isinstance(node, ast.Attribute)}
     return bool(uses) and all(

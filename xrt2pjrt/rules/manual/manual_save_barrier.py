@@ -126,8 +126,7 @@ _NOT_SAVED_FILES = frozenset({"json", "yaml", "OmegaConf"})
 def _read_after(tree: ast.Module, line: int) -> bool:
     """Whether the file reads a saved file after the statement at ``line``: later in its
     function or in a loop around it, or so after a call of that function elsewhere."""
-    function = min((f for f in spawn_site.functions(tree) if f.lineno <= line <= f.end_lineno),
-                   key=lambda f: f.end_lineno - f.lineno, default=None)
+    function = spawn_site.function_at(tree, line)
     if _reads_after_in(function or tree, line):
         return True
     return function is not None and any(
