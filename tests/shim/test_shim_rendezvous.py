@@ -189,16 +189,17 @@ def test_each_handed_in_store_is_the_one_met_in_even_when_an_old_one_is_gone():
 
 
 def _meet_in_threads(server, participants: int, payload: bytes, rounds: int = 2,
-                     timeout: float = 30) -> list[list[bytes]]:
+                     timeout: float = 30, own_byte: bool = True) -> list[list[bytes]]:
     """``participants`` threads of this process, each with a store client of its own for
-    ``server``, meet ``rounds`` times; what the last round returned to each (or its error)."""
+    ``server``, meet ``rounds`` times, each giving ``payload`` and (``own_byte``) its
+    ordinal's byte; what the last round returned to each (or its error)."""
     got: dict[int, list[bytes]] = {}
 
     def join(ordinal: int) -> None:
         store = StoreClient("127.0.0.1", server.port, SECRET.encode(), timeout=timeout)
         try:
             for _ in range(rounds):
-                got[ordinal] = host_rendezvous("step", payload + bytes([ordinal]), None, ordinal=ordinal,
+                got[ordinal] = host_rendezvous("step", payload + bytes([ordinal] * own_byte), None, ordinal=ordinal,
                                                world_size=participants, timeout=timeout, store=store)
         except RendezvousError as error:
             got[ordinal] = str(error)
@@ -224,6 +225,25 @@ def test_the_stores_work_per_participant_does_not_grow_with_the_participants(mon
         results = _meet_in_threads(server, participants, b"", rounds=3)
         assert results == [[bytes([o]) for o in range(participants)]] * participants
         per_participant[participants] = sum(sent) / (participants * 3)
+        server.close()
+    assert per_participant[32] < 1.2 * per_participant[8], per_participant
+
+
+def test_what_a_barrier_hands_each_participant_does_not_grow_with_the_participants(monkeypatch):
+    """A barrier (every participant gives the same tag and payload) at 8 and at 32
+    participants: the bytes each participant reads from the store, per barrier, stay the
+    same (N participants each reading all N arrivals cost a pod of 4,096 N^2 of work)."""
+    received = []
+    read = client_module._Link.read
+    monkeypatch.setattr(client_module._Link, "read", lambda self, count: received.append(count) or read(self, count))
+    per_participant = {}
+    for participants in (8, 32):
+        server = StoreServer(listen("127.0.0.1", 0), SECRET.encode())
+        _meet_in_threads(server, participants, b"", rounds=1)
+        received.clear()
+        got = _meet_in_threads(server, participants, b"same", rounds=3, own_byte=False)
+        assert got == [[b"same"] * participants] * participants
+        per_participant[participants] = sum(received) / (participants * 3)
         server.close()
     assert per_participant[32] < 1.2 * per_participant[8], per_participant
 

@@ -121,6 +121,8 @@ def host_rendezvous(
         raise RendezvousAborted(f"rendezvous {tag!r} on ordinal {ordinal} ended: {error}") from None
     except StoreError as error:
         raise RendezvousError(f"rendezvous {tag!r} failed on ordinal {ordinal}: {error}") from None
+    if len(set(values)) == 1:  # a barrier: one tag, one payload (C-speed; no N decodes each)
+        return [_decode(values[0])[1]] * len(members)
     arrivals = {member: _decode(value) for member, value in zip(members, values)}
 
     tags = {member: arrived_tag for member, (arrived_tag, _) in arrivals.items()}
@@ -138,17 +140,23 @@ def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: in
     grows as N, not N^2 (N^2 keys cost the store 0.7 s per barrier on a pod of 256
     processes). When the gathered arrivals would be over the store's value limit
     (large payloads from many participants), ``base/all`` says so and each participant
-    fetches the N keys itself.
+    fetches the N keys itself. When every arrival is the same (a barrier), ``base/all`` holds
+    it once, so what each participant reads does not grow with N either.
     """
     try:
         if store.add(f"{base}/arrived", 1) == len(keys):
             values = store.multi_get(list(keys.values()))  # all there: no wait
+            if len(set(values)) == 1:
+                store.set(f"{base}/all", _SAME + values[0])
+                return values
             gathered = _GATHERED + _pack(values)
             store.set(f"{base}/all", gathered if len(gathered) <= max_value_bytes() else _EACH_KEY)
             return values
         everyone = store.get(f"{base}/all")
         if everyone == _EACH_KEY:
             return store.multi_get(list(keys.values()))
+        if everyone[:1] == _SAME:
+            return [everyone[1:]] * len(keys)
         return _unpack(everyone[len(_GATHERED):])
     except StoreTimeout:
         try:
@@ -164,7 +172,7 @@ def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: in
         ) from None
 
 
-_GATHERED, _EACH_KEY = b"G", b"K"
+_GATHERED, _EACH_KEY, _SAME = b"G", b"K", b"S"
 
 
 def _pack(values: Sequence[bytes]) -> bytes:
