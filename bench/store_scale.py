@@ -2,16 +2,18 @@
 
     python bench/store_scale.py [--clients 8,64,256] [--threads 16] [--rounds 20] [--payload 1024] [--compare]
 
-A v4-512 job has 256 processes (64 hosts x 4), larger pods up to 1024, all meeting in one
-store. This machine has 2 cores, so a pod is simulated: N clients are real connections
+A v4-512 job has 256 processes (64 hosts x 4), larger pods 1,024 to 4,096, all meeting in
+one store. This machine has 2 cores, so a pod is simulated: N clients are real connections
 from real processes (N / --threads processes of up to --threads threads, each thread a
-participant of its own, as the shim gives each thread its own connection) to a real store
-served by ``start_helper`` (a process of its own, as on a pod). Per client count it prints:
+participant of its own, as the shim gives each thread its own connection; forked from one
+process that imported their code) to a real store served by ``start_helper`` (a process of
+its own, as on a pod). Per client count it prints:
 
 1. the connect burst: every client connects and authenticates at the same instant (one
    start time for all processes); how many got in, the slowest connect, any refusal;
 2. the barrier: ``host_rendezvous`` with an empty payload (``xm.rendezvous(tag)``), median
-   per call of the slowest participant, and the store process's CPU time per barrier;
+   per call of the slowest participant, and the store process's CPU time per barrier (read
+   around the timed barriers);
 3. the fan-out: ``host_rendezvous`` with a --payload byte payload from everyone
    (``xm.mesh_reduce``: each of N participants receives N payloads, N^2 x payload bytes);
 4. the store process's peak memory, threads and open files with every client connected.
@@ -20,9 +22,10 @@ Ratios are against the smallest client count, measured in the same run. ``--comp
 every size twice, in the same run, with the same shape and the same ``host_rendezvous``: once
 against the shim's store and once against a bare ``torch.distributed.TCPStore(use_libuv=True)``
 (no secret, no value limit: the engine alone), and prints the shim's figures as a ratio to
-the bare engine's. Many more
-processes than cores share this machine, so wall times include waiting for a core; the
-store's CPU per barrier is the figure that shows how its work grows with N.
+the bare engine's. Many more processes than cores share this machine, so wall times
+include waiting for a core; the store's CPU per barrier is the figure that shows how its
+work grows with N. Each participant holds N x --payload bytes at once in a fan-out: at
+4,096 participants give a --payload of 64 (1 kB each would need 16 GiB at once here).
 """
 
 from __future__ import annotations
@@ -79,11 +82,13 @@ class BareTCPStore:
 
 
 def worker(engine: str, port: int, first: int, threads: int, world: int, start_at: float, rounds: int,
-           payload: int) -> None:
-    """``threads`` participants (ordinals first..), printing one JSON line each."""
+           payload: int, store_pid: int) -> None:
+    """``threads`` participants (ordinals first..), printing one JSON line each. Ordinal 0
+    also reads the store process's CPU time around the timed barriers and fan-outs: every
+    participant leaves a rendezvous only once all arrived, so the span covers everyone's."""
     from xrt2pjrt.shim.rendezvous import host_rendezvous
 
-    store = BareTCPStore(port) if engine == "bare" else StoreClient("127.0.0.1", port, SECRET, timeout=300)
+    store = BareTCPStore(port) if engine == "bare" else StoreClient("127.0.0.1", port, SECRET, timeout=600)
     results = []
 
     def participant(ordinal: int) -> None:
@@ -110,8 +115,13 @@ def worker(engine: str, port: int, first: int, threads: int, world: int, start_a
             return statistics.median(laps)
 
         timed(b"")  # warm-up: the rendezvous' own connection, first keys
+        cpu = [_cpu_seconds(store_pid)]
         row["barrier"] = timed(b"")
+        cpu.append(_cpu_seconds(store_pid))
         row["fanout"] = timed(bytes(payload))
+        cpu.append(_cpu_seconds(store_pid))
+        if ordinal == 0:
+            row["store_cpu"] = {"barrier": (cpu[1] - cpu[0]) / rounds, "fanout": (cpu[2] - cpu[1]) / rounds}
         results.append(row)
 
     team = [threading.Thread(target=participant, args=(first + t,)) for t in range(threads)]
@@ -119,9 +129,32 @@ def worker(engine: str, port: int, first: int, threads: int, world: int, start_a
         thread.start()
     for thread in team:
         thread.join()
-    for row in results:
-        print(json.dumps(row), flush=True)
+    for row in results:  # one write each: the processes share the pipe
+        os.write(1, (json.dumps(row) + "\n").encode())
     os._exit(0)  # the rendezvous' exit duty is for a job's process; this is a simulation's
+
+
+def launcher(engine: str, port: int, clients: int, threads: int, *args) -> None:
+    """Fork the simulating processes from one that imported what they need, once.
+
+    Their memory is then mostly shared: torch (the bare engine's client) costs each process
+    about 265 MB of its own when imported, so 256 processes that each imported it would need
+    68 GB, while forked they fit this machine."""
+    import gc
+
+    if engine == "bare":
+        import torch.distributed  # noqa: F401
+    import xrt2pjrt.shim.rendezvous  # noqa: F401
+
+    gc.freeze()  # the collector then leaves the shared pages alone
+    children = []
+    for first in range(0, clients, threads):
+        pid = os.fork()
+        if pid == 0:
+            worker(engine, port, first, min(threads, clients - first), clients, *args)
+        children.append(pid)
+    failed = sum(os.waitpid(pid, 0)[1] != 0 for pid in children)
+    sys.exit(1 if failed else 0)
 
 
 # --- the store's process, seen from outside ----------------------------------------------------
@@ -174,39 +207,38 @@ def one_size(clients: int, threads: int, rounds: int, payload: int, engine: str 
     served = _BareServer() if engine == "bare" else _ShimServer(clients)
     pid = served.process.pid
     idle = _status(pid)
-    start_at = time.time() + 2.0 + clients / 100  # every process started and waiting by then
-    processes = []
-    for first in range(0, clients, threads):
-        count = min(threads, clients - first)
-        processes.append(subprocess.Popen(
-            [sys.executable, __file__, "--worker", engine, str(served.port), str(first), str(count), str(clients),
-             str(start_at), str(rounds), str(payload)],
-            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}))
-    # Sample the store while the clients are connected: its peak, and its CPU over the run.
+    start_at = time.time() + 5.0 + clients / 100  # every process forked and waiting by then
+    # TORCH_CPP_LOG_LEVEL: torch's client warns once per connection that 127.0.0.1 has no name.
+    simulation = subprocess.Popen(
+        [sys.executable, __file__, "--launch", engine, str(served.port), str(clients), str(threads),
+         str(start_at), str(rounds), str(payload), str(pid)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "TORCH_CPP_LOG_LEVEL": "ERROR"})
+    # Sample the store while the clients are connected: its peak threads and files.
     busiest = idle
-    cpu_before = _cpu_seconds(pid)
-    while any(p.poll() is None for p in processes):
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(simulation.stdout))
+    reader.start()
+    while simulation.poll() is None:
         now = _status(pid)
         if now["files"] > busiest["files"]:
             busiest = now
         time.sleep(0.05)
-    cpu = _cpu_seconds(pid) - cpu_before
+    reader.join()
     final = _status(pid)
-    rows = [json.loads(line) for p in processes for line in p.stdout.read().splitlines()]
+    rows = [json.loads(line) for line in lines]
     served.stop()
     joined = [r for r in rows if "connect" in r]
     refused = [r for r in rows if "refused" in r]
     done = [r for r in joined if "barrier" in r]
-    # Rounds per participant: warm-up + barrier + fan-out, each a rendezvous.
-    barriers = 3 * rounds
+    phases = next((r["store_cpu"] for r in done if "store_cpu" in r), {"barrier": float("nan"), "fanout": float("nan")})
     return {
-        "engine": engine, "clients": clients, "processes": len(processes), "joined": len(joined), "refused": len(refused),
+        "engine": engine, "clients": clients, "processes": -(-clients // threads), "joined": len(joined),
+        "refused": len(refused), "store_cpu_barrier": phases["barrier"], "store_cpu_fanout": phases["fanout"],
         "refusals": sorted({r["refused"][:160] for r in refused}), "completed": len(done),
         "connect_max": max((r["connect"] for r in joined), default=float("nan")),
         "connect_median": statistics.median(r["connect"] for r in joined) if joined else float("nan"),
         "barrier": max((r["barrier"] for r in done), default=float("nan")),
         "fanout": max((r["fanout"] for r in done), default=float("nan")),
-        "store_cpu_per_rendezvous": cpu / barriers,
         "idle": idle, "busiest": busiest, "hwm_mb": final["hwm_mb"],
     }
 
@@ -236,8 +268,8 @@ def main() -> None:
     for r in results:
         print(f"{r['clients']:>7} {r['processes']:>5} {r['joined']:>6} {r['refused']:>7} "
               f"{r['connect_max'] * 1e3:>8.0f} ms {r['barrier'] * 1e3:>6.2f} ms {r['barrier'] / base['barrier']:>5.1f} "
-              f"{r['store_cpu_per_rendezvous'] * 1e3:>14.2f} ms "
-              f"{r['store_cpu_per_rendezvous'] / base['store_cpu_per_rendezvous']:>6.1f} "
+              f"{r['store_cpu_barrier'] * 1e3:>14.2f} ms "
+              f"{r['store_cpu_barrier'] / base['store_cpu_barrier']:>6.1f} "
               f"{r['fanout'] * 1e3:>6.2f} ms {r['fanout'] / base['fanout']:>6.1f} "
               f"{r['hwm_mb']:>7.1f} MB {r['busiest']['threads']:>7} {r['busiest']['files']:>5}")
         for why in r["refusals"]:
@@ -245,7 +277,7 @@ def main() -> None:
         if r["completed"] != r["joined"]:
             print(f"        only {r['completed']} of {r['joined']} participants finished their rendezvous")
     print(f"\nratios (x) against {base['clients']} clients; store CPU/barrier is the store process's CPU "
-          f"over the run divided by the rendezvous each participant made (3 x {args.rounds}); "
+          f"over the {args.rounds} timed barriers, per barrier; "
           f"fan-out: {args.payload} B from each participant, so each receives N x {args.payload} B")
     idle = base["idle"]
     for r in results:
@@ -256,31 +288,31 @@ def main() -> None:
 
 def compare(sizes: list[int], threads: int, rounds: int, payload: int) -> None:
     """Each size against the bare engine, then the shim's store, one after the other; ratios."""
-    print(f"{'clients':>7} {'load':>5} {'barrier bare':>12} {'shim':>9} {'x':>5} {'fan-out bare':>12} {'shim':>9} "
-          f"{'x':>5} {'CPU/barrier bare':>16} {'shim':>9} {'x':>5} {'refused bare/shim':>17}")
+    figures = [("barrier", "barrier"), ("fanout", "fan-out"), ("store_cpu_barrier", "CPU/barrier"),
+               ("store_cpu_fanout", "CPU/fan-out")]
+    print(f"{'clients':>7} {'load':>5} " + " ".join(f"{name + ' bare':>16} {'shim':>10} {'x':>5}" for _, name in figures)
+          + f" {'refused bare/shim':>17}")
     for clients in sizes:
         bare = one_size(clients, threads, rounds, payload, "bare")
         shim = one_size(clients, threads, rounds, payload, "shim")
         load = os.getloadavg()[0]
-        bare_cpu, shim_cpu = bare["store_cpu_per_rendezvous"], shim["store_cpu_per_rendezvous"]
-        print(f"{clients:>7} {load:>5.1f} {bare['barrier'] * 1e3:>9.2f} ms {shim['barrier'] * 1e3:>6.2f} ms "
-              f"{shim['barrier'] / bare['barrier']:>5.2f} {bare['fanout'] * 1e3:>9.2f} ms "
-              f"{shim['fanout'] * 1e3:>6.2f} ms {shim['fanout'] / bare['fanout']:>5.2f} "
-              f"{bare_cpu * 1e3:>13.2f} ms {shim_cpu * 1e3:>6.2f} ms {shim_cpu / max(bare_cpu, 1e-9):>5.2f} "
-              f"{bare['refused']:>8}/{shim['refused']}", flush=True)
+        print(f"{clients:>7} {load:>5.1f} " + " ".join(
+            f"{bare[key] * 1e3:>13.2f} ms {shim[key] * 1e3:>7.2f} ms {shim[key] / max(bare[key], 1e-9):>5.2f}"
+            for key, _ in figures) + f" {bare['refused']:>8}/{shim['refused']}", flush=True)
         for r in (bare, shim):
             for why in r["refusals"]:
                 print(f"        {r['engine']} refused: {why}")
             if r["completed"] != r["joined"]:
                 print(f"        {r['engine']}: only {r['completed']} of {r['joined']} participants finished")
     print(f"\nx: the shim's store / the bare engine, same shape, same run; barrier and fan-out: median per "
-          f"call of the slowest participant ({rounds} rounds); fan-out: {payload} B from each participant")
+          f"call of the slowest participant ({rounds} rounds); fan-out: {payload} B from each participant; "
+          f"CPU: the store process's, per call, over the {rounds} timed calls of each kind")
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--worker"]:
-        engine, port, first, threads, world, start_at, rounds, payload = sys.argv[2:]
-        worker(engine, int(port), int(first), int(threads), int(world), float(start_at), int(rounds),
-               int(payload))
+    if sys.argv[1:2] == ["--launch"]:
+        engine, port, clients, threads, start_at, rounds, payload, store_pid = sys.argv[2:]
+        launcher(engine, int(port), int(clients), int(threads), float(start_at), int(rounds), int(payload),
+                 int(store_pid))
     else:
         main()
