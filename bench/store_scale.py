@@ -14,7 +14,7 @@ its own, as on a pod). Per client count it prints:
 2. the barrier: ``host_rendezvous`` with an empty payload (``xm.rendezvous(tag)``), median
    per call of the slowest participant, and the store process's CPU time per barrier (read
    around the timed barriers);
-3. the fan-out: ``host_rendezvous`` with a --payload byte payload from everyone
+3. the fan-out: ``host_rendezvous`` with a --payload byte payload of its own from everyone
    (``xm.mesh_reduce``: each of N participants receives N payloads, N^2 x payload bytes);
 4. the store process's peak memory, threads and open files with every client connected.
 
@@ -118,7 +118,8 @@ def worker(engine: str, port: int, first: int, threads: int, world: int, start_a
         cpu = [_cpu_seconds(store_pid)]
         row["barrier"] = timed(b"")
         cpu.append(_cpu_seconds(store_pid))
-        row["fanout"] = timed(bytes(payload))
+        # Each its own payload: the same from everyone is a barrier's, which the rendezvous sends once.
+        row["fanout"] = timed(ordinal.to_bytes(4, "big") + bytes(max(0, payload - 4)))
         cpu.append(_cpu_seconds(store_pid))
         if ordinal == 0:
             row["store_cpu"] = {"barrier": (cpu[1] - cpu[0]) / rounds, "fanout": (cpu[2] - cpu[1]) / rounds}
