@@ -244,6 +244,11 @@ def one_size(clients: int, threads: int, rounds: int, payload: int, engine: str 
     }
 
 
+def _ratio(figure: float, base: float) -> float:
+    """``figure / base``; nan when the base is 0 (fewer CPU ticks than one over a few calls)."""
+    return figure / base if base else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", default="8,64,256", help="client counts (the first is the baseline)")
@@ -268,10 +273,10 @@ def main() -> None:
     print(header)
     for r in results:
         print(f"{r['clients']:>7} {r['processes']:>5} {r['joined']:>6} {r['refused']:>7} "
-              f"{r['connect_max'] * 1e3:>8.0f} ms {r['barrier'] * 1e3:>6.2f} ms {r['barrier'] / base['barrier']:>5.1f} "
+              f"{r['connect_max'] * 1e3:>8.0f} ms {r['barrier'] * 1e3:>6.2f} ms {_ratio(r['barrier'], base['barrier']):>5.1f} "
               f"{r['store_cpu_barrier'] * 1e3:>14.2f} ms "
-              f"{r['store_cpu_barrier'] / base['store_cpu_barrier']:>6.1f} "
-              f"{r['fanout'] * 1e3:>6.2f} ms {r['fanout'] / base['fanout']:>6.1f} "
+              f"{_ratio(r['store_cpu_barrier'], base['store_cpu_barrier']):>6.1f} "
+              f"{r['fanout'] * 1e3:>6.2f} ms {_ratio(r['fanout'], base['fanout']):>6.1f} "
               f"{r['hwm_mb']:>7.1f} MB {r['busiest']['threads']:>7} {r['busiest']['files']:>5}")
         for why in r["refusals"]:
             print(f"        refused: {why}")
@@ -298,7 +303,7 @@ def compare(sizes: list[int], threads: int, rounds: int, payload: int) -> None:
         shim = one_size(clients, threads, rounds, payload, "shim")
         load = os.getloadavg()[0]
         print(f"{clients:>7} {load:>5.1f} " + " ".join(
-            f"{bare[key] * 1e3:>13.2f} ms {shim[key] * 1e3:>7.2f} ms {shim[key] / max(bare[key], 1e-9):>5.2f}"
+            f"{bare[key] * 1e3:>13.2f} ms {shim[key] * 1e3:>7.2f} ms {_ratio(shim[key], bare[key]):>5.2f}"
             for key, _ in figures) + f" {bare['refused']:>8}/{shim['refused']}", flush=True)
         for r in (bare, shim):
             for why in r["refusals"]:
