@@ -260,6 +260,16 @@ def test_payloads_too_large_to_gather_in_one_value_still_reach_everyone(monkeypa
     server.close()
 
 
+def test_a_barrier_with_a_payload_at_the_value_limit_still_reaches_everyone(monkeypatch):
+    """Each arrival (tag and payload) exactly at a 6,000-byte limit, the same from all:
+    stored once it would be one byte over, so each participant fetches it itself."""
+    monkeypatch.setenv(settings.STORE_MAX_BYTES.name, "6000")
+    server = StoreServer(listen("127.0.0.1", 0), SECRET.encode())
+    payload = b"x" * (6000 - 4 - len("step"))  # the arrival: a 4-byte tag length, the tag, the payload
+    assert _meet_in_threads(server, 4, payload, own_byte=False) == [[payload] * 4] * 4
+    server.close()
+
+
 def test_stores_made_after_others_were_freed_meet_in_step():
     """Threads that each make a store client, meet and end, again and again (a freed
     client's id is often the next one's): the rendezvous counted its calls per id(store),

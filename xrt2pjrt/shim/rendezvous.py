@@ -146,10 +146,7 @@ def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: in
     try:
         if store.add(f"{base}/arrived", 1) == len(keys):
             values = store.multi_get(list(keys.values()))  # all there: no wait
-            if len(set(values)) == 1:
-                store.set(f"{base}/all", _SAME + values[0])
-                return values
-            gathered = _GATHERED + _pack(values)
+            gathered = _SAME + values[0] if len(set(values)) == 1 else _GATHERED + _pack(values)
             store.set(f"{base}/all", gathered if len(gathered) <= max_value_bytes() else _EACH_KEY)
             return values
         everyone = store.get(f"{base}/all")
