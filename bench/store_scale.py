@@ -114,13 +114,16 @@ def worker(engine: str, port: int, first: int, threads: int, world: int, start_a
                 assert len(got) == world and got[ordinal] == data
             return statistics.median(laps)
 
+        def store_cpu() -> float:  # ordinal 0 reads it; the others leave /proc alone
+            return _cpu_seconds(store_pid) if ordinal == 0 else 0.0
+
         timed(b"")  # warm-up: the rendezvous' own connection, first keys
-        cpu = [_cpu_seconds(store_pid)]
+        cpu = [store_cpu()]
         row["barrier"] = timed(b"")
-        cpu.append(_cpu_seconds(store_pid))
+        cpu.append(store_cpu())
         # Each its own payload: the same from everyone is a barrier's, which the rendezvous sends once.
         row["fanout"] = timed(ordinal.to_bytes(4, "big") + bytes(max(0, payload - 4)))
-        cpu.append(_cpu_seconds(store_pid))
+        cpu.append(store_cpu())
         if ordinal == 0:
             row["store_cpu"] = {"barrier": (cpu[1] - cpu[0]) / rounds, "fanout": (cpu[2] - cpu[1]) / rounds}
         results.append(row)
