@@ -25,7 +25,7 @@ def _run(rule, example, text):
     # (and the width a project without settings has: 88 for Python, 100 for the text kinds)
     options = Options(rules=frozenset({rule.id}), unsafe_fixes=True,
                       width=width.for_kind(rule.kind, width.Width()), **example.options)
-    return rewriters.module_for(rule.kind).rewrite(text, options)
+    return rewriters.rewrite(rule.kind, text, options)
 
 
 @pytest.mark.parametrize("rule, index, example", CASES)

@@ -126,7 +126,7 @@ def _finish(job: _Job, options: Options) -> Plan:
     unfinished = Plan(result, snapshot=job.snapshot)
     try:
         with _no_cyclic_gc():
-            outcome = rewriter.rewrite(source.text, options)
+            outcome = rewriters.rewrite(kind, source.text, options)
     except rewriters.SourceError as exc:
         result.error, result.error_range = f"line {exc.range.start_line}: cannot parse: {exc}", exc.range
         return unfinished

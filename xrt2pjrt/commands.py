@@ -206,9 +206,14 @@ def _top(version: Annotated[bool, typer.Option("--version", callback=_print_vers
     pass
 
 
+# The words of the command being run, for a message that gives it back changed (_as_write).
+_argv: list[str] = []
+
+
 def main(argv: list[str]) -> int:
     """`xrt2pjrt ARGV` on typer; its exit code. Run through click's main rather than
     `app()`, which would install typer's exception hook for the rest of the process."""
+    _argv[:] = argv
     try:
         typer.main.get_command(app).main(argv, prog_name="xrt2pjrt")
     except SystemExit as exc:  # how click's main always ends
@@ -251,18 +256,21 @@ def _option(*names: str, help: str, metavar: str | None = None, **settings):
 
 # --- commands ------------------------------------------------------------------------
 
-_TEXT_STYLE = {"error": "red", "decide": "yellow", "file": "bold"}
+_TEXT_STYLE = {"error": "red", "decide": "yellow", "note": "cyan", "file": "bold"}
 
 
-@command("migrate", usage="[OPTIONS] PATH...")
+@command("migrate", usage="[OPTIONS] [PATH...]")
 def migrate(
     # One parameter per option, in the order of the help; each one is handed to
     # migration.Request below. A new option goes in both places.
-    paths: Annotated[list[Path], typer.Argument(
+    paths: Annotated[Optional[list[Path]], typer.Argument(
         metavar="PATH", show_default=False, readable=False,
-        help="files and folders to migrate; - reads stdin (with --stdin-filename)")],
+        help="files and folders to migrate (default: .); - reads stdin (with --stdin-filename)")] = None,
     write: Annotated[bool, _option("--write", help="apply the changes in place (with -: print the new text)")] = False,
-    check: Annotated[bool, _option("--check", help="write nothing; exit 1 when changes are pending")] = False,
+    check: Annotated[bool, _option(
+        "--check", help="write nothing; exit 1 while changes are pending or spots to decide are open")] = False,
+    exit_zero: Annotated[bool, _option(
+        "--exit-zero", help="with --check: report, but exit 0 (2 still when a file could not be processed)")] = False,
     select: Annotated[Optional[list[str]], _option(
         "--select", metavar="RULES", help="only these families, rule ids or id prefixes (comma-separated)")] = None,
     ignore: Annotated[Optional[list[str]], _option(
@@ -313,10 +321,12 @@ def migrate(
     verbose: Annotated[bool, _option("-v", "--verbose", help="also every change, the configuration, the time")] = False,
 ) -> int:
     """A preview by default: the diff, and what a person must decide. Exit 0 when done, 1
-    when --check finds changes (or unsafe fixes) pending, 2 when a file could not be processed (it is named
-    and left as it was) or an option is wrong. The options win over the configuration
+    when --check finds changes pending or spots to decide open (neither fixed nor settled with
+    their marker), 2 when a file could not be processed (it is named and left as it was) or an
+    option is wrong. The options win over the configuration
     ([tool.xrt2pjrt] in pyproject.toml)."""
     out = Out(color, quiet, verbose)
+    paths = paths or [Path(".")]  # as `ruff check` takes the folder it is run in
     if report_file and report_file.suffix not in (".json", ".md"):
         raise Failure(f"--report takes a .json or .md file; got {report_file}")
     from xrt2pjrt import migration, report
@@ -327,7 +337,7 @@ def migrate(
         target_version=target_version, zone=zone, project=project, launcher=launcher, jobs=jobs, config=config,
         exclude=exclude, extend_exclude=extend_exclude, force_exclude=force_exclude, stdin_filename=stdin_filename,
         stdin=sys.stdin.buffer.read() if reads_stdin else None, report=report_file, max_file_size=max_file_size,
-        unsafe_fixes=unsafe_fixes,
+        unsafe_fixes=unsafe_fixes, exit_zero=exit_zero,
     )
     progress = Progress(out)
     try:
@@ -371,7 +381,7 @@ def migrate(
     # editor) gets no file or summary line; with a document on stdout, stderr says no more
     # than the summary.
     terse = quiet or (reads_stdin and not verbose)
-    for style, line in report.to_text(run):
+    for style, line in report.to_text(run, apply=_as_write(_argv)):
         if style == "summary" and (terse or not run.results):
             continue
         if style == "file" and terse and not (check and quiet):
@@ -387,6 +397,14 @@ def migrate(
 
         write_atomic(Path(os.path.realpath(report_file)), render(run).encode("utf-8"))  # through a link
     return done.exit_code
+
+
+def _as_write(argv: list[str]) -> str:
+    """The command that applies what a preview or --check found: the same one, with --write."""
+    import shlex
+
+    kept = [word for word in argv if word not in ("--check", "--exit-zero")]
+    return shlex.join(["xrt2pjrt", *kept, "--write"])
 
 
 _JSON = _option("--json", help="machine-readable output")

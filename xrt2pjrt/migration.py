@@ -46,6 +46,7 @@ class Request:
     report: Path | None = None  # where the command line writes its report: checked before anything is written
     max_file_size: int | None = None  # bytes (Options.max_file_bytes)
     unsafe_fixes: bool = False  # --unsafe-fixes (or the configuration's unsafe-fixes = true)
+    exit_zero: bool = False  # --exit-zero: --check reports, and exits 0 but for files it could not process
 
     @property
     def mode(self) -> str:
@@ -63,15 +64,20 @@ class Done:
     listed: list[str] = field(default_factory=list)  # how the files of each checkout were listed (for -v)
     written: list[str] = field(default_factory=list)  # files written, in order
     stopped_by: int | None = None  # the signal (SIGINT, SIGTERM) that ended the run early
+    exit_zero: bool = False  # Request.exit_zero
 
     @property
     def exit_code(self) -> int:
+        """0 when done; for --check, 1 while a change is pending or a spot to decide is open
+        (neither fixed nor settled with its marker), as ``ruff check`` fails on any open
+        finding; 2 when a file could not be processed."""
         if self.stopped_by is not None:
             return 128 + self.stopped_by  # as a shell reports a command a signal ended
         summary = self.run.summary
         if summary.files_failed:
             return 2
-        return 1 if self.run.mode == "check" and (summary.files_changed or summary.pending) else 0
+        open_ = summary.files_changed or summary.pending or summary.manual
+        return 1 if self.run.mode == "check" and open_ and not self.exit_zero else 0
 
 
 def _check(request: Request) -> None:
@@ -201,7 +207,7 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
     listed = found.listed + ([f"ignored folders: more than {files.IGNORED_LOOKS:,} entries, not all looked into "
                               "for XRT-era words"] if found.ignored_looks >= files.IGNORED_LOOKS else [])
     return Done(run, done.plans, settings, time.perf_counter() - started, written=done.written,
-                stopped_by=done.stopped_by, listed=listed)
+                stopped_by=done.stopped_by, listed=listed, exit_zero=request.exit_zero)
 
 
 def _migrate_stdin(request, settings, options, targets, started) -> Done:
@@ -211,4 +217,4 @@ def _migrate_stdin(request, settings, options, targets, started) -> Done:
     plans = [codemod.plan(path, kind, options(path), data=data) for path, kind in targets]
     new = next((p.new_bytes for p in plans if p.new_bytes is not None), data)
     run = report.Run([p.result for p in plans], request.mode)
-    return Done(run, plans, settings, time.perf_counter() - started, new_stdin=new)
+    return Done(run, plans, settings, time.perf_counter() - started, new_stdin=new, exit_zero=request.exit_zero)

@@ -41,6 +41,7 @@ class Advice:
 
     do: str
     more: str = ""
+    use: str = ""  # the line to put in (an image, a pin), shown under the item (Finding.use)
 
     def __str__(self) -> str:
         return f"{self.do}: {self.more}" if self.more else self.do
@@ -145,6 +146,11 @@ class Finding:
     cites: tuple[Cite, ...] = ()
     cited_as: str = ""
     detail: str = ""
+    # For an item: the line to put in its place (a whole image name, a pin), which a person
+    # would otherwise look up; for a change: what it does not keep of the old behaviour, and
+    # how to get it back. Every output shows them, text output on a line of their own.
+    use: str = ""
+    caveat: str = ""
     # In a notebook: the cell's number (1-based, as Jupyter counts) and the range in it
     # (``range`` is then in the notebook's JSON text).
     cell: int | None = None
@@ -176,7 +182,7 @@ class Finding:
     def asked(self, message: str) -> "Finding":
         """This change, not made: an item to decide saying ``message``, at the same place."""
         return Finding(self.rule, self.range, message, replace(self.fix, applied=False),
-                       cell=self.cell, cell_range=self.cell_range)
+                       cell=self.cell, cell_range=self.cell_range, use=self.use)
 
     def on_code(self, lines: list[str], cells: Sequence[list[str]] = ()) -> "Finding":
         """This finding with the columns of its range (and its cell range, in ``cells``, the
@@ -301,6 +307,8 @@ class Item:
     # notebook's file it is on (what GitHub's annotations point at).
     cell: int | None = None
     file_line: int = 0
+    use: str = ""  # Finding.use
+    caveat: str = ""  # Finding.caveat
 
     @property
     def where(self) -> str:
@@ -311,7 +319,15 @@ class Item:
     def record(self) -> dict:
         record = {"rule": self.rule, "message": self.message, "range": self.range.record(),
                   "fix": self.fix and self.fix.record(), "detail": self.detail}
+        # (only where there are: an item's record is the same as ever without)
+        record.update((key, value) for key, value in (("use", self.use), ("caveat", self.caveat)) if value)
         return record if self.cell is None else {**record, "cell": self.cell}
+
+    @property
+    def extra(self) -> str:
+        """What the item says beyond its message, for a line of its own: the line to use,
+        or what the change does not keep."""
+        return f"use: {self.use}" if self.use else f"note: {self.caveat}" if self.caveat else ""
 
 
 def plural(count: int, noun: str) -> str:
@@ -385,7 +401,7 @@ class Run:
                 message = one_line(self._cited_as_written(result, short, lines) if written else short.shown())
                 at, file_at = self._placed(result, f, lines) if written else (f.cell_range or f.range, f.range)
                 out.append(Item(path, kind, f.rule, message, at, f.fix, detail=detail, cell=f.cell,
-                                file_line=file_at.start_line))
+                                file_line=file_at.start_line, use=f.use, caveat=f.caveat))
         # in the file's order (a notebook's cells too); stable: a line's items keep their order
         return sorted(out, key=lambda item: (item.file_line, item.range.start_line, item.range.start_column))
 
@@ -503,10 +519,11 @@ class _Moves:
 # --- renderings -------------------------------------------------------------------
 
 
-def to_text(run: Run) -> list[tuple[str, str]]:
-    """The human report, as (style, line): style "file", "decide", "change", "error",
+def to_text(run: Run, apply: str = "xrt2pjrt migrate --write, with the same paths and options") -> list[tuple[str, str]]:
+    """The human report, as (style, line): style "file", "decide", "note", "use", "error",
     "summary". Each file's line comes first, then its items: FILE:LINE:COLUMN: lines, as
-    editors and CI read them (one line each)."""
+    editors and CI read them (one line each). A preview or check ends with the next step:
+    ``apply``, the command that makes the changes, and how to settle what is open."""
     out = []
     for r in run.interesting:
         if r.error is None and r.changed:
@@ -514,18 +531,25 @@ def to_text(run: Run) -> list[tuple[str, str]]:
             details += [plural(len(r.manual), "item") + " to decide"] if r.manual else []
             out.append(("file", f"{quoted(r.path)}: {run.verb(r)}" + (f" ({', '.join(details)})" if details else "")))
         for item in run.items(r):
-            if item.kind == "change":
-                continue  # the diff shows them; -v lists them
             where = f"{item.where}:"
+            if item.kind == "change":
+                if item.caveat:  # the diff shows the change, not what it does not keep
+                    out.append(("note", f"{where} note [{item.rule}] {item.caveat}"))
+                continue  # -v lists them
             if item.kind == "error":
                 out.append(("error", f"{item.path}: error: {item.message}"))
             elif item.kind == "pending":
                 out.append(("decide", f"{where} pending [{item.rule}] {item.message} ({PENDING})"))
             else:
                 out.append(("decide", f"{where} decide [{item.rule}] {item.message}"))
+            if item.use:
+                out.append(("use", f"    use: {item.use}"))
     out.append(("summary", summary_line(run)))
-    if run.mode == "check" and run.summary.files_changed:
-        out.append(("summary", "To apply them: xrt2pjrt migrate --write, with the same paths and options."))
+    if run.mode != "write" and run.summary.files_changed:
+        out.append(("summary", f"To apply them: {apply}"))
+    if run.summary.manual:
+        out.append(("summary", "To settle a spot to decide: fix it as its item says, or keep it with "
+                               "`# xrt2pjrt: ignore[RULE-ID]` in place of its TODO line."))
     return out
 
 
@@ -603,7 +627,8 @@ def to_github(run: Run) -> str:
             else:  # GitHub shows a notebook's file: the line of the cell's source, and the cell's place said
                 props = f"file={_escape_property(i.path)},line={i.file_line},title={_escape_property(title)}"
                 what = f"cell {i.cell}:{i.range.start_line}:{i.range.start_column}: {what}"
-            lines.append(f"::{level} {props}::{_escape_data(f'{what}: {i.message}')}")
+            extra = f" ({i.extra})" if i.extra else ""
+            lines.append(f"::{level} {props}::{_escape_data(f'{what}: {i.message}{extra}')}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -643,7 +668,7 @@ def to_sarif(run: Run) -> str:
         results.append({
             "ruleId": i.rule, "ruleIndex": index[i.rule],
             "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
-            "message": {"text": f"{what}: {i.message}"},
+            "message": {"text": f"{what}: {i.message}" + (f" ({i.extra})" if i.extra else "")},
             "locations": [location(i)],
             "properties": {"xrt2pjrt": i.kind, "fix": i.fix.record(), "detail": i.detail,
                            **({} if i.cell is None else {"cell": i.cell})},
@@ -676,6 +701,7 @@ def to_markdown(run: Run) -> str:
             if chosen:
                 lines += [f"### {title}", ""]
                 lines += [f"- {'' if i.cell is None else f'cell {i.cell}, '}line {i.range.start_line} `{i.rule}`: {i.message}"
+                          + (f" ({i.extra})" if i.extra else "")
                           for i in chosen]
                 lines.append("")
     return "\n".join(lines)

@@ -96,6 +96,20 @@ def module_for(kind: str) -> ModuleType:
     return importlib.import_module(MODULES[kind])
 
 
+def rewrite(kind: str, text: str, options) -> Outcome:
+    """The rewrite of ``text``, a file of ``kind``, by its rewriter, with the items still open
+    in it that no rule reports on its own (settling.py: TODO lines left, markers that settle
+    nothing)."""
+    from xrt2pjrt import settling
+
+    module = module_for(kind)
+    outcome = module.rewrite(text, options)
+    more = settling.open_spots(kind, text, outcome, options, lambda unmarked: module.rewrite(unmarked, options))
+    if more:
+        outcome.manual = sorted(outcome.manual + more, key=lambda f: f.line)
+    return outcome
+
+
 # What a notebook exported to .py holds: IPython's magics as nbconvert writes them
 # (``get_ipython().system(...)``) or jupytext (``# %%`` cells, ``# !pip`` comments).
 EXPORTED_MARKS = ("get_ipython()", "# %%", "jupytext:")
@@ -124,8 +138,12 @@ def trigger_for(kind: str) -> Words | re.Pattern | Exported:
     return _trigger(RULE_KINDS.get(kind, ("shell",)))
 
 
+# Every file with a marker or a TODO line is read: what it leaves open is an item (settling.py).
+SETTLING_WORDS = ("xrt2pjrt:", "TODO(xrt2pjrt)")
+
+
 def _trigger(kinds: tuple[str, ...]) -> Words | re.Pattern:
     patterns = list(dict.fromkeys(p for rules in kinds for p in TRIGGERS[rules]))
     if all(re.escape(p) == p for p in patterns):
-        return Words(*patterns)
-    return re.compile("|".join(patterns))
+        return Words(*patterns, *SETTLING_WORDS)
+    return re.compile("|".join([*patterns, *map(re.escape, SETTLING_WORDS)]))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import names
 
@@ -35,6 +36,16 @@ _QUICK = "xrt2pjrt:"  # no marker without it: most files stop at this test
 EVERY_RULE = None  # a line's entry when ``ignore`` names no rule
 
 
+@dataclass
+class Marker:
+    """One marker: the line it is on, the rule words it names (EVERY_RULE: all), and the
+    lines it covers."""
+
+    line: int
+    words: frozenset[str] | None
+    lines: set[int] = field(default_factory=set)
+
+
 class Suppressions:
     """The suppression markers of one text: line -> the rule words it names (EVERY_RULE: all)."""
 
@@ -42,30 +53,34 @@ class Suppressions:
         """``statements``: the (first, last) lines of the statements of ``text``, asked for
         only when the text holds a marker."""
         self.lines: dict[int, frozenset[str] | None] = {}
+        self.markers: list[Marker] = []
         if _QUICK not in text:
             return
         continued_from = 1  # the first line of the logical line being read
-        above: list[frozenset[str] | None] = []  # the markers on comment lines just above this line
+        above: list[Marker] = []  # the markers on comment lines just above this line
         for number, line in enumerate(text.splitlines(), start=1):
             match = _MARKER.search(line)
-            words = None if match is None else EVERY_RULE if match["ids"] is None else frozenset(
-                w.strip() for w in match["ids"].split(",") if w.strip())
+            if match:
+                self.markers.append(Marker(number, EVERY_RULE if match["ids"] is None else frozenset(
+                    w.strip() for w in match["ids"].split(",") if w.strip())))
             if line.lstrip().startswith("#"):  # a comment line: its marker is for the code below it
                 if match:
-                    above.append(words)
+                    above.append(self.markers[-1])
                 continue
-            for marked in [*above, *([words] if match else [])]:
-                for covered in range(continued_from, number + 1):
-                    self._add(covered, marked)
+            for marker in [*above, *(self.markers[-1:] if match else [])]:
+                marker.lines.update(range(continued_from, number + 1))
             above = []
             if not line.endswith("\\"):
                 continued_from = number + 1
-        if self.lines and statements is not None:
-            for first, last in statements():
-                marked = [self.lines[n] for n in range(first, last + 1) if n in self.lines]
-                for words in marked:
-                    for covered in range(first, last + 1):
-                        self._add(covered, words)
+        if self.markers and statements is not None:
+            spans = list(statements())
+            for marker in self.markers:
+                for first, last in spans:
+                    if marker.lines & set(range(first, last + 1)):
+                        marker.lines.update(range(first, last + 1))
+        for marker in self.markers:
+            for covered in marker.lines:
+                self._add(covered, marker.words)
 
     def _add(self, line: int, words: frozenset[str] | None) -> None:
         if words is EVERY_RULE or (line in self.lines and self.lines[line] is EVERY_RULE):
@@ -95,3 +110,14 @@ def skips_file(text: str) -> bool:
     """True when ``# xrt2pjrt: skip-file`` asks to leave the whole file alone (anywhere: in a
     notebook the comment is inside the JSON of a cell)."""
     return _QUICK in text and _SKIP_FILE.search(text) is not None
+
+
+def has_markers(text: str) -> bool:
+    """Whether ``text`` holds an ``ignore`` marker."""
+    return _QUICK in text and _MARKER.search(text) is not None
+
+
+def blank_markers(text: str) -> str:
+    """``text`` with every ``ignore`` marker's words turned to spaces: the same lines and
+    columns, as if no marker were there (settling.py rewrites it to see what they keep off)."""
+    return _MARKER.sub(lambda m: "#" + " " * (len(m.group()) - 1), text)

@@ -74,24 +74,26 @@ class Context:
         target = binding.target if binding is not None else self._engine.new_names().get(head)
         return None if target is None else f"{target}.{rest}" if rest else target
 
-    def change(self, message: str) -> None:
-        self._engine.changes.append(Finding(self.rule_id, self.range, message, Fix.of(self.rule_id, applied=True)))
+    def change(self, message: str, caveat: str = "") -> None:
+        """Report a change made here; ``caveat``: what it does not keep (report.Finding)."""
+        self._engine.changes.append(Finding(self.rule_id, self.range, message, Fix.of(self.rule_id, applied=True),
+                                            caveat=caveat))
         if self._engine.statements:
             self._engine.statements[-1].changed = True
 
     def manual(self, message: str, comment: bool | str = True, cites: Sequence[int] = (), quoted: int = 0,
-               cited_as: str = "", of_fix: bool = False, detail: str = "") -> None:
+               cited_as: str = "", of_fix: bool = False, detail: str = "", use: str = "") -> None:
         """Report a spot a person must decide, ``message`` saying what to do and ``detail``
         why (the report's long text, report.Finding); also mark it in the code with ``message``,
         or with ``comment`` when that is a text (one that must not change when the file's
         lines move, so that a second pass finds it in place). ``cites``: lines of the file
         the message names (report.Finding), the first ``quoted`` of them with their text.
         ``of_fix``: the item is about the fix the rule makes here, and goes with it when the
-        fix-safety gate withholds it."""
+        fix-safety gate withholds it. ``use``: the line to put in (report.Finding)."""
         texts = self._engine.text.splitlines() if quoted else []
         finding = Finding(self.rule_id, self.range, message, Fix.of(self.rule_id, applied=False),
                           tuple(Cite(line, text=texts[line - 1] if k < quoted else None) for k, line in enumerate(cites)),
-                          cited_as, detail)
+                          cited_as, detail, use=use)
         if finding in self._engine.manual:
             return  # one item per spot, however many arguments led to it
         self._engine.manual.append(finding)

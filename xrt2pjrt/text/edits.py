@@ -59,9 +59,10 @@ class Recorder:
         k = bisect.bisect_left(self._spans, (e.end, -1)) - 1  # the last edit starting before e ends
         return k >= 0 and self._spans[k][1] > e.start
 
-    def change(self, rule: str, offset: int, message: str, *edits: Edit) -> None:
+    def change(self, rule: str, offset: int, message: str, *edits: Edit, caveat: str = "") -> None:
         """Record a change made of ``edits``; dropped whole when it overlaps an earlier one.
-        One the fix-safety gate withholds is recorded as pending, its edits dropped."""
+        One the fix-safety gate withholds is recorded as pending, its edits dropped.
+        ``caveat``: what the change does not keep (report.Finding)."""
         if any(self._overlaps(e) for e in edits):
             return
         if self.suppressions and self.suppressions.covers(rule, self.line(offset)):
@@ -71,14 +72,15 @@ class Recorder:
             self.edits.extend(edits)
         first = self.line(offset)
         last = max((self.line(max(e.end - 1, e.start)) for e in edits), default=first)
-        self.changes.append(Finding(rule, Range.of_lines(first, last), message, Fix.of(rule, applied)))
+        self.changes.append(Finding(rule, Range.of_lines(first, last), message, Fix.of(rule, applied), caveat=caveat))
 
-    def ask(self, rule: str, offset: int, message: str, detail: str = "") -> None:
-        """Report a spot a person must decide: ``message`` what to do, ``detail`` why."""
-        self.ask_at_line(rule, self.line(offset), message, detail)
+    def ask(self, rule: str, offset: int, message: str, detail: str = "", use: str = "") -> None:
+        """Report a spot a person must decide: ``message`` what to do, ``detail`` why, ``use``
+        the line to put in (report.Finding)."""
+        self.ask_at_line(rule, self.line(offset), message, detail, use)
 
-    def ask_at_line(self, rule: str, line: int, message: str, detail: str = "") -> None:
-        finding = Finding(rule, Range.of_lines(line), message, Fix.of(rule, applied=False), detail=detail)
+    def ask_at_line(self, rule: str, line: int, message: str, detail: str = "", use: str = "") -> None:
+        finding = Finding(rule, Range.of_lines(line), message, Fix.of(rule, applied=False), detail=detail, use=use)
         if self.suppressions and self.suppressions.covers(rule, line):
             return
         if finding not in self.manual:

@@ -33,14 +33,14 @@ WORDS = (r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|lib
 XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
 
 # Whatever its version: (pattern, what it is, whether only PyTorch installs it, what to do:
-# None for installing the target release).
+# None for installing the target release, what to use instead: the install line or the image).
 _ALWAYS_XRT_ERA = (
-    (re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"), "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)", True, None),
-    (re.compile(r"gcr\.io/tpu-pytorch/"), "an image from the XRT-era gcr.io/tpu-pytorch registry", True, "use an xla:r{version}_* image instead"),
-    (re.compile(r"(?i)cloud[_-]tpu[_-]client"), "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)", False, "remove it: TPU VMs need none"),
-    (re.compile(r"env-setup\.py$"), "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds", True, None),
-    (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)", False, "drop it; torch_xla[tpu] has libtpu"),
-    (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1", True, "install torch_xla[tpu] {version}"),
+    (re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"), "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)", True, None, "install"),
+    (re.compile(r"gcr\.io/tpu-pytorch/"), "an image from the XRT-era gcr.io/tpu-pytorch registry", True, "use an xla:r{version}_* image instead", "image"),
+    (re.compile(r"(?i)cloud[_-]tpu[_-]client"), "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)", False, "remove it: TPU VMs need none", None),
+    (re.compile(r"env-setup\.py$"), "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds", True, None, "install"),
+    (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)", False, "drop it; torch_xla[tpu] has libtpu", None),
+    (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1", True, "install torch_xla[tpu] {version}", "install"),
 )
 # A TPU VM runtime version (``gcloud ... --version=tpu-vm-pt-1.13``, ``RUNTIME_VERSION=``): its
 # image comes with that torch_xla installed.
@@ -61,14 +61,15 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> Advice | 
     not, and what is wrong with it; None when nothing is."""
     instead = _instead(target)
     install = _install(target)
-    for pattern, what, torch_only, do in _ALWAYS_XRT_ERA:
+    for pattern, what, torch_only, do, use in _ALWAYS_XRT_ERA:
         if pattern.search(word):
+            use = {"install": install_line, "image": image}[use](target) if use else ""
             do = install if do is None else do.format(version=_version(target))
-            return Advice(do, f"{what}: {instead}") if torch or torch_only else None
+            return Advice(do, f"{what}: {instead}", use) if torch or torch_only else None
     nightly = _NIGHTLY.search(word)
     if nightly and nightly.group(1) <= _LAST_XRT_NIGHTLY:
         return Advice(install, f"a torch_xla nightly from {nightly.group(1)}, older than 2.1 (the first release "
-                      f"without XRT): {instead}")
+                      f"without XRT): {instead}", install_line(target))
     runtime = _RUNTIME_VERSION.search(word)
     if runtime:
         return _runtime_finding(runtime, target)
@@ -76,12 +77,13 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> Advice | 
     if found is None:
         return None
     major, minor = (int(group) for group in found.groups() if group is not None)
+    use = image(target) if found.group(5) else install_line(target)
     if (major, minor) < XRT_REMOVED:
-        return Advice(install, f"torch_xla {major}.{minor}, an XRT-era release: {instead}")
+        return Advice(install, f"torch_xla {major}.{minor}, an XRT-era release: {instead}", use)
     if (major, minor) < target:
         return Advice(install, f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was "
                       f"migrated for (--target-version): {instead}, or migrate again with --target-version "
-                      f"{major}.{minor}")
+                      f"{major}.{minor}", use)
     return None
 
 
@@ -93,7 +95,8 @@ def torch_pin_finding(word: str, target: tuple[int, int]) -> Advice | None:
     if pin is None:
         return None
     return Advice(f"pin torch~={_version(target)} instead",
-                  f"torch 1.{pin.group(1)} fits only an XRT-era torch_xla: pin torch~={_version(target)}")
+                  f"torch 1.{pin.group(1)} fits only an XRT-era torch_xla: pin torch~={_version(target)}",
+                  f"torch~={_version(target)}")
 
 
 def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> Advice | None:
@@ -103,7 +106,7 @@ def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> Advice | Non
     era = "XRT-era " if (major, minor) < XRT_REMOVED else ""
     return Advice("use tpu-ubuntu2204-base as its image",
                   f"{runtime.group()} is a TPU VM image with {era}torch_xla {major}.{minor}: create the VM with "
-                  f"tpu-ubuntu2204-base, then {_instead(target)}")
+                  f"tpu-ubuntu2204-base, then {_instead(target)}", "--version=tpu-ubuntu2204-base")
 
 
 def _version(target: tuple[int, int]) -> str:
@@ -119,3 +122,24 @@ def _instead(target: tuple[int, int]) -> str:
     version = _version(target)
     return (f"install torch~={version} and 'torch_xla[tpu]~={version}' (torchvision to match), or use an "
             f"xla:r{version}_* image from us-central1-docker.pkg.dev/tpu-pytorch-releases/docker")
+
+
+# The Cloud TPU VM images of each release, as torch_xla 2.9's README lists them (2.3 on).
+REGISTRY = "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker"
+_FIRST_LISTED_IMAGE = (2, 3)
+# Before 2.6, torch_xla[tpu] found its libtpu only through this index (the README's install line).
+_LIBTPU_INDEX = "https://storage.googleapis.com/libtpu-releases/index.html"
+
+
+def image(target: tuple[int, int]) -> str:
+    """The whole name of the target release's TPU VM image; none before 2.3 (not listed)."""
+    return f"{REGISTRY}/xla:r{_version(target)}_3.10_tpuvm" if target >= _FIRST_LISTED_IMAGE else ""
+
+
+def install_line(target: tuple[int, int]) -> str:
+    """The command that installs the target release on a TPU VM, as its README gives it."""
+    version = _version(target)
+    if target >= (2, 8):
+        return f"pip install torch=={version} 'torch_xla[tpu]=={version}'"
+    line = f"pip install torch~={version} 'torch_xla[tpu]~={version}'"
+    return line if target >= (2, 6) else f"{line} -f {_LIBTPU_INDEX}"

@@ -58,8 +58,8 @@ def rewrite(text: str, options: Options) -> Outcome:
     parsed = {index: cell for index, cell in python.items() if index not in unparsed}
     borrowed = _borrowed(parsed, {index: python[index] for index in unparsed})
     together = _rewrite_together(parsed, options, sorted(set().union(*borrowed.values())))
-    first_lines = _first_lines(text, cells)
-    for index, (cell, first_line) in enumerate(zip(cells, first_lines)):
+    starts = first_lines(text, cells)
+    for index, (cell, first_line) in enumerate(zip(cells, starts)):
         lines = first_line - 1
         if index in together:
             outcome = together[index]
@@ -86,7 +86,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         if outcome.text != cell.source:
             rec.edits.append(Edit(cell.start, cell.end, _render(outcome.text, text[cell.start:cell.end], ascii_only, text)))
     done = rec.outcome()
-    return Outcome(done.text, *(_located(f, first_lines) for f in (done.changes, done.manual)))
+    return Outcome(done.text, *(_located(f, starts) for f in (done.changes, done.manual)))
 
 
 def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
@@ -184,7 +184,7 @@ def _children(text: str, i: int):
             i = _WS.match(text, i + 1).end()
 
 
-def _first_lines(text: str, cells: list[SourceSpan]) -> list[int]:
+def first_lines(text: str, cells: list[SourceSpan]) -> list[int]:
     """The file line of each cell's first source line (nbformat puts one string per line),
     counted in one pass over the file (a count from the top for each cell was quadratic:
     24 s of 27 for 500 cells among 50 MB of outputs)."""

@@ -68,4 +68,4 @@ class InstallXrtEraRelease(TextRule):
         if problem is None and rec.options.torch_xla_project and not _INSTALLS_TORCH_XLA.search(rec.text):
             problem = torch_pin_finding(word, rec.options.target_version)
         if problem:
-            rec.ask(self.id, offset, problem.do, problem.more)
+            rec.ask(self.id, offset, problem.do, problem.more, problem.use)

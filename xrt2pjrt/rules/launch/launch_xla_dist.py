@@ -1,14 +1,20 @@
-"""``python -m torch_xla.distributed.xla_dist`` → ``gcloud compute tpus tpu-vm ssh NAME --worker=all``.
-
-torch_xla 2.1 removed xla_dist, XRT's pod launcher: it ran the command on every worker of the
+"""torch_xla 2.1 removed xla_dist, XRT's pod launcher: it ran the command on every worker of the
 pod with the XRT variables set, after (re)starting XRT's server there. Under PJRT every
 worker runs the program itself, with PJRT_DEVICE=TPU; gcloud's ``--worker=all`` reaches them
 all (``xrt2pjrt launch``, with ``--launcher xrt2pjrt``, also hands the shim's job secret over
 stdin). Every flag is translated: ``--env`` into the worker's command, ``--conda-env`` into
 ``conda activate`` (reported too: an env made for xla_dist holds torch_xla 1.x, XRT's),
-``--docker-image`` into a ``docker run`` on each worker; the XRT server's flags are dropped. The fix is unsafe: gcloud does not restart a run after TPU maintenance
-as xla_dist did, ``~`` and conda resolve on the workers, and what expands where is spelled
-out in text/xla_dist.py; a call that cannot be translated faithfully is left for a person.
+``--docker-image`` into a ``docker run`` on each worker; the XRT server's flags are dropped.
+
+The fix is safe: the module is gone, so the old line cannot run on the target, and the new
+one runs the same command, with the same words and the same expansions on each worker
+(text/xla_dist.py spells out what expands where). Its one deliberate difference: a leading
+``~`` or a glob written unquoted resolves on each worker, not on the launching machine, which
+is the same path when the launch runs on the pod's first worker, as xla_dist's did. A call that
+cannot be translated faithfully is left as it is, for a person. What plain gcloud does not
+give back is xla_dist's resilience: it waited for the TPU to be healthy and restarted the run
+on every worker after maintenance or a lost worker, up to 50 times. `xrt2pjrt launch` does
+that too; where the rewrite writes gcloud, its change carries one line saying so.
 """
 
 from __future__ import annotations
@@ -24,15 +30,15 @@ from xrt2pjrt.text.words import Command, Word
 
 _AS_GCLOUD = "rewrite it as gcloud tpu-vm ssh by hand"
 
+# What gcloud does not give back of xla_dist, and how to get it back (the change's caveat).
+NO_RESTARTS = ("gcloud neither waits for a healthy TPU nor restarts after maintenance, as xla_dist did (50 tries): "
+               "`xrt2pjrt launch` does (--launcher xrt2pjrt)")
+
+
 class LaunchXlaDist(TextRule):
     id = "launch-xla-dist"
-    # Unsafe: gcloud does not restart a run after TPU maintenance as xla_dist did, `~` and
-    # conda resolve on the workers, "$@" no longer expands `$` there (see text/xla_dist.py).
-    fix = "unsafe"
     words = ("xla_dist",)
-    summary = ("python -m torch_xla.distributed.xla_dist → gcloud compute tpus tpu-vm ssh NAME "
-               "--worker=all --command=\". /etc/profile; PJRT_DEVICE=TPU …\" (or `xrt2pjrt launch` with "
-               "--launcher xrt2pjrt), every flag translated; continuations, pipes, quoting kept.")
+    summary = "python -m torch_xla.distributed.xla_dist → gcloud … tpu-vm ssh --worker=all (or `xrt2pjrt launch`)"
     examples = (
         Example(
             "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME --restart-tpuvm-pod-server "
@@ -149,8 +155,10 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     if rec.options.target == "shim" and rec.options.launcher != "xrt2pjrt":
         notes += (f"; a new job secret for the shim's store each run, the same on every worker ({xla_dist.SECRET_ENV}, "
                   "shown by `ps` here and on the workers: --launcher xrt2pjrt hands it over stdin)")
-    target = "xrt2pjrt launch" if rec.options.launcher == "xrt2pjrt" else "gcloud … --worker=all"
-    rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits)
+    gcloud = rec.options.launcher != "xrt2pjrt"
+    target = "gcloud … --worker=all" if gcloud else "xrt2pjrt launch"
+    rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits,
+               caveat=NO_RESTARTS if gcloud else "")
 
 
 def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None:

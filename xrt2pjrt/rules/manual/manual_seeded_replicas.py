@@ -87,9 +87,15 @@ class SeededReplicas(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if in_replicas_code(ctx) and "broadcast_master_param" not in ctx.source and _moved_after(ctx.tree, ctx.line):
+        if in_replicas_code(ctx) and not _broadcasts(ctx.tree) and _moved_after(ctx.tree, ctx.line):
             ctx.manual("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
         return node
+
+
+def _broadcasts(tree: ast.Module) -> bool:
+    """Whether the file calls broadcast_master_param (its TODO line, which names it, is no call)."""
+    return any(isinstance(node, ast.Call) and (node.func.attr if isinstance(node.func, ast.Attribute) else
+               getattr(node.func, "id", None)) == "broadcast_master_param" for node in ast.walk(tree))
 
 
 def _moved_after(tree: ast.Module, line: int) -> bool:

@@ -1,5 +1,12 @@
-"""pjrt.run_multiprocess(fn, *args) / pjrt._run_multiprocess → xrt2pjrt.shim's run_multiprocess, which
-calls fn(*args) as before (xmp.spawn would call fn(index, *args)); a used result is reported
+"""torch_xla.experimental.pjrt, early PJRT's module, is gone from 2.x (2.1 moved what stayed
+public to torch_xla.runtime), so a call to its ``run_multiprocess`` cannot run on the target.
+Its replacement keeps what it did: xmp.spawn would call ``fn(index, *args)`` and return
+nothing, while the shim's ``run_multiprocess`` (carried into the project as xrt2pjrt_shim/,
+natively too) calls ``fn(*args)`` on every local device and returns ``{ordinal: result}``, as
+early PJRT's did, for every function and arguments it took. The fix is therefore safe. One
+thing does differ, on purpose: the shim's collectives come back in ordinal order, where
+early PJRT ordered them by device id (the upstream ordering bug the guide's "Ordinals, world
+size and collectives" tells of).
 """
 
 from __future__ import annotations
@@ -12,15 +19,10 @@ from xrt2pjrt.rules.pjrt._pjrt import PJRT
 SHIM_XMP = f"{CARRIED}.xla_multiprocessing"
 
 
-_KEEP_SHIM = "keep the shim: it returns the results"
-_RESULTS = "results now come from xrt2pjrt.shim; torch_xla has no public API that returns per-process results"
-
 
 class PjrtRunMultiprocess(PythonRule):
     id = "pjrt-run-multiprocess"
-    summary = ("pjrt.run_multiprocess(fn, *args) / pjrt._run_multiprocess → xrt2pjrt.shim's run_multiprocess, "
-               "which calls fn(*args) as before (xmp.spawn would call fn(index, *args)); a used result is reported")
-    fix = "unsafe"
+    summary = "pjrt.run_multiprocess(fn, *args) → the shim's run_multiprocess: fn(*args), {ordinal: result}"
     names = frozenset({f"{PJRT}.run_multiprocess", f"{PJRT}._run_multiprocess"})
     examples = (
         Example(
@@ -29,20 +31,12 @@ class PjrtRunMultiprocess(PythonRule):
         ),
         Example(
             "from torch_xla.experimental import pjrt\n\nresults = pjrt.run_multiprocess(evaluate, model)\n",
-            (
-                "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n"
-                "\n"
-                "# TODO(xrt2pjrt): keep the shim: it returns the results [pjrt-run-multiprocess]\n"
-                "results = shim_xmp.run_multiprocess(evaluate, model)\n"
-            ),
-            manual=("results",),
+            "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n\nresults = shim_xmp.run_multiprocess(evaluate, model)\n",
         ),
     )
 
     def call(self, ctx, node, name):
         # Not xmp.spawn, even where the result goes unused: it calls fn(index, *args).
-        if not ctx.is_whole_statement():
-            ctx.manual(_KEEP_SHIM, of_fix=True, detail=_RESULTS)
         ctx.change(f"pjrt.{name.rsplit('.', 1)[1]} → {SHIM_XMP}.run_multiprocess "
                    "(fn(*args), as before)")
         return node.with_changes(func=ctx.ref(SHIM_XMP, "run_multiprocess", "shim_xmp"))

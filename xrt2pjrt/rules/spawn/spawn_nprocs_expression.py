@@ -1,6 +1,13 @@
-"""xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also
-read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every
-device); xmp.spawn handed on as a value (functools.partial, an alias) is reported
+"""torch_xla 2.x's spawn takes nprocs None (every device) or 1, and raises ValueError for any
+other count. The fix is safe by XRT's own law: torch_xla 1.13's ``_pre_fork_setup`` raised
+ValueError for any count but 1 or every device, so every program that ran under XRT gave one
+of those two, and ``1 if EXPR == 1 else None`` spawns what it spawned, for every value of
+EXPR. What the fix cannot keep is a count also read as the world size (a sampler sized by
+the flag, a file per replica): under PJRT the number of processes is ``xr.world_size()``,
+which need not match the flag on another TPU, so such reads stay an item, under the shim too
+(its spawn takes nprocs, and runs every device). ``xmp.spawn`` handed on as a value
+(``functools.partial``, an alias) and nprocs in ``**kwargs`` are reported: the count given
+where it is called is not rewritten.
 """
 
 from __future__ import annotations
@@ -28,10 +35,7 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)
 
 class NprocsExpression(NprocsRule):
     id = "spawn-nprocs-expression"
-    summary = ("xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also "
-               "read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device); "
-               "xmp.spawn handed on as a value (functools.partial, an alias) is reported")
-    fix = "unsafe"
+    summary = "xmp.spawn(nprocs=EXPR) → nprocs=1 if EXPR == 1 else None; a count read as the world size is reported"
     names = frozenset({SPAWN, *SHIM_SPAWNS})
     targets = ("native", "shim")
     examples = (
