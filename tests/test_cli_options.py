@@ -88,7 +88,6 @@ def test_run_hands_what_follows_the_script_to_the_script(handed, argv, args):
     (["migrate", "-j", "0", "."], "'-j' / '--jobs': must be 1 or more; got 0"),
     (["migrate", "--max-file-size", "lots", "."], "'--max-file-size'"),
     (["migrate", "--no-such-option", "."], "--no-such-option"),
-    (["migrate"], "'PATH'"),
     (["migrate", "--write", "--check", "."], "--write and --check exclude each other"),
     (["launch", "--", "x"], "'--tpu'"),
     (["run", "--nprocs", "2", "--host-index", "-1", "s.py"], "'--host-index': must be 0 or more; got -1"),
@@ -99,3 +98,14 @@ def test_a_usage_error_names_the_option_and_exits_2(argv, named):
     result = invoke(argv)
     assert result.exit_code == 2 and named in result.stderr, result.stderr
     assert result.stdout == ""
+
+
+def test_migrate_with_no_path_takes_the_folder_it_is_run_in(tmp_path, monkeypatch):
+    """As `ruff check` does."""
+    (tmp_path / "train.py").write_text("import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size()\n")
+    monkeypatch.chdir(tmp_path)
+    preview = invoke(["migrate"])
+    assert preview.exit_code == 0 and "+n = xr.world_size()" in preview.stdout
+    assert "To apply them: xrt2pjrt migrate --write\n" in preview.stderr
+    assert invoke(["migrate", "--write"]).exit_code == 0
+    assert "xr.world_size()" in (tmp_path / "train.py").read_text()

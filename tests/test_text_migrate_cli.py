@@ -86,8 +86,10 @@ def test_write_rewrites_every_kind_keeps_modes_and_reports_everything(tree, tmp_
             # what a person is asked to decide is also on stderr, with file, line and column
             assert f"{path}:{at['line']}:{at['column']}: decide [{item.rule}]" in ran.stderr
     assert (tree / "docker" / "Dockerfile").read_text() == (FIXTURES / "dockerfile" / "Dockerfile.expected").read_text()
-    # a second run finds nothing left to do
-    assert migrate("--check", str(tree)).returncode == 0
+    # a second run finds nothing left to change, and --check stays red while spots are open
+    check = migrate("--check", str(tree))
+    assert check.returncode == 1 and " 0 would change (0 changes)" in check.stderr
+    assert migrate("--check", "--exit-zero", str(tree)).returncode == 0
 
 
 def test_rewritten_tree_runs_on_the_simulated_pod(tree, tmp_path):

@@ -316,6 +316,8 @@ def migrate(
              "code blocks (default 2M)")] = None,
     color: Annotated[Literal["auto", "always", "never"], _option(
         "--color", metavar="WHEN", help="auto (the default), always or never")] = "auto",
+    statistics: Annotated[bool, _option(
+        "--statistics", help="counts of changes and items by family and rule, instead of the diff and the items")] = False,
     quiet: Annotated[bool, _option(
         "-q", "--quiet", help="only the items to decide and errors (and with --check, the files)")] = False,
     verbose: Annotated[bool, _option("-v", "--verbose", help="also every change, the configuration, the time")] = False,
@@ -362,7 +364,11 @@ def migrate(
     if not run.results and not quiet:
         out.err(f"xrt2pjrt: no files found in {', '.join(map(str, paths))}: nothing there is a kind "
                 "xrt2pjrt rewrites (Python, shell, Dockerfile, YAML, Markdown, notebook, requirements)", "yellow")
-    if output_format != "text":
+    if statistics:
+        from xrt2pjrt.registry import CHECKLIST
+
+        out.out("\n".join(report.statistics(run, CHECKLIST)))
+    elif output_format != "text":
         out.out(report.FORMATS[output_format](run), end="")
     elif reads_stdin and write:
         out.raw(done.new_stdin)
@@ -382,11 +388,13 @@ def migrate(
     # than the summary.
     terse = quiet or (reads_stdin and not verbose)
     for style, line in report.to_text(run, apply=_as_write(_argv)):
-        if style == "summary" and (terse or not run.results):
+        if style in ("summary", "next") and (terse or not run.results):
             continue
+        if style == "next" and output_format != "text":
+            continue  # (the document on stdout is the output)
         if style == "file" and terse and not (check and quiet):
             continue
-        if output_format != "text" and style != "summary" and not verbose:
+        if (output_format != "text" or statistics) and style not in ("summary", "next") and not verbose:
             continue
         out.err(line, _TEXT_STYLE.get(style))
     if verbose:
@@ -403,8 +411,8 @@ def _as_write(argv: list[str]) -> str:
     """The command that applies what a preview or --check found: the same one, with --write."""
     import shlex
 
-    kept = [word for word in argv if word not in ("--check", "--exit-zero")]
-    return shlex.join(["xrt2pjrt", *kept, "--write"])
+    command, *kept = [word for word in argv if word not in ("--check", "--exit-zero", "--statistics")] or ["migrate"]
+    return shlex.join(["xrt2pjrt", command, "--write", *kept])
 
 
 _JSON = _option("--json", help="machine-readable output")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -521,7 +522,7 @@ class _Moves:
 
 def to_text(run: Run, apply: str = "xrt2pjrt migrate --write, with the same paths and options") -> list[tuple[str, str]]:
     """The human report, as (style, line): style "file", "decide", "note", "use", "error",
-    "summary". Each file's line comes first, then its items: FILE:LINE:COLUMN: lines, as
+    "summary", "next". Each file's line comes first, then its items: FILE:LINE:COLUMN: lines, as
     editors and CI read them (one line each). A preview or check ends with the next step:
     ``apply``, the command that makes the changes, and how to settle what is open."""
     out = []
@@ -546,11 +547,41 @@ def to_text(run: Run, apply: str = "xrt2pjrt migrate --write, with the same path
                 out.append(("use", f"    use: {item.use}"))
     out.append(("summary", summary_line(run)))
     if run.mode != "write" and run.summary.files_changed:
-        out.append(("summary", f"To apply them: {apply}"))
+        out.append(("next", f"To apply them: {apply}"))
     if run.summary.manual:
-        out.append(("summary", "To settle a spot to decide: fix it as its item says, or keep it with "
-                               "`# xrt2pjrt: ignore[RULE-ID]` in place of its TODO line."))
+        out.append(("next", "To settle a spot to decide: fix it as its item says, or keep it with "
+                            "`# xrt2pjrt: ignore[RULE-ID]` in place of its TODO line."))
     return out
+
+
+def statistics(run: Run, families: Sequence[str]) -> list[str]:
+    """Changes (and pending fixes, where there are any) and items to decide counted by family,
+    in the order of ``families`` (the checklist's), and by rule, as ``ruff --statistics``
+    counts: what each pull request of the checklist will hold."""
+    counts: dict[str, list[int]] = {}
+    for r in run.results:
+        if r.error is None:
+            for column, findings in enumerate((r.made, r.pending, r.manual)):
+                for f in findings:
+                    counts.setdefault(f.rule, [0, 0, 0])[column] += 1
+    titles = ("changes", "pending", "items")
+    columns = [k for k in range(len(titles)) if titles[k] != "pending" or run.summary.pending]
+    rank = {family: k for k, family in enumerate(families)}
+    by_family = itertools.groupby(sorted(counts, key=lambda rule: (rank.get(family(rule), len(rank)), rule)), family)
+    width = max(map(len, counts), default=0) + 4
+
+    def row(name: str, rules: list[str]) -> str:
+        return name.ljust(width) + "".join(f"{sum(counts[r][k] for r in rules):>{len(titles[k]) + 2}}" for k in columns)
+
+    lines = [" " * width + "".join(f"{titles[k]:>{len(titles[k]) + 2}}" for k in columns)]
+    for name, rules in by_family:
+        rules = list(rules)
+        lines += [row(name, rules), *(row(f"  {rule}", [rule]) for rule in rules)]
+    return lines + [row("total", list(counts))]
+
+
+def family(rule: str) -> str:
+    return rule.split("-", 1)[0]
 
 
 # What a pending change is, where it is listed.

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from xrt2pjrt.registry import UnknownRule, expand, known_ids, names
 from xrt2pjrt.report import Finding, Fix, Range
 from xrt2pjrt.rewriters import SETTLING_WORDS, Outcome
+from xrt2pjrt.text.edits import dedent
 from xrt2pjrt.suppress import Suppressions, blank_markers, has_markers
 
 # The rule whose items are markers that settle nothing (rules/manual/manual_unused_marker.py).
@@ -42,22 +43,23 @@ _TODO_LINE = re.compile(r"^\s*#\s*TODO\(xrt2pjrt\):\s*(?P<message>.*?)\s*\[(?P<r
 
 @dataclass(frozen=True)
 class _Unit:
-    """Text whose findings count lines from its first: a file, or a notebook's cell
-    (``cell``, 1-based, whose line 1 is ``first_line`` of the file)."""
+    """Text whose lines are lines of the file from ``offset`` on: the file itself, a document's
+    code block, or a notebook's cell (``cell``, 1-based, whose findings count their lines in
+    the cell: ``cell_range``)."""
 
     text: str
     cell: int | None = None
-    first_line: int = 1
+    offset: int = 0
 
-    def place(self, finding: Finding) -> Range:
-        return finding.range if self.cell is None else finding.cell_range
+    def place(self, finding: Finding) -> range:
+        """The lines of ``finding`` in this unit."""
+        at = finding.cell_range if self.cell is not None else finding.range.moved(lambda n: n - self.offset)
+        return range(at.start_line, at.end_line + 1)
 
     def finding(self, rule: str, line: int, message: str, detail: str) -> Finding:
         at = Range.of_lines(line)
-        if self.cell is None:
-            return Finding(rule, at, message, Fix.of(rule, applied=False), detail=detail)
-        return Finding(rule, at.moved(lambda n: n + self.first_line - 1), message, Fix.of(rule, applied=False),
-                       detail=detail, cell=self.cell, cell_range=at)
+        return Finding(rule, at.moved(lambda n: n + self.offset), message, Fix.of(rule, applied=False), detail=detail,
+                       cell=self.cell, cell_range=at if self.cell is not None else None)
 
     def lines(self) -> list[str]:
         return self.text.splitlines()
@@ -101,15 +103,24 @@ def open_spots(kind: str, text: str, outcome: Outcome, options, rerun: Callable[
 
 
 def _units(kind: str, text: str) -> Iterator[_Unit]:
-    if kind != "notebook":
-        yield _Unit(text)
-        return
-    from xrt2pjrt.text import notebook  # (a notebook's cells: only where there is a notebook)
+    """The text's units: a notebook's cells, a document's code blocks (its prose may quote a
+    marker), or the whole text."""
+    if kind == "notebook":
+        from xrt2pjrt.text import notebook
 
-    cells = notebook.source_spans(text)
-    for number, (cell, first) in enumerate(zip(cells, notebook.first_lines(text, cells)), start=1):
-        if any(word in cell.source for word in SETTLING_WORDS):
-            yield _Unit(cell.source, number, first)
+        cells = notebook.source_spans(text)
+        for number, (cell, first) in enumerate(zip(cells, notebook.first_lines(text, cells)), start=1):
+            if any(word in cell.source for word in SETTLING_WORDS):
+                yield _Unit(cell.source, number, first - 1)
+    elif kind == "markdown":
+        from xrt2pjrt.text import markdown
+
+        for block in markdown.blocks(text):
+            body = text[block.start:block.end]
+            if any(word in body for word in SETTLING_WORDS):
+                yield _Unit(dedent(body, block.indent), offset=text.count("\n", 0, block.start))
+    else:
+        yield _Unit(text)
 
 
 def _in_unit(unit: _Unit, findings: list[Finding]) -> list[Finding]:
@@ -121,8 +132,7 @@ def _open_todo_lines(unit: _Unit, manual: list[Finding], options) -> Iterator[Fi
     and that no marker settles."""
     lines = unit.lines()
     suppressions = Suppressions(unit.text, unit.statements)
-    reported = {(f.rule, line) for f in _in_unit(unit, manual)
-                for line in range(unit.place(f).start_line, unit.place(f).end_line + 1)}
+    reported = {(f.rule, line) for f in _in_unit(unit, manual) for line in unit.place(f)}
     for number, line in enumerate(lines, start=1):
         todo = _TODO_LINE.match(line)
         if todo is None:
@@ -158,7 +168,7 @@ def _unused_markers(unit: _Unit, unmarked: Outcome, options) -> Iterator[Finding
     for marker in Suppressions(unit.text, unit.statements).markers:
         def reports(word: str | None) -> bool:
             return any(f.rule != UNUSED_MARKER and (word is None or names(word, f.rule))
-                       and marker.lines & set(range(unit.place(f).start_line, unit.place(f).end_line + 1))
+                       and not marker.lines.isdisjoint(unit.place(f))
                        for f in findings)
 
         if marker.words is None:
