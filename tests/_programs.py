@@ -19,7 +19,6 @@ public XRT-era code (which is never committed).
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import re
 import shutil
@@ -29,8 +28,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from xrt2pjrt.settling import marking
+
 ROOT = Path(__file__).resolve().parents[1]
-TODO = "# TODO(xrt2pjrt)"
 _FRAME = re.compile(r'^  File "([^"]+)", line (\d+)', re.M)
 
 
@@ -95,22 +95,6 @@ def _failure(name: str, folder: Path, stderr: str) -> Ending:
     todo = marking(path.read_text(), line)
     where = f"{path.relative_to(folder)}:{line}"
     return Ending(name, "marked" if todo else "unmarked", where, error, todo)
-
-
-def marking(source: str, line: int) -> str:
-    """The TODO line above the innermost statement holding ``line`` (or above any
-    statement it is nested in, on the way out), or ''."""
-    lines = source.splitlines()
-    statements = sorted((node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.stmt)
-                         and node.lineno <= line <= (node.end_lineno or node.lineno)),
-                        key=lambda node: node.lineno, reverse=True)
-    for statement in statements[:1] + [s for s in statements[1:] if s.lineno == line]:
-        above = statement.lineno - 2
-        while above >= 0 and lines[above].lstrip().startswith("#"):
-            if lines[above].lstrip().startswith(TODO):
-                return lines[above].strip()
-            above -= 1
-    return ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -163,6 +163,7 @@ def _per_process(script: str, args: list[str], nprocs: int) -> int:
                            start_method="fork" if "fork" in methods else "spawn")
     except supervisor.ReplicaFailed as failure:
         print(f"xrt2pjrt run: {failure}", file=sys.stderr)
+        _name_the_marked_spot(str(failure))
         code = failure.exitcode
         return 128 - code if code is not None and code < 0 else code or 1
     return 0
@@ -229,7 +230,19 @@ def _exit_code_of(call) -> int:
     except KeyboardInterrupt:
         traceback.print_exc()
         return 130
-    except BaseException:  # noqa: BLE001 -- the script's own failure: shown as Python shows it
+    except BaseException as error:  # noqa: BLE001 -- the script's own failure: shown as Python shows it
         traceback.print_exc()
+        _name_the_marked_spot(traceback.format_exc() + str(error))
         return 1
     return 0
+
+
+def _name_the_marked_spot(failure: str) -> None:
+    """After a crash, the spot to decide it stopped at, if a TODO line marks it: the migration
+    asked a person to look there (a replica's traceback is in its failure's message)."""
+    from xrt2pjrt.settling import marked_spot
+
+    spot = marked_spot(failure)
+    if spot is not None:
+        print(f"xrt2pjrt run: it stopped at a spot the migration marked to decide: {spot} "
+              f"(xrt2pjrt rules {spot.rule} says why)", file=sys.stderr)

@@ -199,3 +199,61 @@ def _unused(unit: _Unit, line: int, what: str) -> Finding:
                         f"{what}: no rule it names reports anything on the lines this marker covers, so it keeps "
                         "nothing off today, and would hide a spot that comes back")
 
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A spot a run stopped at that a TODO line marks: where, and the TODO's rule and advice."""
+
+    path: str
+    line: int
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: [{self.rule}] {self.message}"
+
+
+_FRAME = re.compile(r'^  File "([^"]+)", line (\d+)', re.M)
+
+
+def marked_spot(traceback_text: str) -> Marked | None:
+    """The spot a failure's traceback passes through that a TODO line marks: of the frames in
+    files that hold one, the innermost whose statement has a TODO line above it (or a statement
+    holding it that starts on the same line). Python prints a cause first, and a replica's
+    traceback comes inside its launcher's: every traceback of the text is read."""
+    sources: dict[str, str | None] = {}
+    for block in reversed(traceback_text.split("Traceback (most recent call last):")[1:]):
+        for path, line in reversed(_FRAME.findall(block)):
+            if path not in sources:
+                try:
+                    with open(path, encoding="utf-8") as handle:
+                        text = handle.read(4_000_000)
+                except (OSError, UnicodeDecodeError):
+                    text = None
+                sources[path] = text if text and "TODO(xrt2pjrt)" in text else None
+            todo = sources[path] and marking(sources[path], int(line))
+            if todo:
+                found = _TODO_LINE.match(todo)
+                return Marked(path, int(line), found["rule"], found["message"])
+    return None
+
+
+def marking(source: str, line: int) -> str:
+    """The TODO line above the innermost statement holding ``line`` (or above any statement it
+    is nested in that starts on that line), or ''."""
+    lines = source.splitlines()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    statements = sorted((node for node in ast.walk(tree) if isinstance(node, ast.stmt)
+                         and node.lineno <= line <= (node.end_lineno or node.lineno)),
+                        key=lambda node: node.lineno, reverse=True)
+    for statement in statements[:1] + [s for s in statements[1:] if s.lineno == line]:
+        above = statement.lineno - 2
+        while above >= 0 and lines[above].lstrip().startswith("#"):
+            if _TODO_LINE.match(lines[above]):
+                return lines[above].strip()
+            above -= 1
+    return ""

@@ -1,5 +1,4 @@
 # expect: ran
-# migrate: --unsafe-fixes
 """pjrt._run_multiprocess(fn, *args): fn takes the args alone (no process index)."""
 import torch
 import torch_xla.core.xla_model as xm

@@ -1,5 +1,4 @@
 # expect: ran
-# migrate: --unsafe-fixes
 """xmp.spawn(nprocs=flags.num_cores), ordinals and world size in the workers."""
 import argparse
 
