@@ -200,7 +200,6 @@ def _unused(unit: _Unit, line: int, what: str) -> Finding:
                         "nothing off today, and would hide a spot that comes back")
 
 
-
 @dataclass(frozen=True)
 class Marked:
     """A spot a run stopped at that a TODO line marks: where, and the TODO's rule and advice."""
