@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import invoke
-from xrt2pjrt import rewriters, rule_index
+from xrt2pjrt import codemod, rule_index
 from xrt2pjrt.registry import Options, all_rules
 
 LAUNCH = "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 train.py\n"
@@ -43,7 +43,7 @@ IDS = [f"{c[0]}-{c[2]}" for c in CASES]
 
 
 def _rewrite(kind: str, text: str, unsafe_fixes: bool = False):
-    return rewriters.rewrite(kind, text, Options(rules=frozenset(all_rules()), unsafe_fixes=unsafe_fixes))
+    return codemod.rewrite(kind, text, Options(rules=frozenset(all_rules()), unsafe_fixes=unsafe_fixes))
 
 
 @pytest.mark.parametrize("kind, text, rule, word", CASES, ids=IDS)

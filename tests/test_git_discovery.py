@@ -181,7 +181,8 @@ def test_the_summary_counts_the_ignored_files_and_the_note_names_where_xrt_code_
     assert ran.returncode == 1, ran.stderr
     assert ("xrt2pjrt: note: XRT-era words in ignored files, not migrated: notebooks/scratch.ipynb, outputs/ "
             "(name a file to migrate it)") in ran.stderr.splitlines()
-    assert ran.stderr.splitlines()[-2].endswith(", 3 skipped as ignored.")
+    (summary,) = [line for line in ran.stderr.splitlines() if " files seen, " in line]
+    assert summary.endswith(", 3 skipped as ignored.")
     assert json.loads(migrate(env, "--output-format", "json", ".", cwd=repo).stdout)["summary"]["files_ignored"] == 3
 
 

@@ -9,7 +9,7 @@ fixes are made: the examples document them (tests/test_fix_safety.py holds the g
 
 import pytest
 
-from xrt2pjrt import rewriters, width
+from xrt2pjrt import codemod, rewriters, width
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.report import CUT
 
@@ -25,7 +25,7 @@ def _run(rule, example, text):
     # (and the width a project without settings has: 88 for Python, 100 for the text kinds)
     options = Options(rules=frozenset({rule.id}), unsafe_fixes=True,
                       width=width.for_kind(rule.kind, width.Width()), **example.options)
-    return rewriters.rewrite(rule.kind, text, options)
+    return codemod.rewrite(rule.kind, text, options)
 
 
 @pytest.mark.parametrize("rule, index, example", CASES)

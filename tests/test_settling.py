@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from xrt2pjrt import rewriters
+from xrt2pjrt import codemod
 from xrt2pjrt.registry import Options, all_rules, select
 from xrt2pjrt.settling import LEFT_BY_WRITE
 
@@ -14,7 +14,7 @@ EVERY_RULE = Options(rules=frozenset(all_rules()))
 
 
 def _items(kind: str, text: str, options: Options = EVERY_RULE) -> list[tuple]:
-    outcome = rewriters.rewrite(kind, text, options)
+    outcome = codemod.rewrite(kind, text, options)
     return [(f.rule, f.cell, (f.cell_range or f.range).start_line, f.message) for f in outcome.manual]
 
 
@@ -27,7 +27,7 @@ def _notebook(*cells: str) -> str:
 def test_a_todo_line_whose_rule_no_longer_sees_its_spot_stays_an_item():
     shell = "# TODO(xrt2pjrt): run it on a TPU VM, not a TPU node [env-shell-xrt-tpu-config]\nPJRT_DEVICE=TPU python3 t.py\n"
     assert _items("shell", shell) == [("env-shell-xrt-tpu-config", None, 2, "run it on a TPU VM, not a TPU node")]
-    outcome = rewriters.rewrite("shell", shell, EVERY_RULE)
+    outcome = codemod.rewrite("shell", shell, EVERY_RULE)
     assert outcome.text == shell and LEFT_BY_WRITE in outcome.manual[0].detail  # nothing written twice
 
 

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xrt2pjrt import files, rewriters, suppress
+from xrt2pjrt import files, rewriters, settling, suppress
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import FileResult, Finding, Range, cell_lines, todo_lines
 
@@ -104,6 +104,18 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
     return _Job(path, kind, source, snapshot, write_to, result.todo_lines)
 
 
+def rewrite(kind: str, text: str, options: Options) -> rewriters.Outcome:
+    """The rewrite of ``text``, a file of ``kind``, by its rewriter, with the items still open
+    in it that no rule reports on its own (settling.py: TODO lines left, markers that settle
+    nothing)."""
+    module = rewriters.module_for(kind)
+    outcome = module.rewrite(text, options)
+    more = settling.open_spots(kind, text, outcome, options, lambda unmarked: module.rewrite(unmarked, options))
+    if more:
+        outcome.manual = sorted(outcome.manual + more, key=lambda f: f.line)
+    return outcome
+
+
 def _too_large(kind: str, data: bytes, text: str, limit: int) -> str | None:
     """Why a file is skipped by the size limit, which bounds what its rewriter parses: the
     whole file, or only the code in it (a notebook's outputs and a document's prose are not
@@ -126,7 +138,7 @@ def _finish(job: _Job, options: Options) -> Plan:
     unfinished = Plan(result, snapshot=job.snapshot)
     try:
         with _no_cyclic_gc():
-            outcome = rewriters.rewrite(kind, source.text, options)
+            outcome = rewrite(kind, source.text, options)
     except rewriters.SourceError as exc:
         result.error, result.error_range = f"line {exc.range.start_line}: cannot parse: {exc}", exc.range
         return unfinished

@@ -96,20 +96,6 @@ def module_for(kind: str) -> ModuleType:
     return importlib.import_module(MODULES[kind])
 
 
-def rewrite(kind: str, text: str, options) -> Outcome:
-    """The rewrite of ``text``, a file of ``kind``, by its rewriter, with the items still open
-    in it that no rule reports on its own (settling.py: TODO lines left, markers that settle
-    nothing)."""
-    from xrt2pjrt import settling
-
-    module = module_for(kind)
-    outcome = module.rewrite(text, options)
-    more = settling.open_spots(kind, text, outcome, options, lambda unmarked: module.rewrite(unmarked, options))
-    if more:
-        outcome.manual = sorted(outcome.manual + more, key=lambda f: f.line)
-    return outcome
-
-
 # What a notebook exported to .py holds: IPython's magics as nbconvert writes them
 # (``get_ipython().system(...)``) or jupytext (``# %%`` cells, ``# !pip`` comments).
 EXPORTED_MARKS = ("get_ipython()", "# %%", "jupytext:")
