@@ -72,6 +72,15 @@ def test_launch_takes_xla_dists_flags(handed):
     assert (num_workers, dry_run) == (4, True)
 
 
+
+def test_launch_hands_its_restart_bound_and_health_timing(handed):
+    for argv, retries in (([], launch.Retries(max_restarts=50, poll=10.0, timeout=1200.0)),  # xla_dist's
+                          (["--max-restarts", "0", "--health-poll", "0.5", "--health-timeout", "60"],
+                           launch.Retries(max_restarts=0, poll=0.5, timeout=60.0))):
+        with pytest.raises(Handed) as caught:
+            invoke(["launch", "--tpu", "pod", *argv, "--", "python3", "t.py"])
+        assert caught.value.args[1]["retries"] == retries
+
 @pytest.mark.parametrize("argv, args", [
     (["s.py", "--lr", "0.1", "-x", "--nprocs", "9"], ["--lr", "0.1", "-x", "--nprocs", "9"]),  # all SCRIPT's
     (["s.py", "--", "--lr", "1"], ["--lr", "1"]),  # a `--` right after SCRIPT ends our options, as torchrun's
@@ -90,6 +99,9 @@ def test_run_hands_what_follows_the_script_to_the_script(handed, argv, args):
     (["migrate", "--no-such-option", "."], "--no-such-option"),
     (["migrate", "--write", "--check", "."], "--write and --check exclude each other"),
     (["launch", "--", "x"], "'--tpu'"),
+    (["launch", "--tpu", "p", "--max-restarts", "-1", "x"], "'--max-restarts': must be 0 or more; got -1"),
+    (["launch", "--tpu", "p", "--health-poll", "0", "x"], "'--health-poll': must be more than 0; got 0"),
+    (["launch", "--tpu", "p", "--health-timeout", "soon", "x"], "'--health-timeout': not a number of seconds"),
     (["run", "--nprocs", "2", "--host-index", "-1", "s.py"], "'--host-index': must be 0 or more; got -1"),
     (["verify", "--nprocs", "x"], "'--nprocs': not a whole number: 'x'"),
     (["no-such-command"], "'no-such-command'"),

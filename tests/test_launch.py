@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -38,17 +39,18 @@ def test_runs_on_every_worker_with_pjrt_and_prefixes_output(pod):
         assert call.env["PJRT_DEVICE"] == "TPU"
         assert call.env["MSG"] == "hello world" and call.env["XLA_USE_BF16"] == "1"
     assert sorted(ran.stdout.splitlines()) == [f"[worker {i}] python3 ran on worker {i}" for i in range(3)]
-    assert sorted(ran.stderr.splitlines()) == [f"[worker {i}] python3 warns on worker {i}" for i in range(3)]
-    describe, *ssh = pod.gcloud_calls()
+    assert sorted(ran.stderr.splitlines()) == [f"[worker {i}] python3 warns on worker {i}" for i in range(3)] + [
+        "xrt2pjrt launch: try 1 of 51 ended: every worker exited 0: done"]
+    describe, *ssh = pod.gcloud_calls()  # the health check before the try (the next is 10 s into it)
     assert describe == ["compute", "tpus", "tpu-vm", "describe", "pod", "--zone=z1", "--format=json"]
     assert sorted(c[6] for c in ssh) == ["--worker=0", "--worker=1", "--worker=2"]
 
 
-def test_num_workers_skips_describe(pod):
+def test_num_workers_gives_the_count_and_the_health_check_stays(pod):
     ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", "--", "python3", "t.py"])
     assert ran.returncode == 0
-    assert sorted(pod.calls()) == [0, 1]
-    assert all(c[3] == "ssh" for c in pod.gcloud_calls())
+    assert sorted(pod.calls()) == [0, 1], "2 of the 3 workers the TPU has"
+    assert [c[3] for c in pod.gcloud_calls()] == ["describe", "ssh", "ssh"], "is it READY and HEALTHY, then the try"
 
 
 def test_failing_worker_gives_its_status_and_name(pod):
@@ -90,11 +92,13 @@ def test_dry_run_prints_the_commands_and_runs_nothing(pod):
                             "--restart-tpuvm-pod-server", "--dry-run", "--", "python3", "train.py", "--lr", "0.1"])
     assert ran.returncode == 0
     assert pod.gcloud_calls() == [] and pod.calls() == {}
-    note, *lines = [shlex.split(line, comments=True) for line in ran.stdout.splitlines()]
+    health, describe, note, *lines = [shlex.split(line, comments=True) for line in ran.stdout.splitlines()]
+    assert health == [] and "until the TPU is READY and HEALTHY" in ran.stdout  # a comment, then the check
+    assert describe == ["gcloud", "compute", "tpus", "tpu-vm", "describe", "pod", "--project=p", "--format=json"]
     assert note == [] and "$XRT2PJRT_JOB_SECRET stands for it" in ran.stdout  # a comment, then the commands
     run_id = re.search(r"XRT2PJRT_LAUNCH=([0-9a-f]+);", ran.stdout).group(1)
-    command = (f"--command=export XRT2PJRT_LAUNCH={run_id}; {READ_SECRET.text}. /etc/profile; conda activate xla && "
-               "PJRT_DEVICE=TPU python3 train.py --lr 0.1")
+    command = (f"--command=export XRT2PJRT_LAUNCH={run_id}; trap 'echo \"xrt2pjrt launch {run_id}: exit $?\" >&2' "
+               f"EXIT; {READ_SECRET.text}. /etc/profile; conda activate xla && PJRT_DEVICE=TPU python3 train.py --lr 0.1")
     stdin = ["printf", "%s\\n", "$XRT2PJRT_JOB_SECRET", "|"]  # the placeholder, never a secret
     assert lines == [stdin + ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}",
                               command] for i in range(2)]
@@ -113,9 +117,9 @@ def test_a_conda_env_named_for_torch_xla_1_x_is_reported(pod):
 def test_dry_run_without_worker_count_shows_the_describe_step(pod):
     ran = pod.run(LAUNCH + ["--tpu", "pod", "--dry-run", "--", "python3", "t.py"])
     assert ran.returncode == 0 and pod.gcloud_calls() == []
-    first, note, secret_note, template = ran.stdout.splitlines()
+    health_note, first, note, secret_note, template = ran.stdout.splitlines()
     assert shlex.split(first) == ["gcloud", "compute", "tpus", "tpu-vm", "describe", "pod", "--format=json"]
-    assert note.startswith("#") and secret_note.startswith("#") and "--worker=<i>" in template
+    assert all(n.startswith("#") for n in (health_note, note, secret_note)) and "--worker=<i>" in template
 
 
 def test_dry_run_matches_what_a_real_run_runs(pod):
@@ -125,8 +129,8 @@ def test_dry_run_matches_what_a_real_run_runs(pod):
                .splitlines() if not line.startswith("#")]
     assert pod.run(LAUNCH + argv).returncode == 0
     ran = [shlex.join(["gcloud"] + c) for c in pod.gcloud_calls()]
-    same_id = re.compile(r"(XRT2PJRT_LAUNCH=|xrt2pjrt-)[0-9a-f]{12}")  # each run has its own id
-    assert sorted(same_id.sub(r"\1ID", line) for line in printed) == sorted(same_id.sub(r"\1ID", line) for line in ran)
+    same_id = re.compile(r"(XRT2PJRT_LAUNCH=|xrt2pjrt-|xrt2pjrt launch )[0-9a-f]{12}")  # each run has its own id
+    assert {same_id.sub(r"\1ID", line) for line in printed} == {same_id.sub(r"\1ID", line) for line in ran}
     (docker,) = pod.calls()[0]
     assert same_id.sub(r"\1ID", shlex.join(docker.argv)) == shlex.join(
         ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU", "-e", "XRT2PJRT_JOB_SECRET",
@@ -147,9 +151,10 @@ def test_the_workers_environment_is_set_up_as_xla_dist_set_it_up(tmp_path, layer
     for worker in (0, 1):
         (xla_dist,), (launched,) = old.commands()[worker], new.commands()[worker]
         assert set_up(launched) == set_up(xla_dist)
-        marker, rest = launched.split("; ", 1)
+        marker, report, rest = launched.split("; ", 2)
         assert re.fullmatch(r"export XRT2PJRT_LAUNCH=[0-9a-f]+", marker)
-        assert rest.startswith(READ_SECRET.text + ". /etc/profile;"), "before it only the launch's id and secret"
+        assert re.fullmatch(r"""trap 'echo "xrt2pjrt launch [0-9a-f]+: exit \$\?" >&2' EXIT""", report)
+        assert rest.startswith(READ_SECRET.text + ". /etc/profile;"), "before it only the launch's id, report, secret"
         program = new.calls()[worker][-1]
         assert program.argv[-2:] == ["python3", "train.py"]
         if layer and layer[0] == "--conda-env":
@@ -229,7 +234,7 @@ def test_a_worker_command_run_without_the_secret_on_stdin_says_so(pod):
     """The dry run's command, run by hand without its pipe or with the variable unset: the
     worker stops at once, saying why."""
     printed = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "1", "--dry-run", "--", "python3", "t.py"]).stdout
-    (command,) = [line for line in printed.splitlines() if not line.startswith("#")]
+    (command,) = [line for line in printed.splitlines() if line.startswith(SECRET_PLACEHOLDER)]
     for without in (command.removeprefix(SECRET_PLACEHOLDER) + " < /dev/null", command):  # no pipe; no value
         ran = pod.run(["bash", "-c", without], XRT2PJRT_JOB_SECRET="")
         assert ran.returncode == 1 and "xrt2pjrt launch: no job secret on stdin" in ran.stderr
@@ -292,6 +297,175 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+
+# --- tries, as xla_dist made them: a simulated TPU under maintenance, simulated lost workers ---
+
+FAST = ["--health-poll", "0.2"]  # how often the simulated TPU is asked about (a real launch: every 10 s)
+
+
+def _scenario(pod: Pod, **plays) -> dict[str, str]:
+    """What the stand-in gcloud's TPU does, call by call (stand_ins/gcloud): a simulation."""
+    path = pod.root / "scenario.json"
+    path.write_text(json.dumps(plays))
+    return {"STAND_IN_SCENARIO": str(path)}
+
+
+def _said(ran: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in ran.stderr.splitlines() if line.startswith("xrt2pjrt launch:")]
+
+
+def _steps(pod: Pod) -> list[tuple[str, str, int]]:
+    """The gcloud calls in order: ("describe", "", -1), or ("run" or "stop", the try's id, worker)."""
+    steps = []
+    for argv in pod.gcloud_calls():
+        if argv[3] == "describe":
+            steps.append(("describe", "", -1))
+            continue
+        worker = int(next(a for a in argv if a.startswith("--worker=")).split("=")[1])
+        command = argv[-1]
+        run_id = re.search(r"XRT2PJRT_LAUNCH=([0-9a-f]+)", command).group(1)
+        steps.append(("run" if command.startswith("--command=export ") else "stop", run_id, worker))
+    return steps
+
+
+def _tries_stopped_in_turn(pod: Pod, workers: int = 3) -> list[str]:
+    """The tries' ids, having checked that every worker of each try was stopped before the next began."""
+    steps = _steps(pod)
+    ids = list(dict.fromkeys(run_id for kind, run_id, _ in steps if kind == "run"))
+    for before, after in zip(ids, ids[1:]):
+        stops = [i for i, (kind, run_id, _) in enumerate(steps) if kind == "stop" and run_id == before]
+        assert {steps[i][2] for i in stops} == set(range(workers)), f"every worker of try {before} was stopped"
+        assert max(stops) < min(i for i, (kind, run_id, _) in enumerate(steps) if kind == "run" and run_id == after)
+    return ids
+
+
+def _left_running(ids: list[str]) -> list[int]:
+    """The processes of this machine (the simulated workers') that belong to any of the tries."""
+    marks = [f"XRT2PJRT_LAUNCH={run_id}".encode() for run_id in ids]
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if any(mark in environ.read_bytes().split(b"\0") for mark in marks):
+                found.append(int(environ.parent.name))
+        except OSError:
+            pass  # gone, or not ours
+    return found
+
+
+def test_a_try_that_tpu_maintenance_ended_runs_again_on_every_worker_once_it_is_healthy(pod):
+    """Simulation: the stand-in TPU goes under maintenance in the first try (every worker's
+    program sleeps 60 s), is REPAIRING, then READY and HEALTHY again. As under xla_dist, every
+    worker is stopped and the command runs again on every worker."""
+    env = _scenario(pod, describe=[["READY", "HEALTHY"], ["READY", "UNHEALTHY_MAINTENANCE"],
+                                   ["REPAIRING", "UNHEALTHY_MAINTENANCE"], ["READY", "HEALTHY"]])
+    ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, "--", "python3", "t.py"], STAND_IN_SLEEP="60", **env)
+    assert ran.returncode == 0, ran.stderr
+    assert _said(ran) == [
+        "xrt2pjrt launch: try 1 of 51 ended: TPU pod is under maintenance (state READY, health UNHEALTHY_MAINTENANCE): "
+        "stopping every worker, then try 2 once TPU pod is READY and HEALTHY",
+        "xrt2pjrt launch: TPU pod is not READY and HEALTHY (state REPAIRING, health UNHEALTHY_MAINTENANCE): waiting "
+        "up to 1200 s, asking every 0.2 s",
+        "xrt2pjrt launch: try 2 of 51 ended: every worker exited 0: done"]
+    assert {w: [c.argv for c in calls] for w, calls in pod.calls().items()} == {
+        w: [["python3", "t.py"]] * 2 for w in range(3)}
+    assert len(_tries_stopped_in_turn(pod)) == 2
+    _assert_all_gone(pod)
+
+
+def test_a_lost_worker_stops_every_worker_before_the_command_runs_again(pod):
+    """Simulation: worker 1's connection drops 1 s into the first try, its program running on
+    as on a host the network lost; the other workers would wait for it in their first
+    collective. Every worker's program of that try is stopped before the next try starts."""
+    env = _scenario(pod, lost={"1": [1.0]})
+    ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, "--", "python3", "t.py"], STAND_IN_SLEEP="60", **env)
+    assert ran.returncode == 0, ran.stderr
+    assert _said(ran) == [
+        "xrt2pjrt launch: try 1 of 51 ended: worker 1 lost (its ssh ended with 255 before the command did): "
+        "stopping every worker, then try 2 once TPU pod is READY and HEALTHY",
+        "xrt2pjrt launch: try 2 of 51 ended: every worker exited 0: done"]
+    first, second = _tries_stopped_in_turn(pod)
+    assert _left_running([first, second]) == []
+    _assert_all_gone(pod)  # the programs of the first try, worker 1's among them
+
+
+def test_a_worker_the_stop_did_not_reach_is_stopped_before_the_next_try(pod):
+    """Simulation: worker 1 is lost, and so is the first stop sent to it; the next try waits
+    until a stop reaches it, so that no program of the last try runs beside the new one."""
+    env = _scenario(pod, lost={"1": [1.0, 0.5]})  # its ssh calls: the first try, the first stop
+    ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, "--", "python3", "t.py"], STAND_IN_SLEEP="60", **env)
+    assert ran.returncode == 0, ran.stderr
+    assert ("xrt2pjrt launch: could not stop worker 1: ERROR: (gcloud.compute.tpus.tpu-vm.ssh) [/usr/bin/ssh] exited "
+            "with return code [255].") in _said(ran)
+    first, _ = _tries_stopped_in_turn(pod)
+    assert [w for kind, run_id, w in _steps(pod) if kind == "stop" and run_id == first].count(1) == 2
+    _assert_all_gone(pod)
+
+def test_a_launch_gives_up_after_its_restarts_saying_so(pod):
+    """Simulation: worker 1 is lost in every try; with --max-restarts 2 the third try is the last."""
+    env = _scenario(pod, lost={"1": [0.5, None, 0.5, None, 0.5]})  # its ssh calls: a try, a stop, a try…
+    ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, "--max-restarts", "2", "--", "sleep", "30"], **env)
+    assert ran.returncode == 1
+    said = _said(ran)
+    assert [line.split(": ")[1] for line in said] == ["try 1 of 3 ended", "try 2 of 3 ended", "try 3 of 3 ended"]
+    assert said[-1] == ("xrt2pjrt launch: try 3 of 3 ended: worker 1 lost (its ssh ended with 255 before the command "
+                        "did): stopping every worker; no restarts left (--max-restarts 2): giving up")
+    ids = _tries_stopped_in_turn(pod)
+    assert len(ids) == 3
+    stops = [(run_id, worker) for kind, run_id, worker in _steps(pod) if kind == "stop"]
+    assert {(ids[-1], w) for w in range(3)} <= set(stops), "the last try's workers are stopped too"
+    assert _left_running(ids) == []
+
+
+@pytest.mark.parametrize("status", ["3", "255"])
+def test_the_programs_own_failure_is_not_restarted(pod, status):
+    """xla_dist restarted after maintenance or a lost worker, never after the program's own
+    failure. A program may exit 255 itself (`sys.exit(-1)`), as ssh does when it loses the
+    connection: xla_dist took it for a lost worker; its worker's exit report says otherwise."""
+    ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, "--", "python3", "t.py"], STAND_IN_EXIT_1=status)
+    assert ran.returncode == int(status)
+    assert _said(ran)[-1] == (f"xrt2pjrt launch: try 1 of 51 ended: failed on worker 1 (worker 1: exit {status}): "
+                              "the program's own failure, not restarted")
+    assert [kind for kind, _, _ in _steps(pod) if kind == "run"] == ["run"] * 3, "one try"
+
+
+def test_a_program_failing_as_the_tpu_goes_under_maintenance_runs_again(pod):
+    """Simulation: worker 1's program fails, as a program does when maintenance takes its TPU
+    away, and the TPU says it is under maintenance: that try runs again. The second try fails
+    on a healthy TPU: the program's own failure."""
+    env = _scenario(pod, describe=[["READY", "HEALTHY"], ["READY", "UNHEALTHY_MAINTENANCE"], ["READY", "HEALTHY"]])
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], STAND_IN_EXIT_1="1", **env)
+    assert ran.returncode == 1
+    said = _said(ran)
+    assert said[0] == ("xrt2pjrt launch: try 1 of 51 ended: worker 1 failed and TPU pod is under maintenance (state "
+                       "READY, health UNHEALTHY_MAINTENANCE): stopping every worker, then try 2 once TPU pod is READY "
+                       "and HEALTHY")
+    assert said[-1] == ("xrt2pjrt launch: try 2 of 51 ended: failed on worker 1 (worker 1: exit 1): the program's own "
+                        "failure, not restarted")
+
+
+@pytest.mark.parametrize("state, health, flags, why", [
+    ("PREEMPTED", None, [], "TPU pod is PREEMPTED, which waiting does not end (start or recreate it, then launch "
+                            "again): giving up"),
+    ("REPAIRING", "UNHEALTHY_MAINTENANCE", ["--health-timeout", "1"],
+     "TPU pod not READY and HEALTHY after 1 s (state REPAIRING, health UNHEALTHY_MAINTENANCE): giving up"),
+], ids=["gone", "timeout"])
+def test_a_tpu_that_is_not_ready_in_time_is_not_launched_on(pod, state, health, flags, why):
+    """Simulation: a TPU that waiting will not bring back, and one that stays under repair."""
+    env = _scenario(pod, describe=[[state, health]])
+    ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, *flags, "--", "python3", "t.py"], **env)
+    assert ran.returncode == 1
+    assert _said(ran)[-1] == f"xrt2pjrt launch: {why}"
+    assert pod.calls() == {} and {c[3] for c in pod.gcloud_calls()} == {"describe"}
+
+
+def test_a_ready_tpu_whose_health_is_not_reported_is_launched_on(pod):
+    """gcloud leaves out a health the TPU's monitor never reported: READY is enough then."""
+    env = _scenario(pod, describe=[["READY", None]])
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], **env)
+    assert ran.returncode == 0, ran.stderr
+    assert sorted(pod.calls()) == [0, 1, 2]
+
+
 # --- the words given are the words run ---------------------------------------------------------
 
 def _argv_of_first_tool(pod: Pod, worker: int = 0) -> list[str]:
@@ -308,6 +482,14 @@ def test_every_hostile_word_arrives_as_given_and_runs_nothing(pod, tmp_path):
     for worker in (0, 1):
         assert _argv_of_first_tool(pod, worker) == ["python3", "t.py", *words]
     assert sorted(p.name for p in canary.iterdir()) == [], "a word ran as a command on a worker"
+
+
+def test_an_empty_argument_reaches_every_worker_as_a_word(pod):
+    """`--tag ""`: the worker's shell (the simulated pod's bash) gets '' for it, an empty word."""
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", "--", "python3", "t.py", "--tag", "", "--b", ""])
+    assert ran.returncode == 0, ran.stderr
+    for worker in (0, 1):
+        assert _argv_of_first_tool(pod, worker) == ["python3", "t.py", "--tag", "", "--b", ""]
 
 
 @pytest.mark.parametrize("layer", ["plain", "conda", "docker"])
@@ -387,7 +569,7 @@ def _worker_command(pod: Pod, script: str = "train.py") -> str:
     """The one worker's command of a dry run, as a person would run it by hand on the worker."""
     printed = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "1", "--dry-run", "--", "python3", script])
     assert printed.returncode == 0, printed.stderr
-    (command,) = [line for line in printed.stdout.splitlines() if not line.startswith("#")]
+    (command,) = [line for line in printed.stdout.splitlines() if line.startswith(SECRET_PLACEHOLDER)]
     return command
 
 

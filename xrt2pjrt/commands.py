@@ -238,6 +238,17 @@ def _at_least(least: int):
     return parse
 
 
+def _seconds(text: str) -> float:
+    """A positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise typer.BadParameter(f"must be more than 0; got {text}")
+    return value
+
+
 def _size(text: str) -> int:
     from xrt2pjrt.files import parse_size
 
@@ -512,9 +523,20 @@ def launch(
         "--tpuvm-server-port", metavar="PORT", help="XRT only: ignored")] = None,
     num_workers: Annotated[Optional[int], _option(
         "--num-workers", metavar="N", parser=_at_least(1), help="workers of the pod (default: ask gcloud)")] = None,
+    max_restarts: Annotated[Optional[int], _option(
+        "--max-restarts", metavar="N", parser=_at_least(0),
+        help="runs again after TPU maintenance or a lost worker (default: 50, as xla_dist)")] = None,
+    health_poll: Annotated[Optional[float], _option(
+        "--health-poll", metavar="SECONDS", parser=_seconds, help="how often to ask gcloud for the TPU's health "
+        "(default: 10)")] = None,
+    health_timeout: Annotated[Optional[float], _option(
+        "--health-timeout", metavar="SECONDS", parser=_seconds,
+        help="how long to wait for the TPU to be READY and HEALTHY (default: 1200)")] = None,
     dry_run: Annotated[bool, _option("--dry-run", help="print the gcloud commands; run nothing")] = False,
 ) -> int:
-    """A drop-in for xla_dist: it takes xla_dist's flags."""
+    """A drop-in for xla_dist: it takes xla_dist's flags, and like xla_dist it waits for a
+    healthy TPU and runs the command again on every worker after maintenance or a lost
+    worker (not after the program's own failure)."""
     from xrt2pjrt import launch
 
     request = launch.Request(
@@ -524,8 +546,10 @@ def launch(
         xrt_only=tuple(flag for flag, given in (("--restart-tpuvm-pod-server", restart_tpuvm_pod_server),
                                                 ("--tpuvm-server-port", tpuvm_server_port is not None)) if given),
     )
+    given = {"max_restarts": max_restarts, "poll": health_poll, "timeout": health_timeout}
+    retries = launch.Retries(**{k: v for k, v in given.items() if v is not None})
     try:
-        return launch.main(request, num_workers, dry_run)
+        return launch.main(request, num_workers, dry_run, retries=retries)
     except launch.LaunchError as exc:
         raise Failure(str(exc)) from None
 

@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -32,15 +35,34 @@ def worker_env(worker: int) -> dict[str, str]:
     return env
 
 
-def run_workers(commands: dict[int, str]) -> int:
-    """Run each worker's command at once; output passes through; the first failure's status."""
+def run_workers(commands: dict[int, str], lost_after: float | None = None) -> int:
+    """Run each worker's command at once; output passes through; the first failure's status.
+    With ``lost_after``, the connection is lost then: the output stops coming through, the
+    commands run on, and the status is ssh's own failure, 255."""
     records = os.environ.get("STAND_IN_RECORDS")
     if records:
         for w, cmd in commands.items():
             with open(os.path.join(records, f"commands-{w}"), "a") as log:
                 log.write(json.dumps(cmd) + "\n")
     # Each worker in a session of its own: like a remote process, it outlives this "ssh client".
-    procs = {w: subprocess.Popen(["bash", "-c", cmd], env=worker_env(w), start_new_session=True)
+    relay = subprocess.PIPE if lost_after is not None else None
+    procs = {w: subprocess.Popen(["bash", "-c", cmd], env=worker_env(w), start_new_session=True,
+                                 stdout=relay, stderr=relay)
              for w, cmd in commands.items()}
-    codes = [procs[w].wait() for w in sorted(procs)]
-    return next((c for c in codes if c != 0), 0)
+    if lost_after is None:
+        codes = [procs[w].wait() for w in sorted(procs)]
+        return next((c for c in codes if c != 0), 0)
+    for proc in procs.values():  # through this process, so that they stop coming when it is gone
+        for stream, sink in ((proc.stdout, sys.stdout.buffer), (proc.stderr, sys.stderr.buffer)):
+            threading.Thread(target=_relay, args=(stream, sink), daemon=True).start()
+    time.sleep(lost_after)
+    sys.stderr.write("Connection to 10.0.0.2 closed by remote host.\n"
+                     "ERROR: (gcloud.compute.tpus.tpu-vm.ssh) [/usr/bin/ssh] exited with return code [255].\n")
+    sys.stderr.flush()
+    return 255
+
+
+def _relay(stream, sink) -> None:
+    for line in iter(stream.readline, b""):
+        sink.write(line)
+        sink.flush()

@@ -242,6 +242,8 @@ def remote_word(word: Word, assignment: bool = False) -> list[Seg]:
     value = word.value
     if value is not None and PLAIN.fullmatch(value):
         return [Seg(value)]
+    if value == "":  # `""` has no part to quote, and the worker needs the empty word xla_dist's `""` gave it
+        return [Seg("''")]
     parts = word.parts
     many = ALL_ELEMENTS.fullmatch(parts[0].text) if len(parts) == 1 and parts[0].expansion else None
     if many and parts[0].quoted and "@" in many.group(0) and not assignment:

@@ -432,3 +432,16 @@ def test_the_conda_env_is_reported_where_it_is_written():
     assert [(f.rule, f.line, f.detail.split(":")[0]) for f in outcome.manual] == [
         ("launch-xla-dist", 2, "--conda-env torch-xla-1.13")]
     assert "conda activate torch-xla-1.13" in outcome.text
+
+
+def test_an_empty_argument_reaches_the_worker_as_a_word(tmp_path):
+    """`--tag ""` reached xla_dist as an empty word, which its double quotes kept for each
+    worker; the rewrite had dropped it (`--tag  --b`), so the worker read `--b` as the tag."""
+    call = """python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py --tag "" --b '' --c \"\"\"\" x\n"""
+    after = rewrite(call).text
+    assert "python3 t.py --tag '' --b '' --c '' x\"" in after
+    (old, _), (new, ran) = _run_both(tmp_path, call, after, workers=2)
+    assert ran.returncode == 0, ran.stderr
+    for worker in (0, 1):  # each worker's bash read the --command the rewrite wrote
+        assert new.calls()[worker][0].argv == old.calls()[worker][0].argv == [
+            "python3", "t.py", "--tag", "", "--b", "", "--c", "", "x"]
