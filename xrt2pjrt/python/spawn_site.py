@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -71,10 +72,29 @@ def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
     return search(tree, [tree], [])
 
 
-def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+# The nodes below a node, walked once: the rules ask about the same file and the same
+# functions at every spot they look at, and a walk each time was quadratic in a file dense
+# with such spots. Keyed weakly by the node (each list leaves its key out, so that it does
+# not keep the key alive): a tree's lists go with the tree.
+_BELOW: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_OWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def walk(node: ast.AST) -> list[ast.AST]:
+    """``ast.walk(node)``, in its order, as a list."""
+    below = _BELOW.get(node)
+    if below is None:
+        below = _BELOW[node] = list(ast.walk(node))[1:]
+    return [node, *below]
+
+
+def own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of ``scope``'s own code: the functions, classes and lambdas it defines are
-    yielded, not entered."""
-    return nodes_of([scope.body] if isinstance(scope, ast.Lambda) else scope.body)
+    listed, not entered."""
+    own = _OWN.get(scope)
+    if own is None:
+        own = _OWN[scope] = list(nodes_of([scope.body] if isinstance(scope, ast.Lambda) else scope.body))
+    return own
 
 
 def nodes_of(roots: list[ast.AST]) -> Iterator[ast.AST]:
@@ -138,7 +158,7 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
 @functools.lru_cache(maxsize=1)
 def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """Every def of the file, nested ones too."""
-    return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [node for node in walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code
 from xrt2pjrt.registry import Example
@@ -95,17 +96,17 @@ class SeededReplicas(PythonRule):
 def _moved_after(tree: ast.Module, line: int) -> bool:
     """Whether the innermost function holding ``line`` calls ``.to(...)`` below it, on anything
     but an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
-    holders = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and node.lineno <= line <= node.end_lineno]
+    holders = [node for node in spawn_site.functions(tree) if node.lineno <= line <= node.end_lineno]
     if not holders:
         return False
     function, wrappers = max(holders, key=lambda node: node.lineno), _wrappers(tree)
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-               and node.lineno > line and ast.unparse(node.func.value) not in wrappers for node in ast.walk(function))
+               and node.lineno > line and ast.unparse(node.func.value) not in wrappers
+               for node in spawn_site.walk(function))
 
 
 def _wrappers(tree: ast.Module) -> set[str]:
     """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
-    return {ast.unparse(target) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+    return {ast.unparse(target) for node in spawn_site.walk(tree) if isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("MpModelWrapper")
             for target in node.targets}

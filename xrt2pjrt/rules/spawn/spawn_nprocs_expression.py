@@ -149,7 +149,7 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     flag = _flag(count)
     unread = _into_unread_parameters(site) if site else []
     if flag:
-        reads = [node for node in ast.walk(site.scopes[-1])
+        reads = [node for node in spawn_site.walk(site.scopes[-1])
                  if _flag(node) == flag and isinstance(node.ctx, ast.Load) and not any(node is u for u in unread)]
         lines = lines_beyond(site, reads)
         if lines:
@@ -161,14 +161,14 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not nprocs]
     handed = [*others, *(value for value in elements(site.argument("args", 1), site)
                          if not any(value is u for u in unread))]
-    if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), count.id):
+    if spawn_site.reads((node for arg in handed for node in spawn_site.walk(arg)), count.id):
         places.append("passed to the spawned function (args=)")
     scope = site.binding_scope(count.id)
     if scope is None:
         return count.id, places, []
     if scope is site.scopes[-1] and any(isinstance(value, ast.Constant) and type(value.value) is int
                                         for value in spawn_site.bindings(scope)[count.id]):
-        where, reads = "used elsewhere in this file", spawn_site.reads(ast.walk(scope), count.id)
+        where, reads = "used elsewhere in this file", spawn_site.reads(spawn_site.walk(scope), count.id)
     elif scope is site.scopes[0]:
         where, reads = "used after this call", spawn_site.reads(spawn_site.nodes_of(site.after), count.id)
     else:
@@ -206,7 +206,7 @@ def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
     if not isinstance(root, ast.Name) or root.id not in spawn_site.imported(site.scopes[-1]):
         return []  # not imported from another module (defined here: its reads were looked for)
     handed = [*elements(site.argument("args", 1), site)]
-    if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), holder.id):
+    if spawn_site.reads((node for arg in handed for node in spawn_site.walk(arg)), holder.id):
         return [f"handed (in {holder.id}) to {ast.unparse(fn)}, which another module defines and may read "
                 f"{_flag(count)}"]
     return [f"given to {ast.unparse(fn)}'s processes, which another module defines and may read its own copy of "

@@ -83,5 +83,5 @@ _REPLICA_KEYWORDS = frozenset({"num_replicas", "world_size"})
 
 def _replica_counts(tree: ast.Module, count: int) -> list[ast.keyword]:
     """The ``num_replicas=8`` / ``world_size=8`` keywords of ``tree`` that give ``count``."""
-    return [node for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg in _REPLICA_KEYWORDS
+    return [node for node in spawn_site.walk(tree) if isinstance(node, ast.keyword) and node.arg in _REPLICA_KEYWORDS
             and isinstance(node.value, ast.Constant) and type(node.value.value) is int and node.value.value == count]

@@ -226,7 +226,7 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
     replicas = {name for name, values in spawn_site.bindings(tree).items()
                 if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                     isinstance(call, ast.Call) and spawn_site.resolved(call.func, bound) in REPLICA_IDENTITY
-                    for call in ast.walk(value)) for value in values)}
+                    for call in spawn_site.walk(value)) for value in values)}
     lightning = any(full.startswith(_LIGHTNING) for full in bound.values())
     calls = sorted((node for node in spawn_site.nodes_of(tree.body) if isinstance(node, ast.Call)),
                    key=lambda call: (call.lineno, call.col_offset))
