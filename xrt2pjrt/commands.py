@@ -306,6 +306,11 @@ def migrate(
         "--max-file-size", metavar="SIZE", parser=_size,
         help="skip, and report, a file with more to parse than this: its text, a notebook's cells, a document's "
              "code blocks (default 2M)")] = None,
+    no_cache: Annotated[bool, _option(
+        "--no-cache", help="neither read nor write the results cache (a rerun of unchanged files parses none)")] = False,
+    cache_dir: Annotated[Optional[Path], _option(
+        "--cache-dir", metavar="DIR",
+        help="the results cache's folder (default: $XRT2PJRT_CACHE_DIR, else ~/.cache/xrt2pjrt)")] = None,
     color: Annotated[Literal["auto", "always", "never"], _option(
         "--color", metavar="WHEN", help="auto (the default), always or never")] = "auto",
     quiet: Annotated[bool, _option(
@@ -327,7 +332,7 @@ def migrate(
         target_version=target_version, zone=zone, project=project, launcher=launcher, jobs=jobs, config=config,
         exclude=exclude, extend_exclude=extend_exclude, force_exclude=force_exclude, stdin_filename=stdin_filename,
         stdin=sys.stdin.buffer.read() if reads_stdin else None, report=report_file, max_file_size=max_file_size,
-        unsafe_fixes=unsafe_fixes,
+        unsafe_fixes=unsafe_fixes, no_cache=no_cache, cache_dir=cache_dir,
     )
     progress = Progress(out)
     try:
