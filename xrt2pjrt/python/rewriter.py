@@ -158,7 +158,7 @@ class _Lines:
         return self.original_line(start + above), self.original_line(end + above)
 
 
-class _Engine(cst.CSTTransformer):
+class _Engine(imports.Transformer):
     def __init__(self, text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None,
                  tree: ast.Module | None):
         super().__init__()
@@ -728,9 +728,7 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
     if engine.changes or engine.additions or engine.droppable:
         # Imports whose every use went away with a rewrite are stale; planned imports
         # whose use a later rewrite removed again are not needed.
-        counter = imports.NameUses(engine.tables)
-        new.visit(counter)
-        before, after = engine.uses, counter.counts
+        before, after = engine.uses, imports.NameUses(engine.tables).count(new).counts
         stale = {key for key in before if not after.get(key)}
         comments = imports.Marks()  # the import lines kept to decide get their TODO line now
         for key, (dropped, kept, statement, todo) in engine.droppable.items():
