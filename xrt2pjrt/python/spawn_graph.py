@@ -126,7 +126,7 @@ def in_replicas_code(ctx) -> bool:
 
 def _in_function(tree: ast.Module, line: int) -> set[str]:
     """The names of the functions whose body holds ``line``."""
-    return {node.name for node in spawn_site.functions(tree) if node.body[0].lineno <= line <= node.end_lineno}
+    return {node.name for node in spawn_site.around(tree, line) if node.body[0].lineno <= line}
 
 
 @functools.lru_cache(maxsize=1)

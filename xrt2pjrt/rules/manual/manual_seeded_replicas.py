@@ -22,6 +22,7 @@ process runs one replica, as under XRT.
 from __future__ import annotations
 
 import ast
+import functools
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
@@ -96,7 +97,7 @@ class SeededReplicas(PythonRule):
 def _moved_after(tree: ast.Module, line: int) -> bool:
     """Whether the innermost function holding ``line`` calls ``.to(...)`` below it, on anything
     but an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
-    holders = [node for node in spawn_site.functions(tree) if node.lineno <= line <= node.end_lineno]
+    holders = spawn_site.around(tree, line)
     if not holders:
         return False
     function, wrappers = max(holders, key=lambda node: node.lineno), _wrappers(tree)
@@ -105,8 +106,9 @@ def _moved_after(tree: ast.Module, line: int) -> bool:
                for node in spawn_site.walk(function))
 
 
-def _wrappers(tree: ast.Module) -> set[str]:
+@functools.lru_cache(maxsize=1)  # (asked at each seeding call of the file)
+def _wrappers(tree: ast.Module) -> frozenset[str]:
     """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
-    return {ast.unparse(target) for node in spawn_site.walk(tree) if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("MpModelWrapper")
-            for target in node.targets}
+    return frozenset(ast.unparse(target) for node in spawn_site.walk(tree) if isinstance(node, ast.Assign)
+                     and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("MpModelWrapper")
+                     for target in node.targets)

@@ -6,6 +6,7 @@ device); xmp.spawn handed on as a value (functools.partial, an alias) is reporte
 from __future__ import annotations
 
 import ast
+import functools
 
 import libcst as cst
 
@@ -149,8 +150,7 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     flag = _flag(count)
     unread = _into_unread_parameters(site) if site else []
     if flag:
-        reads = [node for node in spawn_site.walk(site.scopes[-1])
-                 if _flag(node) == flag and isinstance(node.ctx, ast.Load) and not any(node is u for u in unread)]
+        reads = [node for node in _flags(site.scopes[-1]).get(flag, ()) if not any(node is u for u in unread)]
         lines = lines_beyond(site, reads)
         if lines:
             return ast.unparse(count), [f"read elsewhere in this file (as {flag})"], lines
@@ -175,6 +175,16 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
         return count.id, places, []
     lines = lines_beyond(site, reads)
     return count.id, places + [where] * bool(lines), lines
+
+
+@functools.lru_cache(maxsize=1)  # (asked at each spawn of the file)
+def _flags(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """The file's reads of flags (:func:`_flag`), by flag."""
+    reads: dict[str, list[ast.expr]] = {}
+    for node in spawn_site.walk(tree):
+        if (flag := _flag(node)) and isinstance(node.ctx, ast.Load):
+            reads.setdefault(flag, []).append(node)
+    return reads
 
 
 def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
