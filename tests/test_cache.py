@@ -118,10 +118,12 @@ def test_the_configuration_around_a_file_counts(tree, folder, rewrites):
     assert rewrites == ["train.py"]
 
 
-def test_another_release_of_the_tool_misses(tree, folder, rewrites, monkeypatch):
+@pytest.mark.parametrize("name, value", [("xrt2pjrt.__version__", "99.0"),
+                                         ("xrt2pjrt.cache._libcst_version", lambda: "version = '99.0'")])
+def test_another_release_of_the_tool_or_of_libcst_misses(tree, folder, rewrites, monkeypatch, name, value):
     migrate(tree)
     rewrites.clear()
-    monkeypatch.setattr("xrt2pjrt.__version__", "99.0")
+    monkeypatch.setattr(name, value)
     cache._tool.cache_clear()
     try:
         migrate(tree)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -195,20 +196,28 @@ def _remove(path: str) -> None:
 def _tool() -> bytes:
     """What the tool is: its version, each file of the package (a checkout being edited
     changes without a new version), Python's version and libcst's."""
-    from importlib import metadata
-
     package = Path(xrt2pjrt.__file__).parent
-    parts = [xrt2pjrt.__version__, sys.version]
-    try:
-        parts.append(metadata.version("libcst"))
-    except metadata.PackageNotFoundError:
-        parts.append("no libcst")
+    parts = [xrt2pjrt.__version__, sys.version, _libcst_version()]
     for folder, dirs, names in sorted(os.walk(package)):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(names):
             stat = os.stat(os.path.join(folder, name))
             parts.append(f"{os.path.relpath(os.path.join(folder, name), package)} {stat.st_size} {stat.st_mtime_ns}")
     return "\n".join(parts).encode()
+
+
+def _libcst_version() -> str:
+    """libcst's version file, read without importing libcst (nor importlib.metadata): a run
+    that parses nothing imports neither."""
+    spec = importlib.util.find_spec("libcst")
+    folder = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+    for name in ("_version.py", "__init__.py") if folder else ():
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            continue
+    return "no libcst"
 
 
 @functools.lru_cache(maxsize=None)
