@@ -42,6 +42,7 @@ from _measure import Measurement, machine, measure  # noqa: E402
 
 from xrt2pjrt import files  # noqa: E402
 from xrt2pjrt.files import parse_size  # noqa: E402
+from xrt2pjrt.shim.settings import NO_CACHE  # noqa: E402
 
 SCRIPT = Path(sys.executable).with_name("xrt2pjrt")
 BASELINE = [sys.executable, str(HERE / "_libcst_baselines.py"), "parse"]
@@ -51,10 +52,10 @@ EXITS = (0, 1, 2)  # done; --check with changes pending; a file that does not pa
 def tool_env(checkout: Path, cache: bool = False) -> dict:
     """The environment that runs CHECKOUT's xrt2pjrt, byte-compiled first as an installed
     one is (bench/startup.py); without the results cache unless ``cache``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "XRT2PJRT_NO_CACHE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", NO_CACHE.name)}
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(checkout / "xrt2pjrt")], env=env, check=True,
                    stdout=subprocess.DEVNULL)
-    return {**env, "PYTHONPATH": str(checkout), **({} if cache else {"XRT2PJRT_NO_CACHE": "1"})}
+    return {**env, "PYTHONPATH": str(checkout), **({} if cache else {NO_CACHE.name: "1"})}
 
 
 def migrate(checkout: Path, args: list, repeat: int = 1, cache: bool = False) -> Measurement:

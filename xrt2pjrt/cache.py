@@ -37,9 +37,10 @@ from pathlib import Path
 import xrt2pjrt
 from xrt2pjrt.registry import Options, known_ids
 from xrt2pjrt.report import Cite, Finding, Fix, Range
+from xrt2pjrt.shim import settings
 
-ENV = "XRT2PJRT_CACHE_DIR"
-OFF_ENV = "XRT2PJRT_NO_CACHE"  # set (to anything but ""): as --no-cache
+ENV = settings.CACHE_DIR.name
+OFF_ENV = settings.NO_CACHE.name  # set (to anything but white space): as --no-cache
 FORMAT = 1  # of an entry; a new one starts a new subfolder
 MAGIC = b"xrt2pjrt-cache\n"
 MAX_BYTES = 256 * 2**20
@@ -50,15 +51,15 @@ _STALE_TEMP_SECONDS = 3600  # a temporary file older than this was left by a run
 def for_run(off: bool, folder: Path | None) -> Cache | None:
     """The cache of a run: none with --no-cache or $XRT2PJRT_NO_CACHE; else ``folder``'s, or
     the default folder's."""
-    if off or os.environ.get(OFF_ENV):
+    if off or settings.NO_CACHE.read():
         return None
     return Cache(folder or default_folder())
 
 
 def default_folder() -> Path:
     """``$XRT2PJRT_CACHE_DIR``, else the user's cache folder's ``xrt2pjrt``."""
-    if os.environ.get(ENV):
-        return Path(os.environ[ENV])
+    if settings.CACHE_DIR.read():
+        return Path(settings.CACHE_DIR.read())
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base, "xrt2pjrt")
 

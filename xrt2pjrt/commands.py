@@ -18,6 +18,7 @@ from typing import Annotated, Literal, Optional
 import typer
 import typer.core
 
+from xrt2pjrt.shim.settings import CACHE_DIR
 from xrt2pjrt.usage import COMMANDS, DESCRIPTION, EPILOG, EXIT_ERROR, EXIT_OK, HELP_OPTIONS, OPTIONS, VERSION
 
 # A run over at least this many files shows its progress on a terminal.
@@ -310,7 +311,7 @@ def migrate(
         "--no-cache", help="neither read nor write the results cache (a rerun of unchanged files parses none)")] = False,
     cache_dir: Annotated[Optional[Path], _option(
         "--cache-dir", metavar="DIR",
-        help="the results cache's folder (default: $XRT2PJRT_CACHE_DIR, else ~/.cache/xrt2pjrt)")] = None,
+        help=f"the results cache's folder (default: ${CACHE_DIR.name}, else ~/.cache/xrt2pjrt)")] = None,
     color: Annotated[Literal["auto", "always", "never"], _option(
         "--color", metavar="WHEN", help="auto (the default), always or never")] = "auto",
     quiet: Annotated[bool, _option(
