@@ -4,13 +4,15 @@
     python bench/_libcst_baselines.py qualified FILE_LIST   # parse + QualifiedNameProvider
 
 FILE_LIST holds one path per line. Files are decoded the way Python decodes source
-(PEP 263 cookie, BOM); a file libcst cannot parse is counted and skipped, as a codemod
-runner would.
+(PEP 263 cookie, BOM); of a notebook (.ipynb), each code cell is parsed, its IPython lines
+(``!pip``, ``%%time``) made comments; a file libcst cannot parse is counted and skipped, as
+a codemod runner would.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 
 import libcst as cst
@@ -25,6 +27,13 @@ def qualified(source: str) -> None:
     MetadataWrapper(cst.parse_module(source)).resolve(QualifiedNameProvider)
 
 
+def cells(data: bytes) -> list[str]:
+    """The code cells of a notebook, IPython's lines as comments."""
+    return ["".join(f"# {line}" if line.lstrip().startswith(("!", "%")) else line
+                    for line in "".join(cell["source"]).splitlines(keepends=True))
+            for cell in json.loads(data)["cells"] if cell["cell_type"] == "code"]
+
+
 def main(mode: str, file_list: str) -> None:
     work = {"parse": parse, "qualified": qualified}[mode]
     failed = 0
@@ -33,8 +42,10 @@ def main(mode: str, file_list: str) -> None:
     for path in paths:
         try:
             with open(path, "rb") as source:
-                work(importlib.util.decode_source(source.read()))
-        except (cst.ParserSyntaxError, SyntaxError, UnicodeDecodeError, RecursionError):
+                data = source.read()
+            for code in cells(data) if path.endswith(".ipynb") else [importlib.util.decode_source(data)]:
+                work(code)
+        except (cst.ParserSyntaxError, SyntaxError, UnicodeDecodeError, RecursionError, ValueError):
             failed += 1
     print(f"{mode}: {len(paths)} files, {failed} could not be parsed", file=sys.stderr)
 

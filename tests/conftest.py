@@ -18,6 +18,11 @@ import pytest
 
 HAS_XLA = importlib.util.find_spec("torch_xla") is not None
 
+# No results cache in the tests (tests/test_cache.py turns it on where it is the subject):
+# a test that replaces a rewriter's function would get the rewrite of another test back, and
+# none should write into the user's cache folder. The tool's subprocesses inherit this.
+os.environ["XRT2PJRT_NO_CACHE"] = "1"
+
 
 def pytest_collection_modifyitems(config, items):
     if HAS_XLA:

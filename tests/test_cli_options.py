@@ -39,12 +39,12 @@ def test_every_migrate_option_reaches_the_request(handed, tmp_path):
         "--target-version", "2.5", "--output-format", "json", "--report", "r.json", "--config", "c.toml",
         "--exclude", "a", "--exclude", "b", "--extend-exclude", "c", "--force-exclude", "--stdin-filename", "x.py",
         "--zone", "z", "--project", "p", "--launcher", "xrt2pjrt", "-j", "3", "--max-file-size", "3M",
-        "--color", "never", "-q", "-v", "a", "b")
+        "--no-cache", "--cache-dir", "cached", "--color", "never", "-q", "-v", "a", "b")
     assert request == migration.Request(
         paths=[Path("a"), Path("b")], write=True, select=["spawn", "api,env"], ignore=["manual"], target="shim",
         target_version="2.5", zone="z", project="p", launcher="xrt2pjrt", jobs=3, config=Path("c.toml"),
         exclude=["a", "b"], extend_exclude=["c"], force_exclude=True, stdin_filename=Path("x.py"),
-        report=Path("r.json"), max_file_size=3_000_000)
+        report=Path("r.json"), max_file_size=3_000_000, no_cache=True, cache_dir=Path("cached"))
 
 
 def test_migrate_options_not_given_are_left_to_the_configuration(handed):

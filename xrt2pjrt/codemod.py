@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xrt2pjrt import files, rewriters, settling, suppress
+from xrt2pjrt.cache import Cache, Rewrite
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import FileResult, Finding, Range, cell_lines, todo_lines
 
@@ -61,16 +62,19 @@ class _Job:
     snapshot: files.Snapshot | None  # None: not on disk (stdin)
     write_to: str | None
     todo_lines: int  # counted when the file was read
+    key: str | None = None  # its entry in the results cache (cache.py)
 
 
 def plan(path: Path, kind: str, options: Options, data: bytes | None = None) -> Plan:
     """``data``: the file's bytes when they are not on disk (stdin; such a plan is not written)."""
     prepared = _prepare(path, kind, options, data)
-    return prepared if isinstance(prepared, Plan) else _finish(prepared, options)
+    return prepared if isinstance(prepared, Plan) else _finish(prepared, _rewrite(prepared, options))
 
 
-def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None) -> Plan | _Job:
-    """Read, decode and test the trigger: a finished Plan, or the job of parsing the file."""
+def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None,
+             cache: Cache | None = None) -> Plan | _Job:
+    """Read, decode and test the trigger: a finished Plan, or the job of parsing the file
+    (with its key in ``cache``)."""
     result = FileResult(path=str(path), kind=kind)
     snapshot = write_to = None
     if data is None:
@@ -101,7 +105,8 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
         result.error = _too_large(kind, data, source.text, options.max_file_bytes)
         if result.error:
             return Plan(result, snapshot=snapshot)
-    return _Job(path, kind, source, snapshot, write_to, result.todo_lines)
+    return _Job(path, kind, source, snapshot, write_to, result.todo_lines,
+                cache.key(data, kind, options) if cache is not None else None)
 
 
 def rewrite(kind: str, text: str, options: Options) -> rewriters.Outcome:
@@ -131,36 +136,45 @@ def _too_large(kind: str, data: bytes, text: str, limit: int) -> str | None:
             f"more than the size limit of {limit:,} (--max-file-size); nothing in it was migrated")
 
 
-def _finish(job: _Job, options: Options) -> Plan:
-    result = FileResult(path=str(job.path), kind=job.kind, todo_lines=job.todo_lines)
+def _rewrite(job: _Job, options: Options) -> Rewrite:
+    """What the file's rewriter makes of it: all that the file's text and ``options`` decide
+    (the results cache keeps it), nothing about the file on disk."""
     source, kind = job.source, job.kind
     rewriter = rewriters.module_for(kind)
-    unfinished = Plan(result, snapshot=job.snapshot)
     try:
         with _no_cyclic_gc():
             outcome = rewrite(kind, source.text, options)
     except rewriters.SourceError as exc:
-        result.error, result.error_range = f"line {exc.range.start_line}: cannot parse: {exc}", exc.range
-        return unfinished
+        return Rewrite(error=f"line {exc.range.start_line}: cannot parse: {exc}", error_range=exc.range)
     except RecursionError:
-        result.error = ("nested too deeply to parse: an expression or block is deeper than libcst, the parser "
-                        f"used here, can follow (Python's recursion limit, {sys.getrecursionlimit()}), though "
-                        "Python may run it; the file is left as it is: migrate it by hand")
-        return unfinished
+        return Rewrite(error=("nested too deeply to parse: an expression or block is deeper than libcst, the parser "
+                              f"used here, can follow (Python's recursion limit, {sys.getrecursionlimit()}), though "
+                              "Python may run it; the file is left as it is: migrate it by hand"))
     except Exception as exc:  # a bug of ours must cost one file, not the whole run
-        result.error = (f"internal error of the {kind} rewriter ({type(exc).__name__}: {exc}); "
-                        "the file is left as it is: please report this with the file")
-        return unfinished
-    result.changes, result.manual = (_on_code(found, source.text, kind) for found in (outcome.changes, outcome.manual))
+        return Rewrite(error=(f"internal error of the {kind} rewriter ({type(exc).__name__}: {exc}); "
+                              "the file is left as it is: please report this with the file"), lasting=False)
+    done = Rewrite(*(_on_code(found, source.text, kind) for found in (outcome.changes, outcome.manual)))
     if outcome.text == source.text:
-        return unfinished
-
+        return done
     problem = rewriter.check(outcome.text)
     if problem:
-        result.error = f"rewrite discarded, the result would not be valid {kind}: {problem}"
+        done.error = f"rewrite discarded, the result would not be valid {kind}: {problem}"
+        return done
+    done.text = outcome.text
+    return done
+
+
+def _finish(job: _Job, rewritten: Rewrite) -> Plan:
+    """The plan of a file its rewriter made ``rewritten`` of."""
+    result = FileResult(path=str(job.path), kind=job.kind, todo_lines=job.todo_lines)
+    unfinished = Plan(result, snapshot=job.snapshot)
+    result.changes, result.manual = list(rewritten.changes), list(rewritten.manual)
+    result.error, result.error_range = rewritten.error, rewritten.error_range
+    if rewritten.error is not None or rewritten.text is None:
         return unfinished
+    source = job.source
     try:
-        new_bytes = source.encode(outcome.text)
+        new_bytes = source.encode(rewritten.text)
     except UnicodeEncodeError as exc:
         result.error = f"rewrite discarded, the new text cannot be encoded as {source.encoding}: {exc.reason}"
         return unfinished
@@ -171,7 +185,7 @@ def _finish(job: _Job, options: Options) -> Plan:
         return unfinished
     # Only a changed file carries its texts back to the parent (for the diff): the
     # thousands of files left alone cost no copying between processes.
-    result.original, result.updated = source.text, outcome.text
+    result.original, result.updated = source.text, rewritten.text
     return Plan(result, new_bytes=new_bytes, snapshot=job.snapshot, write_to=job.write_to)
 
 
@@ -200,28 +214,39 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-def _finish_star(job: tuple[_Job, Options]) -> Plan:
-    return _finish(*job)
+def _rewrite_star(job: tuple[_Job, Options]) -> Rewrite:
+    return _rewrite(*job)
 
 
 def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
-             progress: Callable[[int], None] | None = None) -> list[Plan]:
+             progress: Callable[[int], None] | None = None, cache: Cache | None = None) -> list[Plan]:
     """Plans for every file, in the order given; up to ``jobs`` worker processes (default:
     as many as the cores and the work found call for, see POOL_MIN_WORK). ``options`` may
-    depend on the file (per-file-ignores); ``progress(n)`` hears of each file done."""
+    depend on the file (per-file-ignores); ``progress(n)`` hears of each file done. A file
+    whose rewrite ``cache`` holds is not parsed; the others' rewrites go into it."""
     progress = progress or (lambda done: None)
     settings = [options(path) if callable(options) else options for path, _ in targets]
     plans: list[Plan | _Job] = []
     for (path, kind), opts in zip(targets, settings):
-        plans.append(_prepare(path, kind, opts))
+        plans.append(_prepare(path, kind, opts, cache=cache))
+        if isinstance(plans[-1], _Job) and cache is not None:
+            kept = cache.get(plans[-1].key)
+            if kept is not None:
+                plans[-1] = _finish(plans[-1], kept)
         if isinstance(plans[-1], Plan):
             progress(len(plans))
     pending = [i for i, p in enumerate(plans) if isinstance(p, _Job)]
     done = len(plans) - len(pending)
+
+    def finish(i: int, rewritten: Rewrite) -> None:
+        if cache is not None:
+            cache.put(plans[i].key, rewritten)
+        plans[i] = _finish(plans[i], rewritten)
+
     workers = pool_size(jobs, [len(plans[i].source.text) for i in pending])
     if workers <= 1:
         for done, i in enumerate(pending, done + 1):
-            plans[i] = _finish(plans[i], settings[i])
+            finish(i, _rewrite(plans[i], settings[i]))
             progress(done)
         return plans
     # Largest files first, one at a time: the few big files dominate the run and would
@@ -232,9 +257,9 @@ def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path]
     with ProcessPoolExecutor(max_workers=workers, mp_context=_fork_context(), initializer=_worker_start,
                              initargs=(os.getpid(),)) as pool:
         try:
-            for done, (i, p) in enumerate(zip(pending, pool.map(_finish_star, [(plans[i], settings[i])
-                                                                               for i in pending])), done + 1):
-                plans[i] = p
+            for done, (i, rewritten) in enumerate(zip(pending, pool.map(_rewrite_star, [(plans[i], settings[i])
+                                                                                       for i in pending])), done + 1):
+                finish(i, rewritten)
                 progress(done)
         except BaseException:
             _end_workers(pool)
@@ -364,17 +389,20 @@ class Executed:
 
 def execute(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
             write: bool = False, progress: Callable[[int], None] | None = None,
-            more: Callable[[list[Plan]], list[Plan]] | None = None) -> Executed:
+            more: Callable[[list[Plan]], list[Plan]] | None = None, cache: Cache | None = None) -> Executed:
     """Plan every file and, with ``write``, write the changed ones. ``more`` plans the files
-    that follow from the files' plans (the carried shim), written with them. SIGINT or
+    that follow from the files' plans (the carried shim), written with them; ``cache``
+    keeps the rewrites (plan_all). SIGINT or
     SIGTERM ends the run: at once while planning (the workers are stopped, nothing was
     written), between two files while writing (a write is never cut short); ``stopped_by``
     says which."""
     out = Executed()
     with _signals() as stop:
         try:
-            out.plans = plan_all(targets, options, jobs, progress)
+            out.plans = plan_all(targets, options, jobs, progress, cache)
             out.plans += more(out.plans) if more else []
+            if cache is not None:
+                cache.prune()
         except _Interrupted as exc:
             out.stopped_by = exc.signum
             return out

@@ -18,6 +18,7 @@ from typing import Annotated, Literal, Optional
 import typer
 import typer.core
 
+from xrt2pjrt.shim.settings import CACHE_DIR
 from xrt2pjrt.usage import COMMANDS, DESCRIPTION, EPILOG, EXIT_ERROR, EXIT_OK, HELP_OPTIONS, OPTIONS, VERSION
 
 # A run over at least this many files shows its progress on a terminal.
@@ -325,6 +326,11 @@ def migrate(
         "--max-file-size", metavar="SIZE", parser=_size,
         help="skip, and report, a file with more to parse than this: its text, a notebook's cells, a document's "
              "code blocks (default 2M)")] = None,
+    no_cache: Annotated[bool, _option(
+        "--no-cache", help="neither read nor write the results cache (a rerun of unchanged files parses none)")] = False,
+    cache_dir: Annotated[Optional[Path], _option(
+        "--cache-dir", metavar="DIR",
+        help=f"the results cache's folder (default: ${CACHE_DIR.name}, else ~/.cache/xrt2pjrt)")] = None,
     color: Annotated[Literal["auto", "always", "never"], _option(
         "--color", metavar="WHEN", help="auto (the default), always or never")] = "auto",
     statistics: Annotated[bool, _option(
@@ -350,7 +356,7 @@ def migrate(
         target_version=target_version, zone=zone, project=project, launcher=launcher, jobs=jobs, config=config,
         exclude=exclude, extend_exclude=extend_exclude, force_exclude=force_exclude, stdin_filename=stdin_filename,
         stdin=sys.stdin.buffer.read() if reads_stdin else None, report=report_file, max_file_size=max_file_size,
-        unsafe_fixes=unsafe_fixes, exit_zero=exit_zero,
+        unsafe_fixes=unsafe_fixes, exit_zero=exit_zero, no_cache=no_cache, cache_dir=cache_dir,
     )
     progress = Progress(out)
     try:

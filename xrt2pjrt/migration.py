@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from xrt2pjrt import carry, codemod, config, files, report, width
+from xrt2pjrt import cache, carry, codemod, config, files, report, width
 from xrt2pjrt.registry import TARGETS, Options, parse_version, select, split_words
 
 STDIN = Path("-")
@@ -47,6 +47,8 @@ class Request:
     max_file_size: int | None = None  # bytes (Options.max_file_bytes)
     unsafe_fixes: bool = False  # --unsafe-fixes (or the configuration's unsafe-fixes = true)
     exit_zero: bool = False  # --exit-zero: --check reports, and exits 0 but for files it could not process
+    no_cache: bool = False  # --no-cache: the results cache is neither read nor written
+    cache_dir: Path | None = None  # --cache-dir (default: cache.default_folder())
 
     @property
     def mode(self) -> str:
@@ -198,7 +200,8 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
         return carry.plans(root, [p.result for p in plans])
 
     done = codemod.execute(found.targets, options, request.jobs, write=request.write,
-                           progress=(lambda n: progress(n, total)) if progress else None, more=the_copy)
+                           progress=(lambda n: progress(n, total)) if progress else None, more=the_copy,
+                           cache=cache.for_run(request.no_cache, request.cache_dir))
     for line in carry.notes_on(root, done.plans):
         note(line)
     # a path named that cannot be read fails as a file does: said, the run goes on, exit 2

@@ -21,7 +21,7 @@ import re
 
 import libcst as cst
 
-from xrt2pjrt.python import imports
+from xrt2pjrt.python import imports, spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, code, says, without_args
 from xrt2pjrt.report import Advice
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, SHARED, UNPREFIXED, device_for
@@ -377,7 +377,7 @@ def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
     if tree is None:
         return {}
     reads: dict[str, list[int]] = {}
-    for node in ast.walk(tree):
+    for node in spawn_site.walk(tree):
         key = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
             key = node.slice
@@ -410,7 +410,7 @@ def _environ_writes(tree: ast.Module | None) -> set[str]:
     if tree is None:
         return set()
     written = set()
-    for node in ast.walk(tree):
+    for node in spawn_site.walk(tree):
         key = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _is_environ(node.value):
             key = node.slice

@@ -16,6 +16,7 @@ the whole body, and class bodies are not visible from the methods inside them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 
@@ -288,22 +289,26 @@ def _label(node: cst.CSTNode) -> str:
     return "<lambda>" if isinstance(node, cst.Lambda) else ""
 
 
-class NameUses(cst.CSTVisitor):
+class NameUses:
     """How often each binding is read: (path of the scope that binds it, name) -> count.
 
     ``tables`` maps the path of each scope (``("Trainer", "train")`` for a method) to
     whether it is a class and the names it binds, as the engine's pass over the original
     tree found them: the rewritten tree is counted without collecting its scopes again,
     and its counts compare with the original's key for key.
+
+    ``count`` walks the tree's fields itself: libcst's visit builds every node anew even for
+    a visitor, which cost as much as the rules' pass on a file dense with rewrites. The
+    names of a def, its decorators and defaults count in its own scope, as libcst's order
+    of visit had them; the ``.attr`` of an attribute and the keyword of an argument are no
+    reads; whitespace and operators hold no names.
     """
 
     def __init__(self, tables: dict[tuple[str, ...], tuple[bool, frozenset[str]]]):
         self.tables = tables
-        self.path: list[str] = []
         self.counts: dict[tuple[tuple[str, ...], str], int] = {}
 
-    def key(self, name: str) -> tuple[tuple[str, ...], str]:
-        path = tuple(self.path)
+    def key(self, name: str, path: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
         innermost = True
         while True:
             is_class, names = self.tables.get(path, (False, frozenset()))
@@ -313,28 +318,52 @@ class NameUses(cst.CSTVisitor):
                 return (), name
             path, innermost = path[:-1], False
 
-    def on_visit(self, node):
-        if isinstance(node, cst.Name):
-            key = self.key(node.value)
-            self.counts[key] = self.counts.get(key, 0) + 1
-        elif isinstance(node, _SCOPE_NODES) and not isinstance(node, cst.Module):
-            self.path.append(_label(node))
-        elif isinstance(node, cst.Attribute):
-            node.value.visit(self)  # not the ``.attr`` name
-            return False
-        elif isinstance(node, cst.Arg):
-            node.value.visit(self)  # not the keyword
-            return False
-        elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            return False
-        return True
+    def count(self, tree: cst.CSTNode) -> "NameUses":
+        pending: list[tuple[cst.CSTNode, tuple[str, ...]]] = [(tree, ())]
+        while pending:
+            node, path = pending.pop()
+            if isinstance(node, cst.Name):
+                key = self.key(node.value, path)
+                self.counts[key] = self.counts.get(key, 0) + 1
+                continue
+            if isinstance(node, (cst.Attribute, cst.Arg)):
+                pending.append((node.value, path))  # not the ``.attr`` name, not the keyword
+                continue
+            if isinstance(node, (cst.Import, cst.ImportFrom)):
+                continue
+            if isinstance(node, _SCOPE_NODES) and not isinstance(node, cst.Module):
+                path = (*path, _label(node))
+            for name in _node_fields(type(node)):
+                value = getattr(node, name)
+                for child in value if isinstance(value, (list, tuple)) else (value,):
+                    if isinstance(child, cst.CSTNode) and not _nameless(type(child)):
+                        pending.append((child, path))
+        return self
 
-    def on_leave(self, original_node):
-        if isinstance(original_node, _SCOPE_NODES) and not isinstance(original_node, cst.Module):
-            self.path.pop()
+
+@functools.cache
+def _node_fields(node_type: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(node_type))
 
 
-class FinishImports(cst.CSTTransformer):
+@functools.cache
+def _nameless(node_type: type) -> bool:
+    """Whitespace, comments and operators: libcst nodes that never hold a name."""
+    return node_type.__module__ in ("libcst._nodes.whitespace", "libcst._nodes.op")
+
+
+class Transformer(cst.CSTTransformer):
+    """A transformer without ``visit_<Node>_<field>`` hooks: libcst's default looks one up
+    by name for each field of each node visited (a tenth of a pass over a dense file)."""
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+
+class FinishImports(Transformer):
     """The import edits a rewrite leaves: new imports in, stale ones out.
 
     ``additions`` marks statement lines with the import lines that go beside them;
@@ -357,6 +386,7 @@ class FinishImports(cst.CSTTransformer):
         self.path: list[str] = []
         # a statement line of this pass's output -> the import lines planned beside it
         self.renamed = Marks()
+        self.reaching = Marks()  # the compound statements with an import or a marked line in them
 
     def _rebuild(self, updated):
         kept = [
@@ -378,9 +408,28 @@ class FinishImports(cst.CSTTransformer):
     def on_visit(self, node):
         if subclass(type(node), cst.BaseExpression):
             return False  # only statements and imports change here (and no import is in a lambda)
+        if isinstance(node, cst.Module):
+            self.reaching = Marks()
+            self._reaches(node)
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self.path.append(_label(node))
+        if isinstance(node, cst.BaseCompoundStatement) and node not in self.reaching:
+            return False  # no import and no marked line in it: nothing to do there
         return super().on_visit(node)
+
+    def _reaches(self, node: cst.CSTNode) -> bool:
+        """Whether an import or a marked line is in ``node`` (or is it); each compound
+        statement that holds one is marked in ``reaching``."""
+        found = isinstance(node, (cst.Import, cst.ImportFrom)) or node in self.comments or node in self.additions
+        for name in _node_fields(type(node)):
+            value = getattr(node, name)
+            for child in value if isinstance(value, (list, tuple)) else (value,):
+                if (isinstance(child, cst.CSTNode) and not _nameless(type(child))
+                        and not subclass(type(child), cst.BaseExpression) and self._reaches(child)):
+                    found = True
+        if found and isinstance(node, cst.BaseCompoundStatement):
+            self.reaching.add(node)
+        return found
 
     def on_leave(self, original, updated):
         if isinstance(original, (cst.FunctionDef, cst.ClassDef)):

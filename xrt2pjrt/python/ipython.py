@@ -77,7 +77,10 @@ JUPYTEXT = re.compile(r"^# %%(?:[ \t].*)?$|^#[ \t]+jupytext:", re.M)
 
 
 def _calls(text: str, tree: ast.Module, lines: "_Lines"):
-    for call, statement, body in _ipython_calls(tree):
+    # Only a statement with the word on one of its lines can make such a call: the others are
+    # not walked (a file's identifiers are its words when it is ASCII: no NFKC spelling).
+    holding = sorted({lines.line_of(m.start()) for m in re.finditer("get_ipython", text)}) if text.isascii() else None
+    for call, statement, body in _ipython_calls(tree, holding):
         count = _METHODS[call.func.attr]
         args = call.args[:count]
         literals = [StringLiteral.of(text, lines, arg) for arg in args]
@@ -95,9 +98,15 @@ def _calls(text: str, tree: ast.Module, lines: "_Lines"):
         yield magic
 
 
-def _ipython_calls(tree: ast.Module):
+def _ipython_calls(tree: ast.Module, holding: list[int] | None = None):
     """(call, the statement it is in, the block of statements that is in) of each
-    ``get_ipython().METHOD(...)`` call."""
+    ``get_ipython().METHOD(...)`` call; ``holding``: the only lines where one can be (None:
+    anywhere)."""
+    def may_hold(statement: ast.stmt) -> bool:
+        first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        last = statement.end_lineno
+        return holding is None or bisect.bisect_left(holding, first) != bisect.bisect_right(holding, last)
+
     pending: list[tuple[ast.AST, ast.stmt | None, list]] = [(tree, None, tree.body)]
     while pending:
         node, statement, body = pending.pop()
@@ -105,7 +114,8 @@ def _ipython_calls(tree: ast.Module):
             values = field[1] if isinstance(field[1], list) else [field[1]]
             for child in values:
                 if isinstance(child, ast.stmt):
-                    pending.append((child, child, values))
+                    if may_hold(child):
+                        pending.append((child, child, values))
                 elif isinstance(child, ast.AST):
                     if _is_ipython_call(child):
                         yield child, statement, body

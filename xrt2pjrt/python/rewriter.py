@@ -158,7 +158,7 @@ class _Lines:
         return self.original_line(start + above), self.original_line(end + above)
 
 
-class _Engine(cst.CSTTransformer):
+class _Engine(imports.Transformer):
     def __init__(self, text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None,
                  tree: ast.Module | None):
         super().__init__()
@@ -503,7 +503,7 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
     .py, IPython's magics are migrated too (``_rewrite_exported``)."""
     if any(mark in text for mark in EXPORTED_MARKS):
         try:
-            found = ipython.magics(text, ast.parse(text))
+            found = ipython.magics(text, tree_of(text))
         except (SyntaxError, ValueError):
             found = []  # (_rewrite_file says why it cannot be parsed)
         if found:
@@ -513,7 +513,7 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
 
 def _rewrite_file(text: str, options: Options, fold: bool = True) -> Outcome:
     try:
-        tree = ast.parse(text)
+        tree = tree_of(text)
     except (SyntaxError, ValueError):
         tree = None  # libcst may still read it; if not, Python's message is the one to show
     rules = _selected(options)
@@ -522,7 +522,7 @@ def _rewrite_file(text: str, options: Options, fold: bool = True) -> Outcome:
     bound = quiet.import_names(tree)
     folded = quiet.fold(text, tree, *_relevant(bound), set(bound))
     # (nothing folded, as in a file dense with XRT calls: the tree of the text is that of the folded text)
-    lines = _Lines(tree if folded.text == text else ast.parse(folded.text), folded.original_line)
+    lines = _Lines(tree if folded.text == text else tree_of(folded.text), folded.original_line)
     outcome = _rewrite(text, _parse(folded.text), options, rules, lines, tree)
     if outcome.text is not text:
         unfolded = folded.unfold(outcome.text)
@@ -622,7 +622,7 @@ def _rewrite_exported(text: str, found: list[ipython.Magic], options: Options, f
         host_line = functools.partial(in_file, 2 * k)  # (the lines they cite are the file's already)
         rec.changes += [replace(f, range=f.range.moved(host_line)) for f in o.changes]
         rec.manual += [replace(f, range=f.range.moved(host_line)) for f in o.manual]
-    again = ipython.magics(python, ast.parse(python))
+    again = ipython.magics(python, tree_of(python))
     if [m.text for m in again] != [m.text for m in found]:  # (no rule rewrites a magic's call)
         raise SourceError("a magic moved in the rewrite of its notebook's Python", found[0].line)
     cell_outcomes = dict(zip(map(id, kernel), outcomes[1::2]))
@@ -694,6 +694,14 @@ def _pieces_of(module: str, count: int) -> list[str] | None:
     return parts[0::2]
 
 
+@functools.lru_cache(maxsize=4)
+def tree_of(text: str) -> ast.Module:
+    """``text``'s ast (SyntaxError or ValueError as ``ast.parse``), parsed once however many
+    steps of one rewrite ask: an exported notebook's magics, the fold, the rules, the check of
+    a piece and of the result. Nothing changes an ast it is handed."""
+    return ast.parse(text)
+
+
 def _parse(text: str) -> cst.Module:
     try:
         return cst.parse_module(text)
@@ -720,9 +728,7 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
     if engine.changes or engine.additions or engine.droppable:
         # Imports whose every use went away with a rewrite are stale; planned imports
         # whose use a later rewrite removed again are not needed.
-        counter = imports.NameUses(engine.tables)
-        new.visit(counter)
-        before, after = engine.uses, counter.counts
+        before, after = engine.uses, imports.NameUses(engine.tables).count(new).counts
         stale = {key for key in before if not after.get(key)}
         comments = imports.Marks()  # the import lines kept to decide get their TODO line now
         for key, (dropped, kept, statement, todo) in engine.droppable.items():
@@ -752,7 +758,7 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
 
 def check(text: str) -> str | None:
     try:
-        ast.parse(text)
+        tree_of(text)
     except SyntaxError as exc:
         return f"line {exc.lineno or 1}: {exc.msg}"
     except ValueError as exc:  # a NUL character, before Python 3.11.4

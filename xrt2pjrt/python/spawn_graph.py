@@ -90,10 +90,10 @@ def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
     calls: dict[str, set[str]] = {}
     for node in spawn_site.functions(tree):
         calls.setdefault(node.name, set()).update(
-            _name(part) for call in ast.walk(node) if isinstance(call, ast.Call)
+            _name(part) for call in spawn_site.walk(node) if isinstance(call, ast.Call)
             for part in (call.func, *call.args, *(keyword.value for keyword in call.keywords))
             if isinstance(part, (ast.Name, ast.Attribute)))
-    for node in ast.walk(tree):
+    for node in spawn_site.walk(tree):
         if isinstance(node, ast.ClassDef):
             # a class made or handed on by name (a framework's callback): its methods run
             # where its instance lives
@@ -115,7 +115,7 @@ def _name(node: ast.Name | ast.Attribute) -> str:
 def spawn_calls(tree: ast.Module) -> list[ast.Call]:
     """The file's calls of xmp.spawn (torch_xla's or the shim's) and torch_xla.launch."""
     bound = spawn_site.imported(tree)
-    return [node for node in ast.walk(tree)
+    return [node for node in spawn_site.walk(tree)
             if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}]
 
 
@@ -126,7 +126,7 @@ def in_replicas_code(ctx) -> bool:
 
 def _in_function(tree: ast.Module, line: int) -> set[str]:
     """The names of the functions whose body holds ``line``."""
-    return {node.name for node in spawn_site.functions(tree) if node.body[0].lineno <= line <= node.end_lineno}
+    return {node.name for node in spawn_site.around(tree, line) if node.body[0].lineno <= line}
 
 
 @functools.lru_cache(maxsize=1)

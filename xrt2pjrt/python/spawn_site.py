@@ -10,7 +10,9 @@ imports only; these questions are about every name, and the file's ``ast`` is at
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -54,7 +56,7 @@ def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
     def search(node: ast.AST, scopes: list[ast.AST], after: list[ast.stmt]) -> Site | None:
         for value in (value for _, value in ast.iter_fields(node)):
             children = value if isinstance(value, list) else [value]
-            for index, child in enumerate(children):
+            for index, child in holding(children, line) if is_block(children) else enumerate(children):
                 if not isinstance(child, ast.AST) or (hasattr(child, "end_lineno")
                                                       and not child.lineno <= line <= child.end_lineno):
                     continue
@@ -71,10 +73,52 @@ def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
     return search(tree, [tree], [])
 
 
-def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+# The nodes below a node, walked once: the rules ask about the same file and the same
+# functions at every spot they look at, and a walk each time was quadratic in a file dense
+# with such spots. Keyed weakly by the node (each list leaves its key out, so that it does
+# not keep the key alive): a tree's lists go with the tree.
+_BELOW: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_OWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def walk(node: ast.AST) -> list[ast.AST]:
+    """``ast.walk(node)``, in its order (breadth first), as a list."""
+    below = _BELOW.get(node)
+    if below is None:
+        found = [node]
+        for parent in found:  # (the list grows as it is read: ast.walk's queue, without its generators)
+            for name in parent._fields:
+                value = getattr(parent, name, None)
+                if isinstance(value, ast.AST):
+                    found.append(value)
+                elif isinstance(value, list):
+                    found += [item for item in value if isinstance(item, ast.AST)]
+        below = _BELOW[node] = found[1:]
+    return [node, *below]
+
+
+def is_block(value) -> bool:
+    """Whether a field's value is a block of statements (a body, an ``else``)."""
+    return isinstance(value, list) and bool(value) and isinstance(value[0], ast.stmt)
+
+
+def holding(block: list[ast.stmt], line: int) -> Iterator[tuple[int, ast.stmt]]:
+    """The statements of ``block`` whose lines (from the first of their own, decorators not
+    counted) hold ``line``, with their index: found by bisection, a block being in the order
+    of its lines, where a scan at each spot made a long module quadratic."""
+    index = bisect.bisect_left(block, line, key=lambda statement: statement.end_lineno)
+    while index < len(block) and block[index].lineno <= line:
+        yield index, block[index]
+        index += 1
+
+
+def own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of ``scope``'s own code: the functions, classes and lambdas it defines are
-    yielded, not entered."""
-    return nodes_of([scope.body] if isinstance(scope, ast.Lambda) else scope.body)
+    listed, not entered."""
+    own = _OWN.get(scope)
+    if own is None:
+        own = _OWN[scope] = list(nodes_of([scope.body] if isinstance(scope, ast.Lambda) else scope.body))
+    return own
 
 
 def nodes_of(roots: list[ast.AST]) -> Iterator[ast.AST]:
@@ -91,7 +135,17 @@ def nodes_of(roots: list[ast.AST]) -> Iterator[ast.AST]:
 def bindings(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
     """Name -> what binds it in ``scope``'s own code: a def or class statement, the value of
     a plain assignment (``name = value``), None for anything else (a parameter, an import,
-    a loop target, ``global``)."""
+    a loop target, ``global``). Found once per scope: not to be changed."""
+    found = _BINDINGS.get(scope)
+    if found is None:
+        found = _BINDINGS[scope] = _bindings(scope)
+    return found
+
+
+_BINDINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _bindings(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
     out: dict[str, list[ast.AST | None]] = {}
     if isinstance(scope, _FUNCTIONS):
         arguments = scope.args
@@ -127,7 +181,7 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
         return []
     scopes = [tree] + [node for node in functions(tree) if node.lineno <= line <= node.end_lineno]
     for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
-        bound = _bindings_of(scope).get(name)
+        bound = bindings(scope).get(name)
         if bound:
             return bound
     return []
@@ -138,18 +192,31 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
 @functools.lru_cache(maxsize=1)
 def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """Every def of the file, nested ones too."""
-    return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [node for node in walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The innermost def whose lines hold ``line``; None at module level."""
-    return min((f for f in functions(tree) if f.lineno <= line <= f.end_lineno),
-               key=lambda f: f.end_lineno - f.lineno, default=None)
+    return min(around(tree, line), key=lambda f: f.end_lineno - f.lineno, default=None)
 
 
-@functools.lru_cache(maxsize=64)
-def _bindings_of(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
-    return bindings(scope)
+def around(tree: ast.Module, line: int) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]:
+    """The defs whose lines (from ``def``, its decorators not counted) hold ``line``, in the
+    order of :func:`functions`."""
+    by_line = _defs_by_line(tree)
+    return by_line[line] if 0 <= line < len(by_line) else ()
+
+
+@functools.lru_cache(maxsize=1)
+def _defs_by_line(tree: ast.Module) -> list[tuple]:
+    """For each line of the file, the defs around it: a lookup per spot, where a scan of every
+    def at each spot made a file of many functions and spots quadratic."""
+    defs = functions(tree)
+    by_line: list[list] = [[] for _ in range(max((f.end_lineno for f in defs), default=0) + 1)]
+    for f in defs:
+        for line in range(f.lineno, f.end_lineno + 1):
+            by_line[line].append(f)
+    return [tuple(found) for found in by_line]
 
 
 @functools.lru_cache(maxsize=1)

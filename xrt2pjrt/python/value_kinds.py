@@ -195,7 +195,7 @@ class Reading:
     @functools.cached_property
     def _loops(self) -> list[ast.stmt]:
         """The loops around ``line`` (walked once, whatever the names the expression holds)."""
-        return [node for node in ast.walk(self.tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        return [node for node in spawn_site.walk(self.tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
                 and node.lineno <= self.line <= node.end_lineno]
 
     @functools.cached_property

@@ -122,4 +122,9 @@ CPU_REPLICA = Setting("XRT2PJRT_CPU_REPLICA", "a replica's placement, set by the
 # --- the launcher ---------------------------------------------------------------------------------
 LAUNCH = Setting("XRT2PJRT_LAUNCH", "the run id `xrt2pjrt launch` sets on every worker of one run", as_text)
 
+# --- migrate's results cache (xrt2pjrt/cache.py) ----------------------------------------------------
+CACHE_DIR = Setting("XRT2PJRT_CACHE_DIR", "the results cache's folder (unset: ~/.cache/xrt2pjrt)", as_text)
+NO_CACHE = Setting("XRT2PJRT_NO_CACHE", "set to anything: migrate neither reads nor writes the results cache",
+                   as_text)
+
 ALL: tuple[Setting, ...] = tuple(value for value in list(globals().values()) if isinstance(value, Setting))

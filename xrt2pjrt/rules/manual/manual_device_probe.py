@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import XM
@@ -93,8 +94,8 @@ def _in_probe(ctx) -> bool:
         return False
     line, node, found = ctx.line, ctx.tree, False
     while True:  # down the statements that hold the line, to the innermost try or scope
-        inner = next((child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)
-                      and child.lineno <= line <= child.end_lineno), None)
+        inner = next((child for _, block in ast.iter_fields(node) if spawn_site.is_block(block)
+                      for _, child in spawn_site.holding(block, line)), None)
         if inner is None:
             return found
         if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -10,6 +10,7 @@ import ast
 
 import libcst as cst
 
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.imports import dotted, import_bindings
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import ImportedModuleRule, imported_modules
@@ -79,7 +80,7 @@ def _reads_data_parallel(tree: ast.Module | None, node: cst.Import | cst.ImportF
         spelled = dotted(alias.name) if isinstance(node, cst.Import) else target
         if spelled == _DATA_PARALLEL or spelled.startswith(f"{_DATA_PARALLEL}."):
             wanted.add(local if isinstance(node, cst.ImportFrom) or alias.asname else spelled)
-    for read in ast.walk(tree):
+    for read in spawn_site.walk(tree):
         if isinstance(read, ast.Name) and isinstance(read.ctx, ast.Load) and read.id in wanted:
             return True
         if isinstance(read, ast.Attribute) and read.attr == "data_parallel" and ast.unparse(read) in wanted:

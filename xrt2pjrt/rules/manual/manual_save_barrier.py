@@ -14,6 +14,7 @@ loaded when a later run resumes needs no barrier, and no item is written for it.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 import libcst as cst
@@ -129,10 +130,19 @@ def _read_after(tree: ast.Module, line: int) -> bool:
     function = spawn_site.function_at(tree, line)
     if _reads_after_in(function or tree, line):
         return True
-    return function is not None and any(
-        _reads_after_in(scope, call.lineno)
-        for scope in (tree, *spawn_site.functions(tree)) for call in spawn_site.own_nodes(scope)
-        if isinstance(call, ast.Call) and _called_name(call.func) == function.name)
+    return function is not None and any(_reads_after_in(scope, call.lineno)
+                                        for scope, call in _calls(tree).get(function.name, ()))
+
+
+@functools.lru_cache(maxsize=1)  # (asked at each save of the file)
+def _calls(tree: ast.Module) -> dict[str, list[tuple[ast.AST, ast.Call]]]:
+    """The file's calls by the name they call, each with the scope whose own code makes it."""
+    calls: dict[str, list[tuple[ast.AST, ast.Call]]] = {}
+    for scope in (tree, *spawn_site.functions(tree)):
+        for call in spawn_site.own_nodes(scope):
+            if isinstance(call, ast.Call):
+                calls.setdefault(_called_name(call.func), []).append((scope, call))
+    return calls
 
 
 def _reads_after_in(scope: ast.AST, line: int) -> bool:

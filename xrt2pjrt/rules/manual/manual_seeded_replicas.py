@@ -22,7 +22,9 @@ process runs one replica, as under XRT.
 from __future__ import annotations
 
 import ast
+import functools
 
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code
 from xrt2pjrt.registry import Example
@@ -101,17 +103,18 @@ def _broadcasts(tree: ast.Module) -> bool:
 def _moved_after(tree: ast.Module, line: int) -> bool:
     """Whether the innermost function holding ``line`` calls ``.to(...)`` below it, on anything
     but an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
-    holders = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and node.lineno <= line <= node.end_lineno]
+    holders = spawn_site.around(tree, line)
     if not holders:
         return False
     function, wrappers = max(holders, key=lambda node: node.lineno), _wrappers(tree)
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-               and node.lineno > line and ast.unparse(node.func.value) not in wrappers for node in ast.walk(function))
+               and node.lineno > line and ast.unparse(node.func.value) not in wrappers
+               for node in spawn_site.walk(function))
 
 
-def _wrappers(tree: ast.Module) -> set[str]:
+@functools.lru_cache(maxsize=1)  # (asked at each seeding call of the file)
+def _wrappers(tree: ast.Module) -> frozenset[str]:
     """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
-    return {ast.unparse(target) for node in ast.walk(tree) if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("MpModelWrapper")
-            for target in node.targets}
+    return frozenset(ast.unparse(target) for node in spawn_site.walk(tree) if isinstance(node, ast.Assign)
+                     and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("MpModelWrapper")
+                     for target in node.targets)

@@ -13,6 +13,7 @@ where it is called is not rewritten.
 from __future__ import annotations
 
 import ast
+import functools
 
 import libcst as cst
 
@@ -153,8 +154,7 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     flag = _flag(count)
     unread = _into_unread_parameters(site) if site else []
     if flag:
-        reads = [node for node in ast.walk(site.scopes[-1])
-                 if _flag(node) == flag and isinstance(node.ctx, ast.Load) and not any(node is u for u in unread)]
+        reads = [node for node in _flags(site.scopes[-1]).get(flag, ()) if not any(node is u for u in unread)]
         lines = lines_beyond(site, reads)
         if lines:
             return ast.unparse(count), [f"read elsewhere in this file (as {flag})"], lines
@@ -165,20 +165,30 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not nprocs]
     handed = [*others, *(value for value in elements(site.argument("args", 1), site)
                          if not any(value is u for u in unread))]
-    if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), count.id):
+    if spawn_site.reads((node for arg in handed for node in spawn_site.walk(arg)), count.id):
         places.append("passed to the spawned function (args=)")
     scope = site.binding_scope(count.id)
     if scope is None:
         return count.id, places, []
     if scope is site.scopes[-1] and any(isinstance(value, ast.Constant) and type(value.value) is int
                                         for value in spawn_site.bindings(scope)[count.id]):
-        where, reads = "used elsewhere in this file", spawn_site.reads(ast.walk(scope), count.id)
+        where, reads = "used elsewhere in this file", spawn_site.reads(spawn_site.walk(scope), count.id)
     elif scope is site.scopes[0]:
         where, reads = "used after this call", spawn_site.reads(spawn_site.nodes_of(site.after), count.id)
     else:
         return count.id, places, []
     lines = lines_beyond(site, reads)
     return count.id, places + [where] * bool(lines), lines
+
+
+@functools.lru_cache(maxsize=1)  # (asked at each spawn of the file)
+def _flags(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """The file's reads of flags (:func:`_flag`), by flag."""
+    reads: dict[str, list[ast.expr]] = {}
+    for node in spawn_site.walk(tree):
+        if (flag := _flag(node)) and isinstance(node.ctx, ast.Load):
+            reads.setdefault(flag, []).append(node)
+    return reads
 
 
 def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
@@ -210,7 +220,7 @@ def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
     if not isinstance(root, ast.Name) or root.id not in spawn_site.imported(site.scopes[-1]):
         return []  # not imported from another module (defined here: its reads were looked for)
     handed = [*elements(site.argument("args", 1), site)]
-    if spawn_site.reads((node for arg in handed for node in ast.walk(arg)), holder.id):
+    if spawn_site.reads((node for arg in handed for node in spawn_site.walk(arg)), holder.id):
         return [f"handed (in {holder.id}) to {ast.unparse(fn)}, which another module defines and may read "
                 f"{_flag(count)}"]
     return [f"given to {ast.unparse(fn)}'s processes, which another module defines and may read its own copy of "

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 
 import libcst as cst
 
@@ -83,5 +84,15 @@ _REPLICA_KEYWORDS = frozenset({"num_replicas", "world_size"})
 
 def _replica_counts(tree: ast.Module, count: int) -> list[ast.keyword]:
     """The ``num_replicas=8`` / ``world_size=8`` keywords of ``tree`` that give ``count``."""
-    return [node for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg in _REPLICA_KEYWORDS
-            and isinstance(node.value, ast.Constant) and type(node.value.value) is int and node.value.value == count]
+    return _counts(tree).get(count, [])
+
+
+@functools.lru_cache(maxsize=1)  # (asked at each spawn of the file)
+def _counts(tree: ast.Module) -> dict[int, list[ast.keyword]]:
+    """The ``num_replicas=N`` / ``world_size=N`` keywords of ``tree``, by N."""
+    counts: dict[int, list[ast.keyword]] = {}
+    for node in spawn_site.walk(tree):
+        if (isinstance(node, ast.keyword) and node.arg in _REPLICA_KEYWORDS and isinstance(node.value, ast.Constant)
+                and type(node.value.value) is int):
+            counts.setdefault(node.value.value, []).append(node)
+    return counts

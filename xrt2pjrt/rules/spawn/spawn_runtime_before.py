@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 
 import libcst as cst
@@ -226,7 +227,7 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
     replicas = {name for name, values in spawn_site.bindings(tree).items()
                 if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                     isinstance(call, ast.Call) and spawn_site.resolved(call.func, bound) in REPLICA_IDENTITY
-                    for call in ast.walk(value)) for value in values)}
+                    for call in spawn_site.walk(value)) for value in values)}
     lightning = any(full.startswith(_LIGHTNING) for full in bound.values())
     calls = sorted((node for node in spawn_site.nodes_of(tree.body) if isinstance(node, ast.Call)),
                    key=lambda call: (call.lineno, call.col_offset))
@@ -268,11 +269,18 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
     if tree is None or not spawned:
         return []
     reached = reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
+    return [function for function in _starting(tree) if function not in reached]
+
+
+@functools.lru_cache(maxsize=1)
+def _starting(tree: ast.Module) -> tuple[str, ...]:
+    """The functions whose code calls an API that starts the runtime, in the order of the
+    first such call (once per file: each spawn asks)."""
     bound = spawn_site.imported(tree)
     found: list[str] = []
 
     def visit(node: ast.AST, function: str | None) -> None:
-        if isinstance(node, ast.Call) and function is not None and function not in reached:
+        if isinstance(node, ast.Call) and function is not None:
             if spawn_site.resolved(node.func, bound) in RUNTIME_STARTERS and function not in found:
                 found.append(function)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -286,4 +294,4 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> 
             visit(child, function)
 
     visit(tree, None)
-    return found
+    return tuple(found)

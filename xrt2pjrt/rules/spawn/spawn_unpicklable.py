@@ -217,13 +217,13 @@ def _method_of_a_lock_holder(method: str, site: spawn_site.Site, bound: dict[str
     lock (``self.lock = mp.Lock()`` in a method): pickling a bound method pickles its
     instance (hivemind's TPUManager). None when the class says how it pickles."""
     function = site.scopes[0]
-    cls = next((node for node in ast.walk(site.scopes[-1]) if isinstance(node, ast.ClassDef) and function in node.body),
-               None)
+    cls = next((node for node in spawn_site.walk(site.scopes[-1])
+                if isinstance(node, ast.ClassDef) and function in node.body), None)
     if cls is None or any(isinstance(item, ast.FunctionDef) and item.name in _PICKLED_BY_ITSELF for item in cls.body):
         return None
     if not any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method for item in cls.body):
         return None  # an attribute (self.config): what it holds, this file does not tell
-    for node in ast.walk(cls):
+    for node in spawn_site.walk(cls):
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and (what := _lock_holder(node.value, site, bound))):
             for target in node.targets:
