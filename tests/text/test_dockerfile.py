@@ -62,8 +62,9 @@ def test_findings_name_the_dockerfile_lines():
     lines = {(f.rule, f.line) for f in outcome.changes}
     assert ("launch-xla-dist", 13) in lines and ("env-shell-xrt-tpu-config", 9) in lines
     assert ("env-shell-xrt-unused", 6) in lines and ("env-shell-xrt-unused", 7) in lines
-    old_image, exec_form = outcome.manual
+    old_image, bf16, exec_form = outcome.manual
     assert old_image.line == 2 and old_image.rule == "install-xrt-era-release"
+    assert bf16.line == 5 and bf16.rule == "env-shell-deprecated"
     assert exec_form.line == 15 and "exec form" in exec_form.detail
 
 
@@ -89,9 +90,9 @@ def test_a_tpu_node_config_in_env_and_bashrc_is_reported_where_it_is_set():
 
 def test_env_device_map_follows_its_value_in_both_env_forms():
     text = ("FROM python:3.11\nENV XRT_DEVICE_MAP GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0\n"
-            "ENV XRT_WORKERS=\"localservice:0;grpc://localhost:40934\" XLA_USE_BF16=1\n")
+            "ENV XRT_WORKERS=\"localservice:0;grpc://localhost:40934\" XLA_IR_DEBUG=1\n")
     outcome = rewrite(text)
-    assert without_todos(outcome.text) == "FROM python:3.11\nENV PJRT_DEVICE CUDA\nENV XLA_USE_BF16=1\n"
+    assert without_todos(outcome.text) == "FROM python:3.11\nENV PJRT_DEVICE CUDA\nENV XLA_IR_DEBUG=1\n"
     assert_decisions(outcome, [("env-shell-xrt-cpu", 2, NO_CUDA)])
 
 

@@ -382,12 +382,12 @@ def test_a_magic_line_to_decide_gets_its_todo_line_once():
     # `!`/`%` lines kept their items in the report only: after --write, the remote TPU node's
     # `!export` was a plain PJRT_DEVICE=TPU and the notebook said nothing.
     cell = ["import torch_xla\n", "if remote:\n", "    !export XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n",
-            "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_USE_BF16=1\n"]
+            "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_IR_DEBUG=1\n"]
     outcome = rewrite(_notebook(cell))
     install = installs.finding("torch_xla==1.13", (2, 9))
     expected = ["import torch_xla\n", "if remote:\n", todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config", "    "),
                 "    !export PJRT_DEVICE=TPU\n", todo_line(install.do, "install-xrt-era-release"),
-                "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_USE_BF16=1\n"]
+                "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_IR_DEBUG=1\n"]
     assert _sources(outcome.text)[0] == expected
     again = rewrite(outcome.text)
     assert again.text == outcome.text and again.changes == []

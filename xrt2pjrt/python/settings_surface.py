@@ -17,6 +17,7 @@ release read that ``target`` reads nowhere or only warns about, with when it wen
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +92,22 @@ class Gone:
 
 def gone(name: str, target: Release) -> Gone | None:
     """Whether a setting of ``name``, which some earlier release read, has no effect on ``target``."""
+    if "=" in name:
+        return None  # (a value a release called deprecated: read_by knows only that release)
     effective = [r for r in read_by(name) if r < target]
     if not effective or status(name, target) in ("read", "deprecated"):
         return None
     return Gone(name, max(effective), status(name, target) == "warns")
+
+
+# The names only torch_xla reads (TPU_* are libtpu's too, MASTER_ADDR torch's, XLA_FLAGS is
+# XLA's and read by every release).
+TORCH_XLA_OWN = re.compile(r"(?:XLA|XRT|PJRT|PT_XLA|TORCH_XLA)_\w+")
+
+
+@functools.cache
+def silently_gone() -> frozenset[str]:
+    """torch_xla's own settings that some 2.x target reads nowhere, not even to warn, though an
+    earlier release read them (XLA_TRIM_GRAPH_SIZE, PJRT_ALLOCATOR_FRACTION, the XRT_* ones)."""
+    return frozenset(name for name in table() if TORCH_XLA_OWN.fullmatch(name) and any(
+        (found := gone(name, (2, minor))) is not None and not found.warns for minor in range(1, 10)))
