@@ -37,6 +37,7 @@ MODULES: dict[str, str] = {
     "notebook": "xrt2pjrt.text.notebook",
     "jsonnet": "xrt2pjrt.text.jsonnet",
     "requirements": "xrt2pjrt.text.requirements",
+    "dotenv": "xrt2pjrt.text.dotenv",
 }
 
 
