@@ -44,7 +44,8 @@ def test_cells_by_kind():
     assert _source(cells[1]).splitlines()[:2] == ["%env PJRT_DEVICE=TPU", "import os"]
     assert _source(cells[2]).splitlines()[2:4] == ["world = xr.world_size(", ")"]  # split across strings
     assert _source(cells[3]).startswith("TPU_NAME = 'my-pod'\n!gcloud compute tpus tpu-vm ssh $TPU_NAME")
-    assert _source(cells[4]).startswith("%%bash\nexport PJRT_DEVICE=TPU\ngcloud ")
+    assert _source(cells[4]).startswith("%%bash\nexport PJRT_DEVICE=TPU\n# TODO(xrt2pjrt): deprecated: cast the model to "
+                                        "bf16 [env-shell-deprecated]\ngcloud ")  # (--env XLA_USE_BF16=1)
     assert cells[5] == json.loads(BEFORE)["cells"][5]
 
 

@@ -23,12 +23,13 @@ CONDA_ENV = ("holds torch_xla 1.x",)  # xla_dist's --conda-env (text/xla_dist.py
 
 # (before, expected, options, substrings of the manual items, one per item)
 CASES = [
-    ("shell/pod_launch.sh", "shell/pod_launch.expected.sh", {}, NOTHING),
+    ("shell/pod_launch.sh", "shell/pod_launch.expected.sh", {}, (BF16,)),
     ("shell/pod_launch.sh", "shell/pod_launch.xrt2pjrt.expected.sh",
-     {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, ("'$HOME/logs' expanded on each worker under xla_dist",)),
+     {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, (BF16, "'$HOME/logs' expanded on each worker under xla_dist")),
     ("shell/no_space_backslash.sh", "shell/no_space_backslash.expected.sh", {}, CONDA_ENV),
-    ("shell/docker.sh", "shell/docker.expected.sh", {}, (OLD_IMAGE,)),
-    ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"}, (OLD_IMAGE,)),
+    ("shell/docker.sh", "shell/docker.expected.sh", {}, (OLD_IMAGE, BF16)),
+    ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"},
+     (OLD_IMAGE, BF16)),
     ("shell/path_form.sh", "shell/path_form.expected.sh", {}, NOTHING),
     ("shell/abbreviated_flags.sh", "shell/abbreviated_flags.expected.sh", {}, CONDA_ENV),
     ("shell/no_separator.sh", "shell/no_separator.expected.sh", {}, NOTHING),
@@ -43,9 +44,9 @@ CASES = [
     ("dockerfile/Dockerfile.cpu", "dockerfile/Dockerfile.cpu.expected", {}, ("XRT_SHARD_WORLD_SIZE is read here",)),
     ("yaml/train-job.yaml", "yaml/train-job.yaml.expected", {}, (OLD_IMAGE, BF16, OLD_IMAGE, "exec array")),
     ("yaml/ci.yml", "yaml/ci.yml.expected", {}, (BF16,)),
-    ("markdown/README.md", "markdown/README.md.expected", {}, ("no command to run after `--`",)),
+    ("markdown/README.md", "markdown/README.md.expected", {}, (BF16, "no command to run after `--`")),
     ("markdown/guide.rst", "markdown/guide.rst.expected", {}, (OLD_IMAGE,)),
-    ("notebook/pod_training.ipynb", "notebook/pod_training.ipynb.expected", {}, NOTHING),
+    ("notebook/pod_training.ipynb", "notebook/pod_training.ipynb.expected", {}, (BF16,)),
 ]
 
 

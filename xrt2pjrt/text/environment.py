@@ -10,6 +10,7 @@ Python rules); ``apply`` does it the same way for every kind.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, ClassVar, NamedTuple
@@ -131,7 +132,13 @@ def rule_here(name: str, rec: Recorder) -> type[EnvRule] | None:
 
 
 def mentions(text: str) -> bool:
-    return "XRT_" in text or any(name in text for name in UNPREFIXED)
+    """Whether ``text`` names a variable an env rule handles (a quoted word worth reading as shell)."""
+    return "XRT_" in text or bool(_handled().search(text))
+
+
+@functools.cache
+def _handled() -> re.Pattern:
+    return re.compile(r"\b(?:" + "|".join(r.variables for r in all_rules().values() if issubclass(r, EnvRule)) + r")\b")
 
 
 def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int], bool]) -> None:
