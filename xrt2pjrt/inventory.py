@@ -73,6 +73,7 @@ class Seen:
     path: str
     line: int
     prose: bool = False  # in a comment, a docstring, a document's text: what the rules do not migrate
+    via: int | None = None  # the line of the import that bound the alias a name was reached through
 
 
 def prose_lines(kind: str, text: str) -> set[int]:
@@ -118,19 +119,20 @@ def seen_in(path: str, text: str, kind: str = "") -> list[Seen]:
                 high = mid - 1
         return low + 1
 
-    aliases = {alias: module for module, alias in _IMPORT_AS.findall(text)}
+    aliases = {m.group(2): (m.group(1), line_of(m.start())) for m in _IMPORT_AS.finditer(text)}
     for m in _FROM_IMPORT.finditer(text):
         for part in m.group(2).strip("() \t\n").split(","):
             words = part.split()
             if words and words[0] != "*":
                 out.append(Seen("name", f"{m.group(1)}.{words[0]}", path, line_of(m.start())))
-                aliases[words[-1]] = f"{m.group(1)}.{words[0]}"
+                aliases[words[-1]] = (f"{m.group(1)}.{words[0]}", line_of(m.start()))
     for m in _DOTTED.finditer(text):
         out.append(Seen("name", m.group(), path, line_of(m.start())))
     if aliases:
         uses = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, aliases)) + r")\.([A-Za-z_]\w*)")
         for m in uses.finditer(text):
-            out.append(Seen("name", f"{aliases[m.group(1)]}.{m.group(2)}", path, line_of(m.start())))
+            module, imported_at = aliases[m.group(1)]
+            out.append(Seen("name", f"{module}.{m.group(2)}", path, line_of(m.start()), via=imported_at))
     for m in _SETTING.finditer(text):
         out.append(Seen("setting", m.group(), path, line_of(m.start())))
     for number, line in enumerate(text.splitlines(), start=1):
@@ -164,7 +166,7 @@ def _covering(findings: list[Finding], seen: Seen) -> list[Finding]:
     name it (a line may set several, and one carried into a launcher's command is not spoken of)."""
     covering = [f for f in findings if f.range.start_line <= seen.line <= f.range.end_line]
     naming = [f for f in covering if _names(f, seen)]
-    return naming if naming or seen.kind == "setting" else covering
+    return naming if naming or seen.kind in ("setting", "name") else covering
 
 
 def _names(finding: Finding, seen: Seen) -> bool:
@@ -184,6 +186,15 @@ def status_of(seen: Seen, result: FileResult, target: tuple[int, int]) -> tuple[
         return "reported", f"[{decided[0].rule}] {decided[0].message}"
     if made:
         return "rewritten", f"[{made[0].rule}] {made[0].message}"
+    if status == "unknown" and seen.via is not None:  # reached through an alias whose import a rule rewrote
+        moved = _covering(result.made, Seen("name", seen.name.rsplit(".", 1)[0], seen.path, seen.via))
+        if moved:
+            return "rewritten", f"its import was rewritten: [{moved[0].rule}] {moved[0].message}"
+    if status == "unknown" and seen.kind == "install":  # a torch pin the file's torch_xla install speaks for
+        package = re.split(r"[\[=~<>!]", seen.name, maxsplit=1)[0]
+        said = [f for f in result.manual if f.rule.startswith("install") and f"{package}~=" in f"{f.message} {f.detail}"]
+        if said:
+            return "reported", f"with the file's torch_xla install: [{said[0].rule}] {said[0].message}"
     if status == "unknown" and seen.prose:
         return status, f"in prose (a comment, a docstring, a document's text), which the rules leave as it is: {why}"
     return status, why
