@@ -38,7 +38,7 @@ KINDS = ("name", "setting", "launcher", "install")
 _DOTTED = re.compile(r"\btorch_xla(?:\.[A-Za-z_]\w*)+")
 _IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+(torch_xla(?:\.\w+)*)[ \t]+as[ \t]+(\w+)", re.M)
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(torch_xla(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)", re.M)
-_SETTING = re.compile(r"\b(?:(?:XLA|XRT|PJRT|TPU|PT_XLA|TORCH_XLA)_[A-Z0-9_]*[A-Z0-9]|"
+_SETTING = re.compile(r"(?<!device:)\b(?:(?:XLA|XRT|PJRT|TPU|PT_XLA|TORCH_XLA)_[A-Z0-9_]*[A-Z0-9]|"  # (not XLA_CPU:0)
                       + "|".join(sorted(set(UNPREFIXED) | {"GPU_NUM_DEVICES", "TPUVM_MODE"}, key=len, reverse=True))
                       + r")\b")
 # (what it is, its pattern, whether today's tooling launches that way)
@@ -57,7 +57,7 @@ _LAUNCHERS = (
     ("xrt2pjrt launch", re.compile(r"\bxrt2pjrt[ \t]+launch\b"), True),
 )
 # A line that installs torch_xla or what goes with it.
-_INSTALL_LINE = re.compile(r"(?i)\b(?:pip3?|python3?[ \t]+-m[ \t]+pip|conda|uv[ \t]+pip)[ \t]+install\b|^[ \t]*FROM[ \t]|"
+_INSTALL_LINE = re.compile(r"(?i)\b(?:pip3?|python3?[ \t]+-m[ \t]+pip|conda|uv[ \t]+pip)[ \t]+install\b|(?-i:^[ \t]*FROM[ \t])|"
                            r"\bimage:|tpu-pytorch|--version[= ]|--runtime-version|tf-version")
 _PACKAGE = re.compile(r"(?i)(?:^|[\s'\"=:/])((?:torch[_-]xla|torch|torchvision|libtpu[\w-]*|cloud[_-]tpu[_-]client|"
                       r"gcr\.io/tpu-pytorch/\S+|\S*/xla:\S+|tpu-vm-\S+|pytorch-[\d.]+\S*)"

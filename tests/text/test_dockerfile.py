@@ -139,3 +139,13 @@ def test_removing_the_last_variable_after_comment_or_blank_lines_ends_the_env():
     for comment in ("# the number of TPU cores", "# XRT_TPU_CONFIG is below: a comment, not a setting", "# why"):
         assert comment in first.text
     assert [ins.keyword for ins in dockerfile.instructions(first.text)] == [k for k, _ in _docker_parse(first.text)]
+
+
+def test_comment_lines_inside_a_continued_run_are_docker_s_not_the_shell_s():
+    """Docker drops them before /bin/sh -c reads the command; bash -n of the raw text failed, and
+    the whole Dockerfile was reported as not processed."""
+    text = ("FROM python:3.11\nENV XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n"
+            "RUN groupadd app \\\n    # the user\n    && useradd -m app\n")
+    outcome = rewrite(text)
+    assert dockerfile.check(outcome.text) is None
+    assert outcome.text.startswith("FROM python:3.11\nENV PJRT_DEVICE=TPU\nRUN groupadd app \\\n    # the user\n")
