@@ -22,6 +22,8 @@ class PjrtDeviceGpu(EnvRule):
     id = "env-pjrt-device-gpu"
     summary = "PJRT_DEVICE=GPU set in Python (2.1's name) → CUDA; GPU or CUDA on torch_xla 2.9 (no CUDA) reported"
     words = (NAME,)
+    # (the rules that write PJRT_DEVICE=CUDA for a GPU on 2.9 and ask this decision there first)
+    settled_by = ("env-xrt-cpu-topology", "env-gpu-num-devices")
     examples = (
         Example(
             "import os\n\nos.environ['PJRT_DEVICE'] = 'GPU'\n",

@@ -17,6 +17,8 @@ class ShellPjrtDeviceGpu(EnvRule):
     id = "env-shell-pjrt-device-gpu"
     summary = "PJRT_DEVICE=GPU outside Python (2.1's name) → CUDA; GPU or CUDA on torch_xla 2.9 (no CUDA) reported"
     words = ("PJRT_DEVICE",)
+    # (the rules that write PJRT_DEVICE=CUDA for a GPU on 2.9 and ask this decision there first)
+    settled_by = ("env-shell-xrt-cpu", "env-shell-gpu-num-devices")
     variables = "PJRT_DEVICE"
     examples = (
         Example("PJRT_DEVICE=GPU GPU_NUM_DEVICES=4 python3 train.py\n",
