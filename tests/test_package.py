@@ -59,7 +59,7 @@ def test_the_wheel_carries_license_guide_and_data(dist):
         for page in ("MIGRATION.md", "RULES.md"):
             assert wheel.read(f"xrt2pjrt/docs/{page}") == (ROOT / "docs" / page).read_bytes()
         # the generated index, the API tables, and every family package of rules (`import` too)
-        assert {"xrt2pjrt/rule_index.py", "xrt2pjrt/python/api_surface.txt",
+        assert {"xrt2pjrt/rule_index.py", "xrt2pjrt/python/api_surface.txt", "xrt2pjrt/python/settings_surface.txt",
                 "xrt2pjrt/rules/import/import_gone_module.py"} <= names
         assert not [n for n in names if n.startswith(("tests/", "bench/"))]
         metadata = email.message_from_bytes(wheel.read(f"{info}/METADATA"))

@@ -338,6 +338,9 @@ def migrate(
     quiet: Annotated[bool, _option(
         "-q", "--quiet", help="only the items to decide and errors (and with --check, the files)")] = False,
     verbose: Annotated[bool, _option("-v", "--verbose", help="also every change, the configuration, the time")] = False,
+    inventory: Annotated[bool, _option(
+        "--inventory", help="also list every torch_xla name, setting, launcher and install line seen, with its "
+                            "status (on stdout; in the JSON and the --report)")] = False,
 ) -> int:
     """A preview by default: the diff, and what a person must decide. Exit 0 when done, 1
     when --check finds changes pending or spots to decide open (neither fixed nor settled with
@@ -366,6 +369,11 @@ def migrate(
     finally:
         progress.close()
     run = done.run
+    if inventory and done.stopped_by is None:
+        from xrt2pjrt import inventory as taken
+        from xrt2pjrt.registry import parse_version
+
+        run.inventory = taken.take(run, parse_version(target_version or done.settings.target_version))
     if done.stopped_by is not None:
         from xrt2pjrt.files import quoted
 
@@ -393,6 +401,11 @@ def migrate(
         for r in run.results:
             if r.changed:
                 print_diff(out, r.original, r.updated, r.path)
+    if inventory and output_format == "text":
+        from xrt2pjrt import inventory as taken
+
+        for line in taken.lines(run.inventory):
+            out.out(line)
     out.flush()
     if verbose:
         for line in report.change_lines(run):

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from xrt2pjrt import xrt_variables
+from xrt2pjrt.meanings.settings import WARNED
+from xrt2pjrt.python import settings_surface
 from xrt2pjrt.shim import topology as topology_module
 
 EXIT_HEALTHY, EXIT_MUST_FIX = 0, 1
@@ -235,6 +237,28 @@ def _device_problems(choice: DeviceChoice, leftovers: list[XrtLeftover], env: Ma
     return problems
 
 
+def _setting_problems(env: Mapping[str, str], versions: Mapping[str, str | None]) -> list[Problem]:
+    """Settings the installed torch_xla warns about, or reads nowhere though an earlier release
+    read them (python/settings_surface.txt); the XRT-era ones are the leftovers'."""
+    release = _major_minor(versions["torch_xla"] or "")
+    problems = []
+    for name in sorted(env):
+        if xrt_variables.is_xrt_era(name) or len(release) != 2:
+            continue
+        state, spelled = settings_surface.status(name, release), f"{release[0]}.{release[1]}"
+        gone = settings_surface.gone(name, release)
+        if state == "warns" and name in WARNED:
+            problems.append(Problem(f"{name} is set: torch_xla {spelled} only warns about it, and it has no effect",
+                                    f"unset {name}: {WARNED[name].more}"))
+        elif state == "deprecated" and name in WARNED:
+            problems.append(Problem(f"{name} is set: torch_xla {spelled} warns that it is deprecated",
+                                    WARNED[name].more, must_fix=False))
+        elif name in settings_surface.silently_gone() and gone is not None:
+            problems.append(Problem(f"{name} is set: {gone.history}, so it does nothing", f"unset {name}",
+                                    must_fix=False))
+    return problems
+
+
 def _topology_problems(topology, error: str | None, choice: DeviceChoice,
                        env: Mapping[str, str]) -> list[Problem]:
     if topology is None:
@@ -275,6 +299,7 @@ def diagnose(env: Mapping[str, str] | None = None,
     problems += [Problem(f"{leftover.name} is set: torch_xla 2.1+ ignores it without a word",
                          f"unset {leftover.name}; {leftover.replacement}") for leftover in leftovers]
     problems += _device_problems(choice, leftovers, env, versions)
+    problems += _setting_problems(env, versions)
     problems += _topology_problems(found, error, choice, env)
     return Diagnosis(versions, env.get("PJRT_DEVICE"), choice, leftovers, found, source, problems)
 

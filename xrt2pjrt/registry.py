@@ -58,6 +58,10 @@ class Rule:
     targets: ClassVar[tuple[str, ...]] = TARGETS
     min_version: ClassVar[tuple[int, int]] = TARGET_VERSIONS[0]
     examples: ClassVar[tuple[Example, ...]] = ()
+    # Ids whose ``# xrt2pjrt: ignore[...]`` marker settles this rule's items too: rules that ask
+    # the same decision of the same spot (a second pass finds by this rule what the first
+    # marked by another: an XRT GPU map written as PJRT_DEVICE=CUDA).
+    settled_by: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def runs(cls, options: "Options") -> bool:

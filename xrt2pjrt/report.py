@@ -369,6 +369,7 @@ class Run:
     results: list[FileResult]
     mode: str = "preview"
     ignored: int = 0  # files skipped as ignored
+    inventory: list | None = None  # inventory.Entry's, with --inventory
 
     @cached_property
     def summary(self) -> Summary:
@@ -630,7 +631,10 @@ def to_json(run: Run) -> str:
         if r.pending:  # (only where there are: a file's record is the same as ever without)
             record["pending"] = [i.record() for i in items if i.kind == "pending"]
         files.append(record)
-    return json.dumps({"mode": run.mode, "files": files, "summary": asdict(run.summary)}, indent=2) + "\n"
+    document = {"mode": run.mode, "files": files, "summary": asdict(run.summary)}
+    if run.inventory is not None:
+        document["inventory"] = [entry.record() for entry in run.inventory]
+    return json.dumps(document, indent=2) + "\n"
 
 
 def _escape_data(text: str) -> str:
@@ -735,6 +739,11 @@ def to_markdown(run: Run) -> str:
                           + (f" ({i.extra})" if i.extra else "")
                           for i in chosen]
                 lines.append("")
+    if run.inventory is not None:
+        lines += ["## Inventory", "", "| status | kind | name | why | where |", "|---|---|---|---|---|"]
+        lines += [f"| {e.status} | {e.kind} | `{e.name}` | {e.why.replace('|', '/')} | {', '.join(e.places)} |"
+                  for e in run.inventory]
+        lines.append("")
     return "\n".join(lines)
 
 

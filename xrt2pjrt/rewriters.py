@@ -37,6 +37,7 @@ MODULES: dict[str, str] = {
     "notebook": "xrt2pjrt.text.notebook",
     "jsonnet": "xrt2pjrt.text.jsonnet",
     "requirements": "xrt2pjrt.text.requirements",
+    "dotenv": "xrt2pjrt.text.dotenv",
 }
 
 
@@ -57,6 +58,13 @@ def todo_comment(message: str, rule: str, width: int, indent: str = "") -> str:
 
 # The room a TODO's message keeps however deep the indent: a few words, over the width.
 _LEAST_ROOM = 20
+
+
+def same_todo(comment: str, other: str) -> bool:
+    """Whether two TODO comments mark the same item: the same words, whichever rule wrote them
+    (a second pass may find by another rule what the first marked: XRT_DEVICE_MAP's GPU map
+    written as PJRT_DEVICE=CUDA, which torch_xla 2.9 lacks, is env-pjrt-device-gpu's then)."""
+    return re.sub(r" \[[\w.-]+\]$", "", comment.strip()) == re.sub(r" \[[\w.-]+\]$", "", other.strip())
 
 
 @dataclass

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import names
+from xrt2pjrt.rule_index import SETTLED_BY
 
 _MARKER = re.compile(r"#\s*xrt2pjrt:\s*ignore(?:\[(?P<ids>[^\]]*)\])?(?![\w\[-])")
 _SKIP_FILE = re.compile(r"#\s*xrt2pjrt:\s*skip-file\b")
@@ -98,10 +99,12 @@ class Suppressions:
         return line in self.lines
 
     def covers(self, rule_id: str, *lines: int) -> bool:
-        """True when a marker on one of ``lines`` keeps ``rule_id`` off."""
+        """True when a marker on one of ``lines`` keeps ``rule_id`` off: one naming it, or a rule
+        that asks the same decision there (Rule.settled_by)."""
+        ids = (rule_id, *SETTLED_BY.get(rule_id, ()))
         for line in lines:
             words = self.lines.get(line, frozenset())
-            if words is EVERY_RULE or any(names(word, rule_id) for word in words):
+            if words is EVERY_RULE or any(names(word, r) for word in words for r in ids):
                 return True
         return False
 

@@ -122,10 +122,23 @@ def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9
         return DeviceChoice("GPU")
     if target < (2, 9):
         return DeviceChoice("CUDA")
-    return DeviceChoice("CUDA", Advice(
-        "stay on torch_xla 2.8 for GPUs", "this ran on GPUs: stay on torch_xla 2.8, run on TPU or CPU, or use "
-        "PyTorch's own CUDA (PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only; 2.9 dropped CUDA: 'No PjRtPlugin "
-        "registered for: CUDA')"))
+    return DeviceChoice("CUDA", NO_CUDA)
+
+
+NO_CUDA = Advice("stay on torch_xla 2.8 for GPUs", "this ran on GPUs: stay on torch_xla 2.8, run on TPU or CPU, or use "
+                 "PyTorch's own CUDA (PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only; 2.9 dropped CUDA: 'No "
+                 "PjRtPlugin registered for: CUDA')")
+_GPU_VALUE = re.compile(r"""^[rRbBfFuU]*["']*(GPU|CUDA)["']*$""")
+
+
+def pjrt_device(value: str | None, target: tuple[int, int] = (2, 9)) -> DeviceChoice | None:
+    """What a setting of PJRT_DEVICE to ``value`` (as written, quotes and all) becomes for
+    torch_xla ``target``, where its GPU names changed: GPU was 2.1's (2.2 warned, 2.3-2.8 say
+    'Unknown PJRT_DEVICE'), CUDA 2.2-2.8's, and 2.9 has neither. None: it stays as it is."""
+    found = _GPU_VALUE.match(value.strip()) if value else None
+    if found is None or target < (2, 2) or (found.group(1) == "CUDA" and target < (2, 9)):
+        return None
+    return DeviceChoice("CUDA", NO_CUDA if target >= (2, 9) else None)
 
 
 def replacement(name: str, value: str | None = None) -> Advice:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import mmap
 import os
 import re
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from installed_names import naming
 from xrt2pjrt import meanings
 from xrt2pjrt.meanings import settings
 from xrt2pjrt.registry import all_rules
@@ -29,49 +29,22 @@ UNREAD_ON_2_9 = (*(name for name, _, _ in settings.XRT_CLIENT_ONLY), "GPU_NUM_DE
 READ_ON_2_9 = ("XLA_THREAD_POOL_SIZE", "XLA_METRICS_SAMPLES", "XLA_DUMP_FATAL_STACK")
 
 
-def _installed_files() -> dict[str, bytes]:
-    """The installed torch_xla's Python files and its _XLAC library, by name: what they hold."""
-    spec = importlib.util.find_spec("torch_xla")
-    package = Path(spec.origin).parent
-    files = {str(p.relative_to(package)): p.read_bytes() for p in package.rglob("*.py")}
-    (xlac,) = package.parent.glob("_XLAC.*.so")
-    with open(xlac, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        files[xlac.name] = bytes(data)
-    return files
-
-
-def _names(data: bytes, name: bytes) -> bool:
-    """Whether ``data`` holds ``name`` as a whole word (not XLA_TPU_NAME for TPU_NAME); bytes.find,
-    as a regex over the 300 MB library takes a minute."""
-    at = data.find(name)
-    while at >= 0:
-        before, after = data[at - 1:at], data[at + len(name):at + len(name) + 1]
-        if not (before.isalnum() or before == b"_" or after.isalnum() or after == b"_"):
-            return True
-        at = data.find(name, at + 1)
-    return False
-
-
-def _naming(files: dict[str, bytes], name: str) -> list[str]:
-    return sorted(path for path, data in files.items() if _names(data, name.encode()))
-
-
 @pytest.fixture(scope="module")
 def installed():
-    return _installed_files()
+    return naming([*UNREAD_ON_2_9, *READ_ON_2_9, "TPUVM_MODE"])
 
 
 @pytest.mark.xla
 def test_no_installed_torch_xla_file_names_the_xrt_only_variables(installed):
-    assert {name: _naming(installed, name) for name in UNREAD_ON_2_9} == dict.fromkeys(UNREAD_ON_2_9, [])
-    assert all(_naming(installed, name) for name in READ_ON_2_9), "the search finds names 2.9 reads"
+    assert {name: installed[name] for name in UNREAD_ON_2_9} == dict.fromkeys(UNREAD_ON_2_9, [])
+    assert all(installed[name] for name in READ_ON_2_9), "the search finds names 2.9 reads"
 
 
 @pytest.mark.xla
 def test_tpuvm_mode_is_read_only_by_the_build(installed):
     """At run time 2.9 only names it (xla_env_vars.py); its build reads it (build_util.py:18 at v2.9.0)."""
-    assert _naming(installed, "TPUVM_MODE") == [os.path.join("core", "xla_env_vars.py")]
-    tree = ast.parse(installed[os.path.join("core", "xla_env_vars.py")])
+    assert installed["TPUVM_MODE"] == [os.path.join("core", "xla_env_vars.py")]
+    tree = ast.parse((Path(importlib.util.find_spec("torch_xla").origin).parent / "core" / "xla_env_vars.py").read_text())
     assert [n.targets[0].id for n in tree.body if isinstance(n, ast.Assign) and
             getattr(n.value, "value", None) == "TPUVM_MODE"] == ["TPUVM_MODE"]
 

@@ -62,8 +62,9 @@ def test_findings_name_the_dockerfile_lines():
     lines = {(f.rule, f.line) for f in outcome.changes}
     assert ("launch-xla-dist", 13) in lines and ("env-shell-xrt-tpu-config", 9) in lines
     assert ("env-shell-xrt-unused", 6) in lines and ("env-shell-xrt-unused", 7) in lines
-    old_image, exec_form = outcome.manual
+    old_image, bf16, exec_form = outcome.manual
     assert old_image.line == 2 and old_image.rule == "install-xrt-era-release"
+    assert bf16.line == 5 and bf16.rule == "env-shell-deprecated"
     assert exec_form.line == 15 and "exec form" in exec_form.detail
 
 
@@ -89,9 +90,9 @@ def test_a_tpu_node_config_in_env_and_bashrc_is_reported_where_it_is_set():
 
 def test_env_device_map_follows_its_value_in_both_env_forms():
     text = ("FROM python:3.11\nENV XRT_DEVICE_MAP GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0\n"
-            "ENV XRT_WORKERS=\"localservice:0;grpc://localhost:40934\" XLA_USE_BF16=1\n")
+            "ENV XRT_WORKERS=\"localservice:0;grpc://localhost:40934\" XLA_IR_DEBUG=1\n")
     outcome = rewrite(text)
-    assert without_todos(outcome.text) == "FROM python:3.11\nENV PJRT_DEVICE CUDA\nENV XLA_USE_BF16=1\n"
+    assert without_todos(outcome.text) == "FROM python:3.11\nENV PJRT_DEVICE CUDA\nENV XLA_IR_DEBUG=1\n"
     assert_decisions(outcome, [("env-shell-xrt-cpu", 2, NO_CUDA)])
 
 
@@ -138,3 +139,13 @@ def test_removing_the_last_variable_after_comment_or_blank_lines_ends_the_env():
     for comment in ("# the number of TPU cores", "# XRT_TPU_CONFIG is below: a comment, not a setting", "# why"):
         assert comment in first.text
     assert [ins.keyword for ins in dockerfile.instructions(first.text)] == [k for k, _ in _docker_parse(first.text)]
+
+
+def test_comment_lines_inside_a_continued_run_are_docker_s_not_the_shell_s():
+    """Docker drops them before /bin/sh -c reads the command; bash -n of the raw text failed, and
+    the whole Dockerfile was reported as not processed."""
+    text = ("FROM python:3.11\nENV XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n"
+            "RUN groupadd app \\\n    # the user\n    && useradd -m app\n")
+    outcome = rewrite(text)
+    assert dockerfile.check(outcome.text) is None
+    assert outcome.text.startswith("FROM python:3.11\nENV PJRT_DEVICE=TPU\nRUN groupadd app \\\n    # the user\n")

@@ -88,12 +88,12 @@ def test_render_keeps_the_value(value, style):
 def test_gke_tpu_node_endpoints_are_reported_and_a_local_config_is_not():
     """GKE's TPU-node integration handed XRT the node in KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS."""
     text = ("containers:\n- name: train\n  env:\n  - name: XRT_TPU_CONFIG\n"
-            '    value: "tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS:7}"\n  - name: XLA_USE_BF16\n    value: "1"\n'
-            "- name: eval\n  env:\n    XRT_TPU_CONFIG: localservice;0;localhost:51011\n    XLA_USE_BF16: 1\n")
+            '    value: "tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS:7}"\n  - name: XLA_IR_DEBUG\n    value: "1"\n'
+            "- name: eval\n  env:\n    XRT_TPU_CONFIG: localservice;0;localhost:51011\n    XLA_IR_DEBUG: 1\n")
     outcome = rewrite(text)
     assert outcome.text == ("containers:\n- name: train\n  env:\n" + todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config", "  ")
-                            + '  - name: PJRT_DEVICE\n    value: "TPU"\n  - name: XLA_USE_BF16\n    value: "1"\n'
-                            "- name: eval\n  env:\n    PJRT_DEVICE: TPU\n    XLA_USE_BF16: 1\n")
+                            + '  - name: PJRT_DEVICE\n    value: "TPU"\n  - name: XLA_IR_DEBUG\n    value: "1"\n'
+                            "- name: eval\n  env:\n    PJRT_DEVICE: TPU\n    XLA_IR_DEBUG: 1\n")
     assert_decisions(outcome, [("env-shell-xrt-tpu-config", 4, REMOTE)])
 
 

@@ -62,7 +62,10 @@ _WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
 
 # (variable, value): what a write becomes.
 Setting = tuple[str, str]
-# What a write becomes (None: it goes), and the manual item to add with it (None: none).
+# A write that stays as it is: a setting the target still reads, or one whose loss a person
+# must weigh (its item says why).
+KEEP: Setting = ("", "")
+# What a write becomes (None: it goes; KEEP: it stays), and the manual item to add with it (None: none).
 Write = tuple[Setting | None, Advice | None]
 
 
@@ -77,9 +80,13 @@ class EnvRule(PythonRule):
         """What a write of ``value`` (source text) to ``variable`` becomes, for torch_xla ``target``."""
         raise NotImplementedError
 
-    def read(self, variable: str) -> Advice:
-        """The manual item for a read of ``variable``: what to do, and why."""
+    def read(self, variable: str) -> Advice | None:
+        """The manual item for a read of ``variable``: what to do, and why (None: nothing to do)."""
         raise NotImplementedError
+
+    def removed_because(self, variable: str, target: tuple[int, int]) -> str:
+        """Why a write of ``variable`` goes, for torch_xla ``target``: its change's message."""
+        return "PJRT ignores it"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -112,6 +119,7 @@ class EnvRule(PythonRule):
 
     # --- the access forms -------------------------------------------------------------
     def leave(self, ctx, original, updated):
+        self.target_version = ctx.target_version  # the file's target, for read()'s advice
         try:
             return getattr(self, f"_{type(updated).__name__}")(ctx, original, updated)
         except _SetForATest:
@@ -143,6 +151,8 @@ class EnvRule(PythonRule):
         setting = self._written(ctx, variable, updated.value)
         if setting is None:
             return self._drop_statement(ctx, variable, updated)
+        if setting is KEEP:
+            return updated
         new_target = target.with_changes(slice=[target.slice[0].with_changes(
             slice=cst.Index(self._string(ctx, setting[0], target.slice[0].slice.value)))])
         value = self._string(ctx, setting[1], target.slice[0].slice.value)
@@ -165,7 +175,7 @@ class EnvRule(PythonRule):
         target = updated.target
         if isinstance(target, cst.Subscript) and self._environ(ctx, target.value):
             variable = self._subscript_key(ctx, target)
-            if variable is not None:
+            if variable is not None and self.write(variable, "", ctx.target_version)[0] is not KEEP:
                 self._left_alone_in_tests(ctx, variable)
                 ctx.change(f"del {variable} removed: PJRT ignores it")
                 if ctx.is_whole_statement():
@@ -207,6 +217,8 @@ class EnvRule(PythonRule):
         setting = self._written(ctx, variable, value.value)
         if setting is None:
             return self._drop_statement(ctx, variable, updated)
+        if setting is KEEP:
+            return updated
         return updated.with_changes(args=[
             key.with_changes(value=self._string(ctx, setting[0], key.value)),
             value.with_changes(value=self._string(ctx, setting[1], key.value)),
@@ -220,7 +232,9 @@ class EnvRule(PythonRule):
             if variable is None:
                 continue
             setting = self._written(ctx, variable, arg.value, memo=False)
-            if setting is not None and setting[0] not in present:
+            if setting is KEEP:
+                continue
+            if setting is not None and (setting[0] not in present or setting[0] == variable):
                 present.add(setting[0])
                 args[index] = arg.with_changes(keyword=cst.Name(setting[0]), value=self._string(ctx, setting[1], arg.value))
             else:
@@ -239,12 +253,12 @@ class EnvRule(PythonRule):
                    if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)}
         for element in updated.elements:
             variable = self._key(ctx, element.key) if isinstance(element, cst.DictElement) else None
-            if variable is None:
+            setting = None if variable is None else self._written(ctx, variable, element.value, memo=False)
+            if variable is None or setting is KEEP:
                 elements.append(element)
                 continue
             changed = True
-            setting = self._written(ctx, variable, element.value, memo=False)
-            if setting is None or setting[0] in present:
+            if setting is None or (setting[0] in present and setting[0] != variable):
                 continue
             present.add(setting[0])
             elements.append(element.with_changes(key=self._string(ctx, setting[0], element.key),
@@ -272,9 +286,9 @@ class EnvRule(PythonRule):
         if not hasattr(self, "_reads"):
             self._reads = _environ_reads(ctx.tree)
         lines = [line for line in self._reads.get(variable, ()) if line != ctx.line]
-        if not lines:
-            return False
         setting, _ = self.write(variable, code(value), ctx.target_version)
+        if not lines or setting is KEEP:
+            return False
         then = f"set {setting[0]}={setting[1]!r} instead" if setting else "remove it"
         why = (f"this write stays while it is, or that read raises KeyError; once the reads are migrated, "
                f"{then}")
@@ -283,13 +297,16 @@ class EnvRule(PythonRule):
         return True
 
     def _written(self, ctx, variable: str, value: cst.BaseExpression, memo: bool = True) -> Setting | None:
-        self._left_alone_in_tests(ctx, variable)
         setting, note = self.write(variable, code(value), ctx.target_version)
+        if setting is not KEEP:
+            self._left_alone_in_tests(ctx, variable)
         if note:
             self._ask(ctx, note)
         if setting is None:
-            ctx.change(f"{variable} removed: PJRT ignores it")
+            ctx.change(f"{variable} removed: {self.removed_because(variable, ctx.target_version)}")
             return None
+        if setting is KEEP:
+            return KEEP
         if memo and ctx.block.get(setting):
             ctx.change(f"{variable} removed: {setting[0]}={setting[1]} is already set here")
             return None
@@ -307,8 +324,9 @@ class EnvRule(PythonRule):
         return node
 
     @staticmethod
-    def _ask(ctx, advice: Advice) -> None:
-        ctx.manual(advice.do, detail=advice.more)
+    def _ask(ctx, advice: Advice | None) -> None:
+        if advice is not None:
+            ctx.manual(advice.do, detail=advice.more)
 
     @staticmethod
     def _string(ctx, text: str, like: cst.BaseExpression) -> cst.SimpleString:

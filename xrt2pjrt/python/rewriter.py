@@ -37,7 +37,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from xrt2pjrt import width
 from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
-from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, todo_comment, trigger_for
+from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, same_todo, todo_comment, trigger_for
 from xrt2pjrt.python import imports, ipython, layout, quiet
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.shim_packages import CARRIED, INSTALLED
@@ -471,8 +471,8 @@ class _Engine(imports.Transformer):
         if frame.comments and hasattr(updated, "leading_lines"):
             # Comments above the first statement of a file belong to the module's header.
             above = [*updated.leading_lines, *self.module.header]
-            present = {line.comment.value for line in above if line.comment}
-            new = [c for c in dict.fromkeys(frame.comments) if c not in present]
+            present = [line.comment.value for line in above if line.comment]
+            new = [c for c in dict.fromkeys(frame.comments) if not any(same_todo(c, p) for p in present)]
             if new:
                 lines = [cst.EmptyLine(comment=cst.Comment(c)) for c in new]
                 updated = updated.with_changes(leading_lines=[*updated.leading_lines, *lines])

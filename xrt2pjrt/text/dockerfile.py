@@ -91,7 +91,8 @@ def check(text: str) -> str | None:
     for ins in instructions(text):
         body = text[ins.args:ins.end]
         if ins.keyword in SHELL_FORMS and not body.lstrip().startswith("["):
-            problem = shell.check(body)
+            # (docker drops the comment lines inside a continued instruction before the shell sees it)
+            problem = shell.check(re.sub(r"(?<=\n)[ \t]*#[^\n]*\n", "", body))
             if problem:
                 return f"{ins.keyword} at line {text.count(chr(10), 0, ins.start) + 1}: {problem}"
     return None

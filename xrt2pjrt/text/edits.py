@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding, Fix, Range
-from xrt2pjrt.rewriters import TODO, Outcome, todo_comment
+from xrt2pjrt.rewriters import TODO, Outcome, same_todo, todo_comment
 from xrt2pjrt.suppress import Suppressions
 from xrt2pjrt.width import NOT_PYTHON
 
@@ -135,7 +135,7 @@ def comment_above(lines: list[str], first: int, comment: str) -> bool:
     """Whether ``comment`` is among the comment lines right above line ``first``."""
     above = first - 1
     while above > 0 and lines[above - 1].lstrip().startswith("#"):
-        if lines[above - 1].strip() == comment.strip():
+        if same_todo(lines[above - 1], comment):
             return True
         above -= 1
     return False

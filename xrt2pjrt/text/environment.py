@@ -10,11 +10,13 @@ Python rules); ``apply`` does it the same way for every kind.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, ClassVar, NamedTuple
 
 from xrt2pjrt.registry import all_rules
+from xrt2pjrt.report import Advice
 from xrt2pjrt.text.edits import Edit, Recorder
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.xrt_variables import SHARED, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
@@ -42,8 +44,10 @@ class EnvSetting:
     value: str | None = None
 
 
-# (name, value) that replaces a setting, or None: the setting goes.
+# (name, value) that replaces a setting, or None: the setting goes; KEEP: it stays as it is
+# (a setting the target still reads, or one whose loss a person must weigh: its item says why).
 Replacement = tuple[str, str] | None
+KEEP: Replacement = ("", "")
 
 
 class EnvRule(TextRule):
@@ -56,9 +60,14 @@ class EnvRule(TextRule):
     replacement: ClassVar[Replacement]
 
     @classmethod
-    def choose(cls, setting: EnvSetting, target: tuple[int, int]) -> tuple[Replacement, str | None]:
+    def choose(cls, setting: EnvSetting, target: tuple[int, int]) -> tuple[Replacement, Advice | None]:
         """What replaces ``setting`` for torch_xla ``target``, and what a person must decide."""
         return cls.replacement, None
+
+    @classmethod
+    def removed_because(cls, name: str, target: tuple[int, int]) -> str:
+        """Why a setting of ``name`` goes, for torch_xla ``target``: its change's message."""
+        return str(UNPREFIXED.get(name, "PJRT ignores it"))
 
 
 class DeviceRule(EnvRule):
@@ -123,7 +132,13 @@ def rule_here(name: str, rec: Recorder) -> type[EnvRule] | None:
 
 
 def mentions(text: str) -> bool:
-    return "XRT_" in text or any(name in text for name in UNPREFIXED)
+    """Whether ``text`` names a variable an env rule handles (a quoted word worth reading as shell)."""
+    return "XRT_" in text or bool(_handled().search(text))
+
+
+@functools.cache
+def _handled() -> re.Pattern:
+    return re.compile(r"\b(?:" + "|".join(r.variables for r in all_rules().values() if issubclass(r, EnvRule)) + r")\b")
 
 
 def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int], bool]) -> None:
@@ -143,6 +158,9 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         chosen, note = rule.choose(s, rec.options.target_version)
         if note:
             rec.ask(rule.id, s.offset, note.do, note.more)
+        if chosen is KEEP:
+            plans.append(Plan(s, None, None, False))
+            continue
         key = (s.scope, s.form, chosen)
         # A repeated replacement is dropped only where it can be: a second PJRT_DEVICE=TPU
         # is harmless, and renaming it keeps a second pass from finding anything to do.
@@ -164,7 +182,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         if edits is None:
             rec.ask(rule.id, s.offset, "remove it by hand: PJRT ignores it", f"{s.name} is not used under PJRT")
             continue
-        why = (str(UNPREFIXED.get(s.name, "PJRT ignores it")) if chosen is None
+        why = (rule.removed_because(s.name, rec.options.target_version) if chosen is None
                else f"{'='.join(chosen)} is already set here")
         rec.change(rule.id, s.offset, f"removed {s.name}: {why}", *edits)
         if whole:

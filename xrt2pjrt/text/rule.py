@@ -46,6 +46,10 @@ class TextRule(Rule):
     def yaml_key(self, rec: Recorder, name: str, offset: int) -> None:
         """A key of a YAML mapping, in a file that uses PyTorch."""
 
+    def dotenv(self, rec: Recorder, name: str, value: str, offset: int) -> None:
+        """A ``NAME=VALUE`` line of a .env file (its value unquoted), at ``offset``: a setting
+        the env rules handle, which a rule may read for what else it names."""
+
     def config(self, rec: Recorder) -> None:
         """A jsonnet config, ``rec.text``: what it produces is only known by evaluating it, so
         each place is reported, never rewritten."""

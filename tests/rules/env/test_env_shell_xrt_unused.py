@@ -52,8 +52,8 @@ def test_a_read_of_tpuvm_mode_in_a_build_script_is_still_reported():
 
 def test_xrt_client_settings_go_from_a_script():
     """XRT's client read them (torch_xla 1.13 xla_client); torch_xla 2.x has no such setting."""
-    text = "export XLA_TENSOR_ALLOCATOR_MAXSIZE=100000000\nXLA_HANDLE_RELEASE_THREADS=4 XLA_USE_BF16=1 python3 train.py\n"
+    text = "export XLA_TENSOR_ALLOCATOR_MAXSIZE=100000000\nXLA_HANDLE_RELEASE_THREADS=4 XLA_IR_DEBUG=1 python3 train.py\n"
     outcome = rewrite(text)
-    assert outcome.text == "XLA_USE_BF16=1 python3 train.py\n"
+    assert outcome.text == "XLA_IR_DEBUG=1 python3 train.py\n"
     assert [f.message.split(":")[0] for f in outcome.changes] == [
         "removed XLA_TENSOR_ALLOCATOR_MAXSIZE", "removed XLA_HANDLE_RELEASE_THREADS"]

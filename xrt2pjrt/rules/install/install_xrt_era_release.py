@@ -17,8 +17,10 @@ from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.text.installs import WORDS, finding, torch_pin_finding
 from xrt2pjrt.text.rule import TextRule
 
-# A file that installs torch_xla itself: its torch pin is said with that install.
+# A file that installs torch_xla itself; and one that installs an XRT-era one, whose item
+# says the torch pin beside it too (a torch 1.x pin beside torch_xla 2.9 is one of its own).
 _INSTALLS_TORCH_XLA = re.compile(r"(?i)torch[_-]xla")
+_INSTALLS_XRT_ERA = re.compile(r"(?i)torch[_-]xla\S*?\s*(?:===?|~=|<=?)\s*v?1\.|torch_xla-1\.|tpu-pytorch|tpu-vm-(?:v4-)?pt-1\.")
 # The seed issue's own install line.
 _SEED_WHEEL = "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
 
@@ -65,7 +67,8 @@ class InstallXrtEraRelease(TextRule):
 
     def word(self, rec, word, offset):
         problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text))
-        if problem is None and rec.options.torch_xla_project and not _INSTALLS_TORCH_XLA.search(rec.text):
+        if (problem is None and (rec.options.torch_xla_project or _INSTALLS_TORCH_XLA.search(rec.text))
+                and not _INSTALLS_XRT_ERA.search(rec.text)):
             problem = torch_pin_finding(word, rec.options.target_version)
         if problem:
             rec.ask(self.id, offset, problem.do, problem.more, problem.use)

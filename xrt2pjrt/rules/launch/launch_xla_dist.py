@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text import xla_dist
+from xrt2pjrt.text import environment, xla_dist
 from xrt2pjrt.text.edits import Edit, Recorder, todo_line
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text.words import Command, Word
@@ -146,6 +146,7 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
                 f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
         return
     _ask_about_worker_expansions(launch, rec)
+    _ask_about_env_settings(launch, rec)
     if launch.conda_env is not None:
         rec.ask(LaunchXlaDist.id, launch.conda_env.start, "install torch_xla 2.x in this conda env",
                 xla_dist.conda_env_note(launch.conda_env.source(text)))
@@ -159,6 +160,19 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     target = "gcloud … --worker=all" if gcloud else "xrt2pjrt launch"
     rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits,
                caveat=NO_RESTARTS if gcloud else "")
+
+
+def _ask_about_env_settings(launch: xla_dist.Launch, rec: Recorder) -> None:
+    """The ``--env`` settings carried into the workers' command, asked of the env rules as any
+    setting is: one a rule keeps with an item (XLA_USE_BF16, which 2.9 warns about) gets it here."""
+    for w in launch.env:
+        name, _, value = (w.value or "").partition("=")
+        rule = environment.rule_here(name, rec)
+        if rule is not None:
+            _, note = rule.choose(environment.EnvSetting(name, w.start, lambda *_: [], None, value=value),
+                                  rec.options.target_version)
+            if note:
+                rec.ask(rule.id, w.start, note.do, note.more)
 
 
 def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None:

@@ -17,6 +17,11 @@ the XLA device draw from the device's generator, xm.set_rng_state); nor the ``.t
 ``MpModelWrapper``, whose module was built before the replicas ran (manual-mp-model-wrapper reports
 that one). On TPU v4 and later each
 process runs one replica, as under XRT.
+
+The spawn may be in another module: transformers' xla_spawn.py imports the training script
+and spawns its ``_mp_fn``, and a project's launcher may do the same. A file that spawns
+nothing itself and defines ``_mp_fn`` at module level, the name such launchers call, has its
+``_mp_fn`` (and what it calls) taken for the replicas' code.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import functools
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import in_replicas_code
+from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, spawn_calls
 from xrt2pjrt.registry import Example
 
 _SHARED_RNG = ("on TPU v2/v3 a PJRT process runs two replicas as threads sharing torch's RNG, so models built "
@@ -80,6 +85,20 @@ class SeededReplicas(PythonRule):
             "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n\n"
             "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
         ),
+        Example(  # spawned by a launcher in another module (transformers' xla_spawn.py calls mod._mp_fn)
+            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+            "def _mp_fn(index):\n    torch.manual_seed(42)\n    model = Net().to(xm.xla_device())\n",
+            (
+                "import torch\n"
+                "import torch_xla.core.xla_model as xm\n"
+                "\n"
+                "def _mp_fn(index):\n"
+                "    # TODO(xrt2pjrt): call xm.broadcast_master_param(model) [manual-seeded-replicas]\n"
+                "    torch.manual_seed(42)\n"
+                "    model = Net().to(xm.xla_device())\n"
+            ),
+            manual=("sharing torch's RNG",),
+        ),
         Example(  # the launching process's seed: one process, one thread
             "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
             "if __name__ == '__main__':\n    torch.manual_seed(1)\n    xmp.spawn(_mp_fn)\n",
@@ -89,7 +108,8 @@ class SeededReplicas(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if in_replicas_code(ctx) and not _broadcasts(ctx.tree) and _moved_after(ctx.tree, ctx.line):
+        if ((in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line)) and not _broadcasts(ctx.tree)
+                and _moved_after(ctx.tree, ctx.line)):
             ctx.manual("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
         return node
 
@@ -98,6 +118,22 @@ def _broadcasts(tree: ast.Module) -> bool:
     """Whether the file calls broadcast_master_param (its TODO line, which names it, is no call)."""
     return any(isinstance(node, ast.Call) and (node.func.attr if isinstance(node.func, ast.Attribute) else
                getattr(node.func, "id", None)) == "broadcast_master_param" for node in ast.walk(tree))
+
+
+# The function a launcher in another module spawns (transformers' xla_spawn.py: ``mod._mp_fn``).
+SPAWNED_ELSEWHERE = "_mp_fn"
+
+
+def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
+    """Whether ``line`` is in a module-level ``_mp_fn`` (or what it calls) of a file that spawns
+    nothing itself: another module's spawn runs it in the replicas."""
+    if tree is None or spawn_calls(tree) or not any(
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == SPAWNED_ELSEWHERE
+            for node in tree.body):
+        return False
+    reached = reached_from(tree, SPAWNED_ELSEWHERE)
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in reached
+               and node.body[0].lineno <= line <= node.end_lineno for node in ast.walk(tree))
 
 
 def _moved_after(tree: ast.Module, line: int) -> bool:

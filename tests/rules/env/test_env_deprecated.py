@@ -1,0 +1,45 @@
+"""env-deprecated and env-shell-deprecated beyond their examples: the forms a setting takes,
+and what is left alone."""
+
+from python_migrate import migrate
+from text_migrate import rewrite_shell
+from xrt2pjrt.meanings.settings import WARNED
+from xrt2pjrt.python.settings_surface import status
+from xrt2pjrt.registry import Options, all_rules
+from xrt2pjrt.text import dockerfile
+
+
+def test_every_warned_setting_is_one_torch_xla_2_9_warns_about():
+    assert {name: status(name, (2, 9)) for name in WARNED} == {
+        "XLA_USE_FP16": "warns", "XLA_DOWNCAST_FP16": "warns", "XLA_USE_BF16": "deprecated",
+        "XLA_DOWNCAST_BF16": "deprecated", "XLA_USE_32BIT_LONG": "deprecated", "XLA_USE_SPMD": "deprecated"}
+
+
+def test_a_read_and_a_dict_are_reported_and_an_unset_is_left_alone():
+    outcome = migrate("""\
+        import os
+        half = os.environ.get('XLA_DOWNCAST_FP16') == '1'
+        env = {'XLA_DOWNCAST_BF16': '1'}
+        del os.environ['XLA_USE_BF16']
+        """)
+    assert [(f.line, f.message) for f in outcome.manual] == [
+        (2, WARNED["XLA_DOWNCAST_FP16"].do), (3, WARNED["XLA_DOWNCAST_BF16"].do)]
+    assert "del os.environ['XLA_USE_BF16']" in outcome.text
+
+
+def test_fp16_on_2_4_is_reported_as_what_still_works_there():
+    outcome = migrate("import os\n\nos.environ['XLA_USE_FP16'] = '1'\n", target_version=(2, 4))
+    assert [f.rule for f in outcome.manual] == ["env-deprecated"]  # 2.4 read it and said it would go
+
+
+def test_a_dockerfile_env_is_reported_once_per_setting():
+    text = "FROM python:3.11\nENV PJRT_DEVICE=TPU XLA_USE_BF16=1 XLA_USE_32BIT_LONG=1\nRUN pip install torch_xla\n"
+    outcome = dockerfile.rewrite(text, Options(rules=frozenset(all_rules())))
+    assert [(f.rule, f.line, f.message) for f in outcome.manual] == [
+        ("env-shell-deprecated", 2, WARNED["XLA_USE_BF16"].do), ("env-shell-deprecated", 2, WARNED["XLA_USE_32BIT_LONG"].do)]
+    assert "ENV PJRT_DEVICE=TPU XLA_USE_BF16=1 XLA_USE_32BIT_LONG=1\n" in outcome.text
+
+
+def test_an_unset_in_a_script_is_no_setting():
+    outcome = rewrite_shell("unset XLA_USE_FP16\npython3 train.py\n")
+    assert outcome.text == "unset XLA_USE_FP16\npython3 train.py\n" and not outcome.manual

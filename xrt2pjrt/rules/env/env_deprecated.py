@@ -1,0 +1,76 @@
+"""A setting torch_xla warns about, set or read in Python (XLA_USE_FP16, XLA_USE_BF16,
+XLA_DOWNCAST_BF16, ...): reported, kept.
+
+python/settings_surface.txt (read from torch_xla's source, release by release) says which
+settings a release still reads with a deprecation warning, and which it reads only to warn.
+The second kind is the silent one: XLA_USE_FP16=1 made torch_xla 1.x–2.4 compute in float16,
+and from 2.5 it prints a warning and the program trains in float32. The first still works
+(XLA_USE_BF16 on 2.9), and goes one day the same way. Neither has a rewrite that does what it
+did (it changed every tensor's type on the device, not one model's), so each place is
+reported with what to write instead (meanings/settings.py's WARNED), and left as it is. On a
+``--target-version`` that reads it without a warning it is left alone. XLA_USE_SPMD in
+Python is env-use-spmd's.
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.meanings.settings import WARNED
+from xrt2pjrt.python.environment import KEEP, EnvRule
+from xrt2pjrt.python.settings_surface import status
+from xrt2pjrt.registry import Example
+
+# XLA_USE_SPMD in Python has a rule of its own, which rewrites it.
+NAMES = tuple(name for name in WARNED if name != "XLA_USE_SPMD")
+
+
+class DeprecatedSetting(EnvRule):
+    id = "env-deprecated"
+    summary = ("A setting torch_xla warns about, set or read in Python (XLA_USE_FP16 does nothing from 2.5, "
+               "XLA_USE_BF16 is deprecated): reported with what to write instead, kept")
+    fix = "none"
+    words = NAMES
+    examples = (
+        Example(
+            "import os\nimport torch_xla\n\nos.environ['XLA_USE_FP16'] = '1'\n",
+            (
+                "import os\n"
+                "import torch_xla\n"
+                "\n"
+                "# TODO(xrt2pjrt): no effect from 2.5: cast to float16 [env-deprecated]\n"
+                "os.environ['XLA_USE_FP16'] = '1'\n"
+            ),
+            manual=("computes in float32, silently",),
+        ),
+        Example(
+            "import os\n\nenv = dict(os.environ, XLA_USE_BF16='1', PJRT_DEVICE='TPU')\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): deprecated: cast the model to bf16 [env-deprecated]\n"
+                "env = dict(os.environ, XLA_USE_BF16='1', PJRT_DEVICE='TPU')\n"
+            ),
+            manual=("deprecation notice on every run",),
+        ),
+        Example(  # torch_xla 2.3 read it without a word
+            "import os\nimport torch_xla\n\nos.environ['XLA_USE_FP16'] = '1'\n",
+            "import os\nimport torch_xla\n\nos.environ['XLA_USE_FP16'] = '1'\n",
+            options={"target_version": (2, 3)},
+        ),
+    )
+
+    def handles(self, variable):
+        return variable in NAMES
+
+    def write(self, variable, value, target):
+        return KEEP, self.read_on(variable, target)
+
+    def read(self, variable):
+        return WARNED[variable]
+
+    def _here(self, ctx, variable):
+        return super()._here(ctx, variable) and self.read_on(variable, ctx.target_version) is not None
+
+    @staticmethod
+    def read_on(variable: str, target: tuple[int, int]):
+        """The advice for ``variable`` on ``target``: None where that release reads it without a warning."""
+        return WARNED[variable] if status(variable, target) in ("deprecated", "warns") else None

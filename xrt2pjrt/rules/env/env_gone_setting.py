@@ -1,0 +1,60 @@
+"""A torch_xla setting the target reads nowhere, set in Python (XLA_TRIM_GRAPH_SIZE,
+PJRT_ALLOCATOR_FRACTION, XLA_USE_IFRT, ...): removed; reads reported.
+
+python/settings_surface.txt lists the variables each torch_xla release reads, from its
+source. Some that a 2.x release read are read by no later one: the XRT client's (their own
+rules say what replaces them), and others dropped along the way: XLA_TRIM_GRAPH_SIZE went
+with the trim of the IR graph in 2.5, the GPU allocator's PJRT_ALLOCATOR_* with CUDA in 2.9,
+XLA_USE_IFRT after 2.5. Setting one does nothing on the target, so the setting goes, which
+changes nothing the program does (safe); a write the file also reads stays until those reads
+go, and a read is reported: nothing sets it for the program.
+"""
+
+from __future__ import annotations
+
+from xrt2pjrt.python.environment import EnvRule
+from xrt2pjrt.registry import Example
+from xrt2pjrt.rules.env._gone import NAMES, gone_on, read_advice, why
+
+
+class GoneSetting(EnvRule):
+    id = "env-gone-setting"
+    summary = ("A torch_xla setting the target reads nowhere (XLA_TRIM_GRAPH_SIZE, PJRT_ALLOCATOR_FRACTION, ...; "
+               "python/settings_surface.txt), set in Python → removed; reads reported")
+    words = NAMES
+    examples = (
+        Example(
+            "import os\n\nos.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'\nos.environ['XLA_USE_BF16'] = '1'\n",
+            "import os\n\nos.environ['XLA_USE_BF16'] = '1'\n",
+        ),
+        Example(
+            "import os\n\nfraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): drop it: torch_xla 2.9 ignores it [env-gone-setting]\n"
+                "fraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))\n"
+            ),
+            manual=("last read by 2.8",),
+        ),
+        Example(  # torch_xla 2.4 still trimmed the graph
+            "import os\n\nos.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'\n",
+            "import os\n\nos.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'\n",
+            options={"target_version": (2, 4)},
+        ),
+    )
+
+    def handles(self, variable):
+        return variable in NAMES
+
+    def _here(self, ctx, variable):
+        return super()._here(ctx, variable) and gone_on(variable, ctx.target_version)
+
+    def write(self, variable, value, target):
+        return None, None
+
+    def read(self, variable):
+        return read_advice(variable, self.target_version)
+
+    def removed_because(self, variable, target):
+        return why(variable, target)

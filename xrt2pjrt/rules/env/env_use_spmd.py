@@ -1,0 +1,100 @@
+"""XLA_USE_SPMD=1 set in Python → torch_xla.runtime.use_spmd() (unsafe: review it).
+
+torch_xla 2.1 made ``torch_xla.runtime.use_spmd()`` the way to turn SPMD on, and from then
+to 2.9 every release warns that the variable is deprecated (python/settings_surface.txt).
+The call sets the variable itself, and more: where tensors are already on a device it moves
+them to the SPMD device, which the variable alone never did. A program that set it before
+touching the device runs the same; one that set it later now works where it did not, so the
+fix is unsafe by this project's rule: the code runs on the target, and the fix may change
+what it does. A statement ``os.environ['XLA_USE_SPMD'] = '1'`` (or ``setdefault``) becomes the
+call where the import of torch_xla.runtime the rewrite adds (after the file's imports) has
+run: below the imports, or in a function. One above them, set before torch_xla is imported,
+and any other use of the variable, is reported with the same advice.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from xrt2pjrt.meanings.settings import WARNED
+from xrt2pjrt.python.environment import KEEP, EnvRule
+from xrt2pjrt.python.renames import XR
+from xrt2pjrt.python.rule import literal
+from xrt2pjrt.python.settings_surface import status
+from xrt2pjrt.registry import Example
+
+NAME = "XLA_USE_SPMD"
+# The values torch_xla reads as on (utils.check_env_flag, sys_util::GetEnvBool)
+_ON = ("1", "true")
+
+
+class UseSpmd(EnvRule):
+    id = "env-use-spmd"
+    summary = "XLA_USE_SPMD=1 set in Python (deprecated from 2.1) → torch_xla.runtime.use_spmd(); other uses reported"
+    fix = "unsafe"
+    words = (NAME,)
+    examples = (
+        Example(
+            "import os\nimport torch_xla\n\nos.environ['XLA_USE_SPMD'] = '1'\n",
+            "import os\nimport torch_xla\nimport torch_xla.runtime as xr\n\nxr.use_spmd()\n",
+        ),
+        Example(  # set before torch_xla is imported: the call would run before its import
+            "import os\nos.environ['XLA_USE_SPMD'] = '1'\nimport torch_xla\n",
+            (
+                "import os\n"
+                "# TODO(xrt2pjrt): deprecated: call xr.use_spmd() first [env-use-spmd]\n"
+                "os.environ['XLA_USE_SPMD'] = '1'\n"
+                "import torch_xla\n"
+            ),
+            manual=("torch_xla.runtime.use_spmd()",),
+        ),
+        Example(
+            "import os\n\nspmd = os.environ.get('XLA_USE_SPMD') == '1'\n",
+            (
+                "import os\n"
+                "\n"
+                "# TODO(xrt2pjrt): deprecated: call xr.use_spmd() first [env-use-spmd]\n"
+                "spmd = os.environ.get('XLA_USE_SPMD') == '1'\n"
+            ),
+            manual=("torch_xla.runtime.use_spmd()",),
+        ),
+    )
+
+    def handles(self, variable):
+        return variable == NAME
+
+    def write(self, variable, value, target):
+        return KEEP, self.read(variable)
+
+    def read(self, variable):
+        return WARNED[NAME]
+
+    def leave(self, ctx, original, updated):
+        if (status(NAME, ctx.target_version) == "deprecated" and ctx.is_whole_statement() and _after_imports(ctx)
+                and self._turns_on(ctx, updated)):
+            ctx.change("XLA_USE_SPMD=1 → xr.use_spmd(): the variable is deprecated from torch_xla 2.1")
+            call = cst.Call(ctx.ref(XR, "use_spmd", "xr"))
+            return cst.Expr(call) if isinstance(updated, cst.Assign) else call
+        return super().leave(ctx, original, updated)
+
+    def _turns_on(self, ctx, node) -> bool:
+        """``os.environ['XLA_USE_SPMD'] = '1'`` or ``os.environ.setdefault('XLA_USE_SPMD', '1')``."""
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
+            target = node.targets[0].target
+            key, value = self._subscript_key(ctx, target) if self._environ(ctx, target.value) else None, node.value
+        elif isinstance(node, cst.Call) and ctx.resolve(node.func) == "os.environ.setdefault" and len(node.args) == 2:
+            key, value = self._key(ctx, node.args[0].value), node.args[1].value
+        else:
+            return False
+        return key == NAME and str(literal(value)).lower() in _ON
+
+
+def _after_imports(ctx) -> bool:
+    """Whether the statement runs after the file's module-level imports: below the last, or in a function."""
+    if not ctx.runs_on_import:
+        return True
+    lines = [node.end_lineno for node in (ctx.tree.body if ctx.tree is not None else ())
+             if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return bool(lines) and ctx.line > max(lines)

@@ -1,0 +1,99 @@
+"""A pin of a library whose pinned release calls torch_xla APIs the target removed (accelerate
+before 1.7, transformers before 4.52, lightning before 2.5.3): reported.
+
+Libraries call torch_xla for a program: accelerate's AcceleratorState, transformers' Trainer
+samplers and Lightning's XLA environment asked ``xm.xrt_world_size()`` and ``xm.get_ordinal()``,
+which torch_xla 2.7 removed (AttributeError), and Lightning before 2.5 asked
+``xr.using_pjrt()``, which 2.5 removed. Code migrated by this tool then fails inside the
+library. ``LIBRARIES`` holds, for each, the first release that calls none of them, read from
+the library's source at that release and the one before (cited there); a pin that keeps an
+older one (``==``, ``~=``, ``<``, ``<=``) on a target that lacks what it calls is reported
+with the release to pin instead. Which release to move to is a person's choice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from xrt2pjrt.registry import Example
+from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.text.rule import TextRule
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """Releases of a library before ``release`` call ``calls``, which torch_xla ``gone_in`` removed."""
+
+    release: tuple[int, ...]
+    gone_in: tuple[int, int]
+    calls: str
+    read: str  # where: the library's source at the release before, and at ``release``
+
+
+LIBRARIES: dict[str, tuple[Fixed, ...]] = {
+    "accelerate": (Fixed((1, 7, 0), (2, 7), "xm.xrt_world_size() and xm.get_ordinal()",
+                         "accelerate@v1.6.0 src/accelerate/state.py:280; accelerate@v1.7.0 src/accelerate/state.py:284"),),
+    "transformers": (Fixed((4, 52, 0), (2, 7), "xm.xrt_world_size() and xm.get_ordinal()",
+                           "transformers 4.51.3 transformers/trainer_pt_utils.py:401; transformers 4.52.0 "
+                           "transformers/trainer_pt_utils.py:401"),),
+    **dict.fromkeys(("lightning", "pytorch-lightning"), (
+        Fixed((2, 5, 0), (2, 5), "xr.using_pjrt()",
+              "lightning@2.4.0 src/lightning/fabric/accelerators/xla.py:112; lightning@2.5.0 "
+              "src/lightning/fabric/accelerators/xla.py:110"),
+        Fixed((2, 5, 3), (2, 7), "xm.xrt_world_size() and xm.get_ordinal()",
+              "lightning@2.5.2 src/lightning/fabric/plugins/environments/xla.py:71; lightning@2.5.3 "
+              "src/lightning/fabric/plugins/environments/xla.py:72"),
+    )),
+}
+# A pin that keeps a release: LIB==1.2.3, LIB~=1.2, LIB<1.3, LIB<=1.2.9 (extras and spaces allowed)
+_PIN = re.compile(r"(?i)^([a-z][\w.-]*)(?:\[[^\]]*\])?\s*(===?|~=|<=?)\s*v?(\d+(?:\.\d+)*)")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def _below(operator: str, version: tuple[int, ...], release: tuple[int, ...]) -> bool:
+    """Whether every release the pin allows is older than ``release``."""
+    if operator == "<":
+        return version <= release
+    if operator == "~=":  # ~=4.40 allows up to 5.0, ~=4.40.1 up to 4.41
+        return (*version[:-2], version[-2] + 1) <= release if len(version) > 1 else False
+    return version < release  # ==, ===, <=
+
+
+def stale(word: str, target: tuple[int, int]) -> tuple[str, Fixed] | None:
+    """(library, the release to pin) where ``word`` pins a release of a library in LIBRARIES
+    that calls what ``target`` removed: the latest fix, which fixes the earlier ones too."""
+    found = _PIN.match(word)
+    if found is None or found.group(1).lower() not in LIBRARIES:
+        return None
+    library, operator, version = found.group(1).lower(), found.group(2), _version(found.group(3))
+    lacking = [fixed for fixed in LIBRARIES[library] if fixed.gone_in <= target and _below(operator, version, fixed.release)]
+    return (library, max(lacking, key=lambda fixed: fixed.release)) if lacking else None  # the release fixing all
+
+
+class LibraryPin(TextRule):
+    id = "install-library-pin"
+    fix = "none"
+    words = tuple(LIBRARIES)
+    summary = ("A pin of accelerate, transformers or lightning whose release calls torch_xla APIs the target removed "
+               "(xm.xrt_world_size, xm.get_ordinal, xr.using_pjrt): reported with the release to pin")
+    examples = (
+        Example("pip install accelerate==0.27.2 'torch_xla[tpu]~=2.9.0'\n",
+                todo_line("pin accelerate>=1.7.0", "install-library-pin")
+                + "pip install accelerate==0.27.2 'torch_xla[tpu]~=2.9.0'\n",
+                manual=("xm.xrt_world_size()",)),
+        Example("pip install 'transformers>=4.40'\n", "pip install 'transformers>=4.40'\n"),
+    )
+
+    def word(self, rec, word, offset):
+        found = stale(word.strip("'\""), rec.options.target_version)
+        if found is not None:
+            library, fixed = found
+            release = ".".join(map(str, fixed.release))
+            rec.ask(self.id, offset, f"pin {library}>={release}",
+                    f"{word.strip(chr(39) + chr(34))}: releases of {library} before {release} call {fixed.calls}, "
+                    f"which torch_xla {fixed.gone_in[0]}.{fixed.gone_in[1]} removed (AttributeError inside "
+                    f"{library}; read at {fixed.read}): pin {library}>={release}")

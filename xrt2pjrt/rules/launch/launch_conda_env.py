@@ -1,0 +1,52 @@
+"""The XRT-era conda env of the old TPU VM images activated (``conda activate torch-xla-1.13``),
+outside an xla_dist call: reported.
+
+The TPU VM images of torch_xla 1.x (tpu-vm-pt-1.13 and its like) came with conda envs named
+for their release, torch-xla-1.13, torch-xla-nightly, holding that torch_xla, XRT's. A script
+that activates one runs the migrated program on it, and fails. (Inside an xla_dist call,
+``--conda-env`` is launch-xla-dist's to report.) Installing torch_xla 2.x in the env, or
+using another, is a person's choice.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xrt2pjrt.registry import Example
+from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.text.rule import TextRule
+from xrt2pjrt.text.xla_dist import XRT_ERA_CONDA_ENV
+
+DO = "install torch_xla 2.x in this conda env"
+# The env names of the XRT-era images: torch-xla-1.13, torch-xla-nightly
+_IMAGE_ENV = re.compile(r"torch-xla-(?:\d+\.\d+(?:\.\d+)?|nightly)$")
+
+
+def _activated(argv: list[str]) -> str | None:
+    """The env ``conda activate ENV`` or ``source activate ENV`` activates."""
+    if len(argv) > 2 and argv[0].endswith("conda") and argv[1] == "activate" \
+            or len(argv) > 2 and argv[0] in ("source", ".") and argv[1].endswith("activate"):
+        return argv[-1]
+    return None
+
+
+class CondaEnv(TextRule):
+    id = "launch-conda-env"
+    fix = "none"
+    words = ("torch-xla-",)
+    summary = "conda activate torch-xla-1.x (the env of the XRT-era TPU VM images, torch_xla 1.x in it): reported"
+    examples = (
+        Example(
+            "conda activate torch-xla-1.13\npython3 train.py\n",
+            todo_line(DO, "launch-conda-env") + "conda activate torch-xla-1.13\npython3 train.py\n",
+            manual=("holds torch_xla 1.x",),
+        ),
+        Example("conda activate torch-xla-2.9\n", "conda activate torch-xla-2.9\n"),
+    )
+
+    def command(self, rec, cmd, posix_sh):
+        argv = cmd.argv()
+        env = _activated([w.value or w.source(rec.text) for w in argv])
+        if env and _IMAGE_ENV.search(env) and (XRT_ERA_CONDA_ENV.search(env) or env.endswith("nightly")):
+            rec.ask(self.id, argv[0].start, DO, f"`conda activate {env}`: the env of an XRT-era TPU VM image, which "
+                    "holds torch_xla 1.x: install torch_xla 2.x in it or use another")
