@@ -27,11 +27,11 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from xrt2pjrt.registry import UnknownRule, expand, known_ids, names
-from xrt2pjrt.report import Finding, Fix, Range
+from xrt2pjrt.registry import UnknownRule, expand, known_ids
+from xrt2pjrt.report import CUT, Finding, Fix, Range
 from xrt2pjrt.rewriters import SETTLING_WORDS, Outcome
 from xrt2pjrt.text.edits import dedent
-from xrt2pjrt.suppress import Suppressions, blank_markers, has_markers
+from xrt2pjrt.suppress import Suppressions, blank_markers, has_markers, keeps_off
 
 # The rule whose items are markers that settle nothing (rules/manual/manual_unused_marker.py).
 UNUSED_MARKER = "manual-unused-marker"
@@ -132,7 +132,7 @@ def _open_todo_lines(unit: _Unit, manual: list[Finding], options) -> Iterator[Fi
     and that no marker settles."""
     lines = unit.lines()
     suppressions = Suppressions(unit.text, unit.statements)
-    reported = {(f.rule, line) for f in _in_unit(unit, manual) for line in unit.place(f)}
+    reported = [(f, unit.place(f)) for f in _in_unit(unit, manual)]
     for number, line in enumerate(lines, start=1):
         todo = _TODO_LINE.match(line)
         if todo is None:
@@ -144,11 +144,21 @@ def _open_todo_lines(unit: _Unit, manual: list[Finding], options) -> Iterator[Fi
                 yield unit.finding(UNUSED_MARKER, number, f"name a rule in this TODO line, not {rule}",
                                    f"[{rule}] names no rule of this xrt2pjrt (`xrt2pjrt rules` lists them)")
             continue
+        statement = unit.statement_at(below)
         if not options.on(rule) or suppressions.covers(rule, below) or any(
-                (rule, line) in reported for line in unit.statement_at(below)):
+                _same_item(f, rule, message) and not set(statement).isdisjoint(lines_of) for f, lines_of in reported):
             continue
         yield unit.finding(rule, below, message, f"{message}: {LEFT_BY_WRITE} (line {number}), about a fix made "
                            "there or a spot its rule no longer sees: do what it says, then delete the line")
+
+
+def _same_item(finding: Finding, rule: str, message: str) -> bool:
+    """Whether ``finding`` is the item a TODO line of ``rule`` saying ``message`` marks: of that
+    rule, or another rule's asking the same (a setting one rule rewrote, another reports)."""
+    if finding.rule == rule:
+        return True
+    cut = message.endswith(CUT)
+    return finding.message.startswith(message[:-len(CUT)]) if cut else finding.message == message
 
 
 def _code_below(lines: list[str], number: int) -> int:
@@ -167,7 +177,7 @@ def _unused_markers(unit: _Unit, unmarked: Outcome, options) -> Iterator[Finding
     findings = _in_unit(unit, unmarked.changes + unmarked.manual)
     for marker in Suppressions(unit.text, unit.statements).markers:
         def reports(word: str | None) -> bool:
-            return any(f.rule != UNUSED_MARKER and (word is None or names(word, f.rule))
+            return any(f.rule != UNUSED_MARKER and (word is None or keeps_off(word, f.rule))
                        and not marker.lines.isdisjoint(unit.place(f))
                        for f in findings)
 

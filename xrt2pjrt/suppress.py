@@ -101,12 +101,17 @@ class Suppressions:
     def covers(self, rule_id: str, *lines: int) -> bool:
         """True when a marker on one of ``lines`` keeps ``rule_id`` off: one naming it, or a rule
         that asks the same decision there (Rule.settled_by)."""
-        ids = (rule_id, *SETTLED_BY.get(rule_id, ()))
         for line in lines:
             words = self.lines.get(line, frozenset())
-            if words is EVERY_RULE or any(names(word, r) for word in words for r in ids):
+            if words is EVERY_RULE or any(keeps_off(word, rule_id) for word in words):
                 return True
         return False
+
+
+def keeps_off(word: str, rule_id: str) -> bool:
+    """Whether a marker's ``word`` keeps ``rule_id`` off: it names the rule, or a rule that asks
+    the same decision (Rule.settled_by)."""
+    return any(names(word, r) for r in (rule_id, *SETTLED_BY.get(rule_id, ())))
 
 
 def skips_file(text: str) -> bool:
