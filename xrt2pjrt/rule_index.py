@@ -59,7 +59,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     'spawn-join-daemon': ('python', 'none', 'xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report'),
     'spawn-nprocs-expression': ('python', 'unsafe', 'xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device); xmp.spawn handed on as a value (functools.partial, an alias) is reported'),
     'spawn-nprocs-literal': ('python', 'safe', 'xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept'),
-    'spawn-runtime-before': ('python', 'none', "XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on import or in code the spawned function does not reach (RuntimeError from 2.4 if the launching process runs it first), report once; or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))"),
+    'spawn-runtime-before': ('python', 'none', "XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on import or in code the launching process calls before the spawn (RuntimeError from 2.4), report once; or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))"),
     'spawn-signal-handler': ('python', 'none', "signal.signal in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's spawn runs it in a thread, where signal.signal raises ValueError; report"),
     'spawn-unpicklable': ('python', 'none', "xmp.spawn or torch_xla.launch given a nested function, a lambda, an instance of a nested class, a lock or an xmp.MpModelWrapper (or a partial of one), as fn or in args (a tuple, or a name bound to one): torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless under fork; report"),
 }
@@ -90,6 +90,7 @@ WHY: dict[str, str] = {
     'manual-send-cpu-data-tensor': 'xm.send_cpu_data_to_device(data, device) with data that may be a bare tensor, and its result read: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report. A container display, or a value a local reading proves a dict, a sequence or a number (python/value_kinds.py), comes back as it went',
     'shim-imports': '``--target shim``: point the XRT-era imports at the shim, keep every call site.',
     'spawn-nprocs-expression': 'xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device); xmp.spawn handed on as a value (functools.partial, an alias) is reported',
+    'spawn-runtime-before': "XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on import or in code the launching process calls before the spawn (RuntimeError from 2.4), report once; or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))",
 }
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
