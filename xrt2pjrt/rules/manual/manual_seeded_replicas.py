@@ -15,7 +15,9 @@ reported, nor a seed that no ``.to(...)`` follows in its function: what a replic
 host and moves to its device is what the shared generator makes differ (random tensors made on
 the XLA device draw from the device's generator, xm.set_rng_state); nor the ``.to`` of an
 ``MpModelWrapper``, whose module was built before the replicas ran (manual-mp-model-wrapper reports
-that one). On TPU v4 and later each
+that one); nor a seed that differs between replicas (the rank or the spawned function's index in
+it: XRT's replicas built different models then too), nor one whose models a broadcast of the
+project's own makes equal after (a function named for it, called below the seed). On TPU v4 and later each
 process runs one replica, as under XRT.
 """
 
@@ -23,6 +25,9 @@ from __future__ import annotations
 
 import ast
 
+import libcst as cst
+
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code
 from xrt2pjrt.registry import Example
@@ -87,21 +92,52 @@ class SeededReplicas(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if in_replicas_code(ctx) and "broadcast_master_param" not in ctx.source and _moved_after(ctx.tree, ctx.line):
+        function = ctx.tree and spawn_site.function_at(ctx.tree, ctx.line)
+        if (function is not None and in_replicas_code(ctx) and "broadcast_master_param" not in ctx.source
+                and _moved_after(ctx.tree, function, ctx.line) and not _broadcast_after(function, ctx.line)
+                and not _per_replica(function, node)):
             ctx.manual("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
         return node
 
 
-def _moved_after(tree: ast.Module, line: int) -> bool:
-    """Whether the innermost function holding ``line`` calls ``.to(...)`` below it, on anything
-    but an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
-    holders = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and node.lineno <= line <= node.end_lineno]
-    if not holders:
-        return False
-    function, wrappers = max(holders, key=lambda node: node.lineno), _wrappers(tree)
+def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
+    """Whether ``function``, which holds ``line``, calls ``.to(...)`` below it, on anything but
+    an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
+    wrappers = _wrappers(tree)
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
                and node.lineno > line and ast.unparse(node.func.value) not in wrappers for node in ast.walk(function))
+
+
+def _broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
+    """Whether ``function`` calls a broadcast of its own below ``line`` (``utils.broadcast_master_model(model)``,
+    an all-reduce of replica 0's parameters): the models are made equal, as broadcast_master_param does."""
+    return any(isinstance(node, ast.Call) and node.lineno > line and "broadcast" in (
+        node.func.id if isinstance(node.func, ast.Name) else
+        node.func.attr if isinstance(node.func, ast.Attribute) else "") for node in ast.walk(function))
+
+
+# Names of a replica's own number: a seed made of one differs between replicas, under XRT too.
+_REPLICA_NUMBERS = ("rank", "ordinal", "index")
+
+
+def _per_replica(function: ast.FunctionDef | ast.AsyncFunctionDef, call: cst.Call) -> bool:
+    """Whether the seed differs between replicas (``torch.manual_seed(rank)``, ``seed + xm.get_ordinal()``,
+    the spawned function's index): XRT's replicas drew different numbers then too, and PJRT's threads
+    change nothing the code relied on."""
+    if not call.args:
+        return False
+    seed = ast.parse(f"({cst.Module([]).code_for_node(call.args[0].value)})", mode="eval").body
+    index = function.args.args[0].arg if function.args.args else None
+    names, pending = set(), [seed]
+    while pending:
+        node = pending.pop()
+        for part in ast.walk(node):
+            if isinstance(part, ast.Name) and part.id not in names:
+                names.add(part.id)
+                pending += [value for value in spawn_site.bindings(function).get(part.id, ()) if isinstance(value, ast.expr)]
+            elif isinstance(part, ast.Attribute):
+                names.add(part.attr)
+    return any(name == index or any(word in name.lower() for word in _REPLICA_NUMBERS) for name in names)
 
 
 def _wrappers(tree: ast.Module) -> set[str]:
