@@ -89,6 +89,7 @@ WHY: dict[str, str] = {
     'manual-seeded-replicas': "torch.manual_seed in a function xmp.spawn or torch_xla.launch runs, followed there by a module moved with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas share a process and torch's global RNG, so models built after the same seed differ; report",
     'manual-send-cpu-data-tensor': 'xm.send_cpu_data_to_device(data, device) with data that may be a bare tensor, and its result read: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report. A container display, or a value a local reading proves a dict, a sequence or a number (python/value_kinds.py), comes back as it went',
     'shim-imports': '``--target shim``: point the XRT-era imports at the shim, keep every call site.',
+    'spawn-join-daemon': 'xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report',
     'spawn-nprocs-expression': 'xmp.spawn(nprocs=expr) → nprocs=1 if expr == 1 else None (one device, or all of them); a count also read as the world size is reported, under the shim too (its spawn takes nprocs, and runs every device); xmp.spawn handed on as a value (functools.partial, an alias) is reported',
     'spawn-runtime-before': "XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on import or in code the launching process calls before the spawn (RuntimeError from 2.4), report once; or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))",
 }
