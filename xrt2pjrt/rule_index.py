@@ -67,6 +67,7 @@ RULES: dict[str, tuple[str, str, str]] = {
 WHY: dict[str, str] = {
     'api-full-mat-mul-precision': "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True/False) (gone in 2.5) → torch_xla.backends.set_mat_mul_precision('highest'/'default') (2.8+), or the _XLAC string setter on 2.5-2.7",
     'api-not-in-target': 'any other torch_xla name, keyword or positional argument the target release lacks (xm.CollectiveContext, torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings): reported with the release that removed it and its replacement, as the last check of every spot',
+    'api-xla-device': 'xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)',
     'api-xrt-metric-names': "Metric names that only XRT's runtime recorded, read through ``torch_xla.debug.metrics``.",
     'dist-init-method': 'torch.distributed over XLA: the ``xla`` process group under PJRT.',
     'env-gpu-num-devices': 'GPU_NUM_DEVICES set or read in Python, for torch_xla 2.9: reported, kept.',

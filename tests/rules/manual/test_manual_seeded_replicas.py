@@ -56,3 +56,10 @@ def test_a_seed_per_replica_or_a_broadcast_of_the_projects_own_is_not_reported(s
               f"def _mp_fn(index, cfg):\n    {seed}\n    model = build(cfg).to(xm.xla_device())\n{after}\n"
               "xmp.spawn(_mp_fn, args=(CFG,))\n")
     assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"] * reported
+
+
+def test_the_first_parameter_of_a_helper_the_replicas_call_is_no_replica_number():
+    source = ("import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+              "def build(cfg):\n    torch.manual_seed(cfg.seed)\n    return Net().to(xm.xla_device())\n\n"
+              "def _mp_fn(index, cfg):\n    model = build(cfg)\n\nxmp.spawn(_mp_fn, args=(CFG,))\n")
+    assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"]

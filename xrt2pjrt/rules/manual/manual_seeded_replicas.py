@@ -29,7 +29,7 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import in_replicas_code
+from xrt2pjrt.python.spawn_graph import in_replicas_code, reads_replica_number
 from xrt2pjrt.registry import Example
 
 _SHARED_RNG = ("on TPU v2/v3 a PJRT process runs two replicas as threads sharing torch's RNG, so models built "
@@ -95,7 +95,7 @@ class SeededReplicas(PythonRule):
         function = ctx.tree and spawn_site.function_at(ctx.tree, ctx.line)
         if (function is not None and in_replicas_code(ctx) and "broadcast_master_param" not in ctx.source
                 and _moved_after(ctx.tree, function, ctx.line) and not _broadcast_after(function, ctx.line)
-                and not _per_replica(function, node)):
+                and not _per_replica(ctx.tree, function, node)):
             ctx.manual("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
         return node
 
@@ -116,28 +116,12 @@ def _broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int
         node.func.attr if isinstance(node.func, ast.Attribute) else "") for node in ast.walk(function))
 
 
-# Names of a replica's own number: a seed made of one differs between replicas, under XRT too.
-_REPLICA_NUMBERS = ("rank", "ordinal", "index")
-
-
-def _per_replica(function: ast.FunctionDef | ast.AsyncFunctionDef, call: cst.Call) -> bool:
+def _per_replica(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, call: cst.Call) -> bool:
     """Whether the seed differs between replicas (``torch.manual_seed(rank)``, ``seed + xm.get_ordinal()``,
     the spawned function's index): XRT's replicas drew different numbers then too, and PJRT's threads
     change nothing the code relied on."""
-    if not call.args:
-        return False
-    seed = ast.parse(f"({cst.Module([]).code_for_node(call.args[0].value)})", mode="eval").body
-    index = function.args.args[0].arg if function.args.args else None
-    names, pending = set(), [seed]
-    while pending:
-        node = pending.pop()
-        for part in ast.walk(node):
-            if isinstance(part, ast.Name) and part.id not in names:
-                names.add(part.id)
-                pending += [value for value in spawn_site.bindings(function).get(part.id, ()) if isinstance(value, ast.expr)]
-            elif isinstance(part, ast.Attribute):
-                names.add(part.attr)
-    return any(name == index or any(word in name.lower() for word in _REPLICA_NUMBERS) for name in names)
+    return bool(call.args) and reads_replica_number(
+        tree, function, ast.parse(f"({cst.Module([]).code_for_node(call.args[0].value)})", mode="eval").body)
 
 
 def _wrappers(tree: ast.Module) -> set[str]:
