@@ -2,12 +2,12 @@
 proves it: a tensor, a number, a text, None, a dict or a sequence.
 
 The rules that judge a value handed to torch_xla (what ``mesh_reduce`` pickles, what
-``send_cpu_data_to_device`` wraps) report where a value may be of a kind that breaks on the
-target, and keep quiet where the file proves it is not. The reading is local and says only
+``send_cpu_data_to_device`` wraps) report on evidence that a value is of a kind that breaks
+on the target, and keep quiet where the text shows none. The reading is local and says only
 what it proves: a name counts by every value bound to it before the line in its scope (and
 after it in a loop around the line, the next round's value); a parameter by its annotation,
 or by being used only as a tensor in its function; anything it cannot follow is not known
-(None), and the rules take that as "may be anything".
+(None). :meth:`Reading.shown_as` asks whether some branch is shown to be of a kind.
 
 Kinds, as ``torch.load(weights_only=True)`` and torch_xla's transfers tell them apart: a
 container (dict, sequence) counts only when what it holds is known too (``x.state_dict()``
@@ -42,6 +42,11 @@ _TENSOR_ONLY = frozenset({"clone", "detach", "cpu", "cuda", "numel", "dim", "req
                           "element_size", "contiguous", "unsqueeze", "permute", "masked_fill", "device"})
 _ARRAY_LIKE = frozenset({"ndim", "shape", "dtype", "size", "item", "tolist", "mean", "sum", "float", "long", "to",
                          "view", "reshape", "max", "min", "argmax", "squeeze", "flatten", "T"})
+# What a tensor has and a list, a tuple or a dict has not: a value read so is expected to be one.
+TENSOR_ATTRIBUTES = _TENSOR_ONLY | _ARRAY_LIKE
+# What an annotation's outermost name says a parameter is.
+_ANNOTATED = {"Tensor": frozenset({TENSOR}), **dict.fromkeys(("dict", "Dict", "Mapping", "OrderedDict"), frozenset({DICT})),
+              **dict.fromkeys(("list", "List", "tuple", "Tuple", "Sequence"), frozenset({SEQUENCE}))}
 _BUILTIN_KINDS = {"float": NUMBER, "int": NUMBER, "bool": NUMBER, "len": NUMBER, "round": NUMBER, "str": TEXT}
 _GENERATORS = ("torch.Generator", "torch.default_generator", "torch.cuda.default_generators")
 
@@ -58,10 +63,10 @@ _OBJECT_NAMES = frozenset({"obj", "objs", "object", "objects", "object_list"})
 _OBJECT_SUFFIXES = ("_obj", "_objs", "_object", "_objects")
 
 
-def of_argument(tree: ast.Module | None, line: int, value: cst.BaseExpression) -> Kinds | None:
-    """The kinds of ``value``, an argument (as libcst reads it) of a call on ``line`` of the
-    file ``tree`` is the ast of; None when they are not known, or ast cannot read the file."""
-    return None if tree is None else Reading(tree, line).kinds(_as_ast(value))
+def shown_as_argument(tree: ast.Module | None, line: int, value: cst.BaseExpression, kind: str) -> bool:
+    """:meth:`Reading.shown_as` of ``value``, an argument (as libcst reads it) of a call on
+    ``line`` of the file ``tree`` is the ast of; False when ast cannot read the file."""
+    return tree is not None and Reading(tree, line).shown_as(_as_ast(value), kind)
 
 
 def refused_argument(tree: ast.Module | None, line: int, value: cst.BaseExpression) -> str | None:
@@ -109,6 +114,20 @@ class Reading:
         if isinstance(value, ast.Call):
             return self._call(value, seen)
         return None
+
+    def shown_as(self, value: ast.expr, kind: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``value`` is shown to be of ``kind`` on some branch: a branch of a
+        conditional, a value bound to a name, whose kinds are known and hold ``kind``."""
+        if isinstance(value, ast.IfExp):
+            return self.shown_as(value.body, kind, seen) or self.shown_as(value.orelse, kind, seen)
+        if isinstance(value, (ast.BoolOp, ast.NamedExpr)):
+            return any(self.shown_as(v, kind, seen) for v in (value.values if isinstance(value, ast.BoolOp) else [value.value]))
+        if isinstance(value, ast.Name) and value.id not in seen:
+            return any(kind in (self._parameter(bound) or ()) if isinstance(bound, ast.arg) else
+                       isinstance(bound, ast.expr) and self.shown_as(bound, kind, seen | {value.id})
+                       for bound in self.values(value.id))
+        kinds = self.kinds(value, seen)
+        return kinds is not None and kind in kinds
 
     def refused(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> str | None:
         """What shows that ``value`` may be, on some branch, of a kind torch.load(weights_only=True)
@@ -303,10 +322,12 @@ class Reading:
         return frozenset(out)
 
     def _parameter(self, arg: ast.arg) -> Kinds | None:
-        """A tensor when annotated as one, or when its function reads it only as a tensor
+        """A tensor when annotated as one (a dict or a sequence when annotated as one of
+        those: ``Dict[str, torch.Tensor]``), or when its function reads it only as a tensor
         (``x.ndim``, ``x.clone()``: at least once by what only a tensor has)."""
         if arg.annotation is not None:
-            return frozenset({TENSOR}) if ast.unparse(arg.annotation).split(".")[-1] == "Tensor" else None
+            annotation = arg.annotation.value if isinstance(arg.annotation, ast.Subscript) else arg.annotation
+            return _ANNOTATED.get(ast.unparse(annotation).split(".")[-1])
         function = next((f for f in spawn_site.functions(self.tree) if arg in f.args.args + f.args.kwonlyargs
                          + f.args.posonlyargs), None)
         if function is None:
