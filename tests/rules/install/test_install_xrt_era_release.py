@@ -226,3 +226,16 @@ def test_a_torch_pin_beside_a_torch_xla_install_is_said_once_with_it(tmp_path):
 def test_a_lone_torch_1_pin_is_reported_where_the_file_shows_it_is_the_tpus(tmp_path, name, text, asked):
     items = _migrate_tree(tmp_path, {"train.py": "import torch_xla.core.xla_model as xm\n", name: text})
     assert [m.split(":")[0] for m in items.get(name, [])] == asked
+
+
+@pytest.mark.parametrize("line", [
+    # issue 32, in shapes of their own: lines that install nothing
+    "# then the libtpu-nightly wheel that matches it\n",
+    "pip3 uninstall -y torch_xla libtpu-nightly cloud-tpu-client\n",
+    "conda remove torch_xla==1.9\n",
+])
+def test_a_comment_or_an_uninstall_is_no_install(line):
+    from xrt2pjrt.text import shell
+
+    assert not shell.rewrite("#!/bin/bash\n# sets up torch\n" + line, ALL).manual
+    assert shell.rewrite("#!/bin/bash\n# sets up torch\npip3 install torch_xla==1.9\n", ALL).manual

@@ -73,11 +73,26 @@ class InstallXrtEraRelease(TextRule):
     )
 
     def word(self, rec, word, offset):
+        if _no_install_at(rec.text, offset):
+            return
         problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text))
         if problem is None and rec.options.torch_xla_project and _pins_the_tpus_torch(rec):
             problem = torch_pin_finding(word, rec.options.target_version)
         if problem:
             rec.ask(self.id, offset, problem.do, problem.more)
+
+
+# A line that installs nothing: a comment, an uninstall.
+_COMMENT = re.compile(r"^\s*(?:#|//)")
+_UNINSTALL = re.compile(r"\b(?:uninstall|remove)\b")
+
+
+def _no_install_at(text: str, offset: int) -> bool:
+    """Whether the word at ``offset`` stands in a comment line or after an uninstall on its
+    line: nothing is installed there (``# Install the matching libtpu-nightly``, ``pip
+    uninstall torch_xla libtpu-nightly``)."""
+    before = text[text.rfind("\n", 0, offset) + 1:offset]
+    return bool(_COMMENT.match(before) or _UNINSTALL.search(before))
 
 
 def _pins_the_tpus_torch(rec) -> bool:
