@@ -50,6 +50,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from xrt2pjrt import run_items
 from xrt2pjrt.shim_packages import CARRIED, installed_name
 from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.cpu import launch, launch_guard, placement, replacements, supervisor
@@ -118,12 +119,13 @@ def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = Fals
 def _once(script: str, args: list[str]) -> int:
     replacements.apply("launch", launch.LAUNCH)
     started, world = supervisor.spawn_count(), _world()
-    if world > 1:
-        launch_guard.guard_launching_process(functools.partial(_stop, script, world))
-    try:
-        code = _exit_code_of(lambda: _execute(script, args))
-    finally:
-        launch_guard.lift_launch_guard()
+    with run_items.watched(script) as watch:  # at the end: what became of each item to decide
+        if world > 1:
+            launch_guard.guard_launching_process(watch.stopping(functools.partial(_stop, script, world)))
+        try:
+            code = _exit_code_of(lambda: _execute(script, args))
+        finally:
+            launch_guard.lift_launch_guard()
     if code == 0 and supervisor.spawn_count() == started and world > 1:
         print(f"xrt2pjrt run: {script} finished without starting replicas (no xmp.spawn or "
               f"torch_xla.launch): it ran as one process, not {world} replicas. A script that "
