@@ -30,6 +30,9 @@ installed shim's. Two copies in one process would each keep their own placement,
 spawn count, so under run ``xrt2pjrt_shim`` and its modules are the installed shim's
 (:class:`InstalledShim`).
 
+At the end of a run (not ``--per-process``), what became of each item to decide of the code it
+ran: confirmed, cleared, not reached or not checked (:mod:`xrt2pjrt.run_items`).
+
 Exit code: by default the script's own. With ``--per-process``, 0 when every replica
 finished, else the exit code of the replica that failed (128 + N for a signal N), as a
 shell reports it. Output: every replica writes to this terminal, as in the shim's mode.
