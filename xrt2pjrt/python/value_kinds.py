@@ -145,6 +145,8 @@ class Reading:
                 return None  # '%d' % n is a text
             return self._first_refused([value.left, value.right], seen)
         if isinstance(value, ast.IfExp):
+            if _handed_on_unless_a_tensor(value):
+                return f"`{ast.unparse(value.orelse)}` is handed on as it came when it is no tensor"
             on_xla = _tests_for_xla(value.test)  # x if use_tpu else x.numpy(): the XLA path takes x
             return self._first_refused([value.body, value.orelse] if on_xla is None else
                                        [value.body if on_xla else value.orelse], seen)
@@ -187,7 +189,64 @@ class Reading:
                 said = None
             if said is not None:
                 return said
+        return next(filter(None, (self._refused_contents(container, seen | {name})
+                                  for container in self._iterated_by(name))), None)
+
+    def _iterated_by(self, name: str) -> list[ast.expr]:
+        """The containers whose values a loop or a comprehension around ``line`` binds to
+        ``name``: ``X`` of ``for name in X``, of ``for k, name in X.items()``, ``X.values()``."""
+        containers = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                loops = [(node.target, node.iter)] if node.lineno <= self.line <= node.end_lineno else []
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                loops = [(g.target, g.iter) for g in node.generators] if node.lineno <= self.line <= node.end_lineno else []
+            else:
+                continue
+            for target, iterated in loops:
+                method = iterated.func.attr if isinstance(iterated, ast.Call) and isinstance(
+                    iterated.func, ast.Attribute) and not iterated.args else None
+                if method in ("items", "values"):
+                    value = target.elts[-1] if method == "items" and isinstance(target, ast.Tuple) else target
+                    if isinstance(value, ast.Name) and value.id == name:
+                        containers.append(iterated.func.value)
+                elif isinstance(target, ast.Name) and target.id == name:
+                    containers.append(iterated)
+        return containers
+
+    def _refused_contents(self, container: ast.expr, seen: frozenset[str]) -> str | None:
+        """What shows that the values ``container`` holds may be refused: those of the
+        displays, comprehensions and ``defaultdict(factory)`` it is bound to (a name's
+        bindings; an attribute's assignments anywhere in the file, ``self.stats = ...``)."""
+        if isinstance(container, ast.Name):
+            bound = [value for value in self.values(container.id) if isinstance(value, ast.expr)]
+        elif isinstance(container, ast.Attribute):
+            bound = [node.value for node in ast.walk(self.tree) if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and target.attr == container.attr for target in node.targets)]
+        else:
+            bound = [container]
+        for value in bound:
+            if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp,
+                                  ast.GeneratorExp)):
+                said = self.refused(value, seen)
+            elif isinstance(value, ast.Call) and (self.called(value) or "").endswith("defaultdict") and value.args:
+                said = self._made_by(value.args[0], seen)
+            else:
+                said = None
+            if said is not None:
+                return said
         return None
+
+    def _made_by(self, factory: ast.expr, seen: frozenset[str]) -> str | None:
+        """What shows that ``factory`` (a lambda, a function or method of this file, by name)
+        makes refused values on every path."""
+        if isinstance(factory, ast.Lambda):
+            return self.refused(factory.body, seen)
+        name = factory.attr if isinstance(factory, ast.Attribute) else factory.id if isinstance(factory, ast.Name) else None
+        if name is None or name in seen:
+            return None
+        said = [self._returned(f, seen | {name}) for f in spawn_site.functions(self.tree) if f.name == name]
+        return said[0] if said and all(said) else None  # (methods of one name in several classes: all of them)
 
     def _refused_annotation(self, annotation: ast.expr | None) -> str | None:
         if annotation is None:
@@ -395,6 +454,15 @@ class Reading:
     def called(self, call: ast.Call) -> str | None:
         """The dotted name ``call`` calls, through the file's imports (``np.mean`` -> ``numpy.mean``)."""
         return spawn_site.resolved(call.func, self._imports)
+
+
+def _handed_on_unless_a_tensor(value: ast.IfExp) -> bool:
+    """``v.item() if isinstance(v, torch.Tensor) else v``: a value that is no tensor goes on as
+    it came, whatever it is (a metric library's numpy values went so, catalyst 22.04's)."""
+    test = value.test
+    return (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+            and len(test.args) == 2 and "Tensor" in ast.unparse(test.args[1])
+            and ast.unparse(value.orelse) == ast.unparse(test.args[0]))
 
 
 # Words in a test that make it a test for the XLA device: ``use_tpu``, ``is_xla()``, ``'xla'``.
