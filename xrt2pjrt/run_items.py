@@ -36,10 +36,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.cpu import launch_guard, replacements
 
-# The folder the processes of a run write their sightings to (each its own file).
-FOLDER = "XRT2PJRT_RUN_ITEMS"
 _TODO = re.compile(r"^\s*# TODO\(xrt2pjrt\): (?P<message>.*) \[(?P<rule>[\w.-]+)\]\s*$")
 MESH_REDUCE, SEND_CPU_DATA, RUNTIME_BEFORE = ("manual-mesh-reduce-objects", "manual-send-cpu-data-tensor",
                                               "spawn-runtime-before")
@@ -84,7 +83,7 @@ def items_in(path: str) -> list[Item]:
 def _saw(rule: str, confirmed: bool, what: str) -> None:
     """Write down a sighting of ``rule``'s trouble (``confirmed``) or of its absence, at the
     user's code that called into torch_xla."""
-    folder, frame = os.environ.get(FOLDER), launch_guard.user_frame()
+    folder, frame = settings.RUN_ITEMS.text(), launch_guard.user_frame()
     if not folder or frame is None or not os.path.isdir(folder):
         return
     sighting = {"path": os.path.realpath(frame.filename), "line": frame.lineno, "rule": rule, "confirmed": confirmed,
@@ -238,7 +237,7 @@ def watched(script: str) -> Iterator[Watch]:
     """The run of ``script`` watched: its processes write their sightings to a folder of the
     run; on the way out, what became of each item is printed (stderr), and the folder removed."""
     folder = tempfile.mkdtemp(prefix="xrt2pjrt-run-items-")
-    os.environ[FOLDER] = folder
+    os.environ[settings.RUN_ITEMS.name] = folder  # (the replicas inherit it)
     run = Watch(script, folder)
     try:
         watch()
@@ -248,5 +247,5 @@ def watched(script: str) -> Iterator[Watch]:
         said = run.report()
         if said:
             print(said, file=sys.stderr)
-        os.environ.pop(FOLDER, None)
+        os.environ.pop(settings.RUN_ITEMS.name, None)
         shutil.rmtree(folder, ignore_errors=True)
