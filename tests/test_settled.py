@@ -72,8 +72,10 @@ FIXED_AS_ADVISED = {
                             "import torch_xla.runtime as xr\n\ndef has_tpu():\n    return xr.device_type() == 'TPU'\n"),
     "manual-memory-info": (HEAD + "free = xm.get_memory_info(device)['kb_free']\n",
                            HEAD + "info = xm.get_memory_info(device)\nfree = (info['bytes_limit'] - info['bytes_used']) // 1024\n"),
-    "manual-mesh-reduce-objects": (HEAD + "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
-                                   HEAD + "acc = xm.mesh_reduce('acc', float(metrics.accuracy_score(y, p)), np.mean)\n"),
+    "manual-mesh-reduce-objects": (HEAD + "from sklearn import metrics\n\n"
+                                   "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
+                                   HEAD + "from sklearn import metrics\n\n"
+                                   "acc = xm.mesh_reduce('acc', float(metrics.accuracy_score(y, p)), np.mean)\n"),
     "manual-mp-model-wrapper": ("import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())"
                                 "\n\ndef _mp_fn(index):\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
                                 HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\ndef _mp_fn(index):\n"

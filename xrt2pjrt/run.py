@@ -30,6 +30,9 @@ installed shim's. Two copies in one process would each keep their own placement,
 spawn count, so under run ``xrt2pjrt_shim`` and its modules are the installed shim's
 (:class:`InstalledShim`).
 
+At the end of a run (not ``--per-process``), what became of each item to decide of the code it
+ran: confirmed, cleared, not reached or not checked (:mod:`xrt2pjrt.run_items`).
+
 Exit code: by default the script's own. With ``--per-process``, 0 when every replica
 finished, else the exit code of the replica that failed (128 + N for a signal N), as a
 shell reports it. Output: every replica writes to this terminal, as in the shim's mode.
@@ -50,6 +53,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from xrt2pjrt import run_items
 from xrt2pjrt.shim_packages import CARRIED, installed_name
 from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.cpu import launch, launch_guard, placement, replacements, supervisor
@@ -118,12 +122,13 @@ def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = Fals
 def _once(script: str, args: list[str]) -> int:
     replacements.apply("launch", launch.LAUNCH)
     started, world = supervisor.spawn_count(), _world()
-    if world > 1:
-        launch_guard.guard_launching_process(functools.partial(_stop, script, world))
-    try:
-        code = _exit_code_of(lambda: _execute(script, args))
-    finally:
-        launch_guard.lift_launch_guard()
+    with run_items.watched(script) as watch:  # at the end: what became of each item to decide
+        if world > 1:
+            launch_guard.guard_launching_process(watch.stopping(functools.partial(_stop, script, world)))
+        try:
+            code = _exit_code_of(lambda: _execute(script, args))
+        finally:
+            launch_guard.lift_launch_guard()
     if code == 0 and supervisor.spawn_count() == started and world > 1:
         print(f"xrt2pjrt run: {script} finished without starting replicas (no xmp.spawn or "
               f"torch_xla.launch): it ran as one process, not {world} replicas. A script that "

@@ -122,6 +122,18 @@ def test_an_indented_block_is_code_and_an_indented_paragraph_is_not():
     assert [(f.rule, f.line) for f in outcome.changes] == [("env-shell-xrt-tpu-config", 5)]
 
 
+def test_a_block_left_as_it_was_has_one_item_a_spot():
+    # issue 32: a remote TPU node's address in a block a placeholder makes invalid shell was
+    # asked twice on its line, once as a TPU node, once as the change not made
+    text = ("#### Point it at the TPU\n    export NODE_IP=<node-ip>\n"
+            "    export XRT_TPU_CONFIG=\"tpu_worker;0;$NODE_IP:8470\"\n")
+    outcome = migrated(text)
+    assert outcome.text == text and outcome.changes == []
+    (item,) = outcome.manual
+    assert item.line == 3 and item.rule == "env-shell-xrt-tpu-config"
+    assert "code block left as it was (not valid shell as written" in item.detail
+
+
 def test_a_rest_literal_block_of_python_is_python():
     text = ("Get the rank::\n\n    import torch_xla.core.xla_model as xm\n    rank = xm.get_ordinal()\n\n"
             ".. note::\n\n    xm.get_ordinal() was the XRT-era spelling.\n")
@@ -148,9 +160,11 @@ def test_a_json_block_holding_a_command_is_a_transcript_reported_not_rewritten()
             "2020-06-11 20:48:38  [] Command to distribute: \"python\" \"/usr/share/test_train_imagenet.py\"\n```\n")
     outcome = migrated(text)
     assert outcome.text == text and outcome.changes == []
-    # the translation it would have had, and the env xla_dist activated (it holds torch_xla 1.x)
-    assert sorted((f.line, f.message.split(":")[0]) for f in outcome.manual) == [
-        (4, "install torch_xla 2.x in this conda env"), (4, "left as it is (a json block)")]
+    # one spot, one item: the env xla_dist activated (it holds torch_xla 1.x), whose long text
+    # names the translation the command would have had
+    (item,) = outcome.manual
+    assert item.line == 4 and item.message.startswith("install torch_xla 2.x in this conda env")
+    assert "left as it is (a json block): xla_dist → gcloud" in item.detail
 
 
 # pytorch/xla 1.13's API_GUIDE.md, in short: an import block, then snippets and programs.

@@ -340,7 +340,7 @@ class _Engine(imports.Transformer):
                 self.not_references.add(id(node.keyword))
                 self.labels.add(id(node.keyword))
         elif roles & _STORE:
-            self.stores.add(id(node.target))
+            self.stores.update(_stored(node.target))
         elif roles & _IMPORT:
             return False  # imports are handled whole; the names inside are no references
         return True
@@ -764,3 +764,11 @@ def check(text: str) -> str | None:
     except ValueError as exc:  # a NUL character, before Python 3.11.4
         return str(exc)
     return None
+
+
+def _stored(target: cst.CSTNode) -> list[int]:
+    """The ids of what an assignment to ``target`` stores: the target, and each name of a
+    tuple or list of targets (``xm, xmp = None, None`` stores both names)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [id(target), *(stored for element in target.elements for stored in _stored(element.value))]
+    return [id(target)]

@@ -140,3 +140,35 @@ def spawned_code(tree: ast.Module) -> frozenset[str]:
         if fn is not None and not (isinstance(nprocs, ast.Constant) and nprocs.value == 1):
             reached |= reached_from(tree, ast.unparse(fn))
     return frozenset(reached)
+
+
+@functools.lru_cache(maxsize=1)
+def _spawned_by_name(tree: ast.Module) -> frozenset[str]:
+    """The names of the functions the file's spawns are given (``_mp_fn``, ``Trainer._worker``'s ``_worker``)."""
+    return frozenset(ast.unparse(fn).rpartition(".")[2] for call in spawn_calls(tree)
+                     if (fn := spawn_site.Site(call, [tree], []).argument("fn", 0)) is not None)
+
+
+# Names of a replica's own number: what is made of one differs between replicas.
+_REPLICA_NUMBERS = ("rank", "ordinal", "index")
+
+
+def reads_replica_number(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef | None,
+                         expression: ast.expr) -> bool:
+    """Whether ``expression``, in ``function`` (None: module level), is made of the replica's
+    own number: the first parameter of a function a spawn of ``tree`` runs (the index
+    xmp.spawn hands it), a name or attribute that says rank, ordinal or index
+    (``xm.get_ordinal()``, ``args.local_rank``), followed through the names ``function``
+    binds to other values."""
+    first = function.args.args[0].arg if function is not None and function.args.args and (
+        function.name in _spawned_by_name(tree)) else None
+    bound = spawn_site.bindings(function) if function is not None else {}
+    names, pending = set(), [expression]
+    while pending:
+        for part in ast.walk(pending.pop()):
+            if isinstance(part, ast.Name) and part.id not in names:
+                names.add(part.id)
+                pending += [value for value in bound.get(part.id, ()) if isinstance(value, ast.expr)]
+            elif isinstance(part, ast.Attribute):
+                names.add(part.attr)
+    return any(name == first or any(word in name.lower() for word in _REPLICA_NUMBERS) for name in names)

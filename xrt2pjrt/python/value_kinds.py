@@ -2,16 +2,20 @@
 proves it: a tensor, a number, a text, None, a dict or a sequence.
 
 The rules that judge a value handed to torch_xla (what ``mesh_reduce`` pickles, what
-``send_cpu_data_to_device`` wraps) report where a value may be of a kind that breaks on the
-target, and keep quiet where the file proves it is not. The reading is local and says only
+``send_cpu_data_to_device`` wraps) report on evidence that a value is of a kind that breaks
+on the target, and keep quiet where the text shows none. The reading is local and says only
 what it proves: a name counts by every value bound to it before the line in its scope (and
 after it in a loop around the line, the next round's value); a parameter by its annotation,
 or by being used only as a tensor in its function; anything it cannot follow is not known
-(None), and the rules take that as "may be anything".
+(None). :meth:`Reading.shown_as` asks whether some branch is shown to be of a kind.
 
 Kinds, as ``torch.load(weights_only=True)`` and torch_xla's transfers tell them apart: a
 container (dict, sequence) counts only when what it holds is known too (``x.state_dict()``
 holds tensors and numbers; a list display, its elements).
+
+:meth:`Reading.refused` asks the other way round, for the rules that report only on evidence:
+what in the text shows that a value may be of a kind that ``torch.load(weights_only=True)``
+refuses (numpy's values, an object of a class), on some branch; None when the text shows none.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import sys
 
 import libcst as cst
 
@@ -37,18 +42,42 @@ _TENSOR_ONLY = frozenset({"clone", "detach", "cpu", "cuda", "numel", "dim", "req
                           "element_size", "contiguous", "unsqueeze", "permute", "masked_fill", "device"})
 _ARRAY_LIKE = frozenset({"ndim", "shape", "dtype", "size", "item", "tolist", "mean", "sum", "float", "long", "to",
                          "view", "reshape", "max", "min", "argmax", "squeeze", "flatten", "T"})
+# What a tensor has and a list, a tuple or a dict has not: a value read so is expected to be one.
+TENSOR_ATTRIBUTES = _TENSOR_ONLY | _ARRAY_LIKE
+# What an annotation's outermost name says a parameter is.
+_ANNOTATED = {"Tensor": frozenset({TENSOR}), **dict.fromkeys(("dict", "Dict", "Mapping", "OrderedDict"), frozenset({DICT})),
+              **dict.fromkeys(("list", "List", "tuple", "Tuple", "Sequence"), frozenset({SEQUENCE}))}
 _BUILTIN_KINDS = {"float": NUMBER, "int": NUMBER, "bool": NUMBER, "len": NUMBER, "round": NUMBER, "str": TEXT}
 _GENERATORS = ("torch.Generator", "torch.default_generator", "torch.cuda.default_generators")
 
+# Libraries whose values are numpy's (sklearn's metrics give numpy.float64), which
+# torch.load(weights_only=True) refuses; and the methods that give a numpy array of anything.
+_NUMPY_LIBRARIES = ("numpy", "sklearn", "scipy", "pandas")
+_NUMPY_METHODS = frozenset({"numpy", "to_numpy"})
+# What gives back a Python value whatever it is handed: float(np.mean(x)) is a float.
+_PYTHON_VALUE_METHODS = frozenset({"item", "tolist"})
+_PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "len", "round", "str", "repr"})
+# Names code gives a value that may be any Python object, as torch.distributed's
+# broadcast_object_list and all_gather_object name theirs.
+_OBJECT_NAMES = frozenset({"obj", "objs", "object", "objects", "object_list"})
+_OBJECT_SUFFIXES = ("_obj", "_objs", "_object", "_objects")
 
-def of_argument(tree: ast.Module | None, line: int, value: cst.BaseExpression) -> Kinds | None:
-    """The kinds of ``value``, an argument (as libcst reads it) of a call on ``line`` of the
-    file ``tree`` is the ast of; None when they are not known, or ast cannot read the file."""
-    if tree is None:
-        return None
+
+def shown_as_argument(tree: ast.Module | None, line: int, value: cst.BaseExpression, kind: str) -> bool:
+    """:meth:`Reading.shown_as` of ``value``, an argument (as libcst reads it) of a call on
+    ``line`` of the file ``tree`` is the ast of; False when ast cannot read the file."""
+    return tree is not None and Reading(tree, line).shown_as(_as_ast(value), kind)
+
+
+def refused_argument(tree: ast.Module | None, line: int, value: cst.BaseExpression) -> str | None:
+    """:meth:`Reading.refused` of ``value``, an argument of a call on ``line``; None when ast
+    cannot read the file."""
+    return None if tree is None else Reading(tree, line).refused(_as_ast(value))
+
+
+def _as_ast(value: cst.BaseExpression) -> ast.expr:
     # in parentheses, as in the call: a line break or a walrus is valid there
-    expression = ast.parse(f"({cst.Module([]).code_for_node(value)})", mode="eval").body
-    return Reading(tree, line).kinds(expression)
+    return ast.parse(f"({cst.Module([]).code_for_node(value)})", mode="eval").body
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +114,201 @@ class Reading:
         if isinstance(value, ast.Call):
             return self._call(value, seen)
         return None
+
+    def shown_as(self, value: ast.expr, kind: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``value`` is shown to be of ``kind`` on some branch: a branch of a
+        conditional, a value bound to a name, whose kinds are known and hold ``kind``."""
+        if isinstance(value, ast.IfExp):
+            return self.shown_as(value.body, kind, seen) or self.shown_as(value.orelse, kind, seen)
+        if isinstance(value, (ast.BoolOp, ast.NamedExpr)):
+            return any(self.shown_as(v, kind, seen) for v in (value.values if isinstance(value, ast.BoolOp) else [value.value]))
+        if isinstance(value, ast.Name) and value.id not in seen:
+            return any(kind in (self._parameter(bound) or ()) if isinstance(bound, ast.arg) else
+                       isinstance(bound, ast.expr) and self.shown_as(bound, kind, seen | {value.id})
+                       for bound in self.values(value.id))
+        kinds = self.kinds(value, seen)
+        return kinds is not None and kind in kinds
+
+    def refused(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> str | None:
+        """What shows that ``value`` may be, on some branch, of a kind torch.load(weights_only=True)
+        refuses: a call into numpy, sklearn, scipy or pandas (their values are numpy's), ``.numpy()``,
+        an object of a class of the project's (defined in this file, or imported from a module
+        that is not torch's nor the standard library's), a name that says it holds any object
+        (``obj``, ``object_list``), what a function of this file returns on every path; said
+        in a few words. None when the text shows none of it."""
+        if isinstance(value, (ast.UnaryOp, ast.Starred)):
+            return self.refused(value.operand if isinstance(value, ast.UnaryOp) else value.value, seen)
+        if isinstance(value, ast.NamedExpr):
+            return self.refused(value.value, seen)
+        if isinstance(value, ast.BinOp):
+            if isinstance(value.op, ast.Mod) and isinstance(value.left, (ast.Constant, ast.JoinedStr)):
+                return None  # '%d' % n is a text
+            return self._first_refused([value.left, value.right], seen)
+        if isinstance(value, ast.IfExp):
+            if _handed_on_unless_a_tensor(value):
+                return f"`{ast.unparse(value.orelse)}` is handed on as it came when it is no tensor"
+            on_xla = _tests_for_xla(value.test)  # x if use_tpu else x.numpy(): the XLA path takes x
+            return self._first_refused([value.body, value.orelse] if on_xla is None else
+                                       [value.body if on_xla else value.orelse], seen)
+        if isinstance(value, ast.BoolOp):
+            return self._first_refused(value.values, seen)
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            return self._first_refused(value.elts, seen)
+        if isinstance(value, ast.Dict):
+            return self._first_refused(value.values, seen)
+        if isinstance(value, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            return self.refused(value.value if isinstance(value, ast.DictComp) else value.elt, seen)
+        if isinstance(value, ast.Subscript):  # a numpy array's element is numpy's
+            return self._numpy(value.value, seen)
+        if isinstance(value, ast.Name):
+            return self._refused_name(value.id, seen)
+        if isinstance(value, ast.Call):
+            return self._refused_call(value, seen)
+        return None
+
+    def _first_refused(self, values: list[ast.expr], seen: frozenset[str]) -> str | None:
+        return next(filter(None, (self.refused(value, seen) for value in values)), None)
+
+    def _numpy(self, value: ast.expr, seen: frozenset[str]) -> str | None:
+        """The evidence that ``value``, whose part or method is taken, is numpy's on every
+        branch (not an object's: ``meter.avg`` is a number)."""
+        said = self._on_every_branch(value, seen)
+        return said if said is not None and "numpy" in said else None
+
+    def _refused_name(self, name: str, seen: frozenset[str]) -> str | None:
+        if name in _OBJECT_NAMES or name.endswith(_OBJECT_SUFFIXES):
+            return f"`{name}` is named as any object"
+        if name in seen:
+            return None
+        for value in self._on_xla_path(name):
+            if isinstance(value, ast.arg):
+                said = self._refused_annotation(value.annotation)
+            elif isinstance(value, ast.expr):
+                said = self.refused(value, seen | {name})
+            else:
+                said = None
+            if said is not None:
+                return said
+        return next(filter(None, (self._refused_contents(container, seen | {name})
+                                  for container in self._iterated_by(name))), None)
+
+    def _iterated_by(self, name: str) -> list[ast.expr]:
+        """The containers whose values a loop or a comprehension around ``line`` binds to
+        ``name``: ``X`` of ``for name in X``, of ``for k, name in X.items()``, ``X.values()``."""
+        containers = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                loops = [(node.target, node.iter)] if node.lineno <= self.line <= node.end_lineno else []
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                loops = [(g.target, g.iter) for g in node.generators] if node.lineno <= self.line <= node.end_lineno else []
+            else:
+                continue
+            for target, iterated in loops:
+                method = iterated.func.attr if isinstance(iterated, ast.Call) and isinstance(
+                    iterated.func, ast.Attribute) and not iterated.args else None
+                if method in ("items", "values"):
+                    value = target.elts[-1] if method == "items" and isinstance(target, ast.Tuple) else target
+                    if isinstance(value, ast.Name) and value.id == name:
+                        containers.append(iterated.func.value)
+                elif isinstance(target, ast.Name) and target.id == name:
+                    containers.append(iterated)
+        return containers
+
+    def _refused_contents(self, container: ast.expr, seen: frozenset[str]) -> str | None:
+        """What shows that the values ``container`` holds may be refused: those of the
+        displays, comprehensions and ``defaultdict(factory)`` it is bound to (a name's
+        bindings; an attribute's assignments anywhere in the file, ``self.stats = ...``)."""
+        if isinstance(container, ast.Name):
+            bound = [value for value in self.values(container.id) if isinstance(value, ast.expr)]
+        elif isinstance(container, ast.Attribute):
+            bound = [node.value for node in ast.walk(self.tree) if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and target.attr == container.attr for target in node.targets)]
+        else:
+            bound = [container]
+        for value in bound:
+            if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp,
+                                  ast.GeneratorExp)):
+                said = self.refused(value, seen)
+            elif isinstance(value, ast.Call) and (self.called(value) or "").endswith("defaultdict") and value.args:
+                said = self._made_by(value.args[0], seen)
+            else:
+                said = None
+            if said is not None:
+                return said
+        return None
+
+    def _made_by(self, factory: ast.expr, seen: frozenset[str]) -> str | None:
+        """What shows that ``factory`` (a lambda, a function or method of this file, by name)
+        makes refused values on every path."""
+        if isinstance(factory, ast.Lambda):
+            return self.refused(factory.body, seen)
+        name = factory.attr if isinstance(factory, ast.Attribute) else factory.id if isinstance(factory, ast.Name) else None
+        if name is None or name in seen:
+            return None
+        said = [self._returned(f, seen | {name}) for f in spawn_site.functions(self.tree) if f.name == name]
+        return said[0] if said and all(said) else None  # (methods of one name in several classes: all of them)
+
+    def _refused_annotation(self, annotation: ast.expr | None) -> str | None:
+        if annotation is None:
+            return None
+        text = ast.unparse(annotation)
+        if isinstance(annotation, (ast.Name, ast.Attribute)) and (
+                (spawn_site.resolved(annotation, self._imports) or "").split(".")[0] in _NUMPY_LIBRARIES):
+            return f"annotated `{text}`, numpy's"
+        return None
+
+    def _refused_call(self, call: ast.Call, seen: frozenset[str]) -> str | None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in _PYTHON_VALUE_METHODS:
+                return None
+            if func.attr in _NUMPY_METHODS:
+                return f"`.{func.attr}()` gives a numpy array"
+        called = self.called(call)
+        if called is not None:
+            root = called.lstrip(".").split(".")[0]
+            if root in _NUMPY_LIBRARIES:
+                return f"`{ast.unparse(func)}(...)` gives numpy's values"
+            if root != "torch" and not called.startswith(".") and root in sys.stdlib_module_names:
+                return None
+            if root != "torch" and called.rpartition(".")[2][:1].isupper():
+                return f"`{ast.unparse(func)}(...)` makes an object of a class of yours"
+            return None
+        if isinstance(func, ast.Attribute):  # rs.get_state() of a np.random.RandomState
+            return self._numpy(func.value, seen)
+        if not isinstance(func, ast.Name) or func.id in seen:
+            return None
+        # a def or class of the file, wherever it stands: the call runs after the module's code
+        bound = [value for value in spawn_site.bindings_seen_at(self.tree, self.line, func.id) if value is not None]
+        if not bound:
+            return None
+        if all(isinstance(value, ast.ClassDef) for value in bound):
+            return f"`{func.id}(...)` makes an object of a class of yours"
+        if len(bound) == 1 and isinstance(bound[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._returned(bound[0], seen | {func.id})
+        return None
+
+    def _returned(self, function: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[str]) -> str | None:
+        """What shows that ``function`` (of this file) returns a refused value on every path:
+        a helper that may return a tensor on one path (a TPU branch) and numpy's on another
+        shows nothing."""
+        returns = [node.value for node in spawn_site.own_nodes(function) if isinstance(node, ast.Return)]
+        if not returns or any(value is None for value in returns):
+            return None
+        inside = Reading(self.tree, function.end_lineno)  # its names as bound at its end
+        said = [inside._on_every_branch(value, seen) for value in returns]
+        return said[0] if all(said) else None
+
+    def _on_every_branch(self, value: ast.expr, seen: frozenset[str]) -> str | None:
+        """:meth:`refused`, of a name only when every value bound to it shows it."""
+        if not isinstance(value, ast.Name):
+            return self.refused(value, seen)
+        if value.id in seen:
+            return None
+        said = [self._refused_annotation(bound.annotation) if isinstance(bound, ast.arg) else
+                self.refused(bound, seen | {value.id}) if isinstance(bound, ast.expr) else None
+                for bound in self._on_xla_path(value.id)]
+        return said[0] if said and all(said) else None
 
     def _all(self, values: list[ast.expr], seen: frozenset[str]) -> Kinds | None:
         out: set[str] = set()
@@ -157,10 +381,12 @@ class Reading:
         return frozenset(out)
 
     def _parameter(self, arg: ast.arg) -> Kinds | None:
-        """A tensor when annotated as one, or when its function reads it only as a tensor
+        """A tensor when annotated as one (a dict or a sequence when annotated as one of
+        those: ``Dict[str, torch.Tensor]``), or when its function reads it only as a tensor
         (``x.ndim``, ``x.clone()``: at least once by what only a tensor has)."""
         if arg.annotation is not None:
-            return frozenset({TENSOR}) if ast.unparse(arg.annotation).split(".")[-1] == "Tensor" else None
+            annotation = arg.annotation.value if isinstance(arg.annotation, ast.Subscript) else arg.annotation
+            return _ANNOTATED.get(ast.unparse(annotation).split(".")[-1])
         function = next((f for f in spawn_site.functions(self.tree) if arg in f.args.args + f.args.kwonlyargs
                          + f.args.posonlyargs), None)
         if function is None:
@@ -176,12 +402,35 @@ class Reading:
         """What binds ``name`` before ``line`` (``acc = xm.mesh_reduce('acc', acc, ...)`` is
         after), or after it in a loop around it; a parameter as its ``ast.arg``; None for a
         binding not followed (an import, a loop target, an unpacking)."""
+        return [value for value, _ in self._reaching(name)]
+
+    def _reaching(self, name: str) -> list[tuple[ast.AST | None, int | None]]:
+        """:meth:`values`, each with the line it is bound on (None: a parameter)."""
         scope = self._scope(name)
         if scope is None:
             return []
         bound = _bindings(scope).get(name, [])
-        return [value for value, line in bound if line is None or line < self.line
+        return [(value, line) for value, line in bound if line is None or line < self.line
                 or any(loop.lineno <= line <= loop.end_lineno for loop in self._loops)]
+
+    def _on_xla_path(self, name: str) -> list[ast.AST | None]:
+        """:meth:`values` but those bound in a branch the XLA path does not take (the ``else:``
+        of ``if use_tpu:``): torch_xla's calls at ``line`` run on the XLA path."""
+        return [value for value, line in self._reaching(name)
+                if line is None or not any(start <= line <= end and not start <= self.line <= end
+                                           for start, end in self._off_xla_blocks)]
+
+    @functools.cached_property
+    def _off_xla_blocks(self) -> list[tuple[int, int]]:
+        """The lines of the blocks the XLA path does not take: the ``else:`` of ``if use_tpu:``
+        (or ``if is_xla():``, ``if device.type == 'xla':``), the body of ``if not use_tpu:``."""
+        blocks = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.If) and (on_xla := _tests_for_xla(node.test)) is not None:
+                block = node.orelse if on_xla else node.body
+                if block:
+                    blocks.append((block[0].lineno, block[-1].end_lineno))
+        return blocks
 
     def _name_bound(self, name: str) -> bool:
         return self._scope(name) is not None
@@ -205,6 +454,33 @@ class Reading:
     def called(self, call: ast.Call) -> str | None:
         """The dotted name ``call`` calls, through the file's imports (``np.mean`` -> ``numpy.mean``)."""
         return spawn_site.resolved(call.func, self._imports)
+
+
+def _handed_on_unless_a_tensor(value: ast.IfExp) -> bool:
+    """``v.item() if isinstance(v, torch.Tensor) else v``: a value that is no tensor goes on as
+    it came, whatever it is (a metric library's numpy values went so, catalyst 22.04's)."""
+    test = value.test
+    return (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+            and len(test.args) == 2 and "Tensor" in ast.unparse(test.args[1])
+            and ast.unparse(value.orelse) == ast.unparse(test.args[0]))
+
+
+# Words in a test that make it a test for the XLA device: ``use_tpu``, ``is_xla()``, ``'xla'``.
+_XLA_WORDS = ("tpu", "xla")
+
+
+def _tests_for_xla(test: ast.expr) -> bool | None:
+    """True when ``test`` holds on the XLA path (``use_tpu``, ``is_xla()``, ``device.type ==
+    'xla'``), False when it fails there (``not use_tpu``), None when it is no such test."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        on_xla = _tests_for_xla(test.operand)
+        return None if on_xla is None else not on_xla
+    if isinstance(test, ast.Compare) and not all(isinstance(op, (ast.Eq, ast.Is)) for op in test.ops):
+        return None
+    words = [node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+             else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+             for node in ast.walk(test)]
+    return True if any(word in str(w).lower() for w in words for word in _XLA_WORDS) else None
 
 
 def _uses(function: ast.AST, name: str) -> list[ast.AST]:

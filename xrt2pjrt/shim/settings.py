@@ -118,6 +118,8 @@ CPU_HOST_ADDR = Setting("XRT2PJRT_CPU_HOST_ADDR", "this host's address for gloo,
                         "picks another", as_text)
 CPU_REPLICA = Setting("XRT2PJRT_CPU_REPLICA", "a replica's placement, set by the CPU mode's spawn in each replica "
                       "(JSON)", as_text)
+RUN_ITEMS = Setting("XRT2PJRT_RUN_ITEMS", "the folder where the processes of an `xrt2pjrt run` write what they saw at "
+                    "its items to decide (run sets it)", as_text)
 
 # --- the launcher ---------------------------------------------------------------------------------
 LAUNCH = Setting("XRT2PJRT_LAUNCH", "the run id `xrt2pjrt launch` sets on every worker of one run", as_text)

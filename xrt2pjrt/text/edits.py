@@ -27,6 +27,8 @@ class Recorder:
 
     text: str
     options: Options
+    # A requirements file: the project's dependencies, whatever device the text names.
+    lists_dependencies: bool = False
     edits: list[Edit] = field(default_factory=list)
     changes: list[Finding] = field(default_factory=list)
     manual: list[Finding] = field(default_factory=list)

@@ -194,8 +194,7 @@ def _transcript(body: str, options: Options) -> Outcome:
     except ValueError:
         pass
     outcome = shell.rewrite(body, options, comments=False)
-    return Outcome(body, manual=[*outcome.manual, *(replace(f, message=f"left as it is (a json block): {f.message}")
-                                                    for f in outcome.changes)])
+    return Outcome(body, manual=_with_changes_not_made(outcome, lambda f: f"left as it is (a json block): {f.message}"))
 
 
 @dataclass(frozen=True)
@@ -274,9 +273,8 @@ def _leave_decided(body: str, outcome: Outcome, again: Program) -> Outcome:
             second = _rewrite_keeping(kept.text, spots, again)
             if second is not None and second.text == kept.text and not second.changes:
                 return Outcome(kept.text, kept.changes, outcome.manual)
-    return Outcome(body, [], [*outcome.manual, *(f.asked("code block left as it was, as it has an item to decide: "
-                                                         f"make this change by hand ({f.message})")
-                                                 for f in outcome.changes)])
+    return Outcome(body, [], _with_changes_not_made(
+        outcome, lambda f: f"code block left as it was, as it has an item to decide: make this change by hand ({f.message})"))
 
 
 def _hidden(first: Outcome, then: Outcome) -> list[Finding]:
@@ -337,8 +335,23 @@ def _checked(check: Callable[[str], str | None], kind: str, body: str, outcome: 
     written = check(body)  # (a placeholder such as <ip-address> makes the block invalid as written)
     why = f"not valid {kind} as written" if written else f"its rewrite would not be valid {kind}"
     problem = re.sub(r"^\S*bash: line \d+: ", "", (written or problem).splitlines()[0])  # (bash -n's own words)
-    return Outcome(body, [], [*outcome.manual, *(f.asked(f"code block left as it was ({why}: {problem}): {f.message}")
-                                                 for f in outcome.changes)])
+    return Outcome(body, [], _with_changes_not_made(outcome, lambda f: f"code block left as it was ({why}: {problem}): "
+                                                                       f"{f.message}"))
+
+
+def _with_changes_not_made(outcome: Outcome, said: Callable[[Finding], str]) -> list[Finding]:
+    """The items of ``outcome``, and its changes as items saying ``said(change)``, not made. A
+    change on a line that an item of its rule already names is said in that item's long
+    text: one spot, one item (a TPU node's XRT_TPU_CONFIG is one decision, not two)."""
+    items = list(outcome.manual)
+    for change in outcome.changes:
+        at = next((k for k, item in enumerate(items) if (item.rule, item.line, item.cell) ==
+                   (change.rule, change.line, change.cell)), None)
+        if at is None:
+            items.append(change.asked(said(change)))
+        else:
+            items[at] = replace(items[at], detail=f"{items[at].detail or items[at].message}; {said(change)}")
+    return items
 
 
 # A shell prompt that starts a command in a console session: `$ `, `(vm)$ `, `user@host:~$ `.

@@ -15,7 +15,7 @@ _LINE = re.compile(r"^[ \t]*([^#\n]*?)[ \t]*(?:(?<=[ \t])#.*)?$", re.M)
 
 
 def rewrite(text: str, options: Options) -> Outcome:
-    rec = Recorder(text, options)
+    rec = Recorder(text, options, lists_dependencies=True)
     hooks = rules(options)
     for line in _LINE.finditer(text):
         content, at = line.group(1), line.start(1)

@@ -211,3 +211,31 @@ def test_a_torch_pin_beside_a_torch_xla_install_is_said_once_with_it(tmp_path):
     items = _migrate_tree(tmp_path, {"train.py": "import torch_xla\n",
                                      "requirements.txt": "torch==1.13.0\ntorch_xla[tpuvm]==1.13\n"})
     assert [m.split(":")[0] for m in items["requirements.txt"]] == ["torch_xla 1.13, an XRT-era release"]
+
+
+# The false alarms of issue 32, in shapes of their own: a torch 1.x pin beside a TPU backend,
+# for something that runs no torch_xla.
+@pytest.mark.parametrize("name, text, asked", [
+    ("Dockerfile", "FROM nvcr.io/nvidia/pytorch:20.03-py3\nRUN pip install torch==1.4.0\n", []),
+    ("lint.yml", "steps:\n  - run: pip install torch==1.10 -f https://download.pytorch.org/whl/cpu/torch_stable.html\n", []),
+    ("old_ckpts.sh", "#!/bin/sh\npip install 'torch==1.5' --quiet\npython make_ckpt.py\n", []),
+    ("tpu_env.sh", "#!/bin/sh\n# the TPU VM's environment\npip install 'torch==1.5' --quiet\n",
+     ["torch 1.5 fits only an XRT-era torch_xla"]),
+    ("requirements.txt", "torch==1.13.1\nnumpy\n", ["torch 1.13 fits only an XRT-era torch_xla"]),
+])
+def test_a_lone_torch_1_pin_is_reported_where_the_file_shows_it_is_the_tpus(tmp_path, name, text, asked):
+    items = _migrate_tree(tmp_path, {"train.py": "import torch_xla.core.xla_model as xm\n", name: text})
+    assert [m.split(":")[0] for m in items.get(name, [])] == asked
+
+
+@pytest.mark.parametrize("line", [
+    # issue 32, in shapes of their own: lines that install nothing
+    "# then the libtpu-nightly wheel that matches it\n",
+    "pip3 uninstall -y torch_xla libtpu-nightly cloud-tpu-client\n",
+    "conda remove torch_xla==1.9\n",
+])
+def test_a_comment_or_an_uninstall_is_no_install(line):
+    from xrt2pjrt.text import shell
+
+    assert not shell.rewrite("#!/bin/bash\n# sets up torch\n" + line, ALL).manual
+    assert shell.rewrite("#!/bin/bash\n# sets up torch\npip3 install torch_xla==1.9\n", ALL).manual

@@ -27,3 +27,11 @@ def test_a_torch_xla_module_handed_on_is_reported_as_its_calls_are_not_followed(
 ])
 def test_a_torch_xla_module_used_by_its_import_name_is_not_reported(source):
     assert not migrate("import torch_xla.core.xla_model as xm\n" + source).manual
+
+
+@pytest.mark.parametrize("fallback", ["xm, xmp = None, None", "xm, xmp, loader = [None] * 3", "(xm, [xmp]) = (None, [None])"])
+def test_names_a_fallback_assigns_in_a_tuple_are_no_hand_over(fallback):
+    # issue 32: the no-TPU fallback of a library, each name of the tuple reported as handed on
+    assert not migrate("try:\n    import torch_xla.core.xla_model as xm\n"
+                       "    import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                       f"except ImportError:\n    {fallback}\n").manual

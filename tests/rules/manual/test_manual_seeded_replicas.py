@@ -39,3 +39,27 @@ def test_a_seed_in_what_the_spawned_function_calls_is_reported():
 def test_a_seed_outside_spawned_code_is_not():
     source = "import torch\nimport torch_xla.core.xla_model as xm\n\ntorch.manual_seed(0)\nd = xm.xla_device()\n"
     assert "manual-seeded-replicas" not in [item.rule for item in migrate(source).manual]
+
+
+# The false alarm of issue 32, in a shape of its own: a seed per replica, and the models made
+# equal after by a broadcast of the project's own.
+
+@pytest.mark.parametrize("seed, after, reported", [
+    ("torch.manual_seed(cfg.seed)", "", True),
+    ("torch.manual_seed(cfg.seed + xm.get_ordinal())", "", False),
+    ("seed = cfg.seed + index\n    torch.manual_seed(seed)", "", False),
+    ("rank = xm.get_ordinal()\n    torch.manual_seed(rank)", "", False),
+    ("torch.manual_seed(cfg.seed)", "    dist_utils.broadcast_master_weights(model)\n", False),
+])
+def test_a_seed_per_replica_or_a_broadcast_of_the_projects_own_is_not_reported(seed, after, reported):
+    source = ("import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+              f"def _mp_fn(index, cfg):\n    {seed}\n    model = build(cfg).to(xm.xla_device())\n{after}\n"
+              "xmp.spawn(_mp_fn, args=(CFG,))\n")
+    assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"] * reported
+
+
+def test_the_first_parameter_of_a_helper_the_replicas_call_is_no_replica_number():
+    source = ("import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+              "def build(cfg):\n    torch.manual_seed(cfg.seed)\n    return Net().to(xm.xla_device())\n\n"
+              "def _mp_fn(index, cfg):\n    model = build(cfg)\n\nxmp.spawn(_mp_fn, args=(CFG,))\n")
+    assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"]

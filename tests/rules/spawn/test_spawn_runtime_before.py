@@ -88,7 +88,7 @@ def test_a_call_that_starts_the_runtime_before_the_spawn_is_reported(call):
     ("@functools.lru_cache(maxsize=xm.xrt_world_size())\ndef shard(i):\n    pass\n", "4"),
     ("log = lambda msg, rank=xm.get_ordinal(): print(rank, msg)\n", "4"),
     ("def main():\n    def log(msg, rank=xm.get_ordinal()):\n        pass\n    class C:\n        w = xm.xrt_world_size()\n"
-     "    return log, C\n", None),  # when main runs, not on import: main is no spawned function, so "in main"
+     "    return log, C\n\nhelpers = main()\n", None),  # when main runs, before the spawn: "in main"
 ])
 def test_a_runtime_started_on_import_in_a_class_body_or_default_value_is_reported(source, lines):
     out = migrate("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
@@ -125,3 +125,24 @@ def test_a_runtime_started_before_torch_xla_launch_is_reported_at_the_launch(imp
 ])
 def test_a_runtime_started_with_no_launch_before_it_is_not_reported(source):
     assert not [m for m in migrate(_XM + source).manual if m.rule == "spawn-runtime-before"]
+
+
+@pytest.mark.parametrize("source, reported", [
+    # the launching process calls a helper that starts the runtime, through the file's functions
+    ("def rank():\n    return xm.get_ordinal()\n\ndef setup_logging():\n    logging.basicConfig(level=rank())\n\n"
+     "if __name__ == '__main__':\n    setup_logging()\n    xmp.spawn(_mp_fn)\n", "(in rank)"),
+    ("def device():\n    return xm.xla_device()\n\nclass Runner:\n    def __init__(self):\n        self.device = device()\n\n"
+     "def launch():\n    runner = Runner()\n    xmp.spawn(_mp_fn, args=(runner,))\n\nlaunch()\n", "(in device)"),
+    # The false alarms of issue 32, each in a shape of its own: the launching process touches no
+    # XLA before the spawn. A one-core branch beside the spawn's:
+    ("def single(flags):\n    device = xm.xla_device()\n\nif __name__ == '__main__':\n    if FLAGS.cores == 1:\n"
+     "        single(FLAGS)\n    else:\n        xmp.spawn(_mp_fn, args=(FLAGS,))\n", None),
+    # helpers the replicas reach through objects the file does not follow, and one called after the spawn
+    ("def device():\n    return xm.xla_device()\n\ndef report():\n    print(xm.get_ordinal())\n\n"
+     "def _mp_fn(index):\n    Trainer(callbacks=[Hook()]).fit()\n\n"
+     "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n    report()\n", None),
+])
+def test_a_function_starting_the_runtime_is_reported_when_the_launching_process_calls_it_first(source, reported):
+    out = migrate("import logging\nimport torch_xla.core.xla_model as xm\n" + _XMP + "\n" + source)
+    items = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert [m.message for m in items] == ([f"keep XLA out of the launching process {reported}"] if reported else [])

@@ -1,10 +1,22 @@
 """xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)
+
+An index is reported on evidence that it meant a replica's device: the call is in code a spawn
+of this file runs in its replicas, or the index is made of the replica's number (the spawned
+function's index, a rank, an ordinal). Outside the replicas, one process sees every chip of the
+host under PJRT as it saw every core under XRT, and a chosen index keeps its meaning
+(Lightning 1.7's single-device strategy, timm's device index when not distributed).
 """
 
 from __future__ import annotations
 
+import ast
+
+import libcst as cst
+
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.renames import RenameRule, XM, XR, renames_of
 from xrt2pjrt.python.rule import argument, code, literal
+from xrt2pjrt.python.spawn_graph import in_replicas_code, reads_replica_number
 from xrt2pjrt.registry import Example
 
 # XRT code picked a replica's device by number; under PJRT a process sees only its own.
@@ -29,11 +41,10 @@ class XlaDevice(RenameRule):
             (
                 "import torch_xla\n"
                 "\n"
-                "# TODO(xrt2pjrt): use torch_xla.device() if n meant its own [api-xla-device]\n"
                 "# TODO(xrt2pjrt): set PJRT_DEVICE for the devkind dropped [api-xla-device]\n"
                 "device = torch_xla.device(index=1)\n"
             ),
-            manual=("n=1", "devkind='CPU' dropped"),
+            manual=("devkind='CPU' dropped",),
         ),
         Example(  # BigGAN-Pytorch-TPU: the TPUs it ran on are what PJRT_DEVICE=TPU gives
             "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(devkind='TPU')\n",
@@ -59,6 +70,15 @@ class XlaDevice(RenameRule):
 
     def call(self, ctx, node, name):
         hit = argument(ctx.original, "n", 0)
-        if hit is not None and literal(hit[1].value) not in (None, 0):
+        if hit is not None and literal(hit[1].value) not in (None, 0) and _a_replicas(ctx, hit[1].value):
             ctx.manual("use torch_xla.device() if n meant its own", detail=f"n={code(hit[1].value)}: {_OWN_DEVICES}")
         return super().call(ctx, node, name)
+
+
+def _a_replicas(ctx, index: cst.BaseExpression) -> bool:
+    """Whether the device asked for by ``index`` is a replica's: the call runs in the replicas
+    of a spawn of this file, or ``index`` is made of the replica's number."""
+    if ctx.tree is None or in_replicas_code(ctx):
+        return True
+    expression = ast.parse(f"({code(index)})", mode="eval").body
+    return reads_replica_number(ctx.tree, spawn_site.function_at(ctx.tree, ctx.line), expression)

@@ -6,6 +6,11 @@ images, TPU VM runtime versions (tpu-vm-pt-1.13), requirements and jsonnet confi
 (text/installs.py tells which words do), and in a project that uses torch_xla, a torch==1.x
 pin on its own (in a file that installs no torch_xla). Choosing the new versions is a person's decision (torch, torchvision and torch_xla move together), so
 each is reported, never rewritten.
+
+A lone torch pin is reported on evidence that it is the TPU environment's: it is in the project's
+requirements, or its file names the TPU (or XLA, XRT) and no other device. Lightning 1.7's CPU
+code-check job, its script that builds old checkpoints, and DLRM's CUDA image pinned torch 1.x
+beside a TPU backend, and none of them runs torch_xla.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from xrt2pjrt.text.rule import TextRule
 # says the torch pin beside it too (a torch 1.x pin beside torch_xla 2.9 is one of its own).
 _INSTALLS_TORCH_XLA = re.compile(r"(?i)torch[_-]xla")
 _INSTALLS_XRT_ERA = re.compile(r"(?i)torch[_-]xla\S*?\s*(?:===?|~=|<=?)\s*v?1\.|torch_xla-1\.|tpu-pytorch|tpu-vm-(?:v4-)?pt-1\.")
+# What shows that a file's lone torch pin is for the TPU: it names the TPU, XLA or XRT; and
+# that it is for another device: a CUDA image or toolkit, PyTorch's CPU or CUDA wheels.
+_FOR_THE_TPU = re.compile(r"(?i)tpu|xla|xrt")
+_FOR_ANOTHER_DEVICE = re.compile(r"(?i)cuda|cudnn|nvidia|rocm|/whl/cpu|/whl/cu\d|\+cpu\b|\+cu\d")
 # The seed issue's own install line.
 _SEED_WHEEL = "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
 
@@ -66,9 +75,35 @@ class InstallXrtEraRelease(TextRule):
     )
 
     def word(self, rec, word, offset):
+        if _no_install_at(rec.text, offset):
+            return
         problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text))
-        if (problem is None and (rec.options.torch_xla_project or _INSTALLS_TORCH_XLA.search(rec.text))
-                and not _INSTALLS_XRT_ERA.search(rec.text)):
+        if problem is None and _pins_the_tpus_torch(rec):
             problem = torch_pin_finding(word, rec.options.target_version)
         if problem:
             rec.ask(self.id, offset, problem.do, problem.more, problem.use)
+
+
+# A line that installs nothing: a comment, an uninstall.
+_COMMENT = re.compile(r"^\s*(?:#|//)")
+_UNINSTALL = re.compile(r"\b(?:uninstall|remove)\b")
+
+
+def _no_install_at(text: str, offset: int) -> bool:
+    """Whether the word at ``offset`` stands in a comment line or after an uninstall on its
+    line: nothing is installed there (``# Install the matching libtpu-nightly``, ``pip
+    uninstall torch_xla libtpu-nightly``)."""
+    before = text[text.rfind("\n", 0, offset) + 1:offset]
+    return bool(_COMMENT.match(before) or _UNINSTALL.search(before))
+
+
+def _pins_the_tpus_torch(rec) -> bool:
+    """Whether a torch==1.x pin in ``rec.text`` is the TPU environment's: beside an install of a
+    2.x torch_xla (an XRT-era one's item says the pin too), or on its own in a project that
+    uses torch_xla, in its requirements or in a file that names the TPU and no other device.
+    A GPU image, a CPU job of the CI, a script that builds old checkpoints on the CPU pin what
+    they like."""
+    if _INSTALLS_TORCH_XLA.search(rec.text):
+        return not _INSTALLS_XRT_ERA.search(rec.text)
+    return rec.options.torch_xla_project and not _FOR_ANOTHER_DEVICE.search(rec.text) and (
+        rec.lists_dependencies or bool(_FOR_THE_TPU.search(rec.text)))

@@ -1,6 +1,6 @@
 """xm.save(): no longer ends with a rendezvous (2.1); report where code may rely on it: where
 the file reads a saved file after the save (not where a rendezvous follows; in a run of saves,
-the last), and where xm.save is passed as a function (save_function=xm.save).
+the last), xm.save passed as a function (save_function=xm.save) alike.
 
 Under XRT every replica waited in xm.save until the master had written the file, so a
 replica could load it on the next line. Under PJRT the others run on at once, and one that
@@ -33,8 +33,8 @@ class SaveBarrier(PythonRule):
     id = "manual-save-barrier"
     fix = "none"
     summary = ("xm.save(): no longer ends with a rendezvous (2.1); report where the file loads a saved file after "
-               "it (not where a rendezvous follows; in a run of saves, the last), and where xm.save is passed as a "
-               "function (save_function=xm.save)")
+               "it (not where a rendezvous follows; in a run of saves, the last), xm.save passed as a function "
+               "(save_function=xm.save) alike")
     targets = ("native",)  # the shim's save keeps the barrier
     names = frozenset({f"{XM}.save"})
     examples = (
@@ -76,13 +76,15 @@ class SaveBarrier(PythonRule):
             "def save_ckpt(path, model):\n    xm.save(model.state_dict(), path)\n\n"
             "def load_ckpt(path, model):\n    model.load_state_dict(torch.load(path))\n",
         ),
-        Example(  # transformers' Trainer: save_pretrained(..., save_function=xm.save)
-            "import torch_xla.core.xla_model as xm\n\nmodel.save_pretrained(out, save_function=xm.save)\n",
+        Example(  # save_pretrained(..., save_function=xm.save), then every replica loads it back
+            "import torch_xla.core.xla_model as xm\n\nmodel.save_pretrained(out, save_function=xm.save)\n"
+            "model = Model.from_pretrained(out)\n",
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
                 "# TODO(xrt2pjrt): add xm.rendezvous('saved') after saving [manual-save-barrier]\n"
                 "model.save_pretrained(out, save_function=xm.save)\n"
+                "model = Model.from_pretrained(out)\n"
             ),
             manual=("passed here as a function",),
         ),
@@ -95,7 +97,7 @@ class SaveBarrier(PythonRule):
         return node
 
     def reference(self, ctx, node, name):
-        if not ctx.is_store() and not _barrier_follows(ctx):
+        if not ctx.is_store() and not _barrier_follows(ctx) and (ctx.tree is None or _read_after(ctx.tree, ctx.line)):
             ctx.manual("add xm.rendezvous('saved') after saving",
                        detail=f"xm.save is passed here as a function: {_NO_BARRIER}; if others read what it saves "
                        "next, add xm.rendezvous('saved') after this")

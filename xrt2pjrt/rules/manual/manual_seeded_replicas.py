@@ -15,7 +15,9 @@ reported, nor a seed that no ``.to(...)`` follows in its function: what a replic
 host and moves to its device is what the shared generator makes differ (random tensors made on
 the XLA device draw from the device's generator, xm.set_rng_state); nor the ``.to`` of an
 ``MpModelWrapper``, whose module was built before the replicas ran (manual-mp-model-wrapper reports
-that one). On TPU v4 and later each
+that one); nor a seed that differs between replicas (the rank or the spawned function's index in
+it: XRT's replicas built different models then too), nor one whose models a broadcast of the
+project's own makes equal after (a function named for it, called below the seed). On TPU v4 and later each
 process runs one replica, as under XRT.
 
 The spawn may be in another module: transformers' xla_spawn.py imports the training script
@@ -29,9 +31,11 @@ from __future__ import annotations
 import ast
 import functools
 
+import libcst as cst
+
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, spawn_calls
+from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, reads_replica_number, spawn_calls
 from xrt2pjrt.registry import Example
 
 _SHARED_RNG = ("on TPU v2/v3 a PJRT process runs two replicas as threads sharing torch's RNG, so models built "
@@ -108,8 +112,10 @@ class SeededReplicas(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if ((in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line)) and not _broadcasts(ctx.tree)
-                and _moved_after(ctx.tree, ctx.line)):
+        function = ctx.tree and spawn_site.function_at(ctx.tree, ctx.line)
+        if (function is not None and (in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line))
+                and not _broadcasts(ctx.tree) and _moved_after(ctx.tree, function, ctx.line)
+                and not _broadcast_after(function, ctx.line) and not _per_replica(ctx.tree, function, node)):
             ctx.manual("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
         return node
 
@@ -117,7 +123,7 @@ class SeededReplicas(PythonRule):
 def _broadcasts(tree: ast.Module) -> bool:
     """Whether the file calls broadcast_master_param (its TODO line, which names it, is no call)."""
     return any(isinstance(node, ast.Call) and (node.func.attr if isinstance(node.func, ast.Attribute) else
-               getattr(node.func, "id", None)) == "broadcast_master_param" for node in ast.walk(tree))
+               getattr(node.func, "id", None)) == "broadcast_master_param" for node in spawn_site.walk(tree))
 
 
 # The function a launcher in another module spawns (transformers' xla_spawn.py: ``mod._mp_fn``).
@@ -136,16 +142,28 @@ def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
                and node.body[0].lineno <= line <= node.end_lineno for node in ast.walk(tree))
 
 
-def _moved_after(tree: ast.Module, line: int) -> bool:
-    """Whether the innermost function holding ``line`` calls ``.to(...)`` below it, on anything
-    but an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
-    holders = spawn_site.around(tree, line)
-    if not holders:
-        return False
-    function, wrappers = max(holders, key=lambda node: node.lineno), _wrappers(tree)
+def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
+    """Whether ``function``, which holds ``line``, calls ``.to(...)`` below it, on anything but
+    an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
+    wrappers = _wrappers(tree)
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-               and node.lineno > line and ast.unparse(node.func.value) not in wrappers
-               for node in spawn_site.walk(function))
+               and node.lineno > line and ast.unparse(node.func.value) not in wrappers for node in ast.walk(function))
+
+
+def _broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
+    """Whether ``function`` calls a broadcast of its own below ``line`` (``utils.broadcast_master_model(model)``,
+    an all-reduce of replica 0's parameters): the models are made equal, as broadcast_master_param does."""
+    return any(isinstance(node, ast.Call) and node.lineno > line and "broadcast" in (
+        node.func.id if isinstance(node.func, ast.Name) else
+        node.func.attr if isinstance(node.func, ast.Attribute) else "") for node in ast.walk(function))
+
+
+def _per_replica(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, call: cst.Call) -> bool:
+    """Whether the seed differs between replicas (``torch.manual_seed(rank)``, ``seed + xm.get_ordinal()``,
+    the spawned function's index): XRT's replicas drew different numbers then too, and PJRT's threads
+    change nothing the code relied on."""
+    return bool(call.args) and reads_replica_number(
+        tree, function, ast.parse(f"({cst.Module([]).code_for_node(call.args[0].value)})", mode="eval").body)
 
 
 @functools.lru_cache(maxsize=1)  # (asked at each seeding call of the file)

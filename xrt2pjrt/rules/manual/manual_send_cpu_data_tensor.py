@@ -1,13 +1,21 @@
-"""xm.send_cpu_data_to_device(data, device) with data that may be a bare tensor, and its result read: 2.1+
-returns a one-element list for a bare tensor (XRT: the tensor); report. A container display, or a value a
-local reading proves a dict, a sequence or a number (python/value_kinds.py), comes back as it went
+"""xm.send_cpu_data_to_device(data, device) with data the text shows may be a bare tensor, and its result
+read: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report
+
+Reported on evidence of a bare tensor: a value a local reading shows is one on some branch
+(python/value_kinds.py: ``torch.ones(2)``, ``t.clone()``, a parameter annotated ``Tensor``), or a
+result the code then reads as a tensor (``.shape``, ``.to(...)``, ``.sum()``: a list has none of
+them, and under XRT neither had the dict or the tuple a container would have come back as). A value
+the text shows nothing of is not reported: the XRT-era code read for this rule hands it batches and
+state dicts (timm's bits branch: a ``Dict[str, Tensor]``), which come back as they went.
 """
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from xrt2pjrt.python import value_kinds
+from xrt2pjrt.python import spawn_site, value_kinds
 from xrt2pjrt.python.rule import PythonRule, argument
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import XM
@@ -21,18 +29,20 @@ _CONTAINER_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp
 class SendCpuDataTensor(PythonRule):
     id = "manual-send-cpu-data-tensor"
     fix = "none"
-    summary = ("xm.send_cpu_data_to_device(data, device) with data that may be a bare tensor, and its result read: "
-               "2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report")
+    summary = ("xm.send_cpu_data_to_device(data, device) with data the text shows may be a bare tensor, and its "
+               "result read: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report")
     targets = ("native",)  # the shim's returns a tensor for a tensor
     names = frozenset({f"{XM}.send_cpu_data_to_device"})
     examples = (
         Example(  # an Ising-model sampler's couplings; then couplings.shape[0]: AttributeError on a list
-            "import torch_xla.core.xla_model as xm\n\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n",
+            "import torch_xla.core.xla_model as xm\n\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n"
+            "n = couplings.shape[0]\n",
             (
                 "import torch_xla.core.xla_model as xm\n"
                 "\n"
                 "# TODO(xrt2pjrt): take [0] if this is one tensor [manual-send-cpu-data-tensor]\n"
                 "couplings = xm.send_cpu_data_to_device(couplings, device)\n"
+                "n = couplings.shape[0]\n"
             ),
             manual=("wraps a bare tensor in a list",),
         ),
@@ -48,8 +58,19 @@ class SendCpuDataTensor(PythonRule):
             return node  # a container comes back as one; a result thrown away is one no code reads
         if isinstance(ctx.parent(), cst.Subscript) and ctx.parent().value is ctx.original:
             return node  # send_cpu_data_to_device(t, device)[0]: the fix the item advises, made
-        kinds = value_kinds.of_argument(ctx.tree, ctx.line, hit[1].value)
-        if kinds is not None and value_kinds.TENSOR not in kinds:
-            return node  # a dict (x.state_dict()), a sequence or a number comes back as it went
-        ctx.manual("take [0] if this is one tensor", detail=_ONE_TENSOR_LIST)
+        if value_kinds.shown_as_argument(ctx.tree, ctx.line, hit[1].value, value_kinds.TENSOR) or _read_as_a_tensor(ctx):
+            ctx.manual("take [0] if this is one tensor", detail=_ONE_TENSOR_LIST)
         return node
+
+
+def _read_as_a_tensor(ctx) -> bool:
+    """Whether the name the result is assigned to is read below as a tensor (``x.shape``,
+    ``x.to(...)``) in the code that assigns it."""
+    assign = ctx.parent()
+    if ctx.tree is None or not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                                and isinstance(assign.targets[0].target, cst.Name)):
+        return False
+    name, scope = assign.targets[0].target.value, spawn_site.function_at(ctx.tree, ctx.line) or ctx.tree
+    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name
+               and node.lineno > ctx.line and node.attr in value_kinds.TENSOR_ATTRIBUTES
+               for node in spawn_site.own_nodes(scope))

@@ -2,14 +2,23 @@
 torch_xla's spawn re-raises SystemExit in the launching process (which skips what follows the spawn;
 sys.exit(0) exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica
 on sys.exit, as XRT did; report
+
+A SystemExit is reported on evidence that the launching process has code after the spawn for it to
+skip (after the spawn in its function, or after a call of that function, in the file). With nothing
+after it, the run ends as under XRT: all replicas finish (the pool waits for them), and a replica's
+non-zero status fails the run (pytorch/xla's own test scripts keep ``sys.exit(21)`` in 2.x); the
+status number alone differs. os._exit is always reported: it breaks the pool.
 """
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import in_replicas_code
+from xrt2pjrt.python.spawn_graph import in_replicas_code, spawn_calls
 from xrt2pjrt.registry import Example
 
 _EXIT_RAISED = ("torch_xla's spawn runs the spawned function in a thread of a pool worker process, and the pool hands "
@@ -74,7 +83,32 @@ class ExitInReplica(PythonRule):
 
     @staticmethod
     def _report(ctx, raises: bool) -> None:
-        if raises and ctx.options.target == "shim":
+        if raises and (ctx.options.target == "shim" or not _code_after_a_spawn(ctx.tree)):
             return  # the shim's spawn: a finished replica, or its status as the spawn's error
         if in_replicas_code(ctx):
             ctx.manual("return from the function instead of exiting", detail=_EXIT_RAISED if raises else _EXIT_BREAKS)
+
+
+def _code_after_a_spawn(tree: ast.Module | None) -> bool:
+    """Whether the launching process runs code after some spawn of the file: statements after
+    it in its block, or after a call of the function that holds it (and so on up), here."""
+    if tree is None:
+        return True
+    pending = [(spawn_site.function_at(tree, call.lineno), spawn_site.find(tree, call.lineno, ast.unparse(call.func)))
+               for call in spawn_calls(tree)]
+    seen: set[int] = set()
+    while pending:
+        holder, site = pending.pop()
+        if site is None or site.after:
+            return site is not None
+        if holder is None or id(holder) in seen:
+            continue
+        seen.add(id(holder))
+        pending += [(spawn_site.function_at(tree, call.lineno), spawn_site.find(tree, call.lineno, ast.unparse(call.func)))
+                    for call in ast.walk(tree) if isinstance(call, ast.Call) and _named(call.func) == holder.name
+                    and not holder.lineno <= call.lineno <= holder.end_lineno]
+    return False
+
+
+def _named(func: ast.expr) -> str | None:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None

@@ -8,6 +8,13 @@ which need not match the flag on another TPU, so such reads stay an item, under 
 (its spawn takes nprocs, and runs every device). ``xmp.spawn`` handed on as a value
 (``functools.partial``, an alias) and nprocs in ``**kwargs`` are reported: the count given
 where it is called is not rewritten.
+
+A count is reported as read on evidence only: the count itself handed to the spawned function
+(args=), or a read that uses it as a number (not printed, made text for a command line, or compared
+with 1) in module-level code, in the function that spawns, or in the code the spawned function
+reaches in this file. A flag handed to a spawned function of another module is not reported: the
+file shows no read, and the launchers read for this rule (DLRM's TPU runner, transformers' and
+accelerate's xla_spawn.py) never read it there; nor a read in another device's launcher.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import NOT_LITERAL, code, literal
-from xrt2pjrt.python.spawn_graph import NPROCS_POSITION, SHIM_SPAWNS, SPAWN, elements
+from xrt2pjrt.python.spawn_graph import NPROCS_POSITION, SHIM_SPAWNS, SPAWN, elements, reached_from, spawned_code
 from xrt2pjrt.python.spawn_graph import nprocs_argument
 from xrt2pjrt.rules.spawn._nprocs import NprocsRule, QUOTED_LINES, lines_beyond
 from xrt2pjrt.registry import Example
@@ -146,7 +153,10 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     (``NUM_CORES = 8``), else only after the spawn in the code that binds it (a library
     reads its parameter or flag before it, for every launcher it supports). For a flag
     (``flags.num_cores``, ``FLAGS['num_cores']``): anywhere else in the file that reads the
-    same attribute or key, whatever holds it (the spawned function names its own ``flags``)."""
+    same attribute or key, whatever holds it (the spawned function names its own ``flags``).
+    A read counts only on the replicas' path (:func:`_on_the_replicas_path`) and only as a
+    count (:func:`_read_as_a_number`): a flag handed to a module this file does not define,
+    printed, or passed on as text is no evidence."""
     nprocs = count = site and site.argument("nprocs", NPROCS_POSITION)
     if isinstance(nprocs, ast.IfExp) and isinstance(nprocs.test, ast.Compare) and (
             ast.unparse(nprocs) == f"1 if {ast.unparse(nprocs.test.left)} == 1 else None"):  # as this rule writes it
@@ -155,10 +165,8 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     unread = _into_unread_parameters(site) if site else []
     if flag:
         reads = [node for node in _flags(site.scopes[-1]).get(flag, ()) if not any(node is u for u in unread)]
-        lines = lines_beyond(site, reads)
-        if lines:
-            return ast.unparse(count), [f"read elsewhere in this file (as {flag})"], lines
-        return ast.unparse(count), _handed_elsewhere(site, count), []
+        lines = lines_beyond(site, _as_counts(site, reads))
+        return ast.unparse(count), [f"read elsewhere in this file (as {flag})"] * bool(lines), lines
     if not isinstance(count, ast.Name):
         return "", [], []
     places = []
@@ -177,7 +185,7 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
         where, reads = "used after this call", spawn_site.reads(spawn_site.nodes_of(site.after), count.id)
     else:
         return count.id, places, []
-    lines = lines_beyond(site, reads)
+    lines = lines_beyond(site, _as_counts(site, reads))
     return count.id, places + [where] * bool(lines), lines
 
 
@@ -189,6 +197,54 @@ def _flags(tree: ast.Module) -> dict[str, list[ast.expr]]:
         if (flag := _flag(node)) and isinstance(node.ctx, ast.Load):
             reads.setdefault(flag, []).append(node)
     return reads
+
+
+def _as_counts(site: spawn_site.Site, reads: list[ast.expr]) -> list[ast.expr]:
+    """The ``reads`` of the count that are evidence of its use as the number of processes."""
+    tree = site.scopes[-1]
+    parents = _parents(tree)
+    return [read for read in reads if _on_the_replicas_path(site, tree, read) and _read_as_a_number(read, parents)]
+
+
+def _on_the_replicas_path(site: spawn_site.Site, tree: ast.Module, read: ast.expr) -> bool:
+    """Whether ``read`` runs where the spawn's processes are counted: module-level code (the
+    replicas share it), the function that spawns, or the code the spawned function reaches in
+    this file. A launcher's other branches for other devices (accelerate's multi-GPU
+    launcher reads its own process count) are not."""
+    function = spawn_site.function_at(tree, read.lineno)
+    if function is None or any(function is scope for scope in site.scopes[:-1]):
+        return True
+    spawned = site.argument("fn", 0)
+    return function.name in (reached_from(tree, ast.unparse(spawned)) if spawned is not None else set()) | (
+        spawned_code(tree))
+
+
+# Calls that show or pass on a value as text: print(n), str(n) in a command line, logging.
+_AS_TEXT = frozenset({"str", "repr", "format", "print", "master_print", "debug", "info", "warning", "warn", "error"})
+
+
+def _read_as_a_number(read: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    """Whether ``read`` uses the count as a number: not when it is printed, made text (a
+    flag of the command line handed on, ``str(args.num_cores)``, an f-string), or only
+    compared with 1 (one process or several: the rewritten spawn keeps that meaning)."""
+    node = read
+    while (parent := parents.get(id(node))) is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.JoinedStr):
+            return False
+        if isinstance(parent, ast.Call) and node is not parent.func and (
+                name := parent.func.id if isinstance(parent.func, ast.Name) else
+                parent.func.attr if isinstance(parent.func, ast.Attribute) else None) in _AS_TEXT:
+            return False
+        if isinstance(parent, ast.Compare) and len(parent.comparators) == 1 and any(
+                isinstance(side, ast.Constant) and side.value == 1 for side in (parent.left, *parent.comparators)):
+            return False
+        node = parent
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _parents(tree: ast.Module) -> dict[int, ast.AST]:
+    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
 def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
@@ -203,28 +259,6 @@ def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
     body = list(spawn_site.own_nodes(defined[0]))
     return [value for value, name in zip(elements(site.argument("args", 1), site), parameters)
             if not spawn_site.reads(body, name)]
-
-
-def _handed_elsewhere(site: spawn_site.Site, count: ast.expr) -> list[str]:
-    """Where the flag may be read when the spawned function is one that this file does not
-    define: the other module may read the flag as the world size, and this file cannot tell.
-    Handed to it (in ``flags`` of ``flags.num_cores``), or not: then that module has a copy
-    of its own (it parses the command line again, or imports the flags)."""
-    holder = count.value
-    fn = site.argument("fn", 0)
-    if not isinstance(holder, ast.Name) or fn is None or not isinstance(fn, (ast.Name, ast.Attribute)):
-        return []
-    root = fn
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    if not isinstance(root, ast.Name) or root.id not in spawn_site.imported(site.scopes[-1]):
-        return []  # not imported from another module (defined here: its reads were looked for)
-    handed = [*elements(site.argument("args", 1), site)]
-    if spawn_site.reads((node for arg in handed for node in spawn_site.walk(arg)), holder.id):
-        return [f"handed (in {holder.id}) to {ast.unparse(fn)}, which another module defines and may read "
-                f"{_flag(count)}"]
-    return [f"given to {ast.unparse(fn)}'s processes, which another module defines and may read its own copy of "
-            f"{_flag(count)} (parsing the command line again, or importing {holder.id})"]
 
 
 def _flag(node: ast.AST | None) -> str | None:

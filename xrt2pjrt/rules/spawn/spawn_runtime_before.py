@@ -1,7 +1,15 @@
 """XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process),
-on import or in code the spawned function does not reach (RuntimeError from 2.4 if the launching
-process runs it first), report once; or on import before a launch that spawns for the file
-(Lightning's TPU Trainer, notebook_launcher, launch(fn))
+on import or in code the launching process calls before the spawn (RuntimeError from 2.4), report
+once; or on import before a launch that spawns for the file (Lightning's TPU Trainer,
+notebook_launcher, launch(fn))
+
+A function that starts the runtime is reported on evidence that the launching process runs it
+before the spawn: the file calls it there (before the spawn in the function that spawns, in that
+function's callers, in the module's code, through the calls the file shows), or it is a method of
+the class whose method spawns, which the launcher's users call first (pytorch-ignite 0.4.8's logger
+asked its XLA model for the rank, and the spawn raised). A function only the replicas reach, one of
+a branch beside the spawn's (``if one_core: ... else: xmp.spawn(...)``), or one called after the
+spawn returns is not reported: the launching process does not start the runtime there.
 """
 
 from __future__ import annotations
@@ -32,9 +40,9 @@ def _started(spawn: str = "xmp.spawn") -> str:
 
 
 def _beyond(spawn: str = "xmp.spawn") -> str:
-    return (f"this file starts the XLA runtime in code {spawn}'s function does not reach; if the launching process "
-            f"runs any of it before this call (a library's set-up, a logger asking for the rank), {spawn} raises "
-            "'Runtime is already initialized' (torch_xla 2.4+)")
+    return (f"this file starts the XLA runtime in code the launching process runs before {spawn}: a function called "
+            "before this call, or a method of the class that spawns, which its users call first (a library's set-up, "
+            f"a logger asking for the rank); {spawn} then raises 'Runtime is already initialized' (torch_xla 2.4+)")
 
 
 def _launched(launcher: str) -> str:
@@ -51,9 +59,9 @@ class RuntimeBeforeSpawn(PythonRule):
     fix = "none"
     statement_words = ("'xla", '"xla')  # x.to('xla'), torch.zeros(2, device="xla")
     summary = ("XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on "
-               "import or in code the spawned function does not reach (RuntimeError from 2.4 if the launching process "
-               "runs it first), report once; or on import "
-               "before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, launch(fn))")
+               "import or in code the launching process calls before the spawn (RuntimeError from 2.4), report once; "
+               "or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, "
+               "launch(fn))")
     names = RUNTIME_STARTERS | {SPAWN, LAUNCH}
     examples = (
         Example(
@@ -181,7 +189,7 @@ class RuntimeBeforeSpawn(PythonRule):
             ctx.manual(_STARTED, cites=self.started_at, detail=_started(spawn))
             self.reported = True
             return node
-        beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0))
+        beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0), ctx.line)
         if beyond:
             ctx.manual(f"{_BEYOND} (in {', '.join(beyond)})", comment=_BEYOND, detail=_beyond(spawn))
             self.reported = True
@@ -262,26 +270,33 @@ def _on_tpu(call: ast.Call) -> str | None:
     return None
 
 
-def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None) -> list[str]:
-    """The functions that start the runtime and that the spawned one does not reach
-    (:func:`reached_from`; names: a second pass, where lines have moved, says the same)."""
+def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, line: int) -> list[str]:
+    """The functions that start the runtime in the launching process before the spawn on
+    ``line``: those it calls before it (:func:`_called_before`), and the methods of the class
+    whose method spawns that the spawned function does not reach (:func:`reached_from`): a
+    launcher object lives in the launching process, and its users ask it first (pytorch-ignite
+    0.4.8's logger asked its XLA model for the rank). Names: a second pass, where lines have
+    moved, says the same."""
     spawned = fn and imports.dotted(fn[1].value)
     if tree is None or not spawned:
         return []
-    reached = reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
-    return [function for function in _starting(tree) if function not in reached]
+    before = _called_before(tree, line)
+    holder = spawn_site.function_at(tree, line)
+    launcher = {method.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and holder in node.body
+                for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    launcher -= reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
+    return [function for function in _starting(tree) if function in before | launcher]
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)  # (once per file: each spawn asks)
 def _starting(tree: ast.Module) -> tuple[str, ...]:
-    """The functions whose code calls an API that starts the runtime, in the order of the
-    first such call (once per file: each spawn asks)."""
+    """The file's functions whose own code starts the runtime, in the file's order."""
     bound = spawn_site.imported(tree)
     found: list[str] = []
 
     def visit(node: ast.AST, function: str | None) -> None:
-        if isinstance(node, ast.Call) and function is not None:
-            if spawn_site.resolved(node.func, bound) in RUNTIME_STARTERS and function not in found:
+        if isinstance(node, ast.Call) and function is not None and function not in found:
+            if spawn_site.resolved(node.func, bound) in RUNTIME_STARTERS:
                 found.append(function)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # its decorators and default values run where it is defined, its body when it is called
@@ -295,3 +310,85 @@ def _starting(tree: ast.Module) -> tuple[str, ...]:
 
     visit(tree, None)
     return tuple(found)
+
+
+def _called_before(tree: ast.Module, line: int) -> set[str]:
+    """The names of the file's functions (and classes' ``__init__``) the launching process
+    calls before the spawn on ``line``, through the calls this file shows: the code before
+    it in the function that holds it, in that function's callers before their call, and in
+    the module before the first of them (all of the module's code outside its main block
+    when nothing here calls it: a library's, imported first)."""
+    defs: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.setdefault(node.name, []).append(node)
+        elif isinstance(node, ast.ClassDef):  # Trainer(...) runs its __init__
+            defs.setdefault(node.name, []).extend(
+                method for method in node.body if isinstance(method, ast.FunctionDef) and method.name == "__init__")
+    bound = spawn_site.imported(tree)
+    roots: list[ast.Call] = []
+    pending, holders = [(spawn_site.function_at(tree, line), line)], set()
+    while pending:
+        holder, at = pending.pop()
+        if holder is None:
+            roots += [call for call in _calls(tree.body) if call.lineno < at and not _other_branch(tree, call, at)]
+            continue
+        if id(holder) in holders:
+            continue
+        holders.add(id(holder))
+        roots += [call for call in _calls(holder.body) if call.lineno < at and not _other_branch(holder, call, at)]
+        callers = [(spawn_site.function_at(tree, call.lineno), call.lineno) for call in _calls_in(tree)
+                   if _callee(call) == holder.name and not holder.lineno <= call.lineno <= holder.end_lineno]
+        pending += callers
+        if not callers:
+            roots += _calls(_outside_main_block(tree))
+    reached: set[str] = set()
+    names = [name for call in roots for name in _called_names(call, bound)]
+    while names:
+        name = names.pop()
+        if name in reached or name not in defs:
+            continue
+        reached.add(name)
+        names += [called for function in defs[name] for call in _calls(function.body)
+                  for called in _called_names(call, bound)]
+    return reached
+
+
+def _other_branch(scope: ast.AST, call: ast.Call, line: int) -> bool:
+    """Whether ``call`` is in one branch of an ``if`` of ``scope`` and ``line`` in another
+    (``if one_core: main() else: xmp.spawn(...)``): then it does not run before ``line``."""
+    def within(block: list[ast.stmt], at: int) -> bool:
+        return bool(block) and block[0].lineno <= at <= block[-1].end_lineno
+
+    return any(isinstance(node, ast.If) and (within(node.body, call.lineno) and within(node.orelse, line)
+                                              or within(node.orelse, call.lineno) and within(node.body, line))
+               for node in spawn_site.nodes_of(scope.body))
+
+
+def _calls(statements: list[ast.AST]) -> list[ast.Call]:
+    """The calls among ``statements`` and under them, not inside the functions and classes they define."""
+    return [node for node in spawn_site.nodes_of(statements) if isinstance(node, ast.Call)]
+
+
+@functools.lru_cache(maxsize=1)
+def _calls_in(tree: ast.Module) -> list[ast.Call]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _called_names(call: ast.Call, bound: dict[str, str]) -> list[str]:
+    """The names ``call`` runs now: its callee's, and the functions it hands to a call that
+    runs them in this process (absl's ``app.run(main)``)."""
+    handed = [arg.id for arg in call.args if isinstance(arg, ast.Name)] if (
+        spawn_site.resolved(call.func, bound) in _IN_PROCESS) else []
+    return [name for name in (_callee(call), *handed) if name]
+
+
+def _outside_main_block(tree: ast.Module) -> list[ast.stmt]:
+    """The module's statements but its ``if __name__ == '__main__':`` blocks."""
+    return [statement for statement in tree.body if not (
+        isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))]

@@ -74,14 +74,18 @@ def lift_launch_guard() -> _LaunchGuard | None:
 
 
 def caller() -> str:
-    """file:line and source of the innermost frame of the user's own code: outside the
-    standard library, installed packages (torch, torch_xla, Lightning, ...) and the shim's own package
-    (xrt2pjrt, or the copy carried into a project)."""
+    """file:line and source of the innermost frame of the user's own code (:func:`user_frame`)."""
+    frame = user_frame()
+    return f"{frame.filename}:{frame.lineno}: {frame.line}" if frame else "a call inside torch_xla"
+
+
+def user_frame() -> traceback.FrameSummary | None:
+    """The innermost frame of the user's own code: outside the standard library, installed
+    packages (torch, torch_xla, Lightning, ...) and the shim's own package (xrt2pjrt, or the
+    copy carried into a project); None when the call came from none."""
     own = __name__.partition(".")[0]
     inside = [os.path.dirname(sys.modules[name].__file__) for name in ("torch", "torch_xla", own)]
     inside += [sysconfig.get_paths()["stdlib"], *site.getsitepackages(), site.getusersitepackages()]
     inside = tuple(os.path.join(folder, "") for folder in inside)
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(inside) and not frame.filename.startswith("<"):
-            return f"{frame.filename}:{frame.lineno}: {frame.line}"
-    return "a call inside torch_xla"
+    return next((frame for frame in reversed(traceback.extract_stack())
+                 if not frame.filename.startswith(inside) and not frame.filename.startswith("<")), None)
