@@ -219,9 +219,10 @@ class _Walk:
     def _git(self, folder: Path) -> list[Path] | None:
         """The files git lists below ``folder``; None when git cannot answer (said)."""
         listings, unreadable = [], {}
+        neutral = _git_drivers(folder)
         for options in (("--cached",), ("--others", "--exclude-standard"),
                         ("--others", "--ignored", "--exclude-standard", "--directory")):
-            listed = _git_ls_files(folder, options)
+            listed = neutral if isinstance(neutral, str) else _git_ls_files(folder, options, neutral)
             if isinstance(listed, str):
                 self.out.listed.append(f"files of {folder}: git cannot list them ({listed}); its .gitignore files "
                                        "are read instead")
@@ -357,30 +358,69 @@ class _Walk:
 IGNORED_LOOKS = 100_000
 # How long git may take to list a checkout's files before its .gitignore files are read instead.
 GIT_TIMEOUT = 60
-# What points git at a repository other than the one its folder is in: set for a git hook
-# that runs xrt2pjrt, they would list another checkout's files (a submodule's, say).
-_GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-                 "GIT_PREFIX", "GIT_NAMESPACE")
+# A checkout is a stranger's: its .git/config (and the files it includes) may name programs
+# git runs, and git must run none of them. ``-c`` outranks every config file, so each setting
+# that makes a listing (or anything it could lead to) run a program is overridden: the
+# fsmonitor hook, hooks, pagers, external diff, ssh, credential helpers and the alternate-refs
+# command; the filter and diff drivers, whose names the checkout chooses, are read first
+# (``_git_drivers``) and emptied one by one. No protocol is allowed (a partial clone would
+# fetch a missing object, which can run ssh or a transport helper) and no optional lock is
+# taken (no index refresh, no write to the checkout).
+_GIT_NEUTRAL = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "diff.external=",
+                "core.sshCommand=", "credential.helper=", "core.alternateRefsCommand=", "core.askPass=",
+                "protocol.allow=never")
+_GIT_DRIVER = re.compile(r"(filter\.(.+)\.(?:clean|smudge|process|required)|diff\.(.+)\.(?:textconv|command)"
+                         r"|merge\.(.+)\.driver)")
+# The environment git runs in: of the user's GIT_* variables only the two that say where the
+# user's own configuration and checkouts are (others point git at another repository, as a hook
+# sets them, or name a program: GIT_EXTERNAL_DIFF, GIT_SSH_COMMAND, ...); no system
+# configuration, no prompt, no protocol, no lazy fetch.
+_GIT_KEPT = ("GIT_CONFIG_GLOBAL", "GIT_CEILING_DIRECTORIES")
+_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1",
+            "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat"}
 
 
 _CANNOT_OPEN = re.compile(r"warning: could not open directory '(.*)': (.*)")
 
 
-def _git_ls_files(folder: Path, options: tuple[str, ...]) -> tuple[list[str], dict[str, str]] | str:
-    """The paths below ``folder``, relative to it, that ``git ls-files -z OPTIONS`` lists
-    (any bytes a name holds kept, as os.fsdecode keeps them), and the folders git warned it
-    could not read, with why; or why git did not answer. A checkout its owner's git would
-    not trust (safe.directory) is not trusted here either."""
-    env = {name: value for name, value in os.environ.items() if name not in _GIT_LOCATION}
+def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL) -> subprocess.CompletedProcess | str:
+    """``git -C folder ARGS`` as it must run in a stranger's checkout (see _GIT_NEUTRAL), or
+    why it did not run."""
+    env = {**{name: value for name, value in os.environ.items() if not name.startswith("GIT_") or name in _GIT_KEPT},
+           **_GIT_ENV}
+    options = [word for setting in neutral for word in ("-c", setting)]
     try:
-        ran = subprocess.run(["git", "-C", os.fspath(folder), "ls-files", "-z", *options], stdin=subprocess.DEVNULL,
-                             capture_output=True, env=env, timeout=GIT_TIMEOUT)
+        return subprocess.run(["git", "--no-optional-locks", *options, "-C", os.fspath(folder), *args],
+                              stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=GIT_TIMEOUT)
     except FileNotFoundError:
         return "git is not on PATH"
     except subprocess.TimeoutExpired:
         return f"no answer in {GIT_TIMEOUT} s"
     except OSError as exc:
         return f"git does not run: {exc.strerror or exc}"
+
+
+def _git_drivers(folder: Path) -> tuple[str, ...] | str:
+    """_GIT_NEUTRAL and, emptied, every filter, diff and merge driver the checkout's
+    configuration names (``git config`` itself runs none)."""
+    ran = _git(folder, "config", "--null", "--name-only", "--list")
+    if isinstance(ran, str):
+        return ran
+    names = os.fsdecode(ran.stdout).split("\0") if ran.returncode == 0 else []
+    emptied = [f"{name}=false" if name.endswith(".required") else f"{name}="
+               for name in names if _GIT_DRIVER.fullmatch(name.lower())]
+    return _GIT_NEUTRAL + tuple(emptied)
+
+
+def _git_ls_files(folder: Path, options: tuple[str, ...], neutral: tuple[str, ...] = _GIT_NEUTRAL
+                  ) -> tuple[list[str], dict[str, str]] | str:
+    """The paths below ``folder``, relative to it, that ``git ls-files -z OPTIONS`` lists
+    (any bytes a name holds kept, as os.fsdecode keeps them), and the folders git warned it
+    could not read, with why; or why git did not answer. A checkout its owner's git would
+    not trust (safe.directory) is not trusted here either."""
+    ran = _git(folder, "ls-files", "-z", *options, neutral=neutral)
+    if isinstance(ran, str):
+        return ran
     said = os.fsdecode(ran.stderr).strip().splitlines()
     if ran.returncode:
         return said[0] if said else f"exit code {ran.returncode}"
