@@ -83,3 +83,37 @@ def test_git_variables_of_the_environment_name_no_program_or_other_repository(tm
     assert ran.returncode == 1, ran.stderr
     assert "train.py: would change" in ran.stderr and "elsewhere.py" not in ran.stderr
     assert os.listdir(marks) == []
+
+
+# --- 2. nothing is written outside the project ---------------------------------------------
+
+
+@pytest.mark.parametrize("link", ["xrt2pjrt_shim", "xrt2pjrt_shim/cpu"])
+def test_the_shims_copy_is_never_written_through_a_link(tmp_path, env, link):
+    """xrt2pjrt_shim (or xrt2pjrt_shim/cpu) a link to a folder elsewhere: --target shim wrote
+    the copy there (29 files), exit 0."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "train.py").write_text(XRT)
+    (project / link).parent.mkdir(parents=True, exist_ok=True)
+    (project / link).symlink_to(elsewhere)
+    ran = migrate(env, "--write", "--target", "shim", project)
+    assert ran.returncode == 2, ran.stderr
+    assert os.listdir(elsewhere) == []
+    assert (project / "train.py").read_text() == XRT  # not pointed at a copy that is not there
+    errors = [line for line in ran.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 2 and "a symbolic link" in errors[1] and "train.py" in errors[0], ran.stderr
+
+
+def test_a_file_where_the_shims_copy_goes_is_one_error(tmp_path, env):
+    """A plain file named xrt2pjrt_shim gave 28 identical errors, and the code was still
+    rewritten to import a copy that cannot exist."""
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "xrt2pjrt_shim").write_text("mine\n")
+    ran = migrate(env, "--write", "--target", "shim", tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    assert ran.stderr.count("xrt2pjrt_shim: error: not a folder") == 1, ran.stderr
+    assert ran.stderr.count(": error: ") == 2, ran.stderr
+    assert (tmp_path / "train.py").read_text() == XRT and (tmp_path / "xrt2pjrt_shim").read_text() == "mine\n"
+

@@ -189,7 +189,7 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
     root = carry.root_of(request.paths)
 
     def the_copy(plans: list[codemod.Plan]) -> list[codemod.Plan]:
-        return carry.plans(root, [p.result for p in plans])
+        return carry.plans(root, plans)
 
     done = codemod.execute(found.targets, options, request.jobs, write=request.write,
                            progress=(lambda n: progress(n, total)) if progress else None, more=the_copy)
