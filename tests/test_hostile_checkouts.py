@@ -9,8 +9,11 @@ a process (a crash is seen as its exit code).
 from __future__ import annotations
 
 import os
+import resource
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -19,9 +22,32 @@ from test_git_discovery import GIT, MIGRATED_LINE, XRT, env, git  # noqa: F401 (
 needs_git = pytest.mark.skipif(GIT is None, reason="needs git on PATH")
 
 
+# What a run may take at most here: a regression that reads /dev/zero or expands a bomb
+# fails the test with a MemoryError, not the machine.
+MEMORY = 3 << 30
+
+
+def _bounded():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
 def migrate(env, *args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=timeout, cwd=cwd)
+                          text=True, env=env, timeout=timeout, cwd=cwd, preexec_fn=_bounded)
+
+
+def timed_migrate(env, *args, cwd=None, within=20) -> subprocess.CompletedProcess:
+    """A run that must end in seconds (it hung for minutes, or for good)."""
+    started = time.monotonic()
+    ran = migrate(env, *args, cwd=cwd, timeout=within * 3)
+    assert time.monotonic() - started < within, f"took {time.monotonic() - started:.0f} s: {ran.stderr}"
+    return ran
+
+
+def said_once(ran, words: str) -> None:
+    """``words`` are in exactly one line of the run's output, and no traceback is."""
+    assert "Traceback" not in ran.stderr, ran.stderr
+    assert sum(words in line for line in ran.stderr.splitlines()) == 1, ran.stderr
 
 
 # --- 1. nothing in a checkout makes the tool run a command ---------------------------------
@@ -117,3 +143,96 @@ def test_a_file_where_the_shims_copy_goes_is_one_error(tmp_path, env):
     assert ran.stderr.count(": error: ") == 2, ran.stderr
     assert (tmp_path / "train.py").read_text() == XRT and (tmp_path / "xrt2pjrt_shim").read_text() == "mine\n"
 
+
+
+# --- 3 and 5. settings and ignore files: read with a bound, matched in bounded time ------------
+
+
+def test_a_gitignore_that_links_to_dev_zero_is_refused_by_name(tmp_path, env):
+    """It was read until the kernel killed the run (24 GB in 13 s)."""
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "vendored").mkdir()
+    (tmp_path / "vendored" / "tool.py").write_text(XRT)
+    (tmp_path / "vendored" / ".gitignore").symlink_to("/dev/zero")
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    said_once(ran, "vendored/.gitignore: error: cannot read: a character device, not a file")
+    assert MIGRATED_LINE in (tmp_path / "train.py").read_text() and (tmp_path / "vendored" / "tool.py").read_text() == XRT
+
+
+def test_an_oversized_gitignore_is_refused_by_name(tmp_path, env):
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / ".gitignore").write_text("data/\n" * 1_000_000)  # 6 MB
+    ran = timed_migrate(env, tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, ".gitignore: error: cannot read: larger than 2,000,000 bytes")
+
+
+@pytest.mark.parametrize("in_git", [False, pytest.param(True, marks=needs_git)], ids=["folder", "git-checkout"])
+def test_a_fifo_named_gitignore_is_named_without_waiting(tmp_path, env, in_git):
+    """A FIFO named .gitignore hung the run, inside a git checkout (git's own open() waits
+    for a writer) and outside."""
+    if in_git:
+        git(tmp_path, env, "init", "-q")
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "tool.py").write_text(XRT)
+    os.mkfifo(tmp_path / "sub" / ".gitignore")
+    ran = timed_migrate(env, "--write", ".", cwd=tmp_path, within=15)
+    assert ran.returncode == 2, ran.stderr
+    said_once(ran, "sub/.gitignore: error: cannot read: a FIFO (named pipe), not a file")
+    assert MIGRATED_LINE in (tmp_path / "train.py").read_text()
+
+
+def test_a_gitignore_pattern_of_many_stars_matches_in_bounded_time(tmp_path, env):
+    """`a**********b` outside git: 27 s a long name at 8 stars, unbounded at 12. Git reads a
+    run of stars inside a name as one, and so does the run: the file it names is ignored."""
+    (tmp_path / ".gitignore").write_text("a" + "*" * 12 + "b.py\n")
+    (tmp_path / ("a" * 200 + "b.py")).write_text(XRT)  # ignored
+    (tmp_path / ("a" * 200 + ".py")).write_text(XRT)  # not: the slow one to refuse
+    ran = timed_migrate(env, "--check", tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stderr.count(": would change") == 1 and "a" * 200 + ".py: would change" in ran.stderr
+
+
+def test_a_pattern_too_wild_to_match_in_bounded_time_is_refused_by_name(tmp_path, env):
+    """Five runs of stars with letters between them (`*a*a*a*a*b`) take 24 s for one name
+    of 250 letters: such a pattern, in a .gitignore or the configuration, is refused."""
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".gitignore").write_text("build/\n*a*a*a*a*b\n")
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, "sub/.gitignore: error: cannot read: line 2: the pattern '*a*a*a*a*b' holds more than 4 runs")
+    (tmp_path / "sub" / ".gitignore").unlink()
+    (tmp_path / "pyproject.toml").write_text('[tool.xrt2pjrt]\nextend-exclude = ["*a*a*a*a*b"]\n')
+    ran = timed_migrate(env, tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, "pyproject.toml: [tool.xrt2pjrt] extend-exclude: the pattern '*a*a*a*a*b' holds more than 4 runs")
+
+
+def test_settings_files_for_the_line_length_are_read_with_a_bound_and_named(tmp_path, env):
+    """An .editorconfig with 22 {a,b} groups took over 60 s and 420 MB; a FIFO or a link to
+    /dev/zero among the linters' files hangs or eats memory. Each is named, the run goes on."""
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / ".editorconfig").write_text("[" + "{a,b}" * 22 + "]\nmax_line_length = 100\n")
+    os.mkfifo(tmp_path / "setup.cfg")
+    (tmp_path / "tox.ini").symlink_to("/dev/zero")
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    said_once(ran, ".editorconfig: [{a,b}{a,b}")
+    said_once(ran, "setup.cfg: a FIFO (named pipe), not a file: not read for the line length")
+    said_once(ran, "tox.ini: a character device, not a file: not read for the line length")
+    assert MIGRATED_LINE in (tmp_path / "train.py").read_text()
+
+
+@pytest.mark.parametrize("special", ["fifo", "dev-zero"])
+def test_a_pyproject_that_is_no_file_is_refused_by_name(tmp_path, env, special):
+    (tmp_path / "train.py").write_text(XRT)
+    if special == "fifo":
+        os.mkfifo(tmp_path / "pyproject.toml")
+    else:
+        (tmp_path / "pyproject.toml").symlink_to("/dev/zero")
+    ran = timed_migrate(env, tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, "pyproject.toml: cannot read: a ")

@@ -34,6 +34,7 @@ import re
 import stat
 import subprocess
 import tempfile
+import time
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -390,14 +391,40 @@ def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL) -> s
            **_GIT_ENV}
     options = [word for setting in neutral for word in ("-c", setting)]
     try:
-        return subprocess.run(["git", "--no-optional-locks", *options, "-C", os.fspath(folder), *args],
-                              stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=GIT_TIMEOUT)
+        proc = subprocess.Popen(["git", "--no-optional-locks", *options, "-C", os.fspath(folder), *args],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except FileNotFoundError:
         return "git is not on PATH"
-    except subprocess.TimeoutExpired:
-        return f"no answer in {GIT_TIMEOUT} s"
     except OSError as exc:
         return f"git does not run: {exc.strerror or exc}"
+    with proc:
+        deadline = time.monotonic() + GIT_TIMEOUT
+        while True:
+            try:
+                out, err = proc.communicate(timeout=_GIT_LOOK)
+                return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                why = ("it waits to open a FIFO (named pipe) of the checkout" if _waits_on_a_fifo(proc.pid)
+                       else f"no answer in {GIT_TIMEOUT} s" if time.monotonic() > deadline else None)
+                if why:
+                    proc.kill()
+                    proc.communicate()
+                    return why
+
+
+# How often a git that has not answered is looked at: git opens each .gitignore it meets
+# with a blocking open(), and one that is a FIFO holds it until some process writes to it.
+_GIT_LOOK = 0.25
+
+
+def _waits_on_a_fifo(pid: int) -> bool:
+    """Whether a process is blocked opening a FIFO no one writes to (Linux says where a
+    process sleeps: fs/pipe.c's wait_for_partner); False where that cannot be known."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return f.read().strip() == "wait_for_partner"
+    except OSError:
+        return False
 
 
 def _git_drivers(folder: Path) -> tuple[str, ...] | str:
@@ -451,8 +478,76 @@ def _unknown_rules(exc: OSError, folder: Path) -> str:
 
 
 def _read_ignore_file(path: Path) -> pathspec.GitIgnoreSpec:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
+    """A .gitignore's rules; OSError (said as the file being unreadable) when it is no regular
+    file, too large, or holds a pattern too wild to match in bounded time."""
+    lines = read_settings(path).decode("utf-8", errors="replace").splitlines()
+    try:
+        return ignore_spec(lines, numbered=True)
+    except ValueError as exc:
+        raise OSError(errno.EINVAL, str(exc), str(path)) from None
+
+
+# --- settings and ignore files: a checkout's, read with a bound --------------------------------
+
+# The most a settings or ignore file may hold: far more than any real one; a link to
+# /dev/zero or a huge file is refused, never read until memory runs out.
+SETTINGS_LIMIT = 2_000_000
+
+
+def read_settings(path: Path, limit: int = SETTINGS_LIMIT) -> bytes:
+    """The bytes of a settings or ignore file; OSError, with a ``strerror`` that says why,
+    unless it is a regular file of at most ``limit`` bytes (never blocks on a FIFO, never
+    reads a device)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = next((what for test, what in _SPECIAL if test(mode)), "a folder" if stat.S_ISDIR(mode) else None)
+            raise OSError(errno.EINVAL, f"{what or 'something'}, not a file", str(path))
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, more than a settings file holds", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# Runs of ``*`` a gitignore pattern may hold (``**`` counts one): pathspec matches with a
+# regex, whose backtracking over k runs grows as a name's length to the k-th power (five
+# runs: 24 s for one name of 250 characters; four: under half a second).
+MAX_WILDCARDS = 4
+_GLOB_ATOM = re.compile(r"\\.|\[[!^]?\]?[^\]]*\]|\*+|.", re.S)  # an escape, a class, a run of stars, a character
+
+
+def tame_pattern(pattern: str) -> str:
+    """A gitignore pattern as git reads it, with each run of stars as short as git's meaning
+    of it allows (``a****b`` is ``a*b``; ``/***/`` is ``**``): ValueError when it still holds
+    more than MAX_WILDCARDS runs."""
+    negated = pattern.startswith("!")
+    atoms = _GLOB_ATOM.findall(pattern[negated:])
+    for i, atom in enumerate(atoms):
+        if atom.startswith("**"):
+            alone = (i == 0 or atoms[i - 1] == "/") and (i == len(atoms) - 1 or atoms[i + 1] == "/")
+            atoms[i] = "**" if alone else "*"
+    if sum(atom.startswith("*") for atom in atoms) > MAX_WILDCARDS:
+        raise ValueError(f"the pattern {pattern!r} holds more than {MAX_WILDCARDS} runs of wildcards (*): matching "
+                         "it could take hours")
+    return "!" * negated + "".join(atoms)
+
+
+def ignore_spec(lines: list[str], numbered: bool = False) -> pathspec.GitIgnoreSpec:
+    """gitignore ``lines`` as pathspec matches them, tamed (tame_pattern); ValueError for a
+    pattern too wild to match in bounded time (with its line number, when ``numbered``)."""
+    tamed = []
+    for number, line in enumerate(lines, 1):
+        try:
+            tamed.append(line if line.startswith("#") else tame_pattern(line))
+        except ValueError as exc:
+            raise ValueError(f"line {number}: {exc}" if numbered else str(exc)) from None
+    return pathspec.GitIgnoreSpec.from_lines(tamed)
 
 
 def _ignore_specs_above(root: Path):
@@ -462,7 +557,7 @@ def _ignore_specs_above(root: Path):
         gitignore = parent / ".gitignore"
         if os.path.lexists(parent / ".git"):
             specs = []  # a checkout starts here: ignore files above it belong to no one
-        if os.path.isfile(gitignore):
+        if os.path.lexists(gitignore) and not os.path.isdir(gitignore):
             specs.append((parent, _read_ignore_file(gitignore)))  # (OSError: the caller says so)
     return specs
 
