@@ -8,8 +8,10 @@ a process (a crash is seen as its exit code).
 
 from __future__ import annotations
 
+import json
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +19,8 @@ import time
 
 import pytest
 
+from xrt2pjrt import codemod
+from cli_runner import invoke
 from test_git_discovery import GIT, MIGRATED_LINE, XRT, env, git  # noqa: F401 (env: a fixture)
 
 needs_git = pytest.mark.skipif(GIT is None, reason="needs git on PATH")
@@ -236,3 +240,55 @@ def test_a_pyproject_that_is_no_file_is_refused_by_name(tmp_path, env, special):
     ran = timed_migrate(env, tmp_path)
     assert ran.returncode == 2
     said_once(ran, "pyproject.toml: cannot read: a ")
+
+
+# --- 4. crashes: a file the parser cannot take is named, the rest migrated --------------------
+
+DEEP = "x = " + "[" * 1500 + "]" * 1500 + "\n"  # libcst's parser overflowed its stack on it (SIGSEGV)
+
+
+def deep_notebook() -> str:
+    cell = {"cell_type": "code", "metadata": {}, "source": XRT + DEEP, "outputs": [], "execution_count": None}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("name, text", [("deep.py", XRT + DEEP), ("README.md", f"# t\n\n```python\n{XRT}{DEEP}```\n"),
+                                        ("deep.ipynb", deep_notebook())], ids=["python", "markdown", "notebook"])
+def test_brackets_nested_past_what_python_allows_are_named_and_the_rest_migrated(tmp_path, env, name, text, jobs):
+    """1,500 nested brackets crashed the run (exit 139, nothing migrated; with --jobs 2 a
+    BrokenProcessPool traceback). Python allows 200."""
+    (tmp_path / name).write_text(text)
+    for k in range(2):
+        (tmp_path / f"train{k}.py").write_text(XRT)
+    ran = timed_migrate(env, "--write", "--jobs", jobs, tmp_path, within=60)
+    assert ran.returncode == 2, ran.stderr
+    said_once(ran, f"{name}: error: line 4")  # (of the cell or block, in a notebook or a document)
+    assert "brackets nested more than 200 deep" in ran.stderr
+    assert (tmp_path / name).read_text() == text
+    assert all(MIGRATED_LINE in (tmp_path / f"train{k}.py").read_text() for k in range(2))
+
+
+_FINISH = codemod._finish
+
+
+def _crashes_on_one_file(job, options):  # (a worker finds it by name: it cannot be local)
+    if "CRASH" in job.source.text:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return _FINISH(job, options)
+
+
+def test_a_worker_that_crashes_costs_only_the_file_it_crashed_on(tmp_path, monkeypatch):
+    """A simulation: the parser crashes its process (a real SIGSEGV, sent to itself) on one
+    file, as libcst's did on deep nesting. With workers, that file is named as not processed
+    and every other file is migrated; no traceback."""
+    monkeypatch.setattr(codemod, "_finish", _crashes_on_one_file)
+    (tmp_path / "crash.py").write_text(XRT + "# CRASH\n")
+    for k in range(4):
+        (tmp_path / f"train{k}.py").write_text(XRT)
+    done = invoke(["migrate", "--write", "--jobs", "2", tmp_path])
+    assert done.exit_code == 2, done.output
+    assert "Traceback" not in done.output and "BrokenProcessPool" not in done.output
+    said_once(done, "crash.py: error: not processed: the process that parsed it ended abruptly")
+    assert all(MIGRATED_LINE in (tmp_path / f"train{k}.py").read_text() for k in range(4))
+    assert (tmp_path / "crash.py").read_text() == XRT + "# CRASH\n"

@@ -26,7 +26,8 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,10 @@ def _finish(job: _Job, options: Options) -> Plan:
     except rewriters.SourceError as exc:
         result.error, result.error_range = f"line {exc.range.start_line}: cannot parse: {exc}", exc.range
         return unfinished
+    except rewriters.TooDeep as exc:
+        where = f"line {exc.line}" if kind == "python" else f"line {exc.line} of a code cell or block"
+        result.error = f"{where}: {exc}; the file is left as it is"
+        return unfinished
     except RecursionError:
         result.error = ("nested too deeply to parse: an expression or block is deeper than libcst, the parser "
                         f"used here, can follow (Python's recursion limit, {sys.getrecursionlimit()}), though "
@@ -188,10 +193,6 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-def _finish_star(job: tuple[_Job, Options]) -> Plan:
-    return _finish(*job)
-
-
 def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
              progress: Callable[[int], None] | None = None) -> list[Plan]:
     """Plans for every file, in the order given; up to ``jobs`` worker processes (default:
@@ -217,17 +218,46 @@ def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path]
     pending.sort(key=lambda i: len(plans[i].source.text), reverse=True)
     for kind in {plans[i].kind for i in pending}:
         rewriters.module_for(kind)  # imported once here, inherited by every forked worker
+    lost = []  # files whose worker ended abruptly (a crash in a parser) before their plan came back
+    with _pool(workers) as pool:
+        futures = {pool.submit(_finish, plans[i], settings[i]): i for i in pending}
+        for future in as_completed(futures):
+            try:
+                plans[futures[future]] = future.result()
+            except BrokenProcessPool:
+                lost.append(futures[future])
+                continue
+            done += 1
+            progress(done)
+    # Each one again in a process of its own: the file that crashed its worker is named, the others are planned.
+    for done, i in enumerate(sorted(lost), done + 1):
+        plans[i] = _finish_alone(plans[i], settings[i])
+        progress(done)
+    return plans
+
+
+@contextmanager
+def _pool(workers: int):
+    """A pool of forked workers, stopped at once when the run is interrupted."""
     with ProcessPoolExecutor(max_workers=workers, mp_context=_fork_context(), initializer=_worker_start,
                              initargs=(os.getpid(),)) as pool:
         try:
-            for done, (i, p) in enumerate(zip(pending, pool.map(_finish_star, [(plans[i], settings[i])
-                                                                               for i in pending])), done + 1):
-                plans[i] = p
-                progress(done)
+            yield pool
         except BaseException:
             _end_workers(pool)
             raise
-    return plans
+
+
+def _finish_alone(job: _Job, options: Options) -> Plan:
+    """``_finish`` in a worker of its own: when it ends abruptly, this file is named as not processed."""
+    with _pool(1) as pool:
+        try:
+            return pool.submit(_finish, job, options).result()
+        except BrokenProcessPool:
+            result = FileResult(path=str(job.path), kind=job.kind, todo_lines=job.todo_lines,
+                                error="not processed: the process that parsed it ended abruptly (a crash of the parser); "
+                                      "the file is left as it is: please report this with the file")
+            return Plan(result, snapshot=job.snapshot)
 
 
 def pool_size(jobs: int | None, work: list[int]) -> int:
