@@ -97,9 +97,9 @@ class TooDeep(Exception):
 
 
 # file kind -> the kinds of rules its rewriter runs, when not only the text rules ("shell"):
-# a notebook's and a document's code is Python or shell.
+# a notebook's and a document's code is Python or shell, and so is a Dockerfile's here-documents'.
 RULE_KINDS: dict[str, tuple[str, ...]] = {"python": ("python",), "markdown": ("python", "shell"),
-                                          "notebook": ("python", "shell")}
+                                          "notebook": ("python", "shell"), "dockerfile": ("shell", "python")}
 
 
 def module_for(kind: str) -> ModuleType:

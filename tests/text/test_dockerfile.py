@@ -138,3 +138,37 @@ def test_removing_the_last_variable_after_comment_or_blank_lines_ends_the_env():
     for comment in ("# the number of TPU cores", "# XRT_TPU_CONFIG is below: a comment, not a setting", "# why"):
         assert comment in first.text
     assert [ins.keyword for ins in dockerfile.instructions(first.text)] == [k for k, _ in _docker_parse(first.text)]
+
+
+HEREDOCS = """FROM python:3.10
+RUN <<EOT bash
+set -e
+export XRT_TPU_CONFIG="localservice;0;localhost:51011"
+python train.py
+EOT
+RUN <<-EOF
+\texport XRT_TPU_CONFIG="localservice;0;localhost:51011"
+\tEOF
+RUN python3 <<PY
+import torch_xla.core.xla_model as xm
+print(xm.xrt_world_size())
+PY
+COPY <<EOF /app/notes.txt
+RUN export XRT_TPU_CONFIG=a-line-of-a-file-not-an-instruction
+EOF
+"""
+
+
+def test_a_runs_here_documents_are_migrated_as_the_script_they_hold():
+    """`RUN <<EOT bash ... export XRT_TPU_CONFIG=... EOT` was neither migrated nor reported,
+    and --check passed: its lines are the script bash (or sh, or Python) runs; a COPY's are a
+    file's, never instructions."""
+    outcome = rewrite(HEREDOCS)
+    assert outcome.text == HEREDOCS.replace('\texport XRT_TPU_CONFIG="localservice;0;localhost:51011"',
+                                            "\texport PJRT_DEVICE=TPU").replace(
+        'export XRT_TPU_CONFIG="localservice;0;localhost:51011"', "export PJRT_DEVICE=TPU").replace(
+        "import torch_xla.core.xla_model as xm\nprint(xm.xrt_world_size())",
+        "import torch_xla.runtime as xr\nprint(xr.world_size())")
+    assert sorted({f.line for f in outcome.changes}) == [4, 8, 12]
+    assert dockerfile.check(outcome.text) is None
+    assert "RUN at line 2" in dockerfile.check("FROM x\nRUN <<EOT\nif true; then echo\nEOT\n")
