@@ -292,3 +292,54 @@ def test_a_worker_that_crashes_costs_only_the_file_it_crashed_on(tmp_path, monke
     said_once(done, "crash.py: error: not processed: the process that parsed it ended abruptly")
     assert all(MIGRATED_LINE in (tmp_path / f"train{k}.py").read_text() for k in range(4))
     assert (tmp_path / "crash.py").read_text() == XRT + "# CRASH\n"
+
+
+# --- 5 and 7. YAML: an alias bomb is refused in seconds, a tag of GitLab's is read ---------------
+
+
+def test_a_yaml_alias_bomb_is_refused_by_name_in_seconds(tmp_path, env):
+    """600 bytes, nine levels of aliases of aliases: over 120 s, nine times more a level."""
+    levels = ["a0: &a0 [XRT_TPU_CONFIG]"] + [f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 9)}]" for k in range(1, 10)]
+    (tmp_path / "bomb.yml").write_text("\n".join(levels) + "\nscript:\n  - export XRT_TPU_CONFIG=x\n")
+    (tmp_path / "train.py").write_text(XRT)
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    said_once(ran, "bomb.yml: error: line ")
+    assert "more than 100,000 nodes (an alias bomb)" in ran.stderr
+    assert MIGRATED_LINE in (tmp_path / "train.py").read_text()
+
+
+def test_a_gitlab_ci_file_with_reference_tags_is_migrated(tmp_path, env):
+    """`!reference` (and any tag no loader here knows) made the rewrite 'not valid yaml', exit 2."""
+    text = (".defaults:\n  script:\n    - echo hi\ntrain:\n  script:\n    - !reference [.defaults, script]\n"
+            "    - export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n    - python train.py\n"
+            "deploy:\n  image: !Custom {name: x}\n")
+    (tmp_path / ".gitlab-ci.yml").write_text(text)
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / ".gitlab-ci.yml").read_text() == text.replace(
+        'export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"', "export PJRT_DEVICE=TPU")
+
+
+# --- 7. nothing passed over without a word -----------------------------------------------------
+
+
+@needs_git
+def test_a_fifo_or_socket_in_a_git_checkout_is_named(tmp_path, env):
+    """git lists no FIFO or socket: one named like a file a rewriter handles was skipped
+    without a word in a checkout (outside one it was named). An ignored one stays unsaid."""
+    git(tmp_path, env, "init", "-q")
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "tool.py").write_text(XRT)
+    os.mkfifo(tmp_path / "sub" / "pipe.py")
+    os.mkfifo(tmp_path / "scratch.py")
+    (tmp_path / ".gitignore").write_text("scratch.py\n")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "run.sh"))
+        ran = timed_migrate(env, "--write", ".", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    said_once(ran, "sub/pipe.py: error: a FIFO (named pipe), not a file")
+    said_once(ran, "run.sh: error: a socket, not a file")
+    assert "scratch.py" not in ran.stderr
+    assert MIGRATED_LINE in (tmp_path / "sub" / "tool.py").read_text()

@@ -243,7 +243,31 @@ class _Walk:
         for names, is_tracked in ((tracked, True), (untracked, False)):
             for name in names:
                 files += self._listed(folder, folder / name, is_tracked)
+        self._special_files(folder, {os.path.dirname(name) for name in tracked + untracked}, neutral)
         return files
+
+    def _special_files(self, folder: Path, listed: set[str], neutral: tuple[str, ...]) -> None:
+        """Name the FIFOs, sockets and devices git passes over in silence, where a file a
+        rewriter handles would have been (``train.py`` a FIFO): in the folders git listed
+        files in (below ``folder``), unless git's ignore rules cover them."""
+        found = {}
+        for name in sorted(listed):
+            try:
+                with os.scandir(folder / name) as entries:
+                    found.update((entry.path, mode) for entry in entries if not (
+                        entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)
+                        or entry.is_symlink()) and kind_of(Path(entry.path))
+                                 and _not_a_file(mode := entry.stat(follow_symlinks=False).st_mode))
+            except OSError:
+                continue  # gone, or unreadable: its files are said as they are read
+        if not found:
+            return
+        ran = _git(folder, "check-ignore", "--stdin", "-z", neutral=neutral,
+                   stdin=b"".join(os.fsencode(os.path.relpath(path, folder)) + b"\0" for path in found))
+        ignored = set() if isinstance(ran, str) else {os.fsdecode(n) for n in ran.stdout.split(b"\0") if n}
+        for path, mode in found.items():
+            if os.path.relpath(path, folder) not in ignored and not self._skipped(folder, Path(path), False, False):
+                self.out.refused.append((Path(path), _not_a_file(mode)))
 
     def _listed(self, folder: Path, path: Path, tracked: bool):
         """What a path git lists below ``folder`` comes to: itself (a file), nothing (skipped;
@@ -384,15 +408,17 @@ _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_P
 _CANNOT_OPEN = re.compile(r"warning: could not open directory '(.*)': (.*)")
 
 
-def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL) -> subprocess.CompletedProcess | str:
-    """``git -C folder ARGS`` as it must run in a stranger's checkout (see _GIT_NEUTRAL), or
-    why it did not run."""
+def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL,
+         stdin: bytes | None = None) -> subprocess.CompletedProcess | str:
+    """``git -C folder ARGS`` (``stdin`` its input) as it must run in a stranger's checkout
+    (see _GIT_NEUTRAL), or why it did not run."""
     env = {**{name: value for name, value in os.environ.items() if not name.startswith("GIT_") or name in _GIT_KEPT},
            **_GIT_ENV}
     options = [word for setting in neutral for word in ("-c", setting)]
     try:
         proc = subprocess.Popen(["git", "--no-optional-locks", *options, "-C", os.fspath(folder), *args],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
     except FileNotFoundError:
         return "git is not on PATH"
     except OSError as exc:
@@ -401,7 +427,8 @@ def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL) -> s
         deadline = time.monotonic() + GIT_TIMEOUT
         while True:
             try:
-                out, err = proc.communicate(timeout=_GIT_LOOK)
+                out, err = proc.communicate(stdin, timeout=_GIT_LOOK)
+                stdin = None  # (handed over by the first call)
                 return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
             except subprocess.TimeoutExpired:
                 why = ("it waits to open a FIFO (named pipe) of the checkout" if _waits_on_a_fifo(proc.pid)
