@@ -8,6 +8,7 @@ a process (a crash is seen as its exit code).
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import resource
@@ -274,6 +275,7 @@ _FINISH = codemod._finish
 
 def _crashes_on_one_file(job, options):  # (a worker finds it by name: it cannot be local)
     if "CRASH" in job.source.text:
+        faulthandler.disable()  # (pytest's would print the worker's stack)
         os.kill(os.getpid(), signal.SIGSEGV)
     return _FINISH(job, options)
 
@@ -343,3 +345,76 @@ def test_a_fifo_or_socket_in_a_git_checkout_is_named(tmp_path, env):
     said_once(ran, "run.sh: error: a socket, not a file")
     assert "scratch.py" not in ran.stderr
     assert MIGRATED_LINE in (tmp_path / "sub" / "tool.py").read_text()
+
+
+# --- 6. a named error and exit 2, never a traceback --------------------------------------------
+
+
+@pytest.mark.parametrize("text, words", [
+    (b'[tool.xrt2pjrt]\nselect = ["\xff"]\n', "pyproject.toml: not valid TOML: line 2: not UTF-8 (byte 0xff)"),
+    (b"[tool.xrt2pjrt]\nx = " + b"[" * 3000 + b"]" * 3000 + b"\n", "pyproject.toml: not valid TOML: nested too deeply"),
+], ids=["not-utf8", "nested-3000-deep"])
+def test_a_pyproject_that_cannot_be_read_is_a_named_error(tmp_path, env, text, words):
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "pyproject.toml").write_bytes(text)
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, words)
+    assert (tmp_path / "train.py").read_text() == XRT
+
+
+def test_a_ruff_toml_nested_3000_deep_is_named_and_the_run_goes_on(tmp_path, env):
+    """Read only for the line length: passed over, and named, not a traceback."""
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "ruff.toml").write_text("a = " + "{b = " * 3000 + "1" + "}" * 3000 + "\n")
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    said_once(ran, "ruff.toml: not valid TOML (nested too deeply to read): not read for the line length")
+    assert MIGRATED_LINE in (tmp_path / "train.py").read_text()
+
+
+def test_a_report_through_a_dangling_link_is_refused_before_anything_is_written(tmp_path, env):
+    """It raised a traceback after --write had rewritten the files; and a dangling link may
+    point anywhere (a checkout's, outside it): the report is not created through it."""
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "migration.md").symlink_to(tmp_path / "elsewhere" / "report.md")
+    ran = timed_migrate(env, "--write", "--report", tmp_path / "migration.md", tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, "migration.md: a symbolic link to ")
+    assert (tmp_path / "train.py").read_text() == XRT and not (tmp_path / "elsewhere").exists()
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A real file system of 64 KB (root mounts it here), made read-only or filled by the test."""
+    folder = tmp_path / "tmpfs"
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                                           capture_output=True).returncode:
+        pytest.skip("needs to mount a tmpfs (root, with the right to mount)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def test_a_report_in_a_read_only_folder_is_refused_before_anything_is_written(tmp_path, env, tiny_tmpfs):
+    (tmp_path / "train.py").write_text(XRT)
+    subprocess.run(["mount", "-o", "remount,ro", str(tiny_tmpfs)], check=True)
+    ran = timed_migrate(env, "--write", "--report", tiny_tmpfs / "migration.json", tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, "migration.json: cannot write in the folder")
+    assert (tmp_path / "train.py").read_text() == XRT
+
+
+def test_a_full_disk_at_report_time_is_a_named_error(tmp_path, env, tiny_tmpfs):
+    """--write has rewritten the files when the report finds no room: it says so, exit 2."""
+    (tmp_path / "train.py").write_text(XRT)
+    with open(tiny_tmpfs / "filler", "wb", buffering=0) as filler:
+        with pytest.raises(OSError):
+            while True:
+                filler.write(b"x" * 4096)
+    ran = timed_migrate(env, "--write", "--report", tiny_tmpfs / "migration.md", tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, "migration.md: cannot write: No space left on device; the 1 file written stay written")
+    assert MIGRATED_LINE in (tmp_path / "train.py").read_text()

@@ -457,11 +457,19 @@ def _holds_xrt_words(path: Path) -> bool:
 
 def check_report_path(report: Path, targets: list[Path]) -> None:
     """ValueError unless ``report`` can be written without touching a file of the run:
-    checked before anything is written, so that a bad path fails the run, not its end."""
+    checked before anything is written, so that a bad path fails the run, not its end. A
+    link is written through only to a file that is there: a dangling one could point
+    anywhere (a checkout's link to a place outside it)."""
+    if os.path.islink(report) and not os.path.exists(report):
+        raise ValueError(f"--report {report}: a symbolic link to {files.quoted(os.readlink(report))}, which does not "
+                         "exist: a report is not written through it; remove it or name another file")
     if report.is_dir():
         raise ValueError(f"--report {report}: is a folder")
     if not report.parent.is_dir():
         raise ValueError(f"--report {report}: the folder {report.parent} does not exist")
+    folder = Path(os.path.realpath(report)).parent
+    if not os.access(folder, os.W_OK | os.X_OK):  # (a read-only file system too, even for root)
+        raise ValueError(f"--report {report}: cannot write in the folder {files.quoted(str(folder))}")
     if not report.exists():
         return
     for target in targets:

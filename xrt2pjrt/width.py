@@ -10,16 +10,15 @@ that matches ``*.py``) says it; 88 (ruff's and black's) where none does. Files t
 Python (shell, Dockerfiles, YAML) have no such setting: 100, a width most editors and
 reviewers accept.
 
-A settings file that cannot be parsed is passed over: it only shapes new lines. One that is
-no regular file (a FIFO, a link to a device), is larger than a settings file can be, or has
-an .editorconfig section whose ``{a,b}`` groups expand past EDITORCONFIG_GLOBS globs, is
-not read, and ``Width.refused`` says so (the run names it once).
+A settings file that cannot be read or parsed is passed over: it only shapes new lines.
+``Width.refused`` says which and why (the run names each once): not UTF-8 or not valid, no
+regular file (a FIFO, a link to a device), larger than a settings file can be, or an
+.editorconfig section whose ``{a,b}`` groups expand past EDITORCONFIG_GLOBS globs.
 """
 
 from __future__ import annotations
 
 import configparser
-import errno
 import fnmatch
 import functools
 import math
@@ -57,34 +56,40 @@ EDITORCONFIG_GLOBS = 1_000
 
 def _text(path: Path, refused: list[str]) -> str | None:
     """A settings file's text; None when there is none, or it cannot be read (``refused``
-    says why when it is no file or too large: those are a checkout's tricks, not a typo)."""
+    says why)."""
     if not os.path.lexists(path) or os.path.isdir(path):
         return None
     try:
         return files.read_settings(path).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    except UnicodeDecodeError as exc:
+        return _refuse(path, f"not UTF-8 (byte {exc.object[exc.start]:#x} at {exc.start})", refused)
     except OSError as exc:
-        if exc.errno in (errno.EINVAL, errno.EFBIG):
-            refused.append(f"{files.quoted(str(path))}: {exc.strerror}: not read for the line length")
-        return None
+        return _refuse(path, exc.strerror or str(exc), refused)
+
+
+def _refuse(path: Path, why: str, refused: list[str]) -> None:
+    refused.append(f"{files.quoted(str(path))}: {why}: not read for the line length")
 
 
 def _toml(path: Path, refused: list[str]) -> dict | None:
     text = _text(path, refused)
     try:
         return None if text is None else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError):
-        return None
+    except tomllib.TOMLDecodeError as exc:
+        return _refuse(path, f"not valid TOML ({exc})", refused)
+    except RecursionError:
+        return _refuse(path, "not valid TOML (nested too deeply to read)", refused)
 
 
 def _ini(path: Path, refused: list[str]) -> configparser.ConfigParser | None:
     text = _text(path, refused)
+    if text is None:
+        return None
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(text)
-    except (TypeError, configparser.Error):  # (TypeError: no text)
-        return None
+    except configparser.Error as exc:
+        return _refuse(path, f"not valid INI ({str(exc).splitlines()[0]})", refused)
     return parser
 
 
@@ -165,7 +170,7 @@ def _editorconfig(folder: Path, refused: list[str]) -> tuple[int | None, bool]:
             try:
                 globs = _braces(section)
             except ValueError as exc:
-                refused.append(f"{files.quoted(str(path))}: {exc}: not read for the line length")
+                return _refuse(path, str(exc), refused), False
                 return None, False
             if any(fnmatch.fnmatch("x.py", glob.replace("**", "*").lstrip("/")) for glob in globs):
                 length = _length(value) if value.lower() != "off" else None
