@@ -418,3 +418,33 @@ def test_a_full_disk_at_report_time_is_a_named_error(tmp_path, env, tiny_tmpfs):
     assert ran.returncode == 2
     said_once(ran, "migration.md: cannot write: No space left on device; the 1 file written stay written")
     assert MIGRATED_LINE in (tmp_path / "train.py").read_text()
+
+
+# --- 8. bytes and modes ------------------------------------------------------------------------
+
+
+def test_cr_only_line_endings_survive_byte_for_byte(tmp_path, env):
+    """A file with CR-only line endings lost its final \\r (libcst drops it)."""
+    (tmp_path / "old_mac.py").write_bytes(XRT.replace("\n", "\r").encode())
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    data = (tmp_path / "old_mac.py").read_bytes()
+    assert data.endswith(b"\r") and b"\n" not in data
+    assert data.decode().replace("\r", "\n") == XRT.replace(
+        "import torch_xla.core.xla_model as xm", "import torch_xla.runtime as xr").replace(
+        "xm.xrt_world_size()", "xr.world_size()")
+
+
+def test_a_read_only_file_is_named_and_left_as_it_is(tmp_path, env):
+    """A 0444 file was replaced through a rename, which its mode does not stop: it says the
+    file is not to be changed, so it is not, and the run says why (exit 2)."""
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / "vendored.py").write_text(XRT)
+    (tmp_path / "vendored.py").chmod(0o444)
+    before = os.stat(tmp_path / "vendored.py")
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert ran.returncode == 2
+    said_once(ran, "vendored.py: error: read-only (mode 0444): not rewritten; make it writable (chmod u+w)")
+    after = os.stat(tmp_path / "vendored.py")
+    assert (tmp_path / "vendored.py").read_text() == XRT and (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert MIGRATED_LINE in (tmp_path / "train.py").read_text()

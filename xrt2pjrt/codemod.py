@@ -157,6 +157,9 @@ def _finish(job: _Job, options: Options) -> Plan:
     except UnicodeEncodeError as exc:
         result.error = f"rewrite discarded, the new text cannot be encoded as {source.encoding}: {exc.reason}"
         return unfinished
+    if job.snapshot is not None and files.read_only(job.snapshot.mode):
+        result.error = files.read_only(job.snapshot.mode)
+        return unfinished
     if job.snapshot is not None and job.snapshot.nlink > 1:
         result.error = (f"has {job.snapshot.nlink} hard links: not rewritten (a new file would leave the other "
                         "names with the old text, an in-place write is not atomic); break the link "

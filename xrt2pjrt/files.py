@@ -14,6 +14,8 @@ What is never done, because it would lose data or surprise:
   never replaced by a file; links met inside a folder are not followed, and counted;
 - a file with several hard links is not rewritten (a rename would split it from its other
   names, an in-place write is not atomic): it is reported;
+- a read-only file (its owner may not write it) is not rewritten, though a rename could
+  replace it: it is reported;
 - a FIFO, socket or device is never opened for reading.
 
 Temporary files are named ``.NAME.XXXXXXXX.xrt2pjrt`` and locked (``flock``) while they
@@ -659,14 +661,17 @@ class DecodeError(Exception):
 class TextFile:
     """A decoded file and everything needed to encode it back byte for byte."""
 
-    text: str  # with "\n" line endings when the file used "\r\n" throughout
+    text: str  # with "\n" line endings when the file used "\r\n", or "\r" alone, throughout
     encoding: str
     bom: bool
     crlf: bool
+    cr: bool = False  # "\r" alone ends each line (classic Mac OS): libcst drops a last one
 
     def encode(self, text: str) -> bytes:
         if self.crlf:
             text = text.replace("\n", "\r\n")
+        elif self.cr:
+            text = text.replace("\n", "\r")
         data = text.encode(self.encoding)
         return (codecs.BOM_UTF8 + data) if self.bom else data
 
@@ -691,9 +696,12 @@ def decode(data: bytes, kind: str) -> TextFile:
     except LookupError as exc:
         raise DecodeError(f"unknown encoding {encoding!r}", 1) from exc
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    cr = "\r" in text and "\n" not in text
     if crlf:
         text = text.replace("\r\n", "\n")
-    return TextFile(text=text, encoding=encoding, bom=bom, crlf=crlf)
+    elif cr:
+        text = text.replace("\r", "\n")
+    return TextFile(text=text, encoding=encoding, bom=bom, crlf=crlf, cr=cr)
 
 
 @dataclass(frozen=True)
@@ -707,11 +715,12 @@ class Snapshot:
     dev: int
     ino: int
     nlink: int
+    mode: int = 0o100644
 
     @classmethod
     def of(cls, data: bytes, st: os.stat_result) -> "Snapshot":
         return cls(hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev,
-                   st.st_ino, st.st_nlink)
+                   st.st_ino, st.st_nlink, st.st_mode)
 
     def same_file(self, st: os.stat_result) -> bool:
         return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino) == (
@@ -788,6 +797,8 @@ def _replace(path: Path, data: bytes, expect: Snapshot | None, new: bool) -> "Re
         if expect is not None:
             raise Changed(DELETED) from None  # never brought back: the user may have removed it
         st = None
+    if st is not None and read_only(st.st_mode):  # (a rename would replace it all the same)
+        raise PermissionError(errno.EACCES, read_only(st.st_mode))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".xrt2pjrt")
     original = None  # the file being replaced, open across the rename
     try:
@@ -823,6 +834,14 @@ def _replace(path: Path, data: bytes, expect: Snapshot | None, new: bool) -> "Re
     os.close(fd)
     _sync_folder(path.parent)
     return None if original is None else Replaced(path, original, expect.digest, written)
+
+
+def read_only(mode: int) -> str | None:
+    """Why a file of ``mode`` is never rewritten: its owner may not write it (chmod 0444),
+    which says it is not to be changed, though a rename could replace it."""
+    if stat.S_IWUSR & mode:
+        return None
+    return f"read-only (mode {stat.S_IMODE(mode):04o}): not rewritten; make it writable (chmod u+w) to migrate it"
 
 
 class Replaced:
