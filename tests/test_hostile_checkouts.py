@@ -150,6 +150,17 @@ def test_a_file_where_the_shims_copy_goes_is_one_error(tmp_path, env):
 
 
 
+
+def test_a_fifo_in_the_shims_copy_is_not_waited_on(tmp_path, env):
+    """The copy's files of an earlier version are looked for by their first line: a FIFO
+    among them hung the run."""
+    (tmp_path / "train.py").write_text(XRT)
+    assert migrate(env, "--write", "--target", "shim", tmp_path).returncode == 0
+    os.mkfifo(tmp_path / "xrt2pjrt_shim" / "old.py")
+    ran = timed_migrate(env, "--check", "--target", "shim", tmp_path)
+    assert ran.returncode == 0, ran.stderr
+
+
 # --- 3 and 5. settings and ignore files: read with a bound, matched in bounded time ------------
 
 

@@ -91,8 +91,8 @@ def stamp(text: str) -> tuple[str, bool] | None:
 def version_at(root: Path) -> str | None:
     """The version of xrt2pjrt that wrote the copy in ``root``, or None when there is none."""
     try:
-        text = (root / FOLDER / "__init__.py").read_text(encoding="utf-8")
-    except OSError:
+        text = files.read_settings(root / FOLDER / "__init__.py").decode("utf-8")
+    except (OSError, UnicodeDecodeError):  # (a FIFO there is not waited on)
         return None
     found = stamp(text)
     return found[0] if found else None
@@ -221,9 +221,8 @@ def _left(path: Path) -> Plan:
 
 def _generated(path: Path) -> bool:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return _STAMP.match(f.readline()) is not None
-    except OSError:
+        return _STAMP.match(files.read_settings(path).decode("utf-8", errors="replace")) is not None
+    except OSError:  # (a FIFO there is not waited on)
         return False
 
 
