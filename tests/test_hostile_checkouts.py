@@ -254,6 +254,25 @@ def test_a_pyproject_that_is_no_file_is_refused_by_name(tmp_path, env, special):
     said_once(ran, "pyproject.toml: cannot read: a ")
 
 
+
+@pytest.mark.parametrize("name", ["huge.py", "ignored/huge.md"])
+def test_a_sparse_file_of_a_terabyte_is_not_read(tmp_path, env, name):
+    """It costs a checkout no disk, and was read until memory ran out: migrated, or looked
+    into as an ignored file for XRT-era words."""
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    (tmp_path / "train.py").write_text(XRT)
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    with open(tmp_path / name, "wb") as f:
+        f.truncate(1 << 40)
+    ran = timed_migrate(env, "--write", tmp_path)
+    assert MIGRATED_LINE in (tmp_path / "train.py").read_text()
+    if name == "huge.py":
+        assert ran.returncode == 2
+        said_once(ran, "huge.py: error: more than 100,000,000 bytes: not read")
+    else:
+        assert ran.returncode == 0, ran.stderr
+
+
 # --- 4. crashes: a file the parser cannot take is named, the rest migrated --------------------
 
 DEEP = "x = " + "[" * 1500 + "]" * 1500 + "\n"  # libcst's parser overflowed its stack on it (SIGSEGV)

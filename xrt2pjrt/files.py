@@ -743,9 +743,14 @@ class NotAFile(Exception):
     """A path that is no regular file (a FIFO, a device, a folder): never read."""
 
 
-def read(path: Path) -> tuple[bytes, Snapshot]:
+class TooLarge(NotAFile):
+    """A file larger than a run reads (a sparse file of a terabyte costs a checkout nothing)."""
+
+
+def read(path: Path, limit: int | None = None) -> tuple[bytes, Snapshot]:
     """A regular file's bytes and snapshot. Never blocks on a FIFO (refused by its mode; and
-    opened non-blocking, should it become one meanwhile) and never opens a socket."""
+    opened non-blocking, should it become one meanwhile) and never opens a socket. With
+    ``limit``, a file of more bytes is refused (TooLarge), never read."""
     problem = _not_a_file(os.stat(path).st_mode)
     if problem:
         raise NotAFile(problem)
@@ -755,10 +760,18 @@ def read(path: Path) -> tuple[bytes, Snapshot]:
         if not stat.S_ISREG(st.st_mode):
             raise NotAFile(_not_a_file(st.st_mode) or "not a regular file: not read")
         with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read()
+            data = f.read() if limit is None else f.read(limit + 1)
+        if limit is not None and len(data) > limit:
+            raise TooLarge(f"more than {limit:,} bytes: not read (--max-file-size {limit // READ_FACTOR:,} reads "
+                           f"files of up to {READ_FACTOR} times that)")
         return data, Snapshot.of(data, os.fstat(fd))
     finally:
         os.close(fd)
+
+
+# The most a run reads of a file, in times --max-file-size (which bounds what is parsed: a
+# notebook's outputs or a document's prose are read but not parsed).
+READ_FACTOR = 50
 
 
 def write_atomic(path: Path, data: bytes, expect: Snapshot | None = None, new: bool = False,
