@@ -430,15 +430,16 @@ def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL,
         while True:
             try:
                 out, err = proc.communicate(stdin, timeout=_GIT_LOOK)
-                stdin = None  # (handed over by the first call)
-                return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
             except subprocess.TimeoutExpired:
+                stdin = None  # (handed over by the first call: the next ones only read)
                 why = ("it waits to open a FIFO (named pipe) of the checkout" if _waits_on_a_fifo(proc.pid)
                        else f"no answer in {GIT_TIMEOUT} s" if time.monotonic() > deadline else None)
                 if why:
                     proc.kill()
                     proc.communicate()
                     return why
+                continue
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 # How often a git that has not answered is looked at: git opens each .gitignore it meets
