@@ -77,7 +77,7 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None)
     if data is None:
         try:
             write_to = os.path.realpath(path)
-            data, snapshot = files.read(Path(write_to), limit=options.max_file_bytes * files.READ_FACTOR)
+            data, snapshot = files.read(Path(write_to), limit=files.read_limit(options.max_file_bytes))
         except files.NotAFile as exc:
             result.error = str(exc)
             return Plan(result)
@@ -452,7 +452,7 @@ def _ignored_places_with_xrt_words(ignored: list[tuple[Path, Path]]) -> list[str
 def _holds_xrt_words(path: Path) -> bool:
     kind = files.kind_of(path)
     try:
-        text = files.decode(files.read(path, limit=Options.max_file_bytes * files.READ_FACTOR)[0], kind).text
+        text = files.decode(files.read(path, limit=files.read_limit(Options.max_file_bytes))[0], kind).text
     except (OSError, files.NotAFile, files.DecodeError):
         return False  # it is not migrated either way; a word about it is all that is at stake
     return bool(rewriters.trigger_for(kind).search(text))

@@ -763,16 +763,21 @@ def read(path: Path, limit: int | None = None) -> tuple[bytes, Snapshot]:
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read() if limit is None else f.read(limit + 1)
         if limit is not None and len(data) > limit:
-            raise TooLarge(f"more than {limit:,} bytes: not read (--max-file-size {limit // READ_FACTOR:,} reads "
-                           f"files of up to {READ_FACTOR} times that)")
+            raise TooLarge(f"more than {limit:,} bytes: not read (a run reads {READ_FACTOR} times --max-file-size, "
+                           f"{READ_FLOOR:,} bytes at least)")
         return data, Snapshot.of(data, os.fstat(fd))
     finally:
         os.close(fd)
 
 
-# The most a run reads of a file, in times --max-file-size (which bounds what is parsed: a
-# notebook's outputs or a document's prose are read but not parsed).
+# The most a run reads of a file: READ_FACTOR times --max-file-size (which bounds what is
+# parsed: a notebook's outputs or a document's prose are read, not parsed), READ_FLOOR at least.
 READ_FACTOR = 50
+READ_FLOOR = 100_000_000
+
+
+def read_limit(max_file_bytes: int) -> int:
+    return max(READ_FACTOR * max_file_bytes, READ_FLOOR)
 
 
 def write_atomic(path: Path, data: bytes, expect: Snapshot | None = None, new: bool = False,
