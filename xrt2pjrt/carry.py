@@ -31,6 +31,7 @@ import functools
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 
 from xrt2pjrt import __version__, files
@@ -90,8 +91,8 @@ def stamp(text: str) -> tuple[str, bool] | None:
 def version_at(root: Path) -> str | None:
     """The version of xrt2pjrt that wrote the copy in ``root``, or None when there is none."""
     try:
-        text = (root / FOLDER / "__init__.py").read_text(encoding="utf-8")
-    except OSError:
+        text = files.read_settings(root / FOLDER / "__init__.py").decode("utf-8")
+    except (OSError, UnicodeDecodeError):  # (a FIFO there is not waited on)
         return None
     found = stamp(text)
     return found[0] if found else None
@@ -110,20 +111,47 @@ def texts() -> dict[str, str]:
     return out
 
 
-def plans(root: Path, results: list[FileResult]) -> list[Plan]:
+def plans(root: Path, code: list[Plan]) -> list[Plan]:
     """What the run does to the copy in ``root``: a plan for each file that it writes,
-    refreshes or reports; none when the copy is not there and no file of the run (``results``)
-    imports it, as the run leaves it."""
+    refreshes or reports; none when the copy is not there and no file of the run (``code``)
+    imports it, as the run leaves it. When the copy cannot be written inside the project
+    (``_refused``), one plan says why and the files that would import it are not rewritten."""
     folder = root / FOLDER
+    results = [p.result for p in code]
     if FOLDER in root.resolve().parts:  # the run was asked to look at a copy itself: it is left alone
         return []
     if not folder.is_dir() and not any(imports_the_copy(r) for r in results) \
             and not any(_imports_on_disk(r) for r in results):
         return []
+    refused = _refused(folder)
+    if refused:
+        for p in code:
+            if imports_the_copy(p.result):
+                p.new_bytes, p.result.error = None, f"not rewritten: it would import {CARRIED}, which cannot be written"
+        return [Plan(FileResult(str(folder), "python", error=refused))]
     out = [p for name, text in texts().items() if (p := _plan(folder / name, text)) is not None]
     out += [_left(path) for path in sorted(folder.rglob("*.py"))
             if path.relative_to(folder).as_posix() not in texts() and _generated(path)]
     return out
+
+
+def _refused(folder: Path) -> str | None:
+    """Why the copy cannot be written in ``folder``: it, or a folder of it, is a symbolic link
+    (the copy would land wherever it points: outside the project) or a file; None when it can."""
+    for sub in sorted({(folder / name).parent for name in texts()}):  # the folder and its subfolders
+        try:
+            mode = os.lstat(sub).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"cannot read {files.quoted(str(sub))}: {exc.strerror or exc}; the shim's copy is not written"
+        where = "" if sub == folder else f"its folder {files.quoted(sub.relative_to(folder).as_posix())} is "
+        if stat.S_ISLNK(mode):
+            return (f"{where}a symbolic link (to {files.quoted(os.readlink(sub))}): the shim's copy is written only "
+                    "inside the project, never through a link; make it a folder and run again")
+        if not stat.S_ISDIR(mode):
+            return f"{where}not a folder: the shim's copy cannot be written there; move it away and run again"
+    return None
 
 
 def notes_on(root: Path, plans: list[Plan]) -> list[str]:
@@ -193,9 +221,8 @@ def _left(path: Path) -> Plan:
 
 def _generated(path: Path) -> bool:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return _STAMP.match(f.readline()) is not None
-    except OSError:
+        return _STAMP.match(files.read_settings(path).decode("utf-8", errors="replace")) is not None
+    except OSError:  # (a FIFO there is not waited on)
         return False
 
 

@@ -26,7 +26,8 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,7 +81,7 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None,
     if data is None:
         try:
             write_to = os.path.realpath(path)
-            data, snapshot = files.read(Path(write_to))
+            data, snapshot = files.read(Path(write_to), limit=files.read_limit(options.max_file_bytes))
         except files.NotAFile as exc:
             result.error = str(exc)
             return Plan(result)
@@ -146,6 +147,9 @@ def _rewrite(job: _Job, options: Options) -> Rewrite:
             outcome = rewrite(kind, source.text, options)
     except rewriters.SourceError as exc:
         return Rewrite(error=f"line {exc.range.start_line}: cannot parse: {exc}", error_range=exc.range)
+    except rewriters.TooDeep as exc:
+        where = f"line {exc.line}" if kind == "python" else f"line {exc.line} of a code cell or block"
+        return Rewrite(error=f"{where}: {exc}; the file is left as it is")
     except RecursionError:
         return Rewrite(error=("nested too deeply to parse: an expression or block is deeper than libcst, the parser "
                               f"used here, can follow (Python's recursion limit, {sys.getrecursionlimit()}), though "
@@ -177,6 +181,9 @@ def _finish(job: _Job, rewritten: Rewrite) -> Plan:
         new_bytes = source.encode(rewritten.text)
     except UnicodeEncodeError as exc:
         result.error = f"rewrite discarded, the new text cannot be encoded as {source.encoding}: {exc.reason}"
+        return unfinished
+    if job.snapshot is not None and files.read_only(job.snapshot.mode):
+        result.error = files.read_only(job.snapshot.mode)
         return unfinished
     if job.snapshot is not None and job.snapshot.nlink > 1:
         result.error = (f"has {job.snapshot.nlink} hard links: not rewritten (a new file would leave the other "
@@ -212,10 +219,6 @@ def _no_cyclic_gc():
     finally:
         if enabled:
             gc.enable()
-
-
-def _rewrite_star(job: tuple[_Job, Options]) -> Rewrite:
-    return _rewrite(*job)
 
 
 def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
@@ -254,17 +257,44 @@ def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path]
     pending.sort(key=lambda i: len(plans[i].source.text), reverse=True)
     for kind in {plans[i].kind for i in pending}:
         rewriters.module_for(kind)  # imported once here, inherited by every forked worker
+    lost = []  # files whose worker ended abruptly (a crash in a parser) before their plan came back
+    with _pool(workers) as pool:
+        futures = {pool.submit(_rewrite, plans[i], settings[i]): i for i in pending}
+        for future in as_completed(futures):
+            try:
+                finish(futures[future], future.result())
+            except BrokenProcessPool:
+                lost.append(futures[future])
+                continue
+            done += 1
+            progress(done)
+    # Each one again in a process of its own: the file that crashed its worker is named, the others are planned.
+    for done, i in enumerate(sorted(lost), done + 1):
+        finish(i, _rewrite_alone(plans[i], settings[i]))
+        progress(done)
+    return plans
+
+
+@contextmanager
+def _pool(workers: int):
+    """A pool of forked workers, stopped at once when the run is interrupted."""
     with ProcessPoolExecutor(max_workers=workers, mp_context=_fork_context(), initializer=_worker_start,
                              initargs=(os.getpid(),)) as pool:
         try:
-            for done, (i, rewritten) in enumerate(zip(pending, pool.map(_rewrite_star, [(plans[i], settings[i])
-                                                                                       for i in pending])), done + 1):
-                finish(i, rewritten)
-                progress(done)
+            yield pool
         except BaseException:
             _end_workers(pool)
             raise
-    return plans
+
+
+def _rewrite_alone(job: _Job, options: Options) -> Rewrite:
+    """``_rewrite`` in a worker of its own: when it ends abruptly, this file is named as not processed."""
+    with _pool(1) as pool:
+        try:
+            return pool.submit(_rewrite, job, options).result()
+        except BrokenProcessPool:
+            return Rewrite(error="not processed: the process that parsed it ended abruptly (a crash of the parser); "
+                                 "the file is left as it is: please report this with the file", lasting=False)
 
 
 def pool_size(jobs: int | None, work: list[int]) -> int:
@@ -459,7 +489,7 @@ def _ignored_places_with_xrt_words(ignored: list[tuple[Path, Path]]) -> list[str
 def _holds_xrt_words(path: Path) -> bool:
     kind = files.kind_of(path)
     try:
-        text = files.decode(files.read(path)[0], kind).text
+        text = files.decode(files.read(path, limit=files.read_limit(Options.max_file_bytes))[0], kind).text
     except (OSError, files.NotAFile, files.DecodeError):
         return False  # it is not migrated either way; a word about it is all that is at stake
     return bool(rewriters.trigger_for(kind).search(text))
@@ -467,11 +497,19 @@ def _holds_xrt_words(path: Path) -> bool:
 
 def check_report_path(report: Path, targets: list[Path]) -> None:
     """ValueError unless ``report`` can be written without touching a file of the run:
-    checked before anything is written, so that a bad path fails the run, not its end."""
+    checked before anything is written, so that a bad path fails the run, not its end. A
+    link is written through only to a file that is there: a dangling one could point
+    anywhere (a checkout's link to a place outside it)."""
+    if os.path.islink(report) and not os.path.exists(report):
+        raise ValueError(f"--report {report}: a symbolic link to {files.quoted(os.readlink(report))}, which does not "
+                         "exist: a report is not written through it; remove it or name another file")
     if report.is_dir():
         raise ValueError(f"--report {report}: is a folder")
     if not report.parent.is_dir():
         raise ValueError(f"--report {report}: the folder {report.parent} does not exist")
+    folder = Path(os.path.realpath(report)).parent
+    if not os.access(folder, os.W_OK | os.X_OK):  # (a read-only file system too, even for root)
+        raise ValueError(f"--report {report}: cannot write in the folder {files.quoted(str(folder))}")
     if not report.exists():
         return
     for target in targets:

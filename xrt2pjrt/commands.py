@@ -433,7 +433,11 @@ def migrate(
         render = report.to_json if report_file.suffix == ".json" else report.to_markdown
         from xrt2pjrt.files import write_atomic
 
-        write_atomic(Path(os.path.realpath(report_file)), render(run).encode("utf-8"))  # through a link
+        try:
+            write_atomic(Path(os.path.realpath(report_file)), render(run).encode("utf-8"))  # through a link
+        except OSError as exc:  # a full disk, say: checked as far as it can be before the run
+            done_already = f"; the {report.plural(len(done.written), 'file')} written stay written" if done.written else ""
+            raise Failure(f"--report {report_file}: cannot write: {exc.strerror or exc}{done_already}") from None
     return done.exit_code
 
 

@@ -18,8 +18,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-
 from xrt2pjrt import files
 from xrt2pjrt.registry import TARGETS, UnknownRule, expand, parse_version
 
@@ -65,7 +63,7 @@ def find(start: Path) -> Path | None:
         folder = folder.parent
     for candidate in (folder, *folder.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file() and _table(_read(path), path, required=False) is not None:
+        if path.exists() and not path.is_dir() and _table(_read(path), path, required=False) is not None:
             return path
     return None
 
@@ -93,6 +91,8 @@ def load(path: Path | None) -> Settings:
         if key in ("select", "ignore", "exclude", "extend-exclude"):
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                 raise fail(key, f"must be a list of strings, e.g. [\"env\", \"launch\"]; got {value!r}")
+        if key in ("exclude", "extend-exclude"):
+            _check_patterns(value, lambda problem: fail(key, problem))
         if key in ("select", "ignore"):
             _check_rules(value, lambda problem: fail(key, problem))
             setattr(settings, key, list(value))
@@ -123,18 +123,23 @@ def load(path: Path | None) -> Settings:
                 if not (isinstance(ids, list) and all(isinstance(v, str) for v in ids)):
                     raise fail(f"{key} {pattern!r}", f"must be a list of rule ids; got {ids!r}")
                 _check_rules(ids, lambda problem: fail(f"{key} {pattern!r}", problem))
+                _check_patterns([pattern], lambda problem: fail(key, problem))
                 settings.per_file_ignores.append((base, pattern, list(ids)))
     return settings
 
 
 def _read(path: Path) -> dict:
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        return tomllib.loads(files.read_settings(path).decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: not valid TOML: line {line}: not UTF-8 (byte {exc.object[exc.start]:#x})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply to read") from None
 
 
 def _table(data: dict, path: Path, required: bool) -> dict | None:
@@ -156,15 +161,21 @@ def _check_rules(words: list[str], fail) -> None:
             raise fail(str(exc)) from None
 
 
+def _check_patterns(patterns: list[str], fail) -> None:
+    for pattern in patterns:
+        try:
+            files.tame_pattern(pattern)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+
+
 class Matcher:
     """gitignore-style patterns, each group relative to its folder; the ``untracked`` groups
     match only files git does not track."""
 
     def __init__(self, groups: list[tuple[Path, list[str]]], untracked: list[tuple[Path, list[str]]] = ()):
-        self.groups = [(base.resolve(), pathspec.GitIgnoreSpec.from_lines(patterns), False)
-                       for base, patterns in groups if patterns]
-        self.groups += [(base.resolve(), pathspec.GitIgnoreSpec.from_lines(patterns), True)
-                        for base, patterns in untracked if patterns]
+        self.groups = [(base.resolve(), files.ignore_spec(patterns), False) for base, patterns in groups if patterns]
+        self.groups += [(base.resolve(), files.ignore_spec(patterns), True) for base, patterns in untracked if patterns]
 
     def __call__(self, path: Path, is_dir: bool = False, tracked: bool = False) -> bool:
         resolved = path.resolve()

@@ -14,6 +14,8 @@ What is never done, because it would lose data or surprise:
   never replaced by a file; links met inside a folder are not followed, and counted;
 - a file with several hard links is not rewritten (a rename would split it from its other
   names, an in-place write is not atomic): it is reported;
+- a read-only file (its owner may not write it) is not rewritten, though a rename could
+  replace it: it is reported;
 - a FIFO, socket or device is never opened for reading.
 
 Temporary files are named ``.NAME.XXXXXXXX.xrt2pjrt`` and locked (``flock``) while they
@@ -34,6 +36,7 @@ import re
 import stat
 import subprocess
 import tempfile
+import time
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -221,9 +224,10 @@ class _Walk:
     def _git(self, folder: Path) -> list[Path] | None:
         """The files git lists below ``folder``; None when git cannot answer (said)."""
         listings, unreadable = [], {}
+        neutral = _git_drivers(folder)
         for options in (("--cached",), ("--others", "--exclude-standard"),
                         ("--others", "--ignored", "--exclude-standard", "--directory")):
-            listed = _git_ls_files(folder, options)
+            listed = neutral if isinstance(neutral, str) else _git_ls_files(folder, options, neutral)
             if isinstance(listed, str):
                 self.out.listed.append(f"files of {folder}: git cannot list them ({listed}); its .gitignore files "
                                        "are read instead")
@@ -243,7 +247,31 @@ class _Walk:
         for names, is_tracked in ((tracked, True), (untracked, False)):
             for name in names:
                 files += self._listed(folder, folder / name, is_tracked)
+        self._special_files(folder, {os.path.dirname(name) for name in tracked + untracked}, neutral)
         return files
+
+    def _special_files(self, folder: Path, listed: set[str], neutral: tuple[str, ...]) -> None:
+        """Name the FIFOs, sockets and devices git passes over in silence, where a file a
+        rewriter handles would have been (``train.py`` a FIFO): in the folders git listed
+        files in (below ``folder``), unless git's ignore rules cover them."""
+        found = {}
+        for name in sorted(listed):
+            try:
+                with os.scandir(folder / name) as entries:
+                    found.update((entry.path, mode) for entry in entries if not (
+                        entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)
+                        or entry.is_symlink()) and kind_of(Path(entry.path))
+                                 and _not_a_file(mode := entry.stat(follow_symlinks=False).st_mode))
+            except OSError:
+                continue  # gone, or unreadable: its files are said as they are read
+        if not found:
+            return
+        ran = _git(folder, "check-ignore", "--stdin", "-z", neutral=neutral,
+                   stdin=b"".join(os.fsencode(os.path.relpath(path, folder)) + b"\0" for path in found))
+        ignored = set() if isinstance(ran, str) else {os.fsdecode(n) for n in ran.stdout.split(b"\0") if n}
+        for path, mode in found.items():
+            if os.path.relpath(path, folder) not in ignored and not self._skipped(folder, Path(path), False, False):
+                self.out.refused.append((Path(path), _not_a_file(mode)))
 
     def _listed(self, folder: Path, path: Path, tracked: bool):
         """What a path git lists below ``folder`` comes to: itself (a file), nothing (skipped;
@@ -359,30 +387,99 @@ class _Walk:
 IGNORED_LOOKS = 100_000
 # How long git may take to list a checkout's files before its .gitignore files are read instead.
 GIT_TIMEOUT = 60
-# What points git at a repository other than the one its folder is in: set for a git hook
-# that runs xrt2pjrt, they would list another checkout's files (a submodule's, say).
-_GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-                 "GIT_PREFIX", "GIT_NAMESPACE")
+# A checkout is a stranger's: its .git/config (and the files it includes) may name programs
+# git runs, and git must run none of them. ``-c`` outranks every config file, so each setting
+# that makes a listing (or anything it could lead to) run a program is overridden: the
+# fsmonitor hook, hooks, pagers, external diff, ssh, credential helpers and the alternate-refs
+# command; the filter and diff drivers, whose names the checkout chooses, are read first
+# (``_git_drivers``) and emptied one by one. No protocol is allowed (a partial clone would
+# fetch a missing object, which can run ssh or a transport helper) and no optional lock is
+# taken (no index refresh, no write to the checkout).
+_GIT_NEUTRAL = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "diff.external=",
+                "core.sshCommand=", "credential.helper=", "core.alternateRefsCommand=", "core.askPass=",
+                "protocol.allow=never")
+_GIT_DRIVER = re.compile(r"(filter\.(.+)\.(?:clean|smudge|process|required)|diff\.(.+)\.(?:textconv|command)"
+                         r"|merge\.(.+)\.driver)")
+# The environment git runs in: of the user's GIT_* variables only the two that say where the
+# user's own configuration and checkouts are (others point git at another repository, as a hook
+# sets them, or name a program: GIT_EXTERNAL_DIFF, GIT_SSH_COMMAND, ...); no system
+# configuration, no prompt, no protocol, no lazy fetch.
+_GIT_KEPT = ("GIT_CONFIG_GLOBAL", "GIT_CEILING_DIRECTORIES")
+_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1",
+            "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat"}
 
 
 _CANNOT_OPEN = re.compile(r"warning: could not open directory '(.*)': (.*)")
 
 
-def _git_ls_files(folder: Path, options: tuple[str, ...]) -> tuple[list[str], dict[str, str]] | str:
+def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL,
+         stdin: bytes | None = None) -> subprocess.CompletedProcess | str:
+    """``git -C folder ARGS`` (``stdin`` its input) as it must run in a stranger's checkout
+    (see _GIT_NEUTRAL), or why it did not run."""
+    env = {**{name: value for name, value in os.environ.items() if not name.startswith("GIT_") or name in _GIT_KEPT},
+           **_GIT_ENV}
+    options = [word for setting in neutral for word in ("-c", setting)]
+    try:
+        proc = subprocess.Popen(["git", "--no-optional-locks", *options, "-C", os.fspath(folder), *args],
+                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+    except FileNotFoundError:
+        return "git is not on PATH"
+    except OSError as exc:
+        return f"git does not run: {exc.strerror or exc}"
+    with proc:
+        deadline = time.monotonic() + GIT_TIMEOUT
+        while True:
+            try:
+                out, err = proc.communicate(stdin, timeout=_GIT_LOOK)
+            except subprocess.TimeoutExpired:
+                stdin = None  # (handed over by the first call: the next ones only read)
+                why = ("it waits to open a FIFO (named pipe) of the checkout" if _waits_on_a_fifo(proc.pid)
+                       else f"no answer in {GIT_TIMEOUT} s" if time.monotonic() > deadline else None)
+                if why:
+                    proc.kill()
+                    proc.communicate()
+                    return why
+                continue
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+# How often a git that has not answered is looked at: git opens each .gitignore it meets
+# with a blocking open(), and one that is a FIFO holds it until some process writes to it.
+_GIT_LOOK = 0.25
+
+
+def _waits_on_a_fifo(pid: int) -> bool:
+    """Whether a process is blocked opening a FIFO no one writes to (Linux says where a
+    process sleeps: fs/pipe.c's wait_for_partner); False where that cannot be known."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return f.read().strip() == "wait_for_partner"
+    except OSError:
+        return False
+
+
+def _git_drivers(folder: Path) -> tuple[str, ...] | str:
+    """_GIT_NEUTRAL and, emptied, every filter, diff and merge driver the checkout's
+    configuration names (``git config`` itself runs none)."""
+    ran = _git(folder, "config", "--null", "--name-only", "--list")
+    if isinstance(ran, str):
+        return ran
+    names = os.fsdecode(ran.stdout).split("\0") if ran.returncode == 0 else []
+    emptied = [f"{name}=false" if name.endswith(".required") else f"{name}="
+               for name in names if _GIT_DRIVER.fullmatch(name.lower())]
+    return _GIT_NEUTRAL + tuple(emptied)
+
+
+def _git_ls_files(folder: Path, options: tuple[str, ...], neutral: tuple[str, ...] = _GIT_NEUTRAL
+                  ) -> tuple[list[str], dict[str, str]] | str:
     """The paths below ``folder``, relative to it, that ``git ls-files -z OPTIONS`` lists
     (any bytes a name holds kept, as os.fsdecode keeps them), and the folders git warned it
     could not read, with why; or why git did not answer. A checkout its owner's git would
     not trust (safe.directory) is not trusted here either."""
-    env = {name: value for name, value in os.environ.items() if name not in _GIT_LOCATION}
-    try:
-        ran = subprocess.run(["git", "-C", os.fspath(folder), "ls-files", "-z", *options], stdin=subprocess.DEVNULL,
-                             capture_output=True, env=env, timeout=GIT_TIMEOUT)
-    except FileNotFoundError:
-        return "git is not on PATH"
-    except subprocess.TimeoutExpired:
-        return f"no answer in {GIT_TIMEOUT} s"
-    except OSError as exc:
-        return f"git does not run: {exc.strerror or exc}"
+    ran = _git(folder, "ls-files", "-z", *options, neutral=neutral)
+    if isinstance(ran, str):
+        return ran
     said = os.fsdecode(ran.stderr).strip().splitlines()
     if ran.returncode:
         return said[0] if said else f"exit code {ran.returncode}"
@@ -413,8 +510,76 @@ def _unknown_rules(exc: OSError, folder: Path) -> str:
 
 
 def _read_ignore_file(path: Path) -> pathspec.GitIgnoreSpec:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
+    """A .gitignore's rules; OSError (said as the file being unreadable) when it is no regular
+    file, too large, or holds a pattern too wild to match in bounded time."""
+    lines = read_settings(path).decode("utf-8", errors="replace").splitlines()
+    try:
+        return ignore_spec(lines, numbered=True)
+    except ValueError as exc:
+        raise OSError(errno.EINVAL, str(exc), str(path)) from None
+
+
+# --- settings and ignore files: a checkout's, read with a bound --------------------------------
+
+# The most a settings or ignore file may hold: far more than any real one; a link to
+# /dev/zero or a huge file is refused, never read until memory runs out.
+SETTINGS_LIMIT = 2_000_000
+
+
+def read_settings(path: Path, limit: int = SETTINGS_LIMIT) -> bytes:
+    """The bytes of a settings or ignore file; OSError, with a ``strerror`` that says why,
+    unless it is a regular file of at most ``limit`` bytes (never blocks on a FIFO, never
+    reads a device)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = next((what for test, what in _SPECIAL if test(mode)), "a folder" if stat.S_ISDIR(mode) else None)
+            raise OSError(errno.EINVAL, f"{what or 'something'}, not a file", str(path))
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, more than a settings file holds", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# Runs of ``*`` a gitignore pattern may hold (``**`` counts one): pathspec matches with a
+# regex, whose backtracking over k runs grows as a name's length to the k-th power (five
+# runs: 24 s for one name of 250 characters; four: under half a second).
+MAX_WILDCARDS = 4
+_GLOB_ATOM = re.compile(r"\\.|\[[!^]?\]?[^\]]*\]|\*+|.", re.S)  # an escape, a class, a run of stars, a character
+
+
+def tame_pattern(pattern: str) -> str:
+    """A gitignore pattern as git reads it, with each run of stars as short as git's meaning
+    of it allows (``a****b`` is ``a*b``; ``/***/`` is ``**``): ValueError when it still holds
+    more than MAX_WILDCARDS runs."""
+    negated = pattern.startswith("!")
+    atoms = _GLOB_ATOM.findall(pattern[negated:])
+    for i, atom in enumerate(atoms):
+        if atom.startswith("**"):
+            alone = (i == 0 or atoms[i - 1] == "/") and (i == len(atoms) - 1 or atoms[i + 1] == "/")
+            atoms[i] = "**" if alone else "*"
+    if sum(atom.startswith("*") for atom in atoms) > MAX_WILDCARDS:
+        raise ValueError(f"the pattern {pattern!r} holds more than {MAX_WILDCARDS} runs of wildcards (*): matching "
+                         "it could take hours")
+    return "!" * negated + "".join(atoms)
+
+
+def ignore_spec(lines: list[str], numbered: bool = False) -> pathspec.GitIgnoreSpec:
+    """gitignore ``lines`` as pathspec matches them, tamed (tame_pattern); ValueError for a
+    pattern too wild to match in bounded time (with its line number, when ``numbered``)."""
+    tamed = []
+    for number, line in enumerate(lines, 1):
+        try:
+            tamed.append(line if line.startswith("#") else tame_pattern(line))
+        except ValueError as exc:
+            raise ValueError(f"line {number}: {exc}" if numbered else str(exc)) from None
+    return pathspec.GitIgnoreSpec.from_lines(tamed)
 
 
 def _ignore_specs_above(root: Path):
@@ -424,7 +589,7 @@ def _ignore_specs_above(root: Path):
         gitignore = parent / ".gitignore"
         if os.path.lexists(parent / ".git"):
             specs = []  # a checkout starts here: ignore files above it belong to no one
-        if os.path.isfile(gitignore):
+        if os.path.lexists(gitignore) and not os.path.isdir(gitignore):
             specs.append((parent, _read_ignore_file(gitignore)))  # (OSError: the caller says so)
     return specs
 
@@ -499,14 +664,17 @@ class DecodeError(Exception):
 class TextFile:
     """A decoded file and everything needed to encode it back byte for byte."""
 
-    text: str  # with "\n" line endings when the file used "\r\n" throughout
+    text: str  # with "\n" line endings when the file used "\r\n", or "\r" alone, throughout
     encoding: str
     bom: bool
     crlf: bool
+    cr: bool = False  # "\r" alone ends each line (classic Mac OS): libcst drops a last one
 
     def encode(self, text: str) -> bytes:
         if self.crlf:
             text = text.replace("\n", "\r\n")
+        elif self.cr:
+            text = text.replace("\n", "\r")
         data = text.encode(self.encoding)
         return (codecs.BOM_UTF8 + data) if self.bom else data
 
@@ -531,9 +699,12 @@ def decode(data: bytes, kind: str) -> TextFile:
     except LookupError as exc:
         raise DecodeError(f"unknown encoding {encoding!r}", 1) from exc
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    cr = "\r" in text and "\n" not in text
     if crlf:
         text = text.replace("\r\n", "\n")
-    return TextFile(text=text, encoding=encoding, bom=bom, crlf=crlf)
+    elif cr:
+        text = text.replace("\r", "\n")
+    return TextFile(text=text, encoding=encoding, bom=bom, crlf=crlf, cr=cr)
 
 
 @dataclass(frozen=True)
@@ -547,11 +718,12 @@ class Snapshot:
     dev: int
     ino: int
     nlink: int
+    mode: int = 0o100644
 
     @classmethod
     def of(cls, data: bytes, st: os.stat_result) -> "Snapshot":
         return cls(hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev,
-                   st.st_ino, st.st_nlink)
+                   st.st_ino, st.st_nlink, st.st_mode)
 
     def same_file(self, st: os.stat_result) -> bool:
         return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino) == (
@@ -574,9 +746,14 @@ class NotAFile(Exception):
     """A path that is no regular file (a FIFO, a device, a folder): never read."""
 
 
-def read(path: Path) -> tuple[bytes, Snapshot]:
+class TooLarge(NotAFile):
+    """A file larger than a run reads (a sparse file of a terabyte costs a checkout nothing)."""
+
+
+def read(path: Path, limit: int | None = None) -> tuple[bytes, Snapshot]:
     """A regular file's bytes and snapshot. Never blocks on a FIFO (refused by its mode; and
-    opened non-blocking, should it become one meanwhile) and never opens a socket."""
+    opened non-blocking, should it become one meanwhile) and never opens a socket. With
+    ``limit``, a file of more bytes is refused (TooLarge), never read."""
     problem = _not_a_file(os.stat(path).st_mode)
     if problem:
         raise NotAFile(problem)
@@ -586,10 +763,23 @@ def read(path: Path) -> tuple[bytes, Snapshot]:
         if not stat.S_ISREG(st.st_mode):
             raise NotAFile(_not_a_file(st.st_mode) or "not a regular file: not read")
         with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read()
+            data = f.read() if limit is None else f.read(limit + 1)
+        if limit is not None and len(data) > limit:
+            raise TooLarge(f"more than {limit:,} bytes: not read (a run reads {READ_FACTOR} times --max-file-size, "
+                           f"{READ_FLOOR:,} bytes at least)")
         return data, Snapshot.of(data, os.fstat(fd))
     finally:
         os.close(fd)
+
+
+# The most a run reads of a file: READ_FACTOR times --max-file-size (which bounds what is
+# parsed: a notebook's outputs or a document's prose are read, not parsed), READ_FLOOR at least.
+READ_FACTOR = 50
+READ_FLOOR = 100_000_000
+
+
+def read_limit(max_file_bytes: int) -> int:
+    return max(READ_FACTOR * max_file_bytes, READ_FLOOR)
 
 
 def write_atomic(path: Path, data: bytes, expect: Snapshot | None = None, new: bool = False,
@@ -628,6 +818,8 @@ def _replace(path: Path, data: bytes, expect: Snapshot | None, new: bool) -> "Re
         if expect is not None:
             raise Changed(DELETED) from None  # never brought back: the user may have removed it
         st = None
+    if st is not None and read_only(st.st_mode):  # (a rename would replace it all the same)
+        raise PermissionError(errno.EACCES, read_only(st.st_mode))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".xrt2pjrt")
     original = None  # the file being replaced, open across the rename
     try:
@@ -663,6 +855,14 @@ def _replace(path: Path, data: bytes, expect: Snapshot | None, new: bool) -> "Re
     os.close(fd)
     _sync_folder(path.parent)
     return None if original is None else Replaced(path, original, expect.digest, written)
+
+
+def read_only(mode: int) -> str | None:
+    """Why a file of ``mode`` is never rewritten: its owner may not write it (chmod 0444),
+    which says it is not to be changed, though a rename could replace it."""
+    if stat.S_IWUSR & mode:
+        return None
+    return f"read-only (mode {stat.S_IMODE(mode):04o}): not rewritten; make it writable (chmod u+w) to migrate it"
 
 
 class Replaced:

@@ -138,10 +138,12 @@ class PerFileOptions:
     base: Options
     per_file: list
     _cache: dict[tuple, Options] = field(default_factory=dict)
+    refused: dict[str, None] = field(default_factory=dict)  # settings files the line lengths were not read from
 
     def __call__(self, path: Path) -> Options:
         words = tuple(w for match, ids in self.per_file if match(path) for w in ids)
         found = width.of(path.resolve().parent)
+        self.refused.update(dict.fromkeys(found.refused))
         key = (words, found, width.for_kind(files.kind_of(path), found))
         if key not in self._cache:
             chosen = replace(self.base, rules=self.base.rules.ignoring(list(words))) if words else self.base
@@ -153,7 +155,10 @@ class PerFileOptions:
 
 
 def discover(request: Request, settings: config.Settings) -> files.Discovery:
-    excluded = config.excluded(settings, request.exclude, request.extend_exclude)
+    try:
+        excluded = config.excluded(settings, request.exclude, request.extend_exclude)
+    except ValueError as exc:  # a pattern of --exclude too wild to match (the configuration's are checked as read)
+        raise UsageError(f"--exclude: {exc}") from None
     if request.paths == [STDIN]:
         name = request.stdin_filename
         if request.force_exclude and excluded(name, False):
@@ -197,12 +202,12 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
     root = carry.root_of(request.paths)
 
     def the_copy(plans: list[codemod.Plan]) -> list[codemod.Plan]:
-        return carry.plans(root, [p.result for p in plans])
+        return carry.plans(root, plans)
 
     done = codemod.execute(found.targets, options, request.jobs, write=request.write,
                            progress=(lambda n: progress(n, total)) if progress else None, more=the_copy,
                            cache=cache.for_run(request.no_cache, request.cache_dir))
-    for line in carry.notes_on(root, done.plans):
+    for line in [*options.refused, *carry.notes_on(root, done.plans)]:
         note(line)
     # a path named that cannot be read fails as a file does: said, the run goes on, exit 2
     refused = [report.FileResult(str(path), "", error=why) for path, why in found.refused]

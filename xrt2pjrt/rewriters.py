@@ -94,10 +94,20 @@ class SourceError(Exception):
         self.range = Range.at(line, column)
 
 
+class TooDeep(Exception):
+    """Python nested deeper than Python allows, at ``line`` of the code parsed (a file's, a
+    cell's or a block's; python/nesting.py): the whole file is reported, never passed over
+    as a snippet that does not parse, as a document's may be."""
+
+    def __init__(self, message: str, line: int):
+        super().__init__(message)
+        self.line = line
+
+
 # file kind -> the kinds of rules its rewriter runs, when not only the text rules ("shell"):
-# a notebook's and a document's code is Python or shell.
+# a notebook's and a document's code is Python or shell, and so is a Dockerfile's here-documents'.
 RULE_KINDS: dict[str, tuple[str, ...]] = {"python": ("python",), "markdown": ("python", "shell"),
-                                          "notebook": ("python", "shell")}
+                                          "notebook": ("python", "shell"), "dockerfile": ("shell", "python")}
 
 
 def module_for(kind: str) -> ModuleType:

@@ -11,6 +11,9 @@ Python (shell, Dockerfiles, YAML) have no such setting: 100, a width most editor
 reviewers accept.
 
 A settings file that cannot be read or parsed is passed over: it only shapes new lines.
+``Width.refused`` says which and why (the run names each once): not UTF-8 or not valid, no
+regular file (a FIFO, a link to a device), larger than a settings file can be, or an
+.editorconfig section whose ``{a,b}`` groups expand past EDITORCONFIG_GLOBS globs.
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ from __future__ import annotations
 import configparser
 import fnmatch
 import functools
+import math
+import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from xrt2pjrt import files
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,21 +46,50 @@ class Width:
 
     length: int = DEFAULT
     formatter: bool = False
+    refused: tuple[str, ...] = ()  # settings files not read, each "PATH: why"
 
 
-def _toml(path: Path) -> dict | None:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+# The globs an .editorconfig section's {a,b} groups may expand to: 22 groups of two are four
+# million, which took minutes and 420 MB to match.
+EDITORCONFIG_GLOBS = 1_000
+
+
+def _text(path: Path, refused: list[str]) -> str | None:
+    """A settings file's text; None when there is none, or it cannot be read (``refused``
+    says why)."""
+    if not os.path.lexists(path) or os.path.isdir(path):
         return None
+    try:
+        return files.read_settings(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _refuse(path, f"not UTF-8 (byte {exc.object[exc.start]:#x} at {exc.start})", refused)
+    except OSError as exc:
+        return _refuse(path, exc.strerror or str(exc), refused)
 
 
-def _ini(path: Path) -> configparser.ConfigParser | None:
+def _refuse(path: Path, why: str, refused: list[str]) -> None:
+    refused.append(f"{files.quoted(str(path))}: {why}: not read for the line length")
+
+
+def _toml(path: Path, refused: list[str]) -> dict | None:
+    text = _text(path, refused)
+    try:
+        return None if text is None else tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return _refuse(path, f"not valid TOML ({exc})", refused)
+    except RecursionError:
+        return _refuse(path, "not valid TOML (nested too deeply to read)", refused)
+
+
+def _ini(path: Path, refused: list[str]) -> configparser.ConfigParser | None:
+    text = _text(path, refused)
+    if text is None:
+        return None
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
-        parser.read_string(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, configparser.Error):
-        return None
+        parser.read_string(text)
+    except configparser.Error as exc:
+        return _refuse(path, f"not valid INI ({str(exc).splitlines()[0]})", refused)
     return parser
 
 
@@ -71,40 +107,37 @@ def _dig(data: dict | None, *keys: str):
     return data
 
 
-def _ruff(folder: Path) -> Width | None:
+def _ruff(folder: Path, refused: list[str]) -> Width | None:
     """ruff's own files first (as ruff reads a folder), then pyproject's ruff and black
     tables; a table without a line length means the tool's 88."""
     for name, keys in ((".ruff.toml", ()), ("ruff.toml", ()), ("pyproject.toml", ("tool", "ruff")),
                        ("pyproject.toml", ("tool", "black"))):
-        path = folder / name
-        if not path.is_file():
-            continue
-        table = _dig(_toml(path), *keys)
+        table = _dig(_toml(folder / name, refused), *keys)
         if isinstance(table, dict):
             return Width(_length(table.get("line-length", DEFAULT)) or DEFAULT, formatter=True)
     return None
 
 
-def _linters(folder: Path) -> int | None:
+def _linters(folder: Path, refused: list[str]) -> int | None:
     """flake8's, pycodestyle's or pylint's max-line-length."""
     for name, sections in ((".flake8", ("flake8",)), ("setup.cfg", ("flake8", "pycodestyle", "pep8")),
                            ("tox.ini", ("flake8", "pycodestyle", "pep8")), (".pylintrc", ("FORMAT", "format")),
                            ("pylintrc", ("FORMAT", "format"))):
-        path = folder / name
-        if not path.is_file() or (parser := _ini(path)) is None:
+        if (parser := _ini(folder / name, refused)) is None:
             continue
         for section in sections:
             for key in ("max-line-length", "max_line_length"):
                 if parser.has_option(section, key) and (length := _length(parser.get(section, key))) is not None:
                     return length
-    pyproject = folder / "pyproject.toml"
-    if pyproject.is_file():
-        return _length(_dig(_toml(pyproject), "tool", "pylint", "format", "max-line-length") or "")
-    return None
+    return _length(_dig(_toml(folder / "pyproject.toml", refused), "tool", "pylint", "format", "max-line-length") or "")
 
 
 def _braces(pattern: str) -> list[str]:
-    """An editorconfig glob's ``{a,b}`` alternatives, as plain globs."""
+    """An editorconfig glob's ``{a,b}`` alternatives, as plain globs; ValueError when they
+    would be more than EDITORCONFIG_GLOBS."""
+    groups = re.findall(r"\{([^{}]*)\}", pattern)
+    if math.prod(group.count(",") + 1 for group in groups) > EDITORCONFIG_GLOBS:
+        raise ValueError(f"[{pattern}] expands to more than {EDITORCONFIG_GLOBS:,} globs")
     match = re.search(r"\{([^{}]*)\}", pattern)
     if not match:
         return [pattern]
@@ -112,15 +145,12 @@ def _braces(pattern: str) -> list[str]:
             for alt in _braces(pattern[:match.start()] + part + pattern[match.end():])]
 
 
-def _editorconfig(folder: Path) -> tuple[int | None, bool]:
+def _editorconfig(folder: Path, refused: list[str]) -> tuple[int | None, bool]:
     """.editorconfig's max_line_length for a Python file, and whether it is the root one
     (which ends the search upwards). Later sections win, as editorconfig reads them."""
     path = folder / ".editorconfig"
-    if not path.is_file():
-        return None, False
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    text = _text(path, refused)
+    if text is None:
         return None, False
     length, root, section = None, False, None
     for raw in text.splitlines():
@@ -136,9 +166,14 @@ def _editorconfig(folder: Path) -> tuple[int | None, bool]:
             continue
         if section is None and key == "root":
             root = value.lower() == "true"
-        elif section is not None and key == "max_line_length" and any(
-                fnmatch.fnmatch("x.py", glob.replace("**", "*").lstrip("/")) for glob in _braces(section)):
-            length = _length(value) if value.lower() != "off" else None
+        elif section is not None and key == "max_line_length":
+            try:
+                globs = _braces(section)
+            except ValueError as exc:
+                return _refuse(path, str(exc), refused), False
+                return None, False
+            if any(fnmatch.fnmatch("x.py", glob.replace("**", "*").lstrip("/")) for glob in globs):
+                length = _length(value) if value.lower() != "off" else None
     return length, root
 
 
@@ -147,12 +182,17 @@ def of(folder: Path) -> Width:
     """The line length of Python files in ``folder``: the nearest folder's setting wins,
     of any tool; within one folder, ruff's or black's first (the formatter the code is
     kept by), then the linters', then .editorconfig."""
+    refused: list[str] = []
+    return replace(_of(folder, refused), refused=tuple(dict.fromkeys(refused)))
+
+
+def _of(folder: Path, refused: list[str]) -> Width:
     for candidate in (folder, *folder.parents):
-        if (found := _ruff(candidate)) is not None:
+        if (found := _ruff(candidate, refused)) is not None:
             return found
-        if (length := _linters(candidate)) is not None:
+        if (length := _linters(candidate, refused)) is not None:
             return Width(length)
-        length, root = _editorconfig(candidate)
+        length, root = _editorconfig(candidate, refused)
         if length is not None:
             return Width(length)
         if root:

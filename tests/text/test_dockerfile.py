@@ -149,3 +149,37 @@ def test_comment_lines_inside_a_continued_run_are_docker_s_not_the_shell_s():
     outcome = rewrite(text)
     assert dockerfile.check(outcome.text) is None
     assert outcome.text.startswith("FROM python:3.11\nENV PJRT_DEVICE=TPU\nRUN groupadd app \\\n    # the user\n")
+
+
+HEREDOCS = """FROM python:3.10
+RUN <<EOT bash
+set -e
+export XRT_TPU_CONFIG="localservice;0;localhost:51011"
+python train.py
+EOT
+RUN <<-EOF
+\texport XRT_TPU_CONFIG="localservice;0;localhost:51011"
+\tEOF
+RUN python3 <<PY
+import torch_xla.core.xla_model as xm
+print(xm.xrt_world_size())
+PY
+COPY <<EOF /app/notes.txt
+RUN export XRT_TPU_CONFIG=a-line-of-a-file-not-an-instruction
+EOF
+"""
+
+
+def test_a_runs_here_documents_are_migrated_as_the_script_they_hold():
+    """`RUN <<EOT bash ... export XRT_TPU_CONFIG=... EOT` was neither migrated nor reported,
+    and --check passed: its lines are the script bash (or sh, or Python) runs; a COPY's are a
+    file's, never instructions."""
+    outcome = rewrite(HEREDOCS)
+    assert outcome.text == HEREDOCS.replace('\texport XRT_TPU_CONFIG="localservice;0;localhost:51011"',
+                                            "\texport PJRT_DEVICE=TPU").replace(
+        'export XRT_TPU_CONFIG="localservice;0;localhost:51011"', "export PJRT_DEVICE=TPU").replace(
+        "import torch_xla.core.xla_model as xm\nprint(xm.xrt_world_size())",
+        "import torch_xla.runtime as xr\nprint(xr.world_size())")
+    assert sorted({f.line for f in outcome.changes}) == [4, 8, 12]
+    assert dockerfile.check(outcome.text) is None
+    assert "RUN at line 2" in dockerfile.check("FROM x\nRUN <<EOT\nif true; then echo\nEOT\n")

@@ -37,8 +37,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from xrt2pjrt import width
 from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
-from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, same_todo, todo_comment, trigger_for
-from xrt2pjrt.python import imports, ipython, layout, quiet
+from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, TooDeep, same_todo, todo_comment, trigger_for
+from xrt2pjrt.python import imports, ipython, layout, nesting, quiet
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 from xrt2pjrt.python.context import Context
@@ -514,8 +514,13 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
 def _rewrite_file(text: str, options: Options, fold: bool = True) -> Outcome:
     try:
         tree = tree_of(text)
-    except (SyntaxError, ValueError):
+    except SyntaxError as exc:
+        deep = nesting.too_deep(text, exc)  # libcst would crash on it, or take minutes
+        if deep:
+            raise TooDeep(nesting.TOO_DEEP, deep[0]) from None
         tree = None  # libcst may still read it; if not, Python's message is the one to show
+    except ValueError:
+        tree = None
     rules = _selected(options)
     if tree is None or not rules or not fold:
         return _rewrite(text, _parse(text), options, rules, tree and _Lines(tree, _same_line), tree)

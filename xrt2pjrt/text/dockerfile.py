@@ -1,6 +1,11 @@
 """The Dockerfile rewriter: RUN/CMD/ENTRYPOINT shell forms go to the shell rewriter, ENV and
 ARG settings to the environment rules, FROM images to the text rules' ``word`` hook. Exec
 forms (JSON arrays) go to their ``exec_form`` hook, which reports, never rewrites.
+
+A RUN's here-documents (``RUN <<EOT bash`` ... ``EOT``, BuildKit's) are the script they hold:
+with no command, or a shell as the command, the shell rewriter's (sh's unless it is bash);
+with Python as the command, the Python rewriter's. COPY's and ADD's hold files, left alone;
+either way their lines are never read as instructions.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from xrt2pjrt.registry import Options
+from xrt2pjrt import rewriters
 from xrt2pjrt.rewriters import Outcome, trigger_for
 from xrt2pjrt.text import environment, shell
 from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into
@@ -18,6 +24,10 @@ from xrt2pjrt.text.words import NAME, Word, docker_words, without_word
 
 SHELL_FORMS = ("RUN", "CMD", "ENTRYPOINT")
 _INSTRUCTION = re.compile(r"[ \t]*([A-Za-z]+)([ \t]+|$)", re.M)
+_HEREDOC = re.compile(r"<<(-?)([\"']?)([A-Za-z_][A-Za-z0-9_]*)\2")  # <<EOT, <<-EOT, <<"EOT"
+_HEREDOC_KEYWORDS = ("RUN", "COPY", "ADD")
+_SHELL = re.compile(r"(?:/usr)?(?:/bin/)?(sh|bash|dash|ash)\b")
+_PYTHON = re.compile(r"(?:/usr)?(?:/bin/)?(?:/usr/local/bin/)?python[0-9.]*\b")
 
 
 @dataclass(frozen=True)
@@ -25,7 +35,13 @@ class Instruction:
     keyword: str  # upper case
     start: int  # the start of its first line
     args: int  # where its arguments start
-    end: int  # the end of its last line (before the newline)
+    end: int  # the end of its last line (before the newline): of its last here-document's delimiter
+    heredocs: tuple[tuple[int, int], ...] = ()  # the (start, end) of each here-document's text
+    command_end: int = -1  # with here-documents, the end of the line that opens them
+
+    def command(self, text: str) -> str:
+        """Its arguments (with here-documents, the command that reads them)."""
+        return text[self.args:self.command_end if self.heredocs else self.end]
 
 
 def instructions(text: str) -> list[Instruction]:
@@ -49,9 +65,23 @@ def instructions(text: str) -> list[Instruction]:
             if nxt >= len(text):
                 break
             end = _line_end(text, nxt)
-        out.append(Instruction(m.group(1).upper(), start, start + m.end(), end))
+        keyword, heredocs, command_end = m.group(1).upper(), [], end
+        for marker in _HEREDOC.finditer(text, start + m.end(), end) if keyword in _HEREDOC_KEYWORDS else ():
+            body, end = end + 1, _delimiter_end(text, end + 1, marker.group(3), tabs=bool(marker.group(1)))
+            heredocs.append((min(body, len(text)), max(min(body, len(text)), text.rfind("\n", 0, end) + 1)))
+        out.append(Instruction(keyword, start, start + m.end(), end, tuple(heredocs), command_end))
         pos = end + 1
     return out
+
+
+def _delimiter_end(text: str, pos: int, word: str, tabs: bool) -> int:
+    """The end of the line from ``pos`` on that ends a here-document (the file's end if none)."""
+    while pos < len(text):
+        end = _line_end(text, pos)
+        if (text[pos:end].lstrip("\t") if tabs else text[pos:end]).rstrip("\r") == word:
+            return end
+        pos = end + 1
+    return len(text)
 
 
 def _line_end(text: str, pos: int) -> int:
@@ -64,8 +94,11 @@ def rewrite(text: str, options: Options) -> Outcome:
     rec = Recorder(text, options)
     settings: list[EnvSetting] = []
     for ins in instructions(text):
-        body = text[ins.args:ins.end]
-        if ins.keyword in SHELL_FORMS and not body.lstrip().startswith("["):
+        body = ins.command(text)
+        if ins.heredocs:
+            if ins.keyword == "RUN":
+                _heredocs(ins, text, rec)
+        elif ins.keyword in SHELL_FORMS and not body.lstrip().startswith("["):
             outcome = shell.rewrite(body, options, posix_sh=True, comments=False)  # docker runs them with /bin/sh -c
             if outcome.text != body:
                 rec.edits.append(Edit(ins.args, ins.end, outcome.text))
@@ -86,20 +119,55 @@ def rewrite(text: str, options: Options) -> Outcome:
     return rec.outcome()
 
 
+def _heredocs(ins: Instruction, text: str, rec: Recorder) -> None:
+    """A RUN's here-documents, each rewritten as the script its command runs (module docstring)."""
+    program = _program(ins, text)
+    if program is None:
+        return
+    rewrite, _ = program
+    for start, end in ins.heredocs:
+        outcome = rewrite(text[start:end], rec.options)
+        if outcome.text != text[start:end]:
+            rec.edits.append(Edit(start, end, outcome.text))
+        merge_into(rec, outcome, rec.line(start) - 1)
+
+
+def _program(ins: Instruction, text: str):
+    """(rewrite, check) of the script a RUN's here-documents hold: by the command that reads
+    them (none: docker runs them with /bin/sh); None for another program."""
+    command = _HEREDOC.sub("", ins.command(text)).strip()
+    first = command.split(" ")[0] if command else "sh"
+    shell_name = _SHELL.fullmatch(first)
+    if shell_name:
+        posix_sh = shell_name.group(1) != "bash"
+        return (lambda body, options: shell.rewrite(body, options, posix_sh=posix_sh, comments=False)), shell.check
+    if _PYTHON.fullmatch(first):
+        python = rewriters.module_for("python")
+        return python.rewrite, python.check
+    return None
+
+
 def check(text: str) -> str | None:
-    """Every shell-form RUN/CMD/ENTRYPOINT still parses (``bash -n``)."""
+    """Every shell-form RUN/CMD/ENTRYPOINT, and every script a RUN's here-documents hold,
+    still parses (``bash -n``; Python's parser)."""
     for ins in instructions(text):
-        body = text[ins.args:ins.end]
-        if ins.keyword in SHELL_FORMS and not body.lstrip().startswith("["):
+        body = ins.command(text)
+        program = _program(ins, text) if ins.keyword == "RUN" and ins.heredocs else None
+        if program:
+            problems = [program[1](text[start:end]) for start, end in ins.heredocs]
+        elif ins.keyword in SHELL_FORMS and not ins.heredocs and not body.lstrip().startswith("["):
             # (docker drops the comment lines inside a continued instruction before the shell sees it)
-            problem = shell.check(re.sub(r"(?<=\n)[ \t]*#[^\n]*\n", "", body))
-            if problem:
-                return f"{ins.keyword} at line {text.count(chr(10), 0, ins.start) + 1}: {problem}"
+            problems = [shell.check(re.sub(r"(?<=\n)[ \t]*#[^\n]*\n", "", body))]
+        else:
+            continue
+        problem = next((problem for problem in problems if problem), None)
+        if problem:
+            return f"{ins.keyword} at line {text.count(chr(10), 0, ins.start) + 1}: {problem}"
     return None
 
 
 def _settings(ins: Instruction, text: str) -> list[EnvSetting]:
-    body = text[ins.args:ins.end]
+    body = ins.command(text)
     words = docker_words(_without_comment_lines(body))
     if not words:
         return []

@@ -43,6 +43,10 @@ def rewrite(text: str, options: Options) -> Outcome:
         mark = getattr(exc, "problem_mark", None)
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise SourceError(str(exc).splitlines()[0], line, column) from None
+    bomb = _alias_bomb(documents)
+    if bomb is not None:
+        raise SourceError(f"its aliases repeat more than {ALIAS_NODES:,} nodes (an alias bomb): not read",
+                          bomb.start_mark.line + 1, bomb.start_mark.column + 1)
     options = options.in_file(text)
     rec = Recorder(text, options)
     settings: list[EnvSetting] = []
@@ -72,9 +76,34 @@ def _entry_lines(node, text: str):
         yield from _entry_lines(child, text)
 
 
+# The nodes that aliases may add to a file's, read as the walks below read it: each alias
+# repeats its anchor's nodes, and 600 bytes of aliases of aliases (nine levels) make
+# hundreds of millions, which took minutes a level.
+ALIAS_NODES = 100_000
+
+
+def _alias_bomb(documents) -> pyyaml.Node | None:
+    """The node at which walking ``documents`` as the rewriter does (aliases followed) has
+    met more than ALIAS_NODES nodes beyond the file's own; None when it never does."""
+    stack, own, met = [doc for doc in documents if doc is not None], set(), 0
+    while stack:
+        node = stack.pop()
+        met += 1
+        own.add(id(node))
+        if met - len(own) > ALIAS_NODES:
+            return node
+        if isinstance(node, Mapping):
+            stack += [part for pair in node.value for part in pair]
+        elif isinstance(node, Sequence):
+            stack += node.value
+    return None
+
+
 def check(text: str) -> str | None:
+    """Why ``text`` is no YAML, or None. Composed, not loaded: a tag no loader here knows
+    (GitLab's ``!reference``, CloudFormation's ``!Ref``) is the file's own business."""
     try:
-        list(pyyaml.safe_load_all(text))
+        list(pyyaml.compose_all(text, Loader=pyyaml.SafeLoader))
     except pyyaml.YAMLError as exc:
         return str(exc).splitlines()[0]
     return None

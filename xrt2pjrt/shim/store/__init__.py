@@ -15,7 +15,8 @@ warns on every call once the server is gone. Around it:
   finds no hello under its namespace and is refused at once;
 * the server binds exactly the address it is given (loopback when every replica is local)
   on a socket of its own that the engine takes as it is, and fails at once, naming the
-  port, when the port is taken;
+  port, when the port is taken or the address is not this machine's (never every
+  interface instead);
 * the client (standard library only) speaks TCPStore's wire protocol itself, so a client's
   timeout is a deadline for the whole call, connecting included;
 * values up to ``XRT2PJRT_STORE_MAX_BYTES`` (default 1 GiB; the client names the limit,
@@ -23,7 +24,11 @@ warns on every call once the server is gone. Around it:
 * it carries the job's fate: ``abort(message)`` ends every wait at once with that message
   (each process keeps one connection waiting on the abort key, so waiting costs the store
   nothing), and each process says ``done`` as it exits, so a store served by a helper
-  process of its own stays up until the job's last process has finished with it.
+  process of its own stays up until the job's last process has finished with it;
+* strangers can reach the port, so the helper does not let them keep it (an idle
+  connection keeps nothing up past a wait's length), print into the job's output (the
+  engine's warnings on malformed requests) or fill the host's memory (past four values of
+  the largest size, the job is aborted, saying so, and the store ends).
 
 Payloads travel unencrypted, like gloo's and XLA's own traffic between hosts; someone who
 reads the wire learns the namespace and can delete keys or move a counter (counters are

@@ -5,6 +5,14 @@ although the process that started it (worker 0's spawn parent, a replica) may fi
 first or die. So :func:`start_helper` serves it from a new process that watches the job:
 each process says ``done`` as it exits, and the helper ends once the job's last one has,
 or once nobody is connected after the job failed or its starter ended.
+
+Anyone who can reach the port can connect, though only the job can use its keys: so an
+open connection keeps the store up after its starter ended only while the job still does
+something with it (a stranger's idle connection does not keep the port for good); what
+TCPStore's engine logs of a stranger's malformed requests (a warning with a C++ stack) is
+not printed into the job's output; and when what the store holds grows past
+``HELD_VALUES`` values of the largest size it takes, the job is aborted, saying so, and the
+store ends, before it takes the host's memory.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import threading
 import time
 
 from xrt2pjrt.shim.store.protocol import PortTaken, StoreError, max_value_bytes
-from xrt2pjrt.shim.store.server import StoreServer, listen
+from xrt2pjrt.shim.store.server import HELD_VALUES, StoreServer, listen
 
 
 class Helper:
@@ -82,6 +90,9 @@ def main() -> None:
     """The helper process (see :func:`start_helper`): serve, watch, end."""
     host, port, expected, linger, max_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
         float(sys.argv[4]), int(sys.argv[5])
+    # Read by torch's C++ logging as it loads (the engine warns, with its stack, on each
+    # malformed request a stranger sends): warnings go nowhere, errors still show.
+    os.environ["TORCH_CPP_LOG_LEVEL"] = "ERROR"
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     signal.signal(signal.SIGINT, lambda *_: os._exit(0))
@@ -116,23 +127,41 @@ def _watch(server: StoreServer, host: str, expected: int, linger: float) -> None
         creator["gone"] = True
 
     threading.Thread(target=read_creator, daemon=True).start()
-    idle_since = None
+    idle_since, seen = None, None
     while True:
         time.sleep(_LOOK_SECONDS)
         done = server.done()
         if done >= expected:
             _let_the_last_answers_out(server)
             return
+        held = server.held
+        if held > server.max_held:
+            message = (f"the job's store on {host}:{server.port} took {held >> 20} MiB, more than its "
+                       f"{server.max_held >> 20} MiB ({HELD_VALUES} values of the largest size it takes): "
+                       "someone is filling it; it ends")
+            server.abort(message)
+            print(f"xrt2pjrt: {message}", file=sys.stderr, flush=True)
+            _let_the_last_answers_out(server)
+            return
         ended, aborted = creator["finished"] or creator["gone"], server.aborted is not None
-        if not (ended or aborted) or server.connections:  # counted last: it costs the most
+        if not (ended or aborted):
             idle_since = None
             continue
-        if aborted or creator["last"] or (creator["gone"] and not creator["finished"]):
+        if creator["last"]:  # its processes, all of the job's, have ended: no connection left is the job's
+            _let_the_last_answers_out(server)
             return
-        idle_since = idle_since or time.monotonic()
-        if time.monotonic() - idle_since >= linger:
+        connected = server.connections  # counted late: it costs the most
+        if not connected and (aborted or (creator["gone"] and not creator["finished"])):
+            return
+        # The job's processes still connected move its keys or its done count; a connection
+        # that does neither for ``linger`` (a wait's whole length) is none of theirs, or stuck.
+        now = (done, server.keys)
+        if now != seen:
+            idle_since, seen = time.monotonic(), now
+        elif time.monotonic() - idle_since >= linger:
+            held = f" ({connected} connection{'s' * (connected > 1)} still open)" if connected else ""
             print(f"xrt2pjrt store on {host}:{server.port}: {done} of {expected} processes said "
-                  f"done; ending after {linger:g}s with no connection", file=sys.stderr, flush=True)
+                  f"done; ending after {linger:g}s in which the job did nothing{held}", file=sys.stderr, flush=True)
             return
 
 

@@ -26,27 +26,26 @@ def listen(host: str, port: int) -> socket.socket:
 
     ``host`` is bound as given: 127.0.0.1 when every replica is on this machine, the
     host's own address on a pod. An address this machine does not have (a name that
-    resolves elsewhere, behind NAT) falls back to every interface: only the job's processes
-    can still name its keys.
+    resolves elsewhere, behind NAT) is refused, naming it: the store never listens on every
+    interface in its stead.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    for address in (host, ""):
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT only; never two listeners
-        try:
-            sock.bind((address, port))
-        except OSError as error:
-            sock.close()
-            if error.errno == errno.EADDRINUSE:
-                raise PortTaken(f"port {port} on {host} is taken (another job's store, or another program): "
-                                f"give this job its own port with {settings.RENDEZVOUS_PORT.name}, the same "
-                                "on every host") from None
-            if address and error.errno == errno.EADDRNOTAVAIL:  # not one of this machine's addresses
-                continue
-            raise StoreError(f"cannot listen on {host}:{port}: {error}") from None
-        sock.listen(1024)
-        return sock
-    raise AssertionError("unreachable")
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT only; never two listeners
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:
+            raise PortTaken(f"port {port} on {host} is taken (another job's store, or another program): "
+                            f"give this job its own port with {settings.RENDEZVOUS_PORT.name}, the same "
+                            "on every host") from None
+        if error.errno == errno.EADDRNOTAVAIL:
+            raise StoreError(f"cannot listen on {host}:{port}: {host} is no address of this machine; give the store "
+                             f"one of its own with {settings.RENDEZVOUS_ADDR.name} (host:port)") from None
+        raise StoreError(f"cannot listen on {host}:{port}: {error}") from None
+    sock.listen(1024)
+    return sock
 
 
 def _raise_open_file_limit() -> None:
@@ -73,6 +72,7 @@ class StoreServer:
 
         host, self.port = listening.getsockname()[:2]
         self.max_bytes = max_value_bytes() if max_bytes is None else max_bytes
+        self.max_held = max(HELD_VALUES * self.max_bytes, HELD_FLOOR)
         self._space = KeySpace(secret)
         _raise_open_file_limit()
         own = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # where this process reaches it
@@ -81,6 +81,19 @@ class StoreServer:
                                     master_listen_fd=listening.detach(), timeout=datetime.timedelta(seconds=30))
         self._put(self._space.hello, str(self.max_bytes).encode())
         self._own_sockets = _open_sockets()
+        self._own_memory = _resident_bytes()
+
+    @property
+    def held(self) -> int:
+        """The memory the store took since it started (Linux; 0 elsewhere): its keys and
+        values, the job's and any stranger's (who can write names of its own, though never
+        the job's), and their connections' buffers."""
+        return max(0, _resident_bytes() - self._own_memory)
+
+    @property
+    def keys(self) -> int:
+        """How many keys the store holds: a number that moves while the job works."""
+        return self._store.num_keys()
 
     @property
     def connections(self) -> int:
@@ -115,6 +128,23 @@ class StoreServer:
 def _engine_key(name: bytes) -> str:
     """``name`` as TCPStore's own client takes it: it puts the leading "/" back itself."""
     return name[1:].decode()
+
+
+# The memory a store may take for what it holds, in values of the largest size it takes:
+# the job's rendezvous need a few such at once; more is someone filling it (a stranger's
+# names are not the job's, but they take the host's memory all the same). Never less than
+# HELD_FLOOR bytes: the engine's own buffers grow with the connections.
+HELD_VALUES = 4
+HELD_FLOOR = 64 << 20
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (Linux: /proc/self/statm); 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _open_sockets() -> int:
