@@ -113,10 +113,12 @@ class SeededReplicas(PythonRule):
 
     def call(self, ctx, node, name):
         function = ctx.tree and spawn_site.function_at(ctx.tree, ctx.line)
-        if (function is not None and (in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line))
-                and not _broadcasts(ctx.tree) and _moved_after(ctx.tree, function, ctx.line)
+        built = function is not None and _moved_after(ctx.tree, function, ctx.line)
+        if (built and (in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line)) and not _broadcasts(ctx.tree)
                 and not _broadcast_after(function, ctx.line) and not _per_replica(ctx.tree, function, node)):
-            ctx.manual("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
+            # (the report quotes the line the call goes after: where the model is built)
+            ctx.manual("call xm.broadcast_master_param(model)", cites=[built], quoted=1, cited_as="after ",
+                       detail=_SHARED_RNG)
         return node
 
 
@@ -142,12 +144,19 @@ def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
                and node.body[0].lineno <= line <= node.end_lineno for node in ast.walk(tree))
 
 
-def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
-    """Whether ``function``, which holds ``line``, calls ``.to(...)`` below it, on anything but
-    an MpModelWrapper (whose module was built before any replica ran: manual-mp-model-wrapper's)."""
+def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> int | None:
+    """The last line of the first statement below ``line`` in ``function`` that calls
+    ``.to(...)`` on anything but an MpModelWrapper (whose module was built before any replica
+    ran: manual-mp-model-wrapper's); None when none does."""
     wrappers = _wrappers(tree)
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-               and node.lineno > line and ast.unparse(node.func.value) not in wrappers for node in ast.walk(function))
+    moves = [node for node in ast.walk(function) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr == "to" and node.lineno > line and ast.unparse(node.func.value) not in wrappers]
+    if not moves:
+        return None
+    first = min(moves, key=lambda node: (node.lineno, node.col_offset))
+    statement = max((node for node in ast.walk(function) if isinstance(node, ast.stmt) and not hasattr(node, "body")
+                     and node.lineno <= first.lineno <= node.end_lineno), key=lambda node: node.lineno, default=first)
+    return statement.end_lineno
 
 
 def _broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
