@@ -300,21 +300,21 @@ def test_brackets_nested_past_what_python_allows_are_named_and_the_rest_migrated
     assert all(MIGRATED_LINE in (tmp_path / f"train{k}.py").read_text() for k in range(2))
 
 
-_FINISH = codemod._finish
+_REWRITE = codemod._rewrite
 
 
 def _crashes_on_one_file(job, options):  # (a worker finds it by name: it cannot be local)
     if "CRASH" in job.source.text:
         faulthandler.disable()  # (pytest's would print the worker's stack)
         os.kill(os.getpid(), signal.SIGSEGV)
-    return _FINISH(job, options)
+    return _REWRITE(job, options)
 
 
 def test_a_worker_that_crashes_costs_only_the_file_it_crashed_on(tmp_path, monkeypatch):
     """A simulation: the parser crashes its process (a real SIGSEGV, sent to itself) on one
     file, as libcst's did on deep nesting. With workers, that file is named as not processed
     and every other file is migrated; no traceback."""
-    monkeypatch.setattr(codemod, "_finish", _crashes_on_one_file)
+    monkeypatch.setattr(codemod, "_rewrite", _crashes_on_one_file)
     (tmp_path / "crash.py").write_text(XRT + "# CRASH\n")
     for k in range(4):
         (tmp_path / f"train{k}.py").write_text(XRT)
