@@ -37,6 +37,21 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+_TODO = re.compile(r"# TODO\(xrt2pjrt\): .* \[([a-z0-9-]+)\]$", re.M)
+
+
+def keep_every_spot(folder: Path) -> bool:
+    """Settle every spot as the checklist's second way does: its TODO line replaced with the
+    marker that keeps it. Whether there was one."""
+    kept = False
+    for path in folder.rglob("*"):
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if _TODO.search(text):
+            path.write_text(_TODO.sub(r"# xrt2pjrt: ignore[\1]", text), encoding="utf-8")
+            kept = True
+    return kept
+
+
 def test_the_guide_takes_every_family():
     assert guide_families() == list(families())
 
@@ -65,6 +80,9 @@ def test_checklist_keeps_check_green_after_every_step(tmp_path, target):
         changed_by[name] = snapshot(folder) != state
         done.append(name)
         ci = migrate(folder, "--check", "--select", ",".join(done), *flags)
+        if keep_every_spot(folder):  # CI is red until the spots are settled, in the step's pull request
+            assert ci.returncode == 1, (done, ci.stderr)
+            ci = migrate(folder, "--check", "--select", ",".join(done), *flags)
         assert ci.returncode == 0, (done, ci.stdout, ci.stderr)
     final = migrate(folder, "--check", *flags)
     assert final.returncode == 0, final.stderr

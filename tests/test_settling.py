@@ -38,6 +38,13 @@ def test_a_todo_line_its_rule_still_reports_is_one_item_not_two():
     assert [item[:3] for item in _items("python", python)] == [("manual-save-barrier", None, 5)]
 
 
+def test_a_todo_line_above_a_continued_instruction_is_one_item_with_the_spot_on_a_later_line():
+    """A Dockerfile ENV continued with a backslash: the spot is on its second line."""
+    dockerfile = ("# TODO(xrt2pjrt): deprecated: cast the model to bf16 [env-shell-deprecated]\n"
+                  "ENV PJRT_DEVICE=TPU \\\n    XLA_USE_BF16=1\n")
+    assert [item[:3] for item in _items("dockerfile", dockerfile)] == [("env-shell-deprecated", None, 3)]
+
+
 def test_a_todo_line_of_a_rule_the_run_does_not_take_is_left_to_that_run():
     shell = "# TODO(xrt2pjrt): run it on a TPU VM, not a TPU node [env-shell-xrt-tpu-config]\nPJRT_DEVICE=TPU python3 t.py\n"
     assert _items("shell", shell, Options(rules=select(["api"], None))) == []

@@ -79,13 +79,17 @@ class _Unit:
 
     def statement_at(self, line: int) -> range:
         """The lines of the statement that starts at ``line`` (of a compound one, its header),
-        where its items may be: a TODO line goes above it."""
+        where its items may be: a TODO line goes above it. Not Python: the line and the lines
+        its trailing backslashes continue it on (a shell command, a Dockerfile ENV)."""
         for node in ast.walk(self._tree or ast.Module([], [])):
             if isinstance(node, ast.stmt) and node.lineno == line:
                 body = getattr(node, "body", None)
                 last = body[0].lineno - 1 if isinstance(body, list) and body else node.end_lineno or line
                 return range(line, max(last, line) + 1)
-        return range(line, line + 1)
+        lines, last = self.lines(), line
+        while self._tree is None and last < len(lines) and lines[last - 1].rstrip().endswith("\\"):
+            last += 1
+        return range(line, last + 1)
 
 
 def open_spots(kind: str, text: str, outcome: Outcome, options, rerun: Callable[[str], Outcome]) -> list[Finding]:

@@ -58,21 +58,19 @@ class Suppressions:
         if _QUICK not in text:
             return
         continued_from = 1  # the first line of the logical line being read
-        above: list[Marker] = []  # the markers on comment lines just above this line
+        above: list[Marker] = []  # the markers of this logical line and the comment lines just above it
         for number, line in enumerate(text.splitlines(), start=1):
             match = _MARKER.search(line)
             if match:
                 self.markers.append(Marker(number, EVERY_RULE if match["ids"] is None else frozenset(
                     w.strip() for w in match["ids"].split(",") if w.strip())))
+                above.append(self.markers[-1])
             if line.lstrip().startswith("#"):  # a comment line: its marker is for the code below it
-                if match:
-                    above.append(self.markers[-1])
                 continue
-            for marker in [*above, *(self.markers[-1:] if match else [])]:
+            for marker in above:
                 marker.lines.update(range(continued_from, number + 1))
-            above = []
-            if not line.endswith("\\"):
-                continued_from = number + 1
+            if not line.endswith("\\"):  # the logical line ends: so do the markers' lines
+                continued_from, above = number + 1, []
         if self.markers and statements is not None:
             spans = list(statements())
             for marker in self.markers:

@@ -150,9 +150,12 @@ def shifted(findings: list[Finding], lines: int) -> list[Finding]:
 
 
 def merge_into(rec: Recorder, outcome: Outcome, lines: int) -> None:
-    """Add the findings of a snippet's rewrite to the recorder of the enclosing file."""
+    """Add the findings of a snippet's rewrite to the recorder of the enclosing file: its
+    items but those a marker of the file keeps off (one above a command covers the string in it)."""
     rec.changes.extend(shifted(outcome.changes, lines))
-    rec.manual.extend(f for f in shifted(outcome.manual, lines) if f not in rec.manual)
+    for f in shifted(outcome.manual, lines):
+        if f not in rec.manual and not (rec.suppressions and rec.suppressions.covers(f.rule, f.line)):
+            rec.manual.append(f)
 
 
 def dedent(text: str, indent: str) -> str:

@@ -42,6 +42,8 @@ class EnvSetting:
     # The value as written (quotes, `$X` and all); None when the form carries none or the
     # file kind does not say.
     value: str | None = None
+    # Only its rule's advice is given: another rule rewrites it (xla_dist's --env: launch-xla-dist).
+    advice_only: bool = False
 
 
 # (name, value) that replaces a setting, or None: the setting goes; KEEP: it stays as it is
@@ -158,7 +160,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         chosen, note = rule.choose(s, rec.options.target_version)
         if note:
             rec.ask(rule.id, s.offset, note.do, note.more)
-        if chosen is KEEP:
+        if chosen is KEEP or s.advice_only:
             plans.append(Plan(s, None, None, False))
             continue
         key = (s.scope, s.form, chosen)

@@ -100,12 +100,15 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
     out: list[EnvSetting] = []
     statement = None if keywords else _statement_delete(text, cmd, argv)
 
-    def setting(w: Word, delete, form="set", scope="file", whole=None) -> None:
-        split = w.assignment()
+    def setting(w: Word, delete, form="set", scope="file", whole=None, advice_only=False) -> None:
+        split = w.assignment(quoted_name=advice_only)
         name = split[0] if split else w.value
         rename = environment.replacing(w.start, w.end, with_value=form == "set")
         value = split[1].source(text) if split else None
-        out.append(EnvSetting(name, w.start, rename, delete, form, scope, whole, value))
+        out.append(EnvSetting(name, w.start, rename, delete, form, scope, whole, value, advice_only))
+
+    for w in _xla_dist_env(argv, text):
+        setting(w, None, scope=id(cmd), advice_only=True)
 
     for k, w in enumerate(prefix):
         if args:
@@ -148,6 +151,17 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
     return out
 
 
+def _xla_dist_env(argv: list[Word], text: str) -> list[Word]:
+    """The settings an xla_dist call passes to its workers (``--env X=1``): their rules advise
+    on them in the step that takes env; launch-xla-dist carries them into the new launch."""
+    invocation = xla_dist.find(argv)
+    try:
+        launch = xla_dist.parse(argv, invocation, text) if invocation else None
+    except xla_dist.Untranslatable:
+        return []
+    return [w for w in launch.env if w.assignment(quoted_name=True)] if launch else []
+
+
 _SUDO_OPTIONS_WITH_AN_ARGUMENT = frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"})
 
 
@@ -177,8 +191,8 @@ def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
     """Settings inside a quoted word that is itself shell; the environment rules only."""
     text = rec.text
     for w in cmd.words:
-        value = w.value
-        if value is None or not environment.mentions(value) or w.assignment():
+        value = "".join(p.text for p in w.parts)  # an expansion (`${*@Q}`) as written: the shell inside reads it so
+        if not environment.mentions(value) or w.assignment():
             continue
         source = w.source(text)
         # an option's value that is shell: gcloud ... --command="export XRT_TPU_CONFIG=...; python3 t.py"
@@ -193,7 +207,7 @@ def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
         outcome = inner.outcome()
         if any(kept in outcome.text for kept in whole[1]):  # a rule kept it, quoted here: leave all as it was
             continue
-        if outcome.text == value:
+        if outcome.text == value or w.expansions:  # (a rewrite would re-quote what the local shell expands)
             merge_into(rec, Outcome("", [], outcome.manual), rec.line(w.start) - 1)
             continue
         if source.startswith("'") and "'" not in outcome.text:
