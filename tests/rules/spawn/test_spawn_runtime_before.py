@@ -146,3 +146,20 @@ def test_a_function_starting_the_runtime_is_reported_when_the_launching_process_
     out = migrate("import logging\nimport torch_xla.core.xla_model as xm\n" + _XMP + "\n" + source)
     items = [m for m in out.manual if m.rule == "spawn-runtime-before"]
     assert [m.message for m in items] == ([f"keep XLA out of the launching process {reported}"] if reported else [])
+
+
+@pytest.mark.parametrize("handed, reported", [
+    # a runner object handed to the replicas, which call its XLA methods there: the launching
+    # process only makes it and asks it to spawn (issue 32: a benchmark suite's TPU backend)
+    ("args=(self.options, self)", None),
+    ("args=[self]", None),
+    # the object stays in the launching process: its users may ask it for the rank first
+    ("args=(self.options,)", "(in replica_count)"),
+])
+def test_a_spawning_object_handed_to_its_replicas_is_not_the_launching_process(handed, reported):
+    source = ("class TpuRunner:\n    def __init__(self, options):\n        self.options = options\n\n"
+              "    def replica_count(self):\n        return xm.xrt_world_size()\n\n"
+              f"    def start(self):\n        xmp.spawn(self.options.entry, {handed})\n")
+    out = migrate("import torch_xla.core.xla_model as xm\n" + _XMP + "\n" + source)
+    items = [m for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert [m.message for m in items] == ([f"keep XLA out of the launching process {reported}"] if reported else [])

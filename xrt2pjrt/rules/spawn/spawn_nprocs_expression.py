@@ -12,8 +12,8 @@ where it is called is not rewritten.
 A count is reported as read on evidence only: the count itself handed to the spawned function
 (args=), or a read that uses it as a number (not printed, made text for a command line, or compared
 with 1) in module-level code, in the function that spawns, or in the code the spawned function
-reaches in this file. A flag handed to a spawned function of another module is not reported: the
-file shows no read, and the launchers read for this rule (DLRM's TPU runner, transformers' and
+reaches in this file. A count handed to a spawned function of another module (or the caller's:
+a library's ``spawn(fn)``) is not reported: the file shows no read, and the launchers read for this rule (DLRM's TPU runner, transformers' and
 accelerate's xla_spawn.py) never read it there; nor a read in another device's launcher.
 """
 
@@ -173,7 +173,8 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not nprocs]
     handed = [*others, *(value for value in elements(site.argument("args", 1), site)
                          if not any(value is u for u in unread))]
-    if spawn_site.reads((node for arg in handed for node in spawn_site.walk(arg)), count.id):
+    if not _of_another_module(site) and spawn_site.reads((node for arg in handed for node in spawn_site.walk(arg)),
+                                                         count.id):
         places.append("passed to the spawned function (args=)")
     scope = site.binding_scope(count.id)
     if scope is None:
@@ -259,6 +260,20 @@ def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
     body = list(spawn_site.own_nodes(defined[0]))
     return [value for value, name in zip(elements(site.argument("args", 1), site), parameters)
             if not spawn_site.reads(body, name)]
+
+
+def _of_another_module(site: spawn_site.Site) -> bool:
+    """Whether the spawned function is imported, or the caller's (a parameter of the function
+    that spawns: a library's ``spawn(fn)``, handing fn the count it spawned): this file shows
+    none of its reads, as for a flag handed to another module."""
+    fn = site.argument("fn", 0)
+    if not isinstance(fn, ast.Name):
+        return False
+    if fn.id in spawn_site.imported(site.scopes[-1]):
+        return True
+    scope = site.binding_scope(fn.id)
+    return isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.id in {
+        arg.arg for arg in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
 
 
 def _flag(node: ast.AST | None) -> str | None:

@@ -189,7 +189,7 @@ class RuntimeBeforeSpawn(PythonRule):
             ctx.manual(_STARTED, cites=self.started_at, detail=_started(spawn))
             self.reported = True
             return node
-        beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0), ctx.line)
+        beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0), ctx.line, argument(ctx.original, "args", 1))
         if beyond:
             ctx.manual(f"{_BEYOND} (in {', '.join(beyond)})", comment=_BEYOND, detail=_beyond(spawn))
             self.reported = True
@@ -270,22 +270,31 @@ def _on_tpu(call: ast.Call) -> str | None:
     return None
 
 
-def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, line: int) -> list[str]:
+def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, line: int,
+                    args: tuple[int, cst.Arg] | None = None) -> list[str]:
     """The functions that start the runtime in the launching process before the spawn on
     ``line``: those it calls before it (:func:`_called_before`), and the methods of the class
     whose method spawns that the spawned function does not reach (:func:`reached_from`): a
     launcher object lives in the launching process, and its users ask it first (pytorch-ignite
-    0.4.8's logger asked its XLA model for the rank). Names: a second pass, where lines have
-    moved, says the same."""
+    0.4.8's logger asked its XLA model for the rank). Not when the spawn hands the object
+    itself to the replicas (``args=(params, self)``): its methods are theirs then. Names: a
+    second pass, where lines have moved, says the same."""
     spawned = fn and imports.dotted(fn[1].value)
     if tree is None or not spawned:
         return []
     before = _called_before(tree, line)
     holder = spawn_site.function_at(tree, line)
-    launcher = {method.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and holder in node.body
-                for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    launcher = set() if args is not None and _hands_self(args[1].value) else {
+        method.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and holder in node.body
+        for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
     launcher -= reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
     return [function for function in _starting(tree) if function in before | launcher]
+
+
+def _hands_self(args: cst.BaseExpression) -> bool:
+    """``args=(params, self)``: the spawn hands the object whose method spawns to the replicas."""
+    return isinstance(args, (cst.Tuple, cst.List)) and any(
+        isinstance(element.value, cst.Name) and element.value.value == "self" for element in args.elements)
 
 
 @functools.lru_cache(maxsize=1)  # (once per file: each spawn asks)
