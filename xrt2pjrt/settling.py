@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from xrt2pjrt.registry import UnknownRule, expand, known_ids
 from xrt2pjrt.report import CUT, Finding, Fix, Range
 from xrt2pjrt.rewriters import SETTLING_WORDS, Outcome
-from xrt2pjrt.text.edits import dedent
+from xrt2pjrt.recorder import dedent
 from xrt2pjrt.suppress import Suppressions, blank_markers, has_markers, keeps_off
 
 # The rule whose items are markers that settle nothing (rules/manual/manual_unused_marker.py).

@@ -12,7 +12,7 @@ import pytest
 from xrt2pjrt import rewriters
 from xrt2pjrt.python import rewriter
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.installs import finding as install_finding
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 

@@ -13,7 +13,7 @@ from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.report import Finding, Fix, Range
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import markdown, shell
-from xrt2pjrt.text.edits import dedent
+from xrt2pjrt.recorder import dedent
 from text_migrate import REMOTE, assert_decisions
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "markdown"

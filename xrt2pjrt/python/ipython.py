@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from xrt2pjrt.text.edits import Edit
+from xrt2pjrt.recorder import Edit
 
 # The methods of IPython's shell an exported notebook calls, and the arguments that are text.
 _METHODS = {"system": 1, "getoutput": 1, "run_line_magic": 2, "run_cell_magic": 3}

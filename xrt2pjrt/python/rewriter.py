@@ -44,7 +44,7 @@ from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 from xrt2pjrt.python.context import Context
 from xrt2pjrt.suppress import Suppressions
 from xrt2pjrt.text import magics
-from xrt2pjrt.text.edits import Edit, Recorder, comment_above, todo_line, without_new_todo_lines
+from xrt2pjrt.recorder import Edit, Recorder, comment_above, todo_line, without_new_todo_lines
 
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.

@@ -17,7 +17,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt import rewriters
 from xrt2pjrt.rewriters import Outcome, trigger_for
 from xrt2pjrt.text import environment, shell
-from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into
+from xrt2pjrt.recorder import Edit, Recorder, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME, Word, docker_words, without_word

@@ -17,7 +17,7 @@ from typing import Callable, ClassVar, NamedTuple
 
 from xrt2pjrt.registry import all_rules
 from xrt2pjrt.report import Advice
-from xrt2pjrt.text.edits import Edit, Recorder
+from xrt2pjrt.recorder import Edit, Recorder
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.xrt_variables import SHARED, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
 

@@ -28,7 +28,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import environment, shell
-from xrt2pjrt.text.edits import Edit, Recorder, comment_above, merge_into, shifted, todo_line
+from xrt2pjrt.recorder import Edit, Recorder, comment_above, merge_into, shifted, todo_line
 from xrt2pjrt.width import DEFAULT
 from xrt2pjrt.text.environment import EnvSetting
 

@@ -39,7 +39,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import magics, shell
 from xrt2pjrt.report import Finding
-from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted, without_new_todo_lines
+from xrt2pjrt.recorder import Edit, Recorder, dedent, indent, merge_into, shifted, without_new_todo_lines
 
 
 def _python():

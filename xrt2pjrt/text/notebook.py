@@ -23,7 +23,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import magics, markdown
-from xrt2pjrt.text.edits import Edit, Recorder, merge_into
+from xrt2pjrt.recorder import Edit, Recorder, merge_into
 
 
 def _python():

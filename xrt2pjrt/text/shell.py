@@ -16,7 +16,7 @@ import subprocess
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, xla_dist
-from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into
+from xrt2pjrt.recorder import Edit, Recorder, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME, Command, Word, commands, heredocs, without_word

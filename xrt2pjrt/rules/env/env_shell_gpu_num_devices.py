@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 NAME = "GPU_NUM_DEVICES"

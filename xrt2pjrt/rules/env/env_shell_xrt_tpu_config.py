@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from xrt2pjrt.registry import Example
 from xrt2pjrt.text import xla_dist
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import DeviceRule
 from xrt2pjrt.xrt_variables import GKE_TPU_NODE, REMOTE_TPU, TPU_NODE
 

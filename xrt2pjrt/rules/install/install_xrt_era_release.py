@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.installs import WORDS, finding, torch_pin_finding
 from xrt2pjrt.text.rule import TextRule
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text.xla_dist import XRT_ERA_CONDA_ENV
 

@@ -23,7 +23,7 @@ import re
 
 from xrt2pjrt.registry import Example
 from xrt2pjrt.text import environment, xla_dist
-from xrt2pjrt.text.edits import Edit, Recorder, todo_line
+from xrt2pjrt.recorder import Edit, Recorder, todo_line
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text.words import Command, Word
 

@@ -9,7 +9,7 @@ be deleted by hand (its arguments or its place in a script may matter to what fo
 from __future__ import annotations
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 _SERVER = "torch_xla.core.xrt_run_server"

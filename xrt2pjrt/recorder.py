@@ -1,4 +1,9 @@
-"""Span edits and findings collected during one pass over one text."""
+"""What one pass over one text records: its span edits, its changes and its items to decide.
+
+Every rewriter that edits text by spans (the text kinds, the magics of a notebook, a
+document's code blocks) records through a ``Recorder``; the rules of the text kinds are
+handed one (text/rule.py). It stands beside rewriters.py, below every rewriter.
+"""
 
 from __future__ import annotations
 
