@@ -524,7 +524,7 @@ def _rewrite_file(text: str, options: Options, fold: bool = True) -> Outcome:
     rules = _selected(options)
     if tree is None or not rules or not fold:
         return _rewrite(text, _parse(text), options, rules, tree and _Lines(tree, _same_line), tree)
-    bound = quiet.import_names(tree)
+    bound = imports.import_names(tree)
     folded = quiet.fold(text, tree, *_relevant(bound), set(bound))
     # (nothing folded, as in a file dense with XRT calls: the tree of the text is that of the folded text)
     lines = _Lines(tree if folded.text == text else tree_of(folded.text), folded.original_line)

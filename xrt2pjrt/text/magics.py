@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xrt2pjrt import files, rewriters
-from xrt2pjrt.python import quiet
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
@@ -227,7 +226,9 @@ def line_magic(line: str, options: Options, rec: Recorder, cell_line: int) -> st
 def torch_xla_names(pythons: list[str]) -> set[str]:
     """The names the imports of torch_xla in these cells' Python bind: those a cell that does
     not parse uses (``words``) are borrowed, and a rewrite of the others must keep them."""
-    return {name for python in pythons for name, modules in quiet.import_names(ast.parse(python)).items()
+    from xrt2pjrt.python.imports import import_names  # (libcst: asked only where a cell does not parse)
+
+    return {name for python in pythons for name, modules in import_names(ast.parse(python)).items()
             if any(module.split(".")[0] == "torch_xla" for module in modules)}
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
-from xrt2pjrt.python import quiet
+from xrt2pjrt.python import imports
 from xrt2pjrt.python.rule import PythonRule, argument, code
 from xrt2pjrt.registry import Example
 
@@ -90,4 +90,4 @@ def _imports_torch(ctx) -> bool:
     if ctx.tree is None:
         return ctx.options.uses_torch(ctx.source)
     return any(full == "torch" or full.startswith(("torch.", "torch_xla"))
-               for fulls in quiet.import_names(ctx.tree).values() for full in fulls)
+               for fulls in imports.import_names(ctx.tree).values() for full in fulls)
