@@ -142,8 +142,8 @@ def _program(ins: Instruction, text: str):
         posix_sh = shell_name.group(1) != "bash"
         return (lambda body, options: shell.rewrite(body, options, posix_sh=posix_sh, comments=False)), shell.check
     if _PYTHON.fullmatch(first):
-        python = rewriters.module_for("python")
-        return python.rewrite, python.check
+        python = rewriters.module_for("python")  # (a script exported from a notebook: its own rewriter)
+        return (lambda body, options: rewriters.module_for("python", body).rewrite(body, options)), python.check
     return None
 
 

@@ -75,7 +75,7 @@ def cell(source: str, options: Options) -> Outcome | None:
             if kind == "sh":
                 outcome = shell.rewrite(rest, options, posix_sh=True)
             else:
-                outcome = rewriters.module_for(kind).rewrite(rest, options)
+                outcome = rewriters.module_for(kind, rest).rewrite(rest, options)
         except SourceError:
             return None
         return Outcome(head + "\n" + outcome.text, *_shift(outcome, 1))
@@ -83,7 +83,7 @@ def cell(source: str, options: Options) -> Outcome | None:
         return Outcome(source)  # %%writefile of a file of a kind no rewriter reads
     python = python_cell(source)
     try:
-        outcome = (rewriters.module_for("python").rewrite(python.python, options)
+        outcome = (rewriters.module_for("python", python.python).rewrite(python.python, options)
                    if rewriters.trigger_for("python").search(python.python) else Outcome(python.python))
     except SourceError:
         return None

@@ -136,7 +136,7 @@ def _python_block(body: str, options: Options, context: str, kept: tuple[str, ..
         outcomes = _python().rewrite_together([context, cell.python, "".join(f"{name}\n" for name in kept)], options,
                                               where=lambda own, k, line: (line if k == 1 else 0, None))
     if outcomes is None:
-        outcome = _python().rewrite(cell.python, options)
+        outcome = rewriters.module_for("python", cell.python).rewrite(cell.python, options)
     else:
         head, outcome, _ = outcomes
         # the imports the rewrite put among the borrowed ones are the block's own; a line of
