@@ -34,7 +34,7 @@ MODULES: dict[str, str] = {
     "dockerfile": "xrt2pjrt.text.dockerfile",
     "markdown": "xrt2pjrt.text.markdown",
     "yaml": "xrt2pjrt.text.yaml",
-    "notebook": "xrt2pjrt.text.notebook",
+    "notebook": "xrt2pjrt.mixed.notebook",
     "jsonnet": "xrt2pjrt.text.jsonnet",
     "requirements": "xrt2pjrt.text.requirements",
     "dotenv": "xrt2pjrt.text.dotenv",

@@ -106,7 +106,7 @@ def _units(kind: str, text: str) -> Iterator[_Unit]:
     """The text's units: a notebook's cells, a document's code blocks (its prose may quote a
     marker), or the whole text."""
     if kind == "notebook":
-        from xrt2pjrt.text import notebook
+        from xrt2pjrt.mixed import notebook
 
         cells = notebook.source_spans(text)
         for number, (cell, first) in enumerate(zip(cells, notebook.first_lines(text, cells)), start=1):

@@ -11,7 +11,8 @@ import pytest
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text import installs, notebook
+from xrt2pjrt.mixed import notebook
+from xrt2pjrt.text import installs
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 

@@ -7,7 +7,7 @@ import json
 
 from python_migrate import migrate
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text import notebook
+from xrt2pjrt.mixed import notebook
 
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)
 
