@@ -32,7 +32,7 @@ MODULES: dict[str, str] = {
     "python": "xrt2pjrt.python.rewriter",
     "shell": "xrt2pjrt.text.shell",
     "dockerfile": "xrt2pjrt.text.dockerfile",
-    "markdown": "xrt2pjrt.text.markdown",
+    "markdown": "xrt2pjrt.mixed.markdown",
     "yaml": "xrt2pjrt.text.yaml",
     "notebook": "xrt2pjrt.mixed.notebook",
     "jsonnet": "xrt2pjrt.text.jsonnet",

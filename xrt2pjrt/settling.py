@@ -113,7 +113,7 @@ def _units(kind: str, text: str) -> Iterator[_Unit]:
             if any(word in cell.source for word in SETTLING_WORDS):
                 yield _Unit(cell.source, number, first - 1)
     elif kind == "markdown":
-        from xrt2pjrt.text import markdown
+        from xrt2pjrt.mixed import markdown
 
         for block in markdown.blocks(text):
             body = text[block.start:block.end]

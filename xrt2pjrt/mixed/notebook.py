@@ -22,7 +22,8 @@ from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.text import magics, markdown
+from xrt2pjrt.mixed import markdown
+from xrt2pjrt.text import magics
 from xrt2pjrt.recorder import Edit, Recorder, merge_into
 
 

@@ -12,7 +12,8 @@ import pytest
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.report import Finding, Fix, Range
 from xrt2pjrt.rewriters import Outcome
-from xrt2pjrt.text import markdown, shell
+from xrt2pjrt.mixed import markdown
+from xrt2pjrt.text import shell
 from xrt2pjrt.recorder import dedent
 from text_migrate import REMOTE, assert_decisions
 
