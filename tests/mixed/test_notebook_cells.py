@@ -75,7 +75,7 @@ def test_a_file_gets_one_item_at_the_import():
 
 
 def test_a_writefile_cell_is_a_program_of_its_own_in_a_notebook_and_in_its_export():
-    # the same cells as a notebook and as nbconvert's .py: the one mechanism (text/magics.py)
+    # the same cells as a notebook and as nbconvert's .py: the one mechanism (mixed/magics.py)
     from xrt2pjrt.mixed import exported
 
     program = "import torch_xla.core.xla_model as xm\nprint(xm.get_ordinal(), xm.xrt_world_size())\n"

@@ -3,7 +3,7 @@
 nbconvert keeps each magic as the call IPython makes of it (``get_ipython().system('…')``),
 jupytext as comment lines (``# !pip …``); python/ipython.py finds them. The Python is
 rewritten first, by the Python rewriter; then each magic is migrated as what it runs
-(text/magics.py) and written back in its string literal or comment lines, with the TODO line
+(mixed/magics.py) and written back in its string literal or comment lines, with the TODO line
 of each item to decide above its statement. The Python of a cell magic the kernel runs
 (``run_cell_magic('time', '', ...)``) is rewritten with the rest of the file, as the kernel
 runs them: the file is cut at those statements, and the cells' Python takes their places
@@ -20,13 +20,13 @@ import functools
 from dataclasses import replace
 
 from xrt2pjrt import width
+from xrt2pjrt.mixed import magics
 from xrt2pjrt.python import ipython, rewriter
 from xrt2pjrt.python.rewriter import tree_of
 from xrt2pjrt.recorder import Edit, Recorder, comment_above, todo_line, without_new_todo_lines
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, trigger_for
-from xrt2pjrt.text import magics
 
 
 def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:

@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.text import magics, shell
+from xrt2pjrt.mixed import magics
+from xrt2pjrt.text import shell
 from xrt2pjrt.report import Finding
 from xrt2pjrt.recorder import Edit, Recorder, dedent, indent, merge_into, shifted, without_new_todo_lines
 
@@ -129,7 +130,7 @@ def _program(kind: str, body: str, options: Options, context: str = "", kept: tu
 
 
 def _python_block(body: str, options: Options, context: str, kept: tuple[str, ...]) -> Outcome:
-    """A block of Python (its IPython lines migrated by text/magics.py), rewritten as a
+    """A block of Python (its IPython lines migrated by mixed/magics.py), rewritten as a
     program of its own that has ``context`` run before it and its ``kept`` names used after."""
     cell, outcomes = magics.python_cell(body), None
     if context or kept:

@@ -1,5 +1,5 @@
 """The notebook rewriter: code cells through the Python codemod, their magics as
-text/magics.py reads them (``!`` lines and ``%%bash`` cells through the shell rewriter, ``%env``
+mixed/magics.py reads them (``!`` lines and ``%%bash`` cells through the shell rewriter, ``%env``
 through the environment rules, a ``%%writefile`` cell as a program of the kind it writes),
 Markdown cells through the Markdown rewriter.
 
@@ -22,8 +22,7 @@ from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.mixed import markdown
-from xrt2pjrt.text import magics
+from xrt2pjrt.mixed import magics, markdown
 from xrt2pjrt.recorder import Edit, Recorder, merge_into
 
 

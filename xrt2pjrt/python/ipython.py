@@ -6,7 +6,7 @@ IPython makes of it: ``!cmd`` as ``get_ipython().system('cmd')``, ``x = !cmd`` a
 ``run_cell_magic('bash', '', 'its lines')``. jupytext comments them out: ``# !pip install …``,
 and a ``%%bash`` cell is ``# %% language="bash"`` with each of its lines commented.
 
-``magics`` finds each one and gives the IPython text it stands for (text/magics.py says
+``magics`` finds each one and gives the IPython text it stands for (mixed/magics.py says
 what that text is and migrates it), the file line of each of its lines, and how a new text
 is written back: into the string literal, keeping its quotes, prefix and implicit
 concatenation, and the bytes (escapes included) of every line that did not change; into the
