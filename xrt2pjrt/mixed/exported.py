@@ -1,7 +1,7 @@
 """The rewriter of a notebook exported to .py: Python that keeps IPython's magics.
 
 nbconvert keeps each magic as the call IPython makes of it (``get_ipython().system('…')``),
-jupytext as comment lines (``# !pip …``); python/ipython.py finds them. The Python is
+jupytext as comment lines (``# !pip …``); mixed/ipython.py finds them. The Python is
 rewritten first, by the Python rewriter; then each magic is migrated as what it runs
 (mixed/magics.py) and written back in its string literal or comment lines, with the TODO line
 of each item to decide above its statement. The Python of a cell magic the kernel runs
@@ -20,8 +20,8 @@ import functools
 from dataclasses import replace
 
 from xrt2pjrt import width
-from xrt2pjrt.mixed import magics
-from xrt2pjrt.python import ipython, rewriter
+from xrt2pjrt.mixed import ipython, magics
+from xrt2pjrt.python import rewriter
 from xrt2pjrt.python.rewriter import tree_of
 from xrt2pjrt.recorder import Edit, Recorder, comment_above, todo_line, without_new_todo_lines
 from xrt2pjrt.registry import Options

@@ -2,7 +2,7 @@
 
 One mechanism for every place magics are kept: a notebook's cells, a document's Python
 blocks, and a notebook exported to .py (nbconvert's ``get_ipython().system('…')`` calls,
-jupytext's ``# !pip …`` comments; python/ipython.py finds them). Each is handed here as the
+jupytext's ``# !pip …`` comments; mixed/ipython.py finds them). Each is handed here as the
 IPython text it stands for (``!pip install …``, ``%env X=1``, ``%%writefile train.py\\n…``):
 
 - a line magic: ``!cmd`` (``x = !cmd``, ``%sx``, ``%system``) is a command line /bin/sh
