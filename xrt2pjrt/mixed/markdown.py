@@ -31,7 +31,7 @@ import ast
 import difflib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from xrt2pjrt import rewriters
@@ -266,12 +266,12 @@ def _leave_decided(body: str, outcome: Outcome, again: Program) -> Outcome:
     hidden = _hidden(outcome, again(done.text))
     if not hidden:
         return done
-    kept = _rewrite_keeping(body, {f.line for f in hidden}, again)
+    kept = _rewrite_keeping(body, _spots(hidden), again)
     if kept is not None:
         then = again(kept.text)
         if not _hidden(outcome, then):  # a next run asks each item again, and keeps each spot
-            spots = {f.line for f in then.manual if _item(f) in set(map(_item, hidden))}
-            second = _rewrite_keeping(kept.text, spots, again)
+            second = _rewrite_keeping(kept.text, _spots(f for f in then.manual if _item(f) in set(map(_item, hidden))),
+                                      again)
             if second is not None and second.text == kept.text and not second.changes:
                 return Outcome(kept.text, kept.changes, outcome.manual)
     return Outcome(body, [], _with_changes_not_made(
@@ -295,29 +295,46 @@ def _item(f: Finding) -> tuple:
     return f.rule, f.message, tuple(c.text for c in f.cites)
 
 
-_KEEP = "  # xrt2pjrt: ignore"  # suppress.py: keeps every rule off the statement it is on
+def _spots(items: Iterable[Finding]) -> dict[int, set[str]]:
+    """The lines of ``items`` -> the rules that ask there."""
+    spots: dict[int, set[str]] = {}
+    for f in items:
+        spots.setdefault(f.line, set()).add(f.rule)
+    return spots
 
 
-def _rewrite_keeping(body: str, spots: set[int], again: Program) -> Outcome | None:
-    """The rewrite of ``body`` (by ``again``) with the statements at lines ``spots`` as they
-    are, new TODO lines left out; None when a marker cannot be put there or taken back."""
-    lines = body.splitlines(keepends=True)
-    for line in sorted(spots):
+def _keep(rules: set[str]) -> str:
+    """The marker that keeps ``rules`` off the statement it is on (suppress.py), and no other
+    rule: a change another rule makes there is made, or said to be left."""
+    return f"  # xrt2pjrt: ignore[{', '.join(sorted(rules))}]"
+
+
+def _rewrite_keeping(body: str, spots: dict[int, set[str]], again: Program) -> Outcome | None:
+    """The rewrite of ``body`` (by ``again``) with the statements at the lines of ``spots``
+    kept from the rules that ask there, new TODO lines left out; None when a marker cannot be
+    put there or taken back."""
+    lines, markers = body.splitlines(keepends=True), set()
+    for line, rules in sorted(spots.items()):
         last = line
         while last < len(lines) and lines[last - 1].rstrip("\r\n").endswith("\\"):
             last += 1  # a marker on a command's last line covers its continued lines
-        if last > len(lines) or _KEEP in lines[last - 1] or re.search("\"\"\"|\'\'\'|<<", lines[last - 1]):
+        if last > len(lines) or "# xrt2pjrt: ignore" in lines[last - 1]:
+            return None  # (a line reads its first marker only: a second one would keep nothing)
+        if re.search("\"\"\"|\'\'\'|<<", lines[last - 1]):
             return None  # (in a string or a here-document, a marker would be text)
-        text = lines[last - 1].rstrip("\r\n")
-        lines[last - 1] = text + _KEEP + lines[last - 1][len(text):]
+        text, keep = lines[last - 1].rstrip("\r\n"), _keep(rules)
+        lines[last - 1] = text + keep + lines[last - 1][len(text):]
+        markers.add(keep)
     marked = "".join(lines)
     try:
         outcome = _without_todo_lines(marked, again(marked))
     except SourceError:
         return None
-    if outcome.text.count(_KEEP) != marked.count(_KEEP):
+    if any(outcome.text.count(keep) != marked.count(keep) for keep in markers):
         return None
-    return Outcome(outcome.text.replace(_KEEP, ""), outcome.changes, outcome.manual)
+    for keep in markers:
+        outcome.text = outcome.text.replace(keep, "")
+    return outcome
 
 
 def _without_todo_lines(before: str, outcome: Outcome) -> Outcome:
