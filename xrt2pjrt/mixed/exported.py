@@ -101,14 +101,14 @@ def _migrate_magic(rec: Recorder, magic: ipython.Magic, options: Options, lines:
     mentions = borrows or trigger_for("python").search(magic.text) or trigger_for("shell").search(magic.text)
     if magic.source is None:
         if mentions:
-            rec.ask_at_line(magics.UNREAD, lines[0], "an IPython command built at run time mentions XRT or "
+            rec.decide_at_line(magics.UNREAD, lines[0], "an IPython command built at run time mentions XRT or "
                             "torch_xla: migrate it by hand")
         return
     if magic.source.startswith("%%"):
         outcome = magics.cell(magic.source, options)
         if outcome is None:
             if mentions:
-                rec.ask_at_line(magics.UNREAD, lines[0], "this cell magic's code does not parse, and it uses "
+                rec.decide_at_line(magics.UNREAD, lines[0], "this cell magic's code does not parse, and it uses "
                                 "torch_xla: migrate it by hand")
             return
     else:
@@ -128,7 +128,8 @@ def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str,
     in_file = lambda line: lines[min(line, len(lines)) - 1]  # noqa: E731
     edits = [] if new == magic.source else magic.write(new) if new else magic.removal and [magic.removal]
     if edits is None:
-        manual = [*manual, *(f.asked(f"make by hand (its string cannot take it as quoted): {f.message}") for f in changes)]
+        manual = [*manual, *(f.to_decide(f"make by hand (its string cannot take it as quoted): {f.message}")
+                             for f in changes)]
         changes = []
     rec.edits += edits or []
     rec.changes += [f.placed(in_file) for f in changes]

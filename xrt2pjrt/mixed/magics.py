@@ -208,7 +208,7 @@ def line_magic(line: str, options: Options, rec: Recorder, cell_line: int) -> st
         if line.startswith("!") and outcome.changes and not outcome.manual and (
                 only := _ONLY_EXPORTS.fullmatch(outcome.text)):  # (an item there already says more)
             settings = re.findall(r"(\w+)=(\"[^\"\n]*\"|'[^'\n]*'|\S*)", only.group(0))
-            rec.ask_at_line(outcome.changes[0].rule, cell_line, _dead_export(settings))
+            rec.decide_at_line(outcome.changes[0].rule, cell_line, _dead_export(settings))
         return line[:start] + outcome.text
     m = ENV_MAGIC.match(line)
     if not m:

@@ -366,7 +366,7 @@ def _with_changes_not_made(outcome: Outcome, said: Callable[[Finding], str]) -> 
         at = next((k for k, item in enumerate(items) if (item.rule, item.line, item.cell) ==
                    (change.rule, change.line, change.cell)), None)
         if at is None:
-            items.append(change.asked(said(change)))
+            items.append(change.to_decide(said(change)))
         else:
             items[at] = replace(items[at], detail=f"{items[at].detail or items[at].message}; {said(change)}")
     return items

@@ -66,7 +66,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         elif not rewriters.trigger_for("notebook").search(cell.source):
             if borrowed.get(index):
                 # (the other cells are migrated: a name of a function 2.x removed is imported no more)
-                rec.ask(magics.UNREAD, cell.start, f"this cell is not Python the codemod can parse, and it uses "
+                rec.decide(magics.UNREAD, cell.start, f"this cell is not Python the codemod can parse, and it uses "
                         f"{', '.join(sorted(borrowed[index]))}, which another cell imported from torch_xla: "
                         "migrate its torch_xla code by hand as the other cells' was (names of functions torch_xla "
                         "2.x removed are imported no more)")
@@ -78,7 +78,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         else:
             continue
         if outcome is None:
-            rec.ask(magics.UNREAD, cell.start, "this cell is not Python the codemod can parse; "
+            rec.decide(magics.UNREAD, cell.start, "this cell is not Python the codemod can parse; "
                     "it mentions XRT or torch_xla: migrate it by hand")
             continue
         merge_into(rec, Outcome(outcome.text, *(_in_cell(f, index + 1) for f in (outcome.changes, outcome.manual))),

@@ -11,7 +11,7 @@ give it, and dispatches:
 
 Rules edit through a ``Context`` (python/context.py): ``ref`` gives an expression for a new API and plans
 the import it needs (placed right after the import that bound the name being replaced,
-or at the top of the file), ``change``/``manual`` report, ``manual`` also leaves a
+or at the top of the file), ``change``/``decide`` report, ``decide`` also leaves a
 ``# TODO(xrt2pjrt): ...`` comment above the statement (once), and ``remove_statement``
 drops the statement being visited. After the pass, imports whose names are no longer
 used because of a rewrite are removed.

@@ -230,7 +230,7 @@ def _whole_values(value: str, at: int, rec: Recorder) -> tuple[str, list[str]] |
         if not _XRT_VALUE_GOES_ON.match(value, w.end) or "'" in raw:
             rule = environment.rule_here(m.group(1), rec)
             if rule is not None and rec.on(rule.id, at):
-                rec.ask(rule.id, at, f"{m.group(1)} left as it is inside a quoted string: shell ends its value at "
+                rec.decide(rule.id, at, f"{m.group(1)} left as it is inside a quoted string: shell ends its value at "
                         f"`{value[w.end]}`, a KEY=VALUE file (/etc/environment, .env) reads on to the blank; "
                         "change it by hand")
             return None

@@ -36,4 +36,4 @@ class ShellGpuNumDevices(TextRule):
         for word in cmd.words:
             assignment = word.assignment()
             if assignment is not None and assignment[0] == NAME:
-                rec.ask(self.id, word.start, SHORT[NAME], detail=ADVICE[NAME])
+                rec.decide(self.id, word.start, SHORT[NAME], detail=ADVICE[NAME])

@@ -76,13 +76,13 @@ class TpuNodeAddress(PythonRule):
 
     def leave(self, ctx, original, updated):
         if updated.evaluated_value in NAMES and _imports_torch(ctx):
-            ctx.manual(SHORT[updated.evaluated_value], detail=ADVICE[updated.evaluated_value])
+            ctx.decide(SHORT[updated.evaluated_value], detail=ADVICE[updated.evaluated_value])
         return updated
 
     def call(self, ctx, node, name):
         target = argument(node, "service_addr", 0)
         if target is not None and _NODE_PROFILER in code(target[1].value):
-            ctx.manual(SHORT["TPU_IP_ADDRESS"], detail=ADVICE["TPU_IP_ADDRESS"])
+            ctx.decide(SHORT["TPU_IP_ADDRESS"], detail=ADVICE["TPU_IP_ADDRESS"])
         return node
 
 

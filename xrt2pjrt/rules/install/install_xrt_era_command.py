@@ -71,7 +71,7 @@ class InstallXrtEraCommand(PythonRule):
             for word in command.words:
                 problem = word.value and installs.finding(word.value, ctx.target_version, torch)
                 if problem:
-                    ctx.manual(problem.do, detail=problem.more, use=problem.use)
+                    ctx.decide(problem.do, detail=problem.more, use=problem.use)
                     ctx.block[self.id] = ctx.statement
                     return updated
         return updated

@@ -67,4 +67,4 @@ class TpuNode(TextRule):
         argv = cmd.argv()
         what = node_creation([w.value or w.source(rec.text) for w in argv])
         if what is not None:
-            rec.ask(self.id, argv[0].start, DO, _MORE.format(what=f"`{what}`"))
+            rec.decide(self.id, argv[0].start, DO, _MORE.format(what=f"`{what}`"))

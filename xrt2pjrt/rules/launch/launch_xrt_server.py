@@ -39,4 +39,4 @@ class XrtServer(TextRule):
             return
         argv = [w.value or w.source(rec.text) for w in cmd.argv()]
         if any(word == _SERVER and argv[k - 1] == "-m" for k, word in enumerate(argv) if k):
-            rec.ask(self.id, cmd.argv()[0].start, "delete this command: no XRT server now", _NO_SERVER)
+            rec.decide(self.id, cmd.argv()[0].start, "delete this command: no XRT server now", _NO_SERVER)

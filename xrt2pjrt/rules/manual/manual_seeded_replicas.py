@@ -116,7 +116,7 @@ class SeededReplicas(PythonRule):
         if (function is not None and (in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line))
                 and not _broadcasts(ctx.tree) and _moved_after(ctx.tree, function, ctx.line)
                 and not _broadcast_after(function, ctx.line) and not _per_replica(ctx.tree, function, node)):
-            ctx.manual("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
+            ctx.decide("call xm.broadcast_master_param(model)", detail=_SHARED_RNG)
         return node
 
 
