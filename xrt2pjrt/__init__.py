@@ -9,8 +9,7 @@ registry imports the rules by walking their packages (registry._discover), so th
 engine file lists them. A module is on the first floor a pattern of which names it.
 
     cli        xrt2pjrt.__main__ xrt2pjrt.cli xrt2pjrt.commands xrt2pjrt.usage
-    commands   xrt2pjrt.migration xrt2pjrt.guide xrt2pjrt.launch xrt2pjrt.run xrt2pjrt.run_items xrt2pjrt.verify
-               xrt2pjrt.verify_checks xrt2pjrt.doctor xrt2pjrt.tpu_health xrt2pjrt.inventory
+    commands   xrt2pjrt.migration xrt2pjrt.guide xrt2pjrt.inventory xrt2pjrt.runtime xrt2pjrt.runtime.*
     engine     xrt2pjrt.cache xrt2pjrt.carry xrt2pjrt.codemod xrt2pjrt.config xrt2pjrt.settling
     mixed      xrt2pjrt.mixed xrt2pjrt.mixed.*
     rewriters  xrt2pjrt.python.rewriter xrt2pjrt.text.shell xrt2pjrt.text.dockerfile xrt2pjrt.text.yaml

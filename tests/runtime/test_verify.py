@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt import verify, verify_checks
+from xrt2pjrt.runtime import verify, verify_checks
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEED_CHECKS = ("ordinal", "all_gather", "reduce_scatter", "all_to_all", "all_reduce", "collective_permute",
                "rendezvous", "mesh_reduce")
 ORDERING = ("all_gather pin_layout=False", "all_gather pin_layout=True", "reduce_scatter", "all_to_all")
