@@ -196,7 +196,7 @@ def test_json_record_has_the_documented_shape():
 
 
 def test_importing_verify_does_not_import_torch():
-    code = "import sys, xrt2pjrt.verify; print('torch' in sys.modules, 'torch_xla' in sys.modules)"
+    code = "import sys, xrt2pjrt.runtime.verify; print('torch' in sys.modules, 'torch_xla' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], env=_env(), cwd=ROOT, capture_output=True, text=True)
     assert result.stdout.split() == ["False", "False"]
 
