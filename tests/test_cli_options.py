@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from cli_runner import invoke
-from xrt2pjrt import launch, migration, run
+from xrt2pjrt import migration
+from xrt2pjrt.runtime import launch, run
 
 
 class Handed(Exception):

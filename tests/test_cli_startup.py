@@ -99,7 +99,7 @@ def test_migrate_on_a_tree_with_nothing_to_do_imports_no_libcst(tmp_path):
     assert {"xrt2pjrt.codemod", "xrt2pjrt.rule_index"} <= modules
     assert not {m for m in modules if m.split(".")[0] == "libcst"}
     # no rewriter, and no rule: the triggers are the generated index's
-    assert not {m for m in modules if m.startswith(("xrt2pjrt.python.", "xrt2pjrt.text.", "xrt2pjrt.rules."))}
+    assert not {m for m in modules if m.startswith(("xrt2pjrt.python.", "xrt2pjrt.text.", "xrt2pjrt.mixed.", "xrt2pjrt.rules."))}
 
 
 def test_python_m_in_a_project_that_shadows_the_standard_library(tmp_path):

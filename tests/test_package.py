@@ -107,7 +107,7 @@ def test_the_sdist_holds_a_test_suite_that_runs(dist, tmp_path):
     assert collected.returncode == 0, collected.stdout[-3000:]
     assert re.search(r"\d{3,} tests collected", collected.stdout), collected.stdout[-500:]
     ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_guide.py",
-                          "tests/test_rule_families.py", "tests/test_launch.py"],
+                          "tests/test_rule_families.py", "tests/runtime/test_launch.py"],
                          cwd=unpacked, env=env, capture_output=True, text=True, timeout=900)
     assert ran.returncode == 0, ran.stdout[-3000:]
     # ... and it is the sdist's code that ran, not this checkout's.

@@ -67,7 +67,7 @@ def test_write_rewrites_every_kind_keeps_modes_and_reports_everything(tree, tmp_
         path = tree / name
         assert stat.S_IMODE(path.stat().st_mode) == mode, name
         before = _fixture_text(name, fixture)
-        expected = rewriters.module_for(kind).rewrite(before, options)
+        expected = rewriters.module_for(kind, before).rewrite(before, options)
         assert path.read_text() == expected.text != before, name
         assert files[name]["kind"] == kind and files[name]["error"] is None
         # the whole of each message is the record's long text (its message is cut to one short line)

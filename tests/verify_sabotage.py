@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from xrt2pjrt import verify, verify_checks
+from xrt2pjrt.runtime import verify, verify_checks
 
 
 def _swap_last_two_ordinals() -> None:

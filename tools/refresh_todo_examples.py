@@ -79,7 +79,7 @@ def _examples(left: list[str]) -> None:
         for index, example in enumerate(rule.examples):
             options = Options(rules=frozenset({rule.id}), unsafe_fixes=True,
                               width=width.for_kind(rule.kind, width.Width()), **example.options)
-            got = rewriters.module_for(rule.kind).rewrite(example.before, options).text
+            got = rewriters.module_for(rule.kind, example.before).rewrite(example.before, options).text
             if got == example.after:
                 continue
             if _only_todo_lines_differ(example.after, got):
@@ -111,7 +111,8 @@ def _fixtures(left: list[str]) -> None:
         chosen = (python_cases.OPTIONS if options is None else
                   Options(rules=frozenset(all_rules()), unsafe_fixes=True, width=width.for_kind(kind, width.Width()),
                           **options))
-        got = rewriters.module_for(kind).rewrite(before.read_text(encoding="utf-8"), chosen).text
+        text = before.read_text(encoding="utf-8")
+        got = rewriters.module_for(kind, text).rewrite(text, chosen).text
         old = expected.read_text(encoding="utf-8")
         if got == old:
             continue

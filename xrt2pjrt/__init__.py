@@ -9,16 +9,15 @@ registry imports the rules by walking their packages (registry._discover), so th
 engine file lists them. A module is on the first floor a pattern of which names it.
 
     cli        xrt2pjrt.__main__ xrt2pjrt.cli xrt2pjrt.commands xrt2pjrt.usage
-    commands   xrt2pjrt.migration xrt2pjrt.guide xrt2pjrt.launch xrt2pjrt.run xrt2pjrt.run_items xrt2pjrt.verify
-               xrt2pjrt.verify_checks xrt2pjrt.doctor xrt2pjrt.tpu_health xrt2pjrt.inventory
+    commands   xrt2pjrt.migration xrt2pjrt.guide xrt2pjrt.inventory xrt2pjrt.runtime xrt2pjrt.runtime.*
     engine     xrt2pjrt.cache xrt2pjrt.carry xrt2pjrt.codemod xrt2pjrt.config xrt2pjrt.settling
-    rewriters  xrt2pjrt.python.rewriter xrt2pjrt.text.shell xrt2pjrt.text.dockerfile
-               xrt2pjrt.text.yaml xrt2pjrt.text.markdown xrt2pjrt.text.notebook
-               xrt2pjrt.text.jsonnet xrt2pjrt.text.requirements xrt2pjrt.text.magics xrt2pjrt.text.dotenv
+    mixed      xrt2pjrt.mixed xrt2pjrt.mixed.*
+    rewriters  xrt2pjrt.python.rewriter xrt2pjrt.text.shell xrt2pjrt.text.dockerfile xrt2pjrt.text.yaml
+               xrt2pjrt.text.jsonnet xrt2pjrt.text.requirements xrt2pjrt.text.dotenv
     rules      xrt2pjrt.rules.*
     analyses   xrt2pjrt.python.* xrt2pjrt.text.*
     shim       xrt2pjrt.shim.*
-    base       xrt2pjrt.registry xrt2pjrt.rule_index xrt2pjrt.rewriters xrt2pjrt.report
+    base       xrt2pjrt.registry xrt2pjrt.rule_index xrt2pjrt.rewriters xrt2pjrt.recorder xrt2pjrt.report
                xrt2pjrt.suppress xrt2pjrt.files xrt2pjrt.diff xrt2pjrt.xrt_variables xrt2pjrt.shim_packages
                xrt2pjrt.width xrt2pjrt.meanings xrt2pjrt.meanings.* xrt2pjrt
 """

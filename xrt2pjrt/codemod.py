@@ -114,7 +114,7 @@ def rewrite(kind: str, text: str, options: Options) -> rewriters.Outcome:
     """The rewrite of ``text``, a file of ``kind``, by its rewriter, with the items still open
     in it that no rule reports on its own (settling.py: TODO lines left, markers that settle
     nothing)."""
-    module = rewriters.module_for(kind)
+    module = rewriters.module_for(kind, text)
     outcome = module.rewrite(text, options)
     more = settling.open_spots(kind, text, outcome, options, lambda unmarked: module.rewrite(unmarked, options))
     if more:

@@ -560,7 +560,7 @@ def launch(
     """A drop-in for xla_dist: it takes xla_dist's flags, and like xla_dist it waits for a
     healthy TPU and runs the command again on every worker after maintenance or a lost
     worker (not after the program's own failure)."""
-    from xrt2pjrt import launch
+    from xrt2pjrt.runtime import launch
 
     request = launch.Request(
         tpu=tpu, command=tuple(words or ()), shell=shell, zone=zone, project=project, env=tuple(env or ()),
@@ -583,7 +583,7 @@ def doctor(as_json: Annotated[bool, _JSON] = False) -> int:
     1 when something must be fixed. Works without torch_xla."""
     import json
 
-    from xrt2pjrt import doctor
+    from xrt2pjrt.runtime import doctor
 
     diagnosis = doctor.diagnose()
     Out().out(json.dumps(doctor.to_record(diagnosis), indent=2) if as_json else doctor.render(diagnosis))
@@ -597,7 +597,7 @@ def verify(
     as_json: Annotated[bool, _JSON] = False,
 ) -> int:
     """Exit 0 when every check passes, 1 when one fails, 2 when the replicas could not run."""
-    from xrt2pjrt import verify
+    from xrt2pjrt.runtime import verify
 
     out = Out()
     return verify.main(nprocs, as_json, echo=out.out, error=lambda message: out.err(message, "red"))
@@ -620,7 +620,7 @@ def run(
     master: Annotated[Optional[str], _option("--master", metavar="ADDR[:PORT]", help="host 0's address")] = None,
 ) -> int:
     """With PJRT_DEVICE=CPU. The options come before SCRIPT; what follows it is its own."""
-    from xrt2pjrt import run
+    from xrt2pjrt.runtime import run
 
     args = args or []
     if args[:1] == ["--"]:  # `run --nprocs 2 train.py -- --lr 1`: the `--` is ours, as torchrun reads it

@@ -180,7 +180,7 @@ class Finding:
         cites = tuple(c if c.cell is not None else replace(c, line=line_in_file(c.line)) for c in self.cites)
         return replace(self, range=self.range.moved(line_in_file), cites=cites)
 
-    def asked(self, message: str) -> "Finding":
+    def to_decide(self, message: str) -> "Finding":
         """This change, not made: an item to decide saying ``message``, at the same place."""
         return Finding(self.rule, self.range, message, replace(self.fix, applied=False),
                        cell=self.cell, cell_range=self.cell_range, use=self.use)

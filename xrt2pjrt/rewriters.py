@@ -32,9 +32,9 @@ MODULES: dict[str, str] = {
     "python": "xrt2pjrt.python.rewriter",
     "shell": "xrt2pjrt.text.shell",
     "dockerfile": "xrt2pjrt.text.dockerfile",
-    "markdown": "xrt2pjrt.text.markdown",
+    "markdown": "xrt2pjrt.mixed.markdown",
     "yaml": "xrt2pjrt.text.yaml",
-    "notebook": "xrt2pjrt.text.notebook",
+    "notebook": "xrt2pjrt.mixed.notebook",
     "jsonnet": "xrt2pjrt.text.jsonnet",
     "requirements": "xrt2pjrt.text.requirements",
     "dotenv": "xrt2pjrt.text.dotenv",
@@ -110,18 +110,25 @@ RULE_KINDS: dict[str, tuple[str, ...]] = {"python": ("python",), "markdown": ("p
                                           "notebook": ("python", "shell"), "dockerfile": ("shell", "python")}
 
 
-def module_for(kind: str) -> ModuleType:
-    return importlib.import_module(MODULES[kind])
-
-
 # What a notebook exported to .py holds: IPython's magics as nbconvert writes them
 # (``get_ipython().system(...)``) or jupytext (``# %%`` cells, ``# !pip`` comments).
 EXPORTED_MARKS = ("get_ipython()", "# %%", "jupytext:")
+# ... a Python file of code of two kinds, then: its rewriter is the one of files of several kinds.
+EXPORTED = "xrt2pjrt.mixed.exported"
+
+
+def module_for(kind: str, text: str = "") -> ModuleType:
+    """The rewriter of a file of ``kind``; given the ``text`` it rewrites, the one for that
+    text: Python with an exported notebook's marks goes to mixed/exported.py, any other
+    straight to the Python rewriter."""
+    if kind == "python" and any(mark in text for mark in EXPORTED_MARKS):
+        return importlib.import_module(EXPORTED)
+    return importlib.import_module(MODULES[kind])
 
 
 class Exported:
     """A Python file's trigger: its rules' words; in a notebook exported to .py, whose magics
-    are shell commands (python/ipython.py), the shell rules' words too."""
+    are shell commands (mixed/exported.py), the shell rules' words too."""
 
     def __init__(self, python: Words | re.Pattern, shell: Words | re.Pattern):
         self.python, self.shell = python, shell

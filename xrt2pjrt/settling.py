@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from xrt2pjrt.registry import UnknownRule, expand, known_ids
 from xrt2pjrt.report import CUT, Finding, Fix, Range
 from xrt2pjrt.rewriters import SETTLING_WORDS, Outcome
-from xrt2pjrt.text.edits import dedent
+from xrt2pjrt.recorder import dedent
 from xrt2pjrt.suppress import Suppressions, blank_markers, has_markers, keeps_off
 
 # The rule whose items are markers that settle nothing (rules/manual/manual_unused_marker.py).
@@ -110,14 +110,14 @@ def _units(kind: str, text: str) -> Iterator[_Unit]:
     """The text's units: a notebook's cells, a document's code blocks (its prose may quote a
     marker), or the whole text."""
     if kind == "notebook":
-        from xrt2pjrt.text import notebook
+        from xrt2pjrt.mixed import notebook
 
         cells = notebook.source_spans(text)
         for number, (cell, first) in enumerate(zip(cells, notebook.first_lines(text, cells)), start=1):
             if any(word in cell.source for word in SETTLING_WORDS):
                 yield _Unit(cell.source, number, first - 1)
     elif kind == "markdown":
-        from xrt2pjrt.text import markdown
+        from xrt2pjrt.mixed import markdown
 
         for block in markdown.blocks(text):
             body = text[block.start:block.end]

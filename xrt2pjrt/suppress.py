@@ -17,7 +17,7 @@ line of ``xmp.spawn(...)`` over three lines keeps the call), and a command conti
 ``\\`` (where a comment can only go on the last line) is covered whole.
 
 The rewriters ask ``covers(rule, line)`` before they change or report anything: the
-Python engine before it runs a rule on a node, ``text.edits.Recorder`` before it takes a
+Python engine before it runs a rule on a node, ``recorder.Recorder`` before it takes a
 change or an item to decide; the engine (codemod.py) leaves a ``skip-file`` file unread.
 """
 

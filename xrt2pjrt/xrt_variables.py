@@ -1,7 +1,7 @@
 """XRT-era environment variables and what replaces each under PJRT: one table for the
 Python rules, the text rules and ``xrt2pjrt doctor``.
 
-torch_xla 2.1+ reads none of these (tests/test_doctor.py checks the installed torch_xla).
+torch_xla 2.1+ reads none of these (tests/runtime/test_doctor.py checks the installed torch_xla).
 Every ``XRT_*`` name not listed below configured XRT's server and mesh: it just goes.
 """
 

@@ -12,7 +12,7 @@ from hypothesis import given
 
 from tests.test_engine_properties import ENCODINGS, SETTINGS, programs, source_of
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.python import quiet, rewriter as python
+from xrt2pjrt.python import imports, quiet, rewriter as python
 from python_migrate import text
 
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
@@ -26,7 +26,7 @@ def assert_folding_changes_nothing(source: str) -> python.Outcome:
 
 def fold(source: str) -> quiet.Folded:
     tree = ast.parse(source)
-    bound = quiet.import_names(tree)
+    bound = imports.import_names(tree)
     return quiet.fold(source, tree, *python._relevant(bound), set(bound))
 
 

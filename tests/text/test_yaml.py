@@ -13,7 +13,7 @@ from xrt2pjrt.registry import Options, all_rules
 from text_migrate import NO_CUDA, REMOTE, UNREADABLE, assert_decisions, fixed_point
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.text import yaml as yaml_rewriter
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "yaml"

@@ -81,7 +81,7 @@ class Context:
         if self._engine.statements:
             self._engine.statements[-1].changed = True
 
-    def manual(self, message: str, comment: bool | str = True, cites: Sequence[int] = (), quoted: int = 0,
+    def decide(self, message: str, comment: bool | str = True, cites: Sequence[int] = (), quoted: int = 0,
                cited_as: str = "", of_fix: bool = False, detail: str = "", use: str = "") -> None:
         """Report a spot a person must decide, ``message`` saying what to do and ``detail``
         why (the report's long text, report.Finding); also mark it in the code with ``message``,

@@ -133,7 +133,7 @@ class EnvRule(PythonRule):
             raise _SetForATest
 
     def _set_for_a_test(self, ctx, variable: str) -> None:
-        ctx.manual("update this once its code is migrated",
+        ctx.decide("update this once its code is migrated",
                    detail=f"{variable} is set for a test here: left as it is, with the test's expectations; once "
                    f"the code under test is migrated, set what it reads now ({self.read(variable)})")
 
@@ -181,7 +181,7 @@ class EnvRule(PythonRule):
                 if ctx.is_whole_statement():
                     ctx.remove_statement()
                 else:
-                    ctx.manual("remove this del: PJRT ignores it", detail=f"{variable} is ignored by PJRT")
+                    ctx.decide("remove this del: PJRT ignores it", detail=f"{variable} is ignored by PJRT")
         return updated
 
     def _Comparison(self, ctx, original, updated):
@@ -292,7 +292,7 @@ class EnvRule(PythonRule):
         then = f"set {setting[0]}={setting[1]!r} instead" if setting else "remove it"
         why = (f"this write stays while it is, or that read raises KeyError; once the reads are migrated, "
                f"{then}")
-        ctx.manual("migrate the reads first, then this write", cites=lines,
+        ctx.decide("migrate the reads first, then this write", cites=lines,
                    detail=f"{variable} is read elsewhere in this file: {why}")
         return True
 
@@ -320,13 +320,13 @@ class EnvRule(PythonRule):
         if ctx.is_whole_statement():
             ctx.remove_statement()
         else:
-            ctx.manual("remove this write: PJRT ignores it", detail=f"{variable} is ignored by PJRT")
+            ctx.decide("remove this write: PJRT ignores it", detail=f"{variable} is ignored by PJRT")
         return node
 
     @staticmethod
     def _ask(ctx, advice: Advice | None) -> None:
         if advice is not None:
-            ctx.manual(advice.do, detail=advice.more)
+            ctx.decide(advice.do, detail=advice.more)
 
     @staticmethod
     def _string(ctx, text: str, like: cst.BaseExpression) -> cst.SimpleString:

@@ -34,26 +34,6 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def import_names(tree: ast.Module) -> dict[str, set[str]]:
-    """Every local name an import in the file binds -> the dotted names it binds it to."""
-    out, pending = {}, list(tree.body)
-    while pending:  # statements only, where imports are: a tenth of the nodes
-        node = pending.pop()
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                top = alias.name.split(".")[0]
-                out.setdefault(alias.asname or top, set()).add(alias.name if alias.asname else top)
-        elif isinstance(node, ast.ImportFrom):  # (relative ones too: ".utils.xm")
-            module = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name != "*":
-                    out.setdefault(alias.asname or alias.name, set()).add(f"{module}.{alias.name}")
-        else:
-            for body in _bodies(node):
-                pending += body
-    return out
-
-
 @dataclass
 class Folded:
     """A file's text with its quiet statements folded into placeholder lines."""

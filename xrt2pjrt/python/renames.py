@@ -151,7 +151,7 @@ class RenameRule(PythonRule):
             value = node.args[index].value
             if not param.harmless and (literal(value) is NOT_LITERAL or literal(value) not in (
                     param.default, *param.as_dropped)):
-                ctx.manual(param.todo, detail=f"{param.name}={code(value)} dropped: {param.why}")
+                ctx.decide(param.todo, detail=f"{param.name}={code(value)} dropped: {param.why}")
         # Positional arguments after a dropped one are passed by name to keep their meaning.
         new = keywordize(node, rename.params, start=min(dropped) + 1) if dropped else node
         new = without_args(new, set(dropped))

@@ -11,14 +11,10 @@ give it, and dispatches:
 
 Rules edit through a ``Context`` (python/context.py): ``ref`` gives an expression for a new API and plans
 the import it needs (placed right after the import that bound the name being replaced,
-or at the top of the file), ``change``/``manual`` report, ``manual`` also leaves a
+or at the top of the file), ``change``/``decide`` report, ``decide`` also leaves a
 ``# TODO(xrt2pjrt): ...`` comment above the statement (once), and ``remove_statement``
 drops the statement being visited. After the pass, imports whose names are no longer
 used because of a rewrite are removed.
-
-In a notebook exported to .py, IPython's magics (nbconvert's ``get_ipython().system(...)``
-calls, jupytext's ``# !pip`` comments; python/ipython.py) are migrated too, as what they run
-(``_rewrite_exported``).
 """
 
 from __future__ import annotations
@@ -37,14 +33,12 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from xrt2pjrt import width
 from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
-from xrt2pjrt.rewriters import EXPORTED_MARKS, Outcome, SourceError, TooDeep, same_todo, todo_comment, trigger_for
-from xrt2pjrt.python import imports, ipython, layout, nesting, quiet
+from xrt2pjrt.rewriters import Outcome, SourceError, TooDeep, same_todo, todo_comment, trigger_for
+from xrt2pjrt.python import imports, layout, nesting, quiet
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 from xrt2pjrt.python.context import Context
 from xrt2pjrt.suppress import Suppressions
-from xrt2pjrt.text import magics
-from xrt2pjrt.text.edits import Edit, Recorder, comment_above, todo_line, without_new_todo_lines
 
 
 # Modules whose imports may be dropped once a rewrite leaves them unused.
@@ -499,19 +493,7 @@ def _selected(options: Options) -> list[PythonRule]:
 def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
     """Run the selected rules over ``text``. The quiet statements are folded away before
     libcst parses it (python/quiet.py); ``fold=False`` parses all of it, which gives the
-    same outcome more slowly (the tests hold folding to that). In a notebook exported to
-    .py, IPython's magics are migrated too (``_rewrite_exported``)."""
-    if any(mark in text for mark in EXPORTED_MARKS):
-        try:
-            found = ipython.magics(text, tree_of(text))
-        except (SyntaxError, ValueError):
-            found = []  # (_rewrite_file says why it cannot be parsed)
-        if found:
-            return _rewrite_exported(text, found, options, fold)
-    return _rewrite_file(text, options, fold)
-
-
-def _rewrite_file(text: str, options: Options, fold: bool = True) -> Outcome:
+    same outcome more slowly (the tests hold folding to that)."""
     try:
         tree = tree_of(text)
     except SyntaxError as exc:
@@ -524,7 +506,7 @@ def _rewrite_file(text: str, options: Options, fold: bool = True) -> Outcome:
     rules = _selected(options)
     if tree is None or not rules or not fold:
         return _rewrite(text, _parse(text), options, rules, tree and _Lines(tree, _same_line), tree)
-    bound = quiet.import_names(tree)
+    bound = imports.import_names(tree)
     folded = quiet.fold(text, tree, *_relevant(bound), set(bound))
     # (nothing folded, as in a file dense with XRT calls: the tree of the text is that of the folded text)
     lines = _Lines(tree if folded.text == text else tree_of(folded.text), folded.original_line)
@@ -532,7 +514,7 @@ def _rewrite_file(text: str, options: Options, fold: bool = True) -> Outcome:
     if outcome.text is not text:
         unfolded = folded.unfold(outcome.text)
         if unfolded is None:  # a placeholder moved: an engine bug, so take the plain road
-            return _rewrite_file(text, options, fold=False)
+            return rewrite(text, options, fold=False)
         outcome.text = unfolded
     return outcome
 
@@ -564,7 +546,7 @@ def rewrite_together(pieces: list[str], options: Options,
     if not trigger_for("python").search(module):
         return [Outcome(piece) for piece in pieces]
     try:
-        outcome = _rewrite_file(module, options)
+        outcome = rewrite(module, options)
     except SourceError:  # each piece parses, but libcst may read less than ast
         return None
     texts = _pieces_of(outcome.text, len(pieces))
@@ -586,108 +568,6 @@ def rewrite_together(pieces: list[str], options: Options,
 
     return [Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))
             for k, (text, add) in enumerate(zip(texts, unended))]
-
-
-def _rewrite_exported(text: str, found: list[ipython.Magic], options: Options, fold: bool,
-                      together: bool = True) -> Outcome:
-    """A notebook exported to .py (python/ipython.py): the Python first, then each magic
-    migrated as what it runs (text/magics.py), written back in its string literal or
-    comment lines, with the TODO line of each item to decide above its statement. The
-    Python of a cell magic the kernel runs (``run_cell_magic('time', '', ...)``) is
-    rewritten with the rest of the file, as the kernel runs them: the file is cut at those
-    statements, and the cells' Python takes their places among the pieces of one program."""
-    bodies = {id(m): magics.python_cell(m.source.partition("\n")[2]) for m in found if m.top_level and m.source
-              and magics.body_of(m.source.partition("\n")[0]) == magics.KERNEL}
-    parsed = {key for key, cell in bodies.items() if check(cell.python) is None}
-    kernel = [m for m in found if together and id(m) in parsed]
-    cells = [bodies[id(m)] for m in kernel]
-    # the names the cells that do not parse use of the file's torch_xla imports: kept
-    unread = "".join(cell.python for key, cell in bodies.items() if key not in parsed)
-    kept = sorted(magics.torch_xla_names([text]) & magics.words(unread)) if together and unread else []
-    cuts = [0, *(offset for m in kernel for offset in m.whole), len(text)]
-    hosts = [text[a:b] for a, b in zip(cuts[0::2], cuts[1::2])]
-    above = [text.count("\n", 0, a) for a in cuts[0::2]]  # the lines above each host piece
-    pieces = [piece for k, host in enumerate(hosts) for piece in (host, *([cells[k].python] if k < len(cells) else []))]
-
-    def in_file(k: int, line: int) -> int:  # a line of piece k, in ``text``
-        return above[k // 2] + line if k % 2 == 0 else kernel[k // 2].lines[min(line, len(kernel[k // 2].lines) - 1)]
-
-    if kernel or kept:
-        outcomes = rewrite_together([*pieces, "".join(f"{name}\n" for name in kept)], options,
-                                    where=lambda own, k, line: (in_file(k, line) if k < len(pieces) else 0, None))
-        if outcomes is None:
-            return _rewrite_exported(text, found, options, fold, together=False)
-        outcomes = outcomes[:len(pieces)]
-    else:
-        outcomes = [_rewrite_file(text, options, fold)]
-    done = [o.text if k % 2 == 0 else text[slice(*kernel[k // 2].whole)] for k, o in enumerate(outcomes)]
-    python = "".join(done)
-    rec = Recorder(python, options)
-    for k, o in enumerate(outcomes[0::2]):
-        host_line = functools.partial(in_file, 2 * k)  # (the lines they cite are the file's already)
-        rec.changes += [replace(f, range=f.range.moved(host_line)) for f in o.changes]
-        rec.manual += [replace(f, range=f.range.moved(host_line)) for f in o.manual]
-    again = ipython.magics(python, tree_of(python))
-    if [m.text for m in again] != [m.text for m in found]:  # (no rule rewrites a magic's call)
-        raise SourceError("a magic moved in the rewrite of its notebook's Python", found[0].line)
-    cell_outcomes = dict(zip(map(id, kernel), outcomes[1::2]))
-    for magic, was in zip(again, found):
-        if id(was) not in cell_outcomes:
-            _migrate_magic(rec, magic, options, was.lines, bool(kept) and bool(magics.words(magic.text) & set(kept)))
-            continue
-        cell = cells[kernel.index(was)]
-        body = magics.finish(cell, cell_outcomes[id(was)], options)
-        head = was.source.partition("\n")[0]
-        _write_back(rec, magic, was.lines, f"{head}\n{without_new_todo_lines(cell.python, body.text)}",
-                    *([f.placed(lambda line: line + 1) for f in findings] for findings in (body.changes, body.manual)))
-    return rec.outcome()
-
-
-def _migrate_magic(rec: Recorder, magic: ipython.Magic, options: Options, lines: list[int], borrows: bool) -> None:
-    """Migrate one magic of ``rec.text`` as the IPython text it stands for; ``lines``: the
-    line in the file as read of each of its lines; ``borrows``: it uses names of torch_xla
-    imports of the file."""
-    mentions = borrows or trigger_for("python").search(magic.text) or trigger_for("shell").search(magic.text)
-    if magic.source is None:
-        if mentions:
-            rec.ask_at_line(magics.UNREAD, lines[0], "an IPython command built at run time mentions XRT or "
-                            "torch_xla: migrate it by hand")
-        return
-    if magic.source.startswith("%%"):
-        outcome = magics.cell(magic.source, options)
-        if outcome is None:
-            if mentions:
-                rec.ask_at_line(magics.UNREAD, lines[0], "this cell magic's code does not parse, and it uses "
-                                "torch_xla: migrate it by hand")
-            return
-    else:
-        scratch = Recorder(magic.source, options)
-        outcome = Outcome(magics.line_magic(magic.source, options, scratch, 1), scratch.changes, scratch.manual)
-    if outcome.changes or outcome.manual:
-        new = outcome.text if magic.todo_inside else without_new_todo_lines(magic.source, outcome.text)
-        _write_back(rec, magic, lines, new, outcome.changes, outcome.manual)
-
-
-def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str, changes: list[Finding],
-                manual: list[Finding]) -> None:
-    """Record in ``rec`` that ``magic`` of ``rec.text`` stands for ``new`` now, with the
-    findings of that rewrite (numbered in the magic's own lines, in the file at ``lines``):
-    its edits, or, where ``new`` cannot be written there exactly, its changes as items to
-    make by hand; and the TODO lines of its items above its statement."""
-    in_file = lambda line: lines[min(line, len(lines)) - 1]  # noqa: E731
-    edits = [] if new == magic.source else magic.write(new) if new else magic.removal and [magic.removal]
-    if edits is None:
-        manual = [*manual, *(f.asked(f"make by hand (its string cannot take it as quoted): {f.message}") for f in changes)]
-        changes = []
-    rec.edits += edits or []
-    rec.changes += [f.placed(in_file) for f in changes]
-    rec.manual += [f.placed(in_file) for f in manual if f.placed(in_file) not in rec.manual]
-    if magic.todo_inside or not manual:
-        return
-    above = rec.text.splitlines(keepends=True)
-    first = rec.text.count("\n", 0, magic.statement) + 1
-    todo = dict.fromkeys(todo_line(f.message, f.rule, magic.margin, rec.options.width or width.DEFAULT) for f in manual)
-    rec.edits.append(Edit(magic.statement, magic.statement, "".join(t for t in todo if not comment_above(above, first, t))))
 
 
 def _pieces_of(module: str, count: int) -> list[str] | None:

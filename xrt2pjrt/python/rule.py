@@ -5,7 +5,7 @@ start) or which node types (``nodes``) and implements the matching hooks below. 
 tree once, resolves every name/attribute chain through the imports (python/imports.py)
 and calls the hooks of the rules that asked for that name. A hook returns the node to
 put in place of ``updated`` (``updated`` itself when it changes nothing); it reports
-what it did through ``ctx.change`` / ``ctx.manual`` (python/context.py).
+what it did through ``ctx.change`` / ``ctx.decide`` (python/context.py).
 """
 
 from __future__ import annotations

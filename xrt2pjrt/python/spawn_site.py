@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xrt2pjrt.python import quiet
+from xrt2pjrt.python import imports
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
@@ -222,7 +222,7 @@ def _defs_by_line(tree: ast.Module) -> list[tuple]:
 @functools.lru_cache(maxsize=1)
 def imported(tree: ast.Module) -> dict[str, str]:
     """The names the file's imports bind, each to the one dotted name it is bound to."""
-    return {local: next(iter(fulls)) for local, fulls in quiet.import_names(tree).items() if len(fulls) == 1}
+    return {local: next(iter(fulls)) for local, fulls in imports.import_names(tree).items() if len(fulls) == 1}
 
 
 def resolved(node: ast.expr, bound: dict[str, str]) -> str | None:

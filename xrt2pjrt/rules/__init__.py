@@ -23,7 +23,7 @@ How to add a rule, in this order:
    must be unique under tests/.
 4. Its message says what to do, in a few words (its TODO line is that message, cut to the
    project's line length: about 45 characters fit at 88); the why goes in ``detail``
-   (``ctx.manual(message, detail=...)``, ``rec.ask(..., detail=...)``), the report's long
+   (``ctx.decide(message, detail=...)``, ``rec.decide(..., detail=...)``), the report's long
    text. After rewording one, ``python tools/refresh_todo_examples.py`` re-renders the TODO
    lines the examples and fixtures expect.
 5. Run ``python -m xrt2pjrt.guide docs``: it regenerates docs/RULES.md, the families table

@@ -17,7 +17,7 @@ from xrt2pjrt.registry import Options
 from xrt2pjrt import rewriters
 from xrt2pjrt.rewriters import Outcome, trigger_for
 from xrt2pjrt.text import environment, shell
-from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into
+from xrt2pjrt.recorder import Edit, Recorder, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME, Word, docker_words, without_word
@@ -142,8 +142,8 @@ def _program(ins: Instruction, text: str):
         posix_sh = shell_name.group(1) != "bash"
         return (lambda body, options: shell.rewrite(body, options, posix_sh=posix_sh, comments=False)), shell.check
     if _PYTHON.fullmatch(first):
-        python = rewriters.module_for("python")
-        return python.rewrite, python.check
+        python = rewriters.module_for("python")  # (a script exported from a notebook: its own rewriter)
+        return (lambda body, options: rewriters.module_for("python", body).rewrite(body, options)), python.check
     return None
 
 

@@ -14,7 +14,7 @@ import re
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment
-from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments
+from xrt2pjrt.recorder import Edit, Recorder, leave_todo_comments
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 

@@ -17,7 +17,7 @@ from typing import Callable, ClassVar, NamedTuple
 
 from xrt2pjrt.registry import all_rules
 from xrt2pjrt.report import Advice
-from xrt2pjrt.text.edits import Edit, Recorder
+from xrt2pjrt.recorder import Edit, Recorder
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.xrt_variables import SHARED, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
 
@@ -159,7 +159,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
             continue
         chosen, note = rule.choose(s, rec.options.target_version)
         if note:
-            rec.ask(rule.id, s.offset, note.do, note.more)
+            rec.decide(rule.id, s.offset, note.do, note.more)
         if chosen is KEEP or s.advice_only:
             plans.append(Plan(s, None, None, False))
             continue
@@ -182,7 +182,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         whole = id(s.statement) in emptied
         edits = [] if whole and id(s.statement) in removed else (s.statement if whole else s.delete)
         if edits is None:
-            rec.ask(rule.id, s.offset, "remove it by hand: PJRT ignores it", f"{s.name} is not used under PJRT")
+            rec.decide(rule.id, s.offset, "remove it by hand: PJRT ignores it", f"{s.name} is not used under PJRT")
             continue
         why = (rule.removed_because(s.name, rec.options.target_version) if chosen is None
                else f"{'='.join(chosen)} is already set here")
@@ -205,7 +205,7 @@ def ask_about_heredoc(rec: Recorder, start: int, end: int) -> None:
     for m in SETTING.finditer(rec.text[start:end]):
         rule = rule_for(m.group(1))
         if rule is not None and rec.options.on(rule.id):
-            rec.ask(rule.id, start + m.start(), "change it by hand (here-document)",
+            rec.decide(rule.id, start + m.start(), "change it by hand (here-document)",
                     f"{m.group(1)} set inside a here-document: change it by hand")
 
 
@@ -215,7 +215,7 @@ def ask_about_mentions(rec: Recorder, where: str) -> None:
         rule = rule_here(m.group(1), rec)
         if rule is not None:
             instead = replacement(m.group(1))
-            rec.ask(rule.id, m.start(), instead.do, f"{m.group(1)} {where}: {instead}")
+            rec.decide(rule.id, m.start(), instead.do, f"{m.group(1)} {where}: {instead}")
 
 
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
@@ -224,5 +224,5 @@ def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
         rule = rule_here(m.group(1), rec)
         if rule is not None:
             instead = replacement(m.group(1))
-            rec.ask(rule.id, base + m.start(), instead.do,
+            rec.decide(rule.id, base + m.start(), instead.do,
                     f"{m.group(1)} is read here but nothing sets it under PJRT: {instead}")

@@ -16,7 +16,7 @@ import re
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment
-from xrt2pjrt.text.edits import Recorder
+from xrt2pjrt.recorder import Recorder
 from xrt2pjrt.text.rule import rules
 
 # A word of a command, as written in a jsonnet string or array ('pip install x', ['pip', 'x']).

@@ -8,7 +8,7 @@ import re
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
-from xrt2pjrt.text.edits import Recorder
+from xrt2pjrt.recorder import Recorder
 from xrt2pjrt.text.rule import rules
 
 _LINE = re.compile(r"^[ \t]*([^#\n]*?)[ \t]*(?:(?<=[ \t])#.*)?$", re.M)

@@ -4,7 +4,7 @@ A text rule (kind "shell") covers every text kind: shell scripts and the shell i
 Dockerfiles, YAML, Markdown and notebooks, and, through the hooks below, what a kind writes
 in its own syntax (a Dockerfile's FROM image, a requirement, a jsonnet config). A rewriter
 calls each hook of every selected rule, by rule id, at fixed points of its pass (below); a
-hook records what it finds through the ``Recorder`` (text/edits.py).
+hook records what it finds through the ``Recorder`` (recorder.py).
 
 Settings of environment variables are not a hook: every kind finds its own (``export X=``,
 ``ENV``, ``env:``, ``%env``) and hands them to ``text.environment.apply``, which asks the env
@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 
 from xrt2pjrt.registry import Options, Rule, selected
-from xrt2pjrt.text.edits import Recorder
+from xrt2pjrt.recorder import Recorder
 from xrt2pjrt.text.words import Command
 
 

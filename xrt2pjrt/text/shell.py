@@ -16,7 +16,7 @@ import subprocess
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
 from xrt2pjrt.text import environment, xla_dist
-from xrt2pjrt.text.edits import Edit, Recorder, leave_todo_comments, merge_into
+from xrt2pjrt.recorder import Edit, Recorder, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME, Command, Word, commands, heredocs, without_word
@@ -244,7 +244,7 @@ def _whole_values(value: str, at: int, rec: Recorder) -> tuple[str, list[str]] |
         if not _XRT_VALUE_GOES_ON.match(value, w.end) or "'" in raw:
             rule = environment.rule_here(m.group(1), rec)
             if rule is not None and rec.on(rule.id, at):
-                rec.ask(rule.id, at, f"{m.group(1)} left as it is inside a quoted string: shell ends its value at "
+                rec.decide(rule.id, at, f"{m.group(1)} left as it is inside a quoted string: shell ends its value at "
                         f"`{value[w.end]}`, a KEY=VALUE file (/etc/environment, .env) reads on to the blank; "
                         "change it by hand")
             return None

@@ -21,7 +21,7 @@ import yaml as pyyaml
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rewriters import Outcome, SourceError, trigger_for
 from xrt2pjrt.text import environment, shell
-from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, leave_todo_comments, merge_into
+from xrt2pjrt.recorder import Edit, Recorder, dedent, indent, leave_todo_comments, merge_into
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME

@@ -130,7 +130,7 @@ def test_every_api_not_in_target_line_marks_what_the_output_still_lacks(name, so
 def test_no_migrated_notebook_fixture_uses_what_the_target_lacks_unflagged():
     import json
 
-    from xrt2pjrt.text import notebook
+    from xrt2pjrt.mixed import notebook
 
     for path in sorted((Path(__file__).parents[2] / "fixtures" / "text").rglob("*.ipynb")):
         out = json.loads(notebook.rewrite(path.read_text(encoding="utf-8"), OPTIONS).text)

@@ -12,7 +12,7 @@ import pytest
 
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text import installs, yaml as yaml_rewriter
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 
 TARGET = (2, 9)
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too

@@ -5,7 +5,8 @@ each in the forms a project writes them."""
 from python_migrate import migrate
 from text_migrate import rewrite_shell
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text import dotenv, markdown, yaml as yaml_rewriter
+from xrt2pjrt.mixed import markdown
+from xrt2pjrt.text import dotenv, yaml as yaml_rewriter
 
 ALL = Options(rules=frozenset(all_rules()))
 

@@ -100,7 +100,7 @@ class NotInTarget(PythonRule):
             lack = lacks(f"{owner}.{attr}", ctx.target_version)
             if lack is not None and lack.name == f"{owner}.{attr}":
                 message, detail = missing(code(updated), lack, "an AttributeError")
-                ctx.manual(message, detail=detail)
+                ctx.decide(message, detail=detail)
         return updated
 
     def call(self, ctx, node, name):
@@ -119,7 +119,7 @@ class NotInTarget(PythonRule):
         keywords = [arg.keyword.value for arg in node.args if arg.keyword is not None]
         for lack in keyword_lacks(written, keywords, count, ctx.target_version):
             message, detail = self._argument(ctx, node.func, written, lack)
-            ctx.manual(message, detail=detail)
+            ctx.decide(message, detail=detail)
         return node
 
     def reference(self, ctx, node, name):
@@ -155,12 +155,12 @@ class NotInTarget(PythonRule):
                     and not (isinstance(outer, cst.Attribute) and outer.value is ctx.original)):
                 self._told.add((ctx.piece, lack.name))
                 found = advice(lack.name)
-                ctx.manual(found.do if found else "replace it: its import fails",
+                ctx.decide(found.do if found else "replace it: its import fails",
                            detail=f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell "
                            "that imports it fails" + (f"; {found}" if found else ""))
             return
         message, detail = missing(code(node), lack, "an AttributeError")
-        ctx.manual(message, detail=detail)
+        ctx.decide(message, detail=detail)
 
     @staticmethod
     def _argument(ctx, func: cst.BaseExpression, dotted: str, lack: Lack) -> tuple[str, str]:

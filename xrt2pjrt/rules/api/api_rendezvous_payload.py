@@ -53,7 +53,7 @@ class RendezvousPayload(PythonRule):
                 new = cst.Call(cst.Attribute(value, cst.Name("encode")))
             return node.with_changes(args=[*node.args[:index], arg.with_changes(value=new), *node.args[index + 1:]])
         if _makes_str(value) or (isinstance(value, cst.Name) and _bound_to_str(ctx, value.value)):
-            ctx.manual("encode the payload if it is a str",
+            ctx.decide("encode the payload if it is a str",
                        detail="the rendezvous payload must be bytes under PJRT (TypeError otherwise): encode it if it "
                        "is a str")
         return node

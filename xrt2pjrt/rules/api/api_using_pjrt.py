@@ -58,7 +58,7 @@ class UsingPjrt(PythonRule):
         if node.args:
             return node
         if _asserted(ctx):
-            ctx.manual("delete this assertion: PJRT always runs",
+            ctx.decide("delete this assertion: PJRT always runs",
                        detail=f"a test asserts which runtime runs here: from torch_xla 2.1 it is always PJRT "
                        f"({short(name)} is gone from 2.5): the assertion tests XRT-era behaviour; delete it")
             return node

@@ -71,7 +71,7 @@ class XlaDevice(RenameRule):
     def call(self, ctx, node, name):
         hit = argument(ctx.original, "n", 0)
         if hit is not None and literal(hit[1].value) not in (None, 0) and _a_replicas(ctx, hit[1].value):
-            ctx.manual("use torch_xla.device() if n meant its own", detail=f"n={code(hit[1].value)}: {_OWN_DEVICES}")
+            ctx.decide("use torch_xla.device() if n meant its own", detail=f"n={code(hit[1].value)}: {_OWN_DEVICES}")
         return super().call(ctx, node, name)
 
 

@@ -98,7 +98,7 @@ class _Renamer(cst.CSTTransformer):
             return updated
         new = XRT_METRICS[value]
         if new is None:
-            self.ctx.manual("drop this metric: PJRT never records it",
+            self.ctx.decide("drop this metric: PJRT never records it",
                             detail=f"metric {value!r} was XRT's: PJRT never records it, so metric_data gives None "
                             "and a report leaves it out")
             return updated

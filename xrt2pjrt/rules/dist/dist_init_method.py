@@ -103,7 +103,7 @@ class InitMethod(PythonRule):
         method = argument(node, "init_method", 1)
         unknown = self._not_the_runtimes(ctx, ctx.original)
         if unknown:  # a rendezvous of the user's own: only a person knows whether xla:// is the same
-            ctx.manual("use just init_method='xla://' if they match",
+            ctx.decide("use just init_method='xla://' if they match",
                        detail=f"init_process_group('xla') with {', '.join(unknown)}: if these are the runtime's own "
                        "numbers, init_method='xla://' alone gives them under PJRT")
             return node
@@ -129,7 +129,7 @@ class InitMethod(PythonRule):
         ctx.require("torch_xla.distributed.xla_backend")
         ctx.change("init_process_group('xla'): init_method='xla://' gives rank and world size")
         if self.master_lines:
-            ctx.manual("drop MASTER_ADDR/PORT if nothing reads them", cites=self.master_lines, cited_as="set on ",
+            ctx.decide("drop MASTER_ADDR/PORT if nothing reads them", cites=self.master_lines, cited_as="set on ",
                        detail=_MASTER_NOTE)
         return new
 

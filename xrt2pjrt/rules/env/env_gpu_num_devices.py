@@ -42,5 +42,5 @@ class GpuNumDevices(PythonRule):
 
     def leave(self, ctx, original, updated):
         if updated.evaluated_value == NAME and ctx.options.uses_torch(ctx.source):
-            ctx.manual(SHORT[NAME], detail=ADVICE[NAME])
+            ctx.decide(SHORT[NAME], detail=ADVICE[NAME])
         return updated

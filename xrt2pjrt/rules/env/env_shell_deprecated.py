@@ -12,7 +12,7 @@ from __future__ import annotations
 from xrt2pjrt.meanings.settings import WARNED
 from xrt2pjrt.python.settings_surface import status
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import KEEP, EnvRule
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 NAME = "GPU_NUM_DEVICES"
@@ -36,4 +36,4 @@ class ShellGpuNumDevices(TextRule):
         for word in cmd.words:
             assignment = word.assignment()
             if assignment is not None and assignment[0] == NAME:
-                rec.ask(self.id, word.start, SHORT[NAME], detail=ADVICE[NAME])
+                rec.decide(self.id, word.start, SHORT[NAME], detail=ADVICE[NAME])

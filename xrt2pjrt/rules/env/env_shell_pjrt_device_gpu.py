@@ -8,7 +8,7 @@ variable (export, a command's prefix, docker -e, ENV, a YAML env entry, a .env l
 from __future__ import annotations
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import KEEP, EnvRule
 from xrt2pjrt.xrt_variables import NO_CUDA, pjrt_device
 

@@ -15,7 +15,7 @@ import re
 
 from xrt2pjrt.registry import Example
 from xrt2pjrt.report import Advice
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import KEEP, EnvRule
 
 NAMES = "TPU_PYTORCH_VERSION|PYTORCH_VERSION|TORCH_XLA_VERSION|TPU_SOFTWARE_VERSION|TPU_RUNTIME_VERSION"

@@ -9,7 +9,7 @@ that cannot be read becomes CPU and is reported, and XRT_WORKERS goes.
 from __future__ import annotations
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import DeviceRule
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, device_for
 

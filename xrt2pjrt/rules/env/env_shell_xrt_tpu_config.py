@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from xrt2pjrt.registry import Example
 from xrt2pjrt.text import xla_dist
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import DeviceRule
 from xrt2pjrt.xrt_variables import GKE_TPU_NODE, REMOTE_TPU, TPU_NODE
 
@@ -44,14 +44,14 @@ class XrtTpuConfig(DeviceRule):
 
     def exec_form(self, rec, offset, keyword, body):
         if not xla_dist.MENTION.search(body):  # (one that runs xla_dist is launch-xla-dist's)
-            rec.ask(self.id, offset, "use the shell form, then rerun",
+            rec.decide(self.id, offset, "use the shell form, then rerun",
                     f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by hand, or use the "
                     "shell form and run xrt2pjrt again")
 
     def yaml_key(self, rec, name, offset):
         if TPU_NODE.match(name):
-            rec.ask(self.id, offset, _TO_TPU_VMS, f"`{name}`: {GKE_TPU_NODE}")
+            rec.decide(self.id, offset, _TO_TPU_VMS, f"`{name}`: {GKE_TPU_NODE}")
 
     def config(self, rec):
         for m in TPU_NODE.finditer(rec.text):
-            rec.ask(self.id, m.start(), _TO_TPU_VMS, f"`{m.group()}` in a jsonnet config: {GKE_TPU_NODE}")
+            rec.decide(self.id, m.start(), _TO_TPU_VMS, f"`{m.group()}` in a jsonnet config: {GKE_TPU_NODE}")

@@ -10,7 +10,7 @@ instead, as nothing sets them under PJRT.
 from __future__ import annotations
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import EnvRule
 from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 

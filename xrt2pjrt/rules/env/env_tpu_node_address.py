@@ -20,7 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
-from xrt2pjrt.python import quiet
+from xrt2pjrt.python import imports
 from xrt2pjrt.python.rule import PythonRule, argument, code
 from xrt2pjrt.registry import Example
 
@@ -76,13 +76,13 @@ class TpuNodeAddress(PythonRule):
 
     def leave(self, ctx, original, updated):
         if updated.evaluated_value in NAMES and _imports_torch(ctx):
-            ctx.manual(SHORT[updated.evaluated_value], detail=ADVICE[updated.evaluated_value])
+            ctx.decide(SHORT[updated.evaluated_value], detail=ADVICE[updated.evaluated_value])
         return updated
 
     def call(self, ctx, node, name):
         target = argument(node, "service_addr", 0)
         if target is not None and _NODE_PROFILER in code(target[1].value):
-            ctx.manual(SHORT["TPU_IP_ADDRESS"], detail=ADVICE["TPU_IP_ADDRESS"])
+            ctx.decide(SHORT["TPU_IP_ADDRESS"], detail=ADVICE["TPU_IP_ADDRESS"])
         return node
 
 
@@ -90,4 +90,4 @@ def _imports_torch(ctx) -> bool:
     if ctx.tree is None:
         return ctx.options.uses_torch(ctx.source)
     return any(full == "torch" or full.startswith(("torch.", "torch_xla"))
-               for fulls in quiet.import_names(ctx.tree).values() for full in fulls)
+               for fulls in imports.import_names(ctx.tree).values() for full in fulls)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 
@@ -93,7 +93,7 @@ class LibraryPin(TextRule):
         if found is not None:
             library, fixed = found
             release = ".".join(map(str, fixed.release))
-            rec.ask(self.id, offset, f"pin {library}>={release}",
+            rec.decide(self.id, offset, f"pin {library}>={release}",
                     f"{word.strip(chr(39) + chr(34))}: releases of {library} before {release} call {fixed.calls}, "
                     f"which torch_xla {fixed.gone_in[0]}.{fixed.gone_in[1]} removed (AttributeError inside "
                     f"{library}; read at {fixed.read}): pin {library}>={release}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xrt2pjrt.python import ipython
+from xrt2pjrt.python.ipython_calls import is_magic_call
 from xrt2pjrt.python.rule import PythonRule, says
 from xrt2pjrt.registry import Example
 from xrt2pjrt.text import installs, words
@@ -60,7 +60,7 @@ class InstallXrtEraCommand(PythonRule):
     )
 
     def leave(self, ctx, original, updated):
-        if isinstance(ctx.parent(1), cst.Expr) or ipython.is_magic_call(ctx.parent(2)):
+        if isinstance(ctx.parent(1), cst.Expr) or is_magic_call(ctx.parent(2)):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
         if not _run_by_a_call(ctx):
             return updated
@@ -71,7 +71,7 @@ class InstallXrtEraCommand(PythonRule):
             for word in command.words:
                 problem = word.value and installs.finding(word.value, ctx.target_version, torch)
                 if problem:
-                    ctx.manual(problem.do, detail=problem.more, use=problem.use)
+                    ctx.decide(problem.do, detail=problem.more, use=problem.use)
                     ctx.block[self.id] = ctx.statement
                     return updated
         return updated

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.installs import WORDS, finding, torch_pin_finding
 from xrt2pjrt.text.rule import TextRule
 
@@ -81,7 +81,7 @@ class InstallXrtEraRelease(TextRule):
         if problem is None and _pins_the_tpus_torch(rec):
             problem = torch_pin_finding(word, rec.options.target_version)
         if problem:
-            rec.ask(self.id, offset, problem.do, problem.more, problem.use)
+            rec.decide(self.id, offset, problem.do, problem.more, problem.use)
 
 
 # A line that installs nothing: a comment, an uninstall.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text.xla_dist import XRT_ERA_CONDA_ENV
 
@@ -48,5 +48,5 @@ class CondaEnv(TextRule):
         argv = cmd.argv()
         env = _activated([w.value or w.source(rec.text) for w in argv])
         if env and _IMAGE_ENV.search(env) and (XRT_ERA_CONDA_ENV.search(env) or env.endswith("nightly")):
-            rec.ask(self.id, argv[0].start, DO, f"`conda activate {env}`: the env of an XRT-era TPU VM image, which "
+            rec.decide(self.id, argv[0].start, DO, f"`conda activate {env}`: the env of an XRT-era TPU VM image, which "
                     "holds torch_xla 1.x: install torch_xla 2.x in it or use another")

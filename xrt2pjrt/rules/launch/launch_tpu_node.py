@@ -13,7 +13,7 @@ image to take is a person's choice, so the line is reported, not rewritten.
 from __future__ import annotations
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 DO = "create a TPU VM instead: tpu-vm create"
@@ -67,4 +67,4 @@ class TpuNode(TextRule):
         argv = cmd.argv()
         what = node_creation([w.value or w.source(rec.text) for w in argv])
         if what is not None:
-            rec.ask(self.id, argv[0].start, DO, _MORE.format(what=f"`{what}`"))
+            rec.decide(self.id, argv[0].start, DO, _MORE.format(what=f"`{what}`"))

@@ -23,7 +23,7 @@ import re
 
 from xrt2pjrt.registry import Example
 from xrt2pjrt.text import environment, xla_dist
-from xrt2pjrt.text.edits import Edit, Recorder, todo_line
+from xrt2pjrt.recorder import Edit, Recorder, todo_line
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text.words import Command, Word
 
@@ -92,23 +92,24 @@ class LaunchXlaDist(TextRule):
 
     def heredoc(self, rec, start, end):
         if xla_dist.MENTION.search(rec.text[start:end]):
-            rec.ask(self.id, start, "translate xla_dist by hand (here-document)",
+            rec.decide(self.id, start, "translate xla_dist by hand (here-document)",
                     "xla_dist inside a here-document: translate it by hand")
 
     def exec_form(self, rec, offset, keyword, body):
         if xla_dist.MENTION.search(body):
-            rec.ask(self.id, offset, "use the shell form, then rerun",
+            rec.decide(self.id, offset, "use the shell form, then rerun",
                     f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by hand, or use the "
                     "shell form and run xrt2pjrt again")
 
     def exec_array(self, rec, offset, key, words):
         if any(xla_dist.MENTION.search(w) or w == xla_dist.MODULE for w in words):
-            rec.ask(self.id, offset, _AS_GCLOUD, f"xla_dist run from an exec array (`{key}: [...]`): write it as "
+            rec.decide(self.id, offset, _AS_GCLOUD, f"xla_dist run from an exec array (`{key}: [...]`): write it as "
                     f"{xla_dist.BY_HAND} by hand")
 
     def config(self, rec):
         for m in xla_dist.MENTION.finditer(rec.text):
-            rec.ask(self.id, m.start(), _AS_GCLOUD, f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand")
+            rec.decide(self.id, m.start(), _AS_GCLOUD,
+                       f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand")
 
 
 def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
@@ -117,7 +118,7 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     if inv is None:
         for w in argv:
             if xla_dist.MENTION.search(w.source(text)):
-                rec.ask(LaunchXlaDist.id, w.start, "translate xla_dist by hand to gcloud",
+                rec.decide(LaunchXlaDist.id, w.start, "translate xla_dist by hand to gcloud",
                         f"xla_dist inside another command's argument (`{argv[0].source(text)} …`): translate it by "
                         f"hand to {xla_dist.BY_HAND}")
                 return
@@ -142,13 +143,13 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
         hint = ""
         if re.match(r"[ \t]*\n[ \t]*--", text[cmd.end:]):
             hint = " (it seems to go on over the next line without a `\\`)"
-        rec.ask(LaunchXlaDist.id, start, "translate this xla_dist call by hand",
+        rec.decide(LaunchXlaDist.id, start, "translate this xla_dist call by hand",
                 f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
         return
     _ask_about_worker_expansions(launch, rec)
     _ask_about_env_settings(launch, rec)
     if launch.conda_env is not None:
-        rec.ask(LaunchXlaDist.id, launch.conda_env.start, "install torch_xla 2.x in this conda env",
+        rec.decide(LaunchXlaDist.id, launch.conda_env.start, "install torch_xla 2.x in this conda env",
                 xla_dist.conda_env_note(launch.conda_env.source(text)))
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.docker_image:
@@ -172,7 +173,7 @@ def _ask_about_env_settings(launch: xla_dist.Launch, rec: Recorder) -> None:
             _, note = rule.choose(environment.EnvSetting(name, w.start, lambda *_: [], None, value=value),
                                   rec.options.target_version)
             if note:
-                rec.ask(rule.id, w.start, note.do, note.more)
+                rec.decide(rule.id, w.start, note.do, note.more)
 
 
 def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None:
@@ -184,7 +185,7 @@ def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None
     for w in words:
         literal = "".join(p.text for p in w.parts if not p.expansion) if w is not None else ""
         if xrt2pjrt and w is not None and w not in launch.env and xla_dist.WRAPPED.match(w.value or ""):
-            rec.ask(LaunchXlaDist.id, w.start, "remove the double quotes if unwanted",
+            rec.decide(LaunchXlaDist.id, w.start, "remove the double quotes if unwanted",
                     f"{w.source(rec.text)}: xla_dist wrote it into the worker's script "
                     "as it is, so the worker's shell read it without its double quotes; `xrt2pjrt launch` passes "
                     "them too")
@@ -194,15 +195,15 @@ def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None
         source = w.source(rec.text)
         if not xrt2pjrt:
             if xla_dist.worker_runs(literal):
-                rec.ask(LaunchXlaDist.id, w.start, "keep it only if each worker should run it",
+                rec.decide(LaunchXlaDist.id, w.start, "keep it only if each worker should run it",
                         f"{source} runs a command on each worker (xla_dist let the "
                         "worker's shell read it, and so does the rewrite): keep it only if that is meant")
         elif re.search(r"[$`]", xla_dist.DOUBLE_QUOTED.sub("", literal)):
-            rec.ask(LaunchXlaDist.id, w.start, "use --shell 'COMMAND' to expand it there",
+            rec.decide(LaunchXlaDist.id, w.start, "use --shell 'COMMAND' to expand it there",
                     f"{source} expanded on each worker under xla_dist; `xrt2pjrt launch` "
                     "passes it as written: to have the worker's shell expand it, use --shell 'COMMAND'")
         else:
-            rec.ask(LaunchXlaDist.id, w.start, "remove the `\\` the worker's shell dropped",
+            rec.decide(LaunchXlaDist.id, w.start, "remove the `\\` the worker's shell dropped",
                     f"{source}: under xla_dist the worker's shell dropped the `\\` "
                     "before `$` or a backquote; `xrt2pjrt launch` passes it as written")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 DO = "spawn with nprocs=None, not --num_cores"
@@ -49,7 +49,7 @@ class XlaSpawn(TextRule):
             if found:
                 cores = found.group(1) or (words[k + 1] if k + 1 < len(words) else "")
                 if cores != "1":
-                    rec.ask(self.id, argv[spawn].start, DO,
+                    rec.decide(self.id, argv[spawn].start, DO,
                             f"xla_spawn.py passes --num_cores {cores} to xmp.spawn as nprocs={cores}, which torch_xla "
                             "2.6+ refuses (nprocs may only be 1 or None) and PJRT never needed: run the script's "
                             "_mp_fn under xmp.spawn(_mp_fn) or torch_xla.launch(_mp_fn), which use every chip")

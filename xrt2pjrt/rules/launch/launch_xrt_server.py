@@ -9,7 +9,7 @@ be deleted by hand (its arguments or its place in a script may matter to what fo
 from __future__ import annotations
 
 from xrt2pjrt.registry import Example
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 _SERVER = "torch_xla.core.xrt_run_server"
@@ -39,4 +39,4 @@ class XrtServer(TextRule):
             return
         argv = [w.value or w.source(rec.text) for w in cmd.argv()]
         if any(word == _SERVER and argv[k - 1] == "-m" for k, word in enumerate(argv) if k):
-            rec.ask(self.id, cmd.argv()[0].start, "delete this command: no XRT server now", _NO_SERVER)
+            rec.decide(self.id, cmd.argv()[0].start, "delete this command: no XRT server now", _NO_SERVER)

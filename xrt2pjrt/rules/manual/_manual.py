@@ -38,12 +38,12 @@ class ImportedModuleRule(PythonRule):
         hits = [module for module in imported_modules(original) if self.matches(module)]
         if hits:
             message, detail = self.item(hits[0])
-            ctx.manual(message, detail=detail)
+            ctx.decide(message, detail=detail)
         return updated
 
     def call(self, ctx, node, name):
         message, detail = self.item(name)
-        ctx.manual(message, detail=detail)
+        ctx.decide(message, detail=detail)
         return node
 
 

@@ -79,7 +79,7 @@ class BorrowedAlias(PythonRule):
                                 else origin.rpartition(".")[0])
         if where:
             self.reported.add(code(holder))
-            ctx.manual("import it from torch_xla and rerun",
+            ctx.decide("import it from torch_xla and rerun",
                        detail=f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own "
                        f"imports only; import {module} as {local} here, then run xrt2pjrt again")
         elif origin is None and ctx.options.target == "native" and lacks(
@@ -90,7 +90,7 @@ class BorrowedAlias(PythonRule):
             # another notebook cell's import, when the cells are read one by one). Only a
             # call the target lacks fails there: xm.master_print(...) through it runs as before.
             self.reported.add(code(holder))
-            ctx.manual("migrate its XRT-era calls by hand",
+            ctx.decide("migrate its XRT-era calls by hand",
                        detail=f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
                        f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "
                        f"({code(func)}() here) are left as they are, and those torch_xla 2.x removed fail there: "

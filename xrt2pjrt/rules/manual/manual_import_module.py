@@ -33,7 +33,7 @@ class ImportModule(PythonRule):
         if node.args:
             module = literal(node.args[0].value)
             if isinstance(module, str) and module.split(".")[0] in ("torch_xla", "torch_xla_py"):
-                ctx.manual("migrate the module's uses by hand",
+                ctx.decide("migrate the module's uses by hand",
                            detail=f"{module} is imported by string: the codemod cannot follow it; migrate its uses "
                            "by hand")
         return node

@@ -60,12 +60,12 @@ class MemoryInfo(PythonRule):
         # Found in fairseq (0.10 and today's): a KeyError on every logging step. A file that
         # never names the keys only shows the dict, which has other keys now and raises nothing.
         if any(key in ctx.source for key in _GONE_KEYS):
-            ctx.manual(_READ_BYTES, detail=_MEMORY_INFO)
+            ctx.decide(_READ_BYTES, detail=_MEMORY_INFO)
         return node
 
     def leave(self, ctx, original, updated):
         key = updated.slice[0].slice if len(updated.slice) == 1 else None
         if (isinstance(key, cst.Index) and literal(key.value) in _GONE_KEYS
                 and "get_memory_info" in ctx.source):
-            ctx.manual(_READ_BYTES, detail=_MEMORY_INFO)
+            ctx.decide(_READ_BYTES, detail=_MEMORY_INFO)
         return updated

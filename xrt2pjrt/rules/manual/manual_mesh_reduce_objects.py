@@ -84,5 +84,5 @@ class MeshReduceObjects(PythonRule):
         hit = argument(node, "data", 1)
         evidence = hit and value_kinds.refused_argument(ctx.tree, ctx.line, hit[1].value)
         if evidence:
-            ctx.manual("pass a tensor or a Python number", detail=f"{evidence}: {_WEIGHTS_ONLY}")
+            ctx.decide("pass a tensor or a Python number", detail=f"{evidence}: {_WEIGHTS_ONLY}")
         return node

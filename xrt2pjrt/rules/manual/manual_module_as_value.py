@@ -87,7 +87,7 @@ class ModuleAsValue(PythonRule):
             through = code(parent.targets[0].target)
         else:
             how, through = "is handed on here as a value", "another name"
-        ctx.manual("call its functions by its import name",
+        ctx.decide("call its functions by its import name",
                    detail=f"{local} ({name}) {how}: the codemod follows calls made by its import name only, so the XRT-era "
                    f"calls made through {through} are left as they are, and those torch_xla 2.x removed fail there: "
                    f"call them as {local}.…, or migrate them by hand")

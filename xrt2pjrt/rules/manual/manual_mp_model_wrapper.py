@@ -46,5 +46,5 @@ class MpModelWrapper(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        ctx.manual("build the model in each replica", detail=_ONE_MODULE)
+        ctx.decide("build the model in each replica", detail=_ONE_MODULE)
         return node

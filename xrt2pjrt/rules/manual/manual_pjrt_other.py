@@ -47,7 +47,7 @@ class PjrtPrivate(PythonRule):
 
     def reference(self, ctx, node, name):
         if name in self.called:
-            ctx.manual("replace this use of it by hand",
+            ctx.decide("replace this use of it by hand",
                        detail=f"pjrt.{name.rsplit('.', 1)[-1]} is used here without being called, and only its calls are "
                        "rewritten: replace it by hand (torch_xla.experimental.pjrt is gone from 2.5)")
         elif name not in self.renamed:
@@ -56,6 +56,6 @@ class PjrtPrivate(PythonRule):
 
     @staticmethod
     def _no_replacement(ctx, name):
-        ctx.manual("rewrite it by hand: no 2.x replacement",
+        ctx.decide("rewrite it by hand: no 2.x replacement",
                    detail=f"pjrt.{name.rsplit('.', 1)[-1]} has no public replacement in torch_xla 2.x "
                    "(torch_xla.experimental.pjrt is gone from 2.5)")

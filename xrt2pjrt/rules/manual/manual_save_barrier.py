@@ -92,13 +92,13 @@ class SaveBarrier(PythonRule):
 
     def call(self, ctx, node, name):
         if not _barrier_follows(ctx) and (ctx.tree is None or _read_after(ctx.tree, ctx.line)):
-            ctx.manual("add xm.rendezvous('saved') for readers",
+            ctx.decide("add xm.rendezvous('saved') for readers",
                        detail=f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it")
         return node
 
     def reference(self, ctx, node, name):
         if not ctx.is_store() and not _barrier_follows(ctx) and (ctx.tree is None or _read_after(ctx.tree, ctx.line)):
-            ctx.manual("add xm.rendezvous('saved') after saving",
+            ctx.decide("add xm.rendezvous('saved') after saving",
                        detail=f"xm.save is passed here as a function: {_NO_BARRIER}; if others read what it saves "
                        "next, add xm.rendezvous('saved') after this")
         return node

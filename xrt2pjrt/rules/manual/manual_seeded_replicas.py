@@ -117,7 +117,7 @@ class SeededReplicas(PythonRule):
         if (built and (in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line)) and not _broadcasts(ctx.tree)
                 and not _broadcast_after(function, ctx.line) and not _per_replica(ctx.tree, function, node)):
             # (the report quotes the line the call goes after: where the model is built)
-            ctx.manual("call xm.broadcast_master_param(model)", cites=[built], quoted=1, cited_as="after ",
+            ctx.decide("call xm.broadcast_master_param(model)", cites=[built], quoted=1, cited_as="after ",
                        detail=_SHARED_RNG)
         return node
 

@@ -59,7 +59,7 @@ class SendCpuDataTensor(PythonRule):
         if isinstance(ctx.parent(), cst.Subscript) and ctx.parent().value is ctx.original:
             return node  # send_cpu_data_to_device(t, device)[0]: the fix the item advises, made
         if value_kinds.shown_as_argument(ctx.tree, ctx.line, hit[1].value, value_kinds.TENSOR) or _read_as_a_tensor(ctx):
-            ctx.manual("take [0] if this is one tensor", detail=_ONE_TENSOR_LIST)
+            ctx.decide("take [0] if this is one tensor", detail=_ONE_TENSOR_LIST)
         return node
 
 

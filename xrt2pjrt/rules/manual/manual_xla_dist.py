@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from xrt2pjrt.python import ipython
+from xrt2pjrt.python.ipython_calls import is_magic_call
 from xrt2pjrt.registry import Example
 from xrt2pjrt.rules.manual._manual import ImportedModuleRule
 
@@ -58,10 +58,10 @@ class XlaDist(ImportedModuleRule):
         # a command that runs it: subprocess.run(['python', '-m', 'torch_xla.distributed.xla_dist', ...]),
         # os.system('python -m torch_xla.distributed.xla_dist ...')
         text = original.evaluated_value
-        if isinstance(ctx.parent(1), cst.Expr) or ipython.is_magic_call(ctx.parent(2)):
+        if isinstance(ctx.parent(1), cst.Expr) or is_magic_call(ctx.parent(2)):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
         if isinstance(text, str) and _XLA_DIST_COMMAND.search(text):
-            ctx.manual(_LAUNCH, detail=f"this command starts xla_dist, which is gone from torch_xla 2.1: {_LAUNCH_PODS}")
+            ctx.decide(_LAUNCH, detail=f"this command starts xla_dist, which is gone from torch_xla 2.1: {_LAUNCH_PODS}")
         return updated
 
 

@@ -26,7 +26,7 @@ class PjrtRendezvous(PythonRule):
         found = {param: argument(node, param, position)
                  for position, param in enumerate(("tag", "payload", "ordinals"))}
         if any(arg.star for arg in node.args) or len(node.args) > sum(hit is not None for hit in found.values()):
-            ctx.manual("move it to xm.xla_rendezvous by hand",
+            ctx.decide("move it to xm.xla_rendezvous by hand",
                        detail="pjrt.rendezvous with extra or *-arguments: move it to xm.xla_rendezvous(payload, "
                        "ordinals, tag) by hand")
             return node
@@ -42,7 +42,7 @@ class PjrtRendezvous(PythonRule):
         return node.with_changes(func=ctx.ref(XM, "xla_rendezvous", "xm"), args=args)
 
     def reference(self, ctx, node, name):
-        ctx.manual("replace it with xm.xla_rendezvous by hand",
+        ctx.decide("replace it with xm.xla_rendezvous by hand",
                    detail="pjrt.rendezvous passed around: its replacement xm.xla_rendezvous takes (payload, ordinals, "
                    "tag)")
         return node

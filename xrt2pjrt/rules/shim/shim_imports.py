@@ -89,7 +89,7 @@ class ShimImports(PythonRule):
             return updated
         parents = {SHIMMED[name].rpartition(".")[0] for name in shimmed}
         if len(shimmed) != len(full) or len(parents) != 1:
-            ctx.manual("split the import: shimmed names apart",
+            ctx.decide("split the import: shimmed names apart",
                        detail=f"from {module} imports shimmed and other modules together: split the import, "
                        f"then point the shimmed ones at {CARRIED}")
             return updated
@@ -102,7 +102,7 @@ class ShimImports(PythonRule):
             full = dotted(alias.name)
             carried = _carried(full)
             if carried and alias.asname is None:
-                ctx.manual(f"import it as {_alias(carried)} from the shim",
+                ctx.decide(f"import it as {_alias(carried)} from the shim",
                            detail=f"`import {full}` without an alias: write `import {carried} as {_alias(carried)}` "
                            "and call it by that name")
             elif carried:

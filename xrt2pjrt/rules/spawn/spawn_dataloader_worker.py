@@ -57,7 +57,7 @@ class DataLoaderWorker(PythonRule):
 
     def call(self, ctx, node, name):
         if any(first <= ctx.line <= last for first, last in _worker_init_code(ctx.tree)):
-            ctx.manual(_IN_WORKER, detail=_WHY)
+            ctx.decide(_IN_WORKER, detail=_WHY)
         return node
 
 

@@ -86,7 +86,7 @@ class ExitInReplica(PythonRule):
         if raises and (ctx.options.target == "shim" or not _code_after_a_spawn(ctx.tree)):
             return  # the shim's spawn: a finished replica, or its status as the spawn's error
         if in_replicas_code(ctx):
-            ctx.manual("return from the function instead of exiting", detail=_EXIT_RAISED if raises else _EXIT_BREAKS)
+            ctx.decide("return from the function instead of exiting", detail=_EXIT_RAISED if raises else _EXIT_BREAKS)
 
 
 def _code_after_a_spawn(tree: ast.Module | None) -> bool:

@@ -42,7 +42,7 @@ class JoinDaemon(PythonRule):
         for param, position, default in (("join", 3, True), ("daemon", 4, False)):
             hit = argument(node, param, position)
             if hit is not None and any(value is not NOT_LITERAL and value != default for value in _values(ctx, hit[1].value)):
-                ctx.manual(f"remove {param}=: PJRT's spawn always waits",
+                ctx.decide(f"remove {param}=: PJRT's spawn always waits",
                            detail=f"{param}={code(hit[1].value)} is ignored under PJRT: xmp.spawn returns when "
                            "every process has ended, and returns None")
         return node

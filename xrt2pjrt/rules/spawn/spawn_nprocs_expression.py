@@ -92,7 +92,7 @@ class NprocsExpression(NprocsRule):
         # functools.partial(xmp.spawn, fn, nprocs=8), run = xmp.spawn: the call that gives
         # nprocs is not one of xmp.spawn, so nothing here rewrites it (the shim's takes any).
         if ctx.options.target == "native" and name == SPAWN and not _only_looked_at(ctx):
-            ctx.manual("pass nprocs=None or 1 at its calls",
+            ctx.decide("pass nprocs=None or 1 at its calls",
                        detail=f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
                        "given where it is called is not rewritten: torch_xla 2.x's spawn raises ValueError for "
                        "any but None or 1")
@@ -105,7 +105,7 @@ class NprocsExpression(NprocsRule):
         hit = nprocs_argument(node)
         if hit is None:
             if any(arg.star == "**" for arg in node.args) and not shim:
-                ctx.manual("keep nprocs in **kwargs None or 1",
+                ctx.decide("keep nprocs in **kwargs None or 1",
                            detail="spawn arguments come from **kwargs, where the nprocs they may hold is not rewritten: "
                            "torch_xla 2.x's spawn raises ValueError for any nprocs but None or 1")
             return node
@@ -118,7 +118,7 @@ class NprocsExpression(NprocsRule):
             world = "xm.xrt_world_size()" if shim else "xr.world_size()"
             why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
                    f"{world}, which need not match it")
-            ctx.manual(f"use {world} at its reads", cites=lines, quoted=QUOTED_LINES,
+            ctx.decide(f"use {world} at its reads", cites=lines, quoted=QUOTED_LINES,
                        detail=why)
         if shim or _already_none_or_one(arg.value):
             return node

@@ -72,7 +72,7 @@ class NprocsLiteral(NprocsRule):
             why = (f"nprocs={value} is removed, and {value} is also given in this file as a number of replicas, as if it "
                    f"were the number of processes: under PJRT that is xr.world_size(), which need not be {value}; "
                    "use xr.world_size() there")
-            ctx.manual(f"use xr.world_size() where {value} is given", cites=lines, quoted=QUOTED_LINES, detail=why)
+            ctx.decide(f"use xr.world_size() where {value} is given", cites=lines, quoted=QUOTED_LINES, detail=why)
         if arg.keyword is None and _positional_after(node, index):
             return node.with_changes(args=[*node.args[:index], arg.with_changes(value=cst.Name("None")), *node.args[index + 1:]])
         return without_args(node, {index})

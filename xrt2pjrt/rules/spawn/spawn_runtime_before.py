@@ -176,7 +176,7 @@ class RuntimeBeforeSpawn(PythonRule):
             if self.launcher is False:
                 self.launcher = _launcher(ctx.tree)
             if self.launcher and ctx.line < self.launcher[1]:
-                ctx.manual(_LAUNCHED, detail=_launched(self.launcher[0]))
+                ctx.decide(_LAUNCHED, detail=_launched(self.launcher[0]))
 
     def call(self, ctx, node, name):
         if name not in (SPAWN, LAUNCH):
@@ -186,12 +186,12 @@ class RuntimeBeforeSpawn(PythonRule):
             return node
         spawn = "torch_xla.launch" if name == LAUNCH else "xmp.spawn"
         if self.started_at:
-            ctx.manual(_STARTED, cites=self.started_at, detail=_started(spawn))
+            ctx.decide(_STARTED, cites=self.started_at, detail=_started(spawn))
             self.reported = True
             return node
         beyond = _started_beyond(ctx.tree, argument(ctx.original, "fn", 0), ctx.line, argument(ctx.original, "args", 1))
         if beyond:
-            ctx.manual(f"{_BEYOND} (in {', '.join(beyond)})", comment=_BEYOND, detail=_beyond(spawn))
+            ctx.decide(f"{_BEYOND} (in {', '.join(beyond)})", comment=_BEYOND, detail=_beyond(spawn))
             self.reported = True
         return node
 

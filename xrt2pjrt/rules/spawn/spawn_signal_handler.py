@@ -50,5 +50,5 @@ class SignalInReplica(PythonRule):
 
     def call(self, ctx, node, name):
         if in_replicas_code(ctx):
-            ctx.manual("install the handler at module level", detail=_IN_A_THREAD)
+            ctx.decide("install the handler at module level", detail=_IN_A_THREAD)
         return node

@@ -136,7 +136,7 @@ class Unpicklable(PythonRule):
                 refused.append((f"args[{index}]", what))
         if refused:
             message, detail = _pickled(refused, shim, name == LAUNCH)
-            ctx.manual(message, detail=detail)
+            ctx.decide(message, detail=detail)
         return node
 
 

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from xrt2pjrt import run_items
+from xrt2pjrt.runtime import run_items
 from test_run import _env
 
 # A training script as `migrate --write` leaves it: TODO lines above the spots to decide. The

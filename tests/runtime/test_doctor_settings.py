@@ -4,7 +4,7 @@ about, warns is deprecated, or reads nowhere, set in the environment the program
 import pytest
 
 from test_doctor import clean_env, doctor_json
-from xrt2pjrt import doctor
+from xrt2pjrt.runtime import doctor
 
 pytestmark = pytest.mark.xla  # (the doctor reads the installed torch_xla's release)
 

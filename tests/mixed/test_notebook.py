@@ -11,8 +11,9 @@ import pytest
 
 from stand_ins.pod import Pod
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text import installs, notebook
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.mixed import notebook
+from xrt2pjrt.text import installs
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "notebook"
@@ -339,7 +340,7 @@ def test_a_name_a_cell_that_does_not_parse_uses_keeps_its_import_and_the_cell_is
 def test_a_moved_cell_boundary_makes_each_cell_migrate_on_its_own(monkeypatch):
     """Simulation: a Python rewrite that loses a boundary between two cells (no rule does
     today) must not merge or shift cells; the notebook is then rewritten cell by cell."""
-    real = notebook._python()._rewrite_file
+    real = notebook._python().rewrite
 
     def losing_boundaries(python, options, fold=True):
         outcome = real(python, options, fold)
@@ -347,7 +348,7 @@ def test_a_moved_cell_boundary_makes_each_cell_migrate_on_its_own(monkeypatch):
         return outcome
 
     text = _notebook(["import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()\n"], ["xm.mark_step()\n"])
-    monkeypatch.setattr(notebook._python(), "_rewrite_file", losing_boundaries)
+    monkeypatch.setattr(notebook._python(), "rewrite", losing_boundaries)
     assert _sources(rewrite(text).text) == _alone(text)
     assert _alone(text)[1] == ["xm.mark_step()\n"]
 

@@ -7,7 +7,7 @@ import json
 
 from python_migrate import migrate
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text import notebook
+from xrt2pjrt.mixed import notebook
 
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)
 
@@ -75,8 +75,8 @@ def test_a_file_gets_one_item_at_the_import():
 
 
 def test_a_writefile_cell_is_a_program_of_its_own_in_a_notebook_and_in_its_export():
-    # the same cells as a notebook and as nbconvert's .py: the one mechanism (text/magics.py)
-    from xrt2pjrt.python import rewriter
+    # the same cells as a notebook and as nbconvert's .py: the one mechanism (mixed/magics.py)
+    from xrt2pjrt.mixed import exported
 
     program = "import torch_xla.core.xla_model as xm\nprint(xm.get_ordinal(), xm.xrt_world_size())\n"
     text = _notebook(["import torch_xla.core.xla_model as xm\n"], ["%%writefile train.py\n", program],
@@ -84,8 +84,8 @@ def test_a_writefile_cell_is_a_program_of_its_own_in_a_notebook_and_in_its_expor
     cells = _cells(_twice(text).text)
     written = "import torch_xla.runtime as xr\nprint(xr.global_ordinal(), xr.world_size())\n"
     assert cells == ["import torch_xla.runtime as xr\n", "%%writefile train.py\n" + written, "n = xr.world_size()\n"]
-    exported = (f"import torch_xla.core.xla_model as xm\nget_ipython().run_cell_magic('writefile', 'train.py', "
-                f"{program!r})\nn = xm.xrt_world_size()\n")
-    assert rewriter.rewrite(exported, ALL).text == (
+    export = (f"import torch_xla.core.xla_model as xm\nget_ipython().run_cell_magic('writefile', 'train.py', "
+              f"{program!r})\nn = xm.xrt_world_size()\n")
+    assert exported.rewrite(export, ALL).text == (
         f"import torch_xla.runtime as xr\nget_ipython().run_cell_magic('writefile', 'train.py', {written!r})\n"
         "n = xr.world_size()\n")

@@ -12,8 +12,9 @@ import pytest
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.report import Finding, Fix, Range
 from xrt2pjrt.rewriters import Outcome
-from xrt2pjrt.text import markdown, shell
-from xrt2pjrt.text.edits import dedent
+from xrt2pjrt.mixed import markdown
+from xrt2pjrt.text import shell
+from xrt2pjrt.recorder import dedent
 from text_migrate import REMOTE, assert_decisions
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text" / "markdown"
@@ -147,6 +148,44 @@ def test_a_block_keeps_its_other_changes_and_the_spot_to_decide_is_reported_agai
     again = markdown.rewrite(outcome.text, ALL)  # as --check after --write (one line less above the Python)
     assert again.text == outcome.text and again.changes == []
     assert_decisions(again, [("env-shell-xrt-tpu-config", 2, REMOTE), ("env-xrt-tpu-config", 10, REMOTE)])
+
+
+XLA_DIST_WITH_GPU = "python -m torch_xla.distributed.xla_dist --tpu=my-pod --env GPU_NUM_DEVICES=4 -- python train.py\n"
+EXPORT_TPU_CONFIG_AND_MESH = "export XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\" XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
+
+
+@pytest.mark.parametrize("line", [XLA_DIST_WITH_GPU, EXPORT_TPU_CONFIG_AND_MESH])
+def test_a_spot_to_decide_hides_no_other_change_of_its_line(line):
+    # In a shell file each of these lines gets a change besides its item to decide; in a
+    # ```bash block the spot was kept from every rule, so that change went unmade and unsaid.
+    in_shell = shell.rewrite(line, ALL)
+    others = {f.rule for f in in_shell.changes} - {f.rule for f in in_shell.manual}
+    assert others
+    outcome = markdown.rewrite(f"```bash\n{line}```\n", ALL)
+    said = {f.rule for f in outcome.manual if "make this change by hand" in f.message}
+    assert others <= {f.rule for f in outcome.changes} | said
+    assert {(f.rule, f.line) for f in in_shell.manual} <= {(f.rule, f.line - 1) for f in outcome.manual}
+
+
+def test_an_xla_dist_line_whose_translation_would_hide_its_gpu_item_is_left_and_said():
+    # Translated, GPU_NUM_DEVICES=4 goes inside gcloud's --command, where a next run no longer
+    # asks about it: the line stays as it was, and the translation is an item to make by hand.
+    text = f"# Train\n\n```bash\n{XLA_DIST_WITH_GPU}```\n"
+    outcome = markdown.rewrite(text, ALL)
+    assert outcome.text == text and outcome.changes == []
+    assert_decisions(outcome, [("env-shell-gpu-num-devices", 4, "stay on torch_xla 2.8"),
+                               ("launch-xla-dist", 4, "code block left as it was")])
+    assert "make this change by hand" in outcome.manual[1].message
+
+
+def test_the_spot_to_decide_is_kept_from_the_rule_that_asked_not_from_the_others():
+    outcome = markdown.rewrite(f"```bash\n{EXPORT_TPU_CONFIG_AND_MESH}```\n", ALL)
+    assert outcome.text == "```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n```\n"
+    assert [(f.rule, f.line) for f in outcome.changes] == [("env-shell-xrt-unused", 2)]
+    assert_decisions(outcome, [("env-shell-xrt-tpu-config", 2, REMOTE)])
+    again = markdown.rewrite(outcome.text, ALL)  # --check after --write: the spot is still asked
+    assert again.text == outcome.text and again.changes == []
+    assert_decisions(again, [("env-shell-xrt-tpu-config", 2, REMOTE)])
 
 
 def test_a_block_a_next_run_would_change_again_is_left_whole(monkeypatch):

@@ -29,7 +29,7 @@ from xrt2pjrt.shim import topology as topology_module
 EXIT_HEALTHY, EXIT_MUST_FIX = 0, 1
 
 # torch_xla 2.9's ``_internal/tpu.py``: how it counts TPU chips on the PCI bus before it
-# picks a default device (tests/test_doctor.py checks these against the installed torch_xla).
+# picks a default device (tests/runtime/test_doctor.py checks these against the installed torch_xla).
 GOOGLE_PCI_VENDOR_ID = "0x1ae0"
 TPU_PCI_DEVICE_IDS = ("0x0027", "0x005e", "0x0063", "0x006f", "0x0056", "0x0062", "0x0076")
 PCI_DEVICES = "/sys/bus/pci/devices"

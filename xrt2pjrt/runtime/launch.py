@@ -77,7 +77,7 @@ from xrt2pjrt import carry
 from xrt2pjrt.shim_packages import CARRIED
 from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.store.secret import new_secret
-from xrt2pjrt.tpu_health import Tpu, Unanswered, describe
+from xrt2pjrt.runtime.tpu_health import Tpu, Unanswered, describe
 from xrt2pjrt.text.words import Word
 from xrt2pjrt.text.xla_dist import (XRT_ERA_CONDA_ENV, XRT_ONLY, Launch, Prelude, Seg, Untranslatable, as_argv_text,
                                     conda_env_note, gcloud_describe, gcloud_ssh, literal_word)

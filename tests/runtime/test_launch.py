@@ -17,7 +17,7 @@ import pytest
 import xrt2pjrt
 from _hostile import hostile_words
 from stand_ins.pod import Pod, set_up
-from xrt2pjrt.launch import READ_SECRET, SECRET_PLACEHOLDER
+from xrt2pjrt.runtime.launch import READ_SECRET, SECRET_PLACEHOLDER
 
 LAUNCH = [sys.executable, "-m", "xrt2pjrt", "launch"]
 
@@ -200,7 +200,7 @@ print("secret", hashlib.sha256(secret).hexdigest()[:16])
 def test_each_run_hands_every_worker_a_new_secret_on_no_command_line(pod, tmp_path):
     """Two workers meet in the shim's store with the secret the launch made; no process of
     the machine (the launch, its gcloud, the workers' shells and programs) has it in its argv."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     seen = []
     for run in range(2):
         shared = tmp_path / f"run-{run}"
@@ -559,7 +559,7 @@ def _carried(folder: Path, script: str = "train.py") -> Path:
     """``script`` in ``folder``, importing the shim, and the copy `migrate --write` carries beside it."""
     (folder / script).write_text(SHIMMED_SCRIPT)
     done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--write", str(folder / script)],
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and (folder / "xrt2pjrt_shim" / "__init__.py").exists(), done.stderr
     return folder / "xrt2pjrt_shim"

@@ -1,4 +1,9 @@
-"""Span edits and findings collected during one pass over one text."""
+"""What one pass over one text records: its span edits, its changes and its items to decide.
+
+Every rewriter that edits text by spans (the text kinds, the magics of a notebook, a
+document's code blocks) records through a ``Recorder``; the rules of the text kinds are
+handed one (text/rule.py). It stands beside rewriters.py, below every rewriter.
+"""
 
 from __future__ import annotations
 
@@ -76,12 +81,12 @@ class Recorder:
         last = max((self.line(max(e.end - 1, e.start)) for e in edits), default=first)
         self.changes.append(Finding(rule, Range.of_lines(first, last), message, Fix.of(rule, applied), caveat=caveat))
 
-    def ask(self, rule: str, offset: int, message: str, detail: str = "", use: str = "") -> None:
+    def decide(self, rule: str, offset: int, message: str, detail: str = "", use: str = "") -> None:
         """Report a spot a person must decide: ``message`` what to do, ``detail`` why, ``use``
         the line to put in (report.Finding)."""
-        self.ask_at_line(rule, self.line(offset), message, detail, use)
+        self.decide_at_line(rule, self.line(offset), message, detail, use)
 
-    def ask_at_line(self, rule: str, line: int, message: str, detail: str = "", use: str = "") -> None:
+    def decide_at_line(self, rule: str, line: int, message: str, detail: str = "", use: str = "") -> None:
         finding = Finding(rule, Range.of_lines(line), message, Fix.of(rule, applied=False), detail=detail, use=use)
         if self.suppressions and self.suppressions.covers(rule, line):
             return

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt import doctor, xrt_variables
+from xrt2pjrt import xrt_variables
+from xrt2pjrt.runtime import doctor
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _XLA_SPEC = importlib.util.find_spec("torch_xla")
 TORCH_XLA_DIR = Path(_XLA_SPEC.origin).parent if _XLA_SPEC else None
 

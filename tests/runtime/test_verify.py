@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt import verify, verify_checks
+from xrt2pjrt.runtime import verify, verify_checks
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEED_CHECKS = ("ordinal", "all_gather", "reduce_scatter", "all_to_all", "all_reduce", "collective_permute",
                "rendezvous", "mesh_reduce")
 ORDERING = ("all_gather pin_layout=False", "all_gather pin_layout=True", "reduce_scatter", "all_to_all")
@@ -196,7 +196,7 @@ def test_json_record_has_the_documented_shape():
 
 
 def test_importing_verify_does_not_import_torch():
-    code = "import sys, xrt2pjrt.verify; print('torch' in sys.modules, 'torch_xla' in sys.modules)"
+    code = "import sys, xrt2pjrt.runtime.verify; print('torch' in sys.modules, 'torch_xla' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], env=_env(), cwd=ROOT, capture_output=True, text=True)
     assert result.stdout.split() == ["False", "False"]
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text import markdown
+from xrt2pjrt.mixed import markdown
 from xrt2pjrt.text.installs import finding as install_finding
 
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from xrt2pjrt import doctor
-from xrt2pjrt import run as run_command
+from xrt2pjrt.runtime import doctor
+from xrt2pjrt.runtime import run as run_command
 from tests.shim.test_shim_xla_model_rendezvous import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 TORCHRUN_STYLE = '''
 import json, os, sys

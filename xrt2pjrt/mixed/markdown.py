@@ -31,15 +31,16 @@ import ast
 import difflib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.text import magics, shell
+from xrt2pjrt.mixed import magics
+from xrt2pjrt.text import shell
 from xrt2pjrt.report import Finding
-from xrt2pjrt.text.edits import Edit, Recorder, dedent, indent, merge_into, shifted, without_new_todo_lines
+from xrt2pjrt.recorder import Edit, Recorder, dedent, indent, merge_into, shifted, without_new_todo_lines
 
 
 def _python():
@@ -129,14 +130,14 @@ def _program(kind: str, body: str, options: Options, context: str = "", kept: tu
 
 
 def _python_block(body: str, options: Options, context: str, kept: tuple[str, ...]) -> Outcome:
-    """A block of Python (its IPython lines migrated by text/magics.py), rewritten as a
+    """A block of Python (its IPython lines migrated by mixed/magics.py), rewritten as a
     program of its own that has ``context`` run before it and its ``kept`` names used after."""
     cell, outcomes = magics.python_cell(body), None
     if context or kept:
         outcomes = _python().rewrite_together([context, cell.python, "".join(f"{name}\n" for name in kept)], options,
                                               where=lambda own, k, line: (line if k == 1 else 0, None))
     if outcomes is None:
-        outcome = _python().rewrite(cell.python, options)
+        outcome = rewriters.module_for("python", cell.python).rewrite(cell.python, options)
     else:
         head, outcome, _ = outcomes
         # the imports the rewrite put among the borrowed ones are the block's own; a line of
@@ -265,12 +266,12 @@ def _leave_decided(body: str, outcome: Outcome, again: Program) -> Outcome:
     hidden = _hidden(outcome, again(done.text))
     if not hidden:
         return done
-    kept = _rewrite_keeping(body, {f.line for f in hidden}, again)
+    kept = _rewrite_keeping(body, _spots(hidden), again)
     if kept is not None:
         then = again(kept.text)
         if not _hidden(outcome, then):  # a next run asks each item again, and keeps each spot
-            spots = {f.line for f in then.manual if _item(f) in set(map(_item, hidden))}
-            second = _rewrite_keeping(kept.text, spots, again)
+            second = _rewrite_keeping(kept.text, _spots(f for f in then.manual if _item(f) in set(map(_item, hidden))),
+                                      again)
             if second is not None and second.text == kept.text and not second.changes:
                 return Outcome(kept.text, kept.changes, outcome.manual)
     return Outcome(body, [], _with_changes_not_made(
@@ -294,29 +295,46 @@ def _item(f: Finding) -> tuple:
     return f.rule, f.message, tuple(c.text for c in f.cites)
 
 
-_KEEP = "  # xrt2pjrt: ignore"  # suppress.py: keeps every rule off the statement it is on
+def _spots(items: Iterable[Finding]) -> dict[int, set[str]]:
+    """The lines of ``items`` -> the rules that ask there."""
+    spots: dict[int, set[str]] = {}
+    for f in items:
+        spots.setdefault(f.line, set()).add(f.rule)
+    return spots
 
 
-def _rewrite_keeping(body: str, spots: set[int], again: Program) -> Outcome | None:
-    """The rewrite of ``body`` (by ``again``) with the statements at lines ``spots`` as they
-    are, new TODO lines left out; None when a marker cannot be put there or taken back."""
-    lines = body.splitlines(keepends=True)
-    for line in sorted(spots):
+def _keep(rules: set[str]) -> str:
+    """The marker that keeps ``rules`` off the statement it is on (suppress.py), and no other
+    rule: a change another rule makes there is made, or said to be left."""
+    return f"  # xrt2pjrt: ignore[{', '.join(sorted(rules))}]"
+
+
+def _rewrite_keeping(body: str, spots: dict[int, set[str]], again: Program) -> Outcome | None:
+    """The rewrite of ``body`` (by ``again``) with the statements at the lines of ``spots``
+    kept from the rules that ask there, new TODO lines left out; None when a marker cannot be
+    put there or taken back."""
+    lines, markers = body.splitlines(keepends=True), set()
+    for line, rules in sorted(spots.items()):
         last = line
         while last < len(lines) and lines[last - 1].rstrip("\r\n").endswith("\\"):
             last += 1  # a marker on a command's last line covers its continued lines
-        if last > len(lines) or _KEEP in lines[last - 1] or re.search("\"\"\"|\'\'\'|<<", lines[last - 1]):
+        if last > len(lines) or "# xrt2pjrt: ignore" in lines[last - 1]:
+            return None  # (a line reads its first marker only: a second one would keep nothing)
+        if re.search("\"\"\"|\'\'\'|<<", lines[last - 1]):
             return None  # (in a string or a here-document, a marker would be text)
-        text = lines[last - 1].rstrip("\r\n")
-        lines[last - 1] = text + _KEEP + lines[last - 1][len(text):]
+        text, keep = lines[last - 1].rstrip("\r\n"), _keep(rules)
+        lines[last - 1] = text + keep + lines[last - 1][len(text):]
+        markers.add(keep)
     marked = "".join(lines)
     try:
         outcome = _without_todo_lines(marked, again(marked))
     except SourceError:
         return None
-    if outcome.text.count(_KEEP) != marked.count(_KEEP):
+    if any(outcome.text.count(keep) != marked.count(keep) for keep in markers):
         return None
-    return Outcome(outcome.text.replace(_KEEP, ""), outcome.changes, outcome.manual)
+    for keep in markers:
+        outcome.text = outcome.text.replace(keep, "")
+    return outcome
 
 
 def _without_todo_lines(before: str, outcome: Outcome) -> Outcome:
@@ -348,7 +366,7 @@ def _with_changes_not_made(outcome: Outcome, said: Callable[[Finding], str]) -> 
         at = next((k for k, item in enumerate(items) if (item.rule, item.line, item.cell) ==
                    (change.rule, change.line, change.cell)), None)
         if at is None:
-            items.append(change.asked(said(change)))
+            items.append(change.to_decide(said(change)))
         else:
             items[at] = replace(items[at], detail=f"{items[at].detail or items[at].message}; {said(change)}")
     return items

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from xrt2pjrt import rewriters
-from xrt2pjrt.python import rewriter
+from xrt2pjrt.mixed import exported
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt.text.edits import todo_line
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.installs import finding as install_finding
 from xrt2pjrt.xrt_variables import REMOTE_TPU
 
@@ -36,9 +36,9 @@ def cell_magic(name: str, line: str, body: str) -> str:
 
 def migrated(text: str):
     """The rewrite of ``text``, checked: it parses, and a second pass changes nothing."""
-    outcome = rewriter.rewrite(text, ALL)
+    outcome = exported.rewrite(text, ALL)
     ast.parse(outcome.text)
-    again = rewriter.rewrite(outcome.text, ALL)
+    again = exported.rewrite(outcome.text, ALL)
     assert again.text == outcome.text and again.changes == [], again.changes
     return outcome
 
@@ -102,7 +102,7 @@ def test_a_magic_with_no_xrt_era_content_is_byte_identical():
     text = nbconvert("import torch_xla\n" + system("nvidia-smi") + "\n"
                      + cell_magic("writefile", "setup.sh", "pip install -q timm\n") + "\n"
                      + cell_magic("capture", "", "!pip install transformers\n"))
-    assert rewriter.rewrite(text, ALL).text == text
+    assert exported.rewrite(text, ALL).text == text
 
 
 def test_a_capture_cell_s_bang_lines_are_commands():

@@ -1,5 +1,5 @@
 """The notebook rewriter: code cells through the Python codemod, their magics as
-text/magics.py reads them (``!`` lines and ``%%bash`` cells through the shell rewriter, ``%env``
+mixed/magics.py reads them (``!`` lines and ``%%bash`` cells through the shell rewriter, ``%env``
 through the environment rules, a ``%%writefile`` cell as a program of the kind it writes),
 Markdown cells through the Markdown rewriter.
 
@@ -22,8 +22,8 @@ from xrt2pjrt import rewriters
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
-from xrt2pjrt.text import magics, markdown
-from xrt2pjrt.text.edits import Edit, Recorder, merge_into
+from xrt2pjrt.mixed import magics, markdown
+from xrt2pjrt.recorder import Edit, Recorder, merge_into
 
 
 def _python():
@@ -66,7 +66,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         elif not rewriters.trigger_for("notebook").search(cell.source):
             if borrowed.get(index):
                 # (the other cells are migrated: a name of a function 2.x removed is imported no more)
-                rec.ask(magics.UNREAD, cell.start, f"this cell is not Python the codemod can parse, and it uses "
+                rec.decide(magics.UNREAD, cell.start, f"this cell is not Python the codemod can parse, and it uses "
                         f"{', '.join(sorted(borrowed[index]))}, which another cell imported from torch_xla: "
                         "migrate its torch_xla code by hand as the other cells' was (names of functions torch_xla "
                         "2.x removed are imported no more)")
@@ -78,7 +78,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         else:
             continue
         if outcome is None:
-            rec.ask(magics.UNREAD, cell.start, "this cell is not Python the codemod can parse; "
+            rec.decide(magics.UNREAD, cell.start, "this cell is not Python the codemod can parse; "
                     "it mentions XRT or torch_xla: migrate it by hand")
             continue
         merge_into(rec, Outcome(outcome.text, *(_in_cell(f, index + 1) for f in (outcome.changes, outcome.manual))),

@@ -6,7 +6,7 @@ IPython makes of it: ``!cmd`` as ``get_ipython().system('cmd')``, ``x = !cmd`` a
 ``run_cell_magic('bash', '', 'its lines')``. jupytext comments them out: ``# !pip install …``,
 and a ``%%bash`` cell is ``# %% language="bash"`` with each of its lines commented.
 
-``magics`` finds each one and gives the IPython text it stands for (text/magics.py says
+``magics`` finds each one and gives the IPython text it stands for (mixed/magics.py says
 what that text is and migrates it), the file line of each of its lines, and how a new text
 is written back: into the string literal, keeping its quotes, prefix and implicit
 concatenation, and the bytes (escapes included) of every line that did not change; into the
@@ -26,13 +26,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import libcst as cst
-
-from xrt2pjrt.text.edits import Edit
-
-# The methods of IPython's shell an exported notebook calls, and the arguments that are text.
-_METHODS = {"system": 1, "getoutput": 1, "run_line_magic": 2, "run_cell_magic": 3}
-
+from xrt2pjrt.python.ipython_calls import METHODS, is_ipython_call
+from xrt2pjrt.recorder import Edit
 
 @dataclass
 class Magic:
@@ -81,7 +76,7 @@ def _calls(text: str, tree: ast.Module, lines: "_Lines"):
     # not walked (a file's identifiers are its words when it is ASCII: no NFKC spelling).
     holding = sorted({lines.line_of(m.start()) for m in re.finditer("get_ipython", text)}) if text.isascii() else None
     for call, statement, body in _ipython_calls(tree, holding):
-        count = _METHODS[call.func.attr]
+        count = METHODS[call.func.attr]
         args = call.args[:count]
         literals = [StringLiteral.of(text, lines, arg) for arg in args]
         whole = None
@@ -117,23 +112,9 @@ def _ipython_calls(tree: ast.Module, holding: list[int] | None = None):
                     if may_hold(child):
                         pending.append((child, child, values))
                 elif isinstance(child, ast.AST):
-                    if _is_ipython_call(child):
+                    if is_ipython_call(child):
                         yield child, statement, body
                     pending.append((child, statement, body))
-
-
-def is_magic_call(node: cst.CSTNode | None) -> bool:
-    """Whether a libcst node is a ``get_ipython().METHOD(...)`` call, whose text arguments
-    are read here as what they run (a rule reading strings leaves them alone)."""
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _METHODS
-            and isinstance(node.func.value, cst.Call) and isinstance(node.func.value.func, cst.Name)
-            and node.func.value.func.value == "get_ipython" and not node.func.value.args)
-
-
-def _is_ipython_call(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _METHODS
-            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
-            and node.func.value.func.id == "get_ipython" and not node.func.value.args)
 
 
 def _read(magic: Magic, method: str, literals: list["StringLiteral"]) -> None:

@@ -31,7 +31,7 @@ spawn count, so under run ``xrt2pjrt_shim`` and its modules are the installed sh
 (:class:`InstalledShim`).
 
 At the end of a run (not ``--per-process``), what became of each item to decide of the code it
-ran: confirmed, cleared, not reached or not checked (:mod:`xrt2pjrt.run_items`).
+ran: confirmed, cleared, not reached or not checked (:mod:`xrt2pjrt.runtime.run_items`).
 
 Exit code: by default the script's own. With ``--per-process``, 0 when every replica
 finished, else the exit code of the replica that failed (128 + N for a signal N), as a
@@ -53,7 +53,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from xrt2pjrt import run_items
+from xrt2pjrt.runtime import run_items
 from xrt2pjrt.shim_packages import CARRIED, installed_name
 from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.cpu import launch, launch_guard, placement, replacements, supervisor
@@ -108,7 +108,7 @@ def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = Fals
     if not os.path.isfile(script):
         raise RunError(f"{script}: no such file")
     if importlib.util.find_spec("torch_xla") is None:
-        from xrt2pjrt.doctor import install_command, installed_versions
+        from xrt2pjrt.runtime.doctor import install_command, installed_versions
 
         raise RunError(f"torch_xla is not installed: run needs it ({install_command(installed_versions(), tpu=False)}; "
                        "or, in the xrt2pjrt checkout, pip install -e '.[xla]')")

@@ -1,6 +1,6 @@
 """``xrt2pjrt verify``: prove on this machine that ordinals, collectives and rendezvous behave.
 
-It starts every replica of this machine, runs :mod:`xrt2pjrt.verify_checks` in each, brings
+It starts every replica of this machine, runs :mod:`xrt2pjrt.runtime.verify_checks` in each, brings
 every replica's results back to this process, and judges them together:
 
 * ``PJRT_DEVICE=CPU`` with ``--nprocs N`` (N > 1): the shim's CPU replica mode
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from xrt2pjrt import doctor, verify_checks
+from xrt2pjrt.runtime import doctor, verify_checks
 from xrt2pjrt.shim import settings
-from xrt2pjrt.verify_checks import CheckResult
+from xrt2pjrt.runtime.verify_checks import CheckResult
 
 EXIT_PASSED, EXIT_FAILED, EXIT_NOT_RUN = 0, 1, 2
 

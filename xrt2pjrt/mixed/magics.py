@@ -2,7 +2,7 @@
 
 One mechanism for every place magics are kept: a notebook's cells, a document's Python
 blocks, and a notebook exported to .py (nbconvert's ``get_ipython().system('…')`` calls,
-jupytext's ``# !pip …`` comments; python/ipython.py finds them). Each is handed here as the
+jupytext's ``# !pip …`` comments; mixed/ipython.py finds them). Each is handed here as the
 IPython text it stands for (``!pip install …``, ``%env X=1``, ``%%writefile train.py\\n…``):
 
 - a line magic: ``!cmd`` (``x = !cmd``, ``%sx``, ``%system``) is a command line /bin/sh
@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xrt2pjrt import files, rewriters
-from xrt2pjrt.python import quiet
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
 from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.text import environment, shell
-from xrt2pjrt.text.edits import Edit, Recorder, comment_above, merge_into, shifted, todo_line
+from xrt2pjrt.recorder import Edit, Recorder, comment_above, merge_into, shifted, todo_line
 from xrt2pjrt.width import DEFAULT
 from xrt2pjrt.text.environment import EnvSetting
 
@@ -76,7 +75,7 @@ def cell(source: str, options: Options) -> Outcome | None:
             if kind == "sh":
                 outcome = shell.rewrite(rest, options, posix_sh=True)
             else:
-                outcome = rewriters.module_for(kind).rewrite(rest, options)
+                outcome = rewriters.module_for(kind, rest).rewrite(rest, options)
         except SourceError:
             return None
         return Outcome(head + "\n" + outcome.text, *_shift(outcome, 1))
@@ -84,7 +83,7 @@ def cell(source: str, options: Options) -> Outcome | None:
         return Outcome(source)  # %%writefile of a file of a kind no rewriter reads
     python = python_cell(source)
     try:
-        outcome = (rewriters.module_for("python").rewrite(python.python, options)
+        outcome = (rewriters.module_for("python", python.python).rewrite(python.python, options)
                    if rewriters.trigger_for("python").search(python.python) else Outcome(python.python))
     except SourceError:
         return None
@@ -209,7 +208,7 @@ def line_magic(line: str, options: Options, rec: Recorder, cell_line: int) -> st
         if line.startswith("!") and outcome.changes and not outcome.manual and (
                 only := _ONLY_EXPORTS.fullmatch(outcome.text)):  # (an item there already says more)
             settings = re.findall(r"(\w+)=(\"[^\"\n]*\"|'[^'\n]*'|\S*)", only.group(0))
-            rec.ask_at_line(outcome.changes[0].rule, cell_line, _dead_export(settings))
+            rec.decide_at_line(outcome.changes[0].rule, cell_line, _dead_export(settings))
         return line[:start] + outcome.text
     m = ENV_MAGIC.match(line)
     if not m:
@@ -227,7 +226,9 @@ def line_magic(line: str, options: Options, rec: Recorder, cell_line: int) -> st
 def torch_xla_names(pythons: list[str]) -> set[str]:
     """The names the imports of torch_xla in these cells' Python bind: those a cell that does
     not parse uses (``words``) are borrowed, and a rewrite of the others must keep them."""
-    return {name for python in pythons for name, modules in quiet.import_names(ast.parse(python)).items()
+    from xrt2pjrt.python.imports import import_names  # (libcst: asked only where a cell does not parse)
+
+    return {name for python in pythons for name, modules in import_names(ast.parse(python)).items()
             if any(module.split(".")[0] == "torch_xla" for module in modules)}
 
 
