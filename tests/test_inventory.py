@@ -46,7 +46,7 @@ def test_every_kind_is_listed_with_its_status(tmp_path):
     assert ("name", "torch_xla.core.xla_model.optimizer_step", "unchanged") in found
     assert ("setting", "XLA_USE_FP16", "reported") in found
     assert ("setting", "XLA_IR_DEBUG", "unchanged") in found
-    assert ("launcher", "xla_dist", "reported") in found  # the launch rewrite is an unsafe fix, pending
+    assert ("launcher", "xla_dist", "rewritten") in found  # the launch rewrite is a safe fix: xla_dist is gone
     assert ("launcher", "gcloud compute tpus tpu-vm ssh", "unchanged") in found
     assert ("install", "torch_xla==2.9.0", "unchanged") in found
     assert found[("name", "torch_xla.core.xla_model.get_ordinal", "rewritten")]["places"] == [

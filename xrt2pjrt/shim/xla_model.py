@@ -73,7 +73,8 @@ from xrt2pjrt.shim.cpu import placement as _cpu_placement
 from xrt2pjrt.shim import job as _job
 from xrt2pjrt.shim import rendezvous as _host
 from xrt2pjrt.shim import settings as _settings
-from xrt2pjrt.shim.rendezvous import RendezvousAborted, RendezvousError, RendezvousTagMismatch, RendezvousTimeout
+from xrt2pjrt.shim.rendezvous import (  # noqa: F401  (the two unused here are in _OWN: re-exported)
+    RendezvousAborted, RendezvousError, RendezvousTagMismatch, RendezvousTimeout)
 
 # The shim's own names; ``__all__`` (at the end) adds every public name of torch_xla's xm,
 # so ``from xrt2pjrt.shim.xla_model import *`` gives what ``from ... xla_model import *`` gave.
