@@ -160,7 +160,8 @@ def _rewrite(job: _Job, options: Options) -> Rewrite:
     done = Rewrite(*(_on_code(found, source.text, kind) for found in (outcome.changes, outcome.manual)))
     if outcome.text == source.text:
         return done
-    problem = rewriter.check(outcome.text)
+    with _no_cyclic_gc():  # (its parse is a rewrite's size too)
+        problem = rewriter.check(outcome.text)
     if problem:
         done.error = f"rewrite discarded, the result would not be valid {kind}: {problem}"
         return done

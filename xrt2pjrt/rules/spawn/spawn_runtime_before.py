@@ -285,7 +285,7 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, lin
     before = _called_before(tree, line)
     holder = spawn_site.function_at(tree, line)
     launcher = set() if args is not None and _hands_self(args[1].value) else {
-        method.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and holder in node.body
+        method.name for node in spawn_site.walk(tree) if isinstance(node, ast.ClassDef) and holder in node.body
         for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
     launcher -= reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
     return [function for function in _starting(tree) if function in before | launcher]
@@ -328,7 +328,7 @@ def _called_before(tree: ast.Module, line: int) -> set[str]:
     the module before the first of them (all of the module's code outside its main block
     when nothing here calls it: a library's, imported first)."""
     defs: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(tree):
+    for node in spawn_site.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defs.setdefault(node.name, []).append(node)
         elif isinstance(node, ast.ClassDef):  # Trainer(...) runs its __init__
@@ -369,9 +369,13 @@ def _other_branch(scope: ast.AST, call: ast.Call, line: int) -> bool:
     def within(block: list[ast.stmt], at: int) -> bool:
         return bool(block) and block[0].lineno <= at <= block[-1].end_lineno
 
-    return any(isinstance(node, ast.If) and (within(node.body, call.lineno) and within(node.orelse, line)
-                                              or within(node.orelse, call.lineno) and within(node.body, line))
-               for node in spawn_site.nodes_of(scope.body))
+    return any(within(node.body, call.lineno) and within(node.orelse, line)
+               or within(node.orelse, call.lineno) and within(node.body, line) for node in _ifs(scope))
+
+
+@functools.lru_cache(maxsize=8)  # (asked for each call before a spawn: a walk each time was quadratic)
+def _ifs(scope: ast.AST) -> list[ast.If]:
+    return [node for node in spawn_site.own_nodes(scope) if isinstance(node, ast.If)]
 
 
 def _calls(statements: list[ast.AST]) -> list[ast.Call]:
@@ -381,7 +385,7 @@ def _calls(statements: list[ast.AST]) -> list[ast.Call]:
 
 @functools.lru_cache(maxsize=1)
 def _calls_in(tree: ast.Module) -> list[ast.Call]:
-    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    return [node for node in spawn_site.walk(tree) if isinstance(node, ast.Call)]
 
 
 def _callee(call: ast.Call) -> str | None:
