@@ -32,8 +32,7 @@ _TAKES_A_BACKEND = {"torch.compile": None, "torch._dynamo.optimize": 0}
 
 class DynamoBackend(PythonRule):
     id = "api-dynamo-backend"
-    summary = ("torch.compile's backends of torch 2.0 (torchxla_trace_once, aot_torchxla_trace_once, ...) → "
-               "openxla_eval, openxla, eager, aot_eager")
+    summary = "torch 2.0's XLA dynamo backends (torchxla_trace_once, ...) → openxla_eval, openxla, eager, aot_eager"
     words = tuple(BACKENDS)
     names = frozenset(_TAKES_A_BACKEND)
     examples = (

@@ -30,9 +30,7 @@ _PRECISION = {True: "highest", False: "default"}
 
 class FullMatMulPrecision(PythonRule):
     id = "api-full-mat-mul-precision"
-    summary = ("torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True/False) (gone in 2.5) → "
-               "torch_xla.backends.set_mat_mul_precision('highest'/'default') (2.8+), or the _XLAC string setter "
-               "on 2.5-2.7")
+    summary = "_XLAC._xla_set_use_full_mat_mul_precision(True/False) (gone in 2.5) → the target's setter"
     names = frozenset({_OLD})
     min_version = (2, 5)
     examples = (

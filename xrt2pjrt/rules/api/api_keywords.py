@@ -1,6 +1,13 @@
-"""keywords torch_xla 2.x renamed or dropped: send_cpu_data_to_device(data=) → datas=,
-ParallelLoader(loader=) → cpu_loader= (2.5+), FSDP(mark_step_on_finalization=) →
-sync_on_finalization= (2.8+), all_reduce(cctx=) dropped
+"""Keywords torch_xla 2.x renamed or dropped in functions that kept their names.
+
+Read from torch_xla 1.13 against 2.1 … 2.9 (the table is python/renames.py):
+``send_cpu_data_to_device(data=)`` is ``datas=`` from 2.1, ``ParallelLoader(loader=)`` is
+``cpu_loader=`` from 2.5, ``XlaFullyShardedDataParallel(mark_step_on_finalization=)`` is
+``sync_on_finalization=`` from 2.8, and ``all_reduce`` lost ``cctx``, XRT's collective
+context. A call that passes the old keyword fails with a TypeError on a release that renamed it.
+The same value is passed under the new name, so the call does what it did (safe); ``cctx``
+only tuned XRT's collectives, so it goes, and the arguments after it are passed by name to keep
+their places. On a ``--target-version`` before a rename the old keyword stays.
 """
 
 from __future__ import annotations
@@ -11,9 +18,7 @@ from xrt2pjrt.registry import Example
 
 class Keywords(RenameRule):
     id = "api-keywords"
-    summary = ("keywords torch_xla 2.x renamed or dropped: send_cpu_data_to_device(data=) → datas=, "
-               "ParallelLoader(loader=) → cpu_loader= (2.5+), FSDP(mark_step_on_finalization=) → "
-               "sync_on_finalization= (2.8+), all_reduce(cctx=) dropped")
+    summary = "Keywords torch_xla 2.x renamed (data=, loader=, mark_step_on_finalization=) or dropped (cctx)"
     table = renames_of(f"{XM}.send_cpu_data_to_device", f"{PL}.ParallelLoader", f"{FSDP}.XlaFullyShardedDataParallel",
                    f"{FSDP}.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel", f"{XM}.all_reduce")
     examples = (

@@ -22,9 +22,7 @@ from xrt2pjrt.python.shim_names import shim_defines
 class NotInTarget(PythonRule):
     id = "api-not-in-target"
     fix = "none"
-    summary = ("any other torch_xla name, keyword or positional argument the target release lacks (xm.CollectiveContext, "
-               "torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings): reported with the release "
-               "that removed it and its replacement, as the last check of every spot")
+    summary = "Any other torch_xla name or argument the target lacks: reported, with its replacement"
     prefixes = ("torch_xla",)
     runs_last = True
     nodes = (cst.Call,)  # getattr(xm, 'name'), which raises as xm.name does

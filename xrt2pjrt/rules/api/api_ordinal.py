@@ -1,4 +1,11 @@
-"""xm.get_ordinal() (removed in 2.7) → xr.global_ordinal()
+"""xm.get_ordinal() → xr.global_ordinal(), which takes no defval.
+
+``xm.get_ordinal()`` was XRT's replica index. torch_xla 2.1 put the runtime's answer in
+torch_xla.runtime, 2.5 deprecated the old name and 2.7 removed it: an XRT-era script fails
+there with AttributeError. ``xr.global_ordinal()`` is the same index under PJRT (safe).
+``defval``, what XRT returned outside a replica, is gone: the runtime always knows the
+ordinal, so a ``defval`` other than 0 is reported, as code may have relied on it.
+``--target shim`` keeps the call: the shim serves it.
 """
 
 from __future__ import annotations

@@ -48,8 +48,7 @@ MOVED = {old: _moved(old) for old in OLD}
 
 class SpmdModule(PythonRule):
     id = "api-spmd-module"
-    summary = ("torch_xla.experimental.xla_sharding / xla_sharded_tensor (deleted in 2.5) → torch_xla.distributed.spmd "
-               "in the import, where all the file takes from it moved there")
+    summary = "Imports of torch_xla.experimental.xla_sharding (deleted in 2.5) → torch_xla.distributed.spmd"
     words = ("xla_sharding", "xla_sharded_tensor")
     nodes = (cst.Import, cst.ImportFrom)
     min_version = (2, 2)

@@ -1,5 +1,13 @@
-"""xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8); as a probe
-(bool(...), if ..., len(...) > 0, ... is not None) → xr.device_type() == devkind
+"""xm.get_xla_supported_devices(devkind): the devkind goes, and a probe becomes a device-type test.
+
+Under XRT ``get_xla_supported_devices('TPU')`` listed the TPU cores, and none on a host
+without one, so code asked "is there a TPU?" by the list being non-empty (timm's
+``is_xla_available('TPU')``). Under PJRT the list holds the devices of the type PJRT_DEVICE
+chose, whatever kind was asked for: a CPU host lists its CPU devices, and the probe says True
+everywhere; 2.8 dropped ``devkind`` altogether. A probe (``bool(...)``, ``if ...``, ``len(...) >
+0``, ``... is not None``) becomes ``xr.device_type() == devkind`` ('GPU' as 'CUDA' from 2.2),
+which answers what it asked (safe). Elsewhere ``devkind`` is dropped, and a kind given is
+reported: the list is of the chosen type's devices now.
 """
 
 from __future__ import annotations
@@ -16,8 +24,7 @@ _PROBE = ("a TPU probe answers by the runtime's device type: PJRT lists the devi
 
 class SupportedDevices(RenameRule):
     id = "api-supported-devices"
-    summary = ("xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8); as a probe "
-               "(bool(...), if ..., len(...) > 0, ... is not None) → xr.device_type() == devkind")
+    summary = "xm.get_xla_supported_devices(devkind): devkind dropped; a probe → xr.device_type() == devkind"
     targets = ("native",)
     table = renames_of(f"{XM}.get_xla_supported_devices")
     nodes = (cst.Comparison,)

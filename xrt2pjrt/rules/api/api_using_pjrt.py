@@ -1,5 +1,11 @@
-"""xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; `if xr.using_pjrt():`
-keeps its body and loses its XRT-only else
+"""xr.using_pjrt() → True: from torch_xla 2.1 PJRT is the only runtime.
+
+``using_pjrt()`` told PJRT from XRT while torch_xla had both. 2.1 deleted XRT, so every
+later release answers True, and 2.5 removed the function (AttributeError). The call becomes
+``True``, what it returned on every release the code can run on (safe); an ``if`` on it keeps
+its PJRT branch and loses the XRT one (``if not ...`` keeps its else). An assertion on it is
+reported, to be deleted: it tests which runtime runs. The experimental.pjrt spelling is
+rewritten too, and under ``--target shim`` as well, as its module is gone.
 """
 
 from __future__ import annotations
@@ -13,8 +19,7 @@ from xrt2pjrt.registry import Example
 
 class UsingPjrt(PythonRule):
     id = "api-using-pjrt"
-    summary = ("xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; "
-               "`if xr.using_pjrt():` keeps its body and loses its XRT-only else")
+    summary = "xr.using_pjrt() (removed in 2.5) → True; `if xr.using_pjrt():` loses its XRT-only else"
     # (with --target shim too: the shim serves xm and xmp, and the module of pjrt.using_pjrt is gone)
     names = frozenset({f"{XR}.using_pjrt", "torch_xla.experimental.pjrt.using_pjrt"})
     nodes = (cst.If,)

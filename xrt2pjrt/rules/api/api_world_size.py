@@ -1,4 +1,11 @@
-"""xm.xrt_world_size() (removed in 2.7) → xr.world_size()
+"""xm.xrt_world_size() → xr.world_size(), which takes no defval.
+
+``xm.xrt_world_size()`` counted XRT's replicas. torch_xla 2.1 put the runtime's count in
+torch_xla.runtime, 2.5 deprecated the old name and 2.7 removed it (AttributeError).
+``xr.world_size()`` counts the replicas under PJRT, one per device (8 on a v3-8 run by 4
+processes), as XRT counted one per core: the rewrite keeps the number (safe). ``defval``,
+what XRT returned outside a replica, is gone, so a ``defval`` other than 1 is reported.
+``--target shim`` keeps the call: the shim serves it.
 """
 
 from __future__ import annotations

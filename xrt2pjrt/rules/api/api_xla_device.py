@@ -1,4 +1,8 @@
-"""xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)
+"""xm.xla_device() and xr.xla_device() → torch_xla.device(), torch_xla 2.3's name.
+
+torch_xla 2.8 deprecates ``xm.xla_device`` and removes ``xr.xla_device``; ``torch_xla.device(n)``
+(2.3+) returns the same device, so the call is renamed (safe). ``devkind`` goes: PJRT_DEVICE
+chooses the device type, and a kind other than 'TPU' is reported, to be set there.
 
 An index is reported on evidence that it meant a replica's device: the call is in code a spawn
 of this file runs in its replicas, or the index is made of the replica's number (the spawned

@@ -36,9 +36,7 @@ XRT_METRICS: dict[str, str | None] = {
 
 class XrtMetricNames(PythonRule):
     id = "api-xrt-metric-names"
-    summary = ("XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, "
-               "short_metrics_report) or looked for in a report: TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → "
-               "TransferFromDeviceTime; names PJRT never records (Xrt*, TransferToServerAsync) reported")
+    summary = "XRT-only metric names (TransferToServerTime, ...) → PJRT's; names PJRT never records reported"
     names = frozenset({f"{MET}.metric_data", f"{MET}.counter_value", f"{MET}.short_metrics_report"})
     nodes = (cst.Comparison,)  # 'XrtTryFreeMemory' in report
     statement_words = tuple(XRT_METRICS)

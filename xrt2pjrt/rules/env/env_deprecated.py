@@ -25,8 +25,7 @@ NAMES = tuple(name for name in WARNED if name != "XLA_USE_SPMD")
 
 class DeprecatedSetting(EnvRule):
     id = "env-deprecated"
-    summary = ("A setting torch_xla warns about, set or read in Python (XLA_USE_FP16 does nothing from 2.5, "
-               "XLA_USE_BF16 is deprecated): reported with what to write instead, kept")
+    summary = "A setting torch_xla warns about (XLA_USE_FP16, XLA_USE_BF16, ...), in Python: reported, kept"
     fix = "none"
     words = NAMES
     examples = (

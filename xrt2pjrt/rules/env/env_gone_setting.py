@@ -19,8 +19,7 @@ from xrt2pjrt.rules.env._gone import NAMES, gone_on, read_advice, why
 
 class GoneSetting(EnvRule):
     id = "env-gone-setting"
-    summary = ("A torch_xla setting the target reads nowhere (XLA_TRIM_GRAPH_SIZE, PJRT_ALLOCATOR_FRACTION, ...; "
-               "python/settings_surface.txt), set in Python → removed; reads reported")
+    summary = "A setting the target reads nowhere (XLA_TRIM_GRAPH_SIZE, ...), set in Python → removed"
     words = NAMES
     examples = (
         Example(

@@ -18,8 +18,7 @@ from xrt2pjrt.text.environment import KEEP, EnvRule
 
 class ShellDeprecatedSetting(EnvRule):
     id = "env-shell-deprecated"
-    summary = ("A setting torch_xla warns about, outside Python (XLA_USE_FP16 does nothing from 2.5, XLA_USE_BF16 "
-               "and XLA_USE_SPMD are deprecated): reported with what to do instead, kept")
+    summary = "A setting torch_xla warns about (XLA_USE_FP16, XLA_USE_BF16, ...), outside Python: reported, kept"
     fix = "none"
     words = tuple(WARNED)
     variables = "|".join(WARNED)

@@ -14,8 +14,7 @@ from xrt2pjrt.text.environment import KEEP, EnvRule
 
 class ShellGoneSetting(EnvRule):
     id = "env-shell-gone-setting"
-    summary = ("A torch_xla setting the target reads nowhere (XLA_TRIM_GRAPH_SIZE, PJRT_ALLOCATOR_FRACTION, ...), "
-               "outside Python → removed")
+    summary = "A setting the target reads nowhere (XLA_TRIM_GRAPH_SIZE, ...), outside Python → removed"
     words = NAMES
     variables = "|".join(NAMES)
     examples = (

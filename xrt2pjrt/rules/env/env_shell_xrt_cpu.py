@@ -16,8 +16,7 @@ from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, device_for
 
 class XrtCpuTopology(DeviceRule):
     id = "env-shell-xrt-cpu"
-    summary = ("XRT_DEVICE_MAP → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when it cannot be "
-               "read, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported.")
+    summary = "XRT_DEVICE_MAP outside Python → the PJRT_DEVICE it names, XRT_WORKERS removed; GPU maps reported"
     variables = "|".join(name for name in DEVICE_SETTINGS if name != "XRT_TPU_CONFIG")
     replacement = ("PJRT_DEVICE", "CPU")
     examples = (

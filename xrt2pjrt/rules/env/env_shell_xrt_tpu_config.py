@@ -23,9 +23,7 @@ _TO_TPU_VMS = "move it to a TPU VM node pool"
 
 class XrtTpuConfig(DeviceRule):
     id = "env-shell-xrt-tpu-config"
-    summary = ("XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, "
-               "docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported, and so is "
-               "a GKE TPU-node annotation or resource (cloud-tpus.google.com) in YAML.")
+    summary = "XRT_TPU_CONFIG outside Python → PJRT_DEVICE=TPU in the same form; remote TPU nodes reported"
     variables = "XRT_TPU_CONFIG"
     replacement = ("PJRT_DEVICE", "TPU")
     examples = (

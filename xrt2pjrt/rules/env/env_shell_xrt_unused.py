@@ -17,9 +17,7 @@ from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 
 class XrtUnused(EnvRule):
     id = "env-shell-xrt-unused"
-    summary = ("Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES, "
-               "TPUVM_MODE and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...) is removed: torch_xla 2.1+ reads none of them. "
-               "Reads of them are reported.")
+    summary = "Every other XRT-era variable (XRT_*, TPU_NUM_DEVICES, ...) outside Python → removed; reads reported"
     variables = XRT_ERA_PATTERN
     catch_all = True
     replacement = None

@@ -32,8 +32,7 @@ _NODE_PROFILER = ":8466"
 
 class TpuNodeAddress(PythonRule):
     id = "env-tpu-node-address"
-    summary = ("TPU_NAME / TPU_IP_ADDRESS in Python (no TPU VM sets them) and traces of a TPU node's "
-               "profiler port 8466: reported")
+    summary = "TPU_NAME / TPU_IP_ADDRESS and a TPU node's profiler port 8466 in Python: reported"
     fix = "none"
     words = (*NAMES, "8466")
     names = frozenset({TRACE})

@@ -32,7 +32,7 @@ _ON = ("1", "true")
 
 class UseSpmd(EnvRule):
     id = "env-use-spmd"
-    summary = "XLA_USE_SPMD=1 set in Python (deprecated from 2.1) → torch_xla.runtime.use_spmd(); other uses reported"
+    summary = "XLA_USE_SPMD=1 set in Python (deprecated) → torch_xla.runtime.use_spmd(); other uses reported"
     fix = "unsafe"
     words = (NAME,)
     examples = (

@@ -1,5 +1,11 @@
-"""XRT_DEVICE_MAP set → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when unreadable,
-reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported
+"""XRT_DEVICE_MAP / XRT_WORKERS set in Python → the PJRT_DEVICE the map names.
+
+XRT's CPU and GPU set-ups named the device in XRT_DEVICE_MAP (``CPU:0;/job:localservice/...``)
+and its servers in XRT_WORKERS. torch_xla 2.1+ reads neither: PJRT_DEVICE alone chooses the
+device. A setting of the map becomes the PJRT_DEVICE of the kind it names, which chooses what
+the map chose (safe): CPU, TPU, or CUDA for GPU (reported on torch_xla 2.9, which has no CUDA
+device); a value that cannot be read becomes CPU and is reported. XRT_WORKERS goes. A read is
+reported: nothing sets the variable now. The text side is env-shell-xrt-cpu.
 """
 
 from __future__ import annotations
@@ -12,8 +18,7 @@ from xrt2pjrt.xrt_variables import DEVICE_SETTINGS
 
 class CpuTopology(DeviceRule):
     id = "env-xrt-cpu-topology"
-    summary = ("XRT_DEVICE_MAP set → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when unreadable, "
-               "reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported")
+    summary = "XRT_DEVICE_MAP set in Python → the PJRT_DEVICE it names, XRT_WORKERS removed; GPU maps reported"
     examples = (
         Example(
             "import os\n\n"

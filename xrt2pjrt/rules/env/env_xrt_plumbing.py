@@ -1,4 +1,11 @@
-"""XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, XRT_TORCH_DIST_*, ...) set → removed
+"""XRT's server and mesh variables set in Python → removed; reads reported.
+
+XRT ran a server on each host and a mesh between them, and its launchers set
+XRT_MESH_SERVICE_ADDRESS, XRT_LOCAL_WORKER, XRT_START_LOCAL_SERVER, XRT_TORCH_DIST_* and the
+like for them. PJRT has neither server nor mesh: torch_xla 2.1+ reads none of these, so a
+setting does nothing and goes (safe). A read gets its default, and a test of it
+(``os.environ.get(...) is not None``) is always False now: it is reported, and a read of
+XRT_TORCH_DIST_* (catalyst asked it whether torch.distributed ran over XLA) with the 2.x way to ask.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from xrt2pjrt.xrt_variables import is_plumbing
 
 class Plumbing(EnvRule):
     id = "env-xrt-plumbing"
-    summary = "XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, XRT_TORCH_DIST_*, ...) set → removed"
+    summary = "XRT server and mesh variables (XRT_MESH_*, XRT_LOCAL_WORKER, ...) set → removed; reads reported"
     examples = (
         Example(
             "import os\n\nos.environ['XRT_MESH_SERVICE_ADDRESS'] = 'localhost:53627'\nos.environ['XLA_USE_BF16'] = '1'\n",

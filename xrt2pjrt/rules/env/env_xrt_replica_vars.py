@@ -1,4 +1,12 @@
-"""XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed
+"""XRT_SHARD_* / XRT_HOST_* read → reported with the torch_xla.runtime call that answers.
+
+XRT's launcher set XRT_SHARD_WORLD_SIZE, XRT_SHARD_ORDINAL, XRT_SHARD_LOCAL_ORDINAL,
+XRT_HOST_ORDINAL and XRT_HOST_WORLD_SIZE in each replica's process, and code read its rank and
+world from them. PJRT sets none of them, so a read gets nothing, or its default. Each read is
+reported with the call to use (``xr.world_size()``, ``xr.global_ordinal()``,
+``xr.local_ordinal()``, ``xr.process_index()``, ...), not rewritten: the read's default and the
+parsing of its text are the code's. A setting is a launcher doing xmp.spawn's work by hand: it
+does nothing under PJRT and goes (safe), with an item, as the launcher itself must go.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ from xrt2pjrt.xrt_variables import RUNTIME_READS
 
 class ReplicaVariables(EnvRule):
     id = "env-xrt-replica-vars"
-    summary = "XRT_SHARD_* / XRT_HOST_* read → manual item naming the xr.* replacement; writes removed"
+    summary = "XRT_SHARD_* / XRT_HOST_* read → reported with the xr.* call to use; writes removed"
     examples = (
         Example(
             "import os\nimport torch_xla.core.xla_env_vars as xenv\n\n"

@@ -1,4 +1,11 @@
-"""XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported
+"""XRT_TPU_CONFIG set in Python → PJRT_DEVICE='TPU'; reads reported.
+
+XRT_TPU_CONFIG (``localservice;0;localhost:51011``) told torch_xla 1.x where XRT's TPU server
+listened; torch_xla 2.1+ ignores it, and PJRT_DEVICE=TPU says the same to PJRT. The setting
+becomes that one (safe). A value naming a remote TPU node
+(``tpu_worker;0;10.0.0.2:8470``) is reported as well: only XRT could drive one, and PJRT needs
+the program on the TPU VM. A read is reported: nothing sets it now; test ``xr.device_type() ==
+'TPU'``. The text side is env-shell-xrt-tpu-config.
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ from xrt2pjrt.report import Advice
 
 class TpuConfig(DeviceRule):
     id = "env-xrt-tpu-config"
-    summary = "XRT_TPU_CONFIG set → PJRT_DEVICE='TPU' (a remote TPU node reported); reads reported"
+    summary = "XRT_TPU_CONFIG set in Python → PJRT_DEVICE='TPU'; remote TPU nodes and reads reported"
     examples = (
         Example(
             "import os\n\nos.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'  # torch_xla\n",

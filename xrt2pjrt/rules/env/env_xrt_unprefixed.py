@@ -17,9 +17,7 @@ from xrt2pjrt.xrt_variables import UNPREFIXED
 
 class Unprefixed(EnvRule):
     id = "env-xrt-unprefixed"
-    summary = ("TPU_NUM_DEVICES / TPUVM_MODE / COLAB_TPU_ADDR and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, "
-               "...; XRT-era, no XRT_ prefix) set → removed; "
-               "reads reported, and TPU_NUM_DEVICES settings, with what to do under PJRT")
+    summary = "XRT-era variables without the XRT_ prefix (TPU_NUM_DEVICES, ...) set → removed; reads reported"
     examples = (
         Example(
             "import os\n\nos.environ['TPUVM_MODE'] = '1'\nos.environ['TPU_NUM_DEVICES'] = '1'\ntrain()\n",

@@ -1,6 +1,11 @@
-"""imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs,
-amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported
-with what to use instead
+"""Imports of what the target lacks: removed when nothing uses them, else reported.
+
+An import of a torch_xla module or name the target release lacks (python/api_surface.txt says
+which, release by release: experimental.pjrt, utils.gcsfs, amp.GradScaler, ...) fails with
+ImportError before anything else runs. The other rules rewrite the uses they know first; an
+import nothing in the file still uses then goes (safe: it could only fail). One still used is
+reported with what to use instead: its uses need a person. Under ``--target shim`` the names
+the shim defines are shim-imports'.
 """
 
 from __future__ import annotations
@@ -17,9 +22,7 @@ from xrt2pjrt.python.shim_names import shim_defines
 
 class ImportGoneModule(PythonRule):
     id = "import-gone-module"
-    summary = ("imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs, "
-               "amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported "
-               "with what to use instead")
+    summary = "Imports of torch_xla modules and names the target lacks: removed if unused, else reported"
     nodes = (cst.Import, cst.ImportFrom)
     examples = (
         Example(

@@ -27,8 +27,7 @@ _FIELD = "${field}"
 class InstallXrtEraCommand(PythonRule):
     id = "install-xrt-era-command"
     fix = "none"
-    summary = ("commands in Python strings (os.system, subprocess, a helper's) that install an XRT-era torch_xla: "
-               "reported with what to install instead")
+    summary = "Install commands in Python strings (os.system, subprocess) fetching XRT-era torch_xla: reported"
     words = ("torch_xla", "torch-xla", "env-setup.py", "tpu-pytorch", "libtpu", "cloud-tpu-client", "tpu-vm-")
     nodes = (cst.SimpleString, cst.FormattedString)
     examples = (

@@ -34,7 +34,7 @@ class CondaEnv(TextRule):
     id = "launch-conda-env"
     fix = "none"
     words = ("torch-xla-",)
-    summary = "conda activate torch-xla-1.x (the env of the XRT-era TPU VM images, torch_xla 1.x in it): reported"
+    summary = "conda activate torch-xla-1.x (the env of an XRT-era TPU VM image): reported"
     examples = (
         Example(
             "conda activate torch-xla-1.13\npython3 train.py\n",

@@ -23,8 +23,7 @@ class TpuVersion(PythonRule):
     fix = "none"
     words = ("configure_tpu_version",)
     nodes = (cst.Call,)
-    summary = ("cloud_tpu_client…configure_tpu_version (switching a TPU node to pytorch-1.x software): reported; "
-               "a TPU VM has no node to switch")
+    summary = "cloud_tpu_client's configure_tpu_version (switching a TPU node's software): reported"
     examples = (
         Example(
             "import cloud_tpu_client\n\nclient = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])\n"

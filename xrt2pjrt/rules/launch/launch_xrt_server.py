@@ -21,7 +21,7 @@ class XrtServer(TextRule):
     id = "launch-xrt-server"
     words = ("xrt_run_server",)
     fix = "none"
-    summary = f"python -m {_SERVER} (XRT's server, gone in 2.x; PJRT needs none): report"
+    summary = f"python -m {_SERVER} (XRT's server, gone in 2.x): reported"
     examples = (
         Example(
             f"python3 -m {_SERVER} --port 51011 --restart\npython3 train.py\n",

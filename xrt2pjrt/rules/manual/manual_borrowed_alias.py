@@ -1,6 +1,13 @@
-"""xm / xmp imported from a module of the project (from tpu_utils import xm) and called as torch_xla's,
-or handed in (a parameter, self.xm) and called for what the target lacks (xm.xrt_world_size()): not
-followed; report once per name
+"""xm / xmp that are not torch_xla's own imports in this file: reported, once a name.
+
+The codemod knows a call is torch_xla's from the file's imports (``import
+torch_xla.core.xla_model as xm``). A project that takes ``xm`` from a module of its own (``from
+tpu_utils import xm``, a relative import), or hands the module in (a parameter, ``self.xm``),
+hides that: the XRT-era calls made through it are left as they are, and those torch_xla 2.x
+removed fail at run time. The first call through such a name of a function the rules migrate
+is reported: import the module from torch_xla here and run xrt2pjrt again (for a module handed
+in, only a call the target lacks, under ``--target native``). Libraries with an ``xm`` of their
+own (XManager) are left alone.
 """
 
 from __future__ import annotations
@@ -28,9 +35,7 @@ class BorrowedAlias(PythonRule):
     aliases = frozenset(CONVENTIONAL)
     # the calls it judges, wherever the name comes from (a parameter's xm.get_ordinal() holds no other word)
     statement_words = tuple(f"{name}." for name in CONVENTIONAL)
-    summary = ("xm / xmp imported from a module of the project (from tpu_utils import xm) and called as torch_xla's, "
-               "or handed in (a parameter, self.xm) and called for what the target lacks (xm.xrt_world_size()): not "
-               "followed; report once per name")
+    summary = "xm / xmp taken from a project module or handed in (a parameter, self.xm): reported once a name"
     nodes = (cst.Call,)
     examples = (
         Example(

@@ -36,9 +36,7 @@ _PROBE_STATEMENTS = 3
 class DeviceProbe(PythonRule):
     id = "manual-device-probe"
     fix = "none"
-    summary = ("xm.xla_device() or xm.get_xla_supported_devices() as a TPU probe (in a try whose except catches "
-               "RuntimeError or Exception): True on every host under torch_xla 2.x; report, with "
-               "torch_xla.runtime.device_type() == 'TPU' to test instead")
+    summary = "xm.xla_device() in a try as a TPU probe (true on every host under 2.x): reported"
     names = frozenset({f"{XM}.xla_device", f"{XM}.get_xla_supported_devices", "torch_xla.runtime.xla_device",
                        "torch_xla.device", "torch_xla.torch_xla.device"})
     examples = (

@@ -1,4 +1,10 @@
-"""import_module('torch_xla...') / __import__: a module reached by string is not rewritten; report
+"""A torch_xla module imported by string: reported.
+
+``importlib.import_module('torch_xla.core.xla_model')`` or ``__import__('torch_xla...')`` reaches
+a module through a string, which the codemod does not follow: the XRT-era calls made on what it
+returns are left as they are, and those the target lacks fail at run time (the import itself,
+for a module 2.x deleted). Each such call with a literal torch_xla (or torch_xla_py) name is
+reported, to be migrated by hand; a name built at run time is not seen.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ class ImportModule(PythonRule):
     id = "manual-import-module"
     fix = "none"
     statement_words = ("import_module", "__import__")
-    summary = "import_module('torch_xla...') / __import__: a module reached by string is not rewritten; report"
+    summary = "A torch_xla module imported by string (import_module, __import__): reported"
     names = frozenset({"importlib.import_module"})
     nodes = (cst.Call,)
     examples = (

@@ -1,6 +1,12 @@
-"""xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report
-the call, and each read of those keys in the file, in a file that names those keys. Code that only
-shows the dict (prints or logs it) raises nothing and gets no item
+"""xm.get_memory_info's XRT keys, kb_free and kb_total, read: reported.
+
+Under XRT ``xm.get_memory_info(device)`` returned ``kb_free`` and ``kb_total``; under PJRT it
+returns ``bytes_used``, ``bytes_limit`` and ``peak_bytes_used``, in bytes, so a read of
+``kb_free`` raises KeyError (fairseq's logging did, on every step). The call is reported in a
+file that names those keys, and so is each read of them: ``kb_free`` is ``(bytes_limit -
+bytes_used) // 1024``. Code that only shows the dict (prints or logs it) raises nothing and gets
+no item. Nothing is rewritten: the unit changes with the keys, and what the code does with the
+number is its own.
 """
 
 from __future__ import annotations
@@ -22,8 +28,7 @@ class MemoryInfo(PythonRule):
     id = "manual-memory-info"
     fix = "none"
     statement_words = _GONE_KEYS
-    summary = ("xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report "
-               "the call, and each read of those keys, in a file that names them")
+    summary = "xm.get_memory_info()'s kb_free / kb_total (bytes_used / bytes_limit under PJRT): reported"
     names = frozenset({f"{XM}.get_memory_info"})
     nodes = (cst.Subscript,)
     examples = (

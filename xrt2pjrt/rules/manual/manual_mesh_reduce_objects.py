@@ -32,9 +32,7 @@ class MeshReduceObjects(PythonRule):
     id = "manual-mesh-reduce-objects"
     fix = "none"
     min_version = (2, 6)  # torch 2.6 made weights_only=True the default of torch.load
-    summary = ("xm.mesh_reduce(tag, data, fn) with data the text shows may be numpy's or an object: from torch 2.6 "
-               "(torch_xla 2.6+) it loads the gathered values with weights_only=True, which refuses them "
-               "(UnpicklingError); report")
+    summary = "xm.mesh_reduce of numpy values or objects (torch 2.6+ refuses to load them): reported"
     targets = ("native",)  # the shim's mesh_reduce loads any value
     names = frozenset({f"{XM}.mesh_reduce"})
     examples = (

@@ -1,5 +1,13 @@
-"""a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made through
-the other name are not followed; report
+"""A torch_xla module stored or handed on as a value: reported.
+
+The codemod rewrites calls made through a module's import name (``xm.get_ordinal()``). A module
+stored or passed on (``self.xm = xm``, ``f(xm)``) is called through another name, which it does
+not follow: the XRT-era calls made there are left as they are, and those torch_xla 2.x removed
+fail at run time. Such a use of a module whose names the rules migrate is reported: call its
+functions by the import name, or migrate them by hand. Not reported: ``getattr``/``hasattr`` with
+the name spelled out (api-not-in-target reads those), an alias in a function whose every use is
+an attribute the target still has (``save = xm; save.save(...)``), and ``--target shim``, where
+the module handed on is the shim's, with the XRT-era API.
 """
 
 from __future__ import annotations
@@ -31,8 +39,7 @@ class _ModuleNames:
 class ModuleAsValue(PythonRule):
     id = "manual-module-as-value"
     fix = "none"
-    summary = ("a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made "
-               "through the other name are not followed; report")
+    summary = "A torch_xla module handed on as a value (self.xm = xm, f(xm)): reported"
     targets = ("native",)  # under the shim, the module handed on is the shim's, with the XRT-era API
     names = _ModuleNames()
     examples = (

@@ -29,8 +29,7 @@ _ONE_MODULE = ("on TPU v2/v3 a PJRT process runs two replicas as threads and MpM
 class MpModelWrapper(PythonRule):
     id = "manual-mp-model-wrapper"
     fix = "none"
-    summary = ("xmp.MpModelWrapper: on TPU v2/v3 the two replicas of a PJRT process get one module from it; report, "
-               "with the model built in each replica and xm.broadcast_master_param to use instead")
+    summary = "xmp.MpModelWrapper (one module for two replicas on TPU v2/v3 under PJRT): reported"
     names = frozenset({"torch_xla.distributed.xla_multiprocessing.MpModelWrapper"})
     examples = (
         Example(  # the upstream pattern: one model at module level, moved in each replica

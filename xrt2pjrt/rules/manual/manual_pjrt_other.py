@@ -1,4 +1,11 @@
-"""other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report
+"""torch_xla.experimental.pjrt names with no 2.x replacement: reported.
+
+torch_xla.experimental.pjrt was early PJRT's module: 2.1 moved what stayed public to
+torch_xla.runtime, and 2.5 deleted it, so any use fails there. Its names with a 2.x
+counterpart are other rules' (pjrt-runtime, pjrt-spawn, pjrt-rendezvous,
+pjrt-run-multiprocess, api-using-pjrt); the rest (``spawn_threads``, ``requires_pjrt``, ...)
+have none, and each use is reported. So is rendezvous, spawn, run_multiprocess or using_pjrt
+used but not called (passed around): only their calls are rewritten.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from xrt2pjrt.rules.pjrt._pjrt import PJRT, PJRT_RENAMES
 class PjrtPrivate(PythonRule):
     id = "manual-pjrt-other"
     fix = "none"
-    summary = "other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report"
+    summary = "Other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): reported"
     prefixes = (f"{PJRT}.",)
     examples = (
         Example(

@@ -21,9 +21,7 @@ _DATA_PARALLEL = "torch_xla.distributed.data_parallel"
 class PreOneZero(ImportedModuleRule):
     id = "manual-pre-1.0"
     fix = "none"
-    summary = ("torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several "
-               "devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads "
-               "is left alone")
+    summary = "torch_xla_py.* (before 1.0) and torch_xla.distributed.data_parallel: reported"
     examples = (
         Example(
             "import torch_xla_py.xla_model as xm\n",

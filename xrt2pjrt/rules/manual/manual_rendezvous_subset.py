@@ -1,4 +1,10 @@
-"""xm.rendezvous(tag, payload, replicas=[subset]): PJRT requires every replica; report
+"""xm.rendezvous with a subset of the replicas: reported.
+
+XRT's rendezvous ran over its gRPC mesh, and some of the replicas could meet
+(``replicas=[0, 1]``). Under PJRT it is an XLA all_gather that every replica must join: a
+subset raises ValueError. A call whose ``replicas`` is neither empty nor None is reported:
+which replicas must wait, and whether a host-side barrier does it, is the program's to say.
+``--target shim`` leaves it: the shim's rendezvous takes subsets.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from xrt2pjrt.rules.manual._manual import XM
 class RendezvousSubset(PythonRule):
     id = "manual-rendezvous-subset"
     fix = "none"
-    summary = "xm.rendezvous(tag, payload, replicas=[subset]): PJRT requires every replica; report"
+    summary = "xm.rendezvous(tag, payload, replicas=[subset]) (PJRT needs every replica): reported"
     targets = ("native",)  # the shim's rendezvous takes subsets
     names = frozenset({f"{XM}.rendezvous"})
     examples = (

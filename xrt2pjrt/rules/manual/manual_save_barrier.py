@@ -32,9 +32,7 @@ _NO_BARRIER = "xm.save no longer waits for every replica (2.1)"
 class SaveBarrier(PythonRule):
     id = "manual-save-barrier"
     fix = "none"
-    summary = ("xm.save(): no longer ends with a rendezvous (2.1); report where the file loads a saved file after "
-               "it (not where a rendezvous follows; in a run of saves, the last), xm.save passed as a function "
-               "(save_function=xm.save) alike")
+    summary = "xm.save() followed by a load (no rendezvous ends a save from 2.1): reported"
     targets = ("native",)  # the shim's save keeps the barrier
     names = frozenset({f"{XM}.save"})
     examples = (

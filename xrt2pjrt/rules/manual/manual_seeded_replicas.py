@@ -46,9 +46,7 @@ class SeededReplicas(PythonRule):
     id = "manual-seeded-replicas"
     fix = "none"
     statement_words = ("manual_seed",)
-    summary = ("torch.manual_seed in a function xmp.spawn or torch_xla.launch runs, followed there by a module "
-               "moved with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas "
-               "share a process and torch's global RNG, so models built after the same seed differ; report")
+    summary = "torch.manual_seed, then a model built in the replicas (v2/v3 threads share one RNG): reported"
     names = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
     examples = (
         Example(

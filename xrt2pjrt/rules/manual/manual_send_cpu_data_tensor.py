@@ -29,8 +29,7 @@ _CONTAINER_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp
 class SendCpuDataTensor(PythonRule):
     id = "manual-send-cpu-data-tensor"
     fix = "none"
-    summary = ("xm.send_cpu_data_to_device(data, device) with data the text shows may be a bare tensor, and its "
-               "result read: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report")
+    summary = "xm.send_cpu_data_to_device(tensor) read as a tensor (2.1+ returns a list): reported"
     targets = ("native",)  # the shim's returns a tensor for a tensor
     names = frozenset({f"{XM}.send_cpu_data_to_device"})
     examples = (

@@ -1,4 +1,9 @@
-"""from torch_xla... import *: the names it brings cannot be followed; report
+"""from torch_xla... import *: reported.
+
+A star import binds names the codemod cannot see: ``get_ordinal()`` taken by ``from
+torch_xla.core.xla_model import *`` is not known as xm's, so its XRT-era calls are left as they
+are, and those torch_xla 2.x removed fail at run time. The import is reported: import the module
+by name (``import torch_xla.core.xla_model as xm``), call through it, and run xrt2pjrt again.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from xrt2pjrt.registry import Example
 class StarImport(PythonRule):
     id = "manual-star-import"
     fix = "none"
-    summary = "from torch_xla... import *: the names it brings cannot be followed; report"
+    summary = "from torch_xla... import * (the names it brings cannot be followed): reported"
     nodes = (cst.ImportFrom,)
     examples = (
         Example(

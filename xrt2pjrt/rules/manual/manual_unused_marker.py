@@ -17,7 +17,7 @@ from xrt2pjrt.registry import Example
 class UnusedMarker(PythonRule):
     id = "manual-unused-marker"
     fix = "none"
-    summary = "a `# xrt2pjrt: ignore` marker that settles nothing, or names no rule: reported"
+    summary = "A `# xrt2pjrt: ignore` marker that settles nothing, or names no rule: reported"
     words = ()  # every file with a marker is read (rewriters.SETTLING_WORDS)
     examples = (
         Example(

@@ -1,4 +1,11 @@
-"""torch_xla.distributed.xla_dist used from Python (removed in 2.1): report
+"""XRT's pod launcher, torch_xla.distributed.xla_dist, used from Python: reported.
+
+torch_xla 2.1 removed xla_dist. Code that drives it as a library (``xla_dist.get_args_parser()``,
+``resolve_and_execute(args)``) fails on import, and a command string that starts it
+(``subprocess.run([..., 'torch_xla.distributed.xla_dist', ...])``) fails when run. Each is
+reported, not rewritten: the arguments are built by the program (launch-xla-dist translates the
+lines of shell files). Launch with ``gcloud compute tpus tpu-vm ssh NAME --worker=all
+--command=...`` or ``xrt2pjrt launch``. A docstring or a string standing alone is not reported.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ class XlaDist(ImportedModuleRule):
     id = "manual-xla-dist"
     fix = "none"
     words = ("torch_xla", "xla_dist")  # also in strings: subprocess.run("python -m ...xla_dist ...")
-    summary = "torch_xla.distributed.xla_dist used from Python (removed in 2.1): report"
+    summary = "torch_xla.distributed.xla_dist used from Python (removed in 2.1): reported"
     prefixes = ("torch_xla.distributed.xla_dist.",)
     examples = (
         Example(  # started from Python: the module is gone, the command fails

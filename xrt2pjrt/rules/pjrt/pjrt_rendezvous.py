@@ -1,4 +1,10 @@
-"""pjrt.rendezvous(tag, payload, ordinals) → xm.xla_rendezvous(payload, ordinals, tag=tag)
+"""Early PJRT's rendezvous → xm.xla_rendezvous, its arguments reordered.
+
+torch_xla.experimental.pjrt is gone from 2.5 (2.1 left it as an alias); its ``rendezvous(tag,
+payload, ordinals)`` lives on as ``xm.xla_rendezvous(payload, ordinals, tag)``, with the
+arguments in another order. The call passes the same values in the new order, the tag by name
+(safe: the same operation). A call with more or starred arguments, and the function passed
+around, are reported.
 """
 
 from __future__ import annotations

@@ -1,4 +1,12 @@
-"""torch_xla.experimental.pjrt.* (deleted in 2.5) → torch_xla.runtime (xr.*)
+"""Early PJRT's runtime queries → torch_xla.runtime, where 2.1 moved them.
+
+torch_xla.experimental.pjrt held the runtime queries (``world_size``, ``global_ordinal``,
+``local_ordinal``, ``device_type``, ...); torch_xla 2.1 moved them to torch_xla.runtime under
+the same names (``device_attributes`` became ``runtime_device_attributes``,
+``broadcast_master_param`` went to xm, ``xla_device`` became ``torch_xla.device`` in 2.3), and
+2.5 deleted the old module. Each use is pointed at the same function in its new home (safe); a
+``devkind`` passed to ``xla_device`` is reported, as PJRT_DEVICE chooses the device type. The
+names with no replacement are manual-pjrt-other's.
 """
 
 from __future__ import annotations

@@ -1,4 +1,11 @@
-"""pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name
+"""Early PJRT's spawn → xmp.spawn, every argument passed by name.
+
+``pjrt.spawn`` went with its module (deleted in 2.5); ``xmp.spawn`` spawns the same way. The
+parameters came in other orders (``spawn(fn, args)`` in torch_xla 1.13, ``spawn(fn, nprocs,
+start_method, args)`` in 2.0) than xmp's (``fn, args, nprocs, ...``), so each argument is
+passed by name, which keeps its meaning (safe). A call with two positional arguments whose
+second is not a tuple is reported: it is ``args`` under 1.13 and ``nprocs`` under 2.0, and the
+code does not say which release it was written for.
 """
 
 from __future__ import annotations

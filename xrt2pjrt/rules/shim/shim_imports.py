@@ -36,8 +36,7 @@ def _alias(module: str) -> str:
 
 class ShimImports(PythonRule):
     id = "shim-imports"
-    summary = ("--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt_shim (carried); "
-               "calls kept")
+    summary = "--target shim: xla_model / xla_multiprocessing imports → xrt2pjrt_shim; calls kept"
     targets = ("shim",)
     words = ("torch_xla", "xrt2pjrt")
     nodes = (cst.Import, cst.ImportFrom)

@@ -1,5 +1,12 @@
-"""an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a
-partial): the worker is a process of its own where torch_xla is not the replica's; report
+"""A worker_init_fn that asks torch_xla for the replica's ordinal or world size: reported.
+
+A worker_init_fn (a function, a lambda, a ``functools.partial`` of one) runs in each DataLoader
+worker, a process of its own. Under XRT the worker inherited the replica's environment, and
+``xm.get_ordinal()`` there answered the replica's number. torch_xla's spawn starts its replicas
+with the spawn method, so their workers start so too, and torch_xla in a worker is not the
+replica's: on a TPU it starts a runtime of its own, on CPU it answers as a world of one. Such a
+call is reported, not rewritten: ask in the replica and hand the answer over
+(``worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())``).
 """
 
 from __future__ import annotations
@@ -23,8 +30,7 @@ _WHY = ("this code runs in each DataLoader worker (it is a worker_init_fn), a pr
 class DataLoaderWorker(PythonRule):
     id = "spawn-dataloader-worker"
     fix = "none"
-    summary = ("an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a partial): "
-               "the worker is a process of its own where torch_xla is not the replica's; report")
+    summary = "An ordinal or world size asked for in a DataLoader's worker_init_fn: reported"
     names = REPLICA_IDENTITY
     examples = (
         Example(  # the per-replica seed: every replica's workers seeded alike, each reading the same samples

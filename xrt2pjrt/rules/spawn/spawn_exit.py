@@ -34,10 +34,7 @@ class ExitInReplica(PythonRule):
     id = "spawn-exit"
     fix = "none"
     statement_words = ("sys.exit", "os._exit", "SystemExit", "exit(", "quit(")
-    summary = ("sys.exit / os._exit in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's "
-               "spawn re-raises SystemExit in the launching process (which skips what follows the spawn; sys.exit(0) "
-               "exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica on "
-               "sys.exit, as XRT did; report")
+    summary = "sys.exit / os._exit in the replicas' code (2.x's spawn re-raises SystemExit): reported"
     names = frozenset({"sys.exit", "os._exit"})
     nodes = (cst.Raise, cst.Call)  # raise SystemExit(0), and the builtins exit() / quit()
     examples = (

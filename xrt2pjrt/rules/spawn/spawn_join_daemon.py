@@ -21,7 +21,7 @@ from xrt2pjrt.registry import Example
 class JoinDaemon(PythonRule):
     id = "spawn-join-daemon"
     fix = "none"
-    summary = "xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report"
+    summary = "xmp.spawn(join=False / daemon=True) (ignored under PJRT: spawn blocks): reported"
     names = frozenset({SPAWN})
     examples = (
         Example(

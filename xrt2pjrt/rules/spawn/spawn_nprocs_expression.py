@@ -43,7 +43,7 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)
 
 class NprocsExpression(NprocsRule):
     id = "spawn-nprocs-expression"
-    summary = "xmp.spawn(nprocs=EXPR) → nprocs=1 if EXPR == 1 else None; a count read as the world size is reported"
+    summary = "xmp.spawn(nprocs=EXPR) → nprocs=1 if EXPR == 1 else None; a count read as world size reported"
     names = frozenset({SPAWN, *SHIM_SPAWNS})
     targets = ("native", "shim")
     examples = (

@@ -1,4 +1,12 @@
-"""xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept
+"""xmp.spawn(nprocs=N) with a literal N > 1 → the argument removed.
+
+torch_xla 2.6+ refuses any nprocs but None or 1 (ValueError: Unsupported nprocs), and PJRT
+spawns a process per chip by itself. Under XRT a count could only be 1 or the host's device
+count (``_pre_fork_setup`` raised ValueError otherwise), so a literal above 1 meant every
+device, which is what a spawn without it runs (safe); it is removed, or becomes None where a
+positional argument follows. ``nprocs=1`` is kept: one device, as before. Where the file also
+gives that number as a count of replicas (``num_replicas=8``, ``world_size=8``), those places are
+reported: the count is ``xr.world_size()`` under PJRT, which need not be 8.
 """
 
 from __future__ import annotations

@@ -58,10 +58,7 @@ class RuntimeBeforeSpawn(PythonRule):
     id = "spawn-runtime-before"
     fix = "none"
     statement_words = ("'xla", '"xla')  # x.to('xla'), torch.zeros(2, device="xla")
-    summary = ("XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on "
-               "import or in code the launching process calls before the spawn (RuntimeError from 2.4), report once; "
-               "or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, "
-               "launch(fn))")
+    summary = "XLA runtime touched before xmp.spawn / torch_xla.launch (RuntimeError from 2.4): reported"
     names = RUNTIME_STARTERS | {SPAWN, LAUNCH}
     examples = (
         Example(

@@ -1,5 +1,11 @@
-"""signal.signal in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's
-spawn runs it in a thread, where signal.signal raises ValueError; report
+"""signal.signal in the code xmp.spawn or torch_xla.launch runs: reported.
+
+XRT ran the spawned function in each replica process's main thread. torch_xla 2.x's spawn runs
+it in a thread of the replica process (a thread per device, even for one device), where
+``signal.signal`` raises ValueError ("signal only works in main thread"). A call in the spawned
+function, or in what it calls in this file, is reported: install the handler at module level,
+outside ``if __name__ == '__main__':``, which each replica process runs in its main thread when
+it loads the module.
 """
 
 from __future__ import annotations
@@ -19,8 +25,7 @@ class SignalInReplica(PythonRule):
     id = "spawn-signal-handler"
     fix = "none"
     statement_words = ("signal.signal",)
-    summary = ("signal.signal in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's spawn "
-               "runs it in a thread, where signal.signal raises ValueError; report")
+    summary = "signal.signal in the replicas' code (spawn runs it in a thread: ValueError): reported"
     names = frozenset({"signal.signal"})
     examples = (
         Example(  # a preemption handler set where XRT ran the replica's main thread

@@ -1,7 +1,14 @@
-"""xmp.spawn or torch_xla.launch given a nested function, a lambda, an instance of a nested class, a
-lock or an xmp.MpModelWrapper (or a partial of one), as fn or in args (a tuple, or a name bound to
-one): torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless
-under fork; report
+"""What xmp.spawn or torch_xla.launch cannot pickle, handed to it: reported.
+
+XRT's spawn handed ``fn`` and ``args`` to forked replicas as they were. torch_xla 2.x's
+xmp.spawn (and torch_xla.launch, which calls it) pickles them for each process, even with
+``start_method='fork'``. pickle refuses what has no importable name (a nested function, a
+lambda, an instance of a class defined in a function) and what holds a lock (multiprocessing
+and threading locks, queues and events, xmp.MpModelWrapper, xmp.MpSerialExecutor), so the spawn
+fails ("Can't pickle local object"). Each such ``fn`` or argument (or a partial of one; in an
+args tuple, or a name bound to one) is reported: define it at module level, and let the spawned
+function read a lock from a module global. The shim's spawn, as XRT's, pickles them only
+where it does not fork (``start_method='fork'`` hands them over as they are).
 """
 
 from __future__ import annotations
@@ -51,10 +58,7 @@ def _pickled(refused: list[tuple[str, str]], shim: bool = False, launch: bool = 
 class Unpicklable(PythonRule):
     id = "spawn-unpicklable"
     fix = "none"
-    summary = ("xmp.spawn or torch_xla.launch given a nested function, a lambda, an instance of a nested class, a lock "
-               "or an xmp.MpModelWrapper (or a partial of one), as fn or in args (a tuple, or a name bound to one): "
-               "torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless under "
-               "fork; report")
+    summary = "xmp.spawn of a nested function, a lambda or a lock (torch_xla 2.x pickles them): reported"
     names = frozenset({SPAWN, LAUNCH, *SHIM_SPAWNS})
     examples = (
         Example(
