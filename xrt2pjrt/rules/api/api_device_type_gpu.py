@@ -14,7 +14,7 @@ import libcst as cst
 
 from xrt2pjrt.python.renames import XM, XR
 from xrt2pjrt.python.rule import PythonRule, code
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 # What names the device type (torch_xla 2.x says CUDA where XRT said GPU)
 _DEVICE_TYPE_CALLS = frozenset({f"{XM}.xla_device_hw", f"{XR}.device_type"})
@@ -26,8 +26,18 @@ class GpuIsCuda(PythonRule):
     nodes = (cst.Comparison,)
     examples = (
         Example(  # always False on XLA:GPU (torch_xla 2.8, the last with CUDA) once the name changed
-            "import torch_xla.core.xla_model as xm\n\nif xm.xla_device_hw(device) == 'GPU':\n    scaler = GradScaler()\n",
-            "import torch_xla.core.xla_model as xm\n\nif xm.xla_device_hw(device) == 'CUDA':\n    scaler = GradScaler()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                if xm.xla_device_hw(device) == 'GPU':
+                    scaler = GradScaler()
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                if xm.xla_device_hw(device) == 'CUDA':
+                    scaler = GradScaler()
+            """),
         ),
     )
 

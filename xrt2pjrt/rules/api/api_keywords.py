@@ -13,7 +13,7 @@ their places. On a ``--target-version`` before a rename the old keyword stays.
 from __future__ import annotations
 
 from xrt2pjrt.python.renames import FSDP, PL, RenameRule, XM, renames_of
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class Keywords(RenameRule):
@@ -23,26 +23,54 @@ class Keywords(RenameRule):
                    f"{FSDP}.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel", f"{XM}.all_reduce")
     examples = (
         Example(
-            "import torch_xla.distributed.parallel_loader as pl\n\n"
-            "loader = pl.ParallelLoader(loader=train_loader, devices=[device])\n",
-            "import torch_xla.distributed.parallel_loader as pl\n\n"
-            "loader = pl.ParallelLoader(cpu_loader=train_loader, devices=[device])\n",
+            dedent("""
+                import torch_xla.distributed.parallel_loader as pl
+
+                loader = pl.ParallelLoader(loader=train_loader, devices=[device])
+            """),
+            dedent("""
+                import torch_xla.distributed.parallel_loader as pl
+
+                loader = pl.ParallelLoader(cpu_loader=train_loader, devices=[device])
+            """),
         ),
         Example(
-            "import torch_xla.distributed.parallel_loader as pl\n\n"
-            "loader = pl.ParallelLoader(loader=train_loader, devices=[device])\n",
-            "import torch_xla.distributed.parallel_loader as pl\n\n"
-            "loader = pl.ParallelLoader(loader=train_loader, devices=[device])\n",
+            dedent("""
+                import torch_xla.distributed.parallel_loader as pl
+
+                loader = pl.ParallelLoader(loader=train_loader, devices=[device])
+            """),
+            dedent("""
+                import torch_xla.distributed.parallel_loader as pl
+
+                loader = pl.ParallelLoader(loader=train_loader, devices=[device])
+            """),
             options={"target_version": (2, 4)},
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nbatch = xm.send_cpu_data_to_device(data=batch, device=device)\n",
-            "import torch_xla.core.xla_model as xm\n\nbatch = xm.send_cpu_data_to_device(datas=batch, device=device)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                batch = xm.send_cpu_data_to_device(data=batch, device=device)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                batch = xm.send_cpu_data_to_device(datas=batch, device=device)
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\n"
-            "cctx = make_context()\nxm.all_reduce(xm.REDUCE_SUM, grads, 1.0 / n, None, cctx, True)\n",
-            "import torch_xla.core.xla_model as xm\n\n"
-            "cctx = make_context()\nxm.all_reduce(xm.REDUCE_SUM, grads, 1.0 / n, None, pin_layout=True)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                cctx = make_context()
+                xm.all_reduce(xm.REDUCE_SUM, grads, 1.0 / n, None, cctx, True)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                cctx = make_context()
+                xm.all_reduce(xm.REDUCE_SUM, grads, 1.0 / n, None, pin_layout=True)
+            """),
         ),
     )

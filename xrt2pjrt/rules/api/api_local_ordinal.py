@@ -11,7 +11,7 @@ may have relied on it outside a replica. ``--target shim`` keeps the call: the s
 from __future__ import annotations
 
 from xrt2pjrt.python.renames import RenameRule, XM, renames_of
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class LocalOrdinal(RenameRule):
@@ -21,7 +21,17 @@ class LocalOrdinal(RenameRule):
     table = renames_of(f"{XM}.get_local_ordinal")
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\ndef f():\n    return xm.get_local_ordinal()\n",
-            "import torch_xla.runtime as xr\n\ndef f():\n    return xr.local_ordinal()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def f():
+                    return xm.get_local_ordinal()
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                def f():
+                    return xr.local_ordinal()
+            """),
         ),
     )

@@ -10,7 +10,7 @@ without arguments is rewritten. ``--target shim`` keeps the call: the shim serve
 from __future__ import annotations
 
 from xrt2pjrt.python.renames import RenameRule, XM, renames_of
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class MarkStep(RenameRule):
@@ -20,12 +20,30 @@ class MarkStep(RenameRule):
     table = renames_of(f"{XM}.mark_step")
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\nloss.backward()\nxm.mark_step()\n",
-            "import torch_xla\n\nloss.backward()\ntorch_xla.sync()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                loss.backward()
+                xm.mark_step()
+            """),
+            dedent("""
+                import torch_xla
+
+                loss.backward()
+                torch_xla.sync()
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(wait=True)\n",
-            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(wait=True)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.mark_step(wait=True)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.mark_step(wait=True)
+            """),
             options={"target_version": (2, 4)},
         ),
     )

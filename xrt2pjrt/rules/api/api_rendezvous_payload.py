@@ -17,7 +17,7 @@ import libcst as cst
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.renames import XM
 from xrt2pjrt.python.rule import PythonRule, argument
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class RendezvousPayload(PythonRule):
@@ -27,17 +27,29 @@ class RendezvousPayload(PythonRule):
     names = frozenset({f"{XM}.rendezvous"})
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('checkpoint', 'saved')\n",
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('checkpoint', b'saved')\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('checkpoint', 'saved')
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('checkpoint', b'saved')
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init', payload=str(rank))\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): encode the payload if it is a str [api-rendezvous-payload]\n"
-                "xm.rendezvous('init', payload=str(rank))\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('init', payload=str(rank))
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): encode the payload if it is a str [api-rendezvous-payload]
+                xm.rendezvous('init', payload=str(rank))
+            """),
             manual=("must be bytes",),
         ),
     )

@@ -14,7 +14,7 @@ import libcst as cst
 
 from xrt2pjrt.python.renames import XR, short
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class UsingPjrt(PythonRule):
@@ -25,36 +25,84 @@ class UsingPjrt(PythonRule):
     nodes = (cst.If,)
     examples = (
         Example(
-            "import os\nimport torch_xla.runtime as xr\n\n# the runtime decides\nif xr.using_pjrt():\n"
-            "    setup()  # PJRT\n    run()\nelse:\n    os.environ['XRT_TPU_CONFIG'] = config\n",
-            "import os\n\n# the runtime decides\nsetup()  # PJRT\nrun()\n",
+            dedent("""
+                import os
+                import torch_xla.runtime as xr
+
+                # the runtime decides
+                if xr.using_pjrt():
+                    setup()  # PJRT
+                    run()
+                else:
+                    os.environ['XRT_TPU_CONFIG'] = config
+            """),
+            dedent("""
+                import os
+
+                # the runtime decides
+                setup()  # PJRT
+                run()
+            """),
         ),
         Example(
-            "import torch_xla.runtime as xr\n\ndef main():\n    if not xr.using_pjrt():\n        legacy()\n"
-            "    elif fast:\n        go()\n    else:\n        walk()\n",
-            "def main():\n    if fast:\n        go()\n    else:\n        walk()\n",
+            dedent("""
+                import torch_xla.runtime as xr
+
+                def main():
+                    if not xr.using_pjrt():
+                        legacy()
+                    elif fast:
+                        go()
+                    else:
+                        walk()
+            """),
+            dedent("""
+                def main():
+                    if fast:
+                        go()
+                    else:
+                        walk()
+            """),
         ),
         Example(
-            "import torch_xla.runtime as xr\n\npjrt = xr.using_pjrt()\n",
+            dedent("""
+                import torch_xla.runtime as xr
+
+                pjrt = xr.using_pjrt()
+            """),
             "pjrt = True\n",
         ),
         Example(  # pytorch/xla v1.13's own test of the runtime choice: rewritten, assertFalse(True)
-            "import torch_xla.runtime as xr\n\nclass TestRuntime(TestCase):\n    def test_using_pjrt(self):\n"
-            "        self.assertFalse(xr.using_pjrt())\n",
-            (
-                "import torch_xla.runtime as xr\n"
-                "\n"
-                "class TestRuntime(TestCase):\n"
-                "    def test_using_pjrt(self):\n"
-                "        # TODO(xrt2pjrt): delete this assertion: PJRT always runs [api-using-pjrt]\n"
-                "        self.assertFalse(xr.using_pjrt())\n"
-            ),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                class TestRuntime(TestCase):
+                    def test_using_pjrt(self):
+                        self.assertFalse(xr.using_pjrt())
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                class TestRuntime(TestCase):
+                    def test_using_pjrt(self):
+                        # TODO(xrt2pjrt): delete this assertion: PJRT always runs [api-using-pjrt]
+                        self.assertFalse(xr.using_pjrt())
+            """),
             manual=("a test asserts which runtime runs",),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\nimport torch_xla.core.xla_model as xm\n\n"
-            "if pjrt.using_pjrt():\n    xm.rendezvous('init')\n",
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init')\n",
+            dedent("""
+                from torch_xla.experimental import pjrt
+                import torch_xla.core.xla_model as xm
+
+                if pjrt.using_pjrt():
+                    xm.rendezvous('init')
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('init')
+            """),
             options={"target": "shim"},
         ),
     )

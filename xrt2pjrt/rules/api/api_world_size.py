@@ -11,7 +11,7 @@ what XRT returned outside a replica, is gone, so a ``defval`` other than 1 is re
 from __future__ import annotations
 
 from xrt2pjrt.python.renames import RenameRule, XM, renames_of
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class WorldSize(RenameRule):
@@ -21,19 +21,32 @@ class WorldSize(RenameRule):
     table = renames_of(f"{XM}.xrt_world_size")
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size()\n",
-            "import torch_xla.runtime as xr\n\nn = xr.world_size()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                n = xm.xrt_world_size()
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                n = xr.world_size()
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(defval=4)\nxm.master_print(n)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "import torch_xla.runtime as xr\n"
-                "\n"
-                "# TODO(xrt2pjrt): check nothing relied on defval= [api-world-size]\n"
-                "n = xr.world_size()\n"
-                "xm.master_print(n)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                n = xm.xrt_world_size(defval=4)
+                xm.master_print(n)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.runtime as xr
+
+                # TODO(xrt2pjrt): check nothing relied on defval= [api-world-size]
+                n = xr.world_size()
+                xm.master_print(n)
+            """),
             manual=("defval=4 dropped",),
         ),
     )

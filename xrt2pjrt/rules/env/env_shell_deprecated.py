@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from xrt2pjrt.meanings.settings import WARNED
 from xrt2pjrt.python.settings_surface import status
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.text.edits import todo_line
 from xrt2pjrt.text.environment import KEEP, EnvRule
 
@@ -23,10 +23,17 @@ class ShellDeprecatedSetting(EnvRule):
     words = tuple(WARNED)
     variables = "|".join(WARNED)
     examples = (
-        Example("export XLA_USE_FP16=1\npython3 train.py\n",
-                todo_line(WARNED["XLA_USE_FP16"].do, "env-shell-deprecated")
-                + "export XLA_USE_FP16=1\npython3 train.py\n",
-                manual=("computes in float32, silently",)),
+        Example(
+            dedent("""
+                export XLA_USE_FP16=1
+                python3 train.py
+            """),
+            todo_line(WARNED["XLA_USE_FP16"].do, "env-shell-deprecated") + dedent("""
+                export XLA_USE_FP16=1
+                python3 train.py
+            """),
+            manual=("computes in float32, silently",),
+        ),
         Example("XLA_USE_SPMD=1 python3 train_spmd.py\n",
                 todo_line(WARNED["XLA_USE_SPMD"].do, "env-shell-deprecated")
                 + "XLA_USE_SPMD=1 python3 train_spmd.py\n",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 DO = "drop it: a TPU VM has no node to switch"
 
@@ -26,15 +26,19 @@ class TpuVersion(PythonRule):
     summary = "cloud_tpu_client's configure_tpu_version (switching a TPU node's software): reported"
     examples = (
         Example(
-            "import cloud_tpu_client\n\nclient = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])\n"
-            "client.configure_tpu_version('pytorch-1.13', restart_type='ifNeeded')\n",
-            (
-                "import cloud_tpu_client\n"
-                "\n"
-                "client = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])\n"
-                "# TODO(xrt2pjrt): drop it: a TPU VM has no node to switch [launch-tpu-version]\n"
-                "client.configure_tpu_version('pytorch-1.13', restart_type='ifNeeded')\n"
-            ),
+            dedent("""
+                import cloud_tpu_client
+
+                client = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])
+                client.configure_tpu_version('pytorch-1.13', restart_type='ifNeeded')
+            """),
+            dedent("""
+                import cloud_tpu_client
+
+                client = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])
+                # TODO(xrt2pjrt): drop it: a TPU VM has no node to switch [launch-tpu-version]
+                client.configure_tpu_version('pytorch-1.13', restart_type='ifNeeded')
+            """),
             manual=("no node to switch",),
         ),
     )

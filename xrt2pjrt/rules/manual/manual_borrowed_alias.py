@@ -21,7 +21,7 @@ import libcst as cst
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.api_surface import lacks
 from xrt2pjrt.python.rule import PythonRule, code
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import CONVENTIONAL, rule_names
 
 _LOOK_ALIKES = ("xmanager",)  # libraries with an xm of their own (Google's XManager)
@@ -39,27 +39,44 @@ class BorrowedAlias(PythonRule):
     nodes = (cst.Call,)
     examples = (
         Example(
-            "from tpu_utils import xm\n\nn = xm.xrt_world_size()\n",
-            (
-                "from tpu_utils import xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): import it from torch_xla and rerun [manual-borrowed-alias]\n"
-                "n = xm.xrt_world_size()\n"
-            ),
+            dedent("""
+                from tpu_utils import xm
+
+                n = xm.xrt_world_size()
+            """),
+            dedent("""
+                from tpu_utils import xm
+
+                # TODO(xrt2pjrt): import it from torch_xla and rerun [manual-borrowed-alias]
+                n = xm.xrt_world_size()
+            """),
             manual=("comes from tpu_utils",),
         ),
         Example(  # tpu_star 0.0.1: the caller hands its xm in
-            "def get_sampler(dataset, xm):\n    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
-            (
-                "def get_sampler(dataset, xm):\n"
-                "    # TODO(xrt2pjrt): migrate its XRT-era calls by hand [manual-borrowed-alias]\n"
-                "    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n"
-            ),
+            dedent("""
+                def get_sampler(dataset, xm):
+                    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())
+            """),
+            dedent("""
+                def get_sampler(dataset, xm):
+                    # TODO(xrt2pjrt): migrate its XRT-era calls by hand [manual-borrowed-alias]
+                    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())
+            """),
             manual=("is no import of this file",),
         ),
         Example(  # Google's XManager has an xm of its own
-            "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
-            "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
+            dedent("""
+                from xmanager import xm
+
+                with xm.create_experiment('x') as experiment:
+                    pass
+            """),
+            dedent("""
+                from xmanager import xm
+
+                with xm.create_experiment('x') as experiment:
+                    pass
+            """),
         ),
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class ImportModule(PythonRule):
@@ -24,13 +24,17 @@ class ImportModule(PythonRule):
     nodes = (cst.Call,)
     examples = (
         Example(
-            "import importlib\n\nxm = importlib.import_module('torch_xla.core.xla_model')\n",
-            (
-                "import importlib\n"
-                "\n"
-                "# TODO(xrt2pjrt): migrate the module's uses by hand [manual-import-module]\n"
-                "xm = importlib.import_module('torch_xla.core.xla_model')\n"
-            ),
+            dedent("""
+                import importlib
+
+                xm = importlib.import_module('torch_xla.core.xla_model')
+            """),
+            dedent("""
+                import importlib
+
+                # TODO(xrt2pjrt): migrate the module's uses by hand [manual-import-module]
+                xm = importlib.import_module('torch_xla.core.xla_model')
+            """),
             manual=("imported by string",),
         ),
     )

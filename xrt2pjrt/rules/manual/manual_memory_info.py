@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
 _READ_BYTES = "read bytes_used and bytes_limit instead"
@@ -33,31 +33,47 @@ class MemoryInfo(PythonRule):
     nodes = (cst.Subscript,)
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\nfree = xm.get_memory_info(device)['kb_free']\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
-                "free = xm.get_memory_info(device)['kb_free']\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                free = xm.get_memory_info(device)['kb_free']
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]
+                free = xm.get_memory_info(device)['kb_free']
+            """),
             manual=("bytes_limit",),
         ),
         Example(  # fairseq's logging: the KeyError is on the line that reads the key
-            "import torch_xla.core.xla_model as xm\n\ninfo = xm.get_memory_info(device)\n"
-            "used = info['kb_total'] - info['kb_free']\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
-                "info = xm.get_memory_info(device)\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
-                "used = info['kb_total'] - info['kb_free']\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                info = xm.get_memory_info(device)
+                used = info['kb_total'] - info['kb_free']
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]
+                info = xm.get_memory_info(device)
+                # TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]
+                used = info['kb_total'] - info['kb_free']
+            """),
             manual=("bytes_limit", "bytes_limit"),
         ),
         Example(  # shown, not read: no KeyError, and nothing to change
-            "import torch_xla.core.xla_model as xm\n\nprint(xm.get_memory_info(device))\n",
-            "import torch_xla.core.xla_model as xm\n\nprint(xm.get_memory_info(device))\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                print(xm.get_memory_info(device))
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                print(xm.get_memory_info(device))
+            """),
         ),
     )
 

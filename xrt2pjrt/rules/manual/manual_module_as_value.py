@@ -19,7 +19,7 @@ import libcst as cst
 
 from xrt2pjrt.python import api_surface, spawn_site
 from xrt2pjrt.python.rule import PythonRule, code, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import rule_names
 
 
@@ -44,40 +44,82 @@ class ModuleAsValue(PythonRule):
     names = _ModuleNames()
     examples = (
         Example(  # a trainer keeps the module on self, then self.xm.xrt_world_size() is an AttributeError on 2.9
-            "import torch_xla.core.xla_model as xm\n\nclass Trainer:\n    def __init__(self):\n        self.xm = xm\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "class Trainer:\n"
-                "    def __init__(self):\n"
-                "        # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]\n"
-                "        self.xm = xm\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                class Trainer:
+                    def __init__(self):
+                        self.xm = xm
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                class Trainer:
+                    def __init__(self):
+                        # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]
+                        self.xm = xm
+            """),
             manual=("stored as self.xm",),
         ),
         Example(  # danielkunin/neural-mechanics: a local alias used only for names 2.9 still has
-            "import torch\n\ndef save(state, path, tpu):\n    save_lib = torch\n    if tpu:\n"
-            "        import torch_xla.core.xla_model as xm\n        save_lib = xm\n    save_lib.save(state, path)\n",
-            "import torch\n\ndef save(state, path, tpu):\n    save_lib = torch\n    if tpu:\n"
-            "        import torch_xla.core.xla_model as xm\n        save_lib = xm\n    save_lib.save(state, path)\n",
+            dedent("""
+                import torch
+
+                def save(state, path, tpu):
+                    save_lib = torch
+                    if tpu:
+                        import torch_xla.core.xla_model as xm
+                        save_lib = xm
+                    save_lib.save(state, path)
+            """),
+            dedent("""
+                import torch
+
+                def save(state, path, tpu):
+                    save_lib = torch
+                    if tpu:
+                        import torch_xla.core.xla_model as xm
+                        save_lib = xm
+                    save_lib.save(state, path)
+            """),
         ),
         Example(  # ... and one used for a name 2.9 lacks
-            "import torch_xla.core.xla_model as xm\n\ndef world():\n    lib = xm\n    return lib.xrt_world_size()\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "def world():\n"
-                "    # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]\n"
-                "    lib = xm\n"
-                "    return lib.xrt_world_size()\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def world():
+                    lib = xm
+                    return lib.xrt_world_size()
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def world():
+                    # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]
+                    lib = xm
+                    return lib.xrt_world_size()
+            """),
             manual=("stored as lib",),
         ),
         Example(  # its own names, and a test of the import fallback, are no hand-over
-            "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
-            "if xm is not None:\n    device = xm.xla_device()\n",
-            "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
-            "if xm is not None:\n    device = xm.xla_device()\n",
+            dedent("""
+                try:
+                    import torch_xla.core.xla_model as xm
+                except ImportError:
+                    xm = None
+
+                if xm is not None:
+                    device = xm.xla_device()
+            """),
+            dedent("""
+                try:
+                    import torch_xla.core.xla_model as xm
+                except ImportError:
+                    xm = None
+
+                if xm is not None:
+                    device = xm.xla_device()
+            """),
         ),
     )
 

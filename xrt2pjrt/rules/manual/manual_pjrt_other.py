@@ -11,7 +11,7 @@ used but not called (passed around): only their calls are rewritten.
 from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.pjrt._pjrt import PJRT, PJRT_RENAMES
 
 
@@ -22,23 +22,31 @@ class PjrtPrivate(PythonRule):
     prefixes = (f"{PJRT}.",)
     examples = (
         Example(
-            "from torch_xla.experimental import pjrt\n\nSPAWNERS = [xmp.spawn, pjrt.spawn]\n",
-            (
-                "from torch_xla.experimental import pjrt\n"
-                "\n"
-                "# TODO(xrt2pjrt): replace this use of it by hand [manual-pjrt-other]\n"
-                "SPAWNERS = [xmp.spawn, pjrt.spawn]\n"
-            ),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                SPAWNERS = [xmp.spawn, pjrt.spawn]
+            """),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                # TODO(xrt2pjrt): replace this use of it by hand [manual-pjrt-other]
+                SPAWNERS = [xmp.spawn, pjrt.spawn]
+            """),
             manual=("without being called",),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.spawn_threads(fn)\n",
-            (
-                "from torch_xla.experimental import pjrt\n"
-                "\n"
-                "# TODO(xrt2pjrt): rewrite it by hand: no 2.x replacement [manual-pjrt-other]\n"
-                "pjrt.spawn_threads(fn)\n"
-            ),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt.spawn_threads(fn)
+            """),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                # TODO(xrt2pjrt): rewrite it by hand: no 2.x replacement [manual-pjrt-other]
+                pjrt.spawn_threads(fn)
+            """),
             manual=("no public replacement",),
         ),
     )

@@ -10,7 +10,7 @@ which replicas must wait, and whether a host-side barrier does it, is the progra
 from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule, argument, code, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
 
@@ -22,18 +22,30 @@ class RendezvousSubset(PythonRule):
     names = frozenset({f"{XM}.rendezvous"})
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('sync', b'', replicas=[0, 1])\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): use all replicas or a host barrier [manual-rendezvous-subset]\n"
-                "xm.rendezvous('sync', b'', replicas=[0, 1])\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('sync', b'', replicas=[0, 1])
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): use all replicas or a host barrier [manual-rendezvous-subset]
+                xm.rendezvous('sync', b'', replicas=[0, 1])
+            """),
             manual=("every replica must join",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init')\n",
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init')\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('init')
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('init')
+            """),
         ),
     )
 

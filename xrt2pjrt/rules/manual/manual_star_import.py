@@ -12,7 +12,7 @@ import libcst as cst
 
 from xrt2pjrt.python.imports import dotted
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class StarImport(PythonRule):
@@ -22,13 +22,17 @@ class StarImport(PythonRule):
     nodes = (cst.ImportFrom,)
     examples = (
         Example(
-            "from torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
-            (
-                "# TODO(xrt2pjrt): import the module by name, then rerun [manual-star-import]\n"
-                "from torch_xla.core.xla_model import *\n"
-                "\n"
-                "n = xrt_world_size()\n"
-            ),
+            dedent("""
+                from torch_xla.core.xla_model import *
+
+                n = xrt_world_size()
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): import the module by name, then rerun [manual-star-import]
+                from torch_xla.core.xla_model import *
+
+                n = xrt_world_size()
+            """),
             manual=("cannot be followed",),
         ),
     )

@@ -15,7 +15,7 @@ import re
 import libcst as cst
 
 from xrt2pjrt.python import ipython
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import ImportedModuleRule
 
 
@@ -27,26 +27,34 @@ class XlaDist(ImportedModuleRule):
     prefixes = ("torch_xla.distributed.xla_dist.",)
     examples = (
         Example(  # started from Python: the module is gone, the command fails
-            "import subprocess\nimport torch_xla\n\n"
-            "subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n",
-            (
-                "import subprocess\n"
-                "import torch_xla\n"
-                "\n"
-                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
-                "subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n"
-            ),
+            dedent("""
+                import subprocess
+                import torch_xla
+
+                subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])
+            """),
+            dedent("""
+                import subprocess
+                import torch_xla
+
+                # TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]
+                subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])
+            """),
             manual=("this command starts xla_dist",),
         ),
         Example(
-            "from torch_xla.distributed import xla_dist\n\nxla_dist.resolve_and_execute(args)\n",
-            (
-                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
-                "from torch_xla.distributed import xla_dist\n"
-                "\n"
-                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
-                "xla_dist.resolve_and_execute(args)\n"
-            ),
+            dedent("""
+                from torch_xla.distributed import xla_dist
+
+                xla_dist.resolve_and_execute(args)
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]
+                from torch_xla.distributed import xla_dist
+
+                # TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]
+                xla_dist.resolve_and_execute(args)
+            """),
             manual=("xla_dist is gone",),
         ),
     )

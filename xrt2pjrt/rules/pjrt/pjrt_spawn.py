@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, keywordize
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.pjrt._pjrt import PJRT
 
 XMP = "torch_xla.distributed.xla_multiprocessing"
@@ -25,22 +25,41 @@ class PjrtSpawn(PythonRule):
     names = frozenset({f"{PJRT}.spawn"})
     examples = (
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, None, 'fork', (flags,))\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, nprocs=None, start_method='fork', args=(flags,))\n",
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt.spawn(_mp_fn, None, 'fork', (flags,))
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, nprocs=None, start_method='fork', args=(flags,))
+            """),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, (flags,))\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, args=(flags,))\n",
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt.spawn(_mp_fn, (flags,))
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(flags,))
+            """),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, extra)\n",
-            (
-                "from torch_xla.experimental import pjrt\n"
-                "\n"
-                "# TODO(xrt2pjrt): name x (args= or nprocs=), rerun xrt2pjrt [pjrt-spawn]\n"
-                "pjrt.spawn(_mp_fn, extra)\n"
-            ),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt.spawn(_mp_fn, extra)
+            """),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                # TODO(xrt2pjrt): name x (args= or nprocs=), rerun xrt2pjrt [pjrt-spawn]
+                pjrt.spawn(_mp_fn, extra)
+            """),
             manual=("name it",),
         ),
     )

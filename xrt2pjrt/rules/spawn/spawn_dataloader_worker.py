@@ -17,7 +17,7 @@ import functools
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import REPLICA_IDENTITY
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _IN_WORKER = "ask in the replica and pass it in"
 _WHY = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn "
@@ -34,30 +34,50 @@ class DataLoaderWorker(PythonRule):
     names = REPLICA_IDENTITY
     examples = (
         Example(  # the per-replica seed: every replica's workers seeded alike, each reading the same samples
-            "import torch_xla.core.xla_model as xm\n\n"
-            "def seed_worker(worker_id):\n    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n\n"
-            "def _mp_fn(index):\n    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "def seed_worker(worker_id):\n"
-                "    # TODO(xrt2pjrt): ask in the replica and pass it in [spawn-dataloader-worker]\n"
-                "    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n"
-                "\n"
-                "def _mp_fn(index):\n"
-                "    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def seed_worker(worker_id):
+                    np.random.seed(1000 * xm.get_ordinal() + worker_id)
+
+                def _mp_fn(index):
+                    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def seed_worker(worker_id):
+                    # TODO(xrt2pjrt): ask in the replica and pass it in [spawn-dataloader-worker]
+                    np.random.seed(1000 * xm.get_ordinal() + worker_id)
+
+                def _mp_fn(index):
+                    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)
+            """),
             manual=("runs in each DataLoader worker",),
         ),
         Example(  # asked in the replica, handed over: nothing to report
-            "import functools\nimport torch_xla.runtime as xr\n\n"
-            "def seed_worker(worker_id, rank):\n    np.random.seed(1000 * rank + worker_id)\n\n"
-            "def _mp_fn(index):\n    init = functools.partial(seed_worker, rank=xr.global_ordinal())\n"
-            "    loader = DataLoader(data, num_workers=4, worker_init_fn=init)\n",
-            "import functools\nimport torch_xla.runtime as xr\n\n"
-            "def seed_worker(worker_id, rank):\n    np.random.seed(1000 * rank + worker_id)\n\n"
-            "def _mp_fn(index):\n    init = functools.partial(seed_worker, rank=xr.global_ordinal())\n"
-            "    loader = DataLoader(data, num_workers=4, worker_init_fn=init)\n",
+            dedent("""
+                import functools
+                import torch_xla.runtime as xr
+
+                def seed_worker(worker_id, rank):
+                    np.random.seed(1000 * rank + worker_id)
+
+                def _mp_fn(index):
+                    init = functools.partial(seed_worker, rank=xr.global_ordinal())
+                    loader = DataLoader(data, num_workers=4, worker_init_fn=init)
+            """),
+            dedent("""
+                import functools
+                import torch_xla.runtime as xr
+
+                def seed_worker(worker_id, rank):
+                    np.random.seed(1000 * rank + worker_id)
+
+                def _mp_fn(index):
+                    init = functools.partial(seed_worker, rank=xr.global_ordinal())
+                    loader = DataLoader(data, num_workers=4, worker_init_fn=init)
+            """),
         ),
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _IN_A_THREAD = ("torch_xla's spawn runs the spawned function in a thread of each replica process (a thread per "
                 "device, even for one device), where signal.signal raises ValueError ('signal only works in main "
@@ -29,27 +29,46 @@ class SignalInReplica(PythonRule):
     names = frozenset({"signal.signal"})
     examples = (
         Example(  # a preemption handler set where XRT ran the replica's main thread
-            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    signal.signal(signal.SIGTERM, save_and_exit)\n    train()\n\n"
-            "xmp.spawn(_mp_fn)\n",
-            (
-                "import signal\n"
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "def _mp_fn(index):\n"
-                "    # TODO(xrt2pjrt): install the handler at module level [spawn-signal-handler]\n"
-                "    signal.signal(signal.SIGTERM, save_and_exit)\n"
-                "    train()\n"
-                "\n"
-                "xmp.spawn(_mp_fn)\n"
-            ),
+            dedent("""
+                import signal
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    signal.signal(signal.SIGTERM, save_and_exit)
+                    train()
+
+                xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import signal
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    # TODO(xrt2pjrt): install the handler at module level [spawn-signal-handler]
+                    signal.signal(signal.SIGTERM, save_and_exit)
+                    train()
+
+                xmp.spawn(_mp_fn)
+            """),
             manual=("signal only works in main thread",),
         ),
         Example(  # the launching process's own handler: its main thread
-            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "if __name__ == '__main__':\n    signal.signal(signal.SIGINT, stop)\n    xmp.spawn(_mp_fn)\n",
-            "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "if __name__ == '__main__':\n    signal.signal(signal.SIGINT, stop)\n    xmp.spawn(_mp_fn)\n",
+            dedent("""
+                import signal
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                if __name__ == '__main__':
+                    signal.signal(signal.SIGINT, stop)
+                    xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import signal
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                if __name__ == '__main__':
+                    signal.signal(signal.SIGINT, stop)
+                    xmp.spawn(_mp_fn)
+            """),
         ),
     )
 
