@@ -1,7 +1,7 @@
 """A device type compared with 'GPU' → 'CUDA', the GPU's name under PJRT.
 
 XRT called an XLA:GPU device 'GPU', and code tested for one with ``xm.xla_device_hw(device) ==
-'GPU'`` (or, on 2.1, ``xr.device_type()``), to make a GradScaler or pick a GPU-only path. From
+'GPU'`` (or ``xr.device_type()``, from 2.1), to make a GradScaler or pick a GPU-only path. From
 torch_xla 2.2 the GPU device is CUDA (PJRT_DEVICE=CUDA), and the device type says so: the
 comparison is False on every GPU and the program silently takes its other path. Comparing with
 'CUDA' asks what the code asked (safe); on torch_xla 2.9, which has no CUDA device, either

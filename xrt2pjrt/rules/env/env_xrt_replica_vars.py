@@ -4,7 +4,7 @@ XRT's launcher set XRT_SHARD_WORLD_SIZE, XRT_SHARD_ORDINAL, XRT_SHARD_LOCAL_ORDI
 XRT_HOST_ORDINAL and XRT_HOST_WORLD_SIZE in each replica's process, and code read its rank and
 world from them. PJRT sets none of them, so a read gets nothing, or its default. Each read is
 reported with the call to use (``xr.world_size()``, ``xr.global_ordinal()``,
-``xr.local_ordinal()``, ``xr.process_index()``, ...), not rewritten: the read's default and the
+``xr.local_ordinal()``, ``xr.host_index()``, ...), not rewritten: the read's default and the
 parsing of its text are the code's. A setting is a launcher doing xmp.spawn's work by hand: it
 does nothing under PJRT and goes (safe), with an item, as the launcher itself must go.
 """
