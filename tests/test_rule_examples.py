@@ -7,6 +7,8 @@ over ``after`` must change nothing (ruff's rule: fixes must converge in one step
 fixes are made: the examples document them (tests/test_fix_safety.py holds the gate).
 """
 
+import sys
+
 import pytest
 
 from xrt2pjrt import codemod, rewriters, width
@@ -54,6 +56,27 @@ def test_rule_is_documented(rule_id, rule):
     assert rule.summary and rule.kind in rewriters.MODULES
     first = rule.examples[0]
     assert first.before != first.after or first.manual, "the first example is what `rules` shows: make it do something"
+
+
+# How long a summary may be: one line of `xrt2pjrt rules`, the rules' table and a SARIF
+# rule's short description.
+SUMMARY_ROOM = 100
+
+
+def _words(text: str) -> list[str]:
+    return " ".join(text.replace("``", "`").split()).rstrip(".").split()
+
+
+@pytest.mark.parametrize("rule_id, rule", sorted(all_rules().items()))
+def test_summary_is_one_short_line_and_the_why_says_more(rule_id, rule):
+    """The summary says what the rule does; its module's docstring (the why `xrt2pjrt rules ID`
+    shows) says why the code changes on the target and what the fix keeps, so it repeats
+    the summary in none of its paragraphs and says more than it."""
+    assert "\n" not in rule.summary and len(rule.summary) <= SUMMARY_ROOM, (len(rule.summary), rule.summary)
+    why = (sys.modules[rule.__module__].__doc__ or "").strip()
+    assert why, "the rule's module needs a docstring: its why"
+    assert all(_words(paragraph) != _words(rule.summary) for paragraph in why.split("\n\n")), "the why repeats the summary"
+    assert len(why.split()) >= 2 * len(rule.summary.split()), "the why must say more than the summary"
 
 
 @pytest.mark.parametrize("rule_id, rule", sorted(all_rules().items()))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import textwrap
 from dataclasses import dataclass, field, replace
 from typing import Callable, ClassVar
 
@@ -41,6 +42,13 @@ class Example:
     manual: tuple[str, ...] = ()
     # Options this example needs, e.g. {"target": "shim"}.
     options: dict = field(default_factory=dict)
+
+
+def dedent(block: str) -> str:
+    """An example's text written as the code it is, a triple-quoted block indented with the
+    call around it: the newline after the opening quotes goes, and so does the indent its
+    lines share (``dedent('''\n    x = 1\n''')`` is ``'x = 1\n'``)."""
+    return textwrap.dedent(block.removeprefix("\n"))
 
 
 class Rule:

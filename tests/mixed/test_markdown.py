@@ -47,8 +47,7 @@ def test_findings_carry_file_lines():
     outcome = markdown.rewrite((FIXTURES / "README.md").read_text(), ALL)
     assert [(f.rule, f.line) for f in outcome.changes if f.rule.startswith(("launch", "env-shell"))] == [
         ("env-shell-xrt-tpu-config", 7), ("launch-xla-dist", 8), ("launch-xla-dist", 15)]
-    # (line 9: the xla_dist call's --env XLA_USE_BF16=1, which torch_xla 2.9 warns about)
-    assert [(f.rule, f.line) for f in outcome.manual] == [("env-shell-deprecated", 9), ("launch-xla-dist", 28)]
+    assert [(f.rule, f.line) for f in outcome.manual] == [("launch-xla-dist", 28)]
 
 
 def test_block_whose_rewrite_would_not_parse_is_kept_and_reported(monkeypatch):

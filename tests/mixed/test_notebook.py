@@ -45,8 +45,7 @@ def test_cells_by_kind():
     assert _source(cells[1]).splitlines()[:2] == ["%env PJRT_DEVICE=TPU", "import os"]
     assert _source(cells[2]).splitlines()[2:4] == ["world = xr.world_size(", ")"]  # split across strings
     assert _source(cells[3]).startswith("TPU_NAME = 'my-pod'\n!gcloud compute tpus tpu-vm ssh $TPU_NAME")
-    assert _source(cells[4]).startswith("%%bash\nexport PJRT_DEVICE=TPU\n# TODO(xrt2pjrt): deprecated: cast the model to "
-                                        "bf16 [env-shell-deprecated]\ngcloud ")  # (--env XLA_USE_BF16=1)
+    assert _source(cells[4]).startswith("%%bash\nexport PJRT_DEVICE=TPU\ngcloud ")
     assert cells[5] == json.loads(BEFORE)["cells"][5]
 
 
@@ -114,7 +113,7 @@ def test_shell_lines_run_on_every_worker(tmp_path):
     script = _source(cells[4]).split("\n", 1)[1]
     assert pod.run(["bash", "-c", script]).returncode == 0
     for (call,) in pod.calls().values():
-        assert call.env["PJRT_DEVICE"] == "TPU" and call.env["XLA_USE_BF16"] == "1"
+        assert call.env["PJRT_DEVICE"] == "TPU" and call.env["TRAIN_DEBUG"] == "1"
     assert "python3 ran on worker 0" in (pod.root / "log.txt").read_text()
 
 

@@ -28,7 +28,7 @@ def pod(tmp_path):
 
 
 def test_runs_on_every_worker_with_pjrt_and_prefixes_output(pod):
-    ran = pod.run(LAUNCH + ["--tpu", "pod", "--zone", "z1", "--env", "MSG=hello world", "--env=XLA_USE_BF16=1",
+    ran = pod.run(LAUNCH + ["--tpu", "pod", "--zone", "z1", "--env", "MSG=hello world", "--env=TRAIN_DEBUG=1",
                             "--", "python3", "train.py", "--model", "vit b/16", "$HOME/out"])
     assert ran.returncode == 0, ran.stderr
     calls = pod.calls()
@@ -37,7 +37,7 @@ def test_runs_on_every_worker_with_pjrt_and_prefixes_output(pod):
         # each word as given: the worker's shell expands nothing (xla_dist expanded $HOME there)
         assert call.argv == ["python3", "train.py", "--model", "vit b/16", "$HOME/out"]
         assert call.env["PJRT_DEVICE"] == "TPU"
-        assert call.env["MSG"] == "hello world" and call.env["XLA_USE_BF16"] == "1"
+        assert call.env["MSG"] == "hello world" and call.env["TRAIN_DEBUG"] == "1"
     assert sorted(ran.stdout.splitlines()) == [f"[worker {i}] python3 ran on worker {i}" for i in range(3)]
     assert sorted(ran.stderr.splitlines()) == [f"[worker {i}] python3 warns on worker {i}" for i in range(3)] + [
         "xrt2pjrt launch: try 1 of 51 ended: every worker exited 0: done"]

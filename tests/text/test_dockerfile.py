@@ -38,9 +38,9 @@ def _image_env(text: str) -> dict[str, str]:
 
 def test_image_environment_is_pjrt():
     before = (FIXTURES / "Dockerfile").read_text()
-    assert _image_env(before) == {"XRT_TPU_CONFIG": "localservice;0;localhost:51011", "XLA_USE_BF16": "1",
+    assert _image_env(before) == {"XRT_TPU_CONFIG": "localservice;0;localhost:51011", "TRAIN_DEBUG": "1",
                                   "XRT_START_LOCAL_SERVER": "1", "TPU_NUM_DEVICES": "8"}
-    assert _image_env(rewrite(before).text) == {"PJRT_DEVICE": "TPU", "XLA_USE_BF16": "1"}
+    assert _image_env(rewrite(before).text) == {"PJRT_DEVICE": "TPU", "TRAIN_DEBUG": "1"}
     assert _image_env(rewrite((FIXTURES / "Dockerfile.cpu").read_text()).text) == {"PJRT_DEVICE": "CPU"}
 
 
@@ -62,9 +62,8 @@ def test_findings_name_the_dockerfile_lines():
     lines = {(f.rule, f.line) for f in outcome.changes}
     assert ("launch-xla-dist", 13) in lines and ("env-shell-xrt-tpu-config", 9) in lines
     assert ("env-shell-xrt-unused", 6) in lines and ("env-shell-xrt-unused", 7) in lines
-    old_image, bf16, exec_form = outcome.manual
+    old_image, exec_form = outcome.manual
     assert old_image.line == 2 and old_image.rule == "install-xrt-era-release"
-    assert bf16.line == 5 and bf16.rule == "env-shell-deprecated"
     assert exec_form.line == 15 and "exec form" in exec_form.detail
 
 

@@ -18,35 +18,34 @@ from xrt2pjrt.registry import Options, all_rules
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text"
 NOTHING = ()
 OLD_IMAGE = "XRT-era gcr.io/tpu-pytorch registry"
-BF16 = "deprecated: cast the model to bf16"  # XLA_USE_BF16, which torch_xla 2.4-2.9 warn about
 CONDA_ENV = ("holds torch_xla 1.x",)  # xla_dist's --conda-env (text/xla_dist.py)  # the fixtures' docker images are XRT-era ones (text/installs.py)
 
 # (before, expected, options, substrings of the manual items, one per item)
 CASES = [
-    ("shell/pod_launch.sh", "shell/pod_launch.expected.sh", {}, (BF16,)),
+    ("shell/pod_launch.sh", "shell/pod_launch.expected.sh", {}, NOTHING),
     ("shell/pod_launch.sh", "shell/pod_launch.xrt2pjrt.expected.sh",
-     {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, (BF16, "'$HOME/logs' expanded on each worker under xla_dist")),
+     {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, ("'$HOME/logs' expanded on each worker under xla_dist",)),
     ("shell/no_space_backslash.sh", "shell/no_space_backslash.expected.sh", {}, CONDA_ENV),
-    ("shell/docker.sh", "shell/docker.expected.sh", {}, (OLD_IMAGE, BF16)),
+    ("shell/docker.sh", "shell/docker.expected.sh", {}, (OLD_IMAGE,)),
     ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"},
-     (OLD_IMAGE, BF16)),
+     (OLD_IMAGE,)),
     ("shell/path_form.sh", "shell/path_form.expected.sh", {}, NOTHING),
     ("shell/abbreviated_flags.sh", "shell/abbreviated_flags.expected.sh", {}, CONDA_ENV),
     ("shell/no_separator.sh", "shell/no_separator.expected.sh", {}, NOTHING),
     ("shell/env_vars.sh", "shell/env_vars.expected.sh", {},
-     ("remote TPU node", BF16, "XRT_SHARD_ORDINAL is read here", "XRT_SHARD_ORDINAL is read here")),
+     ("remote TPU node", "XRT_SHARD_ORDINAL is read here", "XRT_SHARD_ORDINAL is read here")),
     ("shell/cpu_topology.sh", "shell/cpu_topology.expected.sh", {}, NOTHING),
     ("shell/untranslatable.sh", "shell/untranslatable.expected.sh", {},
      ("--vm names TPU-node VMs", "unknown xla_dist flag --num-cores", "xla_dist inside another command's argument",
       "docker and conda flags together", "no command to run after `--`", "xla_dist inside a here-document",
       "XRT_TPU_CONFIG set inside a here-document")),
-    ("dockerfile/Dockerfile", "dockerfile/Dockerfile.expected", {}, (OLD_IMAGE, BF16, "exec form")),
+    ("dockerfile/Dockerfile", "dockerfile/Dockerfile.expected", {}, (OLD_IMAGE, "exec form")),
     ("dockerfile/Dockerfile.cpu", "dockerfile/Dockerfile.cpu.expected", {}, ("XRT_SHARD_WORLD_SIZE is read here",)),
-    ("yaml/train-job.yaml", "yaml/train-job.yaml.expected", {}, (OLD_IMAGE, BF16, OLD_IMAGE, "exec array")),
-    ("yaml/ci.yml", "yaml/ci.yml.expected", {}, (BF16,)),
-    ("markdown/README.md", "markdown/README.md.expected", {}, (BF16, "no command to run after `--`")),
+    ("yaml/train-job.yaml", "yaml/train-job.yaml.expected", {}, (OLD_IMAGE, OLD_IMAGE, "exec array")),
+    ("yaml/ci.yml", "yaml/ci.yml.expected", {}, NOTHING),
+    ("markdown/README.md", "markdown/README.md.expected", {}, ("no command to run after `--`",)),
     ("markdown/guide.rst", "markdown/guide.rst.expected", {}, (OLD_IMAGE,)),
-    ("notebook/pod_training.ipynb", "notebook/pod_training.ipynb.expected", {}, (BF16,)),
+    ("notebook/pod_training.ipynb", "notebook/pod_training.ipynb.expected", {}, NOTHING),
 ]
 
 

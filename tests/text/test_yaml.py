@@ -28,7 +28,7 @@ def test_kubernetes_job_after_rewrite():
     before, after = (list(yaml.safe_load_all((FIXTURES / "train-job.yaml").read_text())),
                      list(yaml.safe_load_all(rewrite((FIXTURES / "train-job.yaml").read_text()).text)))
     launcher, direct = after[0]["spec"]["template"]["spec"]["containers"]
-    assert launcher["env"] == [{"name": "PJRT_DEVICE", "value": "TPU"}, {"name": "XLA_USE_BF16", "value": "1"}]
+    assert launcher["env"] == [{"name": "PJRT_DEVICE", "value": "TPU"}, {"name": "TRAIN_DEBUG", "value": "1"}]
     assert direct == before[0]["spec"]["template"]["spec"]["containers"][1], "exec arrays are reported, not changed"
     assert after[1]["services"]["trainer"]["environment"] == ["PJRT_DEVICE=TPU"]
     # everything else is the same document
@@ -55,7 +55,7 @@ def test_kubernetes_command_runs_on_every_worker(tmp_path):
 
 def test_ci_steps_run_with_pjrt(tmp_path):
     workflow = yaml.safe_load(rewrite((FIXTURES / "ci.yml").read_text()).text)
-    assert workflow["env"] == {"PJRT_DEVICE": "CPU", "XLA_USE_BF16": 0}
+    assert workflow["env"] == {"PJRT_DEVICE": "CPU", "TRAIN_DEBUG": 0}
     steps = workflow["jobs"]["test"]["steps"]
     pod = Pod(tmp_path)
     ran = pod.run(["bash", "-c", steps[2]["run"]])

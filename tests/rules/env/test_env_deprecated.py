@@ -43,3 +43,11 @@ def test_a_dockerfile_env_is_reported_once_per_setting():
 def test_an_unset_in_a_script_is_no_setting():
     outcome = rewrite_shell("unset XLA_USE_FP16\npython3 train.py\n")
     assert outcome.text == "unset XLA_USE_FP16\npython3 train.py\n" and not outcome.manual
+
+
+def test_a_setting_xla_dist_hands_its_workers_is_reported_and_still_handed_over():
+    """--env of an xla_dist call becomes a prefix of the worker's command (launch-xla-dist):
+    the setting is the workers', so it is reported there, and it still reaches them."""
+    outcome = rewrite_shell("python3 -m torch_xla.distributed.xla_dist --tpu=pod --env XLA_USE_BF16=1 -- python3 train.py\n")
+    assert [(f.rule, f.line, f.message) for f in outcome.manual] == [("env-shell-deprecated", 1, WARNED["XLA_USE_BF16"].do)]
+    assert "PJRT_DEVICE=TPU XLA_USE_BF16=1 python3 train.py" in outcome.text

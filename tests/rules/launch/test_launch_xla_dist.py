@@ -80,7 +80,7 @@ def test_pod_launch_details_survive(tmp_path):
         assert call.argv == ["python3", "train.py", "--model", "vit b/16",
                              "--out_dir", "gs://bucket/run-1/ckpt",  # expanded locally, as before
                              "--log_dir", f"/home/worker-{worker}/logs"]  # on the worker
-        assert call.env["XLA_USE_BF16"] == "1"
+        assert call.env["TRAIN_DEBUG"] == "1"
         assert call.env["XLA_FLAGS"] == "--xla_dump_to=/tmp/dump --xla_dump_hlo_as_text"
     assert new.gcloud_calls()[0][4] == "my-pod"
     assert "python3 ran on worker 3" in (new.root / "train.log").read_text()
@@ -111,7 +111,7 @@ def test_docker_runs_the_image_with_pjrt_on_every_worker(tmp_path):
         assert xrt_docker.argv[-4:] == pjrt_docker.argv[-4:] == image_and_command
         args = pjrt_docker.argv
         assert args[:6] == ["docker", "run", "--rm", "--privileged", "--net=host", "-e"]
-        assert "PJRT_DEVICE=TPU" in args and "XLA_USE_BF16=1" in args
+        assert "PJRT_DEVICE=TPU" in args and "TRAIN_DEBUG=1" in args
         assert ["--shm-size=16G", "--volume=/data:/data", "--name", "trainer"] == args[9:13]
     assert new.gcloud_calls()[0][4] == "pod-v4-32"
 

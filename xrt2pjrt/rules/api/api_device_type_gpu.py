@@ -1,4 +1,11 @@
-"""xm.xla_device_hw(d) == 'GPU' (or xr.device_type()): torch_xla 2.x names it 'CUDA' → 'CUDA'
+"""A device type compared with 'GPU' → 'CUDA', the GPU's name under PJRT.
+
+XRT called an XLA:GPU device 'GPU', and code tested for one with ``xm.xla_device_hw(device) ==
+'GPU'`` (or ``xr.device_type()``, from 2.1), to make a GradScaler or pick a GPU-only path. From
+torch_xla 2.2 the GPU device is CUDA (PJRT_DEVICE=CUDA), and the device type says so: the
+comparison is False on every GPU and the program silently takes its other path. Comparing with
+'CUDA' asks what the code asked (safe); on torch_xla 2.9, which has no CUDA device, either
+comparison is False, and env-pjrt-device-gpu reports the GPU set-up itself.
 """
 
 from __future__ import annotations
@@ -7,7 +14,7 @@ import libcst as cst
 
 from xrt2pjrt.python.renames import XM, XR
 from xrt2pjrt.python.rule import PythonRule, code
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 # What names the device type (torch_xla 2.x says CUDA where XRT said GPU)
 _DEVICE_TYPE_CALLS = frozenset({f"{XM}.xla_device_hw", f"{XR}.device_type"})
@@ -15,12 +22,22 @@ _DEVICE_TYPE_CALLS = frozenset({f"{XM}.xla_device_hw", f"{XR}.device_type"})
 
 class GpuIsCuda(PythonRule):
     id = "api-device-type-gpu"
-    summary = "xm.xla_device_hw(d) == 'GPU' (or xr.device_type()): torch_xla 2.x names it 'CUDA' → 'CUDA'"
+    summary = "A device type compared with 'GPU' (xm.xla_device_hw, xr.device_type) → 'CUDA'"
     nodes = (cst.Comparison,)
     examples = (
         Example(  # always False on XLA:GPU (torch_xla 2.8, the last with CUDA) once the name changed
-            "import torch_xla.core.xla_model as xm\n\nif xm.xla_device_hw(device) == 'GPU':\n    scaler = GradScaler()\n",
-            "import torch_xla.core.xla_model as xm\n\nif xm.xla_device_hw(device) == 'CUDA':\n    scaler = GradScaler()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                if xm.xla_device_hw(device) == 'GPU':
+                    scaler = GradScaler()
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                if xm.xla_device_hw(device) == 'CUDA':
+                    scaler = GradScaler()
+            """),
         ),
     )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, argument
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 # torch 2.0's name -> today's name of the same compiler
 BACKENDS = {
@@ -32,18 +32,37 @@ _TAKES_A_BACKEND = {"torch.compile": None, "torch._dynamo.optimize": 0}
 
 class DynamoBackend(PythonRule):
     id = "api-dynamo-backend"
-    summary = ("torch.compile's backends of torch 2.0 (torchxla_trace_once, aot_torchxla_trace_once, ...) → "
-               "openxla_eval, openxla, eager, aot_eager")
+    summary = "torch 2.0's XLA dynamo backends (torchxla_trace_once, ...) → openxla_eval, openxla, eager, aot_eager"
     words = tuple(BACKENDS)
     names = frozenset(_TAKES_A_BACKEND)
     examples = (
         Example(
-            "import torch\n\nmodel = torch.compile(model, backend='aot_torchxla_trace_once')\n",
-            "import torch\n\nmodel = torch.compile(model, backend='openxla')\n",
+            dedent("""
+                import torch
+
+                model = torch.compile(model, backend='aot_torchxla_trace_once')
+            """),
+            dedent("""
+                import torch
+
+                model = torch.compile(model, backend='openxla')
+            """),
         ),
         Example(
-            "import torch._dynamo as dynamo\n\n@dynamo.optimize(\"torchxla_trace_once\")\ndef step(x):\n    return x * 2\n",
-            "import torch._dynamo as dynamo\n\n@dynamo.optimize(\"openxla_eval\")\ndef step(x):\n    return x * 2\n",
+            dedent("""
+                import torch._dynamo as dynamo
+
+                @dynamo.optimize("torchxla_trace_once")
+                def step(x):
+                    return x * 2
+            """),
+            dedent("""
+                import torch._dynamo as dynamo
+
+                @dynamo.optimize("openxla_eval")
+                def step(x):
+                    return x * 2
+            """),
         ),
     )
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, argument, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _OLD = "torch_xla._XLAC._xla_set_use_full_mat_mul_precision"
 # The XLA precision the old setter's bool chose, by the name the new setters take.
@@ -30,29 +30,62 @@ _PRECISION = {True: "highest", False: "default"}
 
 class FullMatMulPrecision(PythonRule):
     id = "api-full-mat-mul-precision"
-    summary = ("torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True/False) (gone in 2.5) → "
-               "torch_xla.backends.set_mat_mul_precision('highest'/'default') (2.8+), or the _XLAC string setter "
-               "on 2.5-2.7")
+    summary = "_XLAC._xla_set_use_full_mat_mul_precision(True/False) (gone in 2.5) → the target's setter"
     names = frozenset({_OLD})
     min_version = (2, 5)
     examples = (
         Example(
-            "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n",
-            "import torch_xla\nimport torch_xla.backends\n\ntorch_xla.backends.set_mat_mul_precision('highest')\n",
+            dedent("""
+                import torch_xla
+
+                torch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)
+            """),
+            dedent("""
+                import torch_xla
+                import torch_xla.backends
+
+                torch_xla.backends.set_mat_mul_precision('highest')
+            """),
         ),
         Example(
-            "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(False)\n",
-            "import torch_xla\n\ntorch_xla._XLAC._xla_set_mat_mul_precision('default')\n",
+            dedent("""
+                import torch_xla
+
+                torch_xla._XLAC._xla_set_use_full_mat_mul_precision(False)
+            """),
+            dedent("""
+                import torch_xla
+
+                torch_xla._XLAC._xla_set_mat_mul_precision('default')
+            """),
             options={"target_version": (2, 7)},
         ),
         Example(
-            "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(True)\n",
-            "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(True)\n",
+            dedent("""
+                import torch_xla
+
+                torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True)
+            """),
+            dedent("""
+                import torch_xla
+
+                torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True)
+            """),
             options={"target_version": (2, 4)},
         ),
         Example(  # pytorch/xla v1.13's test/test_mp_distributed_mm.py
-            "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(\n    use_full_mat_mul_precision=True)\n",
-            "import torch_xla\nimport torch_xla.backends\n\ntorch_xla.backends.set_mat_mul_precision('highest')\n",
+            dedent("""
+                import torch_xla
+
+                torch_xla._XLAC._xla_set_use_full_mat_mul_precision(
+                    use_full_mat_mul_precision=True)
+            """),
+            dedent("""
+                import torch_xla
+                import torch_xla.backends
+
+                torch_xla.backends.set_mat_mul_precision('highest')
+            """),
         ),
     )
 

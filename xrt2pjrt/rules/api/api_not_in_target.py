@@ -15,75 +15,101 @@ import libcst as cst
 from xrt2pjrt.python.api_surface import Lack, entry, keyword_lacks, lacks
 from xrt2pjrt.python.replacements import advice, missing, spelled_release
 from xrt2pjrt.python.rule import PythonRule, code, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.python.shim_names import shim_defines
 
 
 class NotInTarget(PythonRule):
     id = "api-not-in-target"
     fix = "none"
-    summary = ("any other torch_xla name, keyword or positional argument the target release lacks (xm.CollectiveContext, "
-               "torch_xla.amp.GradScaler through a module alias, removed _XLAC bindings): reported with the release "
-               "that removed it and its replacement, as the last check of every spot")
+    summary = "Any other torch_xla name or argument the target lacks: reported, with its replacement"
     prefixes = ("torch_xla",)
     runs_last = True
     nodes = (cst.Call,)  # getattr(xm, 'name'), which raises as xm.name does
     examples = (
         Example(
-            "import torch_xla.amp as xa\n\nscaler = xa.GradScaler()\n",
-            (
-                "import torch_xla.amp as xa\n"
-                "\n"
-                "# TODO(xrt2pjrt): drop it: bf16 autocast needs no scaler [api-not-in-target]\n"
-                "scaler = xa.GradScaler()\n"
-            ),
+            dedent("""
+                import torch_xla.amp as xa
+
+                scaler = xa.GradScaler()
+            """),
+            dedent("""
+                import torch_xla.amp as xa
+
+                # TODO(xrt2pjrt): drop it: bf16 autocast needs no scaler [api-not-in-target]
+                scaler = xa.GradScaler()
+            """),
             manual=("removed in 2.9",),
         ),
         Example(
-            "import torch_xla\n\ntorch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n",
-            (
-                "import torch_xla\n"
-                "\n"
-                "# TODO(xrt2pjrt): use set_mat_mul_precision('highest') [api-not-in-target]\n"
-                "torch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)\n"
-            ),
+            dedent("""
+                import torch_xla
+
+                torch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)
+            """),
+            dedent("""
+                import torch_xla
+
+                # TODO(xrt2pjrt): use set_mat_mul_precision('highest') [api-not-in-target]
+                torch_xla._XLAC._xla_set_use_full_mat_mul_precision(use_full_mat_mul_precision=True)
+            """),
             manual=("removed in 2.5",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nCONTEXTS = {'all': xm.CollectiveContext}\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): drop it, and the collectives' cctx= [api-not-in-target]\n"
-                "CONTEXTS = {'all': xm.CollectiveContext}\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                CONTEXTS = {'all': xm.CollectiveContext}
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): drop it, and the collectives' cctx= [api-not-in-target]
+                CONTEXTS = {'all': xm.CollectiveContext}
+            """),
             manual=("in no torch_xla 2.x release",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): drop reset_scope=: not in torch_xla 2.3 [api-not-in-target]\n"
-                "xm.mark_step(reset_scope=False)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.mark_step(reset_scope=False)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): drop reset_scope=: not in torch_xla 2.3 [api-not-in-target]
+                xm.mark_step(reset_scope=False)
+            """),
             manual=("takes no reset_scope=",),
             options={"target_version": (2, 3)},
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
-            "import torch_xla.core.xla_model as xm\n\nxm.mark_step(reset_scope=False)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.mark_step(reset_scope=False)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.mark_step(reset_scope=False)
+            """),
         ),
         Example(  # by string: getattr raises as the attribute does (hasattr, or a default, does not)
-            "import torch_xla.core.xla_model as xm\n\nn = getattr(xm, 'xrt_world_size')()\n"
-            "m = getattr(xm, 'xrt_world_size', None)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): replace it: not in torch_xla 2.9 [api-not-in-target]\n"
-                "n = getattr(xm, 'xrt_world_size')()\n"
-                "m = getattr(xm, 'xrt_world_size', None)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                n = getattr(xm, 'xrt_world_size')()
+                m = getattr(xm, 'xrt_world_size', None)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): replace it: not in torch_xla 2.9 [api-not-in-target]
+                n = getattr(xm, 'xrt_world_size')()
+                m = getattr(xm, 'xrt_world_size', None)
+            """),
             manual=("removed in 2.7",),
         ),
     )

@@ -1,4 +1,11 @@
-"""xm.rendezvous(tag, 'text'): PJRT takes bytes only (TypeError); a str literal becomes b'...'
+"""A str payload of xm.rendezvous → bytes, which PJRT requires.
+
+XRT's rendezvous took a str payload and sent it encoded as UTF-8. Under PJRT (2.1+) the
+payload must be bytes, and a str raises TypeError. A str literal becomes the bytes literal of
+the same text (``.encode()`` where the text is not ASCII), which is what XRT sent (safe). A
+payload the code builds as a str (an f-string, ``str(...)``, ``'...' % x``, or a name bound only
+to one) is reported, to be encoded where it is made: only the run knows its value.
+``--target shim`` leaves it: the shim's rendezvous still takes str.
 """
 
 from __future__ import annotations
@@ -10,27 +17,39 @@ import libcst as cst
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.renames import XM
 from xrt2pjrt.python.rule import PythonRule, argument
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class RendezvousPayload(PythonRule):
     id = "api-rendezvous-payload"
-    summary = "xm.rendezvous(tag, 'text'): PJRT takes bytes only (TypeError); a str literal becomes b'...'"
+    summary = "xm.rendezvous(tag, 'text') → b'text' (PJRT takes bytes only); a str made at run time reported"
     targets = ("native",)  # the shim's rendezvous still takes str
     names = frozenset({f"{XM}.rendezvous"})
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('checkpoint', 'saved')\n",
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('checkpoint', b'saved')\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('checkpoint', 'saved')
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('checkpoint', b'saved')
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init', payload=str(rank))\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): encode the payload if it is a str [api-rendezvous-payload]\n"
-                "xm.rendezvous('init', payload=str(rank))\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('init', payload=str(rank))
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): encode the payload if it is a str [api-rendezvous-payload]
+                xm.rendezvous('init', payload=str(rank))
+            """),
             manual=("must be bytes",),
         ),
     )

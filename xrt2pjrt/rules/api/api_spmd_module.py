@@ -22,7 +22,7 @@ import libcst as cst
 
 from xrt2pjrt.python import api_surface, imports
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 NEW = "torch_xla.distributed.spmd"
 OLD = ("torch_xla.experimental.xla_sharding", "torch_xla.experimental.xla_sharded_tensor")
@@ -48,24 +48,48 @@ MOVED = {old: _moved(old) for old in OLD}
 
 class SpmdModule(PythonRule):
     id = "api-spmd-module"
-    summary = ("torch_xla.experimental.xla_sharding / xla_sharded_tensor (deleted in 2.5) → torch_xla.distributed.spmd "
-               "in the import, where all the file takes from it moved there")
+    summary = "Imports of torch_xla.experimental.xla_sharding (deleted in 2.5) → torch_xla.distributed.spmd"
     words = ("xla_sharding", "xla_sharded_tensor")
     nodes = (cst.Import, cst.ImportFrom)
     min_version = (2, 2)
     examples = (
         Example(
-            "import torch_xla.experimental.xla_sharding as xs\n\nmesh = xs.Mesh(ids, (4, 2))\n"
-            "xs.mark_sharding(t, mesh, (0, 1))\n",
-            "import torch_xla.distributed.spmd as xs\n\nmesh = xs.Mesh(ids, (4, 2))\nxs.mark_sharding(t, mesh, (0, 1))\n",
+            dedent("""
+                import torch_xla.experimental.xla_sharding as xs
+
+                mesh = xs.Mesh(ids, (4, 2))
+                xs.mark_sharding(t, mesh, (0, 1))
+            """),
+            dedent("""
+                import torch_xla.distributed.spmd as xs
+
+                mesh = xs.Mesh(ids, (4, 2))
+                xs.mark_sharding(t, mesh, (0, 1))
+            """),
         ),
         Example(
-            "from torch_xla.experimental.xla_sharding import Mesh, mark_sharding\n\nmark_sharding(t, Mesh(ids, (8,)), (0,))\n",
-            "from torch_xla.distributed.spmd import Mesh, mark_sharding\n\nmark_sharding(t, Mesh(ids, (8,)), (0,))\n",
+            dedent("""
+                from torch_xla.experimental.xla_sharding import Mesh, mark_sharding
+
+                mark_sharding(t, Mesh(ids, (8,)), (0,))
+            """),
+            dedent("""
+                from torch_xla.distributed.spmd import Mesh, mark_sharding
+
+                mark_sharding(t, Mesh(ids, (8,)), (0,))
+            """),
         ),
         Example(
-            "from torch_xla.experimental import xla_sharding as xs\n\nxs.clear_sharding(t)\n",
-            "from torch_xla.distributed import spmd as xs\n\nxs.clear_sharding(t)\n",
+            dedent("""
+                from torch_xla.experimental import xla_sharding as xs
+
+                xs.clear_sharding(t)
+            """),
+            dedent("""
+                from torch_xla.distributed import spmd as xs
+
+                xs.clear_sharding(t)
+            """),
         ),
     )
 

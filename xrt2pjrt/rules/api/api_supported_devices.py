@@ -1,5 +1,13 @@
-"""xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8); as a probe
-(bool(...), if ..., len(...) > 0, ... is not None) → xr.device_type() == devkind
+"""xm.get_xla_supported_devices(devkind): the devkind goes, and a probe becomes a device-type test.
+
+Under XRT ``get_xla_supported_devices('TPU')`` listed the TPU cores, and none on a host
+without one, so code asked "is there a TPU?" by the list being non-empty (timm's
+``is_xla_available('TPU')``). Under PJRT the list holds the devices of the type PJRT_DEVICE
+chose, whatever kind was asked for: a CPU host lists its CPU devices, and the probe says True
+everywhere; 2.8 dropped ``devkind`` altogether. A probe (``bool(...)``, ``if ...``, ``len(...) >
+0``, ``... is not None``) becomes ``xr.device_type() == devkind`` ('GPU' as 'CUDA' from 2.2),
+which answers what it asked (safe). Elsewhere ``devkind`` is dropped, and a kind given is
+reported: the list is of the chosen type's devices now.
 """
 
 from __future__ import annotations
@@ -8,7 +16,7 @@ import libcst as cst
 
 from xrt2pjrt.python.renames import RenameRule, XM, XR, renames_of
 from xrt2pjrt.python.rule import code, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _PROBE = ("a TPU probe answers by the runtime's device type: PJRT lists the devices of that type only, "
           "so the devices of the kind asked for are never missing from the list")
@@ -16,42 +24,80 @@ _PROBE = ("a TPU probe answers by the runtime's device type: PJRT lists the devi
 
 class SupportedDevices(RenameRule):
     id = "api-supported-devices"
-    summary = ("xm.get_xla_supported_devices(devkind, max_devices): devkind dropped (gone in 2.8); as a probe "
-               "(bool(...), if ..., len(...) > 0, ... is not None) → xr.device_type() == devkind")
+    summary = "xm.get_xla_supported_devices(devkind): devkind dropped; a probe → xr.device_type() == devkind"
     targets = ("native",)
     table = renames_of(f"{XM}.get_xla_supported_devices")
     nodes = (cst.Comparison,)
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\ndevices = xm.get_xla_supported_devices('TPU', 8)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): test xr.device_type() for the kind [api-supported-devices]\n"
-                "devices = xm.get_xla_supported_devices(max_devices=8)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                devices = xm.get_xla_supported_devices('TPU', 8)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): test xr.device_type() for the kind [api-supported-devices]
+                devices = xm.get_xla_supported_devices(max_devices=8)
+            """),
             manual=("devkind='TPU' dropped",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nn = len(xm.get_xla_supported_devices(max_devices=8))\n",
-            "import torch_xla.core.xla_model as xm\n\nn = len(xm.get_xla_supported_devices(max_devices=8))\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                n = len(xm.get_xla_supported_devices(max_devices=8))
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                n = len(xm.get_xla_supported_devices(max_devices=8))
+            """),
         ),
         Example(  # on a CPU host this answered False under XRT, and must still
-            "import torch_xla.core.xla_model as xm\n\nhas_tpu = bool(xm.get_xla_supported_devices('TPU'))\n"
-            "if not xm.get_xla_supported_devices(devkind='GPU'):\n    print('no GPU')\n",
-            "import torch_xla.runtime as xr\n\nhas_tpu = bool(xr.device_type() == 'TPU')\n"
-            "if not xr.device_type() == 'CUDA':\n    print('no GPU')\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                has_tpu = bool(xm.get_xla_supported_devices('TPU'))
+                if not xm.get_xla_supported_devices(devkind='GPU'):
+                    print('no GPU')
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                has_tpu = bool(xr.device_type() == 'TPU')
+                if not xr.device_type() == 'CUDA':
+                    print('no GPU')
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\ndef found(kind):\n"
-            "    return len(xm.get_xla_supported_devices(devkind=kind)) > 0\n",
-            "import torch_xla.runtime as xr\n\ndef found(kind):\n    return xr.device_type() == kind\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def found(kind):
+                    return len(xm.get_xla_supported_devices(devkind=kind)) > 0
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                def found(kind):
+                    return xr.device_type() == kind
+            """),
         ),
         Example(  # both forms in one file: one import
-            "import torch_xla.core.xla_model as xm\n\ndef probe(kind):\n"
-            "    return bool(xm.get_xla_supported_devices('TPU')), len(xm.get_xla_supported_devices(devkind=kind)) > 0\n",
-            "import torch_xla.runtime as xr\n\ndef probe(kind):\n"
-            "    return bool(xr.device_type() == 'TPU'), xr.device_type() == kind\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def probe(kind):
+                    return bool(xm.get_xla_supported_devices('TPU')), len(xm.get_xla_supported_devices(devkind=kind)) > 0
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                def probe(kind):
+                    return bool(xr.device_type() == 'TPU'), xr.device_type() == kind
+            """),
         ),
     )
 

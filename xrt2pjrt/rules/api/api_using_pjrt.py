@@ -1,5 +1,11 @@
-"""xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; `if xr.using_pjrt():`
-keeps its body and loses its XRT-only else
+"""xr.using_pjrt() → True: from torch_xla 2.1 PJRT is the only runtime.
+
+``using_pjrt()`` told PJRT from XRT while torch_xla had both. 2.1 deleted XRT, so every
+later release answers True, and 2.5 removed the function (AttributeError). The call becomes
+``True``, what it returned on every release the code can run on (safe); an ``if`` on it keeps
+its PJRT branch and loses the XRT one (``if not ...`` keeps its else). An assertion on it is
+reported, to be deleted: it tests which runtime runs. The experimental.pjrt spelling is
+rewritten too, and under ``--target shim`` as well, as its module is gone.
 """
 
 from __future__ import annotations
@@ -8,48 +14,95 @@ import libcst as cst
 
 from xrt2pjrt.python.renames import XR, short
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class UsingPjrt(PythonRule):
     id = "api-using-pjrt"
-    summary = ("xr.using_pjrt() (removed in 2.5) → True: from 2.1 on PJRT is the only runtime; "
-               "`if xr.using_pjrt():` keeps its body and loses its XRT-only else")
+    summary = "xr.using_pjrt() (removed in 2.5) → True; `if xr.using_pjrt():` loses its XRT-only else"
     # (with --target shim too: the shim serves xm and xmp, and the module of pjrt.using_pjrt is gone)
     names = frozenset({f"{XR}.using_pjrt", "torch_xla.experimental.pjrt.using_pjrt"})
     nodes = (cst.If,)
     examples = (
         Example(
-            "import os\nimport torch_xla.runtime as xr\n\n# the runtime decides\nif xr.using_pjrt():\n"
-            "    setup()  # PJRT\n    run()\nelse:\n    os.environ['XRT_TPU_CONFIG'] = config\n",
-            "import os\n\n# the runtime decides\nsetup()  # PJRT\nrun()\n",
+            dedent("""
+                import os
+                import torch_xla.runtime as xr
+
+                # the runtime decides
+                if xr.using_pjrt():
+                    setup()  # PJRT
+                    run()
+                else:
+                    os.environ['XRT_TPU_CONFIG'] = config
+            """),
+            dedent("""
+                import os
+
+                # the runtime decides
+                setup()  # PJRT
+                run()
+            """),
         ),
         Example(
-            "import torch_xla.runtime as xr\n\ndef main():\n    if not xr.using_pjrt():\n        legacy()\n"
-            "    elif fast:\n        go()\n    else:\n        walk()\n",
-            "def main():\n    if fast:\n        go()\n    else:\n        walk()\n",
+            dedent("""
+                import torch_xla.runtime as xr
+
+                def main():
+                    if not xr.using_pjrt():
+                        legacy()
+                    elif fast:
+                        go()
+                    else:
+                        walk()
+            """),
+            dedent("""
+                def main():
+                    if fast:
+                        go()
+                    else:
+                        walk()
+            """),
         ),
         Example(
-            "import torch_xla.runtime as xr\n\npjrt = xr.using_pjrt()\n",
+            dedent("""
+                import torch_xla.runtime as xr
+
+                pjrt = xr.using_pjrt()
+            """),
             "pjrt = True\n",
         ),
         Example(  # pytorch/xla v1.13's own test of the runtime choice: rewritten, assertFalse(True)
-            "import torch_xla.runtime as xr\n\nclass TestRuntime(TestCase):\n    def test_using_pjrt(self):\n"
-            "        self.assertFalse(xr.using_pjrt())\n",
-            (
-                "import torch_xla.runtime as xr\n"
-                "\n"
-                "class TestRuntime(TestCase):\n"
-                "    def test_using_pjrt(self):\n"
-                "        # TODO(xrt2pjrt): delete this assertion: PJRT always runs [api-using-pjrt]\n"
-                "        self.assertFalse(xr.using_pjrt())\n"
-            ),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                class TestRuntime(TestCase):
+                    def test_using_pjrt(self):
+                        self.assertFalse(xr.using_pjrt())
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                class TestRuntime(TestCase):
+                    def test_using_pjrt(self):
+                        # TODO(xrt2pjrt): delete this assertion: PJRT always runs [api-using-pjrt]
+                        self.assertFalse(xr.using_pjrt())
+            """),
             manual=("a test asserts which runtime runs",),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\nimport torch_xla.core.xla_model as xm\n\n"
-            "if pjrt.using_pjrt():\n    xm.rendezvous('init')\n",
-            "import torch_xla.core.xla_model as xm\n\nxm.rendezvous('init')\n",
+            dedent("""
+                from torch_xla.experimental import pjrt
+                import torch_xla.core.xla_model as xm
+
+                if pjrt.using_pjrt():
+                    xm.rendezvous('init')
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                xm.rendezvous('init')
+            """),
             options={"target": "shim"},
         ),
     )

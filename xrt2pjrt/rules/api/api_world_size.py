@@ -1,10 +1,17 @@
-"""xm.xrt_world_size() (removed in 2.7) → xr.world_size()
+"""xm.xrt_world_size() → xr.world_size(), which takes no defval.
+
+``xm.xrt_world_size()`` counted XRT's replicas. torch_xla 2.1 put the runtime's count in
+torch_xla.runtime, 2.5 deprecated the old name and 2.7 removed it (AttributeError).
+``xr.world_size()`` counts the replicas under PJRT, one per device (8 on a v3-8 run by 4
+processes), as XRT counted one per core: the rewrite keeps the number (safe). ``defval``,
+what XRT returned outside a replica, is gone, so a ``defval`` other than 1 is reported.
+``--target shim`` keeps the call: the shim serves it.
 """
 
 from __future__ import annotations
 
 from xrt2pjrt.python.renames import RenameRule, XM, renames_of
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class WorldSize(RenameRule):
@@ -14,19 +21,32 @@ class WorldSize(RenameRule):
     table = renames_of(f"{XM}.xrt_world_size")
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size()\n",
-            "import torch_xla.runtime as xr\n\nn = xr.world_size()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                n = xm.xrt_world_size()
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                n = xr.world_size()
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(defval=4)\nxm.master_print(n)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "import torch_xla.runtime as xr\n"
-                "\n"
-                "# TODO(xrt2pjrt): check nothing relied on defval= [api-world-size]\n"
-                "n = xr.world_size()\n"
-                "xm.master_print(n)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                n = xm.xrt_world_size(defval=4)
+                xm.master_print(n)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.runtime as xr
+
+                # TODO(xrt2pjrt): check nothing relied on defval= [api-world-size]
+                n = xr.world_size()
+                xm.master_print(n)
+            """),
             manual=("defval=4 dropped",),
         ),
     )

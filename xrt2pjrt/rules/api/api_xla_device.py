@@ -1,4 +1,8 @@
-"""xm.xla_device(n, devkind) / xr.xla_device() → torch_xla.device(n) (2.3+)
+"""xm.xla_device() and xr.xla_device() → torch_xla.device(), torch_xla 2.3's name.
+
+torch_xla 2.8 deprecates ``xm.xla_device`` and removes ``xr.xla_device``; ``torch_xla.device(n)``
+(2.3+) returns the same device, so the call is renamed (safe). ``devkind`` goes: PJRT_DEVICE
+chooses the device type, and a kind other than 'TPU' is reported, to be set there.
 
 An index is reported on evidence that it meant a replica's device: the call is in code a spawn
 of this file runs in its replicas, or the index is made of the replica's number (the spawned
@@ -17,7 +21,7 @@ from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.renames import RenameRule, XM, XR, renames_of
 from xrt2pjrt.python.rule import argument, code, literal
 from xrt2pjrt.python.spawn_graph import in_replicas_code, reads_replica_number
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 # XRT code picked a replica's device by number; under PJRT a process sees only its own.
 _OWN_DEVICES = ("under PJRT the index counts the devices this process sees: in a replica of xmp.spawn only its "
@@ -33,37 +37,71 @@ class XlaDevice(RenameRule):
     table = renames_of(f"{XM}.xla_device", f"{XR}.xla_device")
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
-            "import torch_xla\n\ndevice = torch_xla.device()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                device = xm.xla_device()
+            """),
+            dedent("""
+                import torch_xla
+
+                device = torch_xla.device()
+            """),
         ),
         Example(
-            "import torch_xla\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(n=1, devkind='CPU')\n",
-            (
-                "import torch_xla\n"
-                "\n"
-                "# TODO(xrt2pjrt): set PJRT_DEVICE for the devkind dropped [api-xla-device]\n"
-                "device = torch_xla.device(index=1)\n"
-            ),
+            dedent("""
+                import torch_xla
+                import torch_xla.core.xla_model as xm
+
+                device = xm.xla_device(n=1, devkind='CPU')
+            """),
+            dedent("""
+                import torch_xla
+
+                # TODO(xrt2pjrt): set PJRT_DEVICE for the devkind dropped [api-xla-device]
+                device = torch_xla.device(index=1)
+            """),
             manual=("devkind='CPU' dropped",),
         ),
         Example(  # BigGAN-Pytorch-TPU: the TPUs it ran on are what PJRT_DEVICE=TPU gives
-            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(devkind='TPU')\n",
-            "import torch_xla\n\ndevice = torch_xla.device()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                device = xm.xla_device(devkind='TPU')
+            """),
+            dedent("""
+                import torch_xla
+
+                device = torch_xla.device()
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
-            "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                device = xm.xla_device()
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                device = xm.xla_device()
+            """),
             options={"target_version": (2, 2)},
         ),
         Example(  # XRT's device per replica (n=index): a PJRT process drives only its own
-            "import torch_xla.core.xla_model as xm\n\ndef _mp_fn(index):\n    device = xm.xla_device(n=index)\n",
-            (
-                "import torch_xla\n"
-                "\n"
-                "def _mp_fn(index):\n"
-                "    # TODO(xrt2pjrt): use torch_xla.device() if n meant its own [api-xla-device]\n"
-                "    device = torch_xla.device(index=index)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def _mp_fn(index):
+                    device = xm.xla_device(n=index)
+            """),
+            dedent("""
+                import torch_xla
+
+                def _mp_fn(index):
+                    # TODO(xrt2pjrt): use torch_xla.device() if n meant its own [api-xla-device]
+                    device = torch_xla.device(index=index)
+            """),
             manual=("n=index",),
         ),
     )

@@ -16,7 +16,7 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 MET = "torch_xla.debug.metrics"
 
@@ -36,39 +36,53 @@ XRT_METRICS: dict[str, str | None] = {
 
 class XrtMetricNames(PythonRule):
     id = "api-xrt-metric-names"
-    summary = ("XRT-only metric names given to torch_xla.debug.metrics (metric_data, counter_value, "
-               "short_metrics_report) or looked for in a report: TransferToServerTime → TransferToDeviceTime, TransferFromServerTime → "
-               "TransferFromDeviceTime; names PJRT never records (Xrt*, TransferToServerAsync) reported")
+    summary = "XRT-only metric names (TransferToServerTime, ...) → PJRT's; names PJRT never records reported"
     names = frozenset({f"{MET}.metric_data", f"{MET}.counter_value", f"{MET}.short_metrics_report"})
     nodes = (cst.Comparison,)  # 'XrtTryFreeMemory' in report
     statement_words = tuple(XRT_METRICS)
     examples = (
         Example(
-            "import torch_xla.debug.metrics as met\n\nseconds = met.metric_data('TransferToServerTime')[1] / 1e9\n",
-            "import torch_xla.debug.metrics as met\n\nseconds = met.metric_data('TransferToDeviceTime')[1] / 1e9\n",
+            dedent("""
+                import torch_xla.debug.metrics as met
+
+                seconds = met.metric_data('TransferToServerTime')[1] / 1e9
+            """),
+            dedent("""
+                import torch_xla.debug.metrics as met
+
+                seconds = met.metric_data('TransferToDeviceTime')[1] / 1e9
+            """),
         ),
         Example(
-            "import torch_xla.debug.metrics as met\n\n"
-            "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromServerTime'])\n",
-            (
-                "import torch_xla.debug.metrics as met\n"
-                "\n"
-                "# TODO(xrt2pjrt): drop this metric: PJRT never records it [api-xrt-metric-names]\n"
-                "report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])\n"
-            ),
+            dedent("""
+                import torch_xla.debug.metrics as met
+
+                report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromServerTime'])
+            """),
+            dedent("""
+                import torch_xla.debug.metrics as met
+
+                # TODO(xrt2pjrt): drop this metric: PJRT never records it [api-xrt-metric-names]
+                report = met.short_metrics_report(metric_names=['XrtCompile', 'TransferFromDeviceTime'])
+            """),
             manual=("PJRT never records it",),
         ),
         Example(  # deeptrane's train.py: a hint that never shows under PJRT
-            "import torch_xla.debug.metrics as met\n\nreport = met.metrics_report()\nif 'XrtTryFreeMemory' in report:\n"
-            "    print('reduce bs!')\n",
-            (
-                "import torch_xla.debug.metrics as met\n"
-                "\n"
-                "report = met.metrics_report()\n"
-                "# TODO(xrt2pjrt): drop this metric: PJRT never records it [api-xrt-metric-names]\n"
-                "if 'XrtTryFreeMemory' in report:\n"
-                "    print('reduce bs!')\n"
-            ),
+            dedent("""
+                import torch_xla.debug.metrics as met
+
+                report = met.metrics_report()
+                if 'XrtTryFreeMemory' in report:
+                    print('reduce bs!')
+            """),
+            dedent("""
+                import torch_xla.debug.metrics as met
+
+                report = met.metrics_report()
+                # TODO(xrt2pjrt): drop this metric: PJRT never records it [api-xrt-metric-names]
+                if 'XrtTryFreeMemory' in report:
+                    print('reduce bs!')
+            """),
             manual=("PJRT never records it",),
         ),
     )

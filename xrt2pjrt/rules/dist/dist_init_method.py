@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, argument, code, literal, named, without_args
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _MASTER = ("MASTER_ADDR", "MASTER_PORT")
 _ENV_WRITES = ("os.environ.setdefault", "os.putenv")
@@ -34,48 +34,82 @@ class InitMethod(PythonRule):
     nodes = (cst.Assign, cst.Call)
     examples = (
         Example(
-            "import torch.distributed as dist\nimport torch_xla.core.xla_model as xm\n\n"
-            "dist.init_process_group('xla', rank=xm.get_ordinal(), world_size=xm.xrt_world_size())\n",
-            "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-            "dist.init_process_group('xla', init_method='xla://')\n",
+            dedent("""
+                import torch.distributed as dist
+                import torch_xla.core.xla_model as xm
+
+                dist.init_process_group('xla', rank=xm.get_ordinal(), world_size=xm.xrt_world_size())
+            """),
+            dedent("""
+                import torch.distributed as dist
+                import torch_xla.distributed.xla_backend
+
+                dist.init_process_group('xla', init_method='xla://')
+            """),
         ),
         Example(
-            "import os\nimport torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-            "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '12355'\n"
-            "dist.init_process_group(backend='xla', init_method='env://')\n",
-            (
-                "import os\n"
-                "import torch.distributed as dist\n"
-                "import torch_xla.distributed.xla_backend\n"
-                "\n"
-                "os.environ['MASTER_ADDR'] = 'localhost'\n"
-                "os.environ['MASTER_PORT'] = '12355'\n"
-                "# TODO(xrt2pjrt): drop MASTER_ADDR/PORT if nothing reads them [dist-init-method]\n"
-                "dist.init_process_group(backend='xla', init_method='xla://')\n"
-            ),
+            dedent("""
+                import os
+                import torch.distributed as dist
+                import torch_xla.distributed.xla_backend
+
+                os.environ['MASTER_ADDR'] = 'localhost'
+                os.environ['MASTER_PORT'] = '12355'
+                dist.init_process_group(backend='xla', init_method='env://')
+            """),
+            dedent("""
+                import os
+                import torch.distributed as dist
+                import torch_xla.distributed.xla_backend
+
+                os.environ['MASTER_ADDR'] = 'localhost'
+                os.environ['MASTER_PORT'] = '12355'
+                # TODO(xrt2pjrt): drop MASTER_ADDR/PORT if nothing reads them [dist-init-method]
+                dist.init_process_group(backend='xla', init_method='xla://')
+            """),
             manual=("(set on line 5, 6)",),
         ),
         Example(
-            "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-            "dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)\n",
-            (
-                "import torch.distributed as dist\n"
-                "import torch_xla.distributed.xla_backend\n"
-                "\n"
-                "# TODO(xrt2pjrt): use just init_method='xla://' if they match [dist-init-method]\n"
-                "dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)\n"
-            ),
+            dedent("""
+                import torch.distributed as dist
+                import torch_xla.distributed.xla_backend
+
+                dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)
+            """),
+            dedent("""
+                import torch.distributed as dist
+                import torch_xla.distributed.xla_backend
+
+                # TODO(xrt2pjrt): use just init_method='xla://' if they match [dist-init-method]
+                dist.init_process_group('xla', init_method=f'file://{path}', rank=rank, world_size=world)
+            """),
             manual=("if these are the runtime's own numbers",),
         ),
         Example(
-            "import torch.distributed as dist  # beside torch_xla\n\ndist.init_process_group('gloo', rank=r, world_size=n)\n",
-            "import torch.distributed as dist  # beside torch_xla\n\ndist.init_process_group('gloo', rank=r, world_size=n)\n",
+            dedent("""
+                import torch.distributed as dist  # beside torch_xla
+
+                dist.init_process_group('gloo', rank=r, world_size=n)
+            """),
+            dedent("""
+                import torch.distributed as dist  # beside torch_xla
+
+                dist.init_process_group('gloo', rank=r, world_size=n)
+            """),
         ),
         Example(  # the new string in the file's quotes
-            'import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n'
-            'dist.init_process_group(backend="xla")\n',
-            'import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n'
-            'dist.init_process_group(backend="xla", init_method="xla://")\n',
+            dedent("""
+                import torch.distributed as dist
+                import torch_xla.distributed.xla_backend
+
+                dist.init_process_group(backend="xla")
+            """),
+            dedent("""
+                import torch.distributed as dist
+                import torch_xla.distributed.xla_backend
+
+                dist.init_process_group(backend="xla", init_method="xla://")
+            """),
         ),
     )
 

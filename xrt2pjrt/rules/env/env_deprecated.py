@@ -17,7 +17,7 @@ from __future__ import annotations
 from xrt2pjrt.meanings.settings import WARNED
 from xrt2pjrt.python.environment import KEEP, EnvRule
 from xrt2pjrt.python.settings_surface import status
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 # XLA_USE_SPMD in Python has a rule of its own, which rewrites it.
 NAMES = tuple(name for name in WARNED if name != "XLA_USE_SPMD")
@@ -25,35 +25,53 @@ NAMES = tuple(name for name in WARNED if name != "XLA_USE_SPMD")
 
 class DeprecatedSetting(EnvRule):
     id = "env-deprecated"
-    summary = ("A setting torch_xla warns about, set or read in Python (XLA_USE_FP16 does nothing from 2.5, "
-               "XLA_USE_BF16 is deprecated): reported with what to write instead, kept")
+    summary = "A setting torch_xla warns about (XLA_USE_FP16, XLA_USE_BF16, ...), in Python: reported, kept"
     fix = "none"
     words = NAMES
     examples = (
         Example(
-            "import os\nimport torch_xla\n\nos.environ['XLA_USE_FP16'] = '1'\n",
-            (
-                "import os\n"
-                "import torch_xla\n"
-                "\n"
-                "# TODO(xrt2pjrt): no effect from 2.5: cast to float16 [env-deprecated]\n"
-                "os.environ['XLA_USE_FP16'] = '1'\n"
-            ),
+            dedent("""
+                import os
+                import torch_xla
+
+                os.environ['XLA_USE_FP16'] = '1'
+            """),
+            dedent("""
+                import os
+                import torch_xla
+
+                # TODO(xrt2pjrt): no effect from 2.5: cast to float16 [env-deprecated]
+                os.environ['XLA_USE_FP16'] = '1'
+            """),
             manual=("computes in float32, silently",),
         ),
         Example(
-            "import os\n\nenv = dict(os.environ, XLA_USE_BF16='1', PJRT_DEVICE='TPU')\n",
-            (
-                "import os\n"
-                "\n"
-                "# TODO(xrt2pjrt): deprecated: cast the model to bf16 [env-deprecated]\n"
-                "env = dict(os.environ, XLA_USE_BF16='1', PJRT_DEVICE='TPU')\n"
-            ),
+            dedent("""
+                import os
+
+                env = dict(os.environ, XLA_USE_BF16='1', PJRT_DEVICE='TPU')
+            """),
+            dedent("""
+                import os
+
+                # TODO(xrt2pjrt): deprecated: cast the model to bf16 [env-deprecated]
+                env = dict(os.environ, XLA_USE_BF16='1', PJRT_DEVICE='TPU')
+            """),
             manual=("deprecation notice on every run",),
         ),
         Example(  # torch_xla 2.3 read it without a word
-            "import os\nimport torch_xla\n\nos.environ['XLA_USE_FP16'] = '1'\n",
-            "import os\nimport torch_xla\n\nos.environ['XLA_USE_FP16'] = '1'\n",
+            dedent("""
+                import os
+                import torch_xla
+
+                os.environ['XLA_USE_FP16'] = '1'
+            """),
+            dedent("""
+                import os
+                import torch_xla
+
+                os.environ['XLA_USE_FP16'] = '1'
+            """),
             options={"target_version": (2, 3)},
         ),
     )

@@ -13,33 +13,53 @@ go, and a read is reported: nothing sets it for the program.
 from __future__ import annotations
 
 from xrt2pjrt.python.environment import EnvRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.env._gone import NAMES, gone_on, read_advice, why
 
 
 class GoneSetting(EnvRule):
     id = "env-gone-setting"
-    summary = ("A torch_xla setting the target reads nowhere (XLA_TRIM_GRAPH_SIZE, PJRT_ALLOCATOR_FRACTION, ...; "
-               "python/settings_surface.txt), set in Python → removed; reads reported")
+    summary = "A setting the target reads nowhere (XLA_TRIM_GRAPH_SIZE, ...), set in Python → removed"
     words = NAMES
     examples = (
         Example(
-            "import os\n\nos.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'\nos.environ['XLA_USE_BF16'] = '1'\n",
-            "import os\n\nos.environ['XLA_USE_BF16'] = '1'\n",
+            dedent("""
+                import os
+
+                os.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'
+                os.environ['XLA_USE_BF16'] = '1'
+            """),
+            dedent("""
+                import os
+
+                os.environ['XLA_USE_BF16'] = '1'
+            """),
         ),
         Example(
-            "import os\n\nfraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))\n",
-            (
-                "import os\n"
-                "\n"
-                "# TODO(xrt2pjrt): drop it: torch_xla 2.9 ignores it [env-gone-setting]\n"
-                "fraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))\n"
-            ),
+            dedent("""
+                import os
+
+                fraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))
+            """),
+            dedent("""
+                import os
+
+                # TODO(xrt2pjrt): drop it: torch_xla 2.9 ignores it [env-gone-setting]
+                fraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))
+            """),
             manual=("last read by 2.8",),
         ),
         Example(  # torch_xla 2.4 still trimmed the graph
-            "import os\n\nos.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'\n",
-            "import os\n\nos.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'\n",
+            dedent("""
+                import os
+
+                os.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'
+            """),
+            dedent("""
+                import os
+
+                os.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'
+            """),
             options={"target_version": (2, 4)},
         ),
     )

@@ -14,7 +14,7 @@ import libcst as cst
 
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 NAME = "GPU_NUM_DEVICES"
 
@@ -28,14 +28,19 @@ class GpuNumDevices(PythonRule):
     nodes = (cst.SimpleString,)
     examples = (
         Example(
-            "import os\nimport torch_xla.core.xla_model as xm\n\nos.environ['GPU_NUM_DEVICES'] = '4'\n",
-            (
-                "import os\n"
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): stay on torch_xla 2.8 for GPUs [env-gpu-num-devices]\n"
-                "os.environ['GPU_NUM_DEVICES'] = '4'\n"
-            ),
+            dedent("""
+                import os
+                import torch_xla.core.xla_model as xm
+
+                os.environ['GPU_NUM_DEVICES'] = '4'
+            """),
+            dedent("""
+                import os
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): stay on torch_xla 2.8 for GPUs [env-gpu-num-devices]
+                os.environ['GPU_NUM_DEVICES'] = '4'
+            """),
             manual=("runs on CPU",),
         ),
     )

@@ -12,7 +12,7 @@ reported. Reads of PJRT_DEVICE are left alone.
 from __future__ import annotations
 
 from xrt2pjrt.python.environment import KEEP, EnvRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.xrt_variables import pjrt_device
 
 NAME = "PJRT_DEVICE"
@@ -26,23 +26,45 @@ class PjrtDeviceGpu(EnvRule):
     settled_by = ("env-xrt-cpu-topology", "env-gpu-num-devices")
     examples = (
         Example(
-            "import os\n\nos.environ['PJRT_DEVICE'] = 'GPU'\n",
-            "import os\n\nos.environ['PJRT_DEVICE'] = 'CUDA'\n",
+            dedent("""
+                import os
+
+                os.environ['PJRT_DEVICE'] = 'GPU'
+            """),
+            dedent("""
+                import os
+
+                os.environ['PJRT_DEVICE'] = 'CUDA'
+            """),
             options={"target_version": (2, 8)},
         ),
         Example(
-            "import os\n\nos.environ.setdefault('PJRT_DEVICE', 'CUDA')\n",
-            (
-                "import os\n"
-                "\n"
-                "# TODO(xrt2pjrt): stay on torch_xla 2.8 for GPUs [env-pjrt-device-gpu]\n"
-                "os.environ.setdefault('PJRT_DEVICE', 'CUDA')\n"
-            ),
+            dedent("""
+                import os
+
+                os.environ.setdefault('PJRT_DEVICE', 'CUDA')
+            """),
+            dedent("""
+                import os
+
+                # TODO(xrt2pjrt): stay on torch_xla 2.8 for GPUs [env-pjrt-device-gpu]
+                os.environ.setdefault('PJRT_DEVICE', 'CUDA')
+            """),
             manual=("2.9 dropped CUDA",),
         ),
         Example(
-            "import os\n\nif os.environ.get('PJRT_DEVICE') == 'TPU':\n    os.environ['PJRT_DEVICE'] = 'TPU'\n",
-            "import os\n\nif os.environ.get('PJRT_DEVICE') == 'TPU':\n    os.environ['PJRT_DEVICE'] = 'TPU'\n",
+            dedent("""
+                import os
+
+                if os.environ.get('PJRT_DEVICE') == 'TPU':
+                    os.environ['PJRT_DEVICE'] = 'TPU'
+            """),
+            dedent("""
+                import os
+
+                if os.environ.get('PJRT_DEVICE') == 'TPU':
+                    os.environ['PJRT_DEVICE'] = 'TPU'
+            """),
         ),
     )
 

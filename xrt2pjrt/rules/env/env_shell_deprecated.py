@@ -11,23 +11,29 @@ from __future__ import annotations
 
 from xrt2pjrt.meanings.settings import WARNED
 from xrt2pjrt.python.settings_surface import status
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import KEEP, EnvRule
 
 
 class ShellDeprecatedSetting(EnvRule):
     id = "env-shell-deprecated"
-    summary = ("A setting torch_xla warns about, outside Python (XLA_USE_FP16 does nothing from 2.5, XLA_USE_BF16 "
-               "and XLA_USE_SPMD are deprecated): reported with what to do instead, kept")
+    summary = "A setting torch_xla warns about (XLA_USE_FP16, XLA_USE_BF16, ...), outside Python: reported, kept"
     fix = "none"
     words = tuple(WARNED)
     variables = "|".join(WARNED)
     examples = (
-        Example("export XLA_USE_FP16=1\npython3 train.py\n",
-                todo_line(WARNED["XLA_USE_FP16"].do, "env-shell-deprecated")
-                + "export XLA_USE_FP16=1\npython3 train.py\n",
-                manual=("computes in float32, silently",)),
+        Example(
+            dedent("""
+                export XLA_USE_FP16=1
+                python3 train.py
+            """),
+            todo_line(WARNED["XLA_USE_FP16"].do, "env-shell-deprecated") + dedent("""
+                export XLA_USE_FP16=1
+                python3 train.py
+            """),
+            manual=("computes in float32, silently",),
+        ),
         Example("XLA_USE_SPMD=1 python3 train_spmd.py\n",
                 todo_line(WARNED["XLA_USE_SPMD"].do, "env-shell-deprecated")
                 + "XLA_USE_SPMD=1 python3 train_spmd.py\n",

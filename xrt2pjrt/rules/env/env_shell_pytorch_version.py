@@ -32,8 +32,7 @@ class ShellPytorchVersion(EnvRule):
     fix = "none"
     words = ("PYTORCH_VERSION", "TORCH_XLA_VERSION", "TPU_SOFTWARE_VERSION", "TPU_RUNTIME_VERSION")
     variables = NAMES
-    summary = ("A TPU's software version of the XRT years set (TPU_PYTORCH_VERSION=1.13, pytorch-1.13, nightly) in "
-               "a .env file, a script, a Dockerfile or YAML: reported")
+    summary = "A TPU software version of the XRT years set (TPU_PYTORCH_VERSION=1.13, pytorch-1.13): reported"
     examples = (
         Example("TPU_PYTORCH_VERSION=pytorch-1.13 ./create_tpu.sh\n",
                 todo_line(NOTE.do, "env-shell-pytorch-version") + "TPU_PYTORCH_VERSION=pytorch-1.13 ./create_tpu.sh\n",

@@ -8,7 +8,7 @@ that cannot be read becomes CPU and is reported, and XRT_WORKERS goes.
 
 from __future__ import annotations
 
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import DeviceRule
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, device_for
@@ -16,24 +16,32 @@ from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, device_for
 
 class XrtCpuTopology(DeviceRule):
     id = "env-shell-xrt-cpu"
-    summary = ("XRT_DEVICE_MAP → the PJRT_DEVICE its value names (CPU, TPU, CUDA; CPU when it cannot be "
-               "read, reported), XRT_WORKERS removed; GPU maps and remote TPU nodes reported.")
+    summary = "XRT_DEVICE_MAP outside Python → the PJRT_DEVICE it names, XRT_WORKERS removed; GPU maps reported"
     variables = "|".join(name for name in DEVICE_SETTINGS if name != "XRT_TPU_CONFIG")
     replacement = ("PJRT_DEVICE", "CPU")
     examples = (
         Example(
-            'export XRT_DEVICE_MAP="CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0"\n'
-            'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n'
-            "python3 test.py\n",
-            "export PJRT_DEVICE=CPU\npython3 test.py\n",
+            dedent("""
+                export XRT_DEVICE_MAP="CPU:0;/job:localservice/replica:0/task:0/device:XLA_CPU:0"
+                export XRT_WORKERS="localservice:0;grpc://localhost:40934"
+                python3 test.py
+            """),
+            dedent("""
+                export PJRT_DEVICE=CPU
+                python3 test.py
+            """),
         ),
         Example('XRT_WORKERS="localservice:0;grpc://localhost:40934" XRT_DEVICE_MAP="CPU:0;/job:localservice/'
                 'replica:0/task:0/device:XLA_CPU:0" python3 test.py\n',
                 "PJRT_DEVICE=CPU python3 test.py\n"),
-        Example('export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"\n'
-                'export XRT_WORKERS="localservice:0;grpc://localhost:40934"\n',
-                todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note.do, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
-                manual=("2.9 dropped CUDA",)),
+        Example(
+            dedent("""
+                export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"
+                export XRT_WORKERS="localservice:0;grpc://localhost:40934"
+            """),
+            todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note.do, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
+            manual=("2.9 dropped CUDA",),
+        ),
         Example('export XRT_DEVICE_MAP="$DEVICE_MAP"\n',
                 todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note.do, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CPU\n",
                 manual=("could not be read",)),

@@ -12,7 +12,7 @@ YAML and jsonnet, and a Dockerfile exec form that names the variable.
 
 from __future__ import annotations
 
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.text import xla_dist
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import DeviceRule
@@ -23,14 +23,20 @@ _TO_TPU_VMS = "move it to a TPU VM node pool"
 
 class XrtTpuConfig(DeviceRule):
     id = "env-shell-xrt-tpu-config"
-    summary = ("XRT_TPU_CONFIG → PJRT_DEVICE=TPU in the same form (export, prefix, unset, "
-               "docker -e, Dockerfile ENV, YAML env, %env); a remote TPU node is reported, and so is "
-               "a GKE TPU-node annotation or resource (cloud-tpus.google.com) in YAML.")
+    summary = "XRT_TPU_CONFIG outside Python → PJRT_DEVICE=TPU in the same form; remote TPU nodes reported"
     variables = "XRT_TPU_CONFIG"
     replacement = ("PJRT_DEVICE", "TPU")
     examples = (
-        Example('export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n',
-                "export PJRT_DEVICE=TPU\npython3 train.py\n"),
+        Example(
+            dedent("""
+                export XRT_TPU_CONFIG="localservice;0;localhost:51011"
+                python3 train.py
+            """),
+            dedent("""
+                export PJRT_DEVICE=TPU
+                python3 train.py
+            """),
+        ),
         Example("XRT_TPU_CONFIG='tpu_worker;0;10.0.0.2:8470' python3 train.py\n",
                 todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config") + "PJRT_DEVICE=TPU python3 train.py\n",
                 manual=("remote TPU node",)),

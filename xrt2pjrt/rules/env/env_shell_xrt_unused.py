@@ -9,7 +9,7 @@ instead, as nothing sets them under PJRT.
 
 from __future__ import annotations
 
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import EnvRule
 from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
@@ -17,22 +17,28 @@ from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 
 class XrtUnused(EnvRule):
     id = "env-shell-xrt-unused"
-    summary = ("Every other XRT_* variable (server, mesh, shard, host settings), TPU_NUM_DEVICES, "
-               "TPUVM_MODE and XRT's client settings (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...) is removed: torch_xla 2.1+ reads none of them. "
-               "Reads of them are reported.")
+    summary = "Every other XRT-era variable (XRT_*, TPU_NUM_DEVICES, ...) outside Python → removed; reads reported"
     variables = XRT_ERA_PATTERN
     catch_all = True
     replacement = None
     examples = (
-        Example("export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\n"
-                "export XRT_START_LOCAL_SERVER=1\npython3 train.py\n",
-                "export XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011\npython3 train.py\n"),
+        Example(
+            dedent(r"""
+                export XRT_TPU_CONFIG=localservice\;0\;localhost:51011
+                export XRT_START_LOCAL_SERVER=1
+                python3 train.py
+            """),
+            dedent(r"""
+                export XRT_TPU_CONFIG=localservice\;0\;localhost:51011
+                python3 train.py
+            """),
+        ),
         Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n",
                 "python3 train.py\n"),
         Example('echo "ordinal $XRT_SHARD_ORDINAL"\n',
-                (
-                    "# TODO(xrt2pjrt): use xr.global_ordinal() [env-shell-xrt-unused]\n"
-                    'echo "ordinal $XRT_SHARD_ORDINAL"\n'
-                ),
+                dedent("""
+                    # TODO(xrt2pjrt): use xr.global_ordinal() [env-shell-xrt-unused]
+                    echo "ordinal $XRT_SHARD_ORDINAL"
+                """),
                 manual=("XRT_SHARD_ORDINAL is read here",)),
     )

@@ -22,7 +22,7 @@ import libcst as cst
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
 from xrt2pjrt.python import imports
 from xrt2pjrt.python.rule import PythonRule, argument, code
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 NAMES = ("TPU_NAME", "TPU_IP_ADDRESS")
 TRACE = "torch_xla.debug.profiler.trace"
@@ -32,45 +32,75 @@ _NODE_PROFILER = ":8466"
 
 class TpuNodeAddress(PythonRule):
     id = "env-tpu-node-address"
-    summary = ("TPU_NAME / TPU_IP_ADDRESS in Python (no TPU VM sets them) and traces of a TPU node's "
-               "profiler port 8466: reported")
+    summary = "TPU_NAME / TPU_IP_ADDRESS and a TPU node's profiler port 8466 in Python: reported"
     fix = "none"
     words = (*NAMES, "8466")
     names = frozenset({TRACE})
     nodes = (cst.SimpleString,)
     examples = (
         Example(
-            "import os\nimport torch_xla.core.xla_model as xm\n\nnum_cores = 8 if os.environ.get('TPU_NAME') else 1\n",
-            (
-                "import os\n"
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [env-tpu-node-address]\n"
-                "num_cores = 8 if os.environ.get('TPU_NAME') else 1\n"
-            ),
+            dedent("""
+                import os
+                import torch_xla.core.xla_model as xm
+
+                num_cores = 8 if os.environ.get('TPU_NAME') else 1
+            """),
+            dedent("""
+                import os
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [env-tpu-node-address]
+                num_cores = 8 if os.environ.get('TPU_NAME') else 1
+            """),
             manual=("xr.device_type() == 'TPU'",),
         ),
         Example(
-            "import os\nimport torch_xla.debug.profiler as xp\n\nxp.trace(f\"{os.environ['TPU_IP_ADDRESS']}:8466\", "
-            "logdir='/tmp/tb')\n",
-            (
-                "import os\n"
-                "import torch_xla.debug.profiler as xp\n"
-                "\n"
-                "# TODO(xrt2pjrt): profile with xp.start_server(9012) [env-tpu-node-address]\n"
-                'xp.trace(f"{os.environ[\'TPU_IP_ADDRESS\']}:8466", logdir=\'/tmp/tb\')\n'
-            ),
+            dedent("""
+                import os
+                import torch_xla.debug.profiler as xp
+
+                xp.trace(f"{os.environ['TPU_IP_ADDRESS']}:8466", logdir='/tmp/tb')
+            """),
+            dedent("""
+                import os
+                import torch_xla.debug.profiler as xp
+
+                # TODO(xrt2pjrt): profile with xp.start_server(9012) [env-tpu-node-address]
+                xp.trace(f"{os.environ['TPU_IP_ADDRESS']}:8466", logdir='/tmp/tb')
+            """),
             manual=("xp.start_server",),
         ),
         Example(  # TensorFlow's: not PyTorch's to report
-            "import os\nimport tensorflow as tf\n\n"
-            "resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])\n",
-            "import os\nimport tensorflow as tf\n\n"
-            "resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])\n",
+            dedent("""
+                import os
+                import tensorflow as tf
+
+                resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])
+            """),
+            dedent("""
+                import os
+                import tensorflow as tf
+
+                resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])
+            """),
         ),
         Example(  # a copy of pytorch-xla-env-setup.py, run before torch is installed
-            "import os\n\nWHEEL = 'torch-{version}.whl'\n\ndef is_tpu_runtime():\n    return 'TPU_NAME' in os.environ\n",
-            "import os\n\nWHEEL = 'torch-{version}.whl'\n\ndef is_tpu_runtime():\n    return 'TPU_NAME' in os.environ\n",
+            dedent("""
+                import os
+
+                WHEEL = 'torch-{version}.whl'
+
+                def is_tpu_runtime():
+                    return 'TPU_NAME' in os.environ
+            """),
+            dedent("""
+                import os
+
+                WHEEL = 'torch-{version}.whl'
+
+                def is_tpu_runtime():
+                    return 'TPU_NAME' in os.environ
+            """),
         ),
     )
 

@@ -23,7 +23,7 @@ from xrt2pjrt.python.environment import KEEP, EnvRule
 from xrt2pjrt.python.renames import XR
 from xrt2pjrt.python.rule import literal
 from xrt2pjrt.python.settings_surface import status
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 NAME = "XLA_USE_SPMD"
 # The values torch_xla reads as on (utils.check_env_flag, sys_util::GetEnvBool)
@@ -32,32 +32,51 @@ _ON = ("1", "true")
 
 class UseSpmd(EnvRule):
     id = "env-use-spmd"
-    summary = "XLA_USE_SPMD=1 set in Python (deprecated from 2.1) → torch_xla.runtime.use_spmd(); other uses reported"
+    summary = "XLA_USE_SPMD=1 set in Python (deprecated) → torch_xla.runtime.use_spmd(); other uses reported"
     fix = "unsafe"
     words = (NAME,)
     examples = (
         Example(
-            "import os\nimport torch_xla\n\nos.environ['XLA_USE_SPMD'] = '1'\n",
-            "import os\nimport torch_xla\nimport torch_xla.runtime as xr\n\nxr.use_spmd()\n",
+            dedent("""
+                import os
+                import torch_xla
+
+                os.environ['XLA_USE_SPMD'] = '1'
+            """),
+            dedent("""
+                import os
+                import torch_xla
+                import torch_xla.runtime as xr
+
+                xr.use_spmd()
+            """),
         ),
         Example(  # set before torch_xla is imported: the call would run before its import
-            "import os\nos.environ['XLA_USE_SPMD'] = '1'\nimport torch_xla\n",
-            (
-                "import os\n"
-                "# TODO(xrt2pjrt): deprecated: call xr.use_spmd() first [env-use-spmd]\n"
-                "os.environ['XLA_USE_SPMD'] = '1'\n"
-                "import torch_xla\n"
-            ),
+            dedent("""
+                import os
+                os.environ['XLA_USE_SPMD'] = '1'
+                import torch_xla
+            """),
+            dedent("""
+                import os
+                # TODO(xrt2pjrt): deprecated: call xr.use_spmd() first [env-use-spmd]
+                os.environ['XLA_USE_SPMD'] = '1'
+                import torch_xla
+            """),
             manual=("torch_xla.runtime.use_spmd()",),
         ),
         Example(
-            "import os\n\nspmd = os.environ.get('XLA_USE_SPMD') == '1'\n",
-            (
-                "import os\n"
-                "\n"
-                "# TODO(xrt2pjrt): deprecated: call xr.use_spmd() first [env-use-spmd]\n"
-                "spmd = os.environ.get('XLA_USE_SPMD') == '1'\n"
-            ),
+            dedent("""
+                import os
+
+                spmd = os.environ.get('XLA_USE_SPMD') == '1'
+            """),
+            dedent("""
+                import os
+
+                # TODO(xrt2pjrt): deprecated: call xr.use_spmd() first [env-use-spmd]
+                spmd = os.environ.get('XLA_USE_SPMD') == '1'
+            """),
             manual=("torch_xla.runtime.use_spmd()",),
         ),
     )

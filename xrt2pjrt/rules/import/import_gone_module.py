@@ -1,6 +1,11 @@
-"""imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs,
-amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported
-with what to use instead
+"""Imports of what the target lacks: removed when nothing uses them, else reported.
+
+An import of a torch_xla module or name the target release lacks (python/api_surface.txt says
+which, release by release: experimental.pjrt, utils.gcsfs, amp.GradScaler, ...) fails with
+ImportError before anything else runs. The other rules rewrite the uses they know first; an
+import nothing in the file still uses then goes (safe: it could only fail). One still used is
+reported with what to use instead: its uses need a person. Under ``--target shim`` the names
+the shim defines are shim-imports'.
 """
 
 from __future__ import annotations
@@ -11,50 +16,81 @@ from xrt2pjrt.python import imports
 from xrt2pjrt.python.api_surface import lacks
 from xrt2pjrt.python.replacements import missing, why_missing
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.python.shim_names import shim_defines
 
 
 class ImportGoneModule(PythonRule):
     id = "import-gone-module"
-    summary = ("imports of torch_xla modules and names the target release lacks (experimental.pjrt, utils.gcsfs, "
-               "amp.GradScaler, ...): removed when nothing uses them once the other rules are done, else reported "
-               "with what to use instead")
+    summary = "Imports of torch_xla modules and names the target lacks: removed if unused, else reported"
     nodes = (cst.Import, cst.ImportFrom)
     examples = (
         Example(
-            "import os\nfrom torch_xla.experimental import pjrt\nfrom torch_xla.experimental.pjrt import "
-            "world_size\n\nprint(os.getpid())\n",
-            "import os\n\nprint(os.getpid())\n",
+            dedent("""
+                import os
+                from torch_xla.experimental import pjrt
+                from torch_xla.experimental.pjrt import world_size
+
+                print(os.getpid())
+            """),
+            dedent("""
+                import os
+
+                print(os.getpid())
+            """),
         ),
         Example(
-            "import torch_xla.utils.gcsfs as gcs\n\nblob = gcs.read('gs://bucket/x')\n",
-            (
-                "# TODO(xrt2pjrt): use a GCS client of your own [import-gone-module]\n"
-                "import torch_xla.utils.gcsfs as gcs\n"
-                "\n"
-                "blob = gcs.read('gs://bucket/x')\n"
-            ),
+            dedent("""
+                import torch_xla.utils.gcsfs as gcs
+
+                blob = gcs.read('gs://bucket/x')
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): use a GCS client of your own [import-gone-module]
+                import torch_xla.utils.gcsfs as gcs
+
+                blob = gcs.read('gs://bucket/x')
+            """),
             manual=("a GCS client of your own",),
         ),
         Example(
-            "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
-            (
-                "# TODO(xrt2pjrt): drop it: bf16 autocast needs no scaler [import-gone-module]\n"
-                "from torch_xla.amp import GradScaler, autocast\n"
-                "\n"
-                "scaler = GradScaler()\n"
-            ),
+            dedent("""
+                from torch_xla.amp import GradScaler, autocast
+
+                scaler = GradScaler()
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): drop it: bf16 autocast needs no scaler [import-gone-module]
+                from torch_xla.amp import GradScaler, autocast
+
+                scaler = GradScaler()
+            """),
             manual=("needs no scaler",),
         ),
         Example(  # the shim keeps the XRT-era names (shim-imports points the import at it)
-            "from torch_xla.core.xla_model import xrt_world_size\n\nn = xrt_world_size()\n",
-            "from torch_xla.core.xla_model import xrt_world_size\n\nn = xrt_world_size()\n",
+            dedent("""
+                from torch_xla.core.xla_model import xrt_world_size
+
+                n = xrt_world_size()
+            """),
+            dedent("""
+                from torch_xla.core.xla_model import xrt_world_size
+
+                n = xrt_world_size()
+            """),
             options={"target": "shim"},
         ),
         Example(  # torch_xla 2.8 still has it
-            "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
-            "from torch_xla.amp import GradScaler, autocast\n\nscaler = GradScaler()\n",
+            dedent("""
+                from torch_xla.amp import GradScaler, autocast
+
+                scaler = GradScaler()
+            """),
+            dedent("""
+                from torch_xla.amp import GradScaler, autocast
+
+                scaler = GradScaler()
+            """),
             options={"target_version": (2, 8)},
         ),
     )

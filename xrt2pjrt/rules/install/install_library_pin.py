@@ -78,8 +78,7 @@ class LibraryPin(TextRule):
     id = "install-library-pin"
     fix = "none"
     words = tuple(LIBRARIES)
-    summary = ("A pin of accelerate, transformers or lightning whose release calls torch_xla APIs the target removed "
-               "(xm.xrt_world_size, xm.get_ordinal, xr.using_pjrt): reported with the release to pin")
+    summary = "A pin of accelerate, transformers or lightning that calls torch_xla APIs the target lacks: reported"
     examples = (
         Example("pip install accelerate==0.27.2 'torch_xla[tpu]~=2.9.0'\n",
                 todo_line("pin accelerate>=1.7.0", "install-library-pin")

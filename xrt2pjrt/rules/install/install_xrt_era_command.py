@@ -15,7 +15,7 @@ import libcst as cst
 
 from xrt2pjrt.python.ipython_calls import is_magic_call
 from xrt2pjrt.python.rule import PythonRule, says
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.text import installs, words
 
 # What a command's string may sit in, inside the call that runs it.
@@ -27,35 +27,61 @@ _FIELD = "${field}"
 class InstallXrtEraCommand(PythonRule):
     id = "install-xrt-era-command"
     fix = "none"
-    summary = ("commands in Python strings (os.system, subprocess, a helper's) that install an XRT-era torch_xla: "
-               "reported with what to install instead")
+    summary = "Install commands in Python strings (os.system, subprocess) fetching XRT-era torch_xla: reported"
     words = ("torch_xla", "torch-xla", "env-setup.py", "tpu-pytorch", "libtpu", "cloud-tpu-client", "tpu-vm-")
     nodes = (cst.SimpleString, cst.FormattedString)
     examples = (
         Example(  # yellowdolphin/deeptrane's train.py: the installer's download and its run, one spot
-            "import sys\n\n"
-            "quietly_run(\n    'curl -o pytorch-xla-env-setup.py https://example.com/env-setup.py',\n"
-            "    f'{sys.executable} pytorch-xla-env-setup.py --version {xla_version}',\n)\n",
-            "import sys\n\n"
-            "# TODO(xrt2pjrt): install torch and torch_xla 2.9.0 [install-xrt-era-command]\n"
-            "quietly_run(\n    'curl -o pytorch-xla-env-setup.py https://example.com/env-setup.py',\n"
-            "    f'{sys.executable} pytorch-xla-env-setup.py --version {xla_version}',\n)\n",
+            dedent("""
+                import sys
+
+                quietly_run(
+                    'curl -o pytorch-xla-env-setup.py https://example.com/env-setup.py',
+                    f'{sys.executable} pytorch-xla-env-setup.py --version {xla_version}',
+                )
+            """),
+            dedent("""
+                import sys
+
+                # TODO(xrt2pjrt): install torch and torch_xla 2.9.0 [install-xrt-era-command]
+                quietly_run(
+                    'curl -o pytorch-xla-env-setup.py https://example.com/env-setup.py',
+                    f'{sys.executable} pytorch-xla-env-setup.py --version {xla_version}',
+                )
+            """),
             manual=("install torch and torch_xla 2.9.0",),
         ),
         Example(
-            "import subprocess\n\nsubprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)\n",
-            "import subprocess\n\n"
-            "# TODO(xrt2pjrt): install torch and torch_xla 2.9.0 [install-xrt-era-command]\n"
-            "subprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)\n",
+            dedent("""
+                import subprocess
+
+                subprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)
+            """),
+            dedent("""
+                import subprocess
+
+                # TODO(xrt2pjrt): install torch and torch_xla 2.9.0 [install-xrt-era-command]
+                subprocess.run(['pip', 'install', 'torch_xla==1.13'], check=True)
+            """),
             manual=("install torch and torch_xla 2.9.0",),
         ),
         Example(  # the current release; a docstring, a message and a constant that name an old one
-            "import os\n\n\"\"\"Needs torch_xla==1.13.\"\"\"\n"
-            "os.system(\"pip install 'torch_xla[tpu]~=2.9.0'\")\nprint('first run pytorch-xla-env-setup.py')\n"
-            "BUCKET = 'gs://tpu-pytorch/wheels'\n",
-            "import os\n\n\"\"\"Needs torch_xla==1.13.\"\"\"\n"
-            "os.system(\"pip install 'torch_xla[tpu]~=2.9.0'\")\nprint('first run pytorch-xla-env-setup.py')\n"
-            "BUCKET = 'gs://tpu-pytorch/wheels'\n",
+            dedent('''
+                import os
+
+                """Needs torch_xla==1.13."""
+                os.system("pip install 'torch_xla[tpu]~=2.9.0'")
+                print('first run pytorch-xla-env-setup.py')
+                BUCKET = 'gs://tpu-pytorch/wheels'
+            '''),
+            dedent('''
+                import os
+
+                """Needs torch_xla==1.13."""
+                os.system("pip install 'torch_xla[tpu]~=2.9.0'")
+                print('first run pytorch-xla-env-setup.py')
+                BUCKET = 'gs://tpu-pytorch/wheels'
+            '''),
         ),
     )
 

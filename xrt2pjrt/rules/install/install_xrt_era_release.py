@@ -38,9 +38,7 @@ class InstallXrtEraRelease(TextRule):
     id = "install-xrt-era-release"
     words = (WORDS,)
     fix = "none"
-    summary = ("pip/conda installs, wheel URLs, docker images and requirements that fetch an XRT-era torch_xla "
-               "(tpu-pytorch wheels, ==1.x pins, gcr.io/tpu-pytorch images, tpu-vm-pt-1.x runtimes, env-setup.py; libtpu nightlies and "
-               "cloud-tpu-client in files that use PyTorch): reported with what to install instead")
+    summary = "Installs, wheels, images and requirements that fetch an XRT-era torch_xla: reported"
     # (each says what it reports with the message ``finding`` writes, as a TODO line above it)
     examples = (
         Example(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text.xla_dist import XRT_ERA_CONDA_ENV
@@ -34,11 +34,17 @@ class CondaEnv(TextRule):
     id = "launch-conda-env"
     fix = "none"
     words = ("torch-xla-",)
-    summary = "conda activate torch-xla-1.x (the env of the XRT-era TPU VM images, torch_xla 1.x in it): reported"
+    summary = "conda activate torch-xla-1.x (the env of an XRT-era TPU VM image): reported"
     examples = (
         Example(
-            "conda activate torch-xla-1.13\npython3 train.py\n",
-            todo_line(DO, "launch-conda-env") + "conda activate torch-xla-1.13\npython3 train.py\n",
+            dedent("""
+                conda activate torch-xla-1.13
+                python3 train.py
+            """),
+            todo_line(DO, "launch-conda-env") + dedent("""
+                conda activate torch-xla-1.13
+                python3 train.py
+            """),
             manual=("holds torch_xla 1.x",),
         ),
         Example("conda activate torch-xla-2.9\n", "conda activate torch-xla-2.9\n"),

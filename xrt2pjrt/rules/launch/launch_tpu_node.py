@@ -39,8 +39,7 @@ class TpuNode(TextRule):
     id = "launch-tpu-node"
     fix = "none"
     words = ("ctpu", "compute tpus")
-    summary = ("TPU node creation (ctpu up -tf-version=pytorch-…, gcloud compute tpus create --version=pytorch-…, "
-               "execution groups), which only XRT could drive: reported with the TPU VM to create")
+    summary = "TPU node creation (ctpu up, gcloud compute tpus create --version=pytorch-…): reported"
     examples = (
         Example(
             "ctpu up -name=my-tpu -zone=us-central1-b -tpu-size=v3-8 -tf-version=pytorch-1.13\n",

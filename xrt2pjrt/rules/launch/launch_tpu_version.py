@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 DO = "drop it: a TPU VM has no node to switch"
 
@@ -23,19 +23,22 @@ class TpuVersion(PythonRule):
     fix = "none"
     words = ("configure_tpu_version",)
     nodes = (cst.Call,)
-    summary = ("cloud_tpu_client…configure_tpu_version (switching a TPU node to pytorch-1.x software): reported; "
-               "a TPU VM has no node to switch")
+    summary = "cloud_tpu_client's configure_tpu_version (switching a TPU node's software): reported"
     examples = (
         Example(
-            "import cloud_tpu_client\n\nclient = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])\n"
-            "client.configure_tpu_version('pytorch-1.13', restart_type='ifNeeded')\n",
-            (
-                "import cloud_tpu_client\n"
-                "\n"
-                "client = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])\n"
-                "# TODO(xrt2pjrt): drop it: a TPU VM has no node to switch [launch-tpu-version]\n"
-                "client.configure_tpu_version('pytorch-1.13', restart_type='ifNeeded')\n"
-            ),
+            dedent("""
+                import cloud_tpu_client
+
+                client = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])
+                client.configure_tpu_version('pytorch-1.13', restart_type='ifNeeded')
+            """),
+            dedent("""
+                import cloud_tpu_client
+
+                client = cloud_tpu_client.Client(tpu=os.environ['TPU_NAME'])
+                # TODO(xrt2pjrt): drop it: a TPU VM has no node to switch [launch-tpu-version]
+                client.configure_tpu_version('pytorch-1.13', restart_type='ifNeeded')
+            """),
             manual=("no node to switch",),
         ),
     )

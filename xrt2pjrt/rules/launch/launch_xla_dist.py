@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.text import environment, xla_dist
 from xrt2pjrt.recorder import Edit, Recorder, todo_line
 from xrt2pjrt.text.rule import TextRule
@@ -47,14 +47,20 @@ class LaunchXlaDist(TextRule):
             "XLA_USE_BF16=1 python3 train.py --model 'vit b/16'\" 2>&1 | tee log.txt\n",
         ),
         Example(
-            "python -m torch_xla.distributed.xla_dist \\\n  --tpu=my-pod \\\n  --conda-env=torch-xla-1.13 \\\n"
-            "  -- \\\n  python3 train.py \\\n    --lr 0.1\n",
-            (
-                "# TODO(xrt2pjrt): install torch_xla 2.x in this conda env [launch-xla-dist]\n"
-                "gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \\\n"
-                '  --command=". /etc/profile; conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \\\n'
-                '    --lr 0.1"\n'
-            ),
+            dedent(r"""
+                python -m torch_xla.distributed.xla_dist \
+                  --tpu=my-pod \
+                  --conda-env=torch-xla-1.13 \
+                  -- \
+                  python3 train.py \
+                    --lr 0.1
+            """),
+            dedent(r"""
+                # TODO(xrt2pjrt): install torch_xla 2.x in this conda env [launch-xla-dist]
+                gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \
+                  --command=". /etc/profile; conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \
+                    --lr 0.1"
+            """),
             options={"zone": "us-central2-b"},
             manual=("torch_xla 1.x",),
         ),
@@ -71,18 +77,18 @@ class LaunchXlaDist(TextRule):
         ),
         Example(
             'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n',
-            (
-                "# TODO(xrt2pjrt): translate xla_dist by hand to gcloud [launch-xla-dist]\n"
-                'gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"\n'
-            ),
+            dedent("""
+                # TODO(xrt2pjrt): translate xla_dist by hand to gcloud [launch-xla-dist]
+                gcloud compute ssh vm --command "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py"
+            """),
             manual=("inside",),
         ),
         Example(
             "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n",
-            (
-                "# TODO(xrt2pjrt): translate this xla_dist call by hand [launch-xla-dist]\n"
-                "python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py\n"
-            ),
+            dedent("""
+                # TODO(xrt2pjrt): translate this xla_dist call by hand [launch-xla-dist]
+                python3 -m torch_xla.distributed.xla_dist --tpu=pod --vm=vm-0 -- python3 train.py
+            """),
             manual=("--vm",),
         ),
     )

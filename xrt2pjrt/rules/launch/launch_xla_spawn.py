@@ -26,7 +26,7 @@ class XlaSpawn(TextRule):
     id = "launch-xla-spawn"
     fix = "none"
     words = ("xla_spawn",)
-    summary = "xla_spawn.py --num_cores N (transformers' launcher: xmp.spawn(nprocs=N), refused from 2.6): reported"
+    summary = "xla_spawn.py --num_cores N (transformers' launcher; nprocs=N is refused from 2.6): reported"
     examples = (
         Example(
             "python examples/pytorch/xla_spawn.py --num_cores 8 examples/pytorch/text-classification/run_glue.py "

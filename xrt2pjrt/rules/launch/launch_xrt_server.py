@@ -8,7 +8,7 @@ be deleted by hand (its arguments or its place in a script may matter to what fo
 
 from __future__ import annotations
 
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
@@ -21,15 +21,18 @@ class XrtServer(TextRule):
     id = "launch-xrt-server"
     words = ("xrt_run_server",)
     fix = "none"
-    summary = f"python -m {_SERVER} (XRT's server, gone in 2.x; PJRT needs none): report"
+    summary = f"python -m {_SERVER} (XRT's server, gone in 2.x): reported"
     examples = (
         Example(
-            f"python3 -m {_SERVER} --port 51011 --restart\npython3 train.py\n",
-            (
-                "# TODO(xrt2pjrt): delete this command: no XRT server now [launch-xrt-server]\n"
-                "python3 -m torch_xla.core.xrt_run_server --port 51011 --restart\n"
-                "python3 train.py\n"
-            ),
+            dedent(f"""
+                python3 -m {_SERVER} --port 51011 --restart
+                python3 train.py
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): delete this command: no XRT server now [launch-xrt-server]
+                python3 -m torch_xla.core.xrt_run_server --port 51011 --restart
+                python3 train.py
+            """),
             manual=("XRT's server",),
         ),
     )

@@ -1,6 +1,13 @@
-"""xm / xmp imported from a module of the project (from tpu_utils import xm) and called as torch_xla's,
-or handed in (a parameter, self.xm) and called for what the target lacks (xm.xrt_world_size()): not
-followed; report once per name
+"""xm / xmp that are not torch_xla's own imports in this file: reported, once a name.
+
+The codemod knows a call is torch_xla's from the file's imports (``import
+torch_xla.core.xla_model as xm``). A project that takes ``xm`` from a module of its own (``from
+tpu_utils import xm``, a relative import), or hands the module in (a parameter, ``self.xm``),
+hides that: the XRT-era calls made through it are left as they are, and those torch_xla 2.x
+removed fail at run time. The first call through such a name of a function the rules migrate
+is reported: import the module from torch_xla here and run xrt2pjrt again (for a module handed
+in, only a call the target lacks, under ``--target native``). Libraries with an ``xm`` of their
+own (XManager) are left alone.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import libcst as cst
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.api_surface import lacks
 from xrt2pjrt.python.rule import PythonRule, code
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import CONVENTIONAL, rule_names
 
 _LOOK_ALIKES = ("xmanager",)  # libraries with an xm of their own (Google's XManager)
@@ -28,33 +35,48 @@ class BorrowedAlias(PythonRule):
     aliases = frozenset(CONVENTIONAL)
     # the calls it judges, wherever the name comes from (a parameter's xm.get_ordinal() holds no other word)
     statement_words = tuple(f"{name}." for name in CONVENTIONAL)
-    summary = ("xm / xmp imported from a module of the project (from tpu_utils import xm) and called as torch_xla's, "
-               "or handed in (a parameter, self.xm) and called for what the target lacks (xm.xrt_world_size()): not "
-               "followed; report once per name")
+    summary = "xm / xmp taken from a project module or handed in (a parameter, self.xm): reported once a name"
     nodes = (cst.Call,)
     examples = (
         Example(
-            "from tpu_utils import xm\n\nn = xm.xrt_world_size()\n",
-            (
-                "from tpu_utils import xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): import it from torch_xla and rerun [manual-borrowed-alias]\n"
-                "n = xm.xrt_world_size()\n"
-            ),
+            dedent("""
+                from tpu_utils import xm
+
+                n = xm.xrt_world_size()
+            """),
+            dedent("""
+                from tpu_utils import xm
+
+                # TODO(xrt2pjrt): import it from torch_xla and rerun [manual-borrowed-alias]
+                n = xm.xrt_world_size()
+            """),
             manual=("comes from tpu_utils",),
         ),
         Example(  # tpu_star 0.0.1: the caller hands its xm in
-            "def get_sampler(dataset, xm):\n    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n",
-            (
-                "def get_sampler(dataset, xm):\n"
-                "    # TODO(xrt2pjrt): migrate its XRT-era calls by hand [manual-borrowed-alias]\n"
-                "    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())\n"
-            ),
+            dedent("""
+                def get_sampler(dataset, xm):
+                    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())
+            """),
+            dedent("""
+                def get_sampler(dataset, xm):
+                    # TODO(xrt2pjrt): migrate its XRT-era calls by hand [manual-borrowed-alias]
+                    return DistributedSampler(dataset, num_replicas=xm.xrt_world_size())
+            """),
             manual=("is no import of this file",),
         ),
         Example(  # Google's XManager has an xm of its own
-            "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
-            "from xmanager import xm\n\nwith xm.create_experiment('x') as experiment:\n    pass\n",
+            dedent("""
+                from xmanager import xm
+
+                with xm.create_experiment('x') as experiment:
+                    pass
+            """),
+            dedent("""
+                from xmanager import xm
+
+                with xm.create_experiment('x') as experiment:
+                    pass
+            """),
         ),
     )
 

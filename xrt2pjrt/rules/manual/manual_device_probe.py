@@ -22,7 +22,7 @@ import ast
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
 _ALWAYS = ("a TPU probe: torch_xla 2.x falls back to CPU where XRT raised, so this never fails; test "
@@ -36,47 +36,69 @@ _PROBE_STATEMENTS = 3
 class DeviceProbe(PythonRule):
     id = "manual-device-probe"
     fix = "none"
-    summary = ("xm.xla_device() or xm.get_xla_supported_devices() as a TPU probe (in a try whose except catches "
-               "RuntimeError or Exception): True on every host under torch_xla 2.x; report, with "
-               "torch_xla.runtime.device_type() == 'TPU' to test instead")
+    summary = "xm.xla_device() in a try as a TPU probe (true on every host under 2.x): reported"
     names = frozenset({f"{XM}.xla_device", f"{XM}.get_xla_supported_devices", "torch_xla.runtime.xla_device",
                        "torch_xla.device", "torch_xla.torch_xla.device"})
     examples = (
         Example(  # accelerate 0.12-0.16, utils/imports.py
-            "import torch_xla.core.xla_model as xm\n\ndef is_tpu_available():\n    try:\n"
-            "        _ = xm.xla_device()\n        return True\n    except RuntimeError:\n        return False\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "def is_tpu_available():\n"
-                "    try:\n"
-                "        # TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [manual-device-probe]\n"
-                "        _ = xm.xla_device()\n"
-                "        return True\n"
-                "    except RuntimeError:\n"
-                "        return False\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def is_tpu_available():
+                    try:
+                        _ = xm.xla_device()
+                        return True
+                    except RuntimeError:
+                        return False
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def is_tpu_available():
+                    try:
+                        # TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [manual-device-probe]
+                        _ = xm.xla_device()
+                        return True
+                    except RuntimeError:
+                        return False
+            """),
             manual=("a TPU probe",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\ntry:\n    HAS_TPU = bool(xm.get_xla_supported_devices())\n"
-            "except Exception:\n    HAS_TPU = False\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "try:\n"
-                "    # TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [manual-device-probe]\n"
-                "    HAS_TPU = bool(xm.get_xla_supported_devices())\n"
-                "except Exception:\n"
-                "    HAS_TPU = False\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                try:
+                    HAS_TPU = bool(xm.get_xla_supported_devices())
+                except Exception:
+                    HAS_TPU = False
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                try:
+                    # TODO(xrt2pjrt): test xr.device_type() == 'TPU' instead [manual-device-probe]
+                    HAS_TPU = bool(xm.get_xla_supported_devices())
+                except Exception:
+                    HAS_TPU = False
+            """),
             manual=("a TPU probe",),
         ),
         Example(  # an ImportError is the import's failure, not the device's
-            "try:\n    import torch_xla.core.xla_model as xm\n    device = xm.xla_device()\nexcept ImportError:\n"
-            "    device = None\n",
-            "try:\n    import torch_xla.core.xla_model as xm\n    device = xm.xla_device()\nexcept ImportError:\n"
-            "    device = None\n",
+            dedent("""
+                try:
+                    import torch_xla.core.xla_model as xm
+                    device = xm.xla_device()
+                except ImportError:
+                    device = None
+            """),
+            dedent("""
+                try:
+                    import torch_xla.core.xla_model as xm
+                    device = xm.xla_device()
+                except ImportError:
+                    device = None
+            """),
         ),
     )
 

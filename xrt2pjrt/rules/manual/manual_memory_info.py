@@ -1,6 +1,12 @@
-"""xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report
-the call, and each read of those keys in the file, in a file that names those keys. Code that only
-shows the dict (prints or logs it) raises nothing and gets no item
+"""xm.get_memory_info's XRT keys, kb_free and kb_total, read: reported.
+
+Under XRT ``xm.get_memory_info(device)`` returned ``kb_free`` and ``kb_total``; under PJRT it
+returns ``bytes_used``, ``bytes_limit`` and ``peak_bytes_used``, in bytes, so a read of
+``kb_free`` raises KeyError (fairseq's logging did, on every step). The call is reported in a
+file that names those keys, and so is each read of them: ``kb_free`` is ``(bytes_limit -
+bytes_used) // 1024``. Code that only shows the dict (prints or logs it) raises nothing and gets
+no item. Nothing is rewritten: the unit changes with the keys, and what the code does with the
+number is its own.
 """
 
 from __future__ import annotations
@@ -8,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
 _READ_BYTES = "read bytes_used and bytes_limit instead"
@@ -22,37 +28,52 @@ class MemoryInfo(PythonRule):
     id = "manual-memory-info"
     fix = "none"
     statement_words = _GONE_KEYS
-    summary = ("xm.get_memory_info: kb_free/kb_total (KB) became bytes_used/bytes_limit (bytes) under PJRT; report "
-               "the call, and each read of those keys, in a file that names them")
+    summary = "xm.get_memory_info()'s kb_free / kb_total (bytes_used / bytes_limit under PJRT): reported"
     names = frozenset({f"{XM}.get_memory_info"})
     nodes = (cst.Subscript,)
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\n\nfree = xm.get_memory_info(device)['kb_free']\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
-                "free = xm.get_memory_info(device)['kb_free']\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                free = xm.get_memory_info(device)['kb_free']
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]
+                free = xm.get_memory_info(device)['kb_free']
+            """),
             manual=("bytes_limit",),
         ),
         Example(  # fairseq's logging: the KeyError is on the line that reads the key
-            "import torch_xla.core.xla_model as xm\n\ninfo = xm.get_memory_info(device)\n"
-            "used = info['kb_total'] - info['kb_free']\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
-                "info = xm.get_memory_info(device)\n"
-                "# TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]\n"
-                "used = info['kb_total'] - info['kb_free']\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                info = xm.get_memory_info(device)
+                used = info['kb_total'] - info['kb_free']
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]
+                info = xm.get_memory_info(device)
+                # TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]
+                used = info['kb_total'] - info['kb_free']
+            """),
             manual=("bytes_limit", "bytes_limit"),
         ),
         Example(  # shown, not read: no KeyError, and nothing to change
-            "import torch_xla.core.xla_model as xm\n\nprint(xm.get_memory_info(device))\n",
-            "import torch_xla.core.xla_model as xm\n\nprint(xm.get_memory_info(device))\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                print(xm.get_memory_info(device))
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                print(xm.get_memory_info(device))
+            """),
         ),
     )
 

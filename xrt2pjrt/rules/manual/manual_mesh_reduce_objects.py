@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from xrt2pjrt.python import value_kinds
 from xrt2pjrt.python.rule import PythonRule, argument
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
 _WEIGHTS_ONLY = ("torch_xla 2.x's mesh_reduce reads the gathered values back with torch.load, which from torch 2.6 "
@@ -32,50 +32,87 @@ class MeshReduceObjects(PythonRule):
     id = "manual-mesh-reduce-objects"
     fix = "none"
     min_version = (2, 6)  # torch 2.6 made weights_only=True the default of torch.load
-    summary = ("xm.mesh_reduce(tag, data, fn) with data the text shows may be numpy's or an object: from torch 2.6 "
-               "(torch_xla 2.6+) it loads the gathered values with weights_only=True, which refuses them "
-               "(UnpicklingError); report")
+    summary = "xm.mesh_reduce of numpy values or objects (torch 2.6+ refuses to load them): reported"
     targets = ("native",)  # the shim's mesh_reduce loads any value
     names = frozenset({f"{XM}.mesh_reduce"})
     examples = (
         Example(  # a Kaggle-style metric: sklearn gives a numpy.float64
-            "import torch_xla.core.xla_model as xm\nfrom sklearn import metrics\n\n"
-            "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "from sklearn import metrics\n"
-                "\n"
-                "# TODO(xrt2pjrt): pass a tensor or a Python number [manual-mesh-reduce-objects]\n"
-                "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                from sklearn import metrics
+
+                acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                from sklearn import metrics
+
+                # TODO(xrt2pjrt): pass a tensor or a Python number [manual-mesh-reduce-objects]
+                acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)
+            """),
             manual=("UnpicklingError",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nloss = xm.mesh_reduce('loss', loss.item(), sum)\n",
-            "import torch_xla.core.xla_model as xm\n\nloss = xm.mesh_reduce('loss', loss.item(), sum)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                loss = xm.mesh_reduce('loss', loss.item(), sum)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                loss = xm.mesh_reduce('loss', loss.item(), sum)
+            """),
         ),
         Example(  # an object of a class of the project's: weights_only refuses its class
-            "import torch_xla.core.xla_model as xm\nfrom .meters import Meters\n\n"
-            "meters = Meters(loss.item())\nmeters = xm.mesh_reduce('meters', meters, Meters.merge)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "from .meters import Meters\n"
-                "\n"
-                "meters = Meters(loss.item())\n"
-                "# TODO(xrt2pjrt): pass a tensor or a Python number [manual-mesh-reduce-objects]\n"
-                "meters = xm.mesh_reduce('meters', meters, Meters.merge)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                from .meters import Meters
+
+                meters = Meters(loss.item())
+                meters = xm.mesh_reduce('meters', meters, Meters.merge)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                from .meters import Meters
+
+                meters = Meters(loss.item())
+                # TODO(xrt2pjrt): pass a tensor or a Python number [manual-mesh-reduce-objects]
+                meters = xm.mesh_reduce('meters', meters, Meters.merge)
+            """),
             manual=("makes an object of a class of yours",),
         ),
         Example(  # a counter, and a value the text shows nothing of: no evidence, no item
-            "import torch_xla.core.xla_model as xm\n\nseen = 0\nfor x, y in loader:\n    seen += y.size(0)\n"
-            "seen = xm.mesh_reduce('seen', seen, np.sum)\nrate = xm.mesh_reduce('rate', tracker.rate(), np.mean)\n",
-            "import torch_xla.core.xla_model as xm\n\nseen = 0\nfor x, y in loader:\n    seen += y.size(0)\n"
-            "seen = xm.mesh_reduce('seen', seen, np.sum)\nrate = xm.mesh_reduce('rate', tracker.rate(), np.mean)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                seen = 0
+                for x, y in loader:
+                    seen += y.size(0)
+                seen = xm.mesh_reduce('seen', seen, np.sum)
+                rate = xm.mesh_reduce('rate', tracker.rate(), np.mean)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                seen = 0
+                for x, y in loader:
+                    seen += y.size(0)
+                seen = xm.mesh_reduce('seen', seen, np.sum)
+                rate = xm.mesh_reduce('rate', tracker.rate(), np.mean)
+            """),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nacc = xm.mesh_reduce('acc', np.mean(a), np.mean)\n",
-            "import torch_xla.core.xla_model as xm\n\nacc = xm.mesh_reduce('acc', np.mean(a), np.mean)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                acc = xm.mesh_reduce('acc', np.mean(a), np.mean)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                acc = xm.mesh_reduce('acc', np.mean(a), np.mean)
+            """),
             options={"target_version": (2, 5)},  # torch 2.5 loads anything by default
         ),
     )

@@ -1,5 +1,13 @@
-"""a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made through
-the other name are not followed; report
+"""A torch_xla module stored or handed on as a value: reported.
+
+The codemod rewrites calls made through a module's import name (``xm.get_ordinal()``). A module
+stored or passed on (``self.xm = xm``, ``f(xm)``) is called through another name, which it does
+not follow: the XRT-era calls made there are left as they are, and those torch_xla 2.x removed
+fail at run time. Such a use of a module whose names the rules migrate is reported: call its
+functions by the import name, or migrate them by hand. Not reported: ``getattr``/``hasattr`` with
+the name spelled out (api-not-in-target reads those), an alias in a function whose every use is
+an attribute the target still has (``save = xm; save.save(...)``), and ``--target shim``, where
+the module handed on is the shim's, with the XRT-era API.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ import libcst as cst
 
 from xrt2pjrt.python import api_surface, spawn_site
 from xrt2pjrt.python.rule import PythonRule, code, literal
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import rule_names
 
 
@@ -31,46 +39,87 @@ class _ModuleNames:
 class ModuleAsValue(PythonRule):
     id = "manual-module-as-value"
     fix = "none"
-    summary = ("a torch_xla module handed on as a value (self.xm = xm, f(xm), getattr(xm, ...)): calls made "
-               "through the other name are not followed; report")
+    summary = "A torch_xla module handed on as a value (self.xm = xm, f(xm)): reported"
     targets = ("native",)  # under the shim, the module handed on is the shim's, with the XRT-era API
     names = _ModuleNames()
     examples = (
         Example(  # a trainer keeps the module on self, then self.xm.xrt_world_size() is an AttributeError on 2.9
-            "import torch_xla.core.xla_model as xm\n\nclass Trainer:\n    def __init__(self):\n        self.xm = xm\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "class Trainer:\n"
-                "    def __init__(self):\n"
-                "        # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]\n"
-                "        self.xm = xm\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                class Trainer:
+                    def __init__(self):
+                        self.xm = xm
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                class Trainer:
+                    def __init__(self):
+                        # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]
+                        self.xm = xm
+            """),
             manual=("stored as self.xm",),
         ),
         Example(  # danielkunin/neural-mechanics: a local alias used only for names 2.9 still has
-            "import torch\n\ndef save(state, path, tpu):\n    save_lib = torch\n    if tpu:\n"
-            "        import torch_xla.core.xla_model as xm\n        save_lib = xm\n    save_lib.save(state, path)\n",
-            "import torch\n\ndef save(state, path, tpu):\n    save_lib = torch\n    if tpu:\n"
-            "        import torch_xla.core.xla_model as xm\n        save_lib = xm\n    save_lib.save(state, path)\n",
+            dedent("""
+                import torch
+
+                def save(state, path, tpu):
+                    save_lib = torch
+                    if tpu:
+                        import torch_xla.core.xla_model as xm
+                        save_lib = xm
+                    save_lib.save(state, path)
+            """),
+            dedent("""
+                import torch
+
+                def save(state, path, tpu):
+                    save_lib = torch
+                    if tpu:
+                        import torch_xla.core.xla_model as xm
+                        save_lib = xm
+                    save_lib.save(state, path)
+            """),
         ),
         Example(  # ... and one used for a name 2.9 lacks
-            "import torch_xla.core.xla_model as xm\n\ndef world():\n    lib = xm\n    return lib.xrt_world_size()\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "def world():\n"
-                "    # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]\n"
-                "    lib = xm\n"
-                "    return lib.xrt_world_size()\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def world():
+                    lib = xm
+                    return lib.xrt_world_size()
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def world():
+                    # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]
+                    lib = xm
+                    return lib.xrt_world_size()
+            """),
             manual=("stored as lib",),
         ),
         Example(  # its own names, and a test of the import fallback, are no hand-over
-            "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
-            "if xm is not None:\n    device = xm.xla_device()\n",
-            "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n\n"
-            "if xm is not None:\n    device = xm.xla_device()\n",
+            dedent("""
+                try:
+                    import torch_xla.core.xla_model as xm
+                except ImportError:
+                    xm = None
+
+                if xm is not None:
+                    device = xm.xla_device()
+            """),
+            dedent("""
+                try:
+                    import torch_xla.core.xla_model as xm
+                except ImportError:
+                    xm = None
+
+                if xm is not None:
+                    device = xm.xla_device()
+            """),
         ),
     )
 

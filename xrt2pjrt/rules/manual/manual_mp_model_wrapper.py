@@ -20,7 +20,7 @@ upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
 from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _ONE_MODULE = ("on TPU v2/v3 a PJRT process runs two replicas as threads and MpModelWrapper.to hands both the "
                "same module: build the model in each replica, then xm.broadcast_master_param(model)")
@@ -29,18 +29,21 @@ _ONE_MODULE = ("on TPU v2/v3 a PJRT process runs two replicas as threads and MpM
 class MpModelWrapper(PythonRule):
     id = "manual-mp-model-wrapper"
     fix = "none"
-    summary = ("xmp.MpModelWrapper: on TPU v2/v3 the two replicas of a PJRT process get one module from it; report, "
-               "with the model built in each replica and xm.broadcast_master_param to use instead")
+    summary = "xmp.MpModelWrapper (one module for two replicas on TPU v2/v3 under PJRT): reported"
     names = frozenset({"torch_xla.distributed.xla_multiprocessing.MpModelWrapper"})
     examples = (
         Example(  # the upstream pattern: one model at module level, moved in each replica
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED_MODEL = xmp.MpModelWrapper(Net())\n",
-            (
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "# TODO(xrt2pjrt): build the model in each replica [manual-mp-model-wrapper]\n"
-                "WRAPPED_MODEL = xmp.MpModelWrapper(Net())\n"
-            ),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                WRAPPED_MODEL = xmp.MpModelWrapper(Net())
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                # TODO(xrt2pjrt): build the model in each replica [manual-mp-model-wrapper]
+                WRAPPED_MODEL = xmp.MpModelWrapper(Net())
+            """),
             manual=("same module",),
         ),
     )

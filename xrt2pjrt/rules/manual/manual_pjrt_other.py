@@ -1,37 +1,52 @@
-"""other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report
+"""torch_xla.experimental.pjrt names with no 2.x replacement: reported.
+
+torch_xla.experimental.pjrt was early PJRT's module: 2.1 moved what stayed public to
+torch_xla.runtime, and 2.5 deleted it, so any use fails there. Its names with a 2.x
+counterpart are other rules' (pjrt-runtime, pjrt-spawn, pjrt-rendezvous,
+pjrt-run-multiprocess, api-using-pjrt); the rest (``spawn_threads``, ``requires_pjrt``, ...)
+have none, and each use is reported. So is rendezvous, spawn, run_multiprocess or using_pjrt
+used but not called (passed around): only their calls are rewritten.
 """
 
 from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.pjrt._pjrt import PJRT, PJRT_RENAMES
 
 
 class PjrtPrivate(PythonRule):
     id = "manual-pjrt-other"
     fix = "none"
-    summary = "other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): report"
+    summary = "Other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): reported"
     prefixes = (f"{PJRT}.",)
     examples = (
         Example(
-            "from torch_xla.experimental import pjrt\n\nSPAWNERS = [xmp.spawn, pjrt.spawn]\n",
-            (
-                "from torch_xla.experimental import pjrt\n"
-                "\n"
-                "# TODO(xrt2pjrt): replace this use of it by hand [manual-pjrt-other]\n"
-                "SPAWNERS = [xmp.spawn, pjrt.spawn]\n"
-            ),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                SPAWNERS = [xmp.spawn, pjrt.spawn]
+            """),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                # TODO(xrt2pjrt): replace this use of it by hand [manual-pjrt-other]
+                SPAWNERS = [xmp.spawn, pjrt.spawn]
+            """),
             manual=("without being called",),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.spawn_threads(fn)\n",
-            (
-                "from torch_xla.experimental import pjrt\n"
-                "\n"
-                "# TODO(xrt2pjrt): rewrite it by hand: no 2.x replacement [manual-pjrt-other]\n"
-                "pjrt.spawn_threads(fn)\n"
-            ),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt.spawn_threads(fn)
+            """),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                # TODO(xrt2pjrt): rewrite it by hand: no 2.x replacement [manual-pjrt-other]
+                pjrt.spawn_threads(fn)
+            """),
             manual=("no public replacement",),
         ),
     )

@@ -12,7 +12,7 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.imports import dotted, import_bindings
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import ImportedModuleRule, imported_modules
 
 _DATA_PARALLEL = "torch_xla.distributed.data_parallel"
@@ -21,33 +21,43 @@ _DATA_PARALLEL = "torch_xla.distributed.data_parallel"
 class PreOneZero(ImportedModuleRule):
     id = "manual-pre-1.0"
     fix = "none"
-    summary = ("torch_xla_py.* (before 1.0), and torch_xla.distributed.data_parallel (threads driving several "
-               "devices from one process, the XRT-era way): report; an import of data_parallel that nothing reads "
-               "is left alone")
+    summary = "torch_xla_py.* (before 1.0) and torch_xla.distributed.data_parallel: reported"
     examples = (
         Example(
             "import torch_xla_py.xla_model as xm\n",
-            (
-                "# TODO(xrt2pjrt): port this file by hand to torch_xla 2.x [manual-pre-1.0]\n"
-                "import torch_xla_py.xla_model as xm\n"
-            ),
+            dedent("""
+                # TODO(xrt2pjrt): port this file by hand to torch_xla 2.x [manual-pre-1.0]
+                import torch_xla_py.xla_model as xm
+            """),
             manual=("pre-1.0",),
         ),
         Example(
-            "import torch_xla.distributed.data_parallel as dp\n\nmodel = dp.DataParallel(net, device_ids=devices)\n",
-            (
-                "# TODO(xrt2pjrt): port this to xmp.spawn by hand [manual-pre-1.0]\n"
-                "import torch_xla.distributed.data_parallel as dp\n"
-                "\n"
-                "model = dp.DataParallel(net, device_ids=devices)\n"
-            ),
+            dedent("""
+                import torch_xla.distributed.data_parallel as dp
+
+                model = dp.DataParallel(net, device_ids=devices)
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): port this to xmp.spawn by hand [manual-pre-1.0]
+                import torch_xla.distributed.data_parallel as dp
+
+                model = dp.DataParallel(net, device_ids=devices)
+            """),
             manual=("data_parallel",),
         ),
         Example(  # tmabraham/fastai_tpu, BigGAN-Pytorch-TPU: a leftover import, which still imports
-            "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing as xmp"
-            "\n\nxmp.spawn(train_loop)\n",
-            "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing as xmp"
-            "\n\nxmp.spawn(train_loop)\n",
+            dedent("""
+                import torch_xla.distributed.data_parallel as dp
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(train_loop)
+            """),
+            dedent("""
+                import torch_xla.distributed.data_parallel as dp
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(train_loop)
+            """),
         ),
     )
 

@@ -22,7 +22,7 @@ import libcst as cst
 from xrt2pjrt.python import spawn_site
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
 _BARRIERS = frozenset({f"{XM}.rendezvous", f"{XM}.xla_rendezvous", "torch.distributed.barrier"})
@@ -32,60 +32,112 @@ _NO_BARRIER = "xm.save no longer waits for every replica (2.1)"
 class SaveBarrier(PythonRule):
     id = "manual-save-barrier"
     fix = "none"
-    summary = ("xm.save(): no longer ends with a rendezvous (2.1); report where the file loads a saved file after "
-               "it (not where a rendezvous follows; in a run of saves, the last), xm.save passed as a function "
-               "(save_function=xm.save) alike")
+    summary = "xm.save() followed by a load (no rendezvous ends a save from 2.1): reported"
     targets = ("native",)  # the shim's save keeps the barrier
     names = frozenset({f"{XM}.save"})
     examples = (
         Example(  # a loop that saves, then loads the file in its next round
-            "import torch\nimport torch_xla.core.xla_model as xm\n\nfor epoch in range(3):\n"
-            "    model.load_state_dict(torch.load(path))\n    xm.save(model.state_dict(), path)\n",
-            (
-                "import torch\nimport torch_xla.core.xla_model as xm\n\nfor epoch in range(3):\n"
-                "    model.load_state_dict(torch.load(path))\n"
-                "    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
-                "    xm.save(model.state_dict(), path)\n"
-            ),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                for epoch in range(3):
+                    model.load_state_dict(torch.load(path))
+                    xm.save(model.state_dict(), path)
+            """),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                for epoch in range(3):
+                    model.load_state_dict(torch.load(path))
+                    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]
+                    xm.save(model.state_dict(), path)
+            """),
             manual=("rendezvous",),
         ),
         Example(
-            "import torch\nimport torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n"
-            "xm.rendezvous('saved')\nmodel.load_state_dict(torch.load(path))\n",
-            "import torch\nimport torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n"
-            "xm.rendezvous('saved')\nmodel.load_state_dict(torch.load(path))\n",
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                xm.save(model.state_dict(), path)
+                xm.rendezvous('saved')
+                model.load_state_dict(torch.load(path))
+            """),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                xm.save(model.state_dict(), path)
+                xm.rendezvous('saved')
+                model.load_state_dict(torch.load(path))
+            """),
         ),
         Example(  # a run of saves, read after the last; the function's caller loads
-            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
-            "def checkpoint(G, D):\n    xm.save(G.state_dict(), g_path)\n    xm.save(D.state_dict(), d_path)\n\n"
-            "def _mp_fn(index):\n    checkpoint(G, D)\n    evaluate(torch.load(g_path))\n",
-            (
-                "import torch\nimport torch_xla.core.xla_model as xm\n\n"
-                "def checkpoint(G, D):\n    xm.save(G.state_dict(), g_path)\n"
-                "    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
-                "    xm.save(D.state_dict(), d_path)\n\n"
-                "def _mp_fn(index):\n    checkpoint(G, D)\n    evaluate(torch.load(g_path))\n"
-            ),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                def checkpoint(G, D):
+                    xm.save(G.state_dict(), g_path)
+                    xm.save(D.state_dict(), d_path)
+
+                def _mp_fn(index):
+                    checkpoint(G, D)
+                    evaluate(torch.load(g_path))
+            """),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                def checkpoint(G, D):
+                    xm.save(G.state_dict(), g_path)
+                    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]
+                    xm.save(D.state_dict(), d_path)
+
+                def _mp_fn(index):
+                    checkpoint(G, D)
+                    evaluate(torch.load(g_path))
+            """),
             manual=("rendezvous",),
         ),
         Example(  # BigGAN-Pytorch-TPU, my_simclr_vit_profiling: loaded only when a later run resumes
-            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
-            "def save_ckpt(path, model):\n    xm.save(model.state_dict(), path)\n\n"
-            "def load_ckpt(path, model):\n    model.load_state_dict(torch.load(path))\n",
-            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
-            "def save_ckpt(path, model):\n    xm.save(model.state_dict(), path)\n\n"
-            "def load_ckpt(path, model):\n    model.load_state_dict(torch.load(path))\n",
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                def save_ckpt(path, model):
+                    xm.save(model.state_dict(), path)
+
+                def load_ckpt(path, model):
+                    model.load_state_dict(torch.load(path))
+            """),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                def save_ckpt(path, model):
+                    xm.save(model.state_dict(), path)
+
+                def load_ckpt(path, model):
+                    model.load_state_dict(torch.load(path))
+            """),
         ),
         Example(  # save_pretrained(..., save_function=xm.save), then every replica loads it back
-            "import torch_xla.core.xla_model as xm\n\nmodel.save_pretrained(out, save_function=xm.save)\n"
-            "model = Model.from_pretrained(out)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): add xm.rendezvous('saved') after saving [manual-save-barrier]\n"
-                "model.save_pretrained(out, save_function=xm.save)\n"
-                "model = Model.from_pretrained(out)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                model.save_pretrained(out, save_function=xm.save)
+                model = Model.from_pretrained(out)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): add xm.rendezvous('saved') after saving [manual-save-barrier]
+                model.save_pretrained(out, save_function=xm.save)
+                model = Model.from_pretrained(out)
+            """),
             manual=("passed here as a function",),
         ),
     )

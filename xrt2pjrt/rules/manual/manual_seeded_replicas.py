@@ -36,7 +36,7 @@ import libcst as cst
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, reads_replica_number, spawn_calls
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _SHARED_RNG = ("on TPU v2/v3 a PJRT process runs two replicas as threads sharing torch's RNG, so models built "
                "after this seed differ: call xm.broadcast_master_param(model) once the model is built")
@@ -46,68 +46,148 @@ class SeededReplicas(PythonRule):
     id = "manual-seeded-replicas"
     fix = "none"
     statement_words = ("manual_seed",)
-    summary = ("torch.manual_seed in a function xmp.spawn or torch_xla.launch runs, followed there by a module "
-               "moved with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas "
-               "share a process and torch's global RNG, so models built after the same seed differ; report")
+    summary = "torch.manual_seed, then a model built in the replicas (v2/v3 threads share one RNG): reported"
     names = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
     examples = (
         Example(
-            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n\nxmp.spawn(_mp_fn)\n",
-            (
-                "import torch\n"
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "def _mp_fn(index):\n"
-                "    # TODO(xrt2pjrt): call xm.broadcast_master_param(model) [manual-seeded-replicas]\n"
-                "    torch.manual_seed(1)\n"
-                "    model = Net().to(device)\n"
-                "\n"
-                "xmp.spawn(_mp_fn)\n"
-            ),
+            dedent("""
+                import torch
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    torch.manual_seed(1)
+                    model = Net().to(device)
+
+                xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    # TODO(xrt2pjrt): call xm.broadcast_master_param(model) [manual-seeded-replicas]
+                    torch.manual_seed(1)
+                    model = Net().to(device)
+
+                xmp.spawn(_mp_fn)
+            """),
             manual=("sharing torch's RNG",),
         ),
         Example(  # pytorch/xla v1.13's test_mp_distributed_mm.py: its tensors come from the device's generator
-            "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    torch.manual_seed(11)\n    xm.set_rng_state(11)\n"
-            "    w = torch.randn(3, 4, device=device)\n\nxmp.spawn(_mp_fn)\n",
-            "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    torch.manual_seed(11)\n    xm.set_rng_state(11)\n"
-            "    w = torch.randn(3, 4, device=device)\n\nxmp.spawn(_mp_fn)\n",
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    torch.manual_seed(11)
+                    xm.set_rng_state(11)
+                    w = torch.randn(3, 4, device=device)
+
+                xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    torch.manual_seed(11)
+                    xm.set_rng_state(11)
+                    w = torch.randn(3, 4, device=device)
+
+                xmp.spawn(_mp_fn)
+            """),
         ),
         Example(  # the parameters are made equal after the seed: nothing to say
-            "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(xm.xla_device())\n"
-            "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
-            "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(xm.xla_device())\n"
-            "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    torch.manual_seed(1)
+                    model = Net().to(xm.xla_device())
+                    xm.broadcast_master_param(model)
+
+                xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    torch.manual_seed(1)
+                    model = Net().to(xm.xla_device())
+                    xm.broadcast_master_param(model)
+
+                xmp.spawn(_mp_fn)
+            """),
         ),
         Example(  # the model came from MpModelWrapper, built before: manual-mp-model-wrapper's item
-            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n\n"
-            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
-            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n\n"
-            "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
+            dedent("""
+                import torch
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                WRAPPED = xmp.MpModelWrapper(Net())
+
+                def _mp_fn(index):
+                    torch.manual_seed(1)
+                    model = WRAPPED.to(device)
+
+                xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                WRAPPED = xmp.MpModelWrapper(Net())
+
+                def _mp_fn(index):
+                    torch.manual_seed(1)
+                    model = WRAPPED.to(device)
+
+                xmp.spawn(_mp_fn)
+            """),
         ),
         Example(  # spawned by a launcher in another module (transformers' xla_spawn.py calls mod._mp_fn)
-            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
-            "def _mp_fn(index):\n    torch.manual_seed(42)\n    model = Net().to(xm.xla_device())\n",
-            (
-                "import torch\n"
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "def _mp_fn(index):\n"
-                "    # TODO(xrt2pjrt): call xm.broadcast_master_param(model) [manual-seeded-replicas]\n"
-                "    torch.manual_seed(42)\n"
-                "    model = Net().to(xm.xla_device())\n"
-            ),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                def _mp_fn(index):
+                    torch.manual_seed(42)
+                    model = Net().to(xm.xla_device())
+            """),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+
+                def _mp_fn(index):
+                    # TODO(xrt2pjrt): call xm.broadcast_master_param(model) [manual-seeded-replicas]
+                    torch.manual_seed(42)
+                    model = Net().to(xm.xla_device())
+            """),
             manual=("sharing torch's RNG",),
         ),
         Example(  # the launching process's seed: one process, one thread
-            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "if __name__ == '__main__':\n    torch.manual_seed(1)\n    xmp.spawn(_mp_fn)\n",
-            "import torch\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "if __name__ == '__main__':\n    torch.manual_seed(1)\n    xmp.spawn(_mp_fn)\n",
+            dedent("""
+                import torch
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                if __name__ == '__main__':
+                    torch.manual_seed(1)
+                    xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                if __name__ == '__main__':
+                    torch.manual_seed(1)
+                    xmp.spawn(_mp_fn)
+            """),
         ),
     )
 

@@ -17,7 +17,7 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site, value_kinds
 from xrt2pjrt.python.rule import PythonRule, argument
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
 _ONE_TENSOR_LIST = ("torch_xla 2.x's send_cpu_data_to_device wraps a bare tensor in a list and returns the list (2.1+), "
@@ -29,26 +29,37 @@ _CONTAINER_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp
 class SendCpuDataTensor(PythonRule):
     id = "manual-send-cpu-data-tensor"
     fix = "none"
-    summary = ("xm.send_cpu_data_to_device(data, device) with data the text shows may be a bare tensor, and its "
-               "result read: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); report")
+    summary = "xm.send_cpu_data_to_device(tensor) read as a tensor (2.1+ returns a list): reported"
     targets = ("native",)  # the shim's returns a tensor for a tensor
     names = frozenset({f"{XM}.send_cpu_data_to_device"})
     examples = (
         Example(  # an Ising-model sampler's couplings; then couplings.shape[0]: AttributeError on a list
-            "import torch_xla.core.xla_model as xm\n\ncouplings = xm.send_cpu_data_to_device(couplings, device)\n"
-            "n = couplings.shape[0]\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "# TODO(xrt2pjrt): take [0] if this is one tensor [manual-send-cpu-data-tensor]\n"
-                "couplings = xm.send_cpu_data_to_device(couplings, device)\n"
-                "n = couplings.shape[0]\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                couplings = xm.send_cpu_data_to_device(couplings, device)
+                n = couplings.shape[0]
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                # TODO(xrt2pjrt): take [0] if this is one tensor [manual-send-cpu-data-tensor]
+                couplings = xm.send_cpu_data_to_device(couplings, device)
+                n = couplings.shape[0]
+            """),
             manual=("wraps a bare tensor in a list",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nx, y = xm.send_cpu_data_to_device((x, y), device)\n",
-            "import torch_xla.core.xla_model as xm\n\nx, y = xm.send_cpu_data_to_device((x, y), device)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                x, y = xm.send_cpu_data_to_device((x, y), device)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                x, y = xm.send_cpu_data_to_device((x, y), device)
+            """),
         ),
     )
 

@@ -1,4 +1,9 @@
-"""from torch_xla... import *: the names it brings cannot be followed; report
+"""from torch_xla... import *: reported.
+
+A star import binds names the codemod cannot see: ``get_ordinal()`` taken by ``from
+torch_xla.core.xla_model import *`` is not known as xm's, so its XRT-era calls are left as they
+are, and those torch_xla 2.x removed fail at run time. The import is reported: import the module
+by name (``import torch_xla.core.xla_model as xm``), call through it, and run xrt2pjrt again.
 """
 
 from __future__ import annotations
@@ -7,23 +12,27 @@ import libcst as cst
 
 from xrt2pjrt.python.imports import dotted
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class StarImport(PythonRule):
     id = "manual-star-import"
     fix = "none"
-    summary = "from torch_xla... import *: the names it brings cannot be followed; report"
+    summary = "from torch_xla... import * (the names it brings cannot be followed): reported"
     nodes = (cst.ImportFrom,)
     examples = (
         Example(
-            "from torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
-            (
-                "# TODO(xrt2pjrt): import the module by name, then rerun [manual-star-import]\n"
-                "from torch_xla.core.xla_model import *\n"
-                "\n"
-                "n = xrt_world_size()\n"
-            ),
+            dedent("""
+                from torch_xla.core.xla_model import *
+
+                n = xrt_world_size()
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): import the module by name, then rerun [manual-star-import]
+                from torch_xla.core.xla_model import *
+
+                n = xrt_world_size()
+            """),
             manual=("cannot be followed",),
         ),
     )

@@ -11,23 +11,39 @@ engine's (xrt2pjrt/settling.py), for every kind of file.
 from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class UnusedMarker(PythonRule):
     id = "manual-unused-marker"
     fix = "none"
-    summary = "a `# xrt2pjrt: ignore` marker that settles nothing, or names no rule: reported"
+    summary = "A `# xrt2pjrt: ignore` marker that settles nothing, or names no rule: reported"
     words = ()  # every file with a marker is read (rewriters.SETTLING_WORDS)
     examples = (
         Example(
-            "import torch_xla.runtime as xr\n\nrank = xr.global_ordinal()  # xrt2pjrt: ignore\n",
-            "import torch_xla.runtime as xr\n\nrank = xr.global_ordinal()  # xrt2pjrt: ignore\n",
+            dedent("""
+                import torch_xla.runtime as xr
+
+                rank = xr.global_ordinal()  # xrt2pjrt: ignore
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                rank = xr.global_ordinal()  # xrt2pjrt: ignore
+            """),
             manual=("settles nothing",),
         ),
         Example(
-            "import torch_xla.core.xla_model as xm\n\nrank = xm.get_ordinal()  # xrt2pjrt: ignore[api-ordinall]\n",
-            "import torch_xla.core.xla_model as xm\n\nrank = xm.get_ordinal()  # xrt2pjrt: ignore[api-ordinall]\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                rank = xm.get_ordinal()  # xrt2pjrt: ignore[api-ordinall]
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                rank = xm.get_ordinal()  # xrt2pjrt: ignore[api-ordinall]
+            """),
             manual=("not api-ordinall",),
         ),
     )

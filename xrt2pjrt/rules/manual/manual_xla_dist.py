@@ -1,4 +1,11 @@
-"""torch_xla.distributed.xla_dist used from Python (removed in 2.1): report
+"""XRT's pod launcher, torch_xla.distributed.xla_dist, used from Python: reported.
+
+torch_xla 2.1 removed xla_dist. Code that drives it as a library (``xla_dist.get_args_parser()``,
+``resolve_and_execute(args)``) fails on import, and a command string that starts it
+(``subprocess.run([..., 'torch_xla.distributed.xla_dist', ...])``) fails when run. Each is
+reported, not rewritten: the arguments are built by the program (launch-xla-dist translates the
+lines of shell files). Launch with ``gcloud compute tpus tpu-vm ssh NAME --worker=all
+--command=...`` or ``xrt2pjrt launch``. A docstring or a string standing alone is not reported.
 """
 
 from __future__ import annotations
@@ -8,7 +15,7 @@ import re
 import libcst as cst
 
 from xrt2pjrt.python.ipython_calls import is_magic_call
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import ImportedModuleRule
 
 
@@ -16,30 +23,38 @@ class XlaDist(ImportedModuleRule):
     id = "manual-xla-dist"
     fix = "none"
     words = ("torch_xla", "xla_dist")  # also in strings: subprocess.run("python -m ...xla_dist ...")
-    summary = "torch_xla.distributed.xla_dist used from Python (removed in 2.1): report"
+    summary = "torch_xla.distributed.xla_dist used from Python (removed in 2.1): reported"
     prefixes = ("torch_xla.distributed.xla_dist.",)
     examples = (
         Example(  # started from Python: the module is gone, the command fails
-            "import subprocess\nimport torch_xla\n\n"
-            "subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n",
-            (
-                "import subprocess\n"
-                "import torch_xla\n"
-                "\n"
-                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
-                "subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n"
-            ),
+            dedent("""
+                import subprocess
+                import torch_xla
+
+                subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])
+            """),
+            dedent("""
+                import subprocess
+                import torch_xla
+
+                # TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]
+                subprocess.run(['python3', '-m', 'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])
+            """),
             manual=("this command starts xla_dist",),
         ),
         Example(
-            "from torch_xla.distributed import xla_dist\n\nxla_dist.resolve_and_execute(args)\n",
-            (
-                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
-                "from torch_xla.distributed import xla_dist\n"
-                "\n"
-                "# TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]\n"
-                "xla_dist.resolve_and_execute(args)\n"
-            ),
+            dedent("""
+                from torch_xla.distributed import xla_dist
+
+                xla_dist.resolve_and_execute(args)
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]
+                from torch_xla.distributed import xla_dist
+
+                # TODO(xrt2pjrt): launch with `xrt2pjrt launch` or gcloud [manual-xla-dist]
+                xla_dist.resolve_and_execute(args)
+            """),
             manual=("xla_dist is gone",),
         ),
     )

@@ -1,4 +1,10 @@
-"""pjrt.rendezvous(tag, payload, ordinals) → xm.xla_rendezvous(payload, ordinals, tag=tag)
+"""Early PJRT's rendezvous → xm.xla_rendezvous, its arguments reordered.
+
+torch_xla.experimental.pjrt is gone from 2.5 (2.1 left it as an alias); its ``rendezvous(tag,
+payload, ordinals)`` lives on as ``xm.xla_rendezvous(payload, ordinals, tag)``, with the
+arguments in another order. The call passes the same values in the new order, the tag by name
+(safe: the same operation). A call with more or starred arguments, and the function passed
+around, are reported.
 """
 
 from __future__ import annotations
@@ -6,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, argument, named
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.pjrt._pjrt import PJRT
 from xrt2pjrt.python.renames import XM
 
@@ -17,8 +23,16 @@ class PjrtRendezvous(PythonRule):
     names = frozenset({f"{PJRT}.rendezvous"})
     examples = (
         Example(
-            "import torch_xla.experimental.pjrt as pjrt\n\nreplies = pjrt.rendezvous('init', b'hi', [0, 1])\n",
-            "import torch_xla.core.xla_model as xm\n\nreplies = xm.xla_rendezvous(b'hi', [0, 1], tag='init')\n",
+            dedent("""
+                import torch_xla.experimental.pjrt as pjrt
+
+                replies = pjrt.rendezvous('init', b'hi', [0, 1])
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                replies = xm.xla_rendezvous(b'hi', [0, 1], tag='init')
+            """),
         ),
     )
 

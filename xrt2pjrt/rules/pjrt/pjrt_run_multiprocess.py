@@ -12,7 +12,7 @@ size and collectives" tells of).
 from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.shim_packages import CARRIED
 from xrt2pjrt.rules.pjrt._pjrt import PJRT
 
@@ -26,12 +26,28 @@ class PjrtRunMultiprocess(PythonRule):
     names = frozenset({f"{PJRT}.run_multiprocess", f"{PJRT}._run_multiprocess"})
     examples = (
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt._run_multiprocess(train, flags)\n",
-            "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n\nshim_xmp.run_multiprocess(train, flags)\n",
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt._run_multiprocess(train, flags)
+            """),
+            dedent("""
+                import xrt2pjrt_shim.xla_multiprocessing as shim_xmp
+
+                shim_xmp.run_multiprocess(train, flags)
+            """),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\n\nresults = pjrt.run_multiprocess(evaluate, model)\n",
-            "import xrt2pjrt_shim.xla_multiprocessing as shim_xmp\n\nresults = shim_xmp.run_multiprocess(evaluate, model)\n",
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                results = pjrt.run_multiprocess(evaluate, model)
+            """),
+            dedent("""
+                import xrt2pjrt_shim.xla_multiprocessing as shim_xmp
+
+                results = shim_xmp.run_multiprocess(evaluate, model)
+            """),
         ),
     )
 

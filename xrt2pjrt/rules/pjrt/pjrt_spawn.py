@@ -1,4 +1,11 @@
-"""pjrt.spawn(fn, ...) → xmp.spawn(fn, args=..., ...), arguments passed by name
+"""Early PJRT's spawn → xmp.spawn, every argument passed by name.
+
+``pjrt.spawn`` went with its module (deleted in 2.5); ``xmp.spawn`` spawns the same way. The
+parameters came in other orders (``spawn(fn, args)`` in torch_xla 1.13, ``spawn(fn, nprocs,
+start_method, args)`` in 2.0) than xmp's (``fn, args, nprocs, ...``), so each argument is
+passed by name, which keeps its meaning (safe). A call with two positional arguments whose
+second is not a tuple is reported: it is ``args`` under 1.13 and ``nprocs`` under 2.0, and the
+code does not say which release it was written for.
 """
 
 from __future__ import annotations
@@ -6,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xrt2pjrt.python.rule import PythonRule, keywordize
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.pjrt._pjrt import PJRT
 
 XMP = "torch_xla.distributed.xla_multiprocessing"
@@ -18,22 +25,41 @@ class PjrtSpawn(PythonRule):
     names = frozenset({f"{PJRT}.spawn"})
     examples = (
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, None, 'fork', (flags,))\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, nprocs=None, start_method='fork', args=(flags,))\n",
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt.spawn(_mp_fn, None, 'fork', (flags,))
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, nprocs=None, start_method='fork', args=(flags,))
+            """),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, (flags,))\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, args=(flags,))\n",
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt.spawn(_mp_fn, (flags,))
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(flags,))
+            """),
         ),
         Example(
-            "from torch_xla.experimental import pjrt\n\npjrt.spawn(_mp_fn, extra)\n",
-            (
-                "from torch_xla.experimental import pjrt\n"
-                "\n"
-                "# TODO(xrt2pjrt): name x (args= or nprocs=), rerun xrt2pjrt [pjrt-spawn]\n"
-                "pjrt.spawn(_mp_fn, extra)\n"
-            ),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                pjrt.spawn(_mp_fn, extra)
+            """),
+            dedent("""
+                from torch_xla.experimental import pjrt
+
+                # TODO(xrt2pjrt): name x (args= or nprocs=), rerun xrt2pjrt [pjrt-spawn]
+                pjrt.spawn(_mp_fn, extra)
+            """),
             manual=("name it",),
         ),
     )

@@ -16,7 +16,7 @@ from xrt2pjrt.python.imports import dotted
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.shim_names import SHIMMED
 from xrt2pjrt.shim_packages import CARRIED, carried_name
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 def _name(text: str) -> cst.Attribute | cst.Name:
@@ -36,37 +36,62 @@ def _alias(module: str) -> str:
 
 class ShimImports(PythonRule):
     id = "shim-imports"
-    summary = ("--target shim: torch_xla's xla_model / xla_multiprocessing imports → xrt2pjrt_shim (carried); "
-               "calls kept")
+    summary = "--target shim: xla_model / xla_multiprocessing imports → xrt2pjrt_shim; calls kept"
     targets = ("shim",)
     words = ("torch_xla", "xrt2pjrt")
     nodes = (cst.Import, cst.ImportFrom)
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, nprocs=8)\nn = xm.xrt_world_size()\n",
-            "import xrt2pjrt_shim.xla_model as xm\nimport xrt2pjrt_shim.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, nprocs=8)\nn = xm.xrt_world_size()\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, nprocs=8)
+                n = xm.xrt_world_size()
+            """),
+            dedent("""
+                import xrt2pjrt_shim.xla_model as xm
+                import xrt2pjrt_shim.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, nprocs=8)
+                n = xm.xrt_world_size()
+            """),
             options={"target": "shim"},
         ),
         Example(
-            "from torch_xla.core import xla_model as xm\nfrom torch_xla.core.xla_model import get_ordinal\n",
-            "from xrt2pjrt_shim import xla_model as xm\nfrom xrt2pjrt_shim.xla_model import get_ordinal\n",
+            dedent("""
+                from torch_xla.core import xla_model as xm
+                from torch_xla.core.xla_model import get_ordinal
+            """),
+            dedent("""
+                from xrt2pjrt_shim import xla_model as xm
+                from xrt2pjrt_shim.xla_model import get_ordinal
+            """),
             options={"target": "shim"},
         ),
         Example(
-            "import xrt2pjrt.shim.xla_model as xm\nfrom xrt2pjrt.shim import xla_multiprocessing as xmp\n",
-            "import xrt2pjrt_shim.xla_model as xm\nfrom xrt2pjrt_shim import xla_multiprocessing as xmp\n",
+            dedent("""
+                import xrt2pjrt.shim.xla_model as xm
+                from xrt2pjrt.shim import xla_multiprocessing as xmp
+            """),
+            dedent("""
+                import xrt2pjrt_shim.xla_model as xm
+                from xrt2pjrt_shim import xla_multiprocessing as xmp
+            """),
             options={"target": "shim"},
         ),
         Example(
-            "import torch_xla.core.xla_model\n\nrank = torch_xla.core.xla_model.get_ordinal()\n",
-            (
-                "# TODO(xrt2pjrt): import it as xm from the shim [shim-imports]\n"
-                "import torch_xla.core.xla_model\n"
-                "\n"
-                "rank = torch_xla.core.xla_model.get_ordinal()\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model
+
+                rank = torch_xla.core.xla_model.get_ordinal()
+            """),
+            dedent("""
+                # TODO(xrt2pjrt): import it as xm from the shim [shim-imports]
+                import torch_xla.core.xla_model
+
+                rank = torch_xla.core.xla_model.get_ordinal()
+            """),
             manual=("without an alias",),
             options={"target": "shim"},
         ),

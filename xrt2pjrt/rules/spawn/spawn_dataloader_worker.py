@@ -1,5 +1,12 @@
-"""an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a
-partial): the worker is a process of its own where torch_xla is not the replica's; report
+"""A worker_init_fn that asks torch_xla for the replica's ordinal or world size: reported.
+
+A worker_init_fn (a function, a lambda, a ``functools.partial`` of one) runs in each DataLoader
+worker, a process of its own. Under XRT the worker inherited the replica's environment, and
+``xm.get_ordinal()`` there answered the replica's number. torch_xla's spawn starts its replicas
+with the spawn method, so their workers start so too, and torch_xla in a worker is not the
+replica's: on a TPU it starts a runtime of its own, on CPU it answers as a world of one. Such a
+call is reported, not rewritten: ask in the replica and hand the answer over
+(``worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())``).
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ import functools
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import REPLICA_IDENTITY
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _IN_WORKER = "ask in the replica and pass it in"
 _WHY = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn "
@@ -23,35 +30,54 @@ _WHY = ("this code runs in each DataLoader worker (it is a worker_init_fn), a pr
 class DataLoaderWorker(PythonRule):
     id = "spawn-dataloader-worker"
     fix = "none"
-    summary = ("an ordinal or world size asked for in a DataLoader's worker_init_fn (a function, a lambda, a partial): "
-               "the worker is a process of its own where torch_xla is not the replica's; report")
+    summary = "An ordinal or world size asked for in a DataLoader's worker_init_fn: reported"
     names = REPLICA_IDENTITY
     examples = (
         Example(  # the per-replica seed: every replica's workers seeded alike, each reading the same samples
-            "import torch_xla.core.xla_model as xm\n\n"
-            "def seed_worker(worker_id):\n    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n\n"
-            "def _mp_fn(index):\n    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "def seed_worker(worker_id):\n"
-                "    # TODO(xrt2pjrt): ask in the replica and pass it in [spawn-dataloader-worker]\n"
-                "    np.random.seed(1000 * xm.get_ordinal() + worker_id)\n"
-                "\n"
-                "def _mp_fn(index):\n"
-                "    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def seed_worker(worker_id):
+                    np.random.seed(1000 * xm.get_ordinal() + worker_id)
+
+                def _mp_fn(index):
+                    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def seed_worker(worker_id):
+                    # TODO(xrt2pjrt): ask in the replica and pass it in [spawn-dataloader-worker]
+                    np.random.seed(1000 * xm.get_ordinal() + worker_id)
+
+                def _mp_fn(index):
+                    loader = DataLoader(data, num_workers=4, worker_init_fn=seed_worker)
+            """),
             manual=("runs in each DataLoader worker",),
         ),
         Example(  # asked in the replica, handed over: nothing to report
-            "import functools\nimport torch_xla.runtime as xr\n\n"
-            "def seed_worker(worker_id, rank):\n    np.random.seed(1000 * rank + worker_id)\n\n"
-            "def _mp_fn(index):\n    init = functools.partial(seed_worker, rank=xr.global_ordinal())\n"
-            "    loader = DataLoader(data, num_workers=4, worker_init_fn=init)\n",
-            "import functools\nimport torch_xla.runtime as xr\n\n"
-            "def seed_worker(worker_id, rank):\n    np.random.seed(1000 * rank + worker_id)\n\n"
-            "def _mp_fn(index):\n    init = functools.partial(seed_worker, rank=xr.global_ordinal())\n"
-            "    loader = DataLoader(data, num_workers=4, worker_init_fn=init)\n",
+            dedent("""
+                import functools
+                import torch_xla.runtime as xr
+
+                def seed_worker(worker_id, rank):
+                    np.random.seed(1000 * rank + worker_id)
+
+                def _mp_fn(index):
+                    init = functools.partial(seed_worker, rank=xr.global_ordinal())
+                    loader = DataLoader(data, num_workers=4, worker_init_fn=init)
+            """),
+            dedent("""
+                import functools
+                import torch_xla.runtime as xr
+
+                def seed_worker(worker_id, rank):
+                    np.random.seed(1000 * rank + worker_id)
+
+                def _mp_fn(index):
+                    init = functools.partial(seed_worker, rank=xr.global_ordinal())
+                    loader = DataLoader(data, num_workers=4, worker_init_fn=init)
+            """),
         ),
     )
 

@@ -19,7 +19,7 @@ import libcst as cst
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code, spawn_calls
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _EXIT_RAISED = ("torch_xla's spawn runs the spawned function in a thread of a pool worker process, and the pool hands "
                 "SystemExit back to the launching process like any exception: xmp.spawn raises it there, so the code "
@@ -34,36 +34,53 @@ class ExitInReplica(PythonRule):
     id = "spawn-exit"
     fix = "none"
     statement_words = ("sys.exit", "os._exit", "SystemExit", "exit(", "quit(")
-    summary = ("sys.exit / os._exit in a function xmp.spawn or torch_xla.launch runs, or in what it calls: torch_xla's "
-               "spawn re-raises SystemExit in the launching process (which skips what follows the spawn; sys.exit(0) "
-               "exits 0 silently), and os._exit breaks its pool; the shim's spawn ends only that replica on "
-               "sys.exit, as XRT did; report")
+    summary = "sys.exit / os._exit in the replicas' code (2.x's spawn re-raises SystemExit): reported"
     names = frozenset({"sys.exit", "os._exit"})
     nodes = (cst.Raise, cst.Call)  # raise SystemExit(0), and the builtins exit() / quit()
     examples = (
         Example(  # a replica that stops early: under XRT its own process ended, and the launcher went on
-            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    if not train():\n        sys.exit(0)\n\n"
-            "xmp.spawn(_mp_fn)\nupload_results()\n",
-            (
-                "import sys\n"
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "def _mp_fn(index):\n"
-                "    if not train():\n"
-                "        # TODO(xrt2pjrt): return from the function instead of exiting [spawn-exit]\n"
-                "        sys.exit(0)\n"
-                "\n"
-                "xmp.spawn(_mp_fn)\n"
-                "upload_results()\n"
-            ),
+            dedent("""
+                import sys
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    if not train():
+                        sys.exit(0)
+
+                xmp.spawn(_mp_fn)
+                upload_results()
+            """),
+            dedent("""
+                import sys
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    if not train():
+                        # TODO(xrt2pjrt): return from the function instead of exiting [spawn-exit]
+                        sys.exit(0)
+
+                xmp.spawn(_mp_fn)
+                upload_results()
+            """),
             manual=("sys.exit(0) ends the launcher with status 0",),
         ),
         Example(  # the launcher's own exit
-            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n    sys.exit(0)\n",
-            "import sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n    sys.exit(0)\n",
+            dedent("""
+                import sys
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                if __name__ == '__main__':
+                    xmp.spawn(_mp_fn)
+                    sys.exit(0)
+            """),
+            dedent("""
+                import sys
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                if __name__ == '__main__':
+                    xmp.spawn(_mp_fn)
+                    sys.exit(0)
+            """),
         ),
     )
 

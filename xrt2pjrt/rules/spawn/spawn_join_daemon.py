@@ -15,25 +15,29 @@ import libcst as cst
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import NOT_LITERAL, PythonRule, argument, code, literal
 from xrt2pjrt.python.spawn_graph import SPAWN
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 class JoinDaemon(PythonRule):
     id = "spawn-join-daemon"
     fix = "none"
-    summary = "xmp.spawn(join=False / daemon=True): ignored under PJRT (spawn blocks); report"
+    summary = "xmp.spawn(join=False / daemon=True) (ignored under PJRT: spawn blocks): reported"
     names = frozenset({SPAWN})
     examples = (
         Example(
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "context = xmp.spawn(_mp_fn, join=False)\ncontext.join()\n",
-            (
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "# TODO(xrt2pjrt): remove join=: PJRT's spawn always waits [spawn-join-daemon]\n"
-                "context = xmp.spawn(_mp_fn, join=False)\n"
-                "context.join()\n"
-            ),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                context = xmp.spawn(_mp_fn, join=False)
+                context.join()
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                # TODO(xrt2pjrt): remove join=: PJRT's spawn always waits [spawn-join-daemon]
+                context = xmp.spawn(_mp_fn, join=False)
+                context.join()
+            """),
             manual=("join=False is ignored",),
         ),
     )

@@ -29,7 +29,7 @@ from xrt2pjrt.python.rule import NOT_LITERAL, code, literal
 from xrt2pjrt.python.spawn_graph import NPROCS_POSITION, SHIM_SPAWNS, SPAWN, elements, reached_from, spawned_code
 from xrt2pjrt.python.spawn_graph import nprocs_argument
 from xrt2pjrt.rules.spawn._nprocs import NprocsRule, QUOTED_LINES, lines_beyond
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 def _already_none_or_one(value: cst.BaseExpression) -> bool:
@@ -43,47 +43,76 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)
 
 class NprocsExpression(NprocsRule):
     id = "spawn-nprocs-expression"
-    summary = "xmp.spawn(nprocs=EXPR) → nprocs=1 if EXPR == 1 else None; a count read as the world size is reported"
+    summary = "xmp.spawn(nprocs=EXPR) → nprocs=1 if EXPR == 1 else None; a count read as world size reported"
     names = frozenset({SPAWN, *SHIM_SPAWNS})
     targets = ("native", "shim")
     examples = (
         Example(
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(flags,), nprocs=flags.num_cores)\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(flags,), nprocs=1 if flags.num_cores == 1 else None)\n",
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(flags,), nprocs=flags.num_cores)
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(flags,), nprocs=1 if flags.num_cores == 1 else None)
+            """),
         ),
         Example(  # the replicas size their sampler by the flag: on 4 processes they read half the data
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index, flags):\n    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n\n"
-            "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'])\n",
-            (
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "def _mp_fn(index, flags):\n"
-                "    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])\n"
-                "\n"
-                "# TODO(xrt2pjrt): use xr.world_size() at its reads [spawn-nprocs-expression]\n"
-                "xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)\n"
-            ),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index, flags):
+                    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])
+
+                xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'])
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index, flags):
+                    sampler = DistributedSampler(data, num_replicas=flags['num_cores'])
+
+                # TODO(xrt2pjrt): use xr.world_size() at its reads [spawn-nprocs-expression]
+                xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=1 if FLAGS['num_cores'] == 1 else None)
+            """),
             manual=("read elsewhere in this file (as ['num_cores'])",),
         ),
         Example(  # fco-dv/ignite-playground: the flag goes to a parameter the function never reads
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index, world_size):\n    print(xm.xrt_world_size())\n\n"
-            "args = (flags.nprocs,)\nxmp.spawn(_mp_fn, args=args, nprocs=flags.nprocs)\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index, world_size):\n    print(xm.xrt_world_size())\n\n"
-            "args = (flags.nprocs,)\nxmp.spawn(_mp_fn, args=args, nprocs=1 if flags.nprocs == 1 else None)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index, world_size):
+                    print(xm.xrt_world_size())
+
+                args = (flags.nprocs,)
+                xmp.spawn(_mp_fn, args=args, nprocs=flags.nprocs)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index, world_size):
+                    print(xm.xrt_world_size())
+
+                args = (flags.nprocs,)
+                xmp.spawn(_mp_fn, args=args, nprocs=1 if flags.nprocs == 1 else None)
+            """),
         ),
         Example(
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, **spawn_kwargs)\n",
-            (
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "# TODO(xrt2pjrt): keep nprocs in **kwargs None or 1 [spawn-nprocs-expression]\n"
-                "xmp.spawn(_mp_fn, **spawn_kwargs)\n"
-            ),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, **spawn_kwargs)
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                # TODO(xrt2pjrt): keep nprocs in **kwargs None or 1 [spawn-nprocs-expression]
+                xmp.spawn(_mp_fn, **spawn_kwargs)
+            """),
             manual=("**kwargs",),
         ),
     )

@@ -1,4 +1,12 @@
-"""xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept
+"""xmp.spawn(nprocs=N) with a literal N > 1 → the argument removed.
+
+torch_xla 2.6+ refuses any nprocs but None or 1 (ValueError: Unsupported nprocs), and PJRT
+spawns a process per chip by itself. Under XRT a count could only be 1 or the host's device
+count (``_pre_fork_setup`` raised ValueError otherwise), so a literal above 1 meant every
+device, which is what a spawn without it runs (safe); it is removed, or becomes None where a
+positional argument follows. ``nprocs=1`` is kept: one device, as before. Where the file also
+gives that number as a count of replicas (``num_replicas=8``, ``world_size=8``), those places are
+reported: the count is ``xr.world_size()`` under PJRT, which need not be 8.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import code, literal, without_args
 from xrt2pjrt.python.spawn_graph import nprocs_argument
 from xrt2pjrt.rules.spawn._nprocs import NprocsRule, QUOTED_LINES, lines_beyond
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 def _positional_after(node: cst.Call, index: int) -> bool:
@@ -24,37 +32,72 @@ class NprocsLiteral(NprocsRule):
     summary = "xmp.spawn(nprocs=8): a literal > 1 is removed (PJRT uses every device); nprocs=1 is kept"
     examples = (
         Example(
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(flags,), nprocs=8, start_method='fork')\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(flags,), start_method='fork')\n",
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(flags,), nprocs=8, start_method='fork')
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(flags,), start_method='fork')
+            """),
         ),
         Example(
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, (), 8, True)\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, (), None, True)\n",
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, (), 8, True)
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, (), None, True)
+            """),
         ),
         Example(  # each replica's sampler takes an eighth of the data: half of it unread on 4 processes
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _mp_fn(index):\n    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n\n"
-            "xmp.spawn(_mp_fn, nprocs=8)\n",
-            (
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "def _mp_fn(index):\n"
-                "    sampler = DistributedSampler(data, num_replicas=8, rank=index)\n"
-                "\n"
-                "# TODO(xrt2pjrt): use xr.world_size() where 8 is given [spawn-nprocs-literal]\n"
-                "xmp.spawn(_mp_fn)\n"
-            ),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    sampler = DistributedSampler(data, num_replicas=8, rank=index)
+
+                xmp.spawn(_mp_fn, nprocs=8)
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    sampler = DistributedSampler(data, num_replicas=8, rank=index)
+
+                # TODO(xrt2pjrt): use xr.world_size() where 8 is given [spawn-nprocs-literal]
+                xmp.spawn(_mp_fn)
+            """),
             manual=("(line 4: `sampler = DistributedSampler(data, num_replicas=8, rank=index)`)",),
         ),
         Example(
-            "from torch_xla.distributed import xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=1)\n",
-            "from torch_xla.distributed import xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=1)\n",
+            dedent("""
+                from torch_xla.distributed import xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, nprocs=1)
+            """),
+            dedent("""
+                from torch_xla.distributed import xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, nprocs=1)
+            """),
         ),
         Example(
-            "import torch.multiprocessing as mp\n\nmp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere\n",
-            "import torch.multiprocessing as mp\n\nmp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere\n",
+            dedent("""
+                import torch.multiprocessing as mp
+
+                mp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere
+            """),
+            dedent("""
+                import torch.multiprocessing as mp
+
+                mp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere
+            """),
         ),
     )
 

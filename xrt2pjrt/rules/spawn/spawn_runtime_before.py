@@ -24,7 +24,7 @@ import libcst as cst
 from xrt2pjrt.python import imports, spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, literal
 from xrt2pjrt.python.spawn_graph import LAUNCH, REPLICA_IDENTITY, RUNTIME_STARTERS, SPAWN, in_one_process, reached_from, spawn_calls, spawned_code
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 
 # What to do, each item's message (its TODO line); and why, its long text.
@@ -58,102 +58,179 @@ class RuntimeBeforeSpawn(PythonRule):
     id = "spawn-runtime-before"
     fix = "none"
     statement_words = ("'xla", '"xla')  # x.to('xla'), torch.zeros(2, device="xla")
-    summary = ("XLA runtime touched in a file that calls xmp.spawn or torch_xla.launch (of more than one process), on "
-               "import or in code the launching process calls before the spawn (RuntimeError from 2.4), report once; "
-               "or on import before a launch that spawns for the file (Lightning's TPU Trainer, notebook_launcher, "
-               "launch(fn))")
+    summary = "XLA runtime touched before xmp.spawn / torch_xla.launch (RuntimeError from 2.4): reported"
     names = RUNTIME_STARTERS | {SPAWN, LAUNCH}
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "DEVICE = xm.xla_device()\n\nif __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "DEVICE = xm.xla_device()\n"
-                "\n"
-                "if __name__ == '__main__':\n"
-                "    # TODO(xrt2pjrt): move XLA calls into the spawned fn [spawn-runtime-before]\n"
-                "    xmp.spawn(_mp_fn)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                DEVICE = xm.xla_device()
+
+                if __name__ == '__main__':
+                    xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                DEVICE = xm.xla_device()
+
+                if __name__ == '__main__':
+                    # TODO(xrt2pjrt): move XLA calls into the spawned fn [spawn-runtime-before]
+                    xmp.spawn(_mp_fn)
+            """),
             manual=("before xmp.spawn, which then raises",),
         ),
         Example(  # a class body and a function's default values run on import too
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "class Cfg:\n    world = xm.xrt_world_size()\n\ndef log(msg, rank=xm.get_ordinal()):\n    print(rank, msg)\n\n"
-            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "class Cfg:\n"
-                "    world = xm.xrt_world_size()\n"
-                "\n"
-                "def log(msg, rank=xm.get_ordinal()):\n"
-                "    print(rank, msg)\n"
-                "\n"
-                "if __name__ == '__main__':\n"
-                "    # TODO(xrt2pjrt): move XLA calls into the spawned fn [spawn-runtime-before]\n"
-                "    xmp.spawn(_mp_fn)\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                class Cfg:
+                    world = xm.xrt_world_size()
+
+                def log(msg, rank=xm.get_ordinal()):
+                    print(rank, msg)
+
+                if __name__ == '__main__':
+                    xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                class Cfg:
+                    world = xm.xrt_world_size()
+
+                def log(msg, rank=xm.get_ordinal()):
+                    print(rank, msg)
+
+                if __name__ == '__main__':
+                    # TODO(xrt2pjrt): move XLA calls into the spawned fn [spawn-runtime-before]
+                    xmp.spawn(_mp_fn)
+            """),
             manual=("(line 5, 7)",),
         ),
         Example(  # dinhanhx/VisualRoBERTa: no spawn in the file, Lightning's Trainer spawns after the sampler
-            "import pytorch_lightning as pl\nimport torch_xla.core.xla_model as xm\n\nif __name__ == '__main__':\n"
-            "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
-            "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n",
-            (
-                "import pytorch_lightning as pl\n"
-                "import torch_xla.core.xla_model as xm\n"
-                "\n"
-                "if __name__ == '__main__':\n"
-                "    # TODO(xrt2pjrt): move this call into the replicas' code [spawn-runtime-before]\n"
-                "    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())\n"
-                "    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))\n"
-            ),
+            dedent("""
+                import pytorch_lightning as pl
+                import torch_xla.core.xla_model as xm
+
+                if __name__ == '__main__':
+                    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())
+                    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))
+            """),
+            dedent("""
+                import pytorch_lightning as pl
+                import torch_xla.core.xla_model as xm
+
+                if __name__ == '__main__':
+                    # TODO(xrt2pjrt): move this call into the replicas' code [spawn-runtime-before]
+                    sampler = DistributedSampler(data, num_replicas=xm.xrt_world_size())
+                    pl.Trainer(tpu_cores=8).fit(model, DataLoader(data, sampler=sampler))
+            """),
             manual=(f"before {_EXAMPLE_TRAINER} starts the replicas",),
         ),
         Example(  # the spawned function and what it calls: the workers' code
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _device():\n    return xm.xla_device()\n\ndef _mp_fn(index):\n    device = _device()\n\n"
-            "xmp.spawn(_mp_fn)\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def _device():\n    return xm.xla_device()\n\ndef _mp_fn(index):\n    device = _device()\n\n"
-            "xmp.spawn(_mp_fn)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _device():
+                    return xm.xla_device()
+
+                def _mp_fn(index):
+                    device = _device()
+
+                xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _device():
+                    return xm.xla_device()
+
+                def _mp_fn(index):
+                    device = _device()
+
+                xmp.spawn(_mp_fn)
+            """),
         ),
         Example(  # tmabraham/fastai_tpu: a callback class the replica hands to its framework, a patched method
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "class OnTPU(Callback):\n    def before_fit(self):\n        self.device = xm.xla_device()\n\n"
-            "def _to_tpu(learn):\n    learn.callback_fns.append(OnTPU)\n\nLearner.to_tpu = _to_tpu\n\n"
-            "def _mp_fn(index):\n    make_learner().to_tpu().fit(1)\n\nxmp.spawn(_mp_fn)\n",
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "class OnTPU(Callback):\n    def before_fit(self):\n        self.device = xm.xla_device()\n\n"
-            "def _to_tpu(learn):\n    learn.callback_fns.append(OnTPU)\n\nLearner.to_tpu = _to_tpu\n\n"
-            "def _mp_fn(index):\n    make_learner().to_tpu().fit(1)\n\nxmp.spawn(_mp_fn)\n",
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                class OnTPU(Callback):
+                    def before_fit(self):
+                        self.device = xm.xla_device()
+
+                def _to_tpu(learn):
+                    learn.callback_fns.append(OnTPU)
+
+                Learner.to_tpu = _to_tpu
+
+                def _mp_fn(index):
+                    make_learner().to_tpu().fit(1)
+
+                xmp.spawn(_mp_fn)
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                class OnTPU(Callback):
+                    def before_fit(self):
+                        self.device = xm.xla_device()
+
+                def _to_tpu(learn):
+                    learn.callback_fns.append(OnTPU)
+
+                Learner.to_tpu = _to_tpu
+
+                def _mp_fn(index):
+                    make_learner().to_tpu().fit(1)
+
+                xmp.spawn(_mp_fn)
+            """),
         ),
         Example(  # pytorch-ignite 0.4.8: the launcher's own class asks for the rank in the launching process
-            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "class XlaModel:\n    def get_rank(self):\n        return xm.get_ordinal()\n\n"
-            "    @staticmethod\n    def _worker(index, fn):\n        fn(index)\n\n"
-            "    @staticmethod\n    def spawn(fn):\n        xmp.spawn(XlaModel._worker, args=(fn,))\n",
-            (
-                "import torch_xla.core.xla_model as xm\n"
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "class XlaModel:\n"
-                "    def get_rank(self):\n"
-                "        return xm.get_ordinal()\n"
-                "\n"
-                "    @staticmethod\n"
-                "    def _worker(index, fn):\n"
-                "        fn(index)\n"
-                "\n"
-                "    @staticmethod\n"
-                "    def spawn(fn):\n"
-                "        # TODO(xrt2pjrt): keep XLA out of the launching process [spawn-runtime-before]\n"
-                "        xmp.spawn(XlaModel._worker, args=(fn,))\n"
-            ),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                class XlaModel:
+                    def get_rank(self):
+                        return xm.get_ordinal()
+
+                    @staticmethod
+                    def _worker(index, fn):
+                        fn(index)
+
+                    @staticmethod
+                    def spawn(fn):
+                        xmp.spawn(XlaModel._worker, args=(fn,))
+            """),
+            dedent("""
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                class XlaModel:
+                    def get_rank(self):
+                        return xm.get_ordinal()
+
+                    @staticmethod
+                    def _worker(index, fn):
+                        fn(index)
+
+                    @staticmethod
+                    def spawn(fn):
+                        # TODO(xrt2pjrt): keep XLA out of the launching process [spawn-runtime-before]
+                        xmp.spawn(XlaModel._worker, args=(fn,))
+            """),
             manual=("(in get_rank)",),
         ),
     )

@@ -1,7 +1,14 @@
-"""xmp.spawn or torch_xla.launch given a nested function, a lambda, an instance of a nested class, a
-lock or an xmp.MpModelWrapper (or a partial of one), as fn or in args (a tuple, or a name bound to
-one): torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless
-under fork; report
+"""What xmp.spawn or torch_xla.launch cannot pickle, handed to it: reported.
+
+XRT's spawn handed ``fn`` and ``args`` to forked replicas as they were. torch_xla 2.x's
+xmp.spawn (and torch_xla.launch, which calls it) pickles them for each process, even with
+``start_method='fork'``. pickle refuses what has no importable name (a nested function, a
+lambda, an instance of a class defined in a function) and what holds a lock (multiprocessing
+and threading locks, queues and events, xmp.MpModelWrapper, xmp.MpSerialExecutor), so the spawn
+fails ("Can't pickle local object"). Each such ``fn`` or argument (or a partial of one; in an
+args tuple, or a name bound to one) is reported: define it at module level, and let the spawned
+function read a lock from a module global. The shim's spawn, as XRT's, pickles them only
+where it does not fork (``start_method='fork'`` hands them over as they are).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ import ast
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, code, literal
 from xrt2pjrt.python.spawn_graph import LAUNCH, SHIM_SPAWNS, SPAWN, START_METHOD_POSITION, elements, in_one_process
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import Example, dedent
 
 _LOCKED = "which holds a lock"  # pickle refuses a lock: 'Lock objects should only be shared ... through inheritance'
 # What multiprocessing makes that holds a lock ('... objects should only be shared between
@@ -51,67 +58,93 @@ def _pickled(refused: list[tuple[str, str]], shim: bool = False, launch: bool = 
 class Unpicklable(PythonRule):
     id = "spawn-unpicklable"
     fix = "none"
-    summary = ("xmp.spawn or torch_xla.launch given a nested function, a lambda, an instance of a nested class, a lock "
-               "or an xmp.MpModelWrapper (or a partial of one), as fn or in args (a tuple, or a name bound to one): "
-               "torch_xla 2.x pickles them even under fork ('Can't pickle local object'), the shim unless under "
-               "fork; report")
+    summary = "xmp.spawn of a nested function, a lambda or a lock (torch_xla 2.x pickles them): reported"
     names = frozenset({SPAWN, LAUNCH, *SHIM_SPAWNS})
     examples = (
         Example(
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "def train_all(flags):\n    def _mp_fn(index):\n        print(index, flags)\n\n"
-            "    xmp.spawn(_mp_fn, start_method='fork')\n",
-            (
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "def train_all(flags):\n"
-                "    def _mp_fn(index):\n"
-                "        print(index, flags)\n"
-                "\n"
-                "    # TODO(xrt2pjrt): move fn to module level [spawn-unpicklable]\n"
-                "    xmp.spawn(_mp_fn, start_method='fork')\n"
-            ),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def train_all(flags):
+                    def _mp_fn(index):
+                        print(index, flags)
+
+                    xmp.spawn(_mp_fn, start_method='fork')
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def train_all(flags):
+                    def _mp_fn(index):
+                        print(index, flags)
+
+                    # TODO(xrt2pjrt): move fn to module level [spawn-unpicklable]
+                    xmp.spawn(_mp_fn, start_method='fork')
+            """),
             manual=("refuses fn (`_mp_fn`, a function defined in train_all)",),
         ),
         Example(
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
-            (
-                "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                "\n"
-                "# TODO(xrt2pjrt): move args[0] to module level [spawn-unpicklable]\n"
-                "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n"
-            ),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                # TODO(xrt2pjrt): move args[0] to module level [spawn-unpicklable]
+                xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')
+            """),
             manual=("refuses args[0] (a lambda)",),
         ),
         Example(  # torch_xla.launch calls xmp.spawn; an instance pickles by its class's name
-            "import torch_xla\n\ndef main():\n    class Cfg:\n        lr = 0.1\n\n"
-            "    args = (Cfg(),)\n    torch_xla.launch(_mp_fn, args=args)\n",
-            (
-                "import torch_xla\n"
-                "\n"
-                "def main():\n"
-                "    class Cfg:\n"
-                "        lr = 0.1\n"
-                "\n"
-                "    args = (Cfg(),)\n"
-                "    # TODO(xrt2pjrt): move args[0] to module level [spawn-unpicklable]\n"
-                "    torch_xla.launch(_mp_fn, args=args)\n"
-            ),
+            dedent("""
+                import torch_xla
+
+                def main():
+                    class Cfg:
+                        lr = 0.1
+
+                    args = (Cfg(),)
+                    torch_xla.launch(_mp_fn, args=args)
+            """),
+            dedent("""
+                import torch_xla
+
+                def main():
+                    class Cfg:
+                        lr = 0.1
+
+                    args = (Cfg(),)
+                    # TODO(xrt2pjrt): move args[0] to module level [spawn-unpicklable]
+                    torch_xla.launch(_mp_fn, args=args)
+            """),
             manual=("refuses args[0] (an instance of `Cfg`, a class defined in main)",),
         ),
         Example(  # the shim's spawn forks them over unpickled, as XRT's did
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')\n",
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')
+            """),
             options={"target": "shim"},
         ),
         Example(  # one process: torch_xla calls fn in this one, unpickled
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=1)\n",
-            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-            "xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=1)\n",
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=1)
+            """),
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=1)
+            """),
         ),
     )
 
