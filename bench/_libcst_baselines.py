@@ -29,9 +29,14 @@ def qualified(source: str) -> None:
 
 def cells(data: bytes) -> list[str]:
     """The code cells of a notebook, IPython's lines as comments."""
-    return ["".join(f"# {line}" if line.lstrip().startswith(("!", "%")) else line
-                    for line in "".join(cell["source"]).splitlines(keepends=True))
-            for cell in json.loads(data)["cells"] if cell["cell_type"] == "code"]
+    return [
+        "".join(
+            f"# {line}" if line.lstrip().startswith(("!", "%")) else line
+            for line in "".join(cell["source"]).splitlines(keepends=True)
+        )
+        for cell in json.loads(data)["cells"]
+        if cell["cell_type"] == "code"
+    ]
 
 
 def main(mode: str, file_list: str) -> None:

@@ -48,8 +48,10 @@ def machine() -> str:
         pass
     ram_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     # Other work on the machine shows in wall times (not much in CPU times): say how much.
-    return (f"{os.cpu_count()} CPUs ({model}), {ram_gb:.0f} GiB RAM, Python {platform.python_version()}, "
-            f"load average {os.getloadavg()[0]:.1f} at start")
+    return (
+        f"{os.cpu_count()} CPUs ({model}), {ram_gb:.0f} GiB RAM, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f} at start"
+    )
 
 
 def _run_and_report(argv: list[str]) -> None:

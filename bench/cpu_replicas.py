@@ -128,8 +128,9 @@ def replica(index: int, sizes_mb: list[int], repeat: int, steps: int) -> dict:
     from xrt2pjrt.shim.cpu import placement, transport
 
     where = placement.placement()
-    dist.init_process_group("gloo", store=PrefixStore("bench", transport.store()), rank=where.ordinal,
-                            world_size=where.world_size)
+    dist.init_process_group(
+        "gloo", store=PrefixStore("bench", transport.store()), rank=where.ordinal, world_size=where.world_size
+    )
     return {"all_reduce": _all_reduce_times(sizes_mb, repeat), "step": _step_times(steps)}
 
 
@@ -163,21 +164,30 @@ def main() -> None:
     print(machine())
     from xrt2pjrt.shim.cpu import supervisor
 
-    reports = supervisor.spawn(replica, args=(sizes, options.repeat, options.steps), nprocs=options.nprocs,
-                               start_method="fork")
+    reports = supervisor.spawn(
+        replica, args=(sizes, options.repeat, options.steps), nprocs=options.nprocs, start_method="fork"
+    )
     runs = list(reports.values())
     print(f"\nall_reduce (sum, float32), {options.nprocs} replicas, {options.repeat} calls each, in turns")
-    print(f"{'size':>6}  {'mode':>9}  {'gloo':>9}  {'mode GB/s':>9}  {'gloo GB/s':>9}  "
-          "mode/gloo bandwidth: median (min-max) of the pairs")
+    print(
+        f"{'size':>6}  {'mode':>9}  {'gloo':>9}  {'mode GB/s':>9}  {'gloo GB/s':>9}  "
+        "mode/gloo bandwidth: median (min-max) of the pairs"
+    )
     for size in sizes:
         mode, gloo, ratios = _pairs(runs, ("all_reduce", size), "mode", "gloo")
-        print(f"{size:>4}MB  {mode * 1e3:>7.1f}ms  {gloo * 1e3:>7.1f}ms  {size * MB / mode / 1e9:>9.2f}  "
-              f"{size * MB / gloo / 1e9:>9.2f}  {statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})")
+        print(
+            f"{size:>4}MB  {mode * 1e3:>7.1f}ms  {gloo * 1e3:>7.1f}ms  {size * MB / mode / 1e9:>9.2f}  "
+            f"{size * MB / gloo / 1e9:>9.2f}  {statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+        )
     mode, ddp, ratios = _pairs(runs, ("step",), "mode", "ddp")
-    print(f"\ntraining step, {options.nprocs} replicas, MLP 784-512-512-10, batch 64 per replica, "
-          f"{options.steps} steps each, in turns")
-    print(f"  mode (torch_xla, xm.optimizer_step) {mode * 1e3:.1f} ms, DDP (gloo, CPU) {ddp * 1e3:.1f} ms; "
-          f"DDP/mode time: median {statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}) of the pairs")
+    print(
+        f"\ntraining step, {options.nprocs} replicas, MLP 784-512-512-10, batch 64 per replica, "
+        f"{options.steps} steps each, in turns"
+    )
+    print(
+        f"  mode (torch_xla, xm.optimizer_step) {mode * 1e3:.1f} ms, DDP (gloo, CPU) {ddp * 1e3:.1f} ms; "
+        f"DDP/mode time: median {statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}) of the pairs"
+    )
 
 
 if __name__ == "__main__":

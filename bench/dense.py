@@ -53,14 +53,19 @@ def tool_env(checkout: Path, cache: bool = False) -> dict:
     """The environment that runs CHECKOUT's xrt2pjrt, byte-compiled first as an installed
     one is (bench/startup.py); without the results cache unless ``cache``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", NO_CACHE.name)}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(checkout / "xrt2pjrt")], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(checkout / "xrt2pjrt")],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return {**env, "PYTHONPATH": str(checkout), **({} if cache else {NO_CACHE.name: "1"})}
 
 
 def migrate(checkout: Path, args: list, repeat: int = 1, cache: bool = False) -> Measurement:
-    return measure([sys.executable, str(SCRIPT), "migrate", *map(str, args)], repeat, env=tool_env(checkout, cache),
-                   ok=EXITS)
+    return measure(
+        [sys.executable, str(SCRIPT), "migrate", *map(str, args)], repeat, env=tool_env(checkout, cache), ok=EXITS
+    )
 
 
 def row(label: str, m: Measurement) -> str:
@@ -83,20 +88,25 @@ def tree_figures(root: Path, tmp: Path, repeat: int, checkouts: dict[str, Path])
     for _ in range(repeat):  # each round from an empty cache folder
         folder = tmp / "cache"
         shutil.rmtree(folder, ignore_errors=True)
-        rounds.append([migrate(ROOT, ["--cache-dir", folder, *flags, root], cache=True)
-                       for flags in ([], [], ["--check"])])
+        rounds.append(
+            [migrate(ROOT, ["--cache-dir", folder, *flags, root], cache=True) for flags in ([], [], ["--check"])]
+        )
     first, rerun, check = (min(runs, key=lambda m: m.cpu) for runs in zip(*rounds))
     print(row("migrate, first run (empty cache)", first))
     print(row("migrate, rerun (unchanged)", rerun))
     print(row("migrate --check, rerun", check))
-    print(f"  first run / rerun : {first.cpu / rerun.cpu:5.1f}x   (target >= 10x); "
-          f"/ --check rerun: {first.cpu / check.cpu:5.1f}x")
+    print(
+        f"  first run / rerun : {first.cpu / rerun.cpu:5.1f}x   (target >= 10x); "
+        f"/ --check rerun: {first.cpu / check.cpu:5.1f}x"
+    )
 
 
 def file_figures(tmp: Path, sizes: list[int], repeat: int, checkouts: dict[str, Path]) -> None:
     for name, checkout in checkouts.items():
-        print(f"\none file of kernels ({name})\n  {'size':>8} {'migrate':>9} {'parse':>8} {'parse/migrate':>13} "
-              f"{'peak':>7} {'size x':>7} {'cpu x':>6} {'peak x':>7}")
+        print(
+            f"\none file of kernels ({name})\n  {'size':>8} {'migrate':>9} {'parse':>8} {'parse/migrate':>13} "
+            f"{'peak':>7} {'size x':>7} {'cpu x':>6} {'peak x':>7}"
+        )
         base = None
         for size in sizes:
             path = tmp / f"kernels_{size}.py"
@@ -106,9 +116,11 @@ def file_figures(tmp: Path, sizes: list[int], repeat: int, checkouts: dict[str, 
             m = migrate(checkout, ["--max-file-size", 2 * size, path], repeat)
             parse = measure([*BASELINE, str(listing)], repeat)
             base = base or (size, m)
-            print(f"  {size / 1e3:>6.0f}kB {m.cpu:>8.2f}s {parse.cpu:>7.2f}s {parse.cpu / m.cpu:>12.2f}x "
-                  f"{m.peak_mb:>5.0f}MB {size / base[0]:>6.1f}x {m.cpu / base[1].cpu:>5.1f}x "
-                  f"{m.peak_mb / base[1].peak_mb:>6.1f}x")
+            print(
+                f"  {size / 1e3:>6.0f}kB {m.cpu:>8.2f}s {parse.cpu:>7.2f}s {parse.cpu / m.cpu:>12.2f}x "
+                f"{m.peak_mb:>5.0f}MB {size / base[0]:>6.1f}x {m.cpu / base[1].cpu:>5.1f}x "
+                f"{m.peak_mb / base[1].peak_mb:>6.1f}x"
+            )
 
 
 def one_file(size: int) -> str:

@@ -53,8 +53,7 @@ def main() -> None:
     targets = files.discover(roots).targets
     hits = relevant(targets)
     print(f"machine: {machine()}")
-    print(f"pool: none below {codemod.POOL_MIN_WORK:,} characters to parse, a worker per "
-          f"{codemod.WORK_PER_WORKER:,}\n")
+    print(f"pool: none below {codemod.POOL_MIN_WORK:,} characters to parse, a worker per {codemod.WORK_PER_WORKER:,}\n")
     tool = [sys.executable, "-m", "xrt2pjrt", "migrate"]
     with tempfile.TemporaryDirectory() as tmp:
         trees = {
@@ -65,8 +64,10 @@ def main() -> None:
         }
         print(f"{'tree':<44} {'default':>16} {'-j 1':>16} {'-j 2':>16}  default / -j 1 (wall)")
         for label, args in trees.items():
-            m = {jobs: measure([*tool, *([] if jobs is None else ["--jobs", str(jobs)]), *args], repeat)
-                 for jobs in (None, 1, 2)}
+            m = {
+                jobs: measure([*tool, *([] if jobs is None else ["--jobs", str(jobs)]), *args], repeat)
+                for jobs in (None, 1, 2)
+            }
             cells = "".join(f"  {m[j].wall:6.2f}s ({m[j].cpu:5.2f})" for j in (None, 1, 2))
             print(f"{label:<44}{cells}  {m[None].wall / m[1].wall:5.2f}x")
     print("\n(wall seconds, CPU seconds in parentheses)")

@@ -37,8 +37,13 @@ MARK = "TODO(xrt2pjrt)"
 
 def _migrate(tool: Path, root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(tool)}
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", str(root), *args],
-                          capture_output=True, text=True, env=env, cwd=root)  # (-m puts the cwd first)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+    )  # (-m puts the cwd first)
 
 
 def _lines(path: Path) -> list[str]:
@@ -49,8 +54,11 @@ def _lines(path: Path) -> list[str]:
             cells = json.loads(text)["cells"]
         except (ValueError, KeyError, TypeError):
             return []
-        return [line for c in cells for line in
-                ("".join(c["source"]) if isinstance(c["source"], list) else c["source"]).splitlines()]
+        return [
+            line
+            for c in cells
+            for line in ("".join(c["source"]) if isinstance(c["source"], list) else c["source"]).splitlines()
+        ]
     return text.splitlines()
 
 
@@ -85,13 +93,18 @@ def main() -> None:
     paths = args.paths or [HERE.parent / "tests" / "fixtures", HERE.parent / "examples"]
     if args.corpus:
         import _corpus
+
         paths += _corpus.corpus_paths()
     with tempfile.TemporaryDirectory() as tmp:
         before, after = Path(tmp) / "before", Path(tmp) / "after"
         for n, path in enumerate(paths):
             # (the fixtures' expected outputs are this tool's output, not code to migrate)
-            shutil.copytree(path, before / f"{n}-{path.name}", symlinks=True,
-                            ignore=shutil.ignore_patterns("*.after.*", "*.expected*"))
+            shutil.copytree(
+                path,
+                before / f"{n}-{path.name}",
+                symlinks=True,
+                ignore=shutil.ignore_patterns("*.after.*", "*.expected*"),
+            )
         shutil.copytree(before, after, symlinks=True)
         preview = _migrate(args.tool.resolve(), before, "--output-format", "json")
         if preview.returncode not in (0, 1, 2):
@@ -106,8 +119,10 @@ def main() -> None:
     if any("detail" in i for i in items):
         print(f"  their long text (detail): {_figures([len(i.get('detail') or i['message']) for i in items])}")
     print(f"TODO lines written: {_figures([len(line) for line, _ in todos])} characters")
-    print(f"  longer than their file's width: {sum(len(line) > limit for line, limit in todos)}; "
-          f"cut to fit: {sum(f'{CUT} [' in line for line, _ in todos)}")
+    print(
+        f"  longer than their file's width: {sum(len(line) > limit for line, limit in todos)}; "
+        f"cut to fit: {sum(f'{CUT} [' in line for line, _ in todos)}"
+    )
 
 
 if __name__ == "__main__":

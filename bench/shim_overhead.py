@@ -85,8 +85,10 @@ def per_call_and_per_step(steps: int) -> dict:
 
         for _ in range(3):  # compile once
             step()
-        before = {name: met.metric_data(name)[0] if met.metric_data(name) else 0
-                  for name in ("ExecuteTime", "CompileTime", "TransferFromDeviceTime")}
+        before = {
+            name: met.metric_data(name)[0] if met.metric_data(name) else 0
+            for name in ("ExecuteTime", "CompileTime", "TransferFromDeviceTime")
+        }
         start = time.perf_counter()
         for _ in range(steps):
             step()
@@ -171,8 +173,9 @@ def main() -> None:
 
     env = {**os.environ, "PJRT_DEVICE": "CPU"}
     env.pop("CPU_NUM_DEVICES", None)  # one replica: 2+ abort inside XLA collectives on CPU
-    child = subprocess.run([sys.executable, __file__, "--child", "--steps", str(args.steps)],
-                           capture_output=True, text=True, env=env)
+    child = subprocess.run(
+        [sys.executable, __file__, "--child", "--steps", str(args.steps)], capture_output=True, text=True, env=env
+    )
     if child.returncode != 0:
         raise SystemExit(f"the PJRT CPU part failed:\n{child.stderr[-3000:]}")
     figures = json.loads(child.stdout.splitlines()[-1])
@@ -181,19 +184,27 @@ def main() -> None:
     print("1. Python cost per call, PJRT CPU, one replica (runtime started)")
     for label, cost in figures["calls"].items():
         ratio = cost["shim"] / cost["native"]
-        print(f"  {label:<22} shim {cost['shim'] * 1e6:7.2f} us   native {cost['native'] * 1e6:7.2f} us   "
-              f"x{ratio:4.2f}  (+{(cost['shim'] - cost['native']) * 1e6:.2f} us)")
+        print(
+            f"  {label:<22} shim {cost['shim'] * 1e6:7.2f} us   native {cost['native'] * 1e6:7.2f} us   "
+            f"x{ratio:4.2f}  (+{(cost['shim'] - cost['native']) * 1e6:.2f} us)"
+        )
     print(f"\n2. Per training step ({args.steps} steps after warm-up; torch_xla.debug.metrics)")
     native, shimmed = figures["steps"]["native"], figures["steps"]["shim"]
-    for name, label in (("ExecuteTime", "graph executions"), ("CompileTime", "compilations"),
-                        ("TransferFromDeviceTime", "device->host transfers"), ("seconds", "wall seconds")):
+    for name, label in (
+        ("ExecuteTime", "graph executions"),
+        ("CompileTime", "compilations"),
+        ("TransferFromDeviceTime", "device->host transfers"),
+        ("seconds", "wall seconds"),
+    ):
         extra = shimmed[name] - native[name]
         print(f"  {label:<24} shim {shimmed[name]:8.4f}   native {native[name]:8.4f}   extra {extra:+.4f}")
     print("\n3. Host rendezvous vs torch.distributed.barrier (gloo), median per call, slowest rank")
     for world in (int(n) for n in args.processes.split(",")):
         latency = rendezvous_latency(world, args.rounds)
-        print(f"  {world} processes: rendezvous {latency['rendezvous'] * 1e3:6.2f} ms   "
-              f"barrier {latency['barrier'] * 1e3:6.2f} ms   x{latency['rendezvous'] / latency['barrier']:.1f}")
+        print(
+            f"  {world} processes: rendezvous {latency['rendezvous'] * 1e3:6.2f} ms   "
+            f"barrier {latency['barrier'] * 1e3:6.2f} ms   x{latency['rendezvous'] / latency['barrier']:.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ COMMANDS = (
     "XRT_SHARD_ORDINAL={i} python3 eval.py\n",
 )
 DOCUMENT = ("Step {i} runs this::\n\n    python3 train.py --step {i}\n\nThen the next one.\n\n",) * 9 + (
-    ".. code-block:: bash\n\n    python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py\n\n",)
+    ".. code-block:: bash\n\n    python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py\n\n",
+)
 
 
 def dense(size: int, header: str, pieces: tuple[str, ...]) -> str:
@@ -69,8 +70,14 @@ def notebook(size: int) -> str:
     while n < size:
         image = base64.b64encode(rng.randbytes(15_000)).decode()
         source = [f"n{i} = xm.xrt_world_size()\n", f"print(n{i})\n"]
-        cells.append({"cell_type": "code", "metadata": {}, "source": source,
-                      "outputs": [{"data": {"image/png": image}, "metadata": {}, "output_type": "display_data"}]})
+        cells.append(
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": source,
+                "outputs": [{"data": {"image/png": image}, "metadata": {}, "output_type": "display_data"}],
+            }
+        )
         n, i = n + len(image), i + 1
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
 
@@ -95,18 +102,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.kinds.split(","):
             suffix, build = KINDS[kind]
-            print(f"\n{kind}\n{'size':>9} {'wall':>8} {'cpu':>8} {'peak':>8} {'cpu/MB':>8} "
-                  f"{'size x':>7} {'cpu x':>6} {'peak x':>7}")
+            print(
+                f"\n{kind}\n{'size':>9} {'wall':>8} {'cpu':>8} {'peak':>8} {'cpu/MB':>8} "
+                f"{'size x':>7} {'cpu x':>6} {'peak x':>7}"
+            )
             base = None
             for size in sizes:
                 path = Path(tmp, f"dense_{size}{suffix}")
                 path.write_text(build(size))
-                m = measure([sys.executable, "-m", "xrt2pjrt", "migrate", "--max-file-size", str(2 * size),
-                             str(path)], args.repeat)
+                m = measure(
+                    [sys.executable, "-m", "xrt2pjrt", "migrate", "--max-file-size", str(2 * size), str(path)],
+                    args.repeat,
+                )
                 base = base or (size, m)
-                print(f"{size / 1e3:>7.0f}kB {m.wall:>7.2f}s {m.cpu:>7.2f}s {m.peak_mb:>6.0f}MB "
-                      f"{m.cpu / (size / 1e6):>7.1f}s {size / base[0]:>6.1f}x {m.cpu / base[1].cpu:>5.1f}x "
-                      f"{m.peak_mb / base[1].peak_mb:>6.1f}x")
+                print(
+                    f"{size / 1e3:>7.0f}kB {m.wall:>7.2f}s {m.cpu:>7.2f}s {m.peak_mb:>6.0f}MB "
+                    f"{m.cpu / (size / 1e6):>7.1f}s {size / base[0]:>6.1f}x {m.cpu / base[1].cpu:>5.1f}x "
+                    f"{m.peak_mb / base[1].peak_mb:>6.1f}x"
+                )
 
 
 if __name__ == "__main__":

@@ -35,17 +35,23 @@ from _measure import machine, measure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTHING_TO_DO = {
-    "train.py": "import torch\nprint(torch.ones(2))\n", "run.sh": "python3 train.py\n",
-    "Dockerfile": "FROM python:3.11\n", "job.yaml": "steps: [1]\n", "README.md": "```python\nx = 1\n```\n",
-    "nb.ipynb": '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n', "requirements.txt": "torch\n",
+    "train.py": "import torch\nprint(torch.ones(2))\n",
+    "run.sh": "python3 train.py\n",
+    "Dockerfile": "FROM python:3.11\n",
+    "job.yaml": "steps: [1]\n",
+    "README.md": "```python\nx = 1\n```\n",
+    "nb.ipynb": '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n',
+    "requirements.txt": "torch\n",
 }
 
 
 def modules_of(argv: list[str], env: dict) -> set[str]:
     """sys.modules at the end of `xrt2pjrt ARGV` run in this interpreter."""
     with tempfile.NamedTemporaryFile("r", suffix=".json") as listing:
-        code = ("import json, sys\nfrom xrt2pjrt.cli import main\ncode = main(sys.argv[1:])\n"
-                f"open({listing.name!r}, 'w').write(json.dumps(sorted(sys.modules)))\n")
+        code = (
+            "import json, sys\nfrom xrt2pjrt.cli import main\ncode = main(sys.argv[1:])\n"
+            f"open({listing.name!r}, 'w').write(json.dumps(sorted(sys.modules)))\n"
+        )
         subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True)
         return set(json.loads(Path(listing.name).read_text() or "[]"))
 
@@ -65,8 +71,12 @@ def slowest_imports(argv: list[str], env: dict) -> list[tuple[int, str]]:
 def checkout_env(checkout: Path) -> dict:
     """The environment that runs CHECKOUT's xrt2pjrt (whichever one the venv has installed)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(checkout / "xrt2pjrt")], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(checkout / "xrt2pjrt")],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return {**env, "PYTHONPATH": str(checkout)}
 
 
@@ -99,8 +109,10 @@ def main() -> None:
                 for label, args in commands.items():
                     runs.setdefault((checkout, label), []).append(measure([sys.executable, *args], 1, env=env))
         env = envs["this checkout"]
-        typer_for = {label: "typer" in modules_of(commands[label][1:], env)
-                     for label in ("xrt2pjrt --version", "xrt2pjrt --help", "xrt2pjrt migrate --help")}
+        typer_for = {
+            label: "typer" in modules_of(commands[label][1:], env)
+            for label in ("xrt2pjrt --version", "xrt2pjrt --help", "xrt2pjrt migrate --help")
+        }
         loaded = modules_of(["migrate", "--check", tree], env)
         slowest = slowest_imports(commands["xrt2pjrt migrate --check NOTHING_TO_DO"], env)[:6]
 
@@ -112,11 +124,15 @@ def main() -> None:
         print(f"\n{checkout + ':':<40} {'wall: fastest':>16} {'median':>16} {'CPU: least':>16} {'peak':>6}")
         for label, times in walls.items():
             peak = max(m.peak_mb for m in runs[checkout, label])
-            print(f"{label:<40} {times[0] * 1000:5.0f} ms {times[0] / fastest:5.1f}x "
-                  f"{statistics.median(times) * 1000:6.0f} ms {statistics.median(times) / median:5.1f}x "
-                  f"{cpus[label] * 1000:6.0f} ms {cpus[label] / cpus['python -c pass']:5.1f}x {peak:3.0f} MB")
-    print("\nimported typer (this checkout): " + ", ".join(f"{label}: {'yes' if used else 'no'}"
-                                                         for label, used in typer_for.items()))
+            print(
+                f"{label:<40} {times[0] * 1000:5.0f} ms {times[0] / fastest:5.1f}x "
+                f"{statistics.median(times) * 1000:6.0f} ms {statistics.median(times) / median:5.1f}x "
+                f"{cpus[label] * 1000:6.0f} ms {cpus[label] / cpus['python -c pass']:5.1f}x {peak:3.0f} MB"
+            )
+    print(
+        "\nimported typer (this checkout): "
+        + ", ".join(f"{label}: {'yes' if used else 'no'}" for label, used in typer_for.items())
+    )
     heavy = sorted({name.split(".")[0] for name in loaded} & {"libcst", "torch", "torch_xla"})
     print(f"`migrate --check NOTHING_TO_DO` imported: {', '.join(heavy) or 'neither libcst nor torch'}")
     print("slowest top-level imports of that run (cumulative):")

@@ -65,8 +65,9 @@ class BareTCPStore:
         import torch.distributed as dist
 
         self.port = port
-        self._store = dist.TCPStore("127.0.0.1", port, is_master=False, use_libuv=True,
-                                    timeout=datetime.timedelta(seconds=300))
+        self._store = dist.TCPStore(
+            "127.0.0.1", port, is_master=False, use_libuv=True, timeout=datetime.timedelta(seconds=300)
+        )
 
     def clone(self) -> BareTCPStore:
         return BareTCPStore(self.port)
@@ -81,8 +82,17 @@ class BareTCPStore:
         return getattr(self._store, name)
 
 
-def worker(engine: str, port: int, first: int, threads: int, world: int, start_at: float, rounds: int,
-           payload: int, store_pid: int) -> None:
+def worker(
+    engine: str,
+    port: int,
+    first: int,
+    threads: int,
+    world: int,
+    start_at: float,
+    rounds: int,
+    payload: int,
+    store_pid: int,
+) -> None:
     """``threads`` participants (ordinals first..), printing one JSON line each. Ordinal 0
     also reads the store process's CPU time around the timed barriers and fan-outs: every
     participant leaves a rendezvous only once all arrived, so the span covers everyone's."""
@@ -168,8 +178,12 @@ def _status(pid: int) -> dict:
         for line in status:
             key, _, value = line.partition(":")
             fields[key] = value.split()[0] if value.split() else ""
-    return {"hwm_mb": int(fields["VmHWM"]) / 1024, "rss_mb": int(fields["VmRSS"]) / 1024,
-            "threads": int(fields["Threads"]), "files": len(os.listdir(f"/proc/{pid}/fd"))}
+    return {
+        "hwm_mb": int(fields["VmHWM"]) / 1024,
+        "rss_mb": int(fields["VmRSS"]) / 1024,
+        "threads": int(fields["Threads"]),
+        "files": len(os.listdir(f"/proc/{pid}/fd")),
+    }
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -181,12 +195,15 @@ def _cpu_seconds(pid: int) -> float:
 class _BareServer:
     """A bare TCPStore(use_libuv=True) master in a process of its own; ends when stdin closes."""
 
-    CODE = ("import sys, torch.distributed as d; s = d.TCPStore('127.0.0.1', 0, is_master=True, "
-            "wait_for_workers=False, use_libuv=True); print(s.port, flush=True); sys.stdin.read()")
+    CODE = (
+        "import sys, torch.distributed as d; s = d.TCPStore('127.0.0.1', 0, is_master=True, "
+        "wait_for_workers=False, use_libuv=True); print(s.port, flush=True); sys.stdin.read()"
+    )
 
     def __init__(self):
-        self.process = subprocess.Popen([sys.executable, "-c", self.CODE], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self.CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         self.port = int(self.process.stdout.readline())
 
     def stop(self) -> None:
@@ -214,9 +231,23 @@ def one_size(clients: int, threads: int, rounds: int, payload: int, engine: str 
     start_at = time.time() + 5.0 + clients / 100  # every process forked and waiting by then
     # TORCH_CPP_LOG_LEVEL: torch's client warns once per connection that 127.0.0.1 has no name.
     simulation = subprocess.Popen(
-        [sys.executable, __file__, "--launch", engine, str(served.port), str(clients), str(threads),
-         str(start_at), str(rounds), str(payload), str(pid)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "TORCH_CPP_LOG_LEVEL": "ERROR"})
+        [
+            sys.executable,
+            __file__,
+            "--launch",
+            engine,
+            str(served.port),
+            str(clients),
+            str(threads),
+            str(start_at),
+            str(rounds),
+            str(payload),
+            str(pid),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TORCH_CPP_LOG_LEVEL": "ERROR"},
+    )
     # Sample the store while the clients are connected: its peak threads and files.
     busiest = idle
     lines = []
@@ -236,14 +267,22 @@ def one_size(clients: int, threads: int, rounds: int, payload: int, engine: str 
     done = [r for r in joined if "barrier" in r]
     phases = next((r["store_cpu"] for r in done if "store_cpu" in r), {"barrier": float("nan"), "fanout": float("nan")})
     return {
-        "engine": engine, "clients": clients, "processes": -(-clients // threads), "joined": len(joined),
-        "refused": len(refused), "store_cpu_barrier": phases["barrier"], "store_cpu_fanout": phases["fanout"],
-        "refusals": sorted({r["refused"][:160] for r in refused}), "completed": len(done),
+        "engine": engine,
+        "clients": clients,
+        "processes": -(-clients // threads),
+        "joined": len(joined),
+        "refused": len(refused),
+        "store_cpu_barrier": phases["barrier"],
+        "store_cpu_fanout": phases["fanout"],
+        "refusals": sorted({r["refused"][:160] for r in refused}),
+        "completed": len(done),
         "connect_max": max((r["connect"] for r in joined), default=float("nan")),
         "connect_median": statistics.median(r["connect"] for r in joined) if joined else float("nan"),
         "barrier": max((r["barrier"] for r in done), default=float("nan")),
         "fanout": max((r["fanout"] for r in done), default=float("nan")),
-        "idle": idle, "busiest": busiest, "hwm_mb": final["hwm_mb"],
+        "idle": idle,
+        "busiest": busiest,
+        "hwm_mb": final["hwm_mb"],
     }
 
 
@@ -258,70 +297,99 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=16, help="clients per simulating process")
     parser.add_argument("--rounds", type=int, default=20, help="timed rendezvous per participant and kind")
     parser.add_argument("--payload", type=int, default=1024, help="bytes each participant gives the fan-out")
-    parser.add_argument("--compare", action="store_true",
-                        help="run each size against a bare torch TCPStore(use_libuv=True) too; print ratios")
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="run each size against a bare torch TCPStore(use_libuv=True) too; print ratios",
+    )
     args = parser.parse_args()
     print(f"machine: {machine()}; open-file limit {os.sysconf('SC_OPEN_MAX')}")
-    print(f"SIMULATION: N clients = N real connections from N/{args.threads} real processes "
-          f"({args.threads} threads each) to one real store process, all on this machine\n")
+    print(
+        f"SIMULATION: N clients = N real connections from N/{args.threads} real processes "
+        f"({args.threads} threads each) to one real store process, all on this machine\n"
+    )
     sizes = [int(n) for n in args.clients.split(",")]
     if args.compare:
         compare(sizes, args.threads, args.rounds, args.payload)
         return
     results = [one_size(n, args.threads, args.rounds, args.payload) for n in sizes]
     base = results[0]
-    header = (f"{'clients':>7} {'procs':>5} {'joined':>6} {'refused':>7} {'connect max':>11} "
-              f"{'barrier':>9} {'x':>5} {'store CPU/barrier':>17} {'x':>6} "
-              f"{'fan-out':>9} {'x':>6} {'store peak':>10} {'threads':>7} {'files':>5}")
+    header = (
+        f"{'clients':>7} {'procs':>5} {'joined':>6} {'refused':>7} {'connect max':>11} "
+        f"{'barrier':>9} {'x':>5} {'store CPU/barrier':>17} {'x':>6} "
+        f"{'fan-out':>9} {'x':>6} {'store peak':>10} {'threads':>7} {'files':>5}"
+    )
     print(header)
     for r in results:
-        print(f"{r['clients']:>7} {r['processes']:>5} {r['joined']:>6} {r['refused']:>7} "
-              f"{r['connect_max'] * 1e3:>8.0f} ms {r['barrier'] * 1e3:>6.2f} ms {_ratio(r['barrier'], base['barrier']):>5.1f} "
-              f"{r['store_cpu_barrier'] * 1e3:>14.2f} ms "
-              f"{_ratio(r['store_cpu_barrier'], base['store_cpu_barrier']):>6.1f} "
-              f"{r['fanout'] * 1e3:>6.2f} ms {_ratio(r['fanout'], base['fanout']):>6.1f} "
-              f"{r['hwm_mb']:>7.1f} MB {r['busiest']['threads']:>7} {r['busiest']['files']:>5}")
+        print(
+            f"{r['clients']:>7} {r['processes']:>5} {r['joined']:>6} {r['refused']:>7} "
+            f"{r['connect_max'] * 1e3:>8.0f} ms {r['barrier'] * 1e3:>6.2f} ms {_ratio(r['barrier'], base['barrier']):>5.1f} "
+            f"{r['store_cpu_barrier'] * 1e3:>14.2f} ms "
+            f"{_ratio(r['store_cpu_barrier'], base['store_cpu_barrier']):>6.1f} "
+            f"{r['fanout'] * 1e3:>6.2f} ms {_ratio(r['fanout'], base['fanout']):>6.1f} "
+            f"{r['hwm_mb']:>7.1f} MB {r['busiest']['threads']:>7} {r['busiest']['files']:>5}"
+        )
         for why in r["refusals"]:
             print(f"        refused: {why}")
         if r["completed"] != r["joined"]:
             print(f"        only {r['completed']} of {r['joined']} participants finished their rendezvous")
-    print(f"\nratios (x) against {base['clients']} clients; store CPU/barrier is the store process's CPU "
-          f"over the {args.rounds} timed barriers, per barrier; "
-          f"fan-out: {args.payload} B from each participant, so each receives N x {args.payload} B")
+    print(
+        f"\nratios (x) against {base['clients']} clients; store CPU/barrier is the store process's CPU "
+        f"over the {args.rounds} timed barriers, per barrier; "
+        f"fan-out: {args.payload} B from each participant, so each receives N x {args.payload} B"
+    )
     idle = base["idle"]
     for r in results:
         extra = r["busiest"]["rss_mb"] - idle["rss_mb"]
-        print(f"  {r['clients']} clients: store RSS {idle['rss_mb']:.1f} MB idle, {r['busiest']['rss_mb']:.1f} MB "
-              f"connected ({extra * 1024 / r['clients']:.0f} kB per client), peak {r['hwm_mb']:.1f} MB")
+        print(
+            f"  {r['clients']} clients: store RSS {idle['rss_mb']:.1f} MB idle, {r['busiest']['rss_mb']:.1f} MB "
+            f"connected ({extra * 1024 / r['clients']:.0f} kB per client), peak {r['hwm_mb']:.1f} MB"
+        )
 
 
 def compare(sizes: list[int], threads: int, rounds: int, payload: int) -> None:
     """Each size against the bare engine, then the shim's store, one after the other; ratios."""
-    figures = [("barrier", "barrier"), ("fanout", "fan-out"), ("store_cpu_barrier", "CPU/barrier"),
-               ("store_cpu_fanout", "CPU/fan-out")]
-    print(f"{'clients':>7} {'load':>5} " + " ".join(f"{name + ' bare':>16} {'shim':>10} {'x':>5}" for _, name in figures)
-          + f" {'refused bare/shim':>17}")
+    figures = [
+        ("barrier", "barrier"),
+        ("fanout", "fan-out"),
+        ("store_cpu_barrier", "CPU/barrier"),
+        ("store_cpu_fanout", "CPU/fan-out"),
+    ]
+    print(
+        f"{'clients':>7} {'load':>5} "
+        + " ".join(f"{name + ' bare':>16} {'shim':>10} {'x':>5}" for _, name in figures)
+        + f" {'refused bare/shim':>17}"
+    )
     for clients in sizes:
         bare = one_size(clients, threads, rounds, payload, "bare")
         shim = one_size(clients, threads, rounds, payload, "shim")
         load = os.getloadavg()[0]
-        print(f"{clients:>7} {load:>5.1f} " + " ".join(
-            f"{bare[key] * 1e3:>13.2f} ms {shim[key] * 1e3:>7.2f} ms {_ratio(shim[key], bare[key]):>5.2f}"
-            for key, _ in figures) + f" {bare['refused']:>8}/{shim['refused']}", flush=True)
+        print(
+            f"{clients:>7} {load:>5.1f} "
+            + " ".join(
+                f"{bare[key] * 1e3:>13.2f} ms {shim[key] * 1e3:>7.2f} ms {_ratio(shim[key], bare[key]):>5.2f}"
+                for key, _ in figures
+            )
+            + f" {bare['refused']:>8}/{shim['refused']}",
+            flush=True,
+        )
         for r in (bare, shim):
             for why in r["refusals"]:
                 print(f"        {r['engine']} refused: {why}")
             if r["completed"] != r["joined"]:
                 print(f"        {r['engine']}: only {r['completed']} of {r['joined']} participants finished")
-    print(f"\nx: the shim's store / the bare engine, same shape, same run; barrier and fan-out: median per "
-          f"call of the slowest participant ({rounds} rounds); fan-out: {payload} B from each participant; "
-          f"CPU: the store process's, per call, over the {rounds} timed calls of each kind")
+    print(
+        f"\nx: the shim's store / the bare engine, same shape, same run; barrier and fan-out: median per "
+        f"call of the slowest participant ({rounds} rounds); fan-out: {payload} B from each participant; "
+        f"CPU: the store process's, per call, over the {rounds} timed calls of each kind"
+    )
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--launch"]:
         engine, port, clients, threads, start_at, rounds, payload, store_pid = sys.argv[2:]
-        launcher(engine, int(port), int(clients), int(threads), float(start_at), int(rounds), int(payload),
-                 int(store_pid))
+        launcher(
+            engine, int(port), int(clients), int(threads), float(start_at), int(rounds), int(payload), int(store_pid)
+        )
     else:
         main()

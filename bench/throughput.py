@@ -63,9 +63,11 @@ def main() -> None:
     relevant_lines = sum(path.read_bytes().count(b"\n") for path in relevant)
 
     print(f"machine: {machine()}")
-    print(f"corpus: {len(_corpus.RELEASES)} releases, {len(seen)} files seen by xrt2pjrt ({lines_seen} lines), "
-          f"{len(python_files)} Python ({python_lines} lines); {len(relevant)} relevant Python files "
-          f"({relevant_lines} lines)\n")
+    print(
+        f"corpus: {len(_corpus.RELEASES)} releases, {len(seen)} files seen by xrt2pjrt ({lines_seen} lines), "
+        f"{len(python_files)} Python ({python_lines} lines); {len(relevant)} relevant Python files "
+        f"({relevant_lines} lines)\n"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         all_list, relevant_list = Path(tmp, "all.txt"), Path(tmp, "relevant.txt")
@@ -91,8 +93,10 @@ def main() -> None:
 
     print("\nRatios (CPU time)")
     print(f"  (a) full parse / migrate --jobs 1 : {parse_all.cpu / jobs[1].cpu:5.1f}x   (target >= 10x, aim 25x)")
-    print(f"  (b) parse+qualified names / migrate on relevant files : {qualified.cpu / tool_relevant.cpu:5.1f}x"
-          "   (target >= 3x)")
+    print(
+        f"  (b) parse+qualified names / migrate on relevant files : {qualified.cpu / tool_relevant.cpu:5.1f}x"
+        "   (target >= 3x)"
+    )
     print(f"  migrate --jobs 1 / grep floor : {jobs[1].cpu / floor.cpu:5.0f}x")
     print(f"  wall, --jobs 1 / --jobs 2 : {jobs[1].wall / jobs[2].wall:4.2f}x")
 

@@ -48,8 +48,9 @@ def _directive(text: str, name: str) -> list[str]:
     return found.group(1).split() if found else []
 
 
-def run(program: Path, scratch: Path, timeout: int = 600, command: list[str] | None = None,
-        name: str | None = None) -> Ending:
+def run(
+    program: Path, scratch: Path, timeout: int = 600, command: list[str] | None = None, name: str | None = None
+) -> Ending:
     """``program``: a file, or a folder (then ``command`` says what to run in it, or its
     main.py's ``# run:`` line does). ``name``: the scratch folder's and the report's."""
     name = name or program.stem
@@ -65,13 +66,19 @@ def run(program: Path, scratch: Path, timeout: int = 600, command: list[str] | N
     options = _directive(text, "migrate")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_", "TPU_", "CPU_NUM"))}
     env.update(PJRT_DEVICE="CPU", PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    migrated = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--write", *options, str(folder)],
-                              env=env, capture_output=True, text=True, timeout=timeout)
+    migrated = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--write", *options, str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if migrated.returncode not in (0, 1):
         return Ending(name, "unmarked", error=f"migrate failed: {migrated.stderr.strip()[-500:]}")
     try:
-        ran = subprocess.run([sys.executable, *command], cwd=folder, env=env, capture_output=True, text=True,
-                             timeout=timeout)
+        ran = subprocess.run(
+            [sys.executable, *command], cwd=folder, env=env, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return Ending(name, "unmarked", error=f"timed out after {timeout}s")
     if ran.returncode == 0:
@@ -103,14 +110,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="migrate and run in this folder (kept afterwards)")
     args = parser.parse_args(argv)
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="xrt2pjrt-programs-"))
-    programs = [p for arg in args.programs for p in (sorted(arg.glob("*.py")) if arg.is_dir() and not
-                                                      (arg / "main.py").exists() else [arg])]
+    programs = [
+        p
+        for arg in args.programs
+        for p in (sorted(arg.glob("*.py")) if arg.is_dir() and not (arg / "main.py").exists() else [arg])
+    ]
     endings = [run(program, scratch) for program in programs]
     for ending in endings:
         print(f"{ending.outcome:9} {ending.program:32} {ending.where:20} {ending.error[:100]}")
     counts = {kind: sum(e.outcome == kind for e in endings) for kind in ("ran", "marked", "unmarked")}
-    print(f"{len(endings)} programs: {counts['ran']} ran, {counts['marked']} failed at a marked line, "
-          f"{counts['unmarked']} failed unmarked")
+    print(
+        f"{len(endings)} programs: {counts['ran']} ran, {counts['marked']} failed at a marked line, "
+        f"{counts['unmarked']} failed unmarked"
+    )
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
     return 1 if counts["unmarked"] else 0

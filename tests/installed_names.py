@@ -25,7 +25,7 @@ def _rodata(library: Path) -> bytes:
     file: searching it for 200 words takes a second, the whole file half a minute)."""
     with open(library, "rb") as f:
         header = f.read(64)
-        shoff, = struct.unpack_from("<Q", header, 0x28)
+        (shoff,) = struct.unpack_from("<Q", header, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 0x3A)
         f.seek(shoff)
         sections = [struct.unpack_from("<IIQQQQ", f.read(shentsize)) for _ in range(shnum)]
@@ -33,7 +33,7 @@ def _rodata(library: Path) -> bytes:
         f.seek(names_at)
         names = f.read(names_size)
         for name, _, _, _, offset, size in sections:
-            if names[name:names.index(b"\0", name)] == b".rodata":
+            if names[name : names.index(b"\0", name)] == b".rodata":
                 f.seek(offset)
                 return f.read(size)
     raise ValueError(f"{library}: no .rodata section")
@@ -51,7 +51,7 @@ def names(data: bytes, word: bytes) -> bool:
     """Whether ``data`` holds ``word`` as a whole word (not XLA_TPU_NAME for TPU_NAME)."""
     at = data.find(word)
     while at >= 0:
-        before, after = data[at - 1:at], data[at + len(word):at + len(word) + 1]
+        before, after = data[at - 1 : at], data[at + len(word) : at + len(word) + 1]
         if not (before.isalnum() or before == b"_" or after.isalnum() or after == b"_"):
             return True
         at = data.find(word, at + 1)
@@ -68,5 +68,8 @@ def naming(words: list[str], python: str = sys.executable) -> dict[str, list[str
 
 if __name__ == "__main__":
     files = installed_files()
-    print(json.dumps({word: sorted(path for path, data in files.items() if names(data, word.encode()))
-                      for word in sys.argv[1:]}))
+    print(
+        json.dumps(
+            {word: sorted(path for path, data in files.items() if names(data, word.encode())) for word in sys.argv[1:]}
+        )
+    )

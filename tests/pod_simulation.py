@@ -49,6 +49,7 @@ def _task() -> int:
 def _never(name):
     def call(*args, **kwargs):
         raise AssertionError(f"SIMULATION: {name} was called (an XLA collective or graph sync)")
+
     return call
 
 
@@ -65,8 +66,7 @@ def run_multiprocess(fn, *args, start_method="spawn", **kwargs):
     count = int(os.environ["SIM_LOCAL_PROCESSES"])
     context = multiprocessing.get_context(start_method)
     with concurrent.futures.ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
-        results = list(pool.map(_child, range(count), [count] * count, [fn] * count, [args] * count,
-                                [kwargs] * count))
+        results = list(pool.map(_child, range(count), [count] * count, [fn] * count, [args] * count, [kwargs] * count))
     return {ordinal: value for result in results for ordinal, value in result.items()}
 
 

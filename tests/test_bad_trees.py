@@ -28,8 +28,13 @@ MIGRATED_LINE = "print(xr.world_size())"
 
 def migrate(*args, prefix=()) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([*prefix, sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def assert_said_once_and_went_on(ran, line: str, migrated: Path) -> None:
@@ -63,8 +68,11 @@ def test_an_unreadable_folder_is_named_and_the_rest_migrated(user_tree):
     _owned_by_the_user(prefix, tree)
     locked.chmod(0)
     ran = migrate("--write", tree, prefix=prefix)
-    assert_said_once_and_went_on(ran, f"{locked}: error: cannot read the folder: Permission denied; nothing in it "
-                                      "was migrated", tree / "train.py")
+    assert_said_once_and_went_on(
+        ran,
+        f"{locked}: error: cannot read the folder: Permission denied; nothing in it was migrated",
+        tree / "train.py",
+    )
     assert migrate("--check", tree, prefix=prefix).returncode == 2  # not 1: an error, not changes pending
 
 
@@ -75,8 +83,11 @@ def test_an_unreadable_folder_named_on_the_command_line_is_said(user_tree):
     _owned_by_the_user(prefix, tree)
     locked.chmod(0)
     ran = migrate("--write", locked, tree / "train.py", prefix=prefix)
-    assert_said_once_and_went_on(ran, f"{locked}: error: cannot read the folder: Permission denied; nothing in it "
-                                      "was migrated", tree / "train.py")
+    assert_said_once_and_went_on(
+        ran,
+        f"{locked}: error: cannot read the folder: Permission denied; nothing in it was migrated",
+        tree / "train.py",
+    )
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git on PATH")
@@ -87,18 +98,29 @@ def test_an_unreadable_folder_in_a_git_checkout_is_named_once(user_tree):
     locked.mkdir()
     (locked / "tracked.py").write_text(XRT)
     env = {**os.environ, "HOME": str(tree), "GIT_CONFIG_NOSYSTEM": "1"}
-    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit",
-                                                   "-q", "-m", "init"]):
+    for command in (
+        ["init", "-q"],
+        ["add", "."],
+        ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"],
+    ):
         subprocess.run(["git", "-C", str(tree), *command], env=env, check=True, capture_output=True)
     (locked / "untracked.py").write_text(XRT)
     (tree / "train.py").write_text(XRT)  # committed as it was: migrated now
     _owned_by_the_user(prefix, tree)
     locked.chmod(0)
-    ran = subprocess.run([*prefix, sys.executable, "-m", "xrt2pjrt", "migrate", "--write", "-v", str(tree)],
-                         capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=120)
+    ran = subprocess.run(
+        [*prefix, sys.executable, "-m", "xrt2pjrt", "migrate", "--write", "-v", str(tree)],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert "as git lists them" in ran.stderr
-    assert_said_once_and_went_on(ran, f"{locked}: error: cannot read the folder: Permission denied; nothing in it "
-                                      "was migrated", tree / "train.py")
+    assert_said_once_and_went_on(
+        ran,
+        f"{locked}: error: cannot read the folder: Permission denied; nothing in it was migrated",
+        tree / "train.py",
+    )
     assert "tracked.py" not in ran.stderr
 
 
@@ -121,8 +143,12 @@ def test_an_unreadable_gitignore_leaves_its_folder_alone_and_says_why(user_tree)
     _owned_by_the_user(prefix, tree)
     (sub / ".gitignore").chmod(0)
     ran = migrate("--write", tree, prefix=prefix)
-    assert_said_once_and_went_on(ran, f"{sub / '.gitignore'}: error: cannot read: Permission denied; {sub} was not "
-                                      "migrated, as its ignore rules are unknown", tree / "train.py")
+    assert_said_once_and_went_on(
+        ran,
+        f"{sub / '.gitignore'}: error: cannot read: Permission denied; {sub} was not "
+        "migrated, as its ignore rules are unknown",
+        tree / "train.py",
+    )
     assert (sub / "generated.py").read_text() == XRT
 
 
@@ -149,8 +175,9 @@ def test_a_symbolic_link_loop_named_on_the_command_line_is_said(tmp_path):
     (tmp_path / "a.py").symlink_to(tmp_path / "b.py")
     (tmp_path / "b.py").symlink_to(tmp_path / "a.py")
     ran = migrate("--write", tmp_path / "a.py", tmp_path / "train.py")
-    assert_said_once_and_went_on(ran, f"{tmp_path / 'a.py'}: error: a loop of symbolic links: not read",
-                                 tmp_path / "train.py")
+    assert_said_once_and_went_on(
+        ran, f"{tmp_path / 'a.py'}: error: a loop of symbolic links: not read", tmp_path / "train.py"
+    )
 
 
 @pytest.fixture

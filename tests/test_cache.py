@@ -18,9 +18,24 @@ from cli_runner import invoke
 from xrt2pjrt import cache, codemod, width
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "legacy_mnist"
-NOTEBOOK = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": [
-    "!pip install cloud-tpu-client==0.10\n", "import torch_xla.core.xla_model as xm\n", "n = xm.xrt_world_size()\n"]}],
-    "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": [
+                "!pip install cloud-tpu-client==0.10\n",
+                "import torch_xla.core.xla_model as xm\n",
+                "n = xm.xrt_world_size()\n",
+            ],
+        }
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 FILES = ("Dockerfile", "README.md", "kernel.ipynb", "run_pod.sh", "train.py")  # each one rewritten
 
 
@@ -95,9 +110,18 @@ def test_a_changed_file_misses_and_the_others_hit(tree, folder, rewrites):
     assert rewrites == ["train.py"] and after == before + 1
 
 
-@pytest.mark.parametrize("flags", [["--target", "shim"], ["--target-version", "2.5"], ["--select", "env"],
-                                   ["--ignore", "manual"], ["--unsafe-fixes"], ["--launcher", "xrt2pjrt"],
-                                   ["--zone", "europe-west4-a"]])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--target", "shim"],
+        ["--target-version", "2.5"],
+        ["--select", "env"],
+        ["--ignore", "manual"],
+        ["--unsafe-fixes"],
+        ["--launcher", "xrt2pjrt"],
+        ["--zone", "europe-west4-a"],
+    ],
+)
 def test_another_option_misses(tree, folder, rewrites, flags):
     migrate(tree)
     rewrites.clear()
@@ -114,14 +138,16 @@ def test_the_configuration_around_a_file_counts(tree, folder, rewrites):
     migrate(tree)
     assert "train.py" in rewrites
     rewrites.clear()
-    (tree / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n\n"
-                                         "[tool.xrt2pjrt]\nper-file-ignores = {'train.py' = ['api']}\n")
+    (tree / "pyproject.toml").write_text(
+        "[tool.ruff]\nline-length = 100\n\n[tool.xrt2pjrt]\nper-file-ignores = {'train.py' = ['api']}\n"
+    )
     migrate(tree)
     assert rewrites == ["train.py"]
 
 
-@pytest.mark.parametrize("name, value", [("xrt2pjrt.__version__", "99.0"),
-                                         ("xrt2pjrt.cache._libcst_version", lambda: "version = '99.0'")])
+@pytest.mark.parametrize(
+    "name, value", [("xrt2pjrt.__version__", "99.0"), ("xrt2pjrt.cache._libcst_version", lambda: "version = '99.0'")]
+)
 def test_another_release_of_the_tool_or_of_libcst_misses(tree, folder, rewrites, monkeypatch, name, value):
     migrate(tree)
     rewrites.clear()
@@ -140,16 +166,23 @@ def _with_checksum(payload: bytes) -> bytes:
     return cache.MAGIC + hashlib.blake2b(payload).hexdigest().encode() + b"\n" + payload
 
 
-@pytest.mark.parametrize("spoil", [
-    lambda raw: raw[:len(raw) // 2],  # cut short
-    lambda raw: raw[:-3] + bytes([raw[-3] ^ 1]) + raw[-2:],  # a bit flipped
-    lambda raw: raw.replace(b'"error": null', b'"error": "x"'),  # of the right shape, but not what was written
-    lambda raw: b"",
-    lambda raw: b"\x00" * 64,
-    lambda raw: _with_checksum(b'{"key": "another", "changes": []}'),  # whole, but another key's
-    lambda raw: _with_checksum(json.dumps({**json.loads(raw.split(b"\n", 2)[2]), "changes": [{"rule": 1}]}).encode()),
-    lambda raw: _with_checksum(json.dumps({**json.loads(raw.split(b"\n", 2)[2]), "text": ["not", "text"]}).encode()),
-])
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda raw: raw[: len(raw) // 2],  # cut short
+        lambda raw: raw[:-3] + bytes([raw[-3] ^ 1]) + raw[-2:],  # a bit flipped
+        lambda raw: raw.replace(b'"error": null', b'"error": "x"'),  # of the right shape, but not what was written
+        lambda raw: b"",
+        lambda raw: b"\x00" * 64,
+        lambda raw: _with_checksum(b'{"key": "another", "changes": []}'),  # whole, but another key's
+        lambda raw: _with_checksum(
+            json.dumps({**json.loads(raw.split(b"\n", 2)[2]), "changes": [{"rule": 1}]}).encode()
+        ),
+        lambda raw: _with_checksum(
+            json.dumps({**json.loads(raw.split(b"\n", 2)[2]), "text": ["not", "text"]}).encode()
+        ),
+    ],
+)
 def test_a_spoiled_entry_is_a_miss_never_trusted(tree, folder, rewrites, spoil):
     first = migrate(tree)
     for entry in entries(folder):
@@ -165,8 +198,19 @@ def test_two_runs_sharing_the_cache_at_once_both_finish(tree, tmp_path):
     for k in range(40):  # enough files that the two runs overlap
         (tree / f"worker_{k}.py").write_text(f"import torch_xla.core.xla_model as xm\nrank_{k} = xm.get_ordinal()\n")
     env = {k: v for k, v in os.environ.items() if k != cache.OFF_ENV}
-    command = [sys.executable, "-m", "xrt2pjrt", "migrate", "--jobs", "1", "--output-format", "json",
-               "--cache-dir", str(tmp_path / "shared"), str(tree)]
+    command = [
+        sys.executable,
+        "-m",
+        "xrt2pjrt",
+        "migrate",
+        "--jobs",
+        "1",
+        "--output-format",
+        "json",
+        "--cache-dir",
+        str(tmp_path / "shared"),
+        str(tree),
+    ]
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(2)]
     outputs = [run.communicate(timeout=300) for run in runs]
     cold = subprocess.run([*command, "--no-cache"], capture_output=True, env=env)

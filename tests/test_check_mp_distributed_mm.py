@@ -40,11 +40,17 @@ if __name__ == '__main__':
 def test_the_body_runs_on_every_replica_and_its_failure_fails_the_check(tmp_path, off, verdict):
     test = tmp_path / "test_mp_distributed_mm.py"
     test.write_text(STAND_IN.replace("OFF", str(off)))
-    ran = subprocess.run([sys.executable, str(ROOT / "tools" / "check_mp_distributed_mm.py"), str(test),
-                          "--nprocs", "2"], capture_output=True, text=True, timeout=900)
+    ran = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "check_mp_distributed_mm.py"), str(test), "--nprocs", "2"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     lines = ran.stdout.splitlines()
     assert [line.split(":")[:2] for line in lines if line.startswith(("native:", "shim:"))] == [
-        ["native", f" {verdict}"], ["shim", f" {verdict}"]], ran.stdout + ran.stderr
+        ["native", f" {verdict}"],
+        ["shim", f" {verdict}"],
+    ], ran.stdout + ran.stderr
     assert ran.returncode == (0 if verdict == "pass" else 1)
     if verdict == "pass":
         assert lines[0].endswith("2 replicas ran the body, and the run exited 0")

@@ -29,8 +29,14 @@ def guide_families() -> list[str]:
 
 def migrate(folder: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_", "TPU_"))}
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *args, "."], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", *args, "."],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -87,6 +93,8 @@ def test_checklist_keeps_check_green_after_every_step(tmp_path, target):
     final = migrate(folder, "--check", *flags)
     assert final.returncode == 0, final.stderr
     # The steps did the migration between them (not one step everything, not none).
-    expected = {"native": {"api", "spawn", "env", "launch", "install", "manual"},
-                "shim": {"shim", "env", "launch", "install", "manual"}}[target]
+    expected = {
+        "native": {"api", "spawn", "env", "launch", "install", "manual"},
+        "shim": {"shim", "env", "launch", "install", "manual"},
+    }[target]
     assert {name for name, changed in changed_by.items() if changed} == expected

@@ -24,14 +24,22 @@ from xrt2pjrt import __version__
 ROOT = Path(__file__).resolve().parent.parent
 SHELL = 'export XRT_TPU_CONFIG="localservice;0;localhost:51011"\npython3 train.py\n'
 # Only an item to decide: the file gains a TODO line and nothing else.
-TODO_ONLY = ("import torch_xla.core.xla_model as xm\n\ndef save(m):\n    xm.save(m, '/tmp/m.pt')\n"
-             "    return torch.load('/tmp/m.pt')\n")
+TODO_ONLY = (
+    "import torch_xla.core.xla_model as xm\n\ndef save(m):\n    xm.save(m, '/tmp/m.pt')\n"
+    "    return torch.load('/tmp/m.pt')\n"
+)
 
 
 def xrt2pjrt(*args, cwd: Path, env: dict | None = None, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_", "NO_COLOR", "FORCE_COLOR"))}
-    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", *map(str, args)], cwd=cwd, env={**clean, **(env or {})},
-                         input=stdin, capture_output=True, timeout=300)
+    ran = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", *map(str, args)],
+        cwd=cwd,
+        env={**clean, **(env or {})},
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+    )
     return subprocess.CompletedProcess(ran.args, ran.returncode, ran.stdout.decode(), ran.stderr.decode())
 
 
@@ -102,14 +110,17 @@ def test_command_line_wins_over_the_configuration(tree):
 
 
 def test_per_file_ignores_and_excludes_from_the_configuration(tree):
-    _pyproject(tree, """\
+    _pyproject(
+        tree,
+        """\
         [tool.xrt2pjrt]
         extend-exclude = ["vendor/"]
         target-version = "2.5"
 
         [tool.xrt2pjrt.per-file-ignores]
         "legacy/*.py" = ["api", "manual"]
-        """)
+        """,
+    )
     for folder in ("legacy", "vendor"):
         (tree / folder).mkdir()
         (tree / folder / "old.py").write_text(LEGACY)
@@ -130,15 +141,18 @@ def test_config_option_reads_a_toml_file_of_its_own(tree, tmp_path):
     assert "nprocs" not in text and "xm.get_ordinal()" in text
 
 
-@pytest.mark.parametrize("table, problem", [
-    ('selct = ["env"]\n', "unknown key 'selct'"),
-    ('select = "env"\n', "select: must be a list of strings"),
-    ('select = ["no-such-family"]\n', "select: no rule id starts with 'no-such-family'"),
-    ('target = "jax"\n', "target: must be one of 'native', 'shim'"),
-    ("target-version = 2.9\n", 'target-version: must be a string such as "2.9"'),
-    ('target-version = "1.13"\n', "target-version: must be one of 2.1"),
-    ('[tool.xrt2pjrt.per-file-ignores]\n"a.py" = "api"\n', "per-file-ignores 'a.py': must be a list of rule ids"),
-])
+@pytest.mark.parametrize(
+    "table, problem",
+    [
+        ('selct = ["env"]\n', "unknown key 'selct'"),
+        ('select = "env"\n', "select: must be a list of strings"),
+        ('select = ["no-such-family"]\n', "select: no rule id starts with 'no-such-family'"),
+        ('target = "jax"\n', "target: must be one of 'native', 'shim'"),
+        ("target-version = 2.9\n", 'target-version: must be a string such as "2.9"'),
+        ('target-version = "1.13"\n', "target-version: must be one of 2.1"),
+        ('[tool.xrt2pjrt.per-file-ignores]\n"a.py" = "api"\n', "per-file-ignores 'a.py': must be a list of rule ids"),
+    ],
+)
 def test_a_bad_configuration_is_an_error_naming_the_file(tree, table, problem):
     path = _pyproject(tree, "[tool.xrt2pjrt]\n" + table)
     ran = xrt2pjrt("migrate", "--write", ".", cwd=tree)
@@ -161,8 +175,7 @@ def test_exclude_and_extend_exclude_take_gitignore_patterns(tree):
     for name in ("build/gen.py", "third_party/lib/x.py", "keep/x.py"):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / name).write_text(LEGACY)
-    ran = xrt2pjrt("migrate", "--check", "--extend-exclude", "third_party/", "--extend-exclude", "*.sh", ".",
-                   cwd=tree)
+    ran = xrt2pjrt("migrate", "--check", "--extend-exclude", "third_party/", "--extend-exclude", "*.sh", ".", cwd=tree)
     named = {line.split(":")[0] for line in ran.stderr.splitlines() if ": would change" in line}
     assert named == {"train.py", "keep/x.py"}  # build/ is out by default
     ran = xrt2pjrt("migrate", "--check", "--exclude", "keep", ".", cwd=tree)
@@ -195,16 +208,23 @@ SUPPRESSED = {
         "    f,\n"
         "    nprocs=8,  # xrt2pjrt: ignore[spawn-nprocs-literal]\n"
         ")\n",
-        ["    a = xm.get_ordinal()  # xrt2pjrt: ignore\n", "    b = xr.global_ordinal()\n",
-         "    c = xr.world_size()  # xrt2pjrt: ignore[spawn]\n", "    nprocs=8,  # xrt2pjrt: ignore[spawn-nprocs-literal]\n",
-         "    xm.save({}, 'x')  # xrt2pjrt: ignore[manual]\n"],
+        [
+            "    a = xm.get_ordinal()  # xrt2pjrt: ignore\n",
+            "    b = xr.global_ordinal()\n",
+            "    c = xr.world_size()  # xrt2pjrt: ignore[spawn]\n",
+            "    nprocs=8,  # xrt2pjrt: ignore[spawn-nprocs-literal]\n",
+            "    xm.save({}, 'x')  # xrt2pjrt: ignore[manual]\n",
+        ],
     ),
     "run.sh": (
         'export XRT_TPU_CONFIG="localservice;0;localhost:51011"  # xrt2pjrt: ignore[env]\n'
         "XRT_TPU_CONFIG=x \\\n  python3 train.py  # xrt2pjrt: ignore\n"
         'export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n',
-        ['export XRT_TPU_CONFIG="localservice;0;localhost:51011"  # xrt2pjrt: ignore[env]\n',
-         "XRT_TPU_CONFIG=x \\\n  python3 train.py  # xrt2pjrt: ignore\n", "export PJRT_DEVICE=TPU\n"],
+        [
+            'export XRT_TPU_CONFIG="localservice;0;localhost:51011"  # xrt2pjrt: ignore[env]\n',
+            "XRT_TPU_CONFIG=x \\\n  python3 train.py  # xrt2pjrt: ignore\n",
+            "export PJRT_DEVICE=TPU\n",
+        ],
     ),
     "Dockerfile": (
         "FROM python:3.11\nENV XRT_TPU_CONFIG=a  # xrt2pjrt: ignore[shell-env-xrt-tpu-config]\n"
@@ -236,7 +256,9 @@ def test_suppression_comments_keep_what_they_mark_in_every_file_kind(tmp_path):
     check = xrt2pjrt("migrate", "--check", ".", cwd=tmp_path)
     assert check.returncode == 1 and "0 would change (0 changes)" in check.stderr
     assert [line.split(": decide ")[0] for line in check.stderr.splitlines() if "manual-unused-marker" in line] == [
-        "keep.py:7:5", "keep.py:8:5"]
+        "keep.py:7:5",
+        "keep.py:8:5",
+    ]
     assert "skipped.py: skipped" in xrt2pjrt("migrate", "-v", ".", cwd=tmp_path).stderr
 
 
@@ -254,8 +276,10 @@ def test_json_on_stdout_places_every_item(tree):
     assert data["mode"] == "preview" and data["summary"]["files_changed"] == 2
     by_path = {f["path"]: f for f in data["files"]}
     change = next(c for c in by_path["train.py"]["changes"] if c["rule"] == "api-ordinal")
-    assert change["range"] == {"start": {"line": 5, "column": 5},
-                               "end": {"line": 5, "column": len(LEGACY.splitlines()[4]) + 1}}
+    assert change["range"] == {
+        "start": {"line": 5, "column": 5},
+        "end": {"line": 5, "column": len(LEGACY.splitlines()[4]) + 1},
+    }
     assert change["fix"] == {"safety": "safe", "applied": True}
     (decide,) = by_path["train.py"]["manual"]
     assert (decide["rule"], decide["range"]["start"]) == ("manual-save-barrier", {"line": 6, "column": 5})
@@ -266,11 +290,15 @@ def test_github_annotations_one_per_change_and_decision(tree):
     assert ran.stderr.splitlines() == ["2 files seen, 2 would change (4 changes), 1 item to decide by hand."]
     lines = ran.stdout.splitlines()
     assert len(lines) == _counts(tree)
-    pattern = re.compile(r"^::(warning|notice|error) file=[^,]+,line=\d+,col=\d+,endLine=\d+,endColumn=\d+,"
-                         r"title=xrt2pjrt [a-z0-9.-]+::(would change|decide by hand): .+$")
+    pattern = re.compile(
+        r"^::(warning|notice|error) file=[^,]+,line=\d+,col=\d+,endLine=\d+,endColumn=\d+,"
+        r"title=xrt2pjrt [a-z0-9.-]+::(would change|decide by hand): .+$"
+    )
     assert all(pattern.match(line) for line in lines), lines
-    assert "::warning file=train.py,line=6,col=5,endLine=6,endColumn=29,title=xrt2pjrt manual-save-barrier::" \
-           "decide by hand: add xm.rendezvous('saved')" in ran.stdout
+    assert (
+        "::warning file=train.py,line=6,col=5,endLine=6,endColumn=29,title=xrt2pjrt manual-save-barrier::"
+        "decide by hand: add xm.rendezvous('saved')" in ran.stdout
+    )
 
 
 def _check_sarif(document: dict) -> list[dict]:
@@ -306,7 +334,10 @@ def test_sarif_is_sarif_2_1_0(tree):
     (invocation,) = document["runs"][0]["invocations"]
     assert invocation["executionSuccessful"] is False
     (notification,) = invocation["toolExecutionNotifications"]
-    assert notification["level"] == "error" and notification["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    assert (
+        notification["level"] == "error"
+        and notification["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    )
 
 
 # --- what the text output names and counts ----------------------------------------------------
@@ -321,8 +352,10 @@ def test_check_and_write_name_the_files_and_say_how_to_fix(tree):
     assert "To apply them: xrt2pjrt migrate --write .\n" in check.stderr  # the same command, to paste
     write = xrt2pjrt("migrate", "--write", ".", cwd=tree)
     assert "train.py: changed (3 changes, 1 item to decide)" in write.stderr
-    assert write.stderr.splitlines()[-2].endswith("3 files seen, 2 changed (4 changes), 1 item to decide by hand, "
-                                                  "1 TODO(xrt2pjrt) line in 1 file (grep -rn 'TODO(xrt2pjrt)' finds them).")
+    assert write.stderr.splitlines()[-2].endswith(
+        "3 files seen, 2 changed (4 changes), 1 item to decide by hand, "
+        "1 TODO(xrt2pjrt) line in 1 file (grep -rn 'TODO(xrt2pjrt)' finds them)."
+    )
     assert write.stderr.splitlines()[-1].startswith("To settle a spot to decide: ")
 
 
@@ -342,8 +375,10 @@ def test_counts_say_what_they_mean(tmp_path):
     (tmp_path / "save.py").write_text(TODO_ONLY)
     preview = xrt2pjrt("migrate", ".", "--report", tmp_path / "r.md", cwd=tmp_path)
     assert "save.py: would gain TODO lines only (1 item to decide)" in preview.stderr
-    assert "1 file seen, 0 would change (0 changes), 1 would gain TODO lines only, 1 item to decide by hand.\n" \
-           "To apply them: xrt2pjrt migrate --write . --report " in preview.stderr
+    assert (
+        "1 file seen, 0 would change (0 changes), 1 would gain TODO lines only, 1 item to decide by hand.\n"
+        "To apply them: xrt2pjrt migrate --write . --report " in preview.stderr
+    )
     markdown = (tmp_path / "r.md").read_text()
     assert "would change" in markdown.lower() and "changed" not in markdown.replace("unchanged", "")
     write = xrt2pjrt("migrate", "--write", "save.py", cwd=tmp_path)
@@ -367,8 +402,10 @@ def test_a_change_says_what_it_does_not_keep_and_an_item_the_line_to_use(tmp_pat
     (tmp_path / "Dockerfile").write_text("FROM gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm\n")
     ran = xrt2pjrt("migrate", ".", cwd=tmp_path)
     lines = ran.stderr.splitlines()
-    assert "pod.sh:1:1: note [launch-xla-dist] gcloud neither waits for a healthy TPU nor restarts after " \
-           "maintenance, as xla_dist did (50 tries): `xrt2pjrt launch` does (--launcher xrt2pjrt)" in lines
+    assert (
+        "pod.sh:1:1: note [launch-xla-dist] gcloud neither waits for a healthy TPU nor restarts after "
+        "maintenance, as xla_dist did (50 tries): `xrt2pjrt launch` does (--launcher xrt2pjrt)" in lines
+    )
     at = lines.index("Dockerfile:1:1: decide [install-xrt-era-release] use an xla:r2.9.0_* image instead")
     assert lines[at + 1] == "    use: us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.9.0_3.10_tpuvm"
     document = json.loads(xrt2pjrt("migrate", "--output-format", "json", ".", cwd=tmp_path).stdout)
@@ -393,13 +430,16 @@ def test_no_files_found_is_said_plainly(tmp_path):
 ESC = "\033["
 
 
-@pytest.mark.parametrize("env, flags, colored", [
-    ({}, (), False),  # a pipe
-    ({"FORCE_COLOR": "1"}, (), True),
-    ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, (), False),
-    ({"NO_COLOR": "1"}, ("--color", "always"), True),
-    ({"FORCE_COLOR": "1"}, ("--color", "never"), False),
-])
+@pytest.mark.parametrize(
+    "env, flags, colored",
+    [
+        ({}, (), False),  # a pipe
+        ({"FORCE_COLOR": "1"}, (), True),
+        ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, (), False),
+        ({"NO_COLOR": "1"}, ("--color", "always"), True),
+        ({"FORCE_COLOR": "1"}, ("--color", "never"), False),
+    ],
+)
 def test_color_follows_no_color_force_color_and_the_option(tree, env, flags, colored):
     ran = xrt2pjrt("migrate", *flags, ".", cwd=tree, env=env)
     assert (ESC in ran.stdout) is colored and (ESC in ran.stderr) is colored
@@ -424,8 +464,14 @@ def test_progress_shows_on_a_terminal_only(tmp_path):
         (tmp_path / f"m{n}.py").write_text("print(1)\n")
     controller, terminal = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NO_COLOR", "FORCE_COLOR"))}
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "-j", "1", "."], cwd=tmp_path, env=env,
-                          stdout=subprocess.PIPE, stderr=terminal, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "-j", "1", "."],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        timeout=300,
+    )
     os.close(terminal)
     seen = b""
     while True:
@@ -452,13 +498,11 @@ def test_stdin_preview_write_and_check(tmp_path):
     preview = xrt2pjrt("migrate", "-", "--stdin-filename", "src/train.py", cwd=tmp_path, stdin=LEGACY.encode())
     assert preview.returncode == 0
     assert preview.stdout.startswith("--- a/src/train.py\n+++ b/src/train.py\n")
-    write = xrt2pjrt("migrate", "-", "--stdin-filename", "src/train.py", "--write", cwd=tmp_path,
-                     stdin=LEGACY.encode())
+    write = xrt2pjrt("migrate", "-", "--stdin-filename", "src/train.py", "--write", cwd=tmp_path, stdin=LEGACY.encode())
     assert write.returncode == 0 and "xr.global_ordinal()" in write.stdout
     assert "TODO" not in write.stdout  # the configuration of the stdin file's folder applies
     assert not (tmp_path / "src" / "train.py").exists()  # stdin is never written to disk
-    check = xrt2pjrt("migrate", "-", "--stdin-filename", "src/train.py", "--check", cwd=tmp_path,
-                     stdin=LEGACY.encode())
+    check = xrt2pjrt("migrate", "-", "--stdin-filename", "src/train.py", "--check", cwd=tmp_path, stdin=LEGACY.encode())
     assert check.returncode == 1
     unchanged = xrt2pjrt("migrate", "-", "--stdin-filename", "a.sh", "--write", cwd=tmp_path, stdin=b"echo hi\r\n")
     assert unchanged.returncode == 0 and unchanged.stdout == "echo hi\r\n"
@@ -516,8 +560,7 @@ def test_a_reader_that_leaves_early_ends_no_run(tmp_path, args):
     read_end, write_end = os.pipe()
     fcntl.fcntl(write_end, F_SETPIPE_SZ, 4096)
     with open(tmp_path / "stderr", "wb") as stderr:
-        ran = subprocess.Popen([sys.executable, "-m", "xrt2pjrt", *argv], cwd=tmp_path, stdout=write_end,
-                               stderr=stderr)
+        ran = subprocess.Popen([sys.executable, "-m", "xrt2pjrt", *argv], cwd=tmp_path, stdout=write_end, stderr=stderr)
         os.close(write_end)
         with os.fdopen(read_end, "rb") as reader:
             assert reader.readline()

@@ -61,8 +61,11 @@ def test_no_command_is_the_help_and_exit_2(capsys):
     assert capsys.readouterr().out == help_text
 
 
-@pytest.mark.parametrize("args, exit_code", [(("migrate", "--help"), 0), (("migrate", "--target", "jax", "."), 2),
-                                             (("rules", "no-such-rule"), 2)], ids=["help", "usage error", "failure"])
+@pytest.mark.parametrize(
+    "args, exit_code",
+    [(("migrate", "--help"), 0), (("migrate", "--target", "jax", "."), 2), (("rules", "no-such-rule"), 2)],
+    ids=["help", "usage error", "failure"],
+)
 def test_typer_never_imports_rich(args, exit_code):
     """rich would draw help and errors in boxes as wide as the terminal, and its import
     costs more than typer's."""
@@ -80,18 +83,25 @@ def test_migrate_on_a_tree_with_nothing_to_do_imports_no_libcst(tmp_path):
     """Every kind of file, none of them XRT-era: the triggers turn each away before its
     rewriter (and libcst with the Python one) is imported, and the selection is checked
     against the generated index of rule ids, not the rules themselves."""
-    files = {"train.py": "import torch\nprint(torch.ones(2))\n", "run.sh": "python3 train.py\n",
-             "Dockerfile": "FROM python:3.11\n", "job.yaml": "steps: [1]\n", "README.md": "```python\nx = 1\n```\n",
-             "nb.ipynb": '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n',
-             "requirements.txt": "torch\n"}
+    files = {
+        "train.py": "import torch\nprint(torch.ones(2))\n",
+        "run.sh": "python3 train.py\n",
+        "Dockerfile": "FROM python:3.11\n",
+        "job.yaml": "steps: [1]\n",
+        "README.md": "```python\nx = 1\n```\n",
+        "nb.ipynb": '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n',
+        "requirements.txt": "torch\n",
+    }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     # sys.modules of a real run (the import log misses modules imported by importlib's
     # import_module, as the rewriters are).
     listing = tmp_path / "modules.json"
-    code = ("import json, sys\nfrom xrt2pjrt.cli import main\n"
-            f"code = main(['migrate', '--check', '--select', 'api,env', {str(tmp_path)!r}])\n"
-            f"open({str(listing)!r}, 'w').write(json.dumps(sorted(sys.modules)))\nsys.exit(code)\n")
+    code = (
+        "import json, sys\nfrom xrt2pjrt.cli import main\n"
+        f"code = main(['migrate', '--check', '--select', 'api,env', {str(tmp_path)!r}])\n"
+        f"open({str(listing)!r}, 'w').write(json.dumps(sorted(sys.modules)))\nsys.exit(code)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "7 files seen" in done.stderr
@@ -99,7 +109,9 @@ def test_migrate_on_a_tree_with_nothing_to_do_imports_no_libcst(tmp_path):
     assert {"xrt2pjrt.codemod", "xrt2pjrt.rule_index"} <= modules
     assert not {m for m in modules if m.split(".")[0] == "libcst"}
     # no rewriter, and no rule: the triggers are the generated index's
-    assert not {m for m in modules if m.startswith(("xrt2pjrt.python.", "xrt2pjrt.text.", "xrt2pjrt.mixed.", "xrt2pjrt.rules."))}
+    assert not {
+        m for m in modules if m.startswith(("xrt2pjrt.python.", "xrt2pjrt.text.", "xrt2pjrt.mixed.", "xrt2pjrt.rules."))
+    }
 
 
 def test_python_m_in_a_project_that_shadows_the_standard_library(tmp_path):
@@ -109,7 +121,12 @@ def test_python_m_in_a_project_that_shadows_the_standard_library(tmp_path):
     (tmp_path / "logging").mkdir()
     (tmp_path / "logging" / "__init__.py").write_text("raise ImportError('the project logging package')\n")
     (tmp_path / "train.py").write_text("import torch_xla.core.xla_model as xm\nprint(xm.xrt_world_size())\n")
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--check", "."], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--check", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stderr[-2000:]  # changes pending, not a crash
     assert "train.py" in done.stdout + done.stderr

@@ -226,8 +226,10 @@ _CITED_LINE = re.compile(r"\bline \d+(?:, \d+)*(?: of cell \d+)?(?:: `[^`\n]*`)?
 def _unplaced(findings: list[dict]) -> list[dict]:
     """Findings without their place: a preview places them in the file as read, --write in
     the file as written (below the TODO lines it added). Both list them in line order."""
-    return [{k: _CITED_LINE.sub("line ...", v) if k in ("message", "detail") else v for k, v in f.items()
-             if k != "range"} for f in findings]
+    return [
+        {k: _CITED_LINE.sub("line ...", v) if k in ("message", "detail") else v for k, v in f.items() if k != "range"}
+        for f in findings
+    ]
 
 
 def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_path):
@@ -235,15 +237,28 @@ def test_preview_with_one_worker_proposes_what_write_did(corpus, migrated, tmp_p
     changes and items, file for file, in the same order."""
     cache_root = corpus[0].parent
     report_file = tmp_path / "preview.json"
-    run = run_cli("migrate", "--check", "--unsafe-fixes", "--jobs", "1", "--report", report_file,
-                  *(cache_root / rel for rel in migrated.entries()))
+    run = run_cli(
+        "migrate",
+        "--check",
+        "--unsafe-fixes",
+        "--jobs",
+        "1",
+        "--report",
+        report_file,
+        *(cache_root / rel for rel in migrated.entries()),
+    )
     assert run.returncode in (1, 2), run.stderr[-3000:]
     preview = {
-        Path(e["path"]).relative_to(cache_root).as_posix(): (_unplaced(e["changes"]), _unplaced(e["manual"]), e["error"])
+        Path(e["path"]).relative_to(cache_root).as_posix(): (
+            _unplaced(e["changes"]),
+            _unplaced(e["manual"]),
+            e["error"],
+        )
         for e in json.loads(report_file.read_text())["files"]
     }
-    written = {rel: (_unplaced(e["changes"]), _unplaced(e["manual"]), e["error"])
-               for rel, e in migrated.entries().items()}
+    written = {
+        rel: (_unplaced(e["changes"]), _unplaced(e["manual"]), e["error"]) for rel, e in migrated.entries().items()
+    }
     assert preview == written
     assert not any(os.path.exists(folder / "report.json") for folder in corpus)
 

@@ -24,8 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def migrate(*args, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=300, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        **kwargs,
+    )
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -42,6 +48,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 # --- --report ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", [[], ["--check"], ["--write"]])
 def test_a_report_onto_a_file_of_the_run_is_refused_before_anything_is_touched(tree, mode):
@@ -146,6 +153,7 @@ def test_no_edit_of_another_program_is_lost_during_write(tmp_path):
         proc.wait(timeout=60)
     assert ran.returncode in (0, 2), ran.stderr
     edits = [line.split() for line in log.read_text().splitlines()]
+
     def kept(name: str) -> str:  # the file, and any copy saved of it as edited during its rename
         return "".join(p.read_text() for p in folder.glob(f"{name}*") if not p.name.endswith(".xrt2pjrt"))
 
@@ -153,14 +161,17 @@ def test_no_edit_of_another_program_is_lost_during_write(tmp_path):
     saved = len(list(folder.glob("*.edited-while-xrt2pjrt-wrote*")))
     written = sum("xrt_world_size" not in p.read_text() for p in folder.glob("m*.py"))
     refused = ran.stderr.count("changed on disk while xrt2pjrt ran")
-    print(f"{len(edits)} edits, {written} files written, {refused} refused as changed, {saved} saved beside, "
-          f"{len(lost)} edits lost")
+    print(
+        f"{len(edits)} edits, {written} files written, {refused} refused as changed, {saved} saved beside, "
+        f"{len(lost)} edits lost"
+    )
     assert written > 0 and refused > 0, "the edits and the writes overlapped"
     assert lost == []
     assert not [p for p in folder.iterdir() if p.name.endswith(".xrt2pjrt")]
 
 
 # --- owner, links -----------------------------------------------------------------------------
+
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root: only root can give a file to another user")
 def test_owner_and_group_survive_a_rewrite_by_root(tree):

@@ -18,7 +18,6 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -83,10 +82,7 @@ def xrt_blocks(draw) -> Block:
     return Block(nest.format(body=body), ordinary=False)
 
 
-HEADER = (
-    "import torch_xla.core.xla_model as xm\n"
-    "import torch_xla.distributed.xla_multiprocessing as xmp\n"
-)
+HEADER = "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
 
 
 @st.composite
@@ -95,7 +91,6 @@ def programs(draw) -> list[Block]:
     if all(block.ordinary for block in blocks):
         blocks.append(draw(xrt_blocks()))
     return blocks
-
 
 
 @dataclass(frozen=True)
@@ -172,7 +167,9 @@ def test_rewritten_files_compile_keep_their_bytes_and_are_stable(blocks, encodin
 
 def _decided(plan: codemod.Plan) -> set[tuple[str, int, str]]:
     run = report.Run([plan.result], mode="write")
-    return {(item.rule, item.range.start_line, item.message) for item in run.items(plan.result) if item.kind == "decide"}
+    return {
+        (item.rule, item.range.start_line, item.message) for item in run.items(plan.result) if item.kind == "decide"
+    }
 
 
 @SETTINGS

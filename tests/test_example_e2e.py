@@ -32,13 +32,24 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def _train(folder: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "train.py", "--epochs", "3"], cwd=folder, env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "train.py", "--epochs", "3"],
+        cwd=folder,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _migrate(folder: Path, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--write", *options, str(folder)],
-                          env=_env(), capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--write", *options, str(folder)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _losses(stdout: str) -> list[float]:
@@ -76,10 +87,26 @@ def test_example_migrated_to_the_native_target_trains_on_4_cpu_replicas(tmp_path
     folder = _copy(tmp_path)
     assert _migrate(folder, "--target", "native").returncode == 0
     checkpoint = folder / "model.pt"
-    run = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "4", "train.py", "--epochs", "3",
-                          "--checkpoint", str(checkpoint)], cwd=folder,
-                         env={**_env(), "PYTHONPATH": str(EXAMPLE.parents[1])}, capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xrt2pjrt",
+            "run",
+            "--nprocs",
+            "4",
+            "train.py",
+            "--epochs",
+            "3",
+            "--checkpoint",
+            str(checkpoint),
+        ],
+        cwd=folder,
+        env={**_env(), "PYTHONPATH": str(EXAMPLE.parents[1])},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     losses = _losses(run.stdout)
     # one line per epoch: only ordinal 0 is the master (in a world of one, every replica would print)

@@ -34,9 +34,7 @@ def test_discover_honours_gitignore_and_skips_environments(tmp_path):
 
     found = files.discover([tmp_path]).targets
 
-    assert found == sorted(
-        [(keep, "python"), (kept_sub, "python"), (script, "shell")], key=lambda item: str(item[0])
-    )
+    assert found == sorted([(keep, "python"), (kept_sub, "python"), (script, "shell")], key=lambda item: str(item[0]))
     assert nested_ignore not in dict(found)
 
 
@@ -55,12 +53,25 @@ def test_a_missing_path_is_refused_and_the_others_still_taken(tmp_path):
 
 @pytest.mark.parametrize(
     "name,kind",
-    [("a.py", "python"), ("Dockerfile", "dockerfile"), ("Dockerfile.tpu", "dockerfile"),
-     ("ci.yaml", "yaml"), ("k.yml", "yaml"), ("README.md", "markdown"), ("doc.rst", "markdown"),
-     ("nb.ipynb", "notebook"), ("x.sh", "shell"), ("x.bash", "shell"), ("pod.jsonnet", "jsonnet"),
-     ("requirements.txt", "requirements"), ("requirements-tpu.txt", "requirements"),
-     ("constraints.txt", "requirements"), ("requirements.in", "requirements"), ("notes.txt", None),
-     ("data.csv", None)],
+    [
+        ("a.py", "python"),
+        ("Dockerfile", "dockerfile"),
+        ("Dockerfile.tpu", "dockerfile"),
+        ("ci.yaml", "yaml"),
+        ("k.yml", "yaml"),
+        ("README.md", "markdown"),
+        ("doc.rst", "markdown"),
+        ("nb.ipynb", "notebook"),
+        ("x.sh", "shell"),
+        ("x.bash", "shell"),
+        ("pod.jsonnet", "jsonnet"),
+        ("requirements.txt", "requirements"),
+        ("requirements-tpu.txt", "requirements"),
+        ("constraints.txt", "requirements"),
+        ("requirements.in", "requirements"),
+        ("notes.txt", None),
+        ("data.csv", None),
+    ],
 )
 def test_kind_by_name_has_a_rewriter(tmp_path, name, kind):
     assert files.kind_of(_touch(tmp_path / name)) == kind

@@ -35,9 +35,18 @@ if __name__ == "__main__":
 RUN_SH = 'if true; then\n  export XRT_TPU_CONFIG="localservice;0;localhost:51011"\nfi\npython3 train.py\n'
 CELLS = [
     {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]},
-    {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-     "source": ["import torch_xla.core.xla_model as xm\n", "if True:\n", "    xm.rendezvous('x',\n",
-                "                  replicas=[0, 1])\n"]},
+    {
+        "cell_type": "code",
+        "metadata": {},
+        "execution_count": None,
+        "outputs": [],
+        "source": [
+            "import torch_xla.core.xla_model as xm\n",
+            "if True:\n",
+            "    xm.rendezvous('x',\n",
+            "                  replicas=[0, 1])\n",
+        ],
+    },
 ]
 BROKEN = "import torch_xla\ndef f(:\n    pass\n"
 NOT_JSON = '{\n "cells": [},\n "torch_xla": 1\n}\n'
@@ -69,8 +78,9 @@ def tree(tmp_path_factory):
 
 
 def _migrate(root, *args) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", ".", *args], cwd=root,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", ".", *args], cwd=root, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 2, done.stderr  # (broken.py and bad.ipynb cannot be processed)
     return done
 
@@ -150,7 +160,7 @@ def _from_text(root) -> dict:
 @pytest.mark.parametrize("where", list(EXPECTED), ids=lambda where: f"{where[0]}-{where[1] or 'error'}")
 def test_each_format_places_a_finding_by_its_range(tree, read, where):
     said = read(tree)[where]
-    assert said == EXPECTED[where][:len(said)]
+    assert said == EXPECTED[where][: len(said)]
 
 
 def test_json_says_each_fix_is_safe_and_made(tree):
@@ -158,15 +168,23 @@ def test_json_says_each_fix_is_safe_and_made(tree):
     (train,) = [record for record in _json(tree)["files"] if record["path"] == "train.py"]
     assert [(c["rule"], c["fix"]) for c in train["changes"]] == [
         ("api-ordinal", {"safety": "safe", "applied": True}),
-        ("spawn-nprocs-expression", {"safety": "safe", "applied": True})]
+        ("spawn-nprocs-expression", {"safety": "safe", "applied": True}),
+    ]
     assert "pending" not in train
 
 
 def test_after_write_a_range_is_on_the_code_as_written(tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--write", "--output-format", "json", "."],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    (change,) = [c for record in json.loads(done.stdout)["files"] for c in record["changes"] if c["rule"] == "api-ordinal"]
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--write", "--output-format", "json", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    (change,) = [
+        c for record in json.loads(done.stdout)["files"] for c in record["changes"] if c["rule"] == "api-ordinal"
+    ]
     new = (tmp_path / "train.py").read_text().splitlines()
     at = change["range"]
     assert new[at["start"]["line"] - 1] == "          xr.global_ordinal())"  # below the import of xr

@@ -22,12 +22,21 @@ from xrt2pjrt import codemod, rule_index
 from xrt2pjrt.registry import Options, all_rules
 
 LAUNCH = "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 train.py\n"
-SPAWN = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-         "xmp.spawn(_mp_fn, nprocs=flags.num_cores)\n")
+SPAWN = "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(_mp_fn, nprocs=flags.num_cores)\n"
 RUN_MULTIPROCESS = "from torch_xla.experimental import pjrt\n\nresults = pjrt.run_multiprocess(fn, 1)\n"
-NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                                  "source": [f"!{LAUNCH}"]}],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}) + "\n"
+NOTEBOOK = (
+    json.dumps(
+        {
+            "cells": [
+                {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": [f"!{LAUNCH}"]}
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
+    + "\n"
+)
 
 # kind, text, the rule whose fix was once unsafe, and a word its fix takes out of the text
 CASES = [
@@ -58,6 +67,7 @@ def test_a_fix_of_code_the_target_cannot_run_is_made_by_default(kind, text, rule
 @pytest.fixture
 def unsafe(monkeypatch):
     """Make ``rule`` unsafe for one test (a simulation: no rule is unsafe today)."""
+
     def make(rule: str) -> None:
         monkeypatch.setattr(all_rules()[rule], "fix", "unsafe")
         kind, _, summary = rule_index.RULES[rule]

@@ -43,8 +43,7 @@ MODULES = _modules()
 
 def floor_of(module: str) -> int:
     for level, (_, patterns) in enumerate(FLOORS):
-        if any(module == p or (p.endswith(".*") and (module == p[:-2] or module.startswith(p[:-1])))
-               for p in patterns):
+        if any(module == p or (p.endswith(".*") and (module == p[:-2] or module.startswith(p[:-1]))) for p in patterns):
             return level
     raise AssertionError(f"{module} is on no floor: add it to xrt2pjrt/__init__.py's table")
 
@@ -55,8 +54,13 @@ def _imports(module: str) -> list[tuple[str, bool, int]]:
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    local = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-             for n in ast.walk(f) if n is not f}
+    local = {
+        id(n)
+        for f in ast.walk(tree)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for n in ast.walk(f)
+        if n is not f
+    }
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -64,7 +68,9 @@ def _imports(module: str) -> list[tuple[str, bool, int]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
         else:
             continue
@@ -82,8 +88,12 @@ def test_every_module_is_on_a_floor():
 
 
 def test_no_import_runs_up_a_floor():
-    upward = [f"{m}:{line} imports {target} ({FLOORS[floor_of(target)][0]}, above {FLOORS[floor_of(m)][0]})"
-              for m in MODULES for target, _, line in _imports(m) if floor_of(target) < floor_of(m)]
+    upward = [
+        f"{m}:{line} imports {target} ({FLOORS[floor_of(target)][0]}, above {FLOORS[floor_of(m)][0]})"
+        for m in MODULES
+        for target, _, line in _imports(m)
+        if floor_of(target) < floor_of(m)
+    ]
     assert not upward, "\n".join(upward)
 
 
@@ -101,8 +111,12 @@ def _reaches(start: str, goal: str) -> bool:
 
 
 def test_no_cycle_at_the_top_and_none_hidden_in_a_function():
-    cycles = [f"{m}:{line} imports {target}, which imports {m}" + (" (inside a function)" if inside else "")
-              for m in MODULES for target, inside, line in _imports(m) if _reaches(target, m)]
+    cycles = [
+        f"{m}:{line} imports {target}, which imports {m}" + (" (inside a function)" if inside else "")
+        for m in MODULES
+        for target, inside, line in _imports(m)
+        if _reaches(target, m)
+    ]
     assert not cycles, "\n".join(cycles)
 
 
@@ -111,5 +125,8 @@ def test_the_floors_see_what_they_are_meant_to():
     a function or not, and the registry's way up only through discovery."""
     assert ("xrt2pjrt.python.rule", False) in {(t, i) for t, i, _ in _imports("xrt2pjrt.rules.spawn.spawn_exit")}
     assert [t for t, _, _ in _imports("xrt2pjrt.registry")] == ["xrt2pjrt.rule_index"]
-    assert floor_of("xrt2pjrt.python.rewriter") < floor_of("xrt2pjrt.rules.api.api_ordinal") < floor_of(
-        "xrt2pjrt.python.context")
+    assert (
+        floor_of("xrt2pjrt.python.rewriter")
+        < floor_of("xrt2pjrt.rules.api.api_ordinal")
+        < floor_of("xrt2pjrt.python.context")
+    )

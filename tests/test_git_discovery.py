@@ -29,14 +29,20 @@ def env(tmp_path):
     """git and the tool with no configuration of this machine's (identity, safe.directory)."""
     home = tmp_path / "home"
     home.mkdir()
-    return {**os.environ, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "PYTHONPATH": str(ROOT),
-            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@example.com"}
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PYTHONPATH": str(ROOT),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
 
 
 def git(repo: Path, env, *args: str) -> str:
-    return subprocess.run([GIT, "-C", str(repo), *args], env=env, check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run([GIT, "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True).stdout
 
 
 def repository(path: Path, env, files: dict[str, str], ignore: str = "", force: tuple[str, ...] = ()) -> Path:
@@ -57,8 +63,14 @@ def repository(path: Path, env, files: dict[str, str], ignore: str = "", force: 
 
 
 def migrate(env, *args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 def seen(env, *paths, cwd=None) -> set[str]:
@@ -71,8 +83,13 @@ def seen(env, *paths, cwd=None) -> set[str]:
 def test_a_tracked_file_an_ignore_rule_matches_is_migrated(tmp_path, env):
     """A repository that ignores notebooks/ but committed its notebooks with git add -f:
     their XRT code went unreported."""
-    repo = repository(tmp_path / "repo", env, {"train.py": XRT, "notebooks/tpu.py": XRT}, ignore="notebooks/\n",
-                      force=("notebooks/tpu.py",))
+    repo = repository(
+        tmp_path / "repo",
+        env,
+        {"train.py": XRT, "notebooks/tpu.py": XRT},
+        ignore="notebooks/\n",
+        force=("notebooks/tpu.py",),
+    )
     (repo / "notebooks" / "scratch.py").write_text(XRT)  # untracked and ignored: left out
     (repo / "new.py").write_text(XRT)  # untracked, not ignored: a file the user is writing
     assert seen(env, ".", cwd=repo) == {"train.py", "notebooks/tpu.py", "new.py"}
@@ -83,8 +100,13 @@ def test_a_tracked_file_an_ignore_rule_matches_is_migrated(tmp_path, env):
 
 
 def test_a_folder_below_the_root_of_the_checkout_is_listed_by_git(tmp_path, env):
-    repo = repository(tmp_path / "repo", env, {"train.py": XRT, "notebooks/tpu.py": XRT}, ignore="notebooks/\n",
-                      force=("notebooks/tpu.py",))
+    repo = repository(
+        tmp_path / "repo",
+        env,
+        {"train.py": XRT, "notebooks/tpu.py": XRT},
+        ignore="notebooks/\n",
+        force=("notebooks/tpu.py",),
+    )
     (repo / "notebooks" / "scratch.py").write_text(XRT)
     assert seen(env, repo / "notebooks") == {str(repo / "notebooks" / "tpu.py")}
     assert seen(env, "tpu.py", ".", cwd=repo / "notebooks") == {"tpu.py"}  # relative, named twice: once
@@ -104,20 +126,21 @@ def test_a_folder_above_checkouts_lists_each_by_its_git(tmp_path, env):
 
 
 def test_nested_repositories_and_submodules_answer_for_their_own_files(tmp_path, env):
-    library = repository(tmp_path / "library", env, {"lib.py": XRT, "nb/old.py": XRT}, ignore="nb/\n",
-                         force=("nb/old.py",))
+    library = repository(
+        tmp_path / "library", env, {"lib.py": XRT, "nb/old.py": XRT}, ignore="nb/\n", force=("nb/old.py",)
+    )
     repo = repository(tmp_path / "repo", env, {"train.py": XRT}, ignore="*.log\n")
     git(repo, env, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "vendor/library")
     git(repo, env, "commit", "-q", "-m", "submodule")
     repository(repo / "scratch", env, {"s.py": XRT, "out/o.py": XRT}, ignore="out/\n")  # untracked, a repository
-    assert seen(env, ".", cwd=repo) == {"train.py", "vendor/library/lib.py", "vendor/library/nb/old.py",
-                                        "scratch/s.py"}
+    assert seen(env, ".", cwd=repo) == {"train.py", "vendor/library/lib.py", "vendor/library/nb/old.py", "scratch/s.py"}
 
 
 def test_names_with_any_bytes_are_read_from_git_as_they_are(tmp_path, env):
     odd = os.fsdecode(b"odd\nname \xff\x01.py")
-    repo = repository(tmp_path / "repo", env, {odd: XRT, "\u00e9t\u00e9.py": XRT}, ignore="*.py\n",
-                      force=(odd, "\u00e9t\u00e9.py"))
+    repo = repository(
+        tmp_path / "repo", env, {odd: XRT, "\u00e9t\u00e9.py": XRT}, ignore="*.py\n", force=(odd, "\u00e9t\u00e9.py")
+    )
     ran = migrate(env, "--write", repo)
     assert ran.returncode == 0, ran.stderr
     assert MIGRATED_LINE in (repo / odd).read_text() and MIGRATED_LINE in (repo / "\u00e9t\u00e9.py").read_text()
@@ -133,8 +156,9 @@ def test_a_tracked_file_deleted_from_the_work_tree_is_not_an_error(tmp_path, env
 def test_a_hook_s_git_variables_do_not_point_the_listing_elsewhere(tmp_path, env):
     """A git hook runs with GIT_DIR and GIT_INDEX_FILE set: a submodule's files were listed
     from the superproject's index."""
-    library = repository(tmp_path / "library", env, {"lib.py": XRT, "nb/old.py": XRT}, ignore="nb/\n",
-                         force=("nb/old.py",))
+    library = repository(
+        tmp_path / "library", env, {"lib.py": XRT, "nb/old.py": XRT}, ignore="nb/\n", force=("nb/old.py",)
+    )
     repo = repository(tmp_path / "repo", env, {"train.py": XRT})
     git(repo, env, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "library")
     hook = {**env, "GIT_DIR": str(repo / ".git"), "GIT_INDEX_FILE": str(repo / ".git" / "index")}
@@ -144,17 +168,32 @@ def test_a_hook_s_git_variables_do_not_point_the_listing_elsewhere(tmp_path, env
 def test_a_tracked_file_in_a_folder_skipped_by_default_is_the_user_s_code(tmp_path, env):
     """build/, env/, dist/ skip what git does not track (build output, environments); a
     committed build/ script or env/ setup is the user's own. A committed virtualenv is not."""
-    repo = repository(tmp_path / "repo", env, {"build/make_image.sh": "export XRT_TPU_CONFIG=localservice;0;localhost:51011\n",
-                                               "env/setup.py": XRT, "venv/pyvenv.cfg": "home = /usr\n",
-                                               "venv/lib/site.py": XRT, "train.py": XRT})
+    repo = repository(
+        tmp_path / "repo",
+        env,
+        {
+            "build/make_image.sh": "export XRT_TPU_CONFIG=localservice;0;localhost:51011\n",
+            "env/setup.py": XRT,
+            "venv/pyvenv.cfg": "home = /usr\n",
+            "venv/lib/site.py": XRT,
+            "train.py": XRT,
+        },
+    )
     (repo / "build" / "lib").mkdir()
     (repo / "build" / "lib" / "train.py").write_text(XRT)  # build output, untracked
     assert seen(env, ".", cwd=repo) == {"build/make_image.sh", "env/setup.py", "train.py"}
 
 
 def test_the_user_s_own_exclude_patterns_leave_tracked_files_out_too(tmp_path, env):
-    repo = repository(tmp_path / "repo", env, {"build/make.sh": "export XRT_TPU_CONFIG=localservice;0;localhost:51011\n",
-                                               "third_party/x.py": XRT, "train.py": XRT})
+    repo = repository(
+        tmp_path / "repo",
+        env,
+        {
+            "build/make.sh": "export XRT_TPU_CONFIG=localservice;0;localhost:51011\n",
+            "third_party/x.py": XRT,
+            "train.py": XRT,
+        },
+    )
     assert seen(env, "--extend-exclude", "third_party/", ".", cwd=repo) == {"build/make.sh", "train.py"}
     (repo / "pyproject.toml").write_text('[tool.xrt2pjrt]\nexclude = ["build/"]\n')
     assert seen(env, ".", cwd=repo) == {"third_party/x.py", "train.py"}
@@ -162,14 +201,32 @@ def test_the_user_s_own_exclude_patterns_leave_tracked_files_out_too(tmp_path, e
 
 # --- what is ignored: counted, and the places with XRT-era words named ----------------
 
-NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                                  "source": ["!pip install cloud-tpu-client==0.10 torch_xla==1.13\n"]}],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+NOTEBOOK = json.dumps(
+    {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+                "source": ["!pip install cloud-tpu-client==0.10 torch_xla==1.13\n"],
+            }
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+)
 
 
 def test_the_summary_counts_the_ignored_files_and_the_note_names_where_xrt_code_is(tmp_path, env):
-    repo = repository(tmp_path / "repo", env, {"notebooks/tpu.ipynb": NOTEBOOK, "train.py": XRT},
-                      ignore="notebooks/\noutputs/\nlogs/\n.venv/\n", force=("notebooks/tpu.ipynb",))
+    repo = repository(
+        tmp_path / "repo",
+        env,
+        {"notebooks/tpu.ipynb": NOTEBOOK, "train.py": XRT},
+        ignore="notebooks/\noutputs/\nlogs/\n.venv/\n",
+        force=("notebooks/tpu.ipynb",),
+    )
     (repo / "notebooks" / "scratch.ipynb").write_text(NOTEBOOK)  # beside a tracked one: named itself
     (repo / "outputs" / "run1").mkdir(parents=True)
     (repo / "outputs" / "run1" / "config.yaml").write_text("env:\n  XRT_TPU_CONFIG: localservice;0;localhost:51011\n")
@@ -179,8 +236,10 @@ def test_the_summary_counts_the_ignored_files_and_the_note_names_where_xrt_code_
     (repo / ".venv" / "lib" / "x.py").write_text(XRT)  # an environment: skipped as such, not counted
     ran = migrate(env, "--check", ".", cwd=repo)
     assert ran.returncode == 1, ran.stderr
-    assert ("xrt2pjrt: note: XRT-era words in ignored files, not migrated: notebooks/scratch.ipynb, outputs/ "
-            "(name a file to migrate it)") in ran.stderr.splitlines()
+    assert (
+        "xrt2pjrt: note: XRT-era words in ignored files, not migrated: notebooks/scratch.ipynb, outputs/ "
+        "(name a file to migrate it)"
+    ) in ran.stderr.splitlines()
     (summary,) = [line for line in ran.stderr.splitlines() if " files seen, " in line]
     assert summary.endswith(", 3 skipped as ignored.")
     assert json.loads(migrate(env, "--output-format", "json", ".", cwd=repo).stdout)["summary"]["files_ignored"] == 3
@@ -197,8 +256,10 @@ def test_the_note_names_the_ignored_folder_not_another_file(tmp_path, env):
     (tree / "local.yaml").write_text("port: 8080\n")
     (tree / "train.py").write_text(XRT)
     ran = migrate(env, "--check", tree)
-    assert f"xrt2pjrt: note: XRT-era words in ignored files, not migrated: {tree / 'notebooks'}/ (name a file to " \
-           "migrate it)" in ran.stderr.splitlines()
+    assert (
+        f"xrt2pjrt: note: XRT-era words in ignored files, not migrated: {tree / 'notebooks'}/ (name a file to "
+        "migrate it)" in ran.stderr.splitlines()
+    )
     assert "local.yaml" not in ran.stderr and ", 2 skipped as ignored." in ran.stderr
 
 
@@ -228,8 +289,10 @@ def _verbose(env, path) -> str:
 
 def test_git_lists_the_files_and_v_says_so(tmp_path, env):
     repo = repository(tmp_path / "repo", env, {"train.py": XRT})
-    assert f"xrt2pjrt: files of {repo}: as git lists them (tracked, and untracked ones not ignored)" in _verbose(
-        env, repo).splitlines()
+    assert (
+        f"xrt2pjrt: files of {repo}: as git lists them (tracked, and untracked ones not ignored)"
+        in _verbose(env, repo).splitlines()
+    )
 
 
 def test_without_git_on_path_the_gitignore_files_are_read(tmp_path, env):
@@ -237,8 +300,9 @@ def test_without_git_on_path_the_gitignore_files_are_read(tmp_path, env):
     no_git = tmp_path / "bin"
     no_git.mkdir()
     without = {**env, "PATH": str(no_git)}
-    assert (f"xrt2pjrt: files of {repo}: git cannot list them (git is not on PATH); its .gitignore files are read "
-            "instead") in _verbose(without, repo).splitlines()
+    assert (
+        f"xrt2pjrt: files of {repo}: git cannot list them (git is not on PATH); its .gitignore files are read instead"
+    ) in _verbose(without, repo).splitlines()
     assert seen(without, repo) == {str(repo / "train.py")}  # (the rules say nb/ is ignored)
 
 

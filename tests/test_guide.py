@@ -44,8 +44,9 @@ def test_every_rule_id_has_a_heading_in_the_catalogue():
 _ID_LIKE = re.compile(rf"`((?:{'|'.join(CHECKLIST)})-[a-z0-9.*-]+)`")
 
 
-@pytest.mark.parametrize("page", [GUIDE, ROOT / "README.md", ROOT / "examples" / "legacy_mnist" / "README.md"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "page", [GUIDE, ROOT / "README.md", ROOT / "examples" / "legacy_mnist" / "README.md"], ids=lambda p: p.name
+)
 def test_rule_ids_named_in_prose_exist(page):
     rules = all_rules()
     named = set(_ID_LIKE.findall(page.read_text(encoding="utf-8")))
@@ -90,8 +91,12 @@ def test_no_message_or_page_tells_a_user_to_install_xrt2pjrt_from_the_index():
     """xrt2pjrt is not on PyPI: `run` told users to pip install 'xrt2pjrt[xla]'. Only the
     PyPI page itself (docs/PYPI.md, shown where the package is published) may say it."""
     sources = [*(ROOT / "xrt2pjrt").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
-    said = [f"{path.relative_to(ROOT)}: {m.group()}" for path in sources if path.name != "PYPI.md"
-            for m in _FROM_THE_INDEX.finditer(path.read_text(encoding="utf-8"))]
+    said = [
+        f"{path.relative_to(ROOT)}: {m.group()}"
+        for path in sources
+        if path.name != "PYPI.md"
+        for m in _FROM_THE_INDEX.finditer(path.read_text(encoding="utf-8"))
+    ]
     assert not said
 
 
@@ -106,8 +111,13 @@ def test_quick_start_installs_from_a_checkout_and_its_commands_run(tmp_path):
             spec = words[words.index("-e") + 1]
             assert spec == "." or (spec.startswith(".[") and set(spec[2:-1].split(",")) <= extras), spec
         elif command.startswith("xrt2pjrt "):
-            ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", *shlex.split(command)[1:]], cwd=ROOT,
-                                 capture_output=True, text=True, timeout=300)
+            ran = subprocess.run(
+                [sys.executable, "-m", "xrt2pjrt", *shlex.split(command)[1:]],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert ran.returncode == 0, (command, ran.stderr)
 
 
@@ -122,8 +132,14 @@ def test_pre_commit_snippet_is_the_shipped_hook_and_pins_no_missing_tag():
 
 
 # The file each kind's example is written to, so the CLI discovers it as that kind.
-FILE_FOR_KIND = {"python": "example.py", "shell": "run.sh", "dockerfile": "Dockerfile",
-                 "yaml": "job.yaml", "markdown": "README.md", "notebook": "example.ipynb"}
+FILE_FOR_KIND = {
+    "python": "example.py",
+    "shell": "run.sh",
+    "dockerfile": "Dockerfile",
+    "yaml": "job.yaml",
+    "markdown": "README.md",
+    "notebook": "example.ipynb",
+}
 
 _SECTION = re.compile(r"^### `(?P<id>[^`]+)`\n(?P<body>.*?)(?=^##|\Z)", re.S | re.M)
 _EXAMPLE = re.compile(
@@ -160,11 +176,17 @@ def test_catalogue_shows_an_example_for_every_rule():
 
 def test_the_example_readme_lists_what_the_tool_leaves_to_a_person(tmp_path):
     example = ROOT / "examples" / "legacy_mnist"
-    listed = re.findall(r"^- `([^`]+)`: .*?\(`([a-z0-9.-]+)`\)", (example / "README.md").read_text(encoding="utf-8"),
-                        re.M | re.S)
+    listed = re.findall(
+        r"^- `([^`]+)`: .*?\(`([a-z0-9.-]+)`\)", (example / "README.md").read_text(encoding="utf-8"), re.M | re.S
+    )
     report = tmp_path / "report.json"
-    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", ".", "--report", str(report)], cwd=example,
-                         capture_output=True, text=True, timeout=300)
+    ran = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", ".", "--report", str(report)],
+        cwd=example,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr
     items = [(Path(f["path"]).name, m["rule"]) for f in json.loads(report.read_text())["files"] for m in f["manual"]]
     assert sorted(listed) == sorted(items)

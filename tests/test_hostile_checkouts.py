@@ -37,8 +37,15 @@ def _bounded():
 
 
 def migrate(env, *args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=timeout, cwd=cwd, preexec_fn=_bounded)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=cwd,
+        preexec_fn=_bounded,
+    )
 
 
 def timed_migrate(env, *args, cwd=None, within=20) -> subprocess.CompletedProcess:
@@ -59,10 +66,22 @@ def said_once(ran, words: str) -> None:
 
 # Every setting of a repository's config that names a program git may run, each set to one
 # that leaves a mark of its own; the filter and diff drivers are bound to every file.
-RUNS_A_PROGRAM = ("core.fsmonitor", "core.hooksPath", "core.pager", "pager.ls-files", "diff.external",
-                  "core.sshCommand", "credential.helper", "core.alternateRefsCommand", "core.askPass",
-                  "filter.evil.clean", "filter.evil.smudge", "filter.evil.process", "diff.evil.textconv",
-                  "diff.evil.command")
+RUNS_A_PROGRAM = (
+    "core.fsmonitor",
+    "core.hooksPath",
+    "core.pager",
+    "pager.ls-files",
+    "diff.external",
+    "core.sshCommand",
+    "credential.helper",
+    "core.alternateRefsCommand",
+    "core.askPass",
+    "filter.evil.clean",
+    "filter.evil.smudge",
+    "filter.evil.process",
+    "diff.evil.textconv",
+    "diff.evil.command",
+)
 
 
 @needs_git
@@ -107,9 +126,13 @@ def test_git_variables_of_the_environment_name_no_program_or_other_repository(tm
         git(path, env, "init", "-q")
     (repo / "train.py").write_text(XRT)
     (other / "elsewhere.py").write_text(XRT)
-    hostile = {**env, "GIT_DIR": str(other / ".git"), "GIT_WORK_TREE": str(other),
-               "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor'='touch {marks}/parameters; echo'",
-               "GIT_EXTERNAL_DIFF": f"touch {marks}/external-diff"}
+    hostile = {
+        **env,
+        "GIT_DIR": str(other / ".git"),
+        "GIT_WORK_TREE": str(other),
+        "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor'='touch {marks}/parameters; echo'",
+        "GIT_EXTERNAL_DIFF": f"touch {marks}/external-diff",
+    }
     ran = migrate(hostile, "--check", ".", cwd=repo)
     assert ran.returncode == 1, ran.stderr
     assert "train.py: would change" in ran.stderr and "elsewhere.py" not in ran.stderr
@@ -149,8 +172,6 @@ def test_a_file_where_the_shims_copy_goes_is_one_error(tmp_path, env):
     assert (tmp_path / "train.py").read_text() == XRT and (tmp_path / "xrt2pjrt_shim").read_text() == "mine\n"
 
 
-
-
 def test_a_fifo_in_the_shims_copy_is_not_waited_on(tmp_path, env):
     """The copy's files of an earlier version are looked for by their first line: a FIFO
     among them hung the run."""
@@ -173,7 +194,9 @@ def test_a_gitignore_that_links_to_dev_zero_is_refused_by_name(tmp_path, env):
     ran = timed_migrate(env, "--write", tmp_path)
     assert ran.returncode == 2, ran.stderr
     said_once(ran, "vendored/.gitignore: error: cannot read: a character device, not a file")
-    assert MIGRATED_LINE in (tmp_path / "train.py").read_text() and (tmp_path / "vendored" / "tool.py").read_text() == XRT
+    assert (
+        MIGRATED_LINE in (tmp_path / "train.py").read_text() and (tmp_path / "vendored" / "tool.py").read_text() == XRT
+    )
 
 
 def test_an_oversized_gitignore_is_refused_by_name(tmp_path, env):
@@ -254,7 +277,6 @@ def test_a_pyproject_that_is_no_file_is_refused_by_name(tmp_path, env, special):
     said_once(ran, "pyproject.toml: cannot read: a ")
 
 
-
 @pytest.mark.parametrize("name", ["huge.py", "ignored/huge.md"])
 def test_a_sparse_file_of_a_terabyte_is_not_read(tmp_path, env, name):
     """It costs a checkout no disk, and was read until memory ran out: migrated, or looked
@@ -284,8 +306,11 @@ def deep_notebook() -> str:
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-@pytest.mark.parametrize("name, text", [("deep.py", XRT + DEEP), ("README.md", f"# t\n\n```python\n{XRT}{DEEP}```\n"),
-                                        ("deep.ipynb", deep_notebook())], ids=["python", "markdown", "notebook"])
+@pytest.mark.parametrize(
+    "name, text",
+    [("deep.py", XRT + DEEP), ("README.md", f"# t\n\n```python\n{XRT}{DEEP}```\n"), ("deep.ipynb", deep_notebook())],
+    ids=["python", "markdown", "notebook"],
+)
 def test_brackets_nested_past_what_python_allows_are_named_and_the_rest_migrated(tmp_path, env, name, text, jobs):
     """1,500 nested brackets crashed the run (exit 139, nothing migrated; with --jobs 2 a
     BrokenProcessPool traceback). Python allows 200."""
@@ -343,14 +368,17 @@ def test_a_yaml_alias_bomb_is_refused_by_name_in_seconds(tmp_path, env):
 
 def test_a_gitlab_ci_file_with_reference_tags_is_migrated(tmp_path, env):
     """`!reference` (and any tag no loader here knows) made the rewrite 'not valid yaml', exit 2."""
-    text = (".defaults:\n  script:\n    - echo hi\ntrain:\n  script:\n    - !reference [.defaults, script]\n"
-            "    - export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n    - python train.py\n"
-            "deploy:\n  image: !Custom {name: x}\n")
+    text = (
+        ".defaults:\n  script:\n    - echo hi\ntrain:\n  script:\n    - !reference [.defaults, script]\n"
+        "    - export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n    - python train.py\n"
+        "deploy:\n  image: !Custom {name: x}\n"
+    )
     (tmp_path / ".gitlab-ci.yml").write_text(text)
     ran = timed_migrate(env, "--write", tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert (tmp_path / ".gitlab-ci.yml").read_text() == text.replace(
-        'export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"', "export PJRT_DEVICE=TPU")
+        'export XRT_TPU_CONFIG="localservice;0;localhost:51011"', "export PJRT_DEVICE=TPU"
+    )
 
 
 # --- 7. nothing passed over without a word -----------------------------------------------------
@@ -380,10 +408,17 @@ def test_a_fifo_or_socket_in_a_git_checkout_is_named(tmp_path, env):
 # --- 6. a named error and exit 2, never a traceback --------------------------------------------
 
 
-@pytest.mark.parametrize("text, words", [
-    (b'[tool.xrt2pjrt]\nselect = ["\xff"]\n', "pyproject.toml: not valid TOML: line 2: not UTF-8 (byte 0xff)"),
-    (b"[tool.xrt2pjrt]\nx = " + b"[" * 3000 + b"]" * 3000 + b"\n", "pyproject.toml: not valid TOML: nested too deeply"),
-], ids=["not-utf8", "nested-3000-deep"])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (b'[tool.xrt2pjrt]\nselect = ["\xff"]\n', "pyproject.toml: not valid TOML: line 2: not UTF-8 (byte 0xff)"),
+        (
+            b"[tool.xrt2pjrt]\nx = " + b"[" * 3000 + b"]" * 3000 + b"\n",
+            "pyproject.toml: not valid TOML: nested too deeply",
+        ),
+    ],
+    ids=["not-utf8", "nested-3000-deep"],
+)
 def test_a_pyproject_that_cannot_be_read_is_a_named_error(tmp_path, env, text, words):
     (tmp_path / "train.py").write_text(XRT)
     (tmp_path / "pyproject.toml").write_bytes(text)
@@ -419,8 +454,12 @@ def tiny_tmpfs(tmp_path):
     """A real file system of 64 KB (root mounts it here), made read-only or filled by the test."""
     folder = tmp_path / "tmpfs"
     folder.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
-                                           capture_output=True).returncode:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
+        ).returncode
+    ):
         pytest.skip("needs to mount a tmpfs (root, with the right to mount)")
     try:
         yield folder
@@ -461,8 +500,8 @@ def test_cr_only_line_endings_survive_byte_for_byte(tmp_path, env):
     data = (tmp_path / "old_mac.py").read_bytes()
     assert data.endswith(b"\r") and b"\n" not in data
     assert data.decode().replace("\r", "\n") == XRT.replace(
-        "import torch_xla.core.xla_model as xm", "import torch_xla.runtime as xr").replace(
-        "xm.xrt_world_size()", "xr.world_size()")
+        "import torch_xla.core.xla_model as xm", "import torch_xla.runtime as xr"
+    ).replace("xm.xrt_world_size()", "xr.world_size()")
 
 
 def test_a_read_only_file_is_named_and_left_as_it_is(tmp_path, env):
@@ -476,5 +515,8 @@ def test_a_read_only_file_is_named_and_left_as_it_is(tmp_path, env):
     assert ran.returncode == 2
     said_once(ran, "vendored.py: error: read-only (mode 0444): not rewritten; make it writable (chmod u+w)")
     after = os.stat(tmp_path / "vendored.py")
-    assert (tmp_path / "vendored.py").read_text() == XRT and (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert (tmp_path / "vendored.py").read_text() == XRT and (after.st_ino, after.st_mode) == (
+        before.st_ino,
+        before.st_mode,
+    )
     assert MIGRATED_LINE in (tmp_path / "train.py").read_text()

@@ -24,8 +24,13 @@ DENSE = "".join(f"n{i} = xm.xrt_world_size() + xm.get_ordinal()\n" for i in rang
 
 def start(*args: object) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def children(pid: int) -> list[int]:

@@ -50,7 +50,8 @@ def test_every_kind_is_listed_with_its_status(tmp_path):
     assert ("launcher", "gcloud compute tpus tpu-vm ssh", "unchanged") in found
     assert ("install", "torch_xla==2.9.0", "unchanged") in found
     assert found[("name", "torch_xla.core.xla_model.get_ordinal", "rewritten")]["places"] == [
-        f"{tmp_path / 'train.py'}:12"]
+        f"{tmp_path / 'train.py'}:12"
+    ]
 
 
 def test_an_unknown_says_why(tmp_path):
@@ -72,7 +73,8 @@ def test_the_text_output_and_the_markdown_report(tmp_path):
     counts = next(line for line in result.stdout.splitlines() if line.startswith("inventory: "))
     assert all(status in counts for status in STATUSES)
     assert "## Inventory" in report.read_text() and "| rewritten | name | `torch_xla.core.xla_model.get_ordinal` |" in (
-        report.read_text())
+        report.read_text()
+    )
 
 
 def test_without_the_option_there_is_no_inventory(tmp_path):
@@ -82,10 +84,16 @@ def test_without_the_option_there_is_no_inventory(tmp_path):
 
 
 def test_names_through_every_import_form_and_prose_lines():
-    text = ("from torch_xla.distributed import parallel_loader as pl\nimport torch_xla.runtime as xr\n"
-            "loader = pl.MpDeviceLoader(data, dev)\nn = xr.world_size()\n")
+    text = (
+        "from torch_xla.distributed import parallel_loader as pl\nimport torch_xla.runtime as xr\n"
+        "loader = pl.MpDeviceLoader(data, dev)\nn = xr.world_size()\n"
+    )
     names = {s.name for s in seen_in("t.py", text, "python") if s.kind == "name"}
-    assert {"torch_xla.distributed.parallel_loader", "torch_xla.distributed.parallel_loader.MpDeviceLoader",
-            "torch_xla.runtime", "torch_xla.runtime.world_size"} <= names
+    assert {
+        "torch_xla.distributed.parallel_loader",
+        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+        "torch_xla.runtime",
+        "torch_xla.runtime.world_size",
+    } <= names
     assert prose_lines("markdown", "Set XLA_USE_BF16.\n```bash\nexport XLA_USE_BF16=1\n```\n") == {1}
     assert prose_lines("python", '"""Uses XLA_USE_BF16."""\nimport os  # XLA_USE_BF16\n# all\n') == {1, 3}

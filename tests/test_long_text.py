@@ -11,18 +11,23 @@ import sys
 from xrt2pjrt.report import MESSAGE_ROOM, shortened
 from xrt2pjrt.rule_index import WHY
 
-TRAIN = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-         "def main():\n    def _mp_fn(index):\n        pass\n    xmp.spawn(_mp_fn)\n")
+TRAIN = (
+    "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+    "def main():\n    def _mp_fn(index):\n        pass\n    xmp.spawn(_mp_fn)\n"
+)
 RULE = "spawn-unpicklable"
 WHAT = "move fn to module level"
-WHY_HERE = ("pickle refuses fn (`_mp_fn`, a function defined in main): define it at module level; torch_xla 2.x's "
-            "xmp.spawn pickles fn and args for each process, even with start_method='fork'")
+WHY_HERE = (
+    "pickle refuses fn (`_mp_fn`, a function defined in main): define it at module level; torch_xla 2.x's "
+    "xmp.spawn pickles fn and args for each process, even with start_method='fork'"
+)
 
 
 def _migrate(tmp_path, *args) -> subprocess.CompletedProcess:
     (tmp_path / "train.py").write_text(TRAIN)
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "train.py", *args], cwd=tmp_path,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "train.py", *args], cwd=tmp_path, capture_output=True, text=True
+    )
 
 
 def test_json_gives_the_short_message_and_the_long_text(tmp_path):
@@ -48,8 +53,10 @@ def test_the_text_report_gives_one_short_line_an_item(tmp_path):
 
 
 def test_a_message_too_long_for_a_report_is_cut_at_a_clause_and_says_so():
-    said = ("xm.rendezvous with replicas=list(range(world // 2)): under PJRT every replica must join (a subset "
-            "raises ValueError); use all replicas or a host-side barrier")
+    said = (
+        "xm.rendezvous with replicas=list(range(world // 2)): under PJRT every replica must join (a subset "
+        "raises ValueError); use all replicas or a host-side barrier"
+    )
     assert shortened(said, MESSAGE_ROOM) == "xm.rendezvous with replicas=list(range(world // 2))..."  # a clause's end
     assert shortened(said, 60) == "xm.rendezvous with replicas=list(range(world // 2))..."
     # no end of clause, phrase or word in the second half of the room: cut in the word

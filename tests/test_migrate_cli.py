@@ -105,10 +105,13 @@ def test_check_is_red_while_a_spot_is_open_and_green_once_settled(tree):
     assert stale.exit_code == 1 and "decide [manual-unused-marker] remove this marker" in stale.stderr
 
 
-@pytest.mark.parametrize("bad_bytes, line", [
-    (b"import torch_xla.core.xla_model as xm\n\ndef f(:\n    xm.get_ordinal()\n", 3),
-    (b"import torch_xla.core.xla_model as xm\nx = 1\nname = '\xff\xfe'\n", 3),
-])
+@pytest.mark.parametrize(
+    "bad_bytes, line",
+    [
+        (b"import torch_xla.core.xla_model as xm\n\ndef f(:\n    xm.get_ordinal()\n", 3),
+        (b"import torch_xla.core.xla_model as xm\nx = 1\nname = '\xff\xfe'\n", 3),
+    ],
+)
 def test_bad_file_is_reported_with_line_left_identical_and_others_still_processed(tree, bad_bytes, line):
     bad = tree / "broken.py"
     bad.write_bytes(bad_bytes)
@@ -143,7 +146,9 @@ def test_a_rewriter_bug_costs_one_file_not_the_run(tree, monkeypatch):
 
 def test_each_item_to_decide_is_one_line_of_output(tree):
     """FILE:LINE: lines are what editors and CI read; a quoted bash error spans several."""
-    (tree / "README.md").write_text("Run:\n\n```\nexport XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\nif true; then\n```\n")
+    (tree / "README.md").write_text(
+        "Run:\n\n```\nexport XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\nif true; then\n```\n"
+    )
     result = run("migrate", tree)
     (line,) = [line for line in result.stderr.splitlines() if "README.md" in line]
     assert line.startswith(f"{tree / 'README.md'}:4:1: decide [env-shell-xrt-tpu-config] code block left as it was")
@@ -158,15 +163,21 @@ def test_lines_a_message_cites_are_those_of_the_file_as_written(tmp_path):
         "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
         "NUM_CORES = 8\nDEVICE = xm.xla_device()\n\ndef _mp_fn(index):\n"
         "    sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())\n\n"
-        "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, nprocs=NUM_CORES)\n")
+        "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, nprocs=NUM_CORES)\n"
+    )
 
     def decided(*options: str) -> list[str]:
-        return [line.split(": decide ", 1)[1] for line in run("migrate", *options, tmp_path / "train.py").stderr.splitlines()
-                if ": decide " in line]
+        return [
+            line.split(": decide ", 1)[1]
+            for line in run("migrate", *options, tmp_path / "train.py").stderr.splitlines()
+            if ": decide " in line
+        ]
 
     preview, written, second = decided(), decided("--write"), decided()
-    assert any("(line 8: `sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())`)" in item
-               for item in preview) and any(item.endswith("spawned fn (line 5)") for item in preview)
+    assert any(
+        "(line 8: `sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())`)" in item
+        for item in preview
+    ) and any(item.endswith("spawned fn (line 5)") for item in preview)
     assert written == second  # the second pass reads the file as written, and says the same
     lines = (tmp_path / "train.py").read_text().splitlines()
     assert lines[8] == "    sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xr.global_ordinal())"
@@ -176,21 +187,36 @@ def test_lines_a_message_cites_are_those_of_the_file_as_written(tmp_path):
 
 
 def test_lines_of_a_notebooks_cell_a_message_cites_are_those_of_the_cell_as_written(tmp_path):
-    source = ["import torch_xla.core.xla_model as xm\n", "import torch_xla.distributed.xla_multiprocessing as xmp\n",
-              "NUM_CORES = 8\n", "DEVICE = xm.xla_device()\n", "def _mp_fn(index):\n",
-              "    sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())\n",
-              "xmp.spawn(_mp_fn, nprocs=NUM_CORES)\n"]
-    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# Train\n"]},
-             {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}]
-    (tmp_path / "train.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    source = [
+        "import torch_xla.core.xla_model as xm\n",
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n",
+        "NUM_CORES = 8\n",
+        "DEVICE = xm.xla_device()\n",
+        "def _mp_fn(index):\n",
+        "    sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())\n",
+        "xmp.spawn(_mp_fn, nprocs=NUM_CORES)\n",
+    ]
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Train\n"]},
+        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None},
+    ]
+    (tmp_path / "train.ipynb").write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
 
     def decided(*options: str) -> list[str]:
-        return [line.split(": decide ", 1)[1] for line in run("migrate", *options, tmp_path / "train.ipynb").stderr.splitlines()
-                if ": decide " in line]
+        return [
+            line.split(": decide ", 1)[1]
+            for line in run("migrate", *options, tmp_path / "train.ipynb").stderr.splitlines()
+            if ": decide " in line
+        ]
 
     preview, written, second = decided(), decided("--write"), decided()
-    assert any("(line 6 of cell 2: `sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())`)"
-               in item for item in preview) and any(item.endswith("(line 4 of cell 2)") for item in preview)
+    assert any(
+        "(line 6 of cell 2: `sampler = DistributedSampler(data, num_replicas=NUM_CORES, rank=xm.get_ordinal())`)"
+        in item
+        for item in preview
+    ) and any(item.endswith("(line 4 of cell 2)") for item in preview)
     assert written == second
     cell = "".join(json.loads((tmp_path / "train.ipynb").read_text())["cells"][1]["source"]).splitlines()
     device = cell.index("DEVICE = torch_xla.device()") + 1
@@ -205,18 +231,22 @@ def test_a_todo_line_stays_an_item_where_a_second_pass_no_longer_reports_its_spo
     dropped defval; a second pass sees nothing to report there. Its summary said "0 items
     to decide by hand", and --check passed, as if the migration were done."""
     (tmp_path / "a.py").write_text("import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(4)\n")
-    (tmp_path / "b.py").write_text("# xrt2pjrt: skip-file\n# TODO(xrt2pjrt): the owner's own [api-ordinal]\nimport torch_xla\n")
+    (tmp_path / "b.py").write_text(
+        "# xrt2pjrt: skip-file\n# TODO(xrt2pjrt): the owner's own [api-ordinal]\nimport torch_xla\n"
+    )
     (tmp_path / "README.md").write_text("Each decision gets a `# TODO(xrt2pjrt): ...` line.\n")  # prose: not one
     written = run("migrate", "--write", tmp_path, "--report", tmp_path.parent / "written.json")
     assert written.stderr.splitlines()[-2].endswith(
-        "1 item to decide by hand, 1 TODO(xrt2pjrt) line in 1 file (grep -rn 'TODO(xrt2pjrt)' finds them).")
+        "1 item to decide by hand, 1 TODO(xrt2pjrt) line in 1 file (grep -rn 'TODO(xrt2pjrt)' finds them)."
+    )
     report = tmp_path.parent / "second.json"
     second = run("migrate", "--check", tmp_path, "--report", report)
     assert second.exit_code == 1
     assert f"{tmp_path / 'a.py'}:4:1: decide [api-world-size] check nothing relied on defval=" in second.stderr
     assert second.stderr.splitlines()[-2] == (
         "3 files seen, 0 would change (0 changes), 1 item to decide by hand, "
-        "1 TODO(xrt2pjrt) line already in 1 file (grep -rn 'TODO(xrt2pjrt)' finds them).")
+        "1 TODO(xrt2pjrt) line already in 1 file (grep -rn 'TODO(xrt2pjrt)' finds them)."
+    )
     summary = json.loads(report.read_text())["summary"]
     assert (summary["manual"], summary["todo_lines"], summary["files_with_todo_lines"]) == (1, 1, 1)
     (tmp_path / "a.py").write_text("import torch_xla.runtime as xr\n\nn = xr.world_size()\n")  # settled
@@ -275,14 +305,19 @@ def test_rules_json_lists_every_rule():
         assert set(row) == {"id", "family", "kind", "fix", "safe", "summary", "why", "example", "examples"}
         assert set(row["example"]) == {"before", "after"} and row["id"].startswith(row["family"] + "-")
         assert row["fix"] in ("safe", "unsafe", "none") and row["safe"] is (row["fix"] != "unsafe")
-    assert {"spawn-nprocs-literal", "api-world-size", "env-xrt-tpu-config", "dist-init-method"} <= {r["id"] for r in rows}
+    assert {"spawn-nprocs-literal", "api-world-size", "env-xrt-tpu-config", "dist-init-method"} <= {
+        r["id"] for r in rows
+    }
 
 
-@pytest.mark.parametrize("name, raw", [
-    ("crlf.py", LEGACY.replace("\n", "\r\n").encode()),
-    ("bom.py", codecs.BOM_UTF8 + ("# café\n" + LEGACY).encode()),
-    ("latin1.py", ("# -*- coding: latin-1 -*-\n# café\n" + LEGACY).encode("latin-1")),
-])
+@pytest.mark.parametrize(
+    "name, raw",
+    [
+        ("crlf.py", LEGACY.replace("\n", "\r\n").encode()),
+        ("bom.py", codecs.BOM_UTF8 + ("# café\n" + LEGACY).encode()),
+        ("latin1.py", ("# -*- coding: latin-1 -*-\n# café\n" + LEGACY).encode("latin-1")),
+    ],
+)
 def test_encoding_line_endings_and_bom_survive(tmp_path, name, raw):
     path = tmp_path / name
     path.write_bytes(raw)
@@ -347,16 +382,27 @@ def test_preview_of_an_absolute_path_names_it_as_it_is(tree):
     assert preview.startswith(f"--- {tree / 'train.py'}\n")
 
 
-@pytest.mark.parametrize("source, item, cited", [
-    # an import added in the block of the rewritten call it serves: 'line 2' named the import
-    ("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
-     "n = xm.xrt_world_size()\nxmp.spawn(main, nprocs=8)\n", 5, 3),
-    # two functions alike: the TODO line above the first spawn split it from its def, and the
-    # item went to the second function's spawn
-    ("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
-     "n = xm.xrt_world_size()\ndef main(index):\n    xmp.spawn(main, nprocs=8)\ndef main(index):\n"
-     "    xmp.spawn(main, nprocs=8)\n", 6, 3),
-])
+@pytest.mark.parametrize(
+    "source, item, cited",
+    [
+        # an import added in the block of the rewritten call it serves: 'line 2' named the import
+        (
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
+            "n = xm.xrt_world_size()\nxmp.spawn(main, nprocs=8)\n",
+            5,
+            3,
+        ),
+        # two functions alike: the TODO line above the first spawn split it from its def, and the
+        # item went to the second function's spawn
+        (
+            "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
+            "n = xm.xrt_world_size()\ndef main(index):\n    xmp.spawn(main, nprocs=8)\ndef main(index):\n"
+            "    xmp.spawn(main, nprocs=8)\n",
+            6,
+            3,
+        ),
+    ],
+)
 def test_an_item_and_the_lines_it_cites_are_placed_in_the_file_as_written(tmp_path, source, item, cited):
     (tmp_path / "t.py").write_text(source)
     written = run("migrate", "--write", tmp_path / "t.py").stderr
@@ -372,16 +418,24 @@ def test_files_a_gitignore_passes_over_are_named_not_skipped_without_a_word(tmp_
     the run said 'no files found' and --check passed."""
     (tmp_path / ".git").mkdir()
     (tmp_path / ".gitignore").write_text("*.ipynb\n*.log\nbuild/\n")
-    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-            "source": ["import torch_xla.distributed.xla_multiprocessing as xmp\n", "xmp.spawn(f, nprocs=8)\n"]}
-    (tmp_path / "XLA_ddp.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    cell = {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "execution_count": None,
+        "source": ["import torch_xla.distributed.xla_multiprocessing as xmp\n", "xmp.spawn(f, nprocs=8)\n"],
+    }
+    (tmp_path / "XLA_ddp.ipynb").write_text(
+        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
     (tmp_path / "run.log").write_text("not a kind any rewriter reads\n")
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "t.py").write_text(LEGACY)  # an ignored folder is not walked, as git would not
     (tmp_path / "train.py").write_text(CLEAN)
     ran = run("migrate", "--check", tmp_path)
     assert ran.exit_code == 0
-    assert (f"XRT-era words in ignored files, not migrated: {tmp_path / 'XLA_ddp.ipynb'} (name a file to migrate "
-            "it)") in ran.stderr
+    assert (
+        f"XRT-era words in ignored files, not migrated: {tmp_path / 'XLA_ddp.ipynb'} (name a file to migrate it)"
+    ) in ran.stderr
     assert ran.stderr.endswith("1 skipped as ignored.\n")  # build/ is skipped as build output, not counted
     assert run("migrate", "--check", tmp_path / "XLA_ddp.ipynb").exit_code == 1  # named, it is migrated

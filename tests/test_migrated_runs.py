@@ -63,8 +63,9 @@ def _env() -> dict[str, str]:
 
 
 def _xrt2pjrt(*words: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", *words], cwd=cwd, env=_env(), capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", *words], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600
+    )
 
 
 def _kernel(tmp_path: Path, reduced: str) -> Path:
@@ -96,6 +97,8 @@ def test_a_crash_at_a_spot_the_migration_marked_names_its_item(tmp_path):
     ran = _xrt2pjrt("run", "--nprocs", "2", "train.py", cwd=tmp_path)
     assert ran.returncode == 1 and "UnpicklingError" in ran.stderr
     last = ran.stderr.strip().splitlines()[-1]
-    assert last == (f"xrt2pjrt run: it stopped at a spot the migration marked to decide: train.py:{spot}: "
-                    "[manual-mesh-reduce-objects] pass a tensor or a Python number "
-                    "(xrt2pjrt rules manual-mesh-reduce-objects says why)"), last
+    assert last == (
+        f"xrt2pjrt run: it stopped at a spot the migration marked to decide: train.py:{spot}: "
+        "[manual-mesh-reduce-objects] pass a tensor or a Python number "
+        "(xrt2pjrt rules manual-mesh-reduce-objects says why)"
+    ), last

@@ -12,8 +12,17 @@ import pytest
 # An item to decide in the second cell, on its third line, four spaces in.
 CELLS = [
     {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n", "On a TPU pod.\n"]},
-    {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-     "source": ["import torch_xla.core.xla_model as xm\n", "if True:\n", "    xm.rendezvous('x', replicas=[0, 1])\n"]},
+    {
+        "cell_type": "code",
+        "metadata": {},
+        "execution_count": None,
+        "outputs": [],
+        "source": [
+            "import torch_xla.core.xla_model as xm\n",
+            "if True:\n",
+            "    xm.rendezvous('x', replicas=[0, 1])\n",
+        ],
+    },
 ]
 RULE = "manual-rendezvous-subset"
 
@@ -25,8 +34,9 @@ def _notebook(tmp_path):
 
 
 def _run(path, *args) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", path.name, *args], cwd=path.parent,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", path.name, *args], cwd=path.parent, capture_output=True, text=True
+    )
     assert done.returncode in (0, 1), done.stderr
     return done
 
@@ -56,8 +66,10 @@ def test_json_gives_the_cell_and_the_line_and_columns_in_it(tmp_path):
     report = _report(_notebook(tmp_path), "json")
     (item,) = report["files"][0]["manual"]
     assert (item["rule"], item["cell"]) == (RULE, 2)
-    assert item["range"] == {"start": {"line": 3, "column": 5},
-                             "end": {"line": 3, "column": len("    xm.rendezvous('x', replicas=[0, 1])") + 1}}
+    assert item["range"] == {
+        "start": {"line": 3, "column": 5},
+        "end": {"line": 3, "column": len("    xm.rendezvous('x', replicas=[0, 1])") + 1},
+    }
 
 
 def test_sarif_gives_the_region_in_the_cell_and_the_cell_as_a_property(tmp_path):

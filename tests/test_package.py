@@ -44,8 +44,13 @@ def dist(tmp_path_factory) -> Path:
             target.write_bytes(source.read_bytes())
             target.chmod(source.stat().st_mode)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(work)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(work)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out
 
@@ -59,8 +64,12 @@ def test_the_wheel_carries_license_guide_and_data(dist):
         for page in ("MIGRATION.md", "RULES.md"):
             assert wheel.read(f"xrt2pjrt/docs/{page}") == (ROOT / "docs" / page).read_bytes()
         # the generated index, the API tables, and every family package of rules (`import` too)
-        assert {"xrt2pjrt/rule_index.py", "xrt2pjrt/python/api_surface.txt", "xrt2pjrt/python/settings_surface.txt",
-                "xrt2pjrt/rules/import/import_gone_module.py"} <= names
+        assert {
+            "xrt2pjrt/rule_index.py",
+            "xrt2pjrt/python/api_surface.txt",
+            "xrt2pjrt/python/settings_surface.txt",
+            "xrt2pjrt/rules/import/import_gone_module.py",
+        } <= names
         assert not [n for n in names if n.startswith(("tests/", "bench/"))]
         metadata = email.message_from_bytes(wheel.read(f"{info}/METADATA"))
     assert metadata["License-Expression"] == "Apache-2.0" and metadata["Version"] == __version__
@@ -79,38 +88,88 @@ def test_the_wheel_carries_license_guide_and_data(dist):
 def test_an_installed_wheel_shows_the_guide(dist, tmp_path):
     site = tmp_path / "site"
     wheel = next(dist.glob("*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(site)}
-    where = subprocess.run([sys.executable, "-m", "xrt2pjrt", "guide", "--path"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=60)
+    where = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "guide", "--path"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()) == site / "xrt2pjrt" / "docs" / "MIGRATION.md"
-    shown = subprocess.run([sys.executable, "-m", "xrt2pjrt", "guide", "--rules"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "guide", "--rules"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.stdout == (ROOT / "docs" / "RULES.md").read_text(encoding="utf-8")
 
 
 def test_the_sdist_holds_a_test_suite_that_runs(dist, tmp_path):
     with tarfile.open(dist / f"{NAME}.tar.gz") as sdist:
         names = set(sdist.getnames())
-        for needed in ("LICENSE", "tests/conftest.py", "tests/stand_ins/gcloud", "tests/fixtures", "docs/RULES.md",
-                       "examples/legacy_mnist/train.py", ".pre-commit-hooks.yaml", "setup.py"):
+        for needed in (
+            "LICENSE",
+            "tests/conftest.py",
+            "tests/stand_ins/gcloud",
+            "tests/fixtures",
+            "docs/RULES.md",
+            "examples/legacy_mnist/train.py",
+            ".pre-commit-hooks.yaml",
+            "setup.py",
+        ):
             assert f"{NAME}/{needed}" in names, needed
         assert not [n for n in names if "__pycache__" in n or ".hypothesis" in n]
         sdist.extractall(tmp_path, filter="tar")
     unpacked = tmp_path / NAME
     assert os.access(unpacked / "tests" / "stand_ins" / "gcloud", os.X_OK)  # modes survive
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(unpacked)}
-    collected = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"],
-                               cwd=unpacked, env=env, capture_output=True, text=True, timeout=600)
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"],
+        cwd=unpacked,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert collected.returncode == 0, collected.stdout[-3000:]
     assert re.search(r"\d{3,} tests collected", collected.stdout), collected.stdout[-500:]
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_guide.py",
-                          "tests/test_rule_families.py", "tests/runtime/test_launch.py"],
-                         cwd=unpacked, env=env, capture_output=True, text=True, timeout=900)
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_guide.py",
+            "tests/test_rule_families.py",
+            "tests/runtime/test_launch.py",
+        ],
+        cwd=unpacked,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert ran.returncode == 0, ran.stdout[-3000:]
     # ... and it is the sdist's code that ran, not this checkout's.
-    where = subprocess.run([sys.executable, "-c", "import xrt2pjrt; print(xrt2pjrt.__file__)"], cwd=unpacked,
-                           env=env, capture_output=True, text=True)
+    where = subprocess.run(
+        [sys.executable, "-c", "import xrt2pjrt; print(xrt2pjrt.__file__)"],
+        cwd=unpacked,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert where.stdout.strip() == str(unpacked / "xrt2pjrt" / "__init__.py")

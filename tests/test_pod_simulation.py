@@ -120,23 +120,46 @@ class Pod:
         self.script = script
         self.port = port or _free_port()
         self.env = {
-            **os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", "PJRT_DEVICE": "TPU",
-            "TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v4-16", "TPU_HOST_BOUNDS": "1,1,2",
-            "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1", "TPU_WORKER_HOSTNAMES": ",".join(HOSTS),
-            "SIM_LOCAL_PROCESSES": "2", "SIM_ORDER": order, "SIM_OUT": str(self.out), "SIM_PLAN": json.dumps(plan),
-            "XRT2PJRT_RENDEZVOUS_PORT": str(self.port), "XRT2PJRT_RENDEZVOUS_TIMEOUT": str(timeout),
-            "XRT2PJRT_JOB_SECRET": uuid.uuid4().hex, **env,
+            **os.environ,
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}",
+            "PJRT_DEVICE": "TPU",
+            "TPU_SKIP_MDS_QUERY": "1",
+            "TPU_ACCELERATOR_TYPE": "v4-16",
+            "TPU_HOST_BOUNDS": "1,1,2",
+            "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1",
+            "TPU_WORKER_HOSTNAMES": ",".join(HOSTS),
+            "SIM_LOCAL_PROCESSES": "2",
+            "SIM_ORDER": order,
+            "SIM_OUT": str(self.out),
+            "SIM_PLAN": json.dumps(plan),
+            "XRT2PJRT_RENDEZVOUS_PORT": str(self.port),
+            "XRT2PJRT_RENDEZVOUS_TIMEOUT": str(timeout),
+            "XRT2PJRT_JOB_SECRET": uuid.uuid4().hex,
+            **env,
         }
-        for name in ("MASTER_ADDR", "MASTER_PORT", "XRT2PJRT_RENDEZVOUS_TRANSPORT", "XLA_USE_SPMD",
-                     "PJRT_LOCAL_PROCESS_RANK", "PJRT_LOCAL_PROCESS_COUNT", "CLOUD_TPU_TASK_ID"):
+        for name in (
+            "MASTER_ADDR",
+            "MASTER_PORT",
+            "XRT2PJRT_RENDEZVOUS_TRANSPORT",
+            "XLA_USE_SPMD",
+            "PJRT_LOCAL_PROCESS_RANK",
+            "PJRT_LOCAL_PROCESS_COUNT",
+            "CLOUD_TPU_TASK_ID",
+        ):
             if name not in env:
                 self.env.pop(name, None)
         self.hosts: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, worker: int, **env) -> subprocess.Popen:
         """Start a host program (``name`` tells apart several on one worker)."""
-        process = subprocess.Popen([sys.executable, str(self.script)], env={**self.env, "TPU_WORKER_ID": str(worker), **env},
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, str(self.script)],
+            env={**self.env, "TPU_WORKER_ID": str(worker), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.hosts[name] = process
         return process
 
@@ -220,9 +243,16 @@ def test_a_host_that_dies(tmp_path):
     """Worker 1 is killed while worker 0 waits: worker 0's replicas give up at the timeout,
     naming the replicas that never came. Then the store's host is killed while worker 1's
     replicas wait: they know at once, not after the timeout."""
-    pod = Pod(tmp_path, {"0": [STARTED, ["rendezvous", "after", []]], "1": [STARTED, ["rendezvous", "after", []]],
-                         "2": [STARTED, ["sleep", 60]], "3": [STARTED, ["sleep", 60]]},
-              timeout=6)
+    pod = Pod(
+        tmp_path,
+        {
+            "0": [STARTED, ["rendezvous", "after", []]],
+            "1": [STARTED, ["rendezvous", "after", []]],
+            "2": [STARTED, ["sleep", 60]],
+            "3": [STARTED, ["sleep", 60]],
+        },
+        timeout=6,
+    )
     pod.start("0", 0)
     pod.start("1", 1)
     _wait_until_at("sleep", pod, (2, 3))
@@ -234,9 +264,15 @@ def test_a_host_that_dies(tmp_path):
         assert outcome.startswith("RendezvousTimeout") and "replicas [2, 3] never arrived" in outcome
         assert 6 - 0.5 < left - arrived < 6 + 2.0
 
-    pod = Pod(tmp_path, {"*": [["rendezvous", "start", []], ["rendezvous", "after", []]],
-                         "0": [["rendezvous", "start", []], ["sleep", 60]], "1": [["rendezvous", "start", []], ["sleep", 60]]},
-              timeout=60)
+    pod = Pod(
+        tmp_path,
+        {
+            "*": [["rendezvous", "start", []], ["rendezvous", "after", []]],
+            "0": [["rendezvous", "start", []], ["sleep", 60]],
+            "1": [["rendezvous", "start", []], ["sleep", 60]],
+        },
+        timeout=60,
+    )
     pod.start("0", 0)
     pod.start("1", 1)
     _wait_until_at("sleep", pod, (0, 1))
@@ -320,16 +356,25 @@ def test_two_jobs_on_one_port_never_mix(tmp_path):
 def test_under_spmd_ordinals_count_processes_and_everything_built_on_them_follows(tmp_path):
     """One SPMD process per host, launched without spawn, the runtime not yet started."""
     saved = tmp_path / "checkpoint.pt"
-    common = [["rendezvous", "start", []], ["master_print"], ["do_on_ordinals", [0]], ["save", str(saved)],
-              ["rendezvous", "both", [1, 0]]]
-    pod = Pod(tmp_path, {"0": common, "1": common + [["rendezvous", "alone", [1]]]}, SIM_LAUNCH="direct",
-              XLA_USE_SPMD="1")
+    common = [
+        ["rendezvous", "start", []],
+        ["master_print"],
+        ["do_on_ordinals", [0]],
+        ["save", str(saved)],
+        ["rendezvous", "both", [1, 0]],
+    ]
+    pod = Pod(
+        tmp_path, {"0": common, "1": common + [["rendezvous", "alone", [1]]]}, SIM_LAUNCH="direct", XLA_USE_SPMD="1"
+    )
     pod.start("0", 0)
     pod.start("1", 1)
     ended = pod.finish()
     _succeeded(ended)
     replicas = pod.replicas()
-    assert {o: (r["world"], r["local"], r["master"]) for o, r in replicas.items()} == {0: (2, 0, True), 1: (2, 0, False)}
+    assert {o: (r["world"], r["local"], r["master"]) for o, r in replicas.items()} == {
+        0: (2, 0, True),
+        1: (2, 0, False),
+    }
     for ordinal, record in replicas.items():
         steps = _steps(record)
         assert steps["start"][1] == steps["both"][1] == ["0", "1"]
@@ -346,8 +391,14 @@ def test_a_launch_without_spawn(tmp_path):
     """Per-host launches, one process each (PJRT's process variables, as torchrun or
     nprocs=1 leave them): before the runtime starts the shim refuses to guess; after, the
     processes meet. PJRT put ordinal 0 on worker 1."""
-    pod = Pod(tmp_path, {"*": [["rendezvous", "start", []], ["mesh_reduce", "m", 4]]}, order="1,0",
-              SIM_LAUNCH="direct", PJRT_LOCAL_PROCESS_COUNT="1", PJRT_LOCAL_PROCESS_RANK="0")
+    pod = Pod(
+        tmp_path,
+        {"*": [["rendezvous", "start", []], ["mesh_reduce", "m", 4]]},
+        order="1,0",
+        SIM_LAUNCH="direct",
+        PJRT_LOCAL_PROCESS_COUNT="1",
+        PJRT_LOCAL_PROCESS_RANK="0",
+    )
     pod.start("1", 1)
     pod.start("0", 0)
     _succeeded(pod.finish())
@@ -355,17 +406,29 @@ def test_a_launch_without_spawn(tmp_path):
     assert sorted(replicas) == [0, 1]
     assert all(_steps(r)["start"][1] == ["0", "1"] and r["world"] == 2 for r in replicas.values())
     refused = (pod.out / "before-0.txt").read_text()
-    assert "xm.get_ordinal() before torch_xla's runtime started in this process, which is process 0 of 2 " \
-           "on host 0 of 2 (PJRT process variables)" in refused
+    assert (
+        "xm.get_ordinal() before torch_xla's runtime started in this process, which is process 0 of 2 "
+        "on host 0 of 2 (PJRT process variables)" in refused
+    )
 
 
 def test_torchrun_on_one_host_meets_on_loopback_with_a_secret_no_one_set(tmp_path):
     """torchrun's variables (two local processes), no XRT2PJRT_JOB_SECRET: the children of one
     parent derive the same secret; rank 0 serves at 127.0.0.1:MASTER_PORT+1."""
     port = _free_port()
-    pod = Pod(tmp_path, {"*": [["rendezvous", "start", []], ["rendezvous", "end", []]]}, order="0,1",
-              SIM_LAUNCH="direct", TPU_HOST_BOUNDS="1,1,1", TPU_ACCELERATOR_TYPE="v4-8", TPU_WORKER_HOSTNAMES="",
-              MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port - 1), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
+    pod = Pod(
+        tmp_path,
+        {"*": [["rendezvous", "start", []], ["rendezvous", "end", []]]},
+        order="0,1",
+        SIM_LAUNCH="direct",
+        TPU_HOST_BOUNDS="1,1,1",
+        TPU_ACCELERATOR_TYPE="v4-8",
+        TPU_WORKER_HOSTNAMES="",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port - 1),
+        WORLD_SIZE="2",
+        LOCAL_WORLD_SIZE="2",
+    )
     del pod.env["XRT2PJRT_JOB_SECRET"], pod.env["XRT2PJRT_RENDEZVOUS_PORT"]
     for rank in (1, 0):
         pod.start(str(rank), 0, RANK=str(rank), LOCAL_RANK=str(rank), GROUP_RANK="0", CLOUD_TPU_TASK_ID=str(rank))

@@ -41,7 +41,9 @@ def test_a_fixture_written_before_a_rule_gets_that_rules_todo_lines(tmp_path):
     shutil.copy(SHELL / "env_vars.sh", before)
     whole = (SHELL / "env_vars.expected.sh").read_text()
     assert "[env-shell-xrt-unused]" in whole
-    expected.write_text("".join(line for line in whole.splitlines(keepends=True) if "[env-shell-xrt-unused]" not in line))
+    expected.write_text(
+        "".join(line for line in whole.splitlines(keepends=True) if "[env-shell-xrt-unused]" not in line)
+    )
     options = Options(rules=frozenset(all_rules()), unsafe_fixes=True, width=width.for_kind("shell", width.Width()))
     assert refresh.refresh_fixture(before, expected, options) == "written"
     assert expected.read_text() == whole
@@ -72,7 +74,9 @@ EXAMPLES = (
 
 
 def test_an_examples_after_is_written_as_a_dedent_block_and_dedent_imported():
-    after = "import os\n# TODO(xrt2pjrt): use xr.global_ordinal() [env-xrt-replica-vars]\nos.environ['XRT_SHARD_ORDINAL']\n"
+    after = (
+        "import os\n# TODO(xrt2pjrt): use xr.global_ordinal() [env-xrt-replica-vars]\nos.environ['XRT_SHARD_ORDINAL']\n"
+    )
     code = refresh.with_afters(MODULE, {1: after}, count=2)
     assert "from xrt2pjrt.registry import Example, dedent\n" in code
     assert '        dedent("""\n            import os\n            # TODO(xrt2pjrt): use' in code

@@ -25,8 +25,9 @@ CASES = [
 def _run(rule, example, text):
     # (with unsafe fixes made: an example documents the fix)
     # (and the width a project without settings has: 88 for Python, 100 for the text kinds)
-    options = Options(rules=frozenset({rule.id}), unsafe_fixes=True,
-                      width=width.for_kind(rule.kind, width.Width()), **example.options)
+    options = Options(
+        rules=frozenset({rule.id}), unsafe_fixes=True, width=width.for_kind(rule.kind, width.Width()), **example.options
+    )
     return codemod.rewrite(rule.kind, text, options)
 
 
@@ -75,7 +76,9 @@ def test_summary_is_one_short_line_and_the_why_says_more(rule_id, rule):
     assert "\n" not in rule.summary and len(rule.summary) <= SUMMARY_ROOM, (len(rule.summary), rule.summary)
     why = (sys.modules[rule.__module__].__doc__ or "").strip()
     assert why, "the rule's module needs a docstring: its why"
-    assert all(_words(paragraph) != _words(rule.summary) for paragraph in why.split("\n\n")), "the why repeats the summary"
+    assert all(_words(paragraph) != _words(rule.summary) for paragraph in why.split("\n\n")), (
+        "the why repeats the summary"
+    )
     assert len(why.split()) >= 2 * len(rule.summary.split()), "the why must say more than the summary"
 
 

@@ -16,7 +16,7 @@ from xrt2pjrt.registry import CHECKLIST, RENAMED, Example, Rule, all_rules, fami
 TREE = {
     "train.py": "import os\nos.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'\n",
     "run.sh": 'export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n'
-              "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU -- python3 train.py\n",
+    "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU -- python3 train.py\n",
     "Dockerfile": "FROM python:3.11\nENV XRT_TPU_CONFIG=localservice;0;localhost:51011\n",
     "job.yaml": "env:\n  - name: XRT_TPU_CONFIG\n    value: localservice;0;localhost:51011\n",
 }
@@ -25,8 +25,14 @@ TREE = {
 def xrt2pjrt(*args, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_", "NO_COLOR", "FORCE_COLOR"))}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)  # this checkout's code, wherever installed from
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -68,8 +74,17 @@ def test_select_env_migrates_the_variables_of_every_file_kind(tree):
 
 
 def test_select_and_ignore_take_comma_lists(tree):
-    ran = xrt2pjrt("migrate", "--write", "--unsafe-fixes", "--select", "env,launch", "--ignore",
-                   "env-xrt,env-shell-xrt-unused", ".", cwd=tree)
+    ran = xrt2pjrt(
+        "migrate",
+        "--write",
+        "--unsafe-fixes",
+        "--select",
+        "env,launch",
+        "--ignore",
+        "env-xrt,env-shell-xrt-unused",
+        ".",
+        cwd=tree,
+    )
     assert ran.returncode == 0, ran.stderr
     assert "XRT_TPU_CONFIG" in (tree / "train.py").read_text()  # env-xrt-* (Python) ignored
     run_sh = (tree / "run.sh").read_text()

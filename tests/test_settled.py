@@ -20,8 +20,11 @@ def _check(tree, detail: bool = False) -> tuple[int, list[tuple]]:
     """``migrate --check``'s exit code, and every item and change it reports (file, line, rule,
     and with ``detail`` its long text)."""
     ran = xrt2pjrt("migrate", "--check", "--output-format", "json", ".", cwd=tree)
-    found = [(f["path"].rsplit("/", 1)[-1], item["range"]["start"]["line"], item["rule"], *[item["detail"]] * detail)
-             for f in json.loads(ran.stdout)["files"] for item in f["manual"] + f["changes"]]
+    found = [
+        (f["path"].rsplit("/", 1)[-1], item["range"]["start"]["line"], item["rule"], *[item["detail"]] * detail)
+        for f in json.loads(ran.stdout)["files"]
+        for item in f["manual"] + f["changes"]
+    ]
     return ran.returncode, found
 
 
@@ -56,8 +59,10 @@ def test_every_todo_line_stays_open_until_settled_by_its_marker_or_deleted(tmp_p
 
 
 def test_a_marker_above_a_statement_keeps_only_the_rules_it_names_off():
-    marks = Suppressions("# xrt2pjrt: ignore[manual-save-barrier]  read at the next run only\n# another comment\n"
-                         "xm.save(m, p)\n\nxm.save(m, p)\n")
+    marks = Suppressions(
+        "# xrt2pjrt: ignore[manual-save-barrier]  read at the next run only\n# another comment\n"
+        "xm.save(m, p)\n\nxm.save(m, p)\n"
+    )
     assert marks.covers("manual-save-barrier", 3) and not marks.covers("api-xla-device", 3)
     assert not marks.covers("manual-save-barrier", 5)
 
@@ -65,46 +70,73 @@ def test_a_marker_above_a_statement_keeps_only_the_rules_it_names_off():
 HEAD = "import numpy as np\nimport torch_xla.core.xla_model as xm\n\n"
 # Each manual rule's spot, and the same spot fixed as its TODO line advises.
 FIXED_AS_ADVISED = {
-    "manual-borrowed-alias": ("from tpu_utils import xm\n\nn = xm.xrt_world_size()\n",
-                              "import torch_xla.runtime as xr\n\nn = xr.world_size()\n"),
-    "manual-device-probe": (HEAD + "def has_tpu():\n    try:\n        _ = xm.xla_device()\n        return True\n"
-                            "    except RuntimeError:\n        return False\n",
-                            "import torch_xla.runtime as xr\n\ndef has_tpu():\n    return xr.device_type() == 'TPU'\n"),
-    "manual-memory-info": (HEAD + "free = xm.get_memory_info(device)['kb_free']\n",
-                           HEAD + "info = xm.get_memory_info(device)\nfree = (info['bytes_limit'] - info['bytes_used']) // 1024\n"),
-    "manual-mesh-reduce-objects": (HEAD + "from sklearn import metrics\n\n"
-                                   "acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
-                                   HEAD + "from sklearn import metrics\n\n"
-                                   "acc = xm.mesh_reduce('acc', float(metrics.accuracy_score(y, p)), np.mean)\n"),
-    "manual-mp-model-wrapper": ("import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())"
-                                "\n\ndef _mp_fn(index):\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
-                                HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\ndef _mp_fn(index):\n"
-                                "    model = Net().to(device)\n    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n"),
-    "manual-module-as-value": (HEAD + "class Trainer:\n    def __init__(self):\n        self.xm = xm\n",
-                               HEAD + "class Trainer:\n    def step(self, opt):\n        xm.optimizer_step(opt)\n"),
-    "manual-pjrt-other": ("from torch_xla.experimental import pjrt\n\npjrt.spawn_threads(fn)\n",
-                          "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(fn)\n"),
-    "manual-pre-1.0": ("import torch_xla_py.xla_model as xm\n\nn = xm.xrt_world_size()\n",
-                       "import torch_xla.runtime as xr\n\nn = xr.world_size()\n"),
-    "manual-rendezvous-subset": (HEAD + "xm.rendezvous('sync', b'', replicas=[0, 1])\n", HEAD + "xm.rendezvous('sync')\n"),
-    "manual-save-barrier": (HEAD + "xm.save(model.state_dict(), path)\nmodel.load_state_dict(torch.load(path))\n",
-                            HEAD + "xm.save(model.state_dict(), path)\nxm.rendezvous('saved')\n"
-                            "model.load_state_dict(torch.load(path))\n"),
-    "manual-seeded-replicas": ("import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-                               "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n\n"
-                               "xmp.spawn(_mp_fn)\n",
-                               "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-                               "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n"
-                               "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n"),
-    "manual-send-cpu-data-tensor": (HEAD + "c = xm.send_cpu_data_to_device(c, device)\nprint(c.shape)\n",
-                                    HEAD + "c = xm.send_cpu_data_to_device(c, device)[0]\nprint(c.shape)\n"),
-    "manual-star-import": ("from torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
-                           "import torch_xla.runtime as xr\n\nn = xr.world_size()\n"),
+    "manual-borrowed-alias": (
+        "from tpu_utils import xm\n\nn = xm.xrt_world_size()\n",
+        "import torch_xla.runtime as xr\n\nn = xr.world_size()\n",
+    ),
+    "manual-device-probe": (
+        HEAD + "def has_tpu():\n    try:\n        _ = xm.xla_device()\n        return True\n"
+        "    except RuntimeError:\n        return False\n",
+        "import torch_xla.runtime as xr\n\ndef has_tpu():\n    return xr.device_type() == 'TPU'\n",
+    ),
+    "manual-memory-info": (
+        HEAD + "free = xm.get_memory_info(device)['kb_free']\n",
+        HEAD + "info = xm.get_memory_info(device)\nfree = (info['bytes_limit'] - info['bytes_used']) // 1024\n",
+    ),
+    "manual-mesh-reduce-objects": (
+        HEAD + "from sklearn import metrics\n\nacc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
+        HEAD + "from sklearn import metrics\n\n"
+        "acc = xm.mesh_reduce('acc', float(metrics.accuracy_score(y, p)), np.mean)\n",
+    ),
+    "manual-mp-model-wrapper": (
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())"
+        "\n\ndef _mp_fn(index):\n    model = WRAPPED.to(device)\n\nxmp.spawn(_mp_fn)\n",
+        HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\ndef _mp_fn(index):\n"
+        "    model = Net().to(device)\n    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
+    ),
+    "manual-module-as-value": (
+        HEAD + "class Trainer:\n    def __init__(self):\n        self.xm = xm\n",
+        HEAD + "class Trainer:\n    def step(self, opt):\n        xm.optimizer_step(opt)\n",
+    ),
+    "manual-pjrt-other": (
+        "from torch_xla.experimental import pjrt\n\npjrt.spawn_threads(fn)\n",
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(fn)\n",
+    ),
+    "manual-pre-1.0": (
+        "import torch_xla_py.xla_model as xm\n\nn = xm.xrt_world_size()\n",
+        "import torch_xla.runtime as xr\n\nn = xr.world_size()\n",
+    ),
+    "manual-rendezvous-subset": (
+        HEAD + "xm.rendezvous('sync', b'', replicas=[0, 1])\n",
+        HEAD + "xm.rendezvous('sync')\n",
+    ),
+    "manual-save-barrier": (
+        HEAD + "xm.save(model.state_dict(), path)\nmodel.load_state_dict(torch.load(path))\n",
+        HEAD + "xm.save(model.state_dict(), path)\nxm.rendezvous('saved')\nmodel.load_state_dict(torch.load(path))\n",
+    ),
+    "manual-seeded-replicas": (
+        "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n\n"
+        "xmp.spawn(_mp_fn)\n",
+        "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n"
+        "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
+    ),
+    "manual-send-cpu-data-tensor": (
+        HEAD + "c = xm.send_cpu_data_to_device(c, device)\nprint(c.shape)\n",
+        HEAD + "c = xm.send_cpu_data_to_device(c, device)[0]\nprint(c.shape)\n",
+    ),
+    "manual-star-import": (
+        "from torch_xla.core.xla_model import *\n\nn = xrt_world_size()\n",
+        "import torch_xla.runtime as xr\n\nn = xr.world_size()\n",
+    ),
     "manual-unused-marker": (HEAD + "n = 1  # xrt2pjrt: ignore[api-ordinal]\n", HEAD + "n = 1\n"),
-    "manual-xla-dist": ("import subprocess\nimport torch_xla\n\nsubprocess.run(['python3', '-m', "
-                        "'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n",
-                        "import subprocess\nimport torch_xla\n\nsubprocess.run(['gcloud', 'compute', 'tpus', 'tpu-vm', "
-                        "'ssh', 'p', '--worker=all', '--command=python3 t.py'])\n"),
+    "manual-xla-dist": (
+        "import subprocess\nimport torch_xla\n\nsubprocess.run(['python3', '-m', "
+        "'torch_xla.distributed.xla_dist', '--tpu=p', '--', 'python3', 't.py'])\n",
+        "import subprocess\nimport torch_xla\n\nsubprocess.run(['gcloud', 'compute', 'tpus', 'tpu-vm', "
+        "'ssh', 'p', '--worker=all', '--command=python3 t.py'])\n",
+    ),
 }
 
 

@@ -19,9 +19,27 @@ def _items(kind: str, text: str, options: Options = EVERY_RULE) -> list[tuple]:
 
 
 def _notebook(*cells: str) -> str:
-    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                                  "source": cell.splitlines(keepends=True)} for cell in cells],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    return (
+        json.dumps(
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "metadata": {},
+                        "outputs": [],
+                        "execution_count": None,
+                        "source": cell.splitlines(keepends=True),
+                    }
+                    for cell in cells
+                ],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 def test_a_todo_line_whose_rule_no_longer_sees_its_spot_stays_an_item():
@@ -32,16 +50,20 @@ def test_a_todo_line_whose_rule_no_longer_sees_its_spot_stays_an_item():
 
 
 def test_a_todo_line_its_rule_still_reports_is_one_item_not_two():
-    python = ("import torch_xla.core.xla_model as xm\n\ndef f(m, p):\n"
-              "    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
-              "    xm.save(m, p)\n    return torch.load(p)\n")
+    python = (
+        "import torch_xla.core.xla_model as xm\n\ndef f(m, p):\n"
+        "    # TODO(xrt2pjrt): add xm.rendezvous('saved') for readers [manual-save-barrier]\n"
+        "    xm.save(m, p)\n    return torch.load(p)\n"
+    )
     assert [item[:3] for item in _items("python", python)] == [("manual-save-barrier", None, 5)]
 
 
 def test_a_todo_line_above_a_continued_instruction_is_one_item_with_the_spot_on_a_later_line():
     """A Dockerfile ENV continued with a backslash: the spot is on its second line."""
-    dockerfile = ("# TODO(xrt2pjrt): deprecated: cast the model to bf16 [env-shell-deprecated]\n"
-                  "ENV PJRT_DEVICE=TPU \\\n    XLA_USE_BF16=1\n")
+    dockerfile = (
+        "# TODO(xrt2pjrt): deprecated: cast the model to bf16 [env-shell-deprecated]\n"
+        "ENV PJRT_DEVICE=TPU \\\n    XLA_USE_BF16=1\n"
+    )
     assert [item[:3] for item in _items("dockerfile", dockerfile)] == [("env-shell-deprecated", None, 3)]
 
 
@@ -52,31 +74,39 @@ def test_a_todo_line_of_a_rule_the_run_does_not_take_is_left_to_that_run():
 
 def test_a_todo_line_naming_no_rule_is_an_item():
     shell = "# TODO(xrt2pjrt): look at this [env-shell-xrt-tpu-confg]\nPJRT_DEVICE=TPU python3 t.py\n"
-    assert _items("shell", shell) == [("manual-unused-marker", None, 1,
-                                       "name a rule in this TODO line, not env-shell-xrt-tpu-confg")]
+    assert _items("shell", shell) == [
+        ("manual-unused-marker", None, 1, "name a rule in this TODO line, not env-shell-xrt-tpu-confg")
+    ]
 
 
 def test_a_marker_in_a_notebook_cell_that_settles_nothing_is_an_item_of_that_cell():
-    notebook = _notebook("import torch_xla.runtime as xr\n",
-                         "rank = xr.global_ordinal()\n# xrt2pjrt: ignore[api-ordinal]\nworld = xr.world_size()\n")
+    notebook = _notebook(
+        "import torch_xla.runtime as xr\n",
+        "rank = xr.global_ordinal()\n# xrt2pjrt: ignore[api-ordinal]\nworld = xr.world_size()\n",
+    )
     assert _items("notebook", notebook) == [("manual-unused-marker", 2, 2, "remove this marker: it settles nothing")]
 
 
 def test_a_marker_in_a_notebook_cell_that_keeps_a_rule_off_is_no_item():
-    notebook = _notebook("import torch_xla.core.xla_model as xm\n",
-                         "# xrt2pjrt: ignore[api-ordinal]\nrank = xm.get_ordinal()\n")
+    notebook = _notebook(
+        "import torch_xla.core.xla_model as xm\n", "# xrt2pjrt: ignore[api-ordinal]\nrank = xm.get_ordinal()\n"
+    )
     assert _items("notebook", notebook) == []
 
 
 def test_a_document_quoting_a_marker_in_its_prose_has_no_item_but_a_stale_one_in_a_block_is():
-    document = ("Keep a line with `# xrt2pjrt: ignore[ID]`.\n\n```python\nimport torch_xla.runtime as xr\n\n"
-                "world = xr.world_size()  # xrt2pjrt: ignore[api-world-size]\n```\n")
+    document = (
+        "Keep a line with `# xrt2pjrt: ignore[ID]`.\n\n```python\nimport torch_xla.runtime as xr\n\n"
+        "world = xr.world_size()  # xrt2pjrt: ignore[api-world-size]\n```\n"
+    )
     assert _items("markdown", document) == [("manual-unused-marker", None, 6, "remove this marker: it settles nothing")]
 
 
 def test_a_multi_line_statement_is_covered_by_a_marker_on_any_of_its_lines():
-    python = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-              "xmp.spawn(  # xrt2pjrt: ignore[spawn-nprocs-literal]\n    fn,\n    nprocs=8,\n)\n")
+    python = (
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "xmp.spawn(  # xrt2pjrt: ignore[spawn-nprocs-literal]\n    fn,\n    nprocs=8,\n)\n"
+    )
     assert _items("python", python) == []
 
 

@@ -45,11 +45,25 @@ def _migrated(tmp_path):
 
 def test_every_idiom_of_the_2_0_to_2_5_era_is_migrated(tmp_path):
     code, run = _migrated(tmp_path)
-    for gone in ("experimental.pjrt as pjrt", "using_pjrt", "pjrt://", "torchxla_trace_once", "experimental.xla_sharding",
-                 "'GPU'", "xm.get_ordinal", "xm.xla_device"):
+    for gone in (
+        "experimental.pjrt as pjrt",
+        "using_pjrt",
+        "pjrt://",
+        "torchxla_trace_once",
+        "experimental.xla_sharding",
+        "'GPU'",
+        "xm.get_ordinal",
+        "xm.xla_device",
+    ):
         assert gone not in code, gone
-    for new in ("import torch_xla.distributed.spmd as xs", "xr.global_device_count()", "init_method='xla://'",
-                "backend='openxla_eval'", "xr.local_ordinal(), xr.global_ordinal()", "torch_xla.device()"):
+    for new in (
+        "import torch_xla.distributed.spmd as xs",
+        "xr.global_device_count()",
+        "init_method='xla://'",
+        "backend='openxla_eval'",
+        "xr.local_ordinal(), xr.global_ordinal()",
+        "torch_xla.device()",
+    ):
         assert new in code, new
     compile(code, "train.py", "exec")
     rules = {m["rule"] for f in run["files"] for m in f["manual"]}

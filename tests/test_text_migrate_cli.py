@@ -52,8 +52,14 @@ def migrate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``xrt2pjrt migrate --unsafe-fixes ARGS``: every fix is made here, the launches' too
     (tests/test_fix_safety.py holds the gate)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "PJRT_"))}
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--unsafe-fixes", *args], capture_output=True,
-                          text=True, timeout=300, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--unsafe-fixes", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
+    )
 
 
 def test_write_rewrites_every_kind_keeps_modes_and_reports_everything(tree, tmp_path):
@@ -100,7 +106,8 @@ def test_rewritten_tree_runs_on_the_simulated_pod(tree, tmp_path):
     ran = pod.run([str(tree / "scripts" / "launch")], TPU_NAME="unused")
     assert ran.returncode == 0, ran.stderr
     assert [c.argv[-4:] for (c,) in pod.calls().values()] == [
-        ["gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", "python3", "/app/train.py", "--batch_size=128"]] * 4
+        ["gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", "python3", "/app/train.py", "--batch_size=128"]
+    ] * 4
     pod.clear()
     ran = pod.run([str(tree / "scripts" / "run_pod.sh")])
     assert ran.returncode == 0, ran.stderr
@@ -117,8 +124,12 @@ def test_preview_writes_nothing_and_check_fails_while_changes_are_pending(tree):
 
 
 def test_launcher_zone_and_project_options_reach_the_rewrite(tree):
-    assert migrate("--write", "--launcher", "xrt2pjrt", "--zone", "us-central2-b", "--project", "proj",
-                   str(tree / "scripts")).returncode == 0
+    assert (
+        migrate(
+            "--write", "--launcher", "xrt2pjrt", "--zone", "us-central2-b", "--project", "proj", str(tree / "scripts")
+        ).returncode
+        == 0
+    )
     text = (tree / "scripts" / "run_pod.sh").read_text()
     assert "xrt2pjrt launch --zone=us-central2-b --project=proj \\\n  --tpu=$TPU_NAME \\" in text
     text = (tree / "scripts" / "launch").read_text()

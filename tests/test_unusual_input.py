@@ -13,7 +13,6 @@ import sys
 import zlib
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 XRT = "import torch_xla.core.xla_model as xm\n\nprint(xm.xrt_world_size())\n"
@@ -22,8 +21,14 @@ MIGRATED_LINE = "print(xr.world_size())"
 
 def migrate(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 def test_deeply_nested_valid_python_says_the_nesting_is_too_deep(tmp_path):
@@ -64,8 +69,14 @@ def test_a_missing_path_is_said_and_the_run_goes_on_then_exits_2(tmp_path):
 
 def test_an_nbformat_3_notebook_is_named_as_such(tmp_path):
     notebook = tmp_path / "old.ipynb"
-    text = json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
-                       "worksheets": [{"cells": [{"cell_type": "code", "input": ["import torch_xla\n"]}]}]})
+    text = json.dumps(
+        {
+            "nbformat": 3,
+            "nbformat_minor": 0,
+            "metadata": {},
+            "worksheets": [{"cells": [{"cell_type": "code", "input": ["import torch_xla\n"]}]}],
+        }
+    )
     notebook.write_text(text)
     ran = migrate(notebook)
     assert ran.returncode == 2
@@ -75,8 +86,13 @@ def test_an_nbformat_3_notebook_is_named_as_such(tmp_path):
 
 def test_a_notebook_with_trailing_garbage_is_reported_not_rewritten(tmp_path):
     notebook = tmp_path / "nb.ipynb"
-    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-            "source": ["import torch_xla.core.xla_model as xm\n", "print(xm.xrt_world_size())\n"]}
+    cell = {
+        "cell_type": "code",
+        "metadata": {},
+        "execution_count": None,
+        "outputs": [],
+        "source": ["import torch_xla.core.xla_model as xm\n", "print(xm.xrt_world_size())\n"],
+    }
     text = json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]}) + "\n}garbage\n"
     notebook.write_text(text)
     ran = migrate("--write", notebook)
@@ -138,16 +154,24 @@ def _png(width: int, height: int) -> bytes:
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
 def _colab_notebook(code_cells: list[list[str]], image: str) -> str:
     """A notebook as Jupyter writes one, the image the output of its second cell."""
-    cells = [{"cell_type": "code", "execution_count": i + 1, "metadata": {}, "outputs": [], "source": source}
-             for i, source in enumerate(code_cells)]
-    cells[1]["outputs"] = [{"data": {"image/png": image, "text/plain": ["<Figure size 1000x750 with 1 Axes>"]},
-                            "metadata": {}, "output_type": "display_data"}]
+    cells = [
+        {"cell_type": "code", "execution_count": i + 1, "metadata": {}, "outputs": [], "source": source}
+        for i, source in enumerate(code_cells)
+    ]
+    cells[1]["outputs"] = [
+        {
+            "data": {"image/png": image, "text/plain": ["<Figure size 1000x750 with 1 Axes>"]},
+            "metadata": {},
+            "output_type": "display_data",
+        }
+    ]
     notebook = {"cells": cells, "metadata": {"accelerator": "TPU"}, "nbformat": 4, "nbformat_minor": 0}
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -165,9 +189,11 @@ def _all_but_the_sources(text: str) -> list[str]:
     return out
 
 
-XRT_CELLS = [["import torch_xla.core.xla_model as xm\n"],
-             ["def _mp_fn(index):\n", "    print(xm.get_ordinal(), xm.xrt_world_size())\n"],
-             ["import torch_xla.distributed.xla_multiprocessing as xmp\n", "xmp.spawn(_mp_fn, nprocs=8)\n"]]
+XRT_CELLS = [
+    ["import torch_xla.core.xla_model as xm\n"],
+    ["def _mp_fn(index):\n", "    print(xm.get_ordinal(), xm.xrt_world_size())\n"],
+    ["import torch_xla.distributed.xla_multiprocessing as xmp\n", "xmp.spawn(_mp_fn, nprocs=8)\n"],
+]
 
 
 def test_a_notebooks_outputs_do_not_count_against_the_size_limit(tmp_path):
@@ -196,8 +222,10 @@ def test_a_notebook_with_more_code_than_the_limit_is_skipped_saying_what_counts(
     ran = migrate("--write", "--max-file-size", "2k", notebook)
     assert ran.returncode == 2
     counted = sum(len("".join(source)) for source in code)
-    assert (f"{notebook}: error: skipped: {counted:,} characters of code to parse (a notebook's cells, a "
-            "document's code blocks), more than the size limit of 2,000") in ran.stderr
+    assert (
+        f"{notebook}: error: skipped: {counted:,} characters of code to parse (a notebook's cells, a "
+        "document's code blocks), more than the size limit of 2,000"
+    ) in ran.stderr
     assert notebook.read_bytes() == before
 
 

@@ -35,8 +35,9 @@ def test_the_width_is_read_from_each_kind_of_settings(tmp_path, name, text):
     (tmp_path / name).write_text(text)
     expected = int(text.rsplit("=", 1)[1])
     assert width.of(tmp_path).length == expected
-    assert width.of(tmp_path).formatter is (name in (".ruff.toml", "ruff.toml") or "[tool.ruff]" in text
-                                             or "[tool.black]" in text)
+    assert width.of(tmp_path).formatter is (
+        name in (".ruff.toml", "ruff.toml") or "[tool.ruff]" in text or "[tool.black]" in text
+    )
 
 
 def test_the_nearest_settings_win_whatever_their_tool(tmp_path):
@@ -67,8 +68,10 @@ def test_88_without_settings_and_100_for_files_that_are_not_python(tmp_path):
 
 @pytest.mark.parametrize("indent", ["", "        ", "\t\t"])
 def test_a_todo_line_fits_its_width_indent_included_and_keeps_its_rule_id(indent):
-    message = ("xm.rendezvous with replicas=list(range(world // 2)): under PJRT every replica must join "
-               "(a subset raises ValueError); use all replicas or a host-side barrier")
+    message = (
+        "xm.rendezvous with replicas=list(range(world // 2)): under PJRT every replica must join "
+        "(a subset raises ValueError); use all replicas or a host-side barrier"
+    )
     line = indent + todo_comment(message, "manual-rendezvous-subset", 88, indent)
     assert len(line) <= 88
     assert line.endswith(" [manual-rendezvous-subset]")
@@ -79,7 +82,8 @@ def test_a_todo_line_fits_its_width_indent_included_and_keeps_its_rule_id(indent
 
 def test_a_short_message_is_written_whole():
     assert todo_comment("use xr.world_size()", "api-world-size", 88) == (
-        "# TODO(xrt2pjrt): use xr.world_size() [api-world-size]")
+        "# TODO(xrt2pjrt): use xr.world_size() [api-world-size]"
+    )
 
 
 def test_every_todo_line_migrate_writes_fits_the_projects_width(tmp_path):
@@ -90,20 +94,30 @@ def test_every_todo_line_migrate_writes_fits_the_projects_width(tmp_path):
         "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
         "def _mp_fn(index):\n    for step in range(3):\n        if step:\n"
         "            xm.rendezvous('x', replicas=[0, 1])\n\n"
-        "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, args=(), nprocs=8, start_method='fork', join=False)\n")
-    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-            "source": ["import torch_xla.core.xla_model as xm\n", "xm.rendezvous('x', replicas=[0, 1])\n"]}
-    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
-                                                   "nbformat_minor": 5}))
+        "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, args=(), nprocs=8, start_method='fork', join=False)\n"
+    )
+    cell = {
+        "cell_type": "code",
+        "metadata": {},
+        "execution_count": None,
+        "outputs": [],
+        "source": ["import torch_xla.core.xla_model as xm\n", "xm.rendezvous('x', replicas=[0, 1])\n"],
+    }
+    (tmp_path / "nb.ipynb").write_text(
+        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
     (tmp_path / "run.sh").write_text("python -m torch_xla.distributed.xla_dist --tpu=t --vm v1 -- python train.py\n")
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", str(tmp_path), "--write"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", str(tmp_path), "--write"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     python = (tmp_path / "train.py").read_text().splitlines()
     cells = ["".join(c["source"]) for c in json.loads((tmp_path / "nb.ipynb").read_text())["cells"]]
     shell = (tmp_path / "run.sh").read_text().splitlines()
-    todos = {name: [line for line in lines if "TODO(xrt2pjrt)" in line]
-             for name, lines in (("py", python), ("nb", "\n".join(cells).splitlines()), ("sh", shell))}
+    todos = {
+        name: [line for line in lines if "TODO(xrt2pjrt)" in line]
+        for name, lines in (("py", python), ("nb", "\n".join(cells).splitlines()), ("sh", shell))
+    }
     assert all(todos.values()), todos
     assert all(len(line) <= 79 for line in todos["py"] + todos["nb"]), todos
     assert all(len(line) <= 100 for line in todos["sh"]), todos

@@ -9,7 +9,12 @@ import textwrap
 
 def run_on_cpu(source: str, **env: str) -> str:
     environ = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE" and not k.startswith("XRT_")}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], env={**environ, **env},
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(source)],
+        env={**environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout

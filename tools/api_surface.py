@@ -43,17 +43,45 @@ CALLED_BUT_ABSENT = {"_dynamic_shape_detector_set_max_num_different_graphs_allow
 # Decorators that keep the signature of what they wrap (functools.wraps and the like), by
 # the last part of their name (``runtime.requires_pjrt``, ``contextlib.contextmanager``).
 KEEP_SIGNATURE = {
-    "contextmanager", "lru_cache", "cache", "wraps", "requires_pjrt", "requires_jax", "overload", "trace_me",
-    "assume_constant_result", "no_grad", "staticmethod", "classmethod", "property",
+    "contextmanager",
+    "lru_cache",
+    "cache",
+    "wraps",
+    "requires_pjrt",
+    "requires_jax",
+    "overload",
+    "trace_me",
+    "assume_constant_result",
+    "no_grad",
+    "staticmethod",
+    "classmethod",
+    "property",
 }
 
 
 def wheel(release: str, folder: Path) -> Path:
     found = sorted(folder.glob(f"torch_xla-{release}.0-cp311-*.whl"))
     if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-                        "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
-                        f"torch-xla=={release}.0", "-d", str(folder)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary",
+                ":all:",
+                "--python-version",
+                "3.11",
+                "--platform",
+                "manylinux_2_28_x86_64",
+                f"torch-xla=={release}.0",
+                "-d",
+                str(folder),
+            ],
+            check=True,
+        )
         found = sorted(folder.glob(f"torch_xla-{release}.0-cp311-*.whl"))
     return found[0]
 
@@ -86,7 +114,12 @@ def _decorator(node: ast.expr) -> str:
     call = node.func if isinstance(node, ast.Call) else node
     name = ast.unparse(call).rpartition(".")[2]
     # typing_extensions.deprecated("message") / warnings.deprecated: a warning, same signature
-    if name.endswith("deprecated") and isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+    if (
+        name.endswith("deprecated")
+        and isinstance(node, ast.Call)
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
         return "contextmanager"
     return name
 
@@ -113,7 +146,7 @@ class Module:
         if not level:
             return module or ""
         base = self.package.split(".")
-        base = base[:len(base) - level + 1]
+        base = base[: len(base) - level + 1]
         return ".".join([*base, *([module] if module else [])])
 
     def bind(self, name: str, entry: str | None = None, alias: str | None = None) -> None:
@@ -188,8 +221,9 @@ class Module:
         ``setattr``, or a call handed the module itself (experimental/pjrt.py's
         ``register_deprecated(this_module, alias)`` for each alias in a list)."""
         for node in ast.walk(expression):
-            if isinstance(node, ast.Name) and (node.id in ("globals", "setattr")
-                                               or self.aliases.get(node.id) == self.name):
+            if isinstance(node, ast.Name) and (
+                node.id in ("globals", "setattr") or self.aliases.get(node.id) == self.name
+            ):
                 return True
         return False
 
@@ -244,8 +278,12 @@ def release_surface(path: Path) -> dict[str, str]:
             elif name.startswith("_XLAC.") and name.endswith(".so"):  # (not _XLAC_cuda_functions)
                 bindings = {m.decode() for m in BINDING.findall(z.read(name))}
         # A check of the method on every release: each binding its Python code calls is found.
-        called = {m.group(1) for name in z.namelist() if name.startswith("torch_xla/") and name.endswith(".py")
-                  for m in re.finditer(r"_XLAC\.(_[a-z][a-z0-9_]*)", z.read(name).decode("utf-8", "replace"))}
+        called = {
+            m.group(1)
+            for name in z.namelist()
+            if name.startswith("torch_xla/") and name.endswith(".py")
+            for m in re.finditer(r"_XLAC\.(_[a-z][a-z0-9_]*)", z.read(name).decode("utf-8", "replace"))
+        }
     if not called - CALLED_BUT_ABSENT <= bindings:
         raise SystemExit(f"{path.name}: bindings its Python code calls were not found: {sorted(called - bindings)}")
     return Resolver(modules, bindings).surface()

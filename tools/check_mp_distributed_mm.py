@@ -83,8 +83,9 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 def _xrt2pjrt(*args: str, cwd: Path, path: tuple[str, ...] = (), **env: str) -> subprocess.CompletedProcess:
     pythonpath = [*path, str(CHECKOUT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(pythonpath)}
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=900
+    )
 
 
 def check(source: Path, target: str, nprocs: int, work: Path) -> tuple[bool, str]:
@@ -94,13 +95,22 @@ def check(source: Path, target: str, nprocs: int, work: Path) -> tuple[bool, str
         made.mkdir()
     copy = folder / NAME
     shutil.copyfile(source, copy)
-    migrated = _xrt2pjrt("migrate", "--write", *(["--target", "shim"] if target == "shim" else []), str(folder),
-                         cwd=work)
+    migrated = _xrt2pjrt(
+        "migrate", "--write", *(["--target", "shim"] if target == "shim" else []), str(folder), cwd=work
+    )
     if migrated.returncode != 0:
         return False, f"migrate exited {migrated.returncode}: {migrated.stderr.strip()[-500:]}"
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    ran = _xrt2pjrt("run", "--nprocs", str(nprocs), NAME, cwd=folder, path=(str(site),),
-                    CHECK_MP_MM_FILE=str(copy), CHECK_MP_MM_NOTES=str(notes))
+    ran = _xrt2pjrt(
+        "run",
+        "--nprocs",
+        str(nprocs),
+        NAME,
+        cwd=folder,
+        path=(str(site),),
+        CHECK_MP_MM_FILE=str(copy),
+        CHECK_MP_MM_NOTES=str(notes),
+    )
     took_body = len(list(notes.iterdir()))
     if ran.returncode != 0:
         return False, f"exited {ran.returncode}:\n" + "\n".join(ran.stderr.strip().splitlines()[-12:])

@@ -43,8 +43,9 @@ def _but_todo_lines(text: str) -> list[str]:
 
 
 def _todo_rules(text: str) -> Counter:
-    return Counter(match.group(1) for line in text.splitlines() if TODO_MARK in line
-                   and (match := _TODO_RULE.search(line)))
+    return Counter(
+        match.group(1) for line in text.splitlines() if TODO_MARK in line and (match := _TODO_RULE.search(line))
+    )
 
 
 def takes(expected: str, got: str) -> bool:
@@ -61,8 +62,13 @@ def _literal(text: str, indent: str) -> str:
     parentheses when there are several."""
     lines = text.split("\n")
     written = [line for line in lines if line.strip()]
-    if not ('"""' in text or text.endswith(('"', "\\")) or any(line != line.rstrip() for line in lines)
-            or not text.replace("\n", "").isprintable() or (written and all(line[0] == " " for line in written))):
+    if not (
+        '"""' in text
+        or text.endswith(('"', "\\"))
+        or any(line != line.rstrip() for line in lines)
+        or not text.replace("\n", "").isprintable()
+        or (written and all(line[0] == " " for line in written))
+    ):
         *whole, last = lines  # (a text that ends its last line ends with "": the closing quotes')
         body = "".join(f"{indent}    {line}\n" if line else "\n" for line in whole)
         return f'dedent({"r" if chr(92) in text else ""}"""\n{body}{indent}{"    " + last if last else ""}""")'
@@ -93,8 +99,11 @@ class _Afters(cst.CSTTransformer):
         if index not in self.new:
             return updated
         args = list(updated.args)
-        at = next(k for k, arg in enumerate(args)
-                  if (arg.keyword and arg.keyword.value == "after") or (arg.keyword is None and k == 1))
+        at = next(
+            k
+            for k, arg in enumerate(args)
+            if (arg.keyword and arg.keyword.value == "after") or (arg.keyword is None and k == 1)
+        )
         indent = " " * self.get_metadata(PositionProvider, original.args[at].value).start.column
         args[at] = args[at].with_changes(value=cst.parse_expression(_literal(self.new[index], indent)))
         return updated.with_changes(args=args)
@@ -109,8 +118,12 @@ def _examples(left: list[str]) -> None:
     for rule in all_rules().values():
         new = {}
         for index, example in enumerate(rule.examples):
-            options = Options(rules=frozenset({rule.id}), unsafe_fixes=True,
-                              width=width.for_kind(rule.kind, width.Width()), **example.options)
+            options = Options(
+                rules=frozenset({rule.id}),
+                unsafe_fixes=True,
+                width=width.for_kind(rule.kind, width.Width()),
+                **example.options,
+            )
             got = rewriters.module_for(rule.kind, example.before).rewrite(example.before, options).text
             if got == example.after:
                 continue
@@ -146,15 +159,23 @@ def _fixtures(left: list[str]) -> None:
     import test_python_fixtures as python_cases
     import test_text_fixtures as text_cases
 
-    pairs = [(text_cases.FIXTURES / before, text_cases.FIXTURES / expected, options)
-             for before, expected, options, _ in text_cases.CASES]
-    pairs += [(python_cases.FIXTURES / f"{case}.before.py", python_cases.FIXTURES / f"{case}.after.py", None)
-              for case in python_cases.CASES]
+    pairs = [
+        (text_cases.FIXTURES / before, text_cases.FIXTURES / expected, options)
+        for before, expected, options, _ in text_cases.CASES
+    ]
+    pairs += [
+        (python_cases.FIXTURES / f"{case}.before.py", python_cases.FIXTURES / f"{case}.after.py", None)
+        for case in python_cases.CASES
+    ]
     for before, expected, options in pairs:
         kind = files.kind_of(before)
-        chosen = (python_cases.OPTIONS if options is None else
-                  Options(rules=frozenset(all_rules()), unsafe_fixes=True, width=width.for_kind(kind, width.Width()),
-                          **options))
+        chosen = (
+            python_cases.OPTIONS
+            if options is None
+            else Options(
+                rules=frozenset(all_rules()), unsafe_fixes=True, width=width.for_kind(kind, width.Width()), **options
+            )
+        )
         done = refresh_fixture(before, expected, chosen)
         if done == "written":
             print(f"{expected.relative_to(ROOT)}")

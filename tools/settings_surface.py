@@ -90,13 +90,18 @@ def is_runtime_source(path: str) -> bool:
 def release_files(repo: Path, tag: str) -> dict[str, str]:
     paths = [p for p in git(repo, "ls-tree", "-r", "--name-only", tag).splitlines() if is_runtime_source(p)]
     # One `git cat-file --batch` for all of them: a git process per file would take minutes.
-    batch = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"], input="".join(f"{tag}:{p}\n" for p in paths).encode(),
-                           check=True, capture_output=True, text=False).stdout
+    batch = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"],
+        input="".join(f"{tag}:{p}\n" for p in paths).encode(),
+        check=True,
+        capture_output=True,
+        text=False,
+    ).stdout
     files, at = {}, 0
     for path in paths:
         header_end = batch.index(b"\n", at)
         size = int(batch[at:header_end].split()[2])
-        files[path] = batch[header_end + 1:header_end + 1 + size].decode("utf-8", "replace")
+        files[path] = batch[header_end + 1 : header_end + 1 + size].decode("utf-8", "replace")
         at = header_end + 1 + size + 1
     return files
 
@@ -112,14 +117,18 @@ CPP_READ = re.compile(r'\b(?:GetEnv\w*|getenv)\s*\(\s*(?:"([A-Z][A-Z0-9_]*)"|((?
 
 def without_comments(text: str) -> str:
     """C++ source with its comments blanked (line breaks kept, so lines still count), strings kept."""
+
     def blank(m: re.Match) -> str:
         return re.sub(r"[^\n]", " ", m.group()) if m.group().startswith("/") else m.group()
+
     return CPP_TOKEN.sub(blank, text)
 
 
 # A function's definition, up to the brace its body opens with.
-CPP_DEFINITION = re.compile(r"\b(\w+)\s*\((?:[^;{}()]|\([^()]*\))*\)\s*(?:const\s*)?(?:noexcept\s*)?"
-                            r"(?:->\s*[\w:<>*& ]+)?\{")
+CPP_DEFINITION = re.compile(
+    r"\b(\w+)\s*\((?:[^;{}()]|\([^()]*\))*\)\s*(?:const\s*)?(?:noexcept\s*)?"
+    r"(?:->\s*[\w:<>*& ]+)?\{"
+)
 NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch", "return", "sizeof"}
 
 
@@ -147,7 +156,9 @@ class CppFile:
             for at in range(m.end() - 1, len(bare)):
                 depth += {"{": 1, "}": -1}.get(bare[at], 0)
                 if depth == 0:
-                    out.append(Body(m.group(1), m.start(), at, not re.search(r"::\s*$", bare[m.start() - 40:m.start()])))
+                    out.append(
+                        Body(m.group(1), m.start(), at, not re.search(r"::\s*$", bare[m.start() - 40 : m.start()]))
+                    )
                     break
         return out
 
@@ -217,8 +228,11 @@ def cpp_dead(files: list[CppFile]) -> set[str]:
             if m.group() not in callers:
                 continue
             caller = f.function_at(m.start())
-            if caller is None and re.search(r"[\w>*&]\s+$", f.code[max(0, m.start() - 80):m.start()]) \
-                    and re.match(r"\s*\(", f.code[m.end():m.end() + 80]):
+            if (
+                caller is None
+                and re.search(r"[\w>*&]\s+$", f.code[max(0, m.start() - 80) : m.start()])
+                and re.match(r"\s*\(", f.code[m.end() : m.end() + 80])
+            ):
                 continue  # a declaration or a definition: `absl::Status Name(`
             callers[m.group()].add(caller)
     dead: set[str] = set()
@@ -229,8 +243,9 @@ def cpp_dead(files: list[CppFile]) -> set[str]:
         dead = found
 
 
-def cpp_reads(f: CppFile, constants: dict[str, str], defaults: dict[str, tuple[int, str]],
-              dead: set[str]) -> tuple[dict[str, list[Site]], dict[str, Site]]:
+def cpp_reads(
+    f: CppFile, constants: dict[str, str], defaults: dict[str, tuple[int, str]], dead: set[str]
+) -> tuple[dict[str, list[Site]], dict[str, Site]]:
     """The variables a C++ file reads, and the ones its deprecation messages name."""
     reads: dict[str, list[Site]] = {}
 
@@ -257,7 +272,7 @@ def named_deprecated(message: str) -> set[str]:
     """The variables a message says are deprecated: those it names before "deprecat…", each
     with the value it names (``PJRT_DEVICE=GPU is being deprecated``: that value only)."""
     found = DEPRECATED.search(message)
-    return set(SETTING.findall(message[:found.start()])) if found else set()
+    return set(SETTING.findall(message[: found.start()])) if found else set()
 
 
 # --- Python ---------------------------------------------------------------------------------
@@ -280,7 +295,8 @@ def _is_environ(node: ast.expr) -> bool:
 
 def _string_list(node: ast.expr | None) -> list[str] | None:
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
         return [e.value for e in node.elts]
     return None
 
@@ -291,11 +307,20 @@ class PythonModule:
 
     def __init__(self, path: str, tree: ast.Module):
         self.path, self.tree = path, tree
-        self.constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                          and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
-                          for t in n.targets if isinstance(t, ast.Name)}
-        self.lists = {t.id: _string_list(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
-                      for t in n.targets if isinstance(t, ast.Name) and _string_list(n.value) is not None}
+        self.constants = {
+            t.id: n.value.value
+            for n in tree.body
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        self.lists = {
+            t.id: _string_list(n.value)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name) and _string_list(n.value) is not None
+        }
         self.parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
 
     def readers(self, known: dict[str, int]) -> dict[str, int]:
@@ -314,13 +339,17 @@ class PythonModule:
         for node in ast.walk(root):
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
                 yield node.slice, node
-            elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) \
-                    and _is_environ(node.comparators[0]):
+            elif (
+                isinstance(node, ast.Compare)
+                and isinstance(node.ops[0], (ast.In, ast.NotIn))
+                and _is_environ(node.comparators[0])
+            ):
                 yield node.left, node
             elif isinstance(node, ast.Call) and node.args:
                 callee = _dotted(node.func)
-                if (callee.rpartition(".")[2] in ENVIRON_READS and _is_environ(getattr(node.func, "value", None))) \
-                        or callee in ("os.getenv", "getenv"):
+                if (
+                    callee.rpartition(".")[2] in ENVIRON_READS and _is_environ(getattr(node.func, "value", None))
+                ) or callee in ("os.getenv", "getenv"):
                     yield node.args[0], node
                 elif callee.rpartition(".")[2] in readers and len(node.args) > readers[callee.rpartition(".")[2]]:
                     yield node.args[readers[callee.rpartition(".")[2]]], node
@@ -358,14 +387,24 @@ class PythonModule:
         while node in self.parents and not isinstance(self.parents[node], ast.stmt):
             node = self.parents[node]
         parent = self.parents.get(node)
-        return (isinstance(parent, ast.If) and parent.test is node and not parent.orelse
-                and all(self._deprecation_warning(s) is not None for s in parent.body))
+        return (
+            isinstance(parent, ast.If)
+            and parent.test is node
+            and not parent.orelse
+            and all(self._deprecation_warning(s) is not None for s in parent.body)
+        )
 
     def _deprecation_warning(self, statement: ast.stmt) -> ast.Call | None:
         call = statement.value if isinstance(statement, ast.Expr) else None
-        if isinstance(call, ast.Call) and _dotted(call.func).rpartition(".")[2] in WARNINGS \
-                and any(DEPRECATED.search(s.value) for s in ast.walk(call)
-                        if isinstance(s, ast.Constant) and isinstance(s.value, str)):
+        if (
+            isinstance(call, ast.Call)
+            and _dotted(call.func).rpartition(".")[2] in WARNINGS
+            and any(
+                DEPRECATED.search(s.value)
+                for s in ast.walk(call)
+                if isinstance(s, ast.Constant) and isinstance(s.value, str)
+            )
+        ):
             return call
         return None
 
@@ -376,8 +415,11 @@ class PythonModule:
             call = self._deprecation_warning(statement) if isinstance(statement, ast.Expr) else None
             if call is None:
                 continue
-            message = "".join(self._text(part, statement, xenv) for arg in call.args for part in
-                              (arg.values if isinstance(arg, ast.JoinedStr) else [arg]))
+            message = "".join(
+                self._text(part, statement, xenv)
+                for arg in call.args
+                for part in (arg.values if isinstance(arg, ast.JoinedStr) else [arg])
+            )
             for name in named_deprecated(message):
                 out.setdefault(name, Site(self.path, statement.lineno))
         return out

@@ -226,17 +226,29 @@ def _options(options: Options) -> str:
     """Every field of ``options``, the selection as the rule ids it lets run: a new field
     counts without a word here."""
     fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name != "rules"}
-    return json.dumps({"rules": sorted(rule for rule in known_ids() if options.on(rule)),
-                       **{name: value if isinstance(value, (str, int, bool, type(None))) else repr(value)
-                          for name, value in fields.items()}}, sort_keys=True)
+    return json.dumps(
+        {
+            "rules": sorted(rule for rule in known_ids() if options.on(rule)),
+            **{
+                name: value if isinstance(value, (str, int, bool, type(None))) else repr(value)
+                for name, value in fields.items()
+            },
+        },
+        sort_keys=True,
+    )
 
 
 # --- entries: JSON, read back into nothing but findings and text --------------------------
 
 
 def _record(rewrite: Rewrite) -> dict:
-    return {"changes": [_finding(f) for f in rewrite.changes], "manual": [_finding(f) for f in rewrite.manual],
-            "text": rewrite.text, "error": rewrite.error, "error_range": _range(rewrite.error_range)}
+    return {
+        "changes": [_finding(f) for f in rewrite.changes],
+        "manual": [_finding(f) for f in rewrite.manual],
+        "text": rewrite.text,
+        "error": rewrite.error,
+        "error_range": _range(rewrite.error_range),
+    }
 
 
 def _finding(finding: Finding) -> dict:
@@ -272,9 +284,13 @@ def _decoded(raw: bytes, key: str) -> Rewrite | None:
         record = json.loads(payload)
         if not isinstance(record, dict) or record.get("key") != key:
             return None
-        return Rewrite(changes=_findings(record["changes"]), manual=_findings(record["manual"]),
-                       text=_optional(record["text"], str), error=_optional(record["error"], str),
-                       error_range=_range_of(record["error_range"]))
+        return Rewrite(
+            changes=_findings(record["changes"]),
+            manual=_findings(record["manual"]),
+            text=_optional(record["text"], str),
+            error=_optional(record["error"], str),
+            error_range=_range_of(record["error_range"]),
+        )
     except (_Malformed, KeyError, ValueError, TypeError):
         return None
 
@@ -294,14 +310,17 @@ def _finding_of(item) -> Finding:
         if name in ("range", "cell_range"):
             value = _range_of(value) if name == "cell_range" else _range_of(value, required=True)
         elif name == "fix":
-            if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
-                    and isinstance(value[1], bool)):
+            if not (
+                isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], bool)
+            ):
                 raise _Malformed
             value = Fix(*value)
         elif name == "cites":
             if not isinstance(value, list) or not all(isinstance(c, list) and len(c) == 3 for c in value):
                 raise _Malformed
-            value = tuple(Cite(_of(line, int), _optional(cell, int), _optional(text, str)) for line, cell, text in value)
+            value = tuple(
+                Cite(_of(line, int), _optional(cell, int), _optional(text, str)) for line, cell, text in value
+            )
         elif not isinstance(value, (str, int, bool, type(None))):
             raise _Malformed
         fields[name] = value

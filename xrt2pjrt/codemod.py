@@ -72,8 +72,9 @@ def plan(path: Path, kind: str, options: Options, data: bytes | None = None) -> 
     return prepared if isinstance(prepared, Plan) else _finish(prepared, _rewrite(prepared, options))
 
 
-def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None,
-             cache: Cache | None = None) -> Plan | _Job:
+def _prepare(
+    path: Path, kind: str, options: Options, data: bytes | None = None, cache: Cache | None = None
+) -> Plan | _Job:
     """Read, decode and test the trigger: a finished Plan, or the job of parsing the file
     (with its key in ``cache``)."""
     result = FileResult(path=str(path), kind=kind)
@@ -106,8 +107,15 @@ def _prepare(path: Path, kind: str, options: Options, data: bytes | None = None,
         result.error = _too_large(kind, data, source.text, options.max_file_bytes)
         if result.error:
             return Plan(result, snapshot=snapshot)
-    return _Job(path, kind, source, snapshot, write_to, result.todo_lines,
-                cache.key(data, kind, options) if cache is not None else None)
+    return _Job(
+        path,
+        kind,
+        source,
+        snapshot,
+        write_to,
+        result.todo_lines,
+        cache.key(data, kind, options) if cache is not None else None,
+    )
 
 
 def rewrite(kind: str, text: str, options: Options) -> rewriters.Outcome:
@@ -128,13 +136,17 @@ def _too_large(kind: str, data: bytes, text: str, limit: int) -> str | None:
     parsed, and a notebook's images do not make it too large to migrate). None: not too large."""
     measure = getattr(rewriters.module_for(kind), "parsed_size", None)
     if measure is None:
-        return (f"skipped: {len(data):,} bytes, more than the size limit of {limit:,} (--max-file-size); "
-                "nothing in it was migrated")
+        return (
+            f"skipped: {len(data):,} bytes, more than the size limit of {limit:,} (--max-file-size); "
+            "nothing in it was migrated"
+        )
     code = measure(text)
     if code <= limit:
         return None
-    return (f"skipped: {code:,} characters of code to parse (a notebook's cells, a document's code blocks), "
-            f"more than the size limit of {limit:,} (--max-file-size); nothing in it was migrated")
+    return (
+        f"skipped: {code:,} characters of code to parse (a notebook's cells, a document's code blocks), "
+        f"more than the size limit of {limit:,} (--max-file-size); nothing in it was migrated"
+    )
 
 
 def _rewrite(job: _Job, options: Options) -> Rewrite:
@@ -151,12 +163,21 @@ def _rewrite(job: _Job, options: Options) -> Rewrite:
         where = f"line {exc.line}" if kind == "python" else f"line {exc.line} of a code cell or block"
         return Rewrite(error=f"{where}: {exc}; the file is left as it is")
     except RecursionError:
-        return Rewrite(error=("nested too deeply to parse: an expression or block is deeper than libcst, the parser "
-                              f"used here, can follow (Python's recursion limit, {sys.getrecursionlimit()}), though "
-                              "Python may run it; the file is left as it is: migrate it by hand"))
+        return Rewrite(
+            error=(
+                "nested too deeply to parse: an expression or block is deeper than libcst, the parser "
+                f"used here, can follow (Python's recursion limit, {sys.getrecursionlimit()}), though "
+                "Python may run it; the file is left as it is: migrate it by hand"
+            )
+        )
     except Exception as exc:  # a bug of ours must cost one file, not the whole run
-        return Rewrite(error=(f"internal error of the {kind} rewriter ({type(exc).__name__}: {exc}); "
-                              "the file is left as it is: please report this with the file"), lasting=False)
+        return Rewrite(
+            error=(
+                f"internal error of the {kind} rewriter ({type(exc).__name__}: {exc}); "
+                "the file is left as it is: please report this with the file"
+            ),
+            lasting=False,
+        )
     done = Rewrite(*(_on_code(found, source.text, kind) for found in (outcome.changes, outcome.manual)))
     if outcome.text == source.text:
         return done
@@ -187,9 +208,11 @@ def _finish(job: _Job, rewritten: Rewrite) -> Plan:
         result.error = files.read_only(job.snapshot.mode)
         return unfinished
     if job.snapshot is not None and job.snapshot.nlink > 1:
-        result.error = (f"has {job.snapshot.nlink} hard links: not rewritten (a new file would leave the other "
-                        "names with the old text, an in-place write is not atomic); break the link "
-                        "(cp FILE FILE.new && mv FILE.new FILE) and run again")
+        result.error = (
+            f"has {job.snapshot.nlink} hard links: not rewritten (a new file would leave the other "
+            "names with the old text, an in-place write is not atomic); break the link "
+            "(cp FILE FILE.new && mv FILE.new FILE) and run again"
+        )
         return unfinished
     # Only a changed file carries its texts back to the parent (for the diff): the
     # thousands of files left alone cost no copying between processes.
@@ -222,8 +245,13 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
-             progress: Callable[[int], None] | None = None, cache: Cache | None = None) -> list[Plan]:
+def plan_all(
+    targets: list[tuple[Path, str]],
+    options: Options | Callable[[Path], Options],
+    jobs: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    cache: Cache | None = None,
+) -> list[Plan]:
     """Plans for every file, in the order given; up to ``jobs`` worker processes (default:
     as many as the cores and the work found call for, see POOL_MIN_WORK). ``options`` may
     depend on the file (per-file-ignores); ``progress(n)`` hears of each file done. A file
@@ -279,8 +307,9 @@ def plan_all(targets: list[tuple[Path, str]], options: Options | Callable[[Path]
 @contextmanager
 def _pool(workers: int):
     """A pool of forked workers, stopped at once when the run is interrupted."""
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_fork_context(), initializer=_worker_start,
-                             initargs=(os.getpid(),)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=_fork_context(), initializer=_worker_start, initargs=(os.getpid(),)
+    ) as pool:
         try:
             yield pool
         except BaseException:
@@ -294,8 +323,11 @@ def _rewrite_alone(job: _Job, options: Options) -> Rewrite:
         try:
             return pool.submit(_rewrite, job, options).result()
         except BrokenProcessPool:
-            return Rewrite(error="not processed: the process that parsed it ended abruptly (a crash of the parser); "
-                                 "the file is left as it is: please report this with the file", lasting=False)
+            return Rewrite(
+                error="not processed: the process that parsed it ended abruptly (a crash of the parser); "
+                "the file is left as it is: please report this with the file",
+                lasting=False,
+            )
 
 
 def pool_size(jobs: int | None, work: list[int]) -> int:
@@ -418,9 +450,15 @@ class Executed:
     stopped_by: int | None = None  # the signal that ended the run early
 
 
-def execute(targets: list[tuple[Path, str]], options: Options | Callable[[Path], Options], jobs: int | None = None,
-            write: bool = False, progress: Callable[[int], None] | None = None,
-            more: Callable[[list[Plan]], list[Plan]] | None = None, cache: Cache | None = None) -> Executed:
+def execute(
+    targets: list[tuple[Path, str]],
+    options: Options | Callable[[Path], Options],
+    jobs: int | None = None,
+    write: bool = False,
+    progress: Callable[[int], None] | None = None,
+    more: Callable[[list[Plan]], list[Plan]] | None = None,
+    cache: Cache | None = None,
+) -> Executed:
     """Plan every file and, with ``write``, write the changed ones. ``more`` plans the files
     that follow from the files' plans (the carried shim), written with them; ``cache``
     keeps the rewrites (plan_all). SIGINT or
@@ -459,8 +497,10 @@ def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
     temporary files of an interrupted run are removed (and said)."""
     notes = []
     if discovery.symlinks:
-        notes.append(f"{discovery.symlinks} symbolic link{'s' * (discovery.symlinks > 1)} inside the folders "
-                     "not followed (name a link to migrate the file it points to)")
+        notes.append(
+            f"{discovery.symlinks} symbolic link{'s' * (discovery.symlinks > 1)} inside the folders "
+            "not followed (name a link to migrate the file it points to)"
+        )
     holding = _ignored_places_with_xrt_words(discovery.ignored)
     if holding:
         shown = ", ".join(files.quoted(place) for place in holding[:_NAMED])
@@ -472,8 +512,9 @@ def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
             removed = files.remove_stale(discovery.stale)
             notes.append(f"removed {len(removed)} temporary file(s) an interrupted run left: {names}")
         else:
-            notes.append(f"{len(discovery.stale)} temporary file(s) an interrupted run left: {names} "
-                         "(--write removes them)")
+            notes.append(
+                f"{len(discovery.stale)} temporary file(s) an interrupted run left: {names} (--write removes them)"
+            )
     return notes
 
 
@@ -483,8 +524,11 @@ def _ignored_places_with_xrt_words(ignored: list[tuple[Path, Path]]) -> list[str
     places: dict[Path, list[Path]] = {}
     for path, place in ignored:
         places.setdefault(place, []).append(path)
-    return [f"{place}/" if paths != [place] else str(place) for place, paths in sorted(places.items())
-            if any(_holds_xrt_words(path) for path in paths)]
+    return [
+        f"{place}/" if paths != [place] else str(place)
+        for place, paths in sorted(places.items())
+        if any(_holds_xrt_words(path) for path in paths)
+    ]
 
 
 def _holds_xrt_words(path: Path) -> bool:
@@ -502,8 +546,10 @@ def check_report_path(report: Path, targets: list[Path]) -> None:
     link is written through only to a file that is there: a dangling one could point
     anywhere (a checkout's link to a place outside it)."""
     if os.path.islink(report) and not os.path.exists(report):
-        raise ValueError(f"--report {report}: a symbolic link to {files.quoted(os.readlink(report))}, which does not "
-                         "exist: a report is not written through it; remove it or name another file")
+        raise ValueError(
+            f"--report {report}: a symbolic link to {files.quoted(os.readlink(report))}, which does not "
+            "exist: a report is not written through it; remove it or name another file"
+        )
     if report.is_dir():
         raise ValueError(f"--report {report}: is a folder")
     if not report.parent.is_dir():

@@ -129,17 +129,21 @@ def print_diff(out: Out, original: str, updated: str, path: str) -> None:
 
     # a file the run creates (the carried shim's) comes from /dev/null, as git writes it
     new = not original and not os.path.lexists(path)
-    lines = diff.unified(original.splitlines(keepends=True), updated.splitlines(keepends=True),
-                         fromfile="/dev/null" if new else quoted(_diff_label("a", path)),
-                         tofile=quoted(_diff_label("b", path)))
+    lines = diff.unified(
+        original.splitlines(keepends=True),
+        updated.splitlines(keepends=True),
+        fromfile="/dev/null" if new else quoted(_diff_label("a", path)),
+        tofile=quoted(_diff_label("b", path)),
+    )
     for line in lines:
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"
         header = line.startswith(("+++", "---"))
-        out.out(line.rstrip("\n"), "bold" if header else _DIFF_STYLE.get(line[0]), end=line[len(line.rstrip("\n")):])
+        out.out(line.rstrip("\n"), "bold" if header else _DIFF_STYLE.get(line[0]), end=line[len(line.rstrip("\n")) :])
 
 
 # --- the application -------------------------------------------------------------------
+
 
 class _OurHelp:
     """-h/--help said as the rest of the help says things."""
@@ -165,8 +169,15 @@ class _Command(_OurHelp, typer.core.TyperCommand):
 
 # rich_markup_mode=None: click's plain help and usage errors, so rich is never imported;
 # no pretty exceptions: a bug of ours shows Python's own traceback, a user's error one line.
-app = typer.Typer(cls=_Group, help=DESCRIPTION, epilog=EPILOG, add_completion=False, rich_markup_mode=None,
-                  pretty_exceptions_enable=False, context_settings={"help_option_names": HELP_OPTIONS})
+app = typer.Typer(
+    cls=_Group,
+    help=DESCRIPTION,
+    epilog=EPILOG,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": HELP_OPTIONS},
+)
 
 
 def command(name: str, usage: str = "[OPTIONS]", **settings):
@@ -188,8 +199,9 @@ def command(name: str, usage: str = "[OPTIONS]", **settings):
 
         summary = COMMANDS[name]
         details = inspect.cleandoc(function.__doc__ or "")
-        app.command(name, cls=_Command, help=f"{summary}\n\n{details}", short_help=summary, options_metavar=usage,
-                    **settings)(body)
+        app.command(
+            name, cls=_Command, help=f"{summary}\n\n{details}", short_help=summary, options_metavar=usage, **settings
+        )(body)
         return function
 
     return declare
@@ -202,8 +214,11 @@ def _print_version(given: bool) -> None:
 
 
 @app.callback()
-def _top(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                               help=OPTIONS["--version"])] = False) -> None:
+def _top(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help=OPTIONS["--version"])
+    ] = False,
+) -> None:
     pass
 
 
@@ -275,72 +290,147 @@ _TEXT_STYLE = {"error": "red", "decide": "yellow", "note": "cyan", "file": "bold
 def migrate(
     # One parameter per option, in the order of the help; each one is handed to
     # migration.Request below. A new option goes in both places.
-    paths: Annotated[Optional[list[Path]], typer.Argument(
-        metavar="PATH", show_default=False, readable=False,
-        help="files and folders to migrate (default: .); - reads stdin (with --stdin-filename)")] = None,
+    paths: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            metavar="PATH",
+            show_default=False,
+            readable=False,
+            help="files and folders to migrate (default: .); - reads stdin (with --stdin-filename)",
+        ),
+    ] = None,
     write: Annotated[bool, _option("--write", help="apply the changes in place (with -: print the new text)")] = False,
-    check: Annotated[bool, _option(
-        "--check", help="write nothing; exit 1 while changes are pending or spots to decide are open")] = False,
-    exit_zero: Annotated[bool, _option(
-        "--exit-zero", help="with --check: report, but exit 0 (2 still when a file could not be processed)")] = False,
-    select: Annotated[Optional[list[str]], _option(
-        "--select", metavar="RULES", help="only these families, rule ids or id prefixes (comma-separated)")] = None,
-    ignore: Annotated[Optional[list[str]], _option(
-        "--ignore", metavar="RULES", help="skip these families, rule ids or id prefixes (comma-separated)")] = None,
-    target: Annotated[Optional[Literal["native", "shim"]], _option(
-        "--target", metavar="TARGET",
-        help="native (torch_xla 2.x APIs; the default) or shim (xrt2pjrt.shim, call sites kept)")] = None,
-    target_version: Annotated[Optional[str], _option(
-        "--target-version", metavar="X.Y", help="the torch_xla to write for: 2.1 ... 2.9 (default 2.9)")] = None,
-    unsafe_fixes: Annotated[bool, _option(
-        "--unsafe-fixes",
-        help="also make the fixes that need a reviewer's eye (without it they are listed as pending)")] = False,
-    output_format: Annotated[Literal["text", "json", "github", "sarif"], _option(
-        "--output-format", metavar="FORMAT",
-        help="text (the diff; findings on stderr), json, github or sarif, on stdout")] = "text",
-    report_file: Annotated[Optional[Path], _option(
-        "--report", metavar="FILE", help="also write a report: FILE.json or FILE.md")] = None,
-    config: Annotated[Optional[Path], _option(
-        "--config", metavar="FILE",
-        help="this configuration, not the nearest pyproject.toml's [tool.xrt2pjrt]")] = None,
-    exclude: Annotated[Optional[list[str]], _option(
-        "--exclude", metavar="PATTERN",
-        help="leave these out (gitignore patterns), instead of the default ones")] = None,
-    extend_exclude: Annotated[Optional[list[str]], _option(
-        "--extend-exclude", metavar="PATTERN", help="leave these out as well (gitignore patterns)")] = None,
-    force_exclude: Annotated[bool, _option(
-        "--force-exclude", help="exclude files named on the command line too")] = False,
-    stdin_filename: Annotated[Optional[Path], _option(
-        "--stdin-filename", metavar="PATH", help="with -: the path of the text on stdin")] = None,
-    zone: Annotated[Optional[str], _option(
-        "--zone", metavar="ZONE", help="--zone of the gcloud commands written")] = None,
-    project: Annotated[Optional[str], _option(
-        "--project", metavar="PROJECT", help="--project of the gcloud commands written")] = None,
-    launcher: Annotated[Literal["gcloud", "xrt2pjrt"], _option(
-        "--launcher", metavar="LAUNCHER",
-        help="what replaces xla_dist: gcloud (the default) or xrt2pjrt")] = "gcloud",
-    jobs: Annotated[Optional[int], _option(
-        "-j", "--jobs", metavar="N", parser=_at_least(1),
-        help="worker processes (default: as many as the work found pays for)")] = None,
-    max_file_size: Annotated[Optional[int], _option(
-        "--max-file-size", metavar="SIZE", parser=_size,
-        help="skip, and report, a file with more to parse than this: its text, a notebook's cells, a document's "
-             "code blocks (default 2M)")] = None,
-    no_cache: Annotated[bool, _option(
-        "--no-cache", help="neither read nor write the results cache (a rerun of unchanged files parses none)")] = False,
-    cache_dir: Annotated[Optional[Path], _option(
-        "--cache-dir", metavar="DIR",
-        help=f"the results cache's folder (default: ${CACHE_DIR.name}, else ~/.cache/xrt2pjrt)")] = None,
-    color: Annotated[Literal["auto", "always", "never"], _option(
-        "--color", metavar="WHEN", help="auto (the default), always or never")] = "auto",
-    statistics: Annotated[bool, _option(
-        "--statistics", help="counts of changes and items by family and rule, instead of the diff and the items")] = False,
-    quiet: Annotated[bool, _option(
-        "-q", "--quiet", help="only the items to decide and errors (and with --check, the files)")] = False,
+    check: Annotated[
+        bool, _option("--check", help="write nothing; exit 1 while changes are pending or spots to decide are open")
+    ] = False,
+    exit_zero: Annotated[
+        bool,
+        _option("--exit-zero", help="with --check: report, but exit 0 (2 still when a file could not be processed)"),
+    ] = False,
+    select: Annotated[
+        Optional[list[str]],
+        _option("--select", metavar="RULES", help="only these families, rule ids or id prefixes (comma-separated)"),
+    ] = None,
+    ignore: Annotated[
+        Optional[list[str]],
+        _option("--ignore", metavar="RULES", help="skip these families, rule ids or id prefixes (comma-separated)"),
+    ] = None,
+    target: Annotated[
+        Optional[Literal["native", "shim"]],
+        _option(
+            "--target",
+            metavar="TARGET",
+            help="native (torch_xla 2.x APIs; the default) or shim (xrt2pjrt.shim, call sites kept)",
+        ),
+    ] = None,
+    target_version: Annotated[
+        Optional[str],
+        _option("--target-version", metavar="X.Y", help="the torch_xla to write for: 2.1 ... 2.9 (default 2.9)"),
+    ] = None,
+    unsafe_fixes: Annotated[
+        bool,
+        _option(
+            "--unsafe-fixes",
+            help="also make the fixes that need a reviewer's eye (without it they are listed as pending)",
+        ),
+    ] = False,
+    output_format: Annotated[
+        Literal["text", "json", "github", "sarif"],
+        _option(
+            "--output-format",
+            metavar="FORMAT",
+            help="text (the diff; findings on stderr), json, github or sarif, on stdout",
+        ),
+    ] = "text",
+    report_file: Annotated[
+        Optional[Path], _option("--report", metavar="FILE", help="also write a report: FILE.json or FILE.md")
+    ] = None,
+    config: Annotated[
+        Optional[Path],
+        _option(
+            "--config", metavar="FILE", help="this configuration, not the nearest pyproject.toml's [tool.xrt2pjrt]"
+        ),
+    ] = None,
+    exclude: Annotated[
+        Optional[list[str]],
+        _option(
+            "--exclude", metavar="PATTERN", help="leave these out (gitignore patterns), instead of the default ones"
+        ),
+    ] = None,
+    extend_exclude: Annotated[
+        Optional[list[str]],
+        _option("--extend-exclude", metavar="PATTERN", help="leave these out as well (gitignore patterns)"),
+    ] = None,
+    force_exclude: Annotated[
+        bool, _option("--force-exclude", help="exclude files named on the command line too")
+    ] = False,
+    stdin_filename: Annotated[
+        Optional[Path], _option("--stdin-filename", metavar="PATH", help="with -: the path of the text on stdin")
+    ] = None,
+    zone: Annotated[
+        Optional[str], _option("--zone", metavar="ZONE", help="--zone of the gcloud commands written")
+    ] = None,
+    project: Annotated[
+        Optional[str], _option("--project", metavar="PROJECT", help="--project of the gcloud commands written")
+    ] = None,
+    launcher: Annotated[
+        Literal["gcloud", "xrt2pjrt"],
+        _option("--launcher", metavar="LAUNCHER", help="what replaces xla_dist: gcloud (the default) or xrt2pjrt"),
+    ] = "gcloud",
+    jobs: Annotated[
+        Optional[int],
+        _option(
+            "-j",
+            "--jobs",
+            metavar="N",
+            parser=_at_least(1),
+            help="worker processes (default: as many as the work found pays for)",
+        ),
+    ] = None,
+    max_file_size: Annotated[
+        Optional[int],
+        _option(
+            "--max-file-size",
+            metavar="SIZE",
+            parser=_size,
+            help="skip, and report, a file with more to parse than this: its text, a notebook's cells, a document's "
+            "code blocks (default 2M)",
+        ),
+    ] = None,
+    no_cache: Annotated[
+        bool,
+        _option("--no-cache", help="neither read nor write the results cache (a rerun of unchanged files parses none)"),
+    ] = False,
+    cache_dir: Annotated[
+        Optional[Path],
+        _option(
+            "--cache-dir",
+            metavar="DIR",
+            help=f"the results cache's folder (default: ${CACHE_DIR.name}, else ~/.cache/xrt2pjrt)",
+        ),
+    ] = None,
+    color: Annotated[
+        Literal["auto", "always", "never"],
+        _option("--color", metavar="WHEN", help="auto (the default), always or never"),
+    ] = "auto",
+    statistics: Annotated[
+        bool,
+        _option(
+            "--statistics", help="counts of changes and items by family and rule, instead of the diff and the items"
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool, _option("-q", "--quiet", help="only the items to decide and errors (and with --check, the files)")
+    ] = False,
     verbose: Annotated[bool, _option("-v", "--verbose", help="also every change, the configuration, the time")] = False,
-    inventory: Annotated[bool, _option(
-        "--inventory", help="also list every torch_xla name, setting, launcher and install line seen, with its "
-                            "status (on stdout; in the JSON and the --report)")] = False,
+    inventory: Annotated[
+        bool,
+        _option(
+            "--inventory",
+            help="also list every torch_xla name, setting, launcher and install line seen, with its "
+            "status (on stdout; in the JSON and the --report)",
+        ),
+    ] = False,
 ) -> int:
     """A preview by default: the diff, and what a person must decide. Exit 0 when done, 1
     when --check finds changes pending or spots to decide open (neither fixed nor settled with
@@ -355,11 +445,29 @@ def migrate(
 
     reads_stdin = paths == [migration.STDIN]
     request = migration.Request(
-        paths=paths, write=write, check=check, select=select, ignore=ignore, target=target,
-        target_version=target_version, zone=zone, project=project, launcher=launcher, jobs=jobs, config=config,
-        exclude=exclude, extend_exclude=extend_exclude, force_exclude=force_exclude, stdin_filename=stdin_filename,
-        stdin=sys.stdin.buffer.read() if reads_stdin else None, report=report_file, max_file_size=max_file_size,
-        unsafe_fixes=unsafe_fixes, exit_zero=exit_zero, no_cache=no_cache, cache_dir=cache_dir,
+        paths=paths,
+        write=write,
+        check=check,
+        select=select,
+        ignore=ignore,
+        target=target,
+        target_version=target_version,
+        zone=zone,
+        project=project,
+        launcher=launcher,
+        jobs=jobs,
+        config=config,
+        exclude=exclude,
+        extend_exclude=extend_exclude,
+        force_exclude=force_exclude,
+        stdin_filename=stdin_filename,
+        stdin=sys.stdin.buffer.read() if reads_stdin else None,
+        report=report_file,
+        max_file_size=max_file_size,
+        unsafe_fixes=unsafe_fixes,
+        exit_zero=exit_zero,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
     )
     progress = Progress(out)
     try:
@@ -378,8 +486,11 @@ def migrate(
         from xrt2pjrt.files import quoted
 
         written = ", ".join(quoted(p) for p in done.written)
-        out.err(f"xrt2pjrt: interrupted: {report.plural(len(done.written), 'file')} written"
-                f"{': ' + written if written else ''}; the others are as they were", "red")
+        out.err(
+            f"xrt2pjrt: interrupted: {report.plural(len(done.written), 'file')} written"
+            f"{': ' + written if written else ''}; the others are as they were",
+            "red",
+        )
         return done.exit_code
 
     if verbose:
@@ -387,8 +498,11 @@ def migrate(
         for line in done.listed:
             out.err(f"xrt2pjrt: {line}")
     if not run.results and not quiet:
-        out.err(f"xrt2pjrt: no files found in {', '.join(map(str, paths))}: nothing there is a kind "
-                "xrt2pjrt rewrites (Python, shell, Dockerfile, YAML, Markdown, notebook, requirements)", "yellow")
+        out.err(
+            f"xrt2pjrt: no files found in {', '.join(map(str, paths))}: nothing there is a kind "
+            "xrt2pjrt rewrites (Python, shell, Dockerfile, YAML, Markdown, notebook, requirements)",
+            "yellow",
+        )
     if statistics:
         from xrt2pjrt.registry import CHECKLIST
 
@@ -436,7 +550,9 @@ def migrate(
         try:
             write_atomic(Path(os.path.realpath(report_file)), render(run).encode("utf-8"))  # through a link
         except OSError as exc:  # a full disk, say: checked as far as it can be before the run
-            done_already = f"; the {report.plural(len(done.written), 'file')} written stay written" if done.written else ""
+            done_already = (
+                f"; the {report.plural(len(done.written), 'file')} written stay written" if done.written else ""
+            )
             raise Failure(f"--report {report_file}: cannot write: {exc.strerror or exc}{done_already}") from None
     return done.exit_code
 
@@ -454,8 +570,10 @@ _JSON = _option("--json", help="machine-readable output")
 
 @command("rules", usage="[OPTIONS] [RULE...]")
 def rules(
-    words: Annotated[Optional[list[str]], typer.Argument(
-        metavar="RULE", show_default=False, help="families, rule ids or id prefixes")] = None,
+    words: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="RULE", show_default=False, help="families, rule ids or id prefixes"),
+    ] = None,
     as_json: Annotated[bool, _JSON] = False,
 ) -> int:
     """With no RULE, every rule and its first example; with RULE, the rules it names and
@@ -482,8 +600,10 @@ def rules(
                 "summary": rule.summary,
                 "why": rule.why,
                 "example": {"before": rule.examples[0].before, "after": rule.examples[0].after},
-                "examples": [{"before": e.before, "after": e.after, "manual": list(e.manual), "options": e.options}
-                             for e in rule.examples],
+                "examples": [
+                    {"before": e.before, "after": e.after, "manual": list(e.manual), "options": e.options}
+                    for e in rule.examples
+                ],
             }
             for rule in chosen
         ]
@@ -525,36 +645,65 @@ def guide(
 @command("launch", usage="--tpu NAME [OPTIONS] -- COMMAND...")
 def launch(
     tpu: Annotated[str, _option("--tpu", metavar="NAME", help="the TPU VM or pod")],
-    words: Annotated[Optional[list[str]], typer.Argument(
-        metavar="COMMAND", show_default=False, help="what every worker runs (after --), word for word")] = None,
-    shell: Annotated[Optional[str], _option(
-        "--shell", metavar="CMD", help="instead of words: one string the worker's bash expands")] = None,
+    words: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="COMMAND", show_default=False, help="what every worker runs (after --), word for word"),
+    ] = None,
+    shell: Annotated[
+        Optional[str], _option("--shell", metavar="CMD", help="instead of words: one string the worker's bash expands")
+    ] = None,
     zone: Annotated[Optional[str], _option("--zone", metavar="ZONE", help="its zone (default: gcloud's)")] = None,
-    project: Annotated[Optional[str], _option(
-        "--project", metavar="PROJECT", help="its project (default: gcloud's)")] = None,
+    project: Annotated[
+        Optional[str], _option("--project", metavar="PROJECT", help="its project (default: gcloud's)")
+    ] = None,
     env: Annotated[Optional[list[str]], _option("--env", metavar="K=V", help="set for the command; repeatable")] = None,
-    conda_env: Annotated[Optional[str], _option(
-        "--conda-env", metavar="ENV", help="conda environment to activate first")] = None,
-    docker_image: Annotated[Optional[str], _option(
-        "--docker-image", metavar="IMAGE", help="run the command in this image")] = None,
-    docker_run_flags: Annotated[Optional[list[str]], _option(
-        "--docker-run-flag", metavar="FLAG", help="extra `docker run` flag; repeatable")] = None,
-    docker_container: Annotated[Optional[str], _option(
-        "--docker-container", metavar="NAME", help="name of the container")] = None,
+    conda_env: Annotated[
+        Optional[str], _option("--conda-env", metavar="ENV", help="conda environment to activate first")
+    ] = None,
+    docker_image: Annotated[
+        Optional[str], _option("--docker-image", metavar="IMAGE", help="run the command in this image")
+    ] = None,
+    docker_run_flags: Annotated[
+        Optional[list[str]], _option("--docker-run-flag", metavar="FLAG", help="extra `docker run` flag; repeatable")
+    ] = None,
+    docker_container: Annotated[
+        Optional[str], _option("--docker-container", metavar="NAME", help="name of the container")
+    ] = None,
     restart_tpuvm_pod_server: Annotated[bool, _option("--restart-tpuvm-pod-server", help="XRT only: ignored")] = False,
-    tpuvm_server_port: Annotated[Optional[int], _option(
-        "--tpuvm-server-port", metavar="PORT", help="XRT only: ignored")] = None,
-    num_workers: Annotated[Optional[int], _option(
-        "--num-workers", metavar="N", parser=_at_least(1), help="workers of the pod (default: ask gcloud)")] = None,
-    max_restarts: Annotated[Optional[int], _option(
-        "--max-restarts", metavar="N", parser=_at_least(0),
-        help="runs again after TPU maintenance or a lost worker (default: 50, as xla_dist)")] = None,
-    health_poll: Annotated[Optional[float], _option(
-        "--health-poll", metavar="SECONDS", parser=_seconds, help="how often to ask gcloud for the TPU's health "
-        "(default: 10)")] = None,
-    health_timeout: Annotated[Optional[float], _option(
-        "--health-timeout", metavar="SECONDS", parser=_seconds,
-        help="how long to wait for the TPU to be READY and HEALTHY (default: 1200)")] = None,
+    tpuvm_server_port: Annotated[
+        Optional[int], _option("--tpuvm-server-port", metavar="PORT", help="XRT only: ignored")
+    ] = None,
+    num_workers: Annotated[
+        Optional[int],
+        _option("--num-workers", metavar="N", parser=_at_least(1), help="workers of the pod (default: ask gcloud)"),
+    ] = None,
+    max_restarts: Annotated[
+        Optional[int],
+        _option(
+            "--max-restarts",
+            metavar="N",
+            parser=_at_least(0),
+            help="runs again after TPU maintenance or a lost worker (default: 50, as xla_dist)",
+        ),
+    ] = None,
+    health_poll: Annotated[
+        Optional[float],
+        _option(
+            "--health-poll",
+            metavar="SECONDS",
+            parser=_seconds,
+            help="how often to ask gcloud for the TPU's health (default: 10)",
+        ),
+    ] = None,
+    health_timeout: Annotated[
+        Optional[float],
+        _option(
+            "--health-timeout",
+            metavar="SECONDS",
+            parser=_seconds,
+            help="how long to wait for the TPU to be READY and HEALTHY (default: 1200)",
+        ),
+    ] = None,
     dry_run: Annotated[bool, _option("--dry-run", help="print the gcloud commands; run nothing")] = False,
 ) -> int:
     """A drop-in for xla_dist: it takes xla_dist's flags, and like xla_dist it waits for a
@@ -563,11 +712,24 @@ def launch(
     from xrt2pjrt.runtime import launch
 
     request = launch.Request(
-        tpu=tpu, command=tuple(words or ()), shell=shell, zone=zone, project=project, env=tuple(env or ()),
-        conda_env=conda_env, docker_image=docker_image, docker_container=docker_container,
+        tpu=tpu,
+        command=tuple(words or ()),
+        shell=shell,
+        zone=zone,
+        project=project,
+        env=tuple(env or ()),
+        conda_env=conda_env,
+        docker_image=docker_image,
+        docker_container=docker_container,
         docker_run_flags=tuple(docker_run_flags or ()),
-        xrt_only=tuple(flag for flag, given in (("--restart-tpuvm-pod-server", restart_tpuvm_pod_server),
-                                                ("--tpuvm-server-port", tpuvm_server_port is not None)) if given),
+        xrt_only=tuple(
+            flag
+            for flag, given in (
+                ("--restart-tpuvm-pod-server", restart_tpuvm_pod_server),
+                ("--tpuvm-server-port", tpuvm_server_port is not None),
+            )
+            if given
+        ),
     )
     given = {"max_restarts": max_restarts, "poll": health_poll, "timeout": health_timeout}
     retries = launch.Retries(**{k: v for k, v in given.items() if v is not None})
@@ -592,8 +754,10 @@ def doctor(as_json: Annotated[bool, _JSON] = False) -> int:
 
 @command("verify")
 def verify(
-    nprocs: Annotated[Optional[int], _option(
-        "--nprocs", metavar="N", parser=_at_least(1), help="CPU only: N replicas in the CPU replica mode")] = None,
+    nprocs: Annotated[
+        Optional[int],
+        _option("--nprocs", metavar="N", parser=_at_least(1), help="CPU only: N replicas in the CPU replica mode"),
+    ] = None,
     as_json: Annotated[bool, _JSON] = False,
 ) -> int:
     """Exit 0 when every check passes, 1 when one fails, 2 when the replicas could not run."""
@@ -606,17 +770,26 @@ def verify(
 # What follows SCRIPT is SCRIPT's, options included: click stops reading options at it.
 @command("run", usage="--nprocs N [OPTIONS] SCRIPT [ARGS...]", context_settings={"allow_interspersed_args": False})
 def run(
-    script: Annotated[str, typer.Argument(
-        metavar="SCRIPT", show_default=False, help="the program, run as `python SCRIPT ARGS...` would run it")],
+    script: Annotated[
+        str,
+        typer.Argument(
+            metavar="SCRIPT", show_default=False, help="the program, run as `python SCRIPT ARGS...` would run it"
+        ),
+    ],
     nprocs: Annotated[int, _option("--nprocs", metavar="N", parser=_at_least(1), help="CPU replicas on this host")],
-    args: Annotated[Optional[list[str]], typer.Argument(
-        metavar="ARGS", show_default=False, help="its arguments")] = None,
-    per_process: Annotated[bool, _option(
-        "--per-process", help="run SCRIPT once per replica (it never spawns)")] = False,
-    hosts: Annotated[Optional[int], _option(
-        "--hosts", metavar="N", parser=_at_least(1), help="hosts running this command (default 1)")] = None,
-    host_index: Annotated[Optional[int], _option(
-        "--host-index", metavar="I", parser=_at_least(0), help="this host's index")] = None,
+    args: Annotated[
+        Optional[list[str]], typer.Argument(metavar="ARGS", show_default=False, help="its arguments")
+    ] = None,
+    per_process: Annotated[
+        bool, _option("--per-process", help="run SCRIPT once per replica (it never spawns)")
+    ] = False,
+    hosts: Annotated[
+        Optional[int],
+        _option("--hosts", metavar="N", parser=_at_least(1), help="hosts running this command (default 1)"),
+    ] = None,
+    host_index: Annotated[
+        Optional[int], _option("--host-index", metavar="I", parser=_at_least(0), help="this host's index")
+    ] = None,
     master: Annotated[Optional[str], _option("--master", metavar="ADDR[:PORT]", help="host 0's address")] = None,
 ) -> int:
     """With PJRT_DEVICE=CPU. The options come before SCRIPT; what follows it is its own."""

@@ -27,8 +27,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 TABLE = ("tool", "xrt2pjrt")
-KEYS = ("select", "ignore", "target", "target-version", "unsafe-fixes", "exclude", "extend-exclude",
-        "per-file-ignores")
+KEYS = ("select", "ignore", "target", "target-version", "unsafe-fixes", "exclude", "extend-exclude", "per-file-ignores")
 
 # What discovery leaves out unless ``exclude`` says otherwise (which replaces it, as
 # ruff's does; ``extend-exclude`` adds to it): tools' caches, environments, build output,
@@ -85,8 +84,9 @@ def load(path: Path | None) -> Settings:
 
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise ConfigError(f"{path}: unknown key {', '.join(map(repr, unknown))} in [tool.xrt2pjrt]; "
-                          f"the keys are {', '.join(KEYS)}")
+        raise ConfigError(
+            f"{path}: unknown key {', '.join(map(repr, unknown))} in [tool.xrt2pjrt]; the keys are {', '.join(KEYS)}"
+        )
     for key, value in table.items():
         if key in ("select", "ignore", "exclude", "extend-exclude"):
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):

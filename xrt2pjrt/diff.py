@@ -105,8 +105,9 @@ def _anchors(a, b, alo, ahi, blo, bhi) -> list[tuple[int, int]]:
     count_a = Counter(a[alo:ahi])
     count_b = Counter(b[blo:bhi])
     where_b = {line: j for j, line in enumerate(b[blo:bhi], blo) if count_b[line] == 1}
-    candidates = [(i, where_b[line]) for i, line in enumerate(a[alo:ahi], alo)
-                  if count_a[line] == 1 and line in where_b]
+    candidates = [
+        (i, where_b[line]) for i, line in enumerate(a[alo:ahi], alo) if count_a[line] == 1 and line in where_b
+    ]
     # longest increasing subsequence by j (patience sorting), candidates already ordered by i
     tops: list[int] = []  # j at the top of each pile
     back: list[int] = []  # for each candidate, the index of its predecessor (or -1)

@@ -48,9 +48,25 @@ import pathspec
 # no file git tracks: one that git tracks there is the user's own (a committed build/
 # script), and is migrated; a virtualenv (pyvenv.cfg) is skipped, tracked or not.
 SKIPPED_DIRS = frozenset(
-    {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "build",
-     "dist", "site-packages", "__pycache__", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints",
-     ".eggs"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".tox",
+        ".nox",
+        ".venv",
+        "venv",
+        "env",
+        "node_modules",
+        "build",
+        "dist",
+        "site-packages",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ipynb_checkpoints",
+        ".eggs",
+    }
 )
 
 _SHELL_SHEBANG = re.compile(rb"^#![^\n]*\b(ba|z|k|da)?sh\b")
@@ -175,8 +191,12 @@ def discover(paths: list[Path], excluded: Excluded = _skipped_dir, force_exclude
     return out
 
 
-_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def _not_a_file(mode: int) -> str | None:
@@ -225,12 +245,16 @@ class _Walk:
         """The files git lists below ``folder``; None when git cannot answer (said)."""
         listings, unreadable = [], {}
         neutral = _git_drivers(folder)
-        for options in (("--cached",), ("--others", "--exclude-standard"),
-                        ("--others", "--ignored", "--exclude-standard", "--directory")):
+        for options in (
+            ("--cached",),
+            ("--others", "--exclude-standard"),
+            ("--others", "--ignored", "--exclude-standard", "--directory"),
+        ):
             listed = neutral if isinstance(neutral, str) else _git_ls_files(folder, options, neutral)
             if isinstance(listed, str):
-                self.out.listed.append(f"files of {folder}: git cannot list them ({listed}); its .gitignore files "
-                                       "are read instead")
+                self.out.listed.append(
+                    f"files of {folder}: git cannot list them ({listed}); its .gitignore files are read instead"
+                )
                 return None
             listings.append(listed[0])
             unreadable.update(listed[1])
@@ -258,16 +282,29 @@ class _Walk:
         for name in sorted(listed):
             try:
                 with os.scandir(folder / name) as entries:
-                    found.update((entry.path, mode) for entry in entries if not (
-                        entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)
-                        or entry.is_symlink()) and kind_of(Path(entry.path))
-                                 and _not_a_file(mode := entry.stat(follow_symlinks=False).st_mode))
+                    found.update(
+                        (entry.path, mode)
+                        for entry in entries
+                        if not (
+                            entry.is_file(follow_symlinks=False)
+                            or entry.is_dir(follow_symlinks=False)
+                            or entry.is_symlink()
+                        )
+                        and kind_of(Path(entry.path))
+                        and _not_a_file(mode := entry.stat(follow_symlinks=False).st_mode)
+                    )
             except OSError:
                 continue  # gone, or unreadable: its files are said as they are read
         if not found:
             return
-        ran = _git(folder, "check-ignore", "--stdin", "-z", neutral=neutral,
-                   stdin=b"".join(os.fsencode(os.path.relpath(path, folder)) + b"\0" for path in found))
+        ran = _git(
+            folder,
+            "check-ignore",
+            "--stdin",
+            "-z",
+            neutral=neutral,
+            stdin=b"".join(os.fsencode(os.path.relpath(path, folder)) + b"\0" for path in found),
+        )
         ignored = set() if isinstance(ran, str) else {os.fsdecode(n) for n in ran.stdout.split(b"\0") if n}
         for path, mode in found.items():
             if os.path.relpath(path, folder) not in ignored and not self._skipped(folder, Path(path), False, False):
@@ -307,8 +344,11 @@ class _Walk:
         if not is_dir:
             return self._skipped(folder, path.parent, True, tracked) or self.excluded(path, False, tracked)
         if (path, tracked) not in self.skipped:
-            self.skipped[path, tracked] = (self._skipped(folder, path.parent, True, tracked)
-                                           or self.excluded(path, True, tracked) or os.path.isfile(path / "pyvenv.cfg"))
+            self.skipped[path, tracked] = (
+                self._skipped(folder, path.parent, True, tracked)
+                or self.excluded(path, True, tracked)
+                or os.path.isfile(path / "pyvenv.cfg")
+            )
         return self.skipped[path, tracked]
 
     def _folders(self, start: Path, specs):
@@ -319,8 +359,7 @@ class _Walk:
         while stack:
             folder, specs = stack.pop()
             entries = _entries(folder, self.out)
-            if entries is None or (folder != self.root and "pyvenv.cfg" in entries
-                                   and entries["pyvenv.cfg"].is_file()):
+            if entries is None or (folder != self.root and "pyvenv.cfg" in entries and entries["pyvenv.cfg"].is_file()):
                 continue  # unreadable (said), gone, or a virtualenv
             if folder != start and ".git" in entries:
                 listed = self._git(folder)
@@ -354,11 +393,11 @@ class _Walk:
                 else:
                     yield path  # a FIFO or socket too: one a rewriter's kind names is refused when read
 
-
     def _ignored_place(self, place: Path, is_dir: bool) -> None:
         """Count the files of a kind migrated here that an ignored file or folder holds."""
-        self.out.ignored += [(path, place) for path in (self._every_file(place) if is_dir else [place])
-                             if kind_of(path)]
+        self.out.ignored += [
+            (path, place) for path in (self._every_file(place) if is_dir else [place]) if kind_of(path)
+        ]
 
     def _every_file(self, folder: Path):
         """The files below an ignored folder, where no ignore rule matters (all of it is
@@ -395,34 +434,57 @@ GIT_TIMEOUT = 60
 # (``_git_drivers``) and emptied one by one. No protocol is allowed (a partial clone would
 # fetch a missing object, which can run ssh or a transport helper) and no optional lock is
 # taken (no index refresh, no write to the checkout).
-_GIT_NEUTRAL = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "diff.external=",
-                "core.sshCommand=", "credential.helper=", "core.alternateRefsCommand=", "core.askPass=",
-                "protocol.allow=never")
-_GIT_DRIVER = re.compile(r"(filter\.(.+)\.(?:clean|smudge|process|required)|diff\.(.+)\.(?:textconv|command)"
-                         r"|merge\.(.+)\.driver)")
+_GIT_NEUTRAL = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "diff.external=",
+    "core.sshCommand=",
+    "credential.helper=",
+    "core.alternateRefsCommand=",
+    "core.askPass=",
+    "protocol.allow=never",
+)
+_GIT_DRIVER = re.compile(
+    r"(filter\.(.+)\.(?:clean|smudge|process|required)|diff\.(.+)\.(?:textconv|command)"
+    r"|merge\.(.+)\.driver)"
+)
 # The environment git runs in: of the user's GIT_* variables only the two that say where the
 # user's own configuration and checkouts are (others point git at another repository, as a hook
 # sets them, or name a program: GIT_EXTERNAL_DIFF, GIT_SSH_COMMAND, ...); no system
 # configuration, no prompt, no protocol, no lazy fetch.
 _GIT_KEPT = ("GIT_CONFIG_GLOBAL", "GIT_CEILING_DIRECTORIES")
-_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1",
-            "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat"}
+_GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ALLOW_PROTOCOL": "",
+    "GIT_NO_LAZY_FETCH": "1",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_PAGER": "cat",
+}
 
 
 _CANNOT_OPEN = re.compile(r"warning: could not open directory '(.*)': (.*)")
 
 
-def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL,
-         stdin: bytes | None = None) -> subprocess.CompletedProcess | str:
+def _git(
+    folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL, stdin: bytes | None = None
+) -> subprocess.CompletedProcess | str:
     """``git -C folder ARGS`` (``stdin`` its input) as it must run in a stranger's checkout
     (see _GIT_NEUTRAL), or why it did not run."""
-    env = {**{name: value for name, value in os.environ.items() if not name.startswith("GIT_") or name in _GIT_KEPT},
-           **_GIT_ENV}
+    env = {
+        **{name: value for name, value in os.environ.items() if not name.startswith("GIT_") or name in _GIT_KEPT},
+        **_GIT_ENV,
+    }
     options = [word for setting in neutral for word in ("-c", setting)]
     try:
-        proc = subprocess.Popen(["git", "--no-optional-locks", *options, "-C", os.fspath(folder), *args],
-                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(
+            ["git", "--no-optional-locks", *options, "-C", os.fspath(folder), *args],
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
     except FileNotFoundError:
         return "git is not on PATH"
     except OSError as exc:
@@ -434,8 +496,13 @@ def _git(folder: Path, *args: str, neutral: tuple[str, ...] = _GIT_NEUTRAL,
                 out, err = proc.communicate(stdin, timeout=_GIT_LOOK)
             except subprocess.TimeoutExpired:
                 stdin = None  # (handed over by the first call: the next ones only read)
-                why = ("it waits to open a FIFO (named pipe) of the checkout" if _waits_on_a_fifo(proc.pid)
-                       else f"no answer in {GIT_TIMEOUT} s" if time.monotonic() > deadline else None)
+                why = (
+                    "it waits to open a FIFO (named pipe) of the checkout"
+                    if _waits_on_a_fifo(proc.pid)
+                    else f"no answer in {GIT_TIMEOUT} s"
+                    if time.monotonic() > deadline
+                    else None
+                )
                 if why:
                     proc.kill()
                     proc.communicate()
@@ -466,13 +533,17 @@ def _git_drivers(folder: Path) -> tuple[str, ...] | str:
     if isinstance(ran, str):
         return ran
     names = os.fsdecode(ran.stdout).split("\0") if ran.returncode == 0 else []
-    emptied = [f"{name}=false" if name.endswith(".required") else f"{name}="
-               for name in names if _GIT_DRIVER.fullmatch(name.lower())]
+    emptied = [
+        f"{name}=false" if name.endswith(".required") else f"{name}="
+        for name in names
+        if _GIT_DRIVER.fullmatch(name.lower())
+    ]
     return _GIT_NEUTRAL + tuple(emptied)
 
 
-def _git_ls_files(folder: Path, options: tuple[str, ...], neutral: tuple[str, ...] = _GIT_NEUTRAL
-                  ) -> tuple[list[str], dict[str, str]] | str:
+def _git_ls_files(
+    folder: Path, options: tuple[str, ...], neutral: tuple[str, ...] = _GIT_NEUTRAL
+) -> tuple[list[str], dict[str, str]] | str:
     """The paths below ``folder``, relative to it, that ``git ls-files -z OPTIONS`` lists
     (any bytes a name holds kept, as os.fsdecode keeps them), and the folders git warned it
     could not read, with why; or why git did not answer. A checkout its owner's git would
@@ -565,8 +636,10 @@ def tame_pattern(pattern: str) -> str:
             alone = (i == 0 or atoms[i - 1] == "/") and (i == len(atoms) - 1 or atoms[i + 1] == "/")
             atoms[i] = "**" if alone else "*"
     if sum(atom.startswith("*") for atom in atoms) > MAX_WILDCARDS:
-        raise ValueError(f"the pattern {pattern!r} holds more than {MAX_WILDCARDS} runs of wildcards (*): matching "
-                         "it could take hours")
+        raise ValueError(
+            f"the pattern {pattern!r} holds more than {MAX_WILDCARDS} runs of wildcards (*): matching "
+            "it could take hours"
+        )
     return "!" * negated + "".join(atoms)
 
 
@@ -634,8 +707,14 @@ def _stale_beside(path: Path) -> list[Path]:
     except OSError:
         return []
     prefix = f".{path.name}."
-    return [path.parent / n for n in sorted(names) if n.startswith(prefix) and _TEMPORARY.fullmatch(n)
-            and _TEMPORARY.fullmatch(n).group(1) == path.name and _unlocked(path.parent / n)]
+    return [
+        path.parent / n
+        for n in sorted(names)
+        if n.startswith(prefix)
+        and _TEMPORARY.fullmatch(n)
+        and _TEMPORARY.fullmatch(n).group(1) == path.name
+        and _unlocked(path.parent / n)
+    ]
 
 
 def remove_stale(paths: list[Path]) -> list[Path]:
@@ -681,7 +760,7 @@ class TextFile:
 
 def decode(data: bytes, kind: str) -> TextFile:
     bom = data.startswith(codecs.BOM_UTF8)
-    body = data[len(codecs.BOM_UTF8):] if bom else data
+    body = data[len(codecs.BOM_UTF8) :] if bom else data
     encoding = "utf-8"
     if kind == "python" and not bom:
         try:
@@ -693,9 +772,12 @@ def decode(data: bytes, kind: str) -> TextFile:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:
         line_start = body.rfind(b"\n", 0, exc.start) + 1
-        column = len(body[line_start:exc.start].decode(encoding, errors="replace")) + 1
-        raise DecodeError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}",
-                          body.count(b"\n", 0, exc.start) + 1, column) from exc
+        column = len(body[line_start : exc.start].decode(encoding, errors="replace")) + 1
+        raise DecodeError(
+            f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}",
+            body.count(b"\n", 0, exc.start) + 1,
+            column,
+        ) from exc
     except LookupError as exc:
         raise DecodeError(f"unknown encoding {encoding!r}", 1) from exc
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
@@ -722,12 +804,25 @@ class Snapshot:
 
     @classmethod
     def of(cls, data: bytes, st: os.stat_result) -> "Snapshot":
-        return cls(hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev,
-                   st.st_ino, st.st_nlink, st.st_mode)
+        return cls(
+            hashlib.sha256(data).hexdigest(),
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_dev,
+            st.st_ino,
+            st.st_nlink,
+            st.st_mode,
+        )
 
     def same_file(self, st: os.stat_result) -> bool:
         return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino) == (
-            self.size, self.mtime_ns, self.ctime_ns, self.dev, self.ino)
+            self.size,
+            self.mtime_ns,
+            self.ctime_ns,
+            self.dev,
+            self.ino,
+        )
 
 
 DELETED = "deleted while xrt2pjrt ran: not written"
@@ -765,8 +860,10 @@ def read(path: Path, limit: int | None = None) -> tuple[bytes, Snapshot]:
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read() if limit is None else f.read(limit + 1)
         if limit is not None and len(data) > limit:
-            raise TooLarge(f"more than {limit:,} bytes: not read (a run reads {READ_FACTOR} times --max-file-size, "
-                           f"{READ_FLOOR:,} bytes at least)")
+            raise TooLarge(
+                f"more than {limit:,} bytes: not read (a run reads {READ_FACTOR} times --max-file-size, "
+                f"{READ_FLOOR:,} bytes at least)"
+            )
         return data, Snapshot.of(data, os.fstat(fd))
     finally:
         os.close(fd)
@@ -782,8 +879,9 @@ def read_limit(max_file_bytes: int) -> int:
     return max(READ_FACTOR * max_file_bytes, READ_FLOOR)
 
 
-def write_atomic(path: Path, data: bytes, expect: Snapshot | None = None, new: bool = False,
-                 hold: bool = False) -> "Replaced | None":
+def write_atomic(
+    path: Path, data: bytes, expect: Snapshot | None = None, new: bool = False, hold: bool = False
+) -> "Replaced | None":
     """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never half.
 
     ``path`` is the file itself (a symbolic link is resolved by the caller). The original's
@@ -833,7 +931,7 @@ def _replace(path: Path, data: bytes, expect: Snapshot | None, new: bool) -> "Re
             os.fchmod(fd, stat.S_IMODE(st.st_mode))
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
         if expect is not None:
             original = _open_unchanged(path, expect)
@@ -897,8 +995,11 @@ class Replaced:
                 raise Changed()  # the file is as its editor left it, as if never written
             edited, new = again, back.written
         self.digest = hashlib.sha256(edited).hexdigest()
-        raise Changed(f"changed on disk while xrt2pjrt wrote it: written, and the file as edited meanwhile is "
-                      f"saved as {_save_beside(self.path, edited)}: merge the two", written=True)
+        raise Changed(
+            f"changed on disk while xrt2pjrt wrote it: written, and the file as edited meanwhile is "
+            f"saved as {_save_beside(self.path, edited)}: merge the two",
+            written=True,
+        )
 
     def close(self) -> None:
         for back in self._put_backs:
@@ -952,8 +1053,9 @@ def _keep_owner(fd: int, st: os.stat_result, path: Path) -> None:
     try:
         os.fchown(fd, st.st_uid, st.st_gid)
     except PermissionError:
-        raise PermissionError(errno.EPERM, f"owned by {st.st_uid}:{st.st_gid}, which a rewrite by this user "
-                              "cannot keep; not written") from None
+        raise PermissionError(
+            errno.EPERM, f"owned by {st.st_uid}:{st.st_gid}, which a rewrite by this user cannot keep; not written"
+        ) from None
 
 
 def _sync_folder(folder: Path) -> None:
@@ -984,8 +1086,17 @@ def parse_size(text: str) -> int:
 # --- names as shown ------------------------------------------------------------------------
 
 _PLAIN_NAME = re.compile(r'[^"\\\x00-\x1f\x7f\ud800-\udfff]*')
-_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
-              "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+_C_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+    '"': '\\"',
+    "\\": "\\\\",
+}
 
 
 def quoted(name: str) -> str:

@@ -38,18 +38,32 @@ KINDS = ("name", "setting", "launcher", "install")
 _DOTTED = re.compile(r"\btorch_xla(?:\.[A-Za-z_]\w*)+")
 _IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+(torch_xla(?:\.\w+)*)[ \t]+as[ \t]+(\w+)", re.M)
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(torch_xla(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)", re.M)
-_SETTING = re.compile(r"(?<!device:)\b(?:(?:XLA|XRT|PJRT|TPU|PT_XLA|TORCH_XLA)_[A-Z0-9_]*[A-Z0-9]|"  # (not XLA_CPU:0)
-                      + "|".join(sorted(set(UNPREFIXED) | {"GPU_NUM_DEVICES", "TPUVM_MODE"}, key=len, reverse=True))
-                      + r")\b")
+_SETTING = re.compile(
+    r"(?<!device:)\b(?:(?:XLA|XRT|PJRT|TPU|PT_XLA|TORCH_XLA)_[A-Z0-9_]*[A-Z0-9]|"  # (not XLA_CPU:0)
+    + "|".join(sorted(set(UNPREFIXED) | {"GPU_NUM_DEVICES", "TPUVM_MODE"}, key=len, reverse=True))
+    + r")\b"
+)
 # (what it is, its pattern, whether today's tooling launches that way)
 _LAUNCHERS = (
     ("xla_dist", re.compile(r"\btorch_xla\.distributed\.xla_dist\b|\bxla_dist\.py\b"), False),
     ("xla_spawn.py", re.compile(r"\bxla_spawn\.py\b"), False),
     ("ctpu", re.compile(r"\bctpu[ \t]+(?:up|delete|status|pause|restart)\b"), False),
-    ("gcloud compute tpus create", re.compile(r"\bgcloud[ \t]+(?:alpha[ \t]+|beta[ \t]+)?compute[ \t]+tpus[ \t]+"
-                                               r"(?:tpu-vm[ \t]+|queued-resources[ \t]+)?create\b"), True),
-    ("gcloud compute tpus tpu-vm ssh", re.compile(r"\bgcloud[ \t]+(?:alpha[ \t]+|beta[ \t]+)?compute[ \t]+tpus[ \t]+"
-                                                   r"tpu-vm[ \t]+(?:ssh|scp)\b"), True),
+    (
+        "gcloud compute tpus create",
+        re.compile(
+            r"\bgcloud[ \t]+(?:alpha[ \t]+|beta[ \t]+)?compute[ \t]+tpus[ \t]+"
+            r"(?:tpu-vm[ \t]+|queued-resources[ \t]+)?create\b"
+        ),
+        True,
+    ),
+    (
+        "gcloud compute tpus tpu-vm ssh",
+        re.compile(
+            r"\bgcloud[ \t]+(?:alpha[ \t]+|beta[ \t]+)?compute[ \t]+tpus[ \t]+"
+            r"tpu-vm[ \t]+(?:ssh|scp)\b"
+        ),
+        True,
+    ),
     ("gcloud compute tpus execution-groups", re.compile(r"\bcompute[ \t]+tpus[ \t]+execution-groups\b"), False),
     ("configure_tpu_version", re.compile(r"\bconfigure_tpu_version\b"), False),
     ("conda activate torch-xla", re.compile(r"\bconda[ \t]+activate[ \t]+torch-xla-\S+"), False),
@@ -57,11 +71,15 @@ _LAUNCHERS = (
     ("xrt2pjrt launch", re.compile(r"\bxrt2pjrt[ \t]+launch\b"), True),
 )
 # A line that installs torch_xla or what goes with it.
-_INSTALL_LINE = re.compile(r"(?i)\b(?:pip3?|python3?[ \t]+-m[ \t]+pip|conda|uv[ \t]+pip)[ \t]+install\b|(?-i:^[ \t]*FROM[ \t])|"
-                           r"\bimage:|tpu-pytorch|--version[= ]|--runtime-version|tf-version")
-_PACKAGE = re.compile(r"(?i)(?:^|[\s'\"=:/])((?:torch[_-]xla|torch|torchvision|libtpu[\w-]*|cloud[_-]tpu[_-]client|"
-                      r"gcr\.io/tpu-pytorch/\S+|\S*/xla:\S+|tpu-vm-\S+|pytorch-[\d.]+\S*)"
-                      r"(?:\[[^\]]*\])?(?:\s*(?:===?|~=|<=?|>=?)\s*v?[\w.*+-]+)?)")
+_INSTALL_LINE = re.compile(
+    r"(?i)\b(?:pip3?|python3?[ \t]+-m[ \t]+pip|conda|uv[ \t]+pip)[ \t]+install\b|(?-i:^[ \t]*FROM[ \t])|"
+    r"\bimage:|tpu-pytorch|--version[= ]|--runtime-version|tf-version"
+)
+_PACKAGE = re.compile(
+    r"(?i)(?:^|[\s'\"=:/])((?:torch[_-]xla|torch|torchvision|libtpu[\w-]*|cloud[_-]tpu[_-]client|"
+    r"gcr\.io/tpu-pytorch/\S+|\S*/xla:\S+|tpu-vm-\S+|pytorch-[\d.]+\S*)"
+    r"(?:\[[^\]]*\])?(?:\s*(?:===?|~=|<=?|>=?)\s*v?[\w.*+-]+)?)"
+)
 # torch and torchvision releases that go with a torch_xla release (each 2.x wants its own torch 2.x)
 _TORCH_PIN = re.compile(r"(?i)^torch(?:vision)?\s*(?:===?|~=)\s*v?(\d+)\.(\d+)")
 
@@ -98,8 +116,13 @@ def prose_lines(kind: str, text: str) -> set[int]:
             return out
         for node in ast.walk(tree):
             body = getattr(node, "body", None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
-                    body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 out.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
     return out
 
@@ -177,7 +200,8 @@ def _names(finding: Finding, seen: Seen) -> bool:
 def status_of(seen: Seen, result: FileResult, target: tuple[int, int]) -> tuple[str, str]:
     """(status, why) of one entry seen in ``result``'s file."""
     status, why = {"name": _name, "setting": _setting, "launcher": _launcher, "install": _install}[seen.kind](
-        seen.name, target)
+        seen.name, target
+    )
     if seen.kind == "install" and status == "unchanged":
         return status, why  # (an item on its line is about another word of it: torch==1.12 beside torch_xla 2.9)
     decided = _covering(result.manual + result.pending, seen)
@@ -192,7 +216,9 @@ def status_of(seen: Seen, result: FileResult, target: tuple[int, int]) -> tuple[
             return "rewritten", f"its import was rewritten: [{moved[0].rule}] {moved[0].message}"
     if status == "unknown" and seen.kind == "install":  # a torch pin the file's torch_xla install speaks for
         package = re.split(r"[\[=~<>!]", seen.name, maxsplit=1)[0]
-        said = [f for f in result.manual if f.rule.startswith("install") and f"{package}~=" in f"{f.message} {f.detail}"]
+        said = [
+            f for f in result.manual if f.rule.startswith("install") and f"{package}~=" in f"{f.message} {f.detail}"
+        ]
         if said:
             return "reported", f"with the file's torch_xla install: [{said[0].rule}] {said[0].message}"
     if status == "unknown" and seen.prose:
@@ -211,11 +237,14 @@ def _name(name: str, target: tuple[int, int]) -> tuple[str, str]:
     if api_surface.entry(name, target) is not None:
         return "unchanged", f"torch_xla {_spelled(target)} has it"
     parts = name.split(".")
-    known = next(".".join(parts[:end]) for end in range(len(parts), 0, -1)
-                 if api_surface.entry(".".join(parts[:end]), target) is not None)
+    known = next(
+        ".".join(parts[:end])
+        for end in range(len(parts), 0, -1)
+        if api_surface.entry(".".join(parts[:end]), target) is not None
+    )
     found = api_surface.entry(known, target)
     what = "an open module, whose names are not all listed" if found.kind == "module" else f"a {found.kind}"
-    return "unknown", f"{known} is {what}: {name[len(known) + 1:]} cannot be checked against the API surface"
+    return "unknown", f"{known} is {what}: {name[len(known) + 1 :]} cannot be checked against the API surface"
 
 
 def _setting(name: str, target: tuple[int, int]) -> tuple[str, str]:
@@ -223,13 +252,16 @@ def _setting(name: str, target: tuple[int, int]) -> tuple[str, str]:
     if status == "read":
         return "unchanged", f"torch_xla {_spelled(target)} reads it"
     if status is not None:
-        return "unknown", (f"torch_xla {_spelled(target)} {'warns about' if status == 'deprecated' else 'only warns of'} "
-                           "it, and no rule spoke of it here")
+        return "unknown", (
+            f"torch_xla {_spelled(target)} {'warns about' if status == 'deprecated' else 'only warns of'} "
+            "it, and no rule spoke of it here"
+        )
     if settings_surface.read_by(name):
         gone = settings_surface.gone(name, target)
         return "unknown", f"{gone.history if gone else 'read by nothing on the target'}, and no rule spoke of it here"
-    return "unknown", ("no torch_xla release 1.13-2.9 reads it: the TPU runtime's (libtpu), another library's or "
-                       "the project's own")
+    return "unknown", (
+        "no torch_xla release 1.13-2.9 reads it: the TPU runtime's (libtpu), another library's or the project's own"
+    )
 
 
 def _launcher(name: str, target: tuple[int, int]) -> tuple[str, str]:

@@ -93,8 +93,10 @@ def _check(request: Request) -> None:
         if request.stdin_filename is None:
             raise UsageError("reading stdin ('-') needs --stdin-filename PATH: its kind and its configuration")
         if files.kind_of(request.stdin_filename) is None:
-            raise UsageError(f"--stdin-filename {request.stdin_filename}: not a kind of file xrt2pjrt rewrites "
-                             "(.py, .sh, Dockerfile, .yaml, .md, .ipynb, ...)")
+            raise UsageError(
+                f"--stdin-filename {request.stdin_filename}: not a kind of file xrt2pjrt rewrites "
+                "(.py, .sh, Dockerfile, .yaml, .md, .ipynb, ...)"
+            )
     elif request.stdin_filename is not None:
         raise UsageError("--stdin-filename goes with the path '-' (stdin)")
 
@@ -122,9 +124,15 @@ def options_for(request: Request, settings: config.Settings, note: Callable[[str
         rules = select(chosen, list(settings.ignore) + split_words(request.ignore), note=note)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    base = Options(rules=rules, target=target, target_version=version, zone=request.zone,
-                   project=request.project, launcher=request.launcher,
-                   unsafe_fixes=request.unsafe_fixes or settings.unsafe_fixes)
+    base = Options(
+        rules=rules,
+        target=target,
+        target_version=version,
+        zone=request.zone,
+        project=request.project,
+        launcher=request.launcher,
+        unsafe_fixes=request.unsafe_fixes or settings.unsafe_fixes,
+    )
     if request.max_file_size is not None:
         base = replace(base, max_file_bytes=request.max_file_size)
     return PerFileOptions(base, config.per_file_ignores(settings))
@@ -170,14 +178,18 @@ def discover(request: Request, settings: config.Settings) -> files.Discovery:
 def _not_the_copy(excluded: files.Excluded) -> files.Excluded:
     """``excluded``, and every carried shim's folder: the copy is the tool's (carry.py), not
     the user's code to migrate, tracked by git or not."""
+
     def leaves_out(path: Path, is_dir: bool, tracked: bool) -> bool:
         return (is_dir and path.name == carry.FOLDER) or excluded(path, is_dir, tracked)
 
     return leaves_out
 
 
-def migrate(request: Request, note: Callable[[str], None] = lambda message: None,
-            progress: Callable[[int, int], None] | None = None) -> Done:
+def migrate(
+    request: Request,
+    note: Callable[[str], None] = lambda message: None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Done:
     """Plan every file the request covers, write them for --write; UsageError when it cannot run."""
     _check(request)
     try:
@@ -204,18 +216,35 @@ def migrate(request: Request, note: Callable[[str], None] = lambda message: None
     def the_copy(plans: list[codemod.Plan]) -> list[codemod.Plan]:
         return carry.plans(root, plans)
 
-    done = codemod.execute(found.targets, options, request.jobs, write=request.write,
-                           progress=(lambda n: progress(n, total)) if progress else None, more=the_copy,
-                           cache=cache.for_run(request.no_cache, request.cache_dir))
+    done = codemod.execute(
+        found.targets,
+        options,
+        request.jobs,
+        write=request.write,
+        progress=(lambda n: progress(n, total)) if progress else None,
+        more=the_copy,
+        cache=cache.for_run(request.no_cache, request.cache_dir),
+    )
     for line in [*options.refused, *carry.notes_on(root, done.plans)]:
         note(line)
     # a path named that cannot be read fails as a file does: said, the run goes on, exit 2
     refused = [report.FileResult(str(path), "", error=why) for path, why in found.refused]
     run = report.Run([p.result for p in done.plans] + refused, request.mode, ignored=len(found.ignored))
-    listed = found.listed + ([f"ignored folders: more than {files.IGNORED_LOOKS:,} entries, not all looked into "
-                              "for XRT-era words"] if found.ignored_looks >= files.IGNORED_LOOKS else [])
-    return Done(run, done.plans, settings, time.perf_counter() - started, written=done.written,
-                stopped_by=done.stopped_by, listed=listed, exit_zero=request.exit_zero)
+    listed = found.listed + (
+        [f"ignored folders: more than {files.IGNORED_LOOKS:,} entries, not all looked into for XRT-era words"]
+        if found.ignored_looks >= files.IGNORED_LOOKS
+        else []
+    )
+    return Done(
+        run,
+        done.plans,
+        settings,
+        time.perf_counter() - started,
+        written=done.written,
+        stopped_by=done.stopped_by,
+        listed=listed,
+        exit_zero=request.exit_zero,
+    )
 
 
 def _migrate_stdin(request, settings, options, targets, started) -> Done:

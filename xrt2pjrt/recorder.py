@@ -60,7 +60,7 @@ class Recorder:
     def _overlaps(self, e: Edit) -> bool:
         """Whether ``e`` overlaps an edit recorded so far (they do not overlap each other, so
         sorted by start their ends rise too: only the last one starting before ``e`` ends can)."""
-        for o in self.edits[self._spanned:]:
+        for o in self.edits[self._spanned :]:
             bisect.insort(self._spans, (o.start, o.end))
         self._spanned = len(self.edits)
         k = bisect.bisect_left(self._spans, (e.end, -1)) - 1  # the last edit starting before e ends
@@ -96,7 +96,7 @@ class Recorder:
     def outcome(self) -> Outcome:
         out, pos = [], 0
         for e in sorted(self.edits, key=lambda e: (e.start, e.end)):
-            out.append(self.text[pos:e.start])
+            out.append(self.text[pos : e.start])
             out.append(e.text)
             pos = e.end
         out.append(self.text[pos:])
@@ -113,8 +113,11 @@ def todo_line(message: str, rule: str, margin: str = "", width: int | None = Non
 def without_new_todo_lines(before: str, after: str) -> str:
     """``after`` (a rewrite of ``before``) without the TODO lines the rewrite added."""
     had = {line.strip() for line in before.splitlines()}
-    return "".join(line for line in after.splitlines(keepends=True)
-                   if not (line.lstrip().startswith(TODO) and line.strip() not in had))
+    return "".join(
+        line
+        for line in after.splitlines(keepends=True)
+        if not (line.lstrip().startswith(TODO) and line.strip() not in had)
+    )
 
 
 def leave_todo_comments(rec: Recorder, statements: list[tuple[int, int]]) -> None:
@@ -130,7 +133,7 @@ def leave_todo_comments(rec: Recorder, statements: list[tuple[int, int]]) -> Non
         if first is None or first > len(lines):
             continue
         line = lines[first - 1]
-        margin = line[:len(line) - len(line.lstrip(" \t"))]
+        margin = line[: len(line) - len(line.lstrip(" \t"))]
         comment = todo_line(f.message, f.rule, margin, rec.options.width)
         if (first, comment) in written or comment_above(lines, first, comment):
             continue
@@ -165,8 +168,10 @@ def merge_into(rec: Recorder, outcome: Outcome, lines: int) -> None:
 
 def dedent(text: str, indent: str) -> str:
     """An embedded block (a YAML block scalar, a code block in a list item) without its indent."""
-    return "".join(line[len(indent):] if line.startswith(indent) else line.lstrip(" \t")
-                   for line in text.splitlines(keepends=True))
+    return "".join(
+        line[len(indent) :] if line.startswith(indent) else line.lstrip(" \t")
+        for line in text.splitlines(keepends=True)
+    )
 
 
 def indent(text: str, prefix: str) -> str:

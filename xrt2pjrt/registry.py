@@ -74,8 +74,7 @@ class Rule:
     @classmethod
     def runs(cls, options: "Options") -> bool:
         """Whether a run with ``options`` takes this rule: selected, and through its gate."""
-        return (options.on(cls.id) and options.target in cls.targets
-                and options.target_version >= cls.min_version)
+        return options.on(cls.id) and options.target in cls.targets and options.target_version >= cls.min_version
 
     @classmethod
     def gated(cls, options: "Options") -> bool:
@@ -139,8 +138,14 @@ def _discover() -> None:
             if rule_module.name.startswith("_"):
                 continue  # a family's shared helpers
             module = importlib.import_module(f"{members.__name__}.{rule_module.name}")
-            rules = [value for value in vars(module).values() if isinstance(value, type) and issubclass(value, Rule)
-                     and value.__module__ == module.__name__ and "id" in vars(value)]
+            rules = [
+                value
+                for value in vars(module).values()
+                if isinstance(value, type)
+                and issubclass(value, Rule)
+                and value.__module__ == module.__name__
+                and "id" in vars(value)
+            ]
             if len(rules) != 1:
                 raise ValueError(f"{module.__name__} must hold one rule, not {len(rules)}")
             doc = (module.__doc__ or "").strip()
@@ -215,9 +220,11 @@ class Selection:
     removed: frozenset[str] = frozenset()
 
     def __contains__(self, rule_id: str) -> bool:
-        return (rule_id not in self.removed
-                and (self.select is None or any(names(word, rule_id) for word in self.select))
-                and not any(names(word, rule_id) for word in self.ignore))
+        return (
+            rule_id not in self.removed
+            and (self.select is None or any(names(word, rule_id) for word in self.select))
+            and not any(names(word, rule_id) for word in self.ignore)
+        )
 
     def __sub__(self, ids) -> "Selection":
         return replace(self, removed=self.removed | frozenset(ids))
@@ -226,8 +233,7 @@ class Selection:
         return replace(self, ignore=self.ignore + tuple(words)) if words else self
 
 
-def select(chosen: list[str] | None, ignored: list[str] | None,
-           note: Callable[[str], None] | None = None) -> Selection:
+def select(chosen: list[str] | None, ignored: list[str] | None, note: Callable[[str], None] | None = None) -> Selection:
     """The rules ``--select``/``--ignore`` pick: families, ids or id prefixes, each option
     repeatable and comma-separated. UnknownRule for a word that names no rule."""
     chosen, ignored = split_words(chosen), split_words(ignored)

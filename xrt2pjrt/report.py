@@ -106,8 +106,10 @@ class Range:
 
     def record(self) -> dict:
         """As the JSON report writes it."""
-        return {"start": {"line": self.start_line, "column": self.start_column},
-                "end": {"line": self.end_line, "column": self.end_column}}
+        return {
+            "start": {"line": self.start_line, "column": self.start_column},
+            "end": {"line": self.end_line, "column": self.end_column},
+        }
 
 
 @dataclass(frozen=True)
@@ -162,8 +164,11 @@ class Finding:
         """The first line of ``range``."""
         return self.range.start_line
 
-    def shown(self, number: Callable[[Cite], int] = lambda cite: cite.line,
-              text: Callable[[Cite], str | None] = lambda cite: None) -> str:
+    def shown(
+        self,
+        number: Callable[[Cite], int] = lambda cite: cite.line,
+        text: Callable[[Cite], str | None] = lambda cite: None,
+    ) -> str:
         """The message with its cites, each numbered ``number(cite)``, a quoted one quoting
         ``text(cite)`` (its text as read when that is None)."""
         if not self.cites:
@@ -182,8 +187,15 @@ class Finding:
 
     def to_decide(self, message: str) -> "Finding":
         """This change, not made: an item to decide saying ``message``, at the same place."""
-        return Finding(self.rule, self.range, message, replace(self.fix, applied=False),
-                       cell=self.cell, cell_range=self.cell_range, use=self.use)
+        return Finding(
+            self.rule,
+            self.range,
+            message,
+            replace(self.fix, applied=False),
+            cell=self.cell,
+            cell_range=self.cell_range,
+            use=self.use,
+        )
 
     def on_code(self, lines: list[str], cells: Sequence[list[str]] = ()) -> "Finding":
         """This finding with the columns of its range (and its cell range, in ``cells``, the
@@ -201,11 +213,12 @@ _QUOTE_LENGTH = 100
 def quote_line(text: str) -> str:
     """A line's text as a message cites it after its number (``line 73: `text```)."""
     text = text.strip().replace("`", "'")
-    return f": `{text[:_QUOTE_LENGTH - 3]}...`" if len(text) > _QUOTE_LENGTH else f": `{text}`"
+    return f": `{text[: _QUOTE_LENGTH - 3]}...`" if len(text) > _QUOTE_LENGTH else f": `{text}`"
 
 
 def _cited(cites: tuple[Cite, ...], number: Callable[[Cite], int], text: Callable[[Cite], str | None]) -> str:
     """``line 73: `its text`; and line 80, 95``: the quoted cites one by one, then the others."""
+
     def place(c: Cite) -> str:
         return f"{number(c)}" if c.cell is None else f"{number(c)} of cell {c.cell}"
 
@@ -213,8 +226,11 @@ def _cited(cites: tuple[Cite, ...], number: Callable[[Cite], int], text: Callabl
     parts = [f"line {place(c)}{quote_line(t if (t := text(c)) is not None else c.text)}" for c in quoted]
     plain = [c for c in cites if c.text is None]
     if plain:
-        numbers = (f"line {', '.join(map(place, plain))}" if all(c.cell is None for c in plain)
-                   else ", ".join(f"line {place(c)}" for c in plain))
+        numbers = (
+            f"line {', '.join(map(place, plain))}"
+            if all(c.cell is None for c in plain)
+            else ", ".join(f"line {place(c)}" for c in plain)
+        )
         parts.append(("and " if quoted else "") + numbers)
     return "; ".join(parts)
 
@@ -318,8 +334,13 @@ class Item:
         return f"{self.path}:{'' if self.cell is None else f'cell {self.cell}:'}{at.start_line}:{at.start_column}"
 
     def record(self) -> dict:
-        record = {"rule": self.rule, "message": self.message, "range": self.range.record(),
-                  "fix": self.fix and self.fix.record(), "detail": self.detail}
+        record = {
+            "rule": self.rule,
+            "message": self.message,
+            "range": self.range.record(),
+            "fix": self.fix and self.fix.record(),
+            "detail": self.detail,
+        }
         # (only where there are: an item's record is the same as ever without)
         record.update((key, value) for key, value in (("use", self.use), ("caveat", self.caveat)) if value)
         return record if self.cell is None else {**record, "cell": self.cell}
@@ -402,8 +423,21 @@ class Run:
                 short = replace(f, message=shortened(f.message, MESSAGE_ROOM))
                 message = one_line(self._cited_as_written(result, short, lines) if written else short.shown())
                 at, file_at = self._placed(result, f, lines) if written else (f.cell_range or f.range, f.range)
-                out.append(Item(path, kind, f.rule, message, at, f.fix, detail=detail, cell=f.cell,
-                                file_line=file_at.start_line, use=f.use, caveat=f.caveat))
+                out.append(
+                    Item(
+                        path,
+                        kind,
+                        f.rule,
+                        message,
+                        at,
+                        f.fix,
+                        detail=detail,
+                        cell=f.cell,
+                        file_line=file_at.start_line,
+                        use=f.use,
+                        caveat=f.caveat,
+                    )
+                )
         # in the file's order (a notebook's cells too); stable: a line's items keep their order
         return sorted(out, key=lambda item: (item.file_line, item.range.start_line, item.range.start_column))
 
@@ -430,6 +464,7 @@ class Run:
         """``finding`` shown with the lines it cites numbered, and their text quoted, in the file
         as written (``lines``): a second pass, which reads that file, says the same. A
         notebook's cites of its cells' lines count in their cells."""
+
         def number(cite: Cite) -> int:
             if cite.cell is None:
                 return self._new_line(result, cite.line)[0]
@@ -514,14 +549,18 @@ class _Moves:
         """The line of ``new[j1:j2]`` most like ``old[i]`` (nearest ``guess`` among equals):
         where a block grew or shrank (an import added above a rewritten call, in one block),
         lines do not follow one another one for one."""
-        return max(range(j1, j2), key=lambda j: (difflib.SequenceMatcher(None, self.old[i], self.new[j]).ratio(),
-                                                 -abs(j - guess)))
+        return max(
+            range(j1, j2),
+            key=lambda j: (difflib.SequenceMatcher(None, self.old[i], self.new[j]).ratio(), -abs(j - guess)),
+        )
 
 
 # --- renderings -------------------------------------------------------------------
 
 
-def to_text(run: Run, apply: str = "xrt2pjrt migrate --write, with the same paths and options") -> list[tuple[str, str]]:
+def to_text(
+    run: Run, apply: str = "xrt2pjrt migrate --write, with the same paths and options"
+) -> list[tuple[str, str]]:
     """The human report, as (style, line): style "file", "decide", "note", "use", "error",
     "summary", "next". Each file's line comes first, then its items: FILE:LINE:COLUMN: lines, as
     editors and CI read them (one line each). A preview or check ends with the next step:
@@ -550,8 +589,13 @@ def to_text(run: Run, apply: str = "xrt2pjrt migrate --write, with the same path
     if run.mode != "write" and run.summary.files_changed:
         out.append(("next", f"To apply them: {apply}"))
     if run.summary.manual:
-        out.append(("next", "To settle a spot to decide: fix it as its item says, or keep it with "
-                            "`# xrt2pjrt: ignore[RULE-ID]` in place of its TODO line."))
+        out.append(
+            (
+                "next",
+                "To settle a spot to decide: fix it as its item says, or keep it with "
+                "`# xrt2pjrt: ignore[RULE-ID]` in place of its TODO line.",
+            )
+        )
     return out
 
 
@@ -591,23 +635,31 @@ PENDING = "unsafe fix, not made: review it, and apply it with --unsafe-fixes"
 
 def change_lines(run: Run) -> list[str]:
     """Every change, one FILE:LINE:COLUMN: line each (for -v)."""
-    return [f"{i.where}: {'changed' if run.mode == 'write' else 'change'} [{i.rule}] {i.message}"
-            for r in run.interesting for i in run.items(r) if i.kind == "change"]
+    return [
+        f"{i.where}: {'changed' if run.mode == 'write' else 'change'} [{i.rule}] {i.message}"
+        for r in run.interesting
+        for i in run.items(r)
+        if i.kind == "change"
+    ]
 
 
 def summary_line(run: Run) -> str:
     s = run.summary
     done = "changed" if run.mode == "write" else "would change"
-    parts = [f"{plural(s.files_seen, 'file')} seen", f"{s.files_changed - s.files_only_todo_lines} {done}"
-             + f" ({plural(s.changes, 'change')})"]
+    parts = [
+        f"{plural(s.files_seen, 'file')} seen",
+        f"{s.files_changed - s.files_only_todo_lines} {done}" + f" ({plural(s.changes, 'change')})",
+    ]
     if s.files_only_todo_lines:
         parts.append(f"{s.files_only_todo_lines} {'gained' if run.mode == 'write' else 'would gain'} TODO lines only")
     if s.pending:
         parts.append(f"{s.pending} unsafe {'fix' if s.pending == 1 else 'fixes'} pending (--unsafe-fixes makes them)")
     parts.append(f"{plural(s.manual, 'item')} to decide by hand")
     if s.todo_lines:
-        parts.append(f"{plural(s.todo_lines, 'TODO(xrt2pjrt) line')} {'' if run.mode == 'write' else 'already '}"
-                     f"in {plural(s.files_with_todo_lines, 'file')} (grep -rn 'TODO(xrt2pjrt)' finds them)")
+        parts.append(
+            f"{plural(s.todo_lines, 'TODO(xrt2pjrt) line')} {'' if run.mode == 'write' else 'already '}"
+            f"in {plural(s.files_with_todo_lines, 'file')} (grep -rn 'TODO(xrt2pjrt)' finds them)"
+        )
     if s.files_failed:
         parts.append(f"{s.files_failed} could not be processed")
     if s.files_ignored:
@@ -651,14 +703,21 @@ def to_github(run: Run) -> str:
     for r in run.interesting:
         for i in run.items(r):
             level = {"error": "error", "decide": "warning", "pending": "warning"}.get(
-                i.kind, "notice" if run.mode == "write" else "warning")
+                i.kind, "notice" if run.mode == "write" else "warning"
+            )
             title = "xrt2pjrt" if i.rule is None else f"xrt2pjrt {i.rule}"
-            what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
-                    "pending": "unsafe fix pending (--unsafe-fixes)", "error": "not processed"}[i.kind]
+            what = {
+                "change": "changed" if run.mode == "write" else "would change",
+                "decide": "decide by hand",
+                "pending": "unsafe fix pending (--unsafe-fixes)",
+                "error": "not processed",
+            }[i.kind]
             if i.cell is None:
                 at = i.range
-                props = (f"file={_escape_property(i.path)},line={at.start_line},col={at.start_column},"
-                         f"endLine={at.end_line},endColumn={at.end_column},title={_escape_property(title)}")
+                props = (
+                    f"file={_escape_property(i.path)},line={at.start_line},col={at.start_column},"
+                    f"endLine={at.end_line},endColumn={at.end_column},title={_escape_property(title)}"
+                )
             else:  # GitHub shows a notebook's file: the line of the cell's source, and the cell's place said
                 props = f"file={_escape_property(i.path)},line={i.file_line},title={_escape_property(title)}"
                 what = f"cell {i.cell}:{i.range.start_line}:{i.range.start_column}: {what}"
@@ -680,43 +739,68 @@ def to_sarif(run: Run) -> str:
     rules = []
     for rid in rule_ids:
         kind, fix, summary = RULES.get(rid, (None, None, rid))
-        rules.append({"id": rid, "shortDescription": {"text": summary},
-                      "fullDescription": {"text": WHY.get(rid) or summary},
-                      "help": {"text": f"{summary}. `xrt2pjrt rules {rid}` shows why, and its examples."},
-                      "properties": {"kind": kind, "safe": fix != "unsafe" if fix else None}})
+        rules.append(
+            {
+                "id": rid,
+                "shortDescription": {"text": summary},
+                "fullDescription": {"text": WHY.get(rid) or summary},
+                "help": {"text": f"{summary}. `xrt2pjrt rules {rid}` shows why, and its examples."},
+                "properties": {"kind": kind, "safe": fix != "unsafe" if fix else None},
+            }
+        )
 
     def location(i: Item) -> dict:
-        return {"physicalLocation": {
-            "artifactLocation": {"uri": i.path.replace("\\", "/")},
-            "region": {"startLine": i.range.start_line, "startColumn": i.range.start_column,
-                       "endLine": i.range.end_line, "endColumn": i.range.end_column},
-        }}
+        return {
+            "physicalLocation": {
+                "artifactLocation": {"uri": i.path.replace("\\", "/")},
+                "region": {
+                    "startLine": i.range.start_line,
+                    "startColumn": i.range.start_column,
+                    "endLine": i.range.end_line,
+                    "endColumn": i.range.end_column,
+                },
+            }
+        }
 
     results, notifications = [], []
     for i in items:
         if i.kind == "error":
-            notifications.append({"level": "error", "message": {"text": f"not processed: {i.message}"},
-                                  "locations": [location(i)]})
+            notifications.append(
+                {"level": "error", "message": {"text": f"not processed: {i.message}"}, "locations": [location(i)]}
+            )
             continue
-        what = {"change": "changed" if run.mode == "write" else "would change", "decide": "decide by hand",
-                "pending": "unsafe fix pending (--unsafe-fixes)"}[i.kind]
-        results.append({
-            "ruleId": i.rule, "ruleIndex": index[i.rule],
-            "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
-            "message": {"text": f"{what}: {i.message}" + (f" ({i.extra})" if i.extra else "")},
-            "locations": [location(i)],
-            "properties": {"xrt2pjrt": i.kind, "fix": i.fix.record(), "detail": i.detail,
-                           **({} if i.cell is None else {"cell": i.cell})},
-        })
+        what = {
+            "change": "changed" if run.mode == "write" else "would change",
+            "decide": "decide by hand",
+            "pending": "unsafe fix pending (--unsafe-fixes)",
+        }[i.kind]
+        results.append(
+            {
+                "ruleId": i.rule,
+                "ruleIndex": index[i.rule],
+                "level": "note" if i.kind == "change" and run.mode == "write" else "warning",
+                "message": {"text": f"{what}: {i.message}" + (f" ({i.extra})" if i.extra else "")},
+                "locations": [location(i)],
+                "properties": {
+                    "xrt2pjrt": i.kind,
+                    "fix": i.fix.record(),
+                    "detail": i.detail,
+                    **({} if i.cell is None else {"cell": i.cell}),
+                },
+            }
+        )
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "xrt2pjrt", "version": __version__, "rules": rules}},
-            "invocations": [{"executionSuccessful": not notifications,
-                             "toolExecutionNotifications": notifications}],
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {"driver": {"name": "xrt2pjrt", "version": __version__, "rules": rules}},
+                "invocations": [
+                    {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+                ],
+                "results": results,
+            }
+        ],
     }
     return json.dumps(document, indent=2) + "\n"
 
@@ -730,19 +814,26 @@ def to_markdown(run: Run) -> str:
         elif r.changed:
             lines += [f"{run.verb(r).capitalize()}.", ""]
         items = run.items(r)
-        for title, kind in (("Changes", "change"), ("Unsafe fixes pending (--unsafe-fixes)", "pending"),
-                            ("Decide by hand", "decide")):
+        for title, kind in (
+            ("Changes", "change"),
+            ("Unsafe fixes pending (--unsafe-fixes)", "pending"),
+            ("Decide by hand", "decide"),
+        ):
             chosen = [i for i in items if i.kind == kind]
             if chosen:
                 lines += [f"### {title}", ""]
-                lines += [f"- {'' if i.cell is None else f'cell {i.cell}, '}line {i.range.start_line} `{i.rule}`: {i.message}"
-                          + (f" ({i.extra})" if i.extra else "")
-                          for i in chosen]
+                lines += [
+                    f"- {'' if i.cell is None else f'cell {i.cell}, '}line {i.range.start_line} `{i.rule}`: {i.message}"
+                    + (f" ({i.extra})" if i.extra else "")
+                    for i in chosen
+                ]
                 lines.append("")
     if run.inventory is not None:
         lines += ["## Inventory", "", "| status | kind | name | why | where |", "|---|---|---|---|---|"]
-        lines += [f"| {e.status} | {e.kind} | `{e.name}` | {e.why.replace('|', '/')} | {', '.join(e.places)} |"
-                  for e in run.inventory]
+        lines += [
+            f"| {e.status} | {e.kind} | `{e.name}` | {e.why.replace('|', '/')} | {', '.join(e.places)} |"
+            for e in run.inventory
+        ]
         lines.append("")
     return "\n".join(lines)
 

@@ -106,8 +106,12 @@ class TooDeep(Exception):
 
 # file kind -> the kinds of rules its rewriter runs, when not only the text rules ("shell"):
 # a notebook's and a document's code is Python or shell, and so is a Dockerfile's here-documents'.
-RULE_KINDS: dict[str, tuple[str, ...]] = {"python": ("python",), "markdown": ("python", "shell"),
-                                          "notebook": ("python", "shell"), "dockerfile": ("shell", "python")}
+RULE_KINDS: dict[str, tuple[str, ...]] = {
+    "python": ("python",),
+    "markdown": ("python", "shell"),
+    "notebook": ("python", "shell"),
+    "dockerfile": ("shell", "python"),
+}
 
 
 # What a notebook exported to .py holds: IPython's magics as nbconvert writes them
@@ -135,8 +139,9 @@ class Exported:
         self.pattern = f"{python.pattern}|{shell.pattern}"  # (grep, bench: a few files more)
 
     def search(self, text: str) -> bool:
-        return bool(self.python.search(text) or (any(mark in text for mark in EXPORTED_MARKS)
-                                                 and self.shell.search(text)))
+        return bool(
+            self.python.search(text) or (any(mark in text for mark in EXPORTED_MARKS) and self.shell.search(text))
+        )
 
 
 @functools.cache

@@ -58,8 +58,15 @@ class _Unit:
 
     def finding(self, rule: str, line: int, message: str, detail: str) -> Finding:
         at = Range.of_lines(line)
-        return Finding(rule, at.moved(lambda n: n + self.offset), message, Fix.of(rule, applied=False), detail=detail,
-                       cell=self.cell, cell_range=at if self.cell is not None else None)
+        return Finding(
+            rule,
+            at.moved(lambda n: n + self.offset),
+            message,
+            Fix.of(rule, applied=False),
+            detail=detail,
+            cell=self.cell,
+            cell_range=at if self.cell is not None else None,
+        )
 
     def lines(self) -> list[str]:
         return self.text.splitlines()
@@ -74,8 +81,11 @@ class _Unit:
     def statements(self) -> list[tuple[int, int]]:
         """(first, last) line of each simple statement, where the unit is Python: a marker on
         any of its lines covers it whole, as the Python rewriter reads markers."""
-        return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(self._tree or ast.Module([], []))
-                if isinstance(n, ast.stmt) and not hasattr(n, "body")]
+        return [
+            (n.lineno, n.end_lineno or n.lineno)
+            for n in ast.walk(self._tree or ast.Module([], []))
+            if isinstance(n, ast.stmt) and not hasattr(n, "body")
+        ]
 
     def statement_at(self, line: int) -> range:
         """The lines of the statement that starts at ``line`` (of a compound one, its header),
@@ -120,7 +130,7 @@ def _units(kind: str, text: str) -> Iterator[_Unit]:
         from xrt2pjrt.mixed import markdown
 
         for block in markdown.blocks(text):
-            body = text[block.start:block.end]
+            body = text[block.start : block.end]
             if any(word in body for word in SETTLING_WORDS):
                 yield _Unit(dedent(body, block.indent), offset=text.count("\n", 0, block.start))
     else:
@@ -145,15 +155,27 @@ def _open_todo_lines(unit: _Unit, manual: list[Finding], options) -> Iterator[Fi
         below = _code_below(lines, number)
         if rule not in known_ids():
             if options.on(UNUSED_MARKER):
-                yield unit.finding(UNUSED_MARKER, number, f"name a rule in this TODO line, not {rule}",
-                                   f"[{rule}] names no rule of this xrt2pjrt (`xrt2pjrt rules` lists them)")
+                yield unit.finding(
+                    UNUSED_MARKER,
+                    number,
+                    f"name a rule in this TODO line, not {rule}",
+                    f"[{rule}] names no rule of this xrt2pjrt (`xrt2pjrt rules` lists them)",
+                )
             continue
         statement = unit.statement_at(below)
-        if not options.on(rule) or suppressions.covers(rule, below) or any(
-                _same_item(f, rule, message) and not set(statement).isdisjoint(lines_of) for f, lines_of in reported):
+        if (
+            not options.on(rule)
+            or suppressions.covers(rule, below)
+            or any(_same_item(f, rule, message) and not set(statement).isdisjoint(lines_of) for f, lines_of in reported)
+        ):
             continue
-        yield unit.finding(rule, below, message, f"{message}: {LEFT_BY_WRITE} (line {number}), about a fix made "
-                           "there or a spot its rule no longer sees: do what it says, then delete the line")
+        yield unit.finding(
+            rule,
+            below,
+            message,
+            f"{message}: {LEFT_BY_WRITE} (line {number}), about a fix made "
+            "there or a spot its rule no longer sees: do what it says, then delete the line",
+        )
 
 
 def _same_item(finding: Finding, rule: str, message: str) -> bool:
@@ -162,7 +184,7 @@ def _same_item(finding: Finding, rule: str, message: str) -> bool:
     if finding.rule == rule:
         return True
     cut = message.endswith(CUT)
-    return finding.message.startswith(message[:-len(CUT)]) if cut else finding.message == message
+    return finding.message.startswith(message[: -len(CUT)]) if cut else finding.message == message
 
 
 def _code_below(lines: list[str], number: int) -> int:
@@ -180,10 +202,14 @@ def _unused_markers(unit: _Unit, unmarked: Outcome, options) -> Iterator[Finding
     rules it names report without it (``unmarked``) touches none of the lines it covers."""
     findings = _in_unit(unit, unmarked.changes + unmarked.manual)
     for marker in Suppressions(unit.text, unit.statements).markers:
+
         def reports(word: str | None) -> bool:
-            return any(f.rule != UNUSED_MARKER and (word is None or keeps_off(word, f.rule))
-                       and not marker.lines.isdisjoint(unit.place(f))
-                       for f in findings)
+            return any(
+                f.rule != UNUSED_MARKER
+                and (word is None or keeps_off(word, f.rule))
+                and not marker.lines.isdisjoint(unit.place(f))
+                for f in findings
+            )
 
         if marker.words is None:
             if not reports(None):
@@ -191,9 +217,13 @@ def _unused_markers(unit: _Unit, unmarked: Outcome, options) -> Iterator[Finding
             continue
         unknown = [word for word in sorted(marker.words) if not _is_rule_word(word)]
         if unknown:
-            yield unit.finding(UNUSED_MARKER, marker.line, f"name a rule in this marker, not {', '.join(unknown)}",
-                               f"{', '.join(unknown)} names no rule of this xrt2pjrt (`xrt2pjrt rules` lists them): "
-                               "the marker keeps nothing off")
+            yield unit.finding(
+                UNUSED_MARKER,
+                marker.line,
+                f"name a rule in this marker, not {', '.join(unknown)}",
+                f"{', '.join(unknown)} names no rule of this xrt2pjrt (`xrt2pjrt rules` lists them): "
+                "the marker keeps nothing off",
+            )
             continue
         judged = [word for word in sorted(marker.words) if any(options.on(rid) for rid in expand(word))]
         if judged and not any(map(reports, judged)):
@@ -209,9 +239,13 @@ def _is_rule_word(word: str) -> bool:
 
 
 def _unused(unit: _Unit, line: int, what: str) -> Finding:
-    return unit.finding(UNUSED_MARKER, line, "remove this marker: it settles nothing",
-                        f"{what}: no rule it names reports anything on the lines this marker covers, so it keeps "
-                        "nothing off today, and would hide a spot that comes back")
+    return unit.finding(
+        UNUSED_MARKER,
+        line,
+        "remove this marker: it settles nothing",
+        f"{what}: no rule it names reports anything on the lines this marker covers, so it keeps "
+        "nothing off today, and would hide a spot that comes back",
+    )
 
 
 @dataclass(frozen=True)
@@ -260,9 +294,15 @@ def marking(source: str, line: int) -> str:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ""
-    statements = sorted((node for node in ast.walk(tree) if isinstance(node, ast.stmt)
-                         and node.lineno <= line <= (node.end_lineno or node.lineno)),
-                        key=lambda node: node.lineno, reverse=True)
+    statements = sorted(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
+        ),
+        key=lambda node: node.lineno,
+        reverse=True,
+    )
     for statement in statements[:1] + [s for s in statements[1:] if s.lineno == line]:
         above = statement.lineno - 2
         while above >= 0 and lines[above].lstrip().startswith("#"):

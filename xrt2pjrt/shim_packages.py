@@ -13,12 +13,12 @@ def carried_name(name: str) -> str | None:
     """The name in the carried copy of ``name``, a module of the installed shim; None for
     any other name."""
     if name == INSTALLED or name.startswith(f"{INSTALLED}."):
-        return CARRIED + name[len(INSTALLED):]
+        return CARRIED + name[len(INSTALLED) :]
     return None
 
 
 def installed_name(name: str) -> str:
     """``name`` with the carried copy's name spelled as the installed package's."""
     if name == CARRIED or name.startswith(f"{CARRIED}."):
-        return INSTALLED + name[len(CARRIED):]
+        return INSTALLED + name[len(CARRIED) :]
     return name

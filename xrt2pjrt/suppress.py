@@ -62,8 +62,14 @@ class Suppressions:
         for number, line in enumerate(text.splitlines(), start=1):
             match = _MARKER.search(line)
             if match:
-                self.markers.append(Marker(number, EVERY_RULE if match["ids"] is None else frozenset(
-                    w.strip() for w in match["ids"].split(",") if w.strip())))
+                self.markers.append(
+                    Marker(
+                        number,
+                        EVERY_RULE
+                        if match["ids"] is None
+                        else frozenset(w.strip() for w in match["ids"].split(",") if w.strip()),
+                    )
+                )
                 above.append(self.markers[-1])
             if line.lstrip().startswith("#"):  # a comment line: its marker is for the code below it
                 continue

@@ -43,8 +43,12 @@ def top_help() -> str:
 
     def table(rows: dict[str, str]) -> str:
         first = max(map(len, rows)) + 2  # click's first column, for names shorter than 30
-        return "\n".join(f"  {name:<{first}}" + f"\n  {'':<{first}}".join(textwrap.wrap(text, width - first - 2))
-                         for name, text in rows.items())
+        return "\n".join(
+            f"  {name:<{first}}" + f"\n  {'':<{first}}".join(textwrap.wrap(text, width - first - 2))
+            for name, text in rows.items()
+        )
 
-    return (f"Usage: xrt2pjrt [OPTIONS] COMMAND [ARGS]...\n\n{paragraph(DESCRIPTION)}\n\n"
-            f"Options:\n{table(OPTIONS)}\n\nCommands:\n{table(COMMANDS)}\n\n{paragraph(EPILOG)}\n")
+    return (
+        f"Usage: xrt2pjrt [OPTIONS] COMMAND [ARGS]...\n\n{paragraph(DESCRIPTION)}\n\n"
+        f"Options:\n{table(OPTIONS)}\n\nCommands:\n{table(COMMANDS)}\n\n{paragraph(EPILOG)}\n"
+    )

@@ -110,8 +110,12 @@ def _dig(data: dict | None, *keys: str):
 def _ruff(folder: Path, refused: list[str]) -> Width | None:
     """ruff's own files first (as ruff reads a folder), then pyproject's ruff and black
     tables; a table without a line length means the tool's 88."""
-    for name, keys in ((".ruff.toml", ()), ("ruff.toml", ()), ("pyproject.toml", ("tool", "ruff")),
-                       ("pyproject.toml", ("tool", "black"))):
+    for name, keys in (
+        (".ruff.toml", ()),
+        ("ruff.toml", ()),
+        ("pyproject.toml", ("tool", "ruff")),
+        ("pyproject.toml", ("tool", "black")),
+    ):
         table = _dig(_toml(folder / name, refused), *keys)
         if isinstance(table, dict):
             return Width(_length(table.get("line-length", DEFAULT)) or DEFAULT, formatter=True)
@@ -120,9 +124,13 @@ def _ruff(folder: Path, refused: list[str]) -> Width | None:
 
 def _linters(folder: Path, refused: list[str]) -> int | None:
     """flake8's, pycodestyle's or pylint's max-line-length."""
-    for name, sections in ((".flake8", ("flake8",)), ("setup.cfg", ("flake8", "pycodestyle", "pep8")),
-                           ("tox.ini", ("flake8", "pycodestyle", "pep8")), (".pylintrc", ("FORMAT", "format")),
-                           ("pylintrc", ("FORMAT", "format"))):
+    for name, sections in (
+        (".flake8", ("flake8",)),
+        ("setup.cfg", ("flake8", "pycodestyle", "pep8")),
+        ("tox.ini", ("flake8", "pycodestyle", "pep8")),
+        (".pylintrc", ("FORMAT", "format")),
+        ("pylintrc", ("FORMAT", "format")),
+    ):
         if (parser := _ini(folder / name, refused)) is None:
             continue
         for section in sections:
@@ -141,8 +149,11 @@ def _braces(pattern: str) -> list[str]:
     match = re.search(r"\{([^{}]*)\}", pattern)
     if not match:
         return [pattern]
-    return [alt for part in match.group(1).split(",")
-            for alt in _braces(pattern[:match.start()] + part + pattern[match.end():])]
+    return [
+        alt
+        for part in match.group(1).split(",")
+        for alt in _braces(pattern[: match.start()] + part + pattern[match.end() :])
+    ]
 
 
 def _editorconfig(folder: Path, refused: list[str]) -> tuple[int | None, bool]:

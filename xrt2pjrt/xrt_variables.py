@@ -30,30 +30,43 @@ RUNTIME_READS = {
     "XRT_SHARD_LOCAL_ORDINAL": Advice("use xr.local_ordinal()"),
     # Hosts, not processes: xr.process_index()/process_count() count processes (4 on one v4-8).
     "XRT_HOST_ORDINAL": Advice("use xr.host_index()"),
-    "XRT_HOST_WORLD_SIZE": Advice("use the number of hosts from xr",
-                                  "xr.process_count() // xr.local_process_count()"),
+    "XRT_HOST_WORLD_SIZE": Advice("use the number of hosts from xr", "xr.process_count() // xr.local_process_count()"),
 }
 
 
 # XRT-era variables without the XRT_ prefix, with what to do instead.
 UNPREFIXED = {
-    "TPU_NUM_DEVICES": Advice("set TPU_VISIBLE_CHIPS for fewer chips",
-                              "torch_xla runs one process per chip; to use fewer chips set TPU_PROCESS_BOUNDS and "
-                              "TPU_VISIBLE_CHIPS, or spawn with nprocs=1"),
-    "TPUVM_MODE": Advice("keep only the TPU VM branch",
-                         "torch_xla 2.1+ ignores it: TPU nodes are gone, every TPU torch_xla runs on is a TPU VM, so "
-                         "code that branches on it wants the TPU VM branch"),
-    "COLAB_TPU_ADDR": Advice("test xr.device_type() == 'TPU' instead",
-                             "only the old Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab TPU VM "
-                             "does not: test PJRT_DEVICE or xr.device_type() == 'TPU' instead"),
-    **dict.fromkeys(("TPU_MESH_CONTROLLER_ADDRESS", "TPU_MESH_CONTROLLER_PORT"), Advice(
-        "take host 0's address from your launcher",
-        "xla_dist set it for XRT's mesh controller on worker 0; PJRT neither sets nor reads it (a read is a "
-        "KeyError): take host 0's address from your launcher, or use xr.process_index() == 0 to pick host 0")),
+    "TPU_NUM_DEVICES": Advice(
+        "set TPU_VISIBLE_CHIPS for fewer chips",
+        "torch_xla runs one process per chip; to use fewer chips set TPU_PROCESS_BOUNDS and "
+        "TPU_VISIBLE_CHIPS, or spawn with nprocs=1",
+    ),
+    "TPUVM_MODE": Advice(
+        "keep only the TPU VM branch",
+        "torch_xla 2.1+ ignores it: TPU nodes are gone, every TPU torch_xla runs on is a TPU VM, so "
+        "code that branches on it wants the TPU VM branch",
+    ),
+    "COLAB_TPU_ADDR": Advice(
+        "test xr.device_type() == 'TPU' instead",
+        "only the old Colab TPU runtime (a TPU node driven by XRT) set it, today's Colab TPU VM "
+        "does not: test PJRT_DEVICE or xr.device_type() == 'TPU' instead",
+    ),
+    **dict.fromkeys(
+        ("TPU_MESH_CONTROLLER_ADDRESS", "TPU_MESH_CONTROLLER_PORT"),
+        Advice(
+            "take host 0's address from your launcher",
+            "xla_dist set it for XRT's mesh controller on worker 0; PJRT neither sets nor reads it (a read is a "
+            "KeyError): take host 0's address from your launcher, or use xr.process_index() == 0 to pick host 0",
+        ),
+    ),
     # XLA_TENSOR_ALLOCATOR_MAXSIZE and the like: settings of XRT's client that torch_xla 2.x dropped
-    **{name: Advice("remove it: torch_xla 2.x ignores it",
-                    f"only XRT's client read it ({what}): torch_xla 2.1+ has no such setting")
-       for name, _, what in XRT_CLIENT_ONLY},
+    **{
+        name: Advice(
+            "remove it: torch_xla 2.x ignores it",
+            f"only XRT's client read it ({what}): torch_xla 2.1+ has no such setting",
+        )
+        for name, _, what in XRT_CLIENT_ONLY
+    },
 }
 
 # A regex matching the name of any XRT-era variable, for the text rewriters.
@@ -77,22 +90,28 @@ SHARED = frozenset({"COLAB_TPU_ADDR"})
 # (tf-version.cloud-tpus.google.com: "pytorch-1.9") and the resource asking for one
 # (cloud-tpus.google.com/v3: 8). Kept as it is, reported on every run (YAML, jsonnet).
 TPU_NODE = re.compile(r"(?:tf-version\.)?cloud-tpus\.google\.com\b")
-GKE_TPU_NODE = ("a GKE TPU node, which only XRT can drive (its XRT_TPU_CONFIG set from KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS): "
-                "PJRT runs on TPU VMs: move the workload to a TPU VM node pool (nodeSelector "
-                "cloud.google.com/gke-tpu-accelerator and cloud.google.com/gke-tpu-topology, resource google.com/tpu)")
+GKE_TPU_NODE = (
+    "a GKE TPU node, which only XRT can drive (its XRT_TPU_CONFIG set from KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS): "
+    "PJRT runs on TPU VMs: move the workload to a TPU VM node pool (nodeSelector "
+    "cloud.google.com/gke-tpu-accelerator and cloud.google.com/gke-tpu-topology, resource google.com/tpu)"
+)
 
 
 # A value naming a TPU node that XRT reached over the network. Local XRT servers listened
 # on localhost (localservice); a TPU node's on its own address, port 8470.
-_REMOTE = re.compile(r"tpu_worker|COLAB_TPU_ADDR|KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS|:8470\b"
-                     r"|grpc://(?!localhost\b|127\.0\.0\.1\b)")
+_REMOTE = re.compile(
+    r"tpu_worker|COLAB_TPU_ADDR|KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS|:8470\b"
+    r"|grpc://(?!localhost\b|127\.0\.0\.1\b)"
+)
 # The device kinds of a device map's entries: `CPU:0;/job:...|GPU:0;/job:...`, in whatever
 # quotes. XRT's xm.xla_device() took the first kind of TPU, GPU, CPU the map had.
 _MAP_DEVICE = re.compile(r"""(?:^[rRbBfFuU]*["']*|\|)(CPU|GPU|TPU):""")
 _XRT_PREFERENCE = ("TPU", "GPU", "CPU")
-REMOTE_TPU = Advice("run it on a TPU VM, not a TPU node",
-                    "this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive: PJRT "
-                    "needs the program to run on the TPU VM itself")
+REMOTE_TPU = Advice(
+    "run it on a TPU VM, not a TPU node",
+    "this configured a remote TPU node (tpu_worker / COLAB_TPU_ADDR), which only XRT can drive: PJRT "
+    "needs the program to run on the TPU VM itself",
+)
 
 
 @dataclass(frozen=True)
@@ -112,9 +131,15 @@ def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9
         return DeviceChoice(DEVICE_SETTINGS[variable], remote)
     kinds = set(_MAP_DEVICE.findall(value or ""))
     if not kinds:
-        return DeviceChoice("CPU", remote or Advice(
-            "set PJRT_DEVICE by the map's device", "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could "
-            "not be read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it"))
+        return DeviceChoice(
+            "CPU",
+            remote
+            or Advice(
+                "set PJRT_DEVICE by the map's device",
+                "PJRT_DEVICE=CPU assumed: the device XRT_DEVICE_MAP named could "
+                "not be read from its value; set PJRT_DEVICE to CPU, TPU or CUDA by it",
+            ),
+        )
     kind = next(k for k in _XRT_PREFERENCE if k in kinds)
     if kind != "GPU":
         return DeviceChoice(kind, remote)
@@ -125,9 +150,12 @@ def device_for(variable: str, value: str | None, target: tuple[int, int] = (2, 9
     return DeviceChoice("CUDA", NO_CUDA)
 
 
-NO_CUDA = Advice("stay on torch_xla 2.8 for GPUs", "this ran on GPUs: stay on torch_xla 2.8, run on TPU or CPU, or use "
-                 "PyTorch's own CUDA (PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only; 2.9 dropped CUDA: 'No "
-                 "PjRtPlugin registered for: CUDA')")
+NO_CUDA = Advice(
+    "stay on torch_xla 2.8 for GPUs",
+    "this ran on GPUs: stay on torch_xla 2.8, run on TPU or CPU, or use "
+    "PyTorch's own CUDA (PJRT_DEVICE=CUDA works on torch_xla 2.2–2.8 only; 2.9 dropped CUDA: 'No "
+    "PjRtPlugin registered for: CUDA')",
+)
 _GPU_VALUE = re.compile(r"""^[rRbBfFuU]*["']*(GPU|CUDA)["']*$""")
 
 
@@ -151,8 +179,10 @@ def replacement(name: str, value: str | None = None) -> Advice:
         if choice.device is None:
             instead = Advice("remove it: nothing replaces it", "XRT_DEVICE_MAP chose the device")
         else:
-            instead = Advice(f"set PJRT_DEVICE={choice.device} instead",
-                             "CPU_NUM_DEVICES for devices" if choice.device == "CPU" else "")
+            instead = Advice(
+                f"set PJRT_DEVICE={choice.device} instead",
+                "CPU_NUM_DEVICES for devices" if choice.device == "CPU" else "",
+            )
         return Advice(choice.note.do, f"{instead}; {choice.note}") if choice.note else instead
     if name in RUNTIME_READS:
         read = RUNTIME_READS[name]

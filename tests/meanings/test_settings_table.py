@@ -44,18 +44,25 @@ def test_no_installed_torch_xla_file_names_the_xrt_only_variables(installed):
 def test_tpuvm_mode_is_read_only_by_the_build(installed):
     """At run time 2.9 only names it (xla_env_vars.py); its build reads it (build_util.py:18 at v2.9.0)."""
     assert installed["TPUVM_MODE"] == [os.path.join("core", "xla_env_vars.py")]
-    tree = ast.parse((Path(importlib.util.find_spec("torch_xla").origin).parent / "core" / "xla_env_vars.py").read_text())
-    assert [n.targets[0].id for n in tree.body if isinstance(n, ast.Assign) and
-            getattr(n.value, "value", None) == "TPUVM_MODE"] == ["TPUVM_MODE"]
+    tree = ast.parse(
+        (Path(importlib.util.find_spec("torch_xla").origin).parent / "core" / "xla_env_vars.py").read_text()
+    )
+    assert [
+        n.targets[0].id
+        for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.value, "value", None) == "TPUVM_MODE"
+    ] == ["TPUVM_MODE"]
 
 
 @pytest.mark.xla
 def test_gpu_num_devices_runs_on_cpu():
     """XRT took GPU_NUM_DEVICES for XLA:GPU and 2.1-2.8 for CUDA; 2.9 computes on CPU with it set."""
     env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | {"GPU_NUM_DEVICES": "4"}
-    probe = ("import torch, torch_xla, torch_xla.runtime as xr\n"
-             "t = torch.ones(2, device=torch_xla.device()) * 3\n"
-             "print(xr.device_type(), t.device, t.sum().item())\n")
+    probe = (
+        "import torch, torch_xla, torch_xla.runtime as xr\n"
+        "t = torch.ones(2, device=torch_xla.device()) * 3\n"
+        "print(xr.device_type(), t.device, t.sum().item())\n"
+    )
     ran = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["CPU", "xla:0", "6.0"]
@@ -66,7 +73,12 @@ def test_runtime_versions_name_an_xrt_era_release():
     entry = meanings.of("tpu-vm-pt-1.13")
     version = tuple(int(part) for part in re.search(r"(\d+)\.(\d+)$", entry.name).groups())
     assert version < XRT_REMOVED
-    for runtime in ("tpu-vm-pt-1.13", "tpu-vm-v4-pt-1.13", "--version=tpu-vm-pt-1.13", "RUNTIME_VERSION=tpu-vm-pt-1.13"):
+    for runtime in (
+        "tpu-vm-pt-1.13",
+        "tpu-vm-v4-pt-1.13",
+        "--version=tpu-vm-pt-1.13",
+        "RUNTIME_VERSION=tpu-vm-pt-1.13",
+    ):
         assert "XRT-era torch_xla 1.13" in str(finding(runtime, (2, 9))), runtime
     assert finding("tpu-ubuntu2204-base", (2, 9)) is None
 
@@ -80,8 +92,10 @@ def test_every_entry_names_a_rule_and_a_check_that_exist(entry):
         assert (REPO / path).is_file(), f"{entry.name}: {path} does not exist"
         if test:
             assert re.search(rf"^def {test}\(", (REPO / path).read_text(), re.M), f"{entry.name}: no {path}::{test}"
-    cited = re.findall(r"torch_xla@v\d+\.\d+\.\d+ [\w/.]+\.(?:py|cc|cpp):\d+", entry.under_xrt + entry.checked
-                       + " ".join(meaning for _, meaning in entry.on_target))
+    cited = re.findall(
+        r"torch_xla@v\d+\.\d+\.\d+ [\w/.]+\.(?:py|cc|cpp):\d+",
+        entry.under_xrt + entry.checked + " ".join(meaning for _, meaning in entry.on_target),
+    )
     assert cited or "run: " in entry.checked, f"{entry.name}: cites neither a source line nor a run"
 
 

@@ -51,20 +51,29 @@ def literal(text: str, name: str) -> str:
     raise AssertionError(f"no call of {name}")
 
 
-TRAIN = ("import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-         "def _mp_fn(index):\n    print(f'{xm.get_ordinal()} of {xm.xrt_world_size()}')\n\n"
-         "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n")
+TRAIN = (
+    "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+    "def _mp_fn(index):\n    print(f'{xm.get_ordinal()} of {xm.xrt_world_size()}')\n\n"
+    "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n"
+)
 
 KERNEL = nbconvert(
-    "# for TPU\n" + system("curl https://raw.githubusercontent.com/pytorch/xla/master/contrib/scripts/env-setup.py "
-                           "-o pytorch-xla-env-setup.py") + "\n"
+    "# for TPU\n"
+    + system(
+        "curl https://raw.githubusercontent.com/pytorch/xla/master/contrib/scripts/env-setup.py "
+        "-o pytorch-xla-env-setup.py"
+    )
+    + "\n"
     + system("python pytorch-xla-env-setup.py --version 1.13 --apt-packages libomp5 libopenblas-dev"),
     "get_ipython().run_line_magic('env', 'XRT_TPU_CONFIG=localservice;0;localhost:51011')\n"
     "get_ipython().run_line_magic('matplotlib', 'inline')",
     "import os\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp",
     cell_magic("writefile", "train.py", TRAIN),
-    cell_magic("time", "", "def _mp_fn(index):\n    print(xm.xrt_world_size())\n\n"
-                           "xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n"),
+    cell_magic(
+        "time",
+        "",
+        "def _mp_fn(index):\n    print(xm.xrt_world_size())\n\nxmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n",
+    ),
     cell_magic("bash", "", "export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\npython3 train.py\n"),
     system("ls ../input/jigsaw-multilingual-toxic-comment-classification/"),
 )
@@ -74,64 +83,105 @@ def test_an_exported_kernel_is_migrated_in_its_magics():
     outcome = migrated(KERNEL)
     text = outcome.text
     # the env-setup installs: an item each, with its TODO line above the call
-    assert todo_line(ENV_SETUP, "install-xrt-era-release", width=88) + system("python pytorch-xla-env-setup.py --version 1.13 "
-                                                                     "--apt-packages libomp5 libopenblas-dev") in text
+    assert (
+        todo_line(ENV_SETUP, "install-xrt-era-release", width=88)
+        + system("python pytorch-xla-env-setup.py --version 1.13 --apt-packages libomp5 libopenblas-dev")
+        in text
+    )
     assert "get_ipython().run_line_magic('env', 'PJRT_DEVICE=TPU')" in text
     # %%writefile train.py: a program of its own, with its own imports
     assert literal(text, "run_cell_magic") == (
         "import torch_xla.distributed.xla_multiprocessing as xmp\nimport torch_xla.runtime as xr\n\n"
         "def _mp_fn(index):\n    print(f'{xr.global_ordinal()} of {xr.world_size()}')\n\n"
-        "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, start_method='fork')\n")
+        "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, start_method='fork')\n"
+    )
     # %%time: the kernel's Python, with the notebook's imports: the new one goes to theirs
-    assert cell_magic("time", "", "def _mp_fn(index):\n    print(xr.world_size())\n\n"
-                                  "xmp.spawn(_mp_fn, start_method='fork')\n") in text
-    assert "import os\nimport torch_xla.distributed.xla_multiprocessing as xmp\nimport torch_xla.runtime as xr\n" in text
+    assert (
+        cell_magic(
+            "time", "", "def _mp_fn(index):\n    print(xr.world_size())\n\nxmp.spawn(_mp_fn, start_method='fork')\n"
+        )
+        in text
+    )
+    assert (
+        "import os\nimport torch_xla.distributed.xla_multiprocessing as xmp\nimport torch_xla.runtime as xr\n" in text
+    )
     assert cell_magic("bash", "", "export PJRT_DEVICE=TPU\npython3 train.py\n") in text
     # magics with nothing of XRT's, and everything around the magics, as they were
-    for kept in ("get_ipython().run_line_magic('matplotlib', 'inline')", "# for TPU\n",
-                 system("ls ../input/jigsaw-multilingual-toxic-comment-classification/")):
+    for kept in (
+        "get_ipython().run_line_magic('matplotlib', 'inline')",
+        "# for TPU\n",
+        system("ls ../input/jigsaw-multilingual-toxic-comment-classification/"),
+    ):
         assert kept in text
     lines = KERNEL.splitlines()
     for finding in outcome.changes + outcome.manual:  # each at the line of its magic in the file as read
-        assert {"install-xrt-era-release": "env-setup", "env-shell-xrt-tpu-config": "XRT_TPU_CONFIG",
-                "api-ordinal": "get_ordinal", "api-world-size": "xrt_world_size",
-                "spawn-nprocs-literal": "nprocs=8"}[finding.rule] in lines[finding.line - 1], finding
+        assert {
+            "install-xrt-era-release": "env-setup",
+            "env-shell-xrt-tpu-config": "XRT_TPU_CONFIG",
+            "api-ordinal": "get_ordinal",
+            "api-world-size": "xrt_world_size",
+            "spawn-nprocs-literal": "nprocs=8",
+        }[finding.rule] in lines[finding.line - 1], finding
 
 
 def test_a_magic_with_no_xrt_era_content_is_byte_identical():
-    text = nbconvert("import torch_xla\n" + system("nvidia-smi") + "\n"
-                     + cell_magic("writefile", "setup.sh", "pip install -q timm\n") + "\n"
-                     + cell_magic("capture", "", "!pip install transformers\n"))
+    text = nbconvert(
+        "import torch_xla\n"
+        + system("nvidia-smi")
+        + "\n"
+        + cell_magic("writefile", "setup.sh", "pip install -q timm\n")
+        + "\n"
+        + cell_magic("capture", "", "!pip install transformers\n")
+    )
     assert exported.rewrite(text, ALL).text == text
 
 
 def test_a_capture_cell_s_bang_lines_are_commands():
     # as in a Kaggle kernel: %%capture around the installs
-    text = nbconvert(cell_magic("capture", "", "!pip install cloud-tpu-client==0.10 torch==1.13.0 "
-                                               "https://storage.googleapis.com/tpu-pytorch/wheels/"
-                                               "torch_xla-1.13-cp37-cp37m-linux_x86_64.whl\n!pip install timm\n"))
+    text = nbconvert(
+        cell_magic(
+            "capture",
+            "",
+            "!pip install cloud-tpu-client==0.10 torch==1.13.0 "
+            "https://storage.googleapis.com/tpu-pytorch/wheels/"
+            "torch_xla-1.13-cp37-cp37m-linux_x86_64.whl\n!pip install timm\n",
+        )
+    )
     outcome = migrated(text)
     assert {f.rule for f in outcome.manual} == {"install-xrt-era-release"}
     assert all(f.line == 7 for f in outcome.manual)
     assert outcome.text.count("# TODO(xrt2pjrt):") == len({f.message for f in outcome.manual})
 
 
-@pytest.mark.parametrize("call, after", [
-    # double quotes, as repr() writes a string holding a single quote
-    ("get_ipython().system(\"export XRT_TPU_CONFIG='localservice;0;localhost:51011' && echo it's set\")",
-     "get_ipython().system(\"export PJRT_DEVICE=TPU && echo it's set\")"),
-    # escaped quotes and a non-ASCII character
-    ("get_ipython().run_cell_magic('bash', '', 'echo \\'démarrage\\'\\nexport XRT_TPU_CONFIG=x\\n')",
-     "get_ipython().run_cell_magic('bash', '', 'echo \\'démarrage\\'\\nexport PJRT_DEVICE=TPU\\n')"),
-    # a raw string, and a triple-quoted one: each line kept as it was spelled but the changed one
-    ("get_ipython().system(r'export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\" C:\\tmp')",
-     "get_ipython().system(r'export PJRT_DEVICE=TPU C:\\tmp')"),
-    ("get_ipython().run_cell_magic('bash', '', '''echo \\x41\nexport XRT_TPU_CONFIG=x\n''')",
-     "get_ipython().run_cell_magic('bash', '', '''echo \\x41\nexport PJRT_DEVICE=TPU\n''')"),
-    # implicit concatenation, a line in each literal
-    ("get_ipython().run_cell_magic('bash', '', 'echo start\\n'\n    'export XRT_TPU_CONFIG=x\\n')",
-     "get_ipython().run_cell_magic('bash', '', 'echo start\\n'\n    'export PJRT_DEVICE=TPU\\n')"),
-])
+@pytest.mark.parametrize(
+    "call, after",
+    [
+        # double quotes, as repr() writes a string holding a single quote
+        (
+            "get_ipython().system(\"export XRT_TPU_CONFIG='localservice;0;localhost:51011' && echo it's set\")",
+            "get_ipython().system(\"export PJRT_DEVICE=TPU && echo it's set\")",
+        ),
+        # escaped quotes and a non-ASCII character
+        (
+            "get_ipython().run_cell_magic('bash', '', 'echo \\'démarrage\\'\\nexport XRT_TPU_CONFIG=x\\n')",
+            "get_ipython().run_cell_magic('bash', '', 'echo \\'démarrage\\'\\nexport PJRT_DEVICE=TPU\\n')",
+        ),
+        # a raw string, and a triple-quoted one: each line kept as it was spelled but the changed one
+        (
+            "get_ipython().system(r'export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\" C:\\tmp')",
+            "get_ipython().system(r'export PJRT_DEVICE=TPU C:\\tmp')",
+        ),
+        (
+            "get_ipython().run_cell_magic('bash', '', '''echo \\x41\nexport XRT_TPU_CONFIG=x\n''')",
+            "get_ipython().run_cell_magic('bash', '', '''echo \\x41\nexport PJRT_DEVICE=TPU\n''')",
+        ),
+        # implicit concatenation, a line in each literal
+        (
+            "get_ipython().run_cell_magic('bash', '', 'echo start\\n'\n    'export XRT_TPU_CONFIG=x\\n')",
+            "get_ipython().run_cell_magic('bash', '', 'echo start\\n'\n    'export PJRT_DEVICE=TPU\\n')",
+        ),
+    ],
+)
 def test_a_string_keeps_its_quoting_prefix_and_escapes(call, after):
     outcome = migrated(f"import os\n{call}\n")
     assert outcome.text == f"import os\n{after}\n"
@@ -142,7 +192,9 @@ def test_a_line_split_across_two_literals_is_reported_not_rewritten():
     text = "get_ipython().system('export XRT_TPU_CONFIG=' 'localservice;0;localhost:51011')\n"
     outcome = migrated(text)
     (item,) = outcome.manual
-    assert outcome.text == todo_line(item.message, item.rule, width=88) + text and outcome.changes == []  # (a Python file)
+    assert (
+        outcome.text == todo_line(item.message, item.rule, width=88) + text and outcome.changes == []
+    )  # (a Python file)
     assert item.rule == "env-shell-xrt-tpu-config" and item.message.startswith("make by hand") and item.line == 1
 
 
@@ -154,8 +206,9 @@ def test_a_command_built_at_run_time_is_reported():
 
 
 def test_a_removed_setting_takes_its_statement_with_it():
-    text = ("import torch_xla\nget_ipython().run_line_magic('env', 'XRT_MESH_SERVICE_ADDRESS=localhost:53627')\n"
-            "print(1)\n")
+    text = (
+        "import torch_xla\nget_ipython().run_line_magic('env', 'XRT_MESH_SERVICE_ADDRESS=localhost:53627')\nprint(1)\n"
+    )
     outcome = migrated(text)
     assert outcome.text == "import torch_xla\nprint(1)\n"
     assert [(f.rule, f.line) for f in outcome.changes] == [("env-shell-xrt-unused", 2)]
@@ -204,15 +257,22 @@ def test_a_jupytext_notebook_is_migrated_in_its_commented_magics():
     assert lines[lines.index("# %env PJRT_DEVICE=TPU") - 1].startswith("# !pip install cloud-tpu-client")
     assert lines[lines.index("# %env PJRT_DEVICE=TPU") - 2].startswith("# TODO(xrt2pjrt):")
     start = lines.index('# %% language="bash"') + 1
-    bash = lines[start:lines.index("# %%", start)]
+    bash = lines[start : lines.index("# %%", start)]
     # the cell's script, each line commented as jupytext writes it; its TODO line too
     assert bash[0] == "#" and bash[1].startswith(f"# # TODO(xrt2pjrt): {REMOTE_TPU.do}")
-    assert bash[2:] == ["# export PJRT_DEVICE=TPU", "# gcloud compute tpus tpu-vm ssh my-pod --worker=all "
-                        "--command=\". /etc/profile; PJRT_DEVICE=TPU python3 train.py\"", ""]
+    assert bash[2:] == [
+        "# export PJRT_DEVICE=TPU",
+        "# gcloud compute tpus tpu-vm ssh my-pod --worker=all "
+        "--command=\". /etc/profile; PJRT_DEVICE=TPU python3 train.py\"",
+        "",
+    ]
     assert lines[-1] == "n = xr.world_size()" and "import torch_xla.runtime as xr" in lines
     assert [(f.rule, f.line) for f in outcome.changes] == [
-        ("env-shell-xrt-tpu-config", 16), ("env-shell-xrt-tpu-config", 21), ("launch-xla-dist", 22),
-        ("api-world-size", 25)]
+        ("env-shell-xrt-tpu-config", 16),
+        ("env-shell-xrt-tpu-config", 21),
+        ("launch-xla-dist", 22),
+        ("api-world-size", 25),
+    ]
 
 
 def test_the_cli_reaches_a_fixed_point_on_an_exported_kernel(tmp_path):
@@ -220,13 +280,20 @@ def test_the_cli_reaches_a_fixed_point_on_an_exported_kernel(tmp_path):
     path.write_text(KERNEL)
 
     def run(*flags):
-        return subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", *flags, str(path)],
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "xrt2pjrt", "migrate", *flags, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
     assert run("--write", "--unsafe-fixes").returncode in (0, 1)
     written = path.read_text()
     assert written != KERNEL and ast.parse(written)
     checked = run("--check", "--unsafe-fixes")
-    assert path.read_text() == written and "0 would change (0 changes)" in checked.stdout + checked.stderr, checked.stdout
+    assert path.read_text() == written and "0 would change (0 changes)" in checked.stdout + checked.stderr, (
+        checked.stdout
+    )
 
 
 def test_a_removed_commented_setting_takes_its_line_with_it():
@@ -237,8 +304,13 @@ def test_a_removed_commented_setting_takes_its_line_with_it():
 
 
 def test_a_kernel_cell_that_does_not_parse_keeps_the_imports_it_uses_and_is_named():
-    text = ("import torch_xla.core.xla_model as xm\n" + cell_magic("time", "", "print xm.xrt_world_size()\n")
-            + "\nn = xm.xrt_world_size()\n" + cell_magic("capture", "", "print 'no torch here'\n") + "\n")
+    text = (
+        "import torch_xla.core.xla_model as xm\n"
+        + cell_magic("time", "", "print xm.xrt_world_size()\n")
+        + "\nn = xm.xrt_world_size()\n"
+        + cell_magic("capture", "", "print 'no torch here'\n")
+        + "\n"
+    )
     outcome = migrated(text)
     assert outcome.text.startswith("import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n")
     assert [(f.rule, f.line) for f in outcome.manual] == [("notebook-cell", 2)]  # not the cell without torch_xla

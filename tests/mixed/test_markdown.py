@@ -28,7 +28,7 @@ def test_only_code_block_lines_change(name):
     code = set()
     for block in markdown.blocks(before):
         first = before.count("\n", 0, block.start)
-        code |= set(range(first, first + before[block.start:block.end].count("\n")))
+        code |= set(range(first, first + before[block.start : block.end].count("\n")))
     matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
     changed = {i for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal" for i in range(i1, i2)}
     assert changed and changed <= code
@@ -40,13 +40,16 @@ def test_rewritten_shell_blocks_still_parse():
     after = markdown.rewrite((FIXTURES / "guide.rst").read_text(), ALL).text
     for block in markdown.blocks(after):
         if block.kind == "shell":
-            assert shell.check(dedent(after[block.start:block.end], block.indent)) is None
+            assert shell.check(dedent(after[block.start : block.end], block.indent)) is None
 
 
 def test_findings_carry_file_lines():
     outcome = markdown.rewrite((FIXTURES / "README.md").read_text(), ALL)
     assert [(f.rule, f.line) for f in outcome.changes if f.rule.startswith(("launch", "env-shell"))] == [
-        ("env-shell-xrt-tpu-config", 7), ("launch-xla-dist", 8), ("launch-xla-dist", 15)]
+        ("env-shell-xrt-tpu-config", 7),
+        ("launch-xla-dist", 8),
+        ("launch-xla-dist", 15),
+    ]
     assert [(f.rule, f.line) for f in outcome.manual] == [("launch-xla-dist", 28)]
 
 
@@ -69,44 +72,57 @@ def test_a_block_left_as_it_was_is_reported_at_its_own_line():
 
 def test_a_console_session_is_rewritten_command_by_command_keeping_prompts_and_output():
     # As pytorch/xla's own README wrote them (v1.12).
-    text = ("Run:\n\n```\n(vm)$ export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n"
-            "(vm)$ export XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
-            "(torch-xla-1.11)$ python -m torch_xla.distributed.xla_dist --tpu=$TPU_POD_NAME -- \\\n"
-            "    python train.py --fake_data\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n")
+    text = (
+        "Run:\n\n```\n(vm)$ export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n"
+        "(vm)$ export XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
+        "(torch-xla-1.11)$ python -m torch_xla.distributed.xla_dist --tpu=$TPU_POD_NAME -- \\\n"
+        "    python train.py --fake_data\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n"
+    )
     outcome = markdown.rewrite(text, ALL)
     assert outcome.text == (
         "Run:\n\n```\n(vm)$ export PJRT_DEVICE=TPU\n"
         "(torch-xla-1.11)$ gcloud compute tpus tpu-vm ssh $TPU_POD_NAME --worker=all \\\n"
-        "    --command=\". /etc/profile; PJRT_DEVICE=TPU python train.py --fake_data\"\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n")
+        "    --command=\". /etc/profile; PJRT_DEVICE=TPU python train.py --fake_data\"\nEpoch 1 loss=0.1\nuser@tpu-vm:~$ ls\n```\n"
+    )
     assert [(f.rule, f.line) for f in outcome.changes] == [
-        ("env-shell-xrt-tpu-config", 4), ("env-shell-xrt-unused", 5), ("launch-xla-dist", 6)]
+        ("env-shell-xrt-tpu-config", 4),
+        ("env-shell-xrt-unused", 5),
+        ("launch-xla-dist", 6),
+    ]
     assert markdown.rewrite(outcome.text, ALL).text == outcome.text
 
 
 def test_python_blocks_of_a_document_are_programs_that_borrow_imports():
     # pytorch/xla's docs import torch_xla in one block and use it in the next ones: the
     # snippet is migrated with the first block's import, and gets the import it now needs
-    text = ("Setup:\n\n```python\nimport torch_xla.core.xla_model as xm\n```\n\nA sketch:\n\n```python\n"
-            "model = ...(\n```\n\nThen:\n\n```python\nrank = xm.get_ordinal()\nworld = xm.xrt_world_size()\n```\n")
+    text = (
+        "Setup:\n\n```python\nimport torch_xla.core.xla_model as xm\n```\n\nA sketch:\n\n```python\n"
+        "model = ...(\n```\n\nThen:\n\n```python\nrank = xm.get_ordinal()\nworld = xm.xrt_world_size()\n```\n"
+    )
     outcome = markdown.rewrite(text, ALL)
-    assert outcome.text == text.replace("```python\nrank = xm.get_ordinal()\nworld = xm.xrt_world_size()",
-                                        "```python\nimport torch_xla.runtime as xr\nrank = xr.global_ordinal()\n"
-                                        "world = xr.world_size()")
+    assert outcome.text == text.replace(
+        "```python\nrank = xm.get_ordinal()\nworld = xm.xrt_world_size()",
+        "```python\nimport torch_xla.runtime as xr\nrank = xr.global_ordinal()\nworld = xr.world_size()",
+    )
     assert [(f.rule, f.line) for f in outcome.changes] == [("api-ordinal", 16), ("api-world-size", 17)]
     assert markdown.rewrite(outcome.text, ALL).text == outcome.text
 
 
 def test_a_line_a_message_names_is_the_documents_line():
-    text = ("x\n\n```python\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
-            "```\n\ny\n\n```python\nDEVICE = xm.xla_device()\nxmp.spawn(fn)\n```\n")
+    text = (
+        "x\n\n```python\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
+        "```\n\ny\n\n```python\nDEVICE = xm.xla_device()\nxmp.spawn(fn)\n```\n"
+    )
     (item,) = markdown.rewrite(text, ALL).manual
     assert item.line == 12 and item.shown().endswith("(line 11)")
 
 
 def test_a_line_a_message_names_in_a_documents_only_python_block_is_the_documents_line():
     # one block is rewritten on its own: its item moved to the document's line, the line it cites did not
-    text = ("x\n\n```python\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
-            "DEVICE = xm.xla_device()\nxmp.spawn(fn)\n```\n")
+    text = (
+        "x\n\n```python\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n"
+        "DEVICE = xm.xla_device()\nxmp.spawn(fn)\n```\n"
+    )
     (item,) = [f for f in markdown.rewrite(text, ALL).manual if f.rule == "spawn-runtime-before"]
     assert item.line == 7 and item.shown().endswith("(line 6)")
 
@@ -119,30 +135,41 @@ def test_prose_only_document_is_untouched():
 def test_tpu_node_setup_in_a_guide_is_left_as_it_was_and_reported_on_every_run():
     # Rewritten to `export PJRT_DEVICE=TPU  # the IP of the TPU node`, the decision was gone
     # after --write: no TODO line in documentation, nothing left for --check to report.
-    text = ("# Old setup\n\n```bash\n$ export TPU_IP_ADDRESS=10.0.0.2\n"
-            '$ export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\n```\n\n'
-            "```\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$TPU_IP:8470\"  # the IP of the TPU node\n```\n\n"
-            ".. code-block:: python\n\n   import os\n   os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n")
-    decisions = [("env-shell-xrt-tpu-config", 5, REMOTE), ("env-shell-xrt-tpu-config", 9, REMOTE),
-                 ("env-xrt-tpu-config", 15, REMOTE)]
+    text = (
+        "# Old setup\n\n```bash\n$ export TPU_IP_ADDRESS=10.0.0.2\n"
+        '$ export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\n```\n\n'
+        "```\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$TPU_IP:8470\"  # the IP of the TPU node\n```\n\n"
+        ".. code-block:: python\n\n   import os\n   os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n"
+    )
+    decisions = [
+        ("env-shell-xrt-tpu-config", 5, REMOTE),
+        ("env-shell-xrt-tpu-config", 9, REMOTE),
+        ("env-xrt-tpu-config", 15, REMOTE),
+    ]
     outcome = markdown.rewrite(text, ALL)
     assert outcome.text == text and outcome.changes == []
     assert_decisions(outcome, decisions)
 
 
 def test_a_block_keeps_its_other_changes_and_the_spot_to_decide_is_reported_again():
-    text = ("```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\nexport XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
-            "python3 -m torch_xla.distributed.xla_dist --tpu=my-pod -- python3 train.py\n```\n\n"
-            "```python\nimport os\nimport torch_xla.core.xla_model as xm\nn = xm.xrt_world_size()\n"
-            "os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n```\n")
+    text = (
+        "```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\nexport XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
+        "python3 -m torch_xla.distributed.xla_dist --tpu=my-pod -- python3 train.py\n```\n\n"
+        "```python\nimport os\nimport torch_xla.core.xla_model as xm\nn = xm.xrt_world_size()\n"
+        "os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n```\n"
+    )
     outcome = markdown.rewrite(text, ALL)
     assert outcome.text == (
         "```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n"
         "gcloud compute tpus tpu-vm ssh my-pod --worker=all --command=\". /etc/profile; PJRT_DEVICE=TPU python3 train.py\"\n"
         "```\n\n```python\nimport os\nimport torch_xla.runtime as xr\nn = xr.world_size()\n"
-        "os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n```\n")
+        "os.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;' + ip + ':8470'\n```\n"
+    )
     assert [(f.rule, f.line) for f in outcome.changes] == [
-        ("env-shell-xrt-unused", 3), ("launch-xla-dist", 4), ("api-world-size", 10)]
+        ("env-shell-xrt-unused", 3),
+        ("launch-xla-dist", 4),
+        ("api-world-size", 10),
+    ]
     assert_decisions(outcome, [("env-shell-xrt-tpu-config", 2, REMOTE), ("env-xrt-tpu-config", 11, REMOTE)])
     again = markdown.rewrite(outcome.text, ALL)  # as --check after --write (one line less above the Python)
     assert again.text == outcome.text and again.changes == []
@@ -150,7 +177,9 @@ def test_a_block_keeps_its_other_changes_and_the_spot_to_decide_is_reported_agai
 
 
 XLA_DIST_WITH_GPU = "python -m torch_xla.distributed.xla_dist --tpu=my-pod --env GPU_NUM_DEVICES=4 -- python train.py\n"
-EXPORT_TPU_CONFIG_AND_MESH = "export XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\" XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
+EXPORT_TPU_CONFIG_AND_MESH = (
+    "export XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\" XRT_MESH_SERVICE_ADDRESS=localhost:53627\n"
+)
 
 
 @pytest.mark.parametrize("line", [XLA_DIST_WITH_GPU, EXPORT_TPU_CONFIG_AND_MESH])
@@ -172,8 +201,13 @@ def test_an_xla_dist_line_whose_translation_would_hide_its_gpu_item_is_left_and_
     text = f"# Train\n\n```bash\n{XLA_DIST_WITH_GPU}```\n"
     outcome = markdown.rewrite(text, ALL)
     assert outcome.text == text and outcome.changes == []
-    assert_decisions(outcome, [("env-shell-gpu-num-devices", 4, "stay on torch_xla 2.8"),
-                               ("launch-xla-dist", 4, "code block left as it was")])
+    assert_decisions(
+        outcome,
+        [
+            ("env-shell-gpu-num-devices", 4, "stay on torch_xla 2.8"),
+            ("launch-xla-dist", 4, "code block left as it was"),
+        ],
+    )
     assert "make this change by hand" in outcome.manual[1].message
 
 
@@ -207,12 +241,16 @@ def test_a_block_a_next_run_would_change_again_is_left_whole(monkeypatch):
 
 def test_documentation_gets_no_todo_lines_the_items_are_reported():
     # published docs got 300-character TODO lines inside their code blocks
-    text = ("```python\nimport torch_xla.core.xla_model as xm\nxm.save(state, path)\nstate = torch.load(path)\n```\n\n"
-            "```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n```\n")
+    text = (
+        "```python\nimport torch_xla.core.xla_model as xm\nxm.save(state, path)\nstate = torch.load(path)\n```\n\n"
+        "```bash\nexport XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n```\n"
+    )
     outcome = markdown.rewrite(text, ALL)
     assert "TODO" not in outcome.text
-    assert {(item.rule, item.line) for item in outcome.manual} == {("manual-save-barrier", 3),
-                                                                    ("env-shell-xrt-tpu-config", 8)}
+    assert {(item.rule, item.line) for item in outcome.manual} == {
+        ("manual-save-barrier", 3),
+        ("env-shell-xrt-tpu-config", 8),
+    }
     # one a writer put there on purpose stays
     kept = text.replace("xm.save(", "# TODO(xrt2pjrt): keep [mine]\nxm.save(")
     assert "# TODO(xrt2pjrt): keep [mine]" in markdown.rewrite(kept, ALL).text
@@ -223,7 +261,11 @@ def test_mdx_pages_are_markdown_when_named_and_when_found(tmp_path):
     page.parent.mkdir()
     page.write_text("<Note>TPU</Note>\n\n```bash\nexport XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n```\n")
     for named in (page, tmp_path):
-        ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--check", str(named)],
-                             capture_output=True, text=True, timeout=300)
+        ran = subprocess.run(
+            [sys.executable, "-m", "xrt2pjrt", "migrate", "--check", str(named)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert ran.returncode == 1, ran.stdout + ran.stderr  # a change is pending
         assert "tpu.mdx" in ran.stdout + ran.stderr

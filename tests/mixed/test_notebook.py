@@ -81,16 +81,36 @@ def test_ascii_escapes_and_string_sources_are_kept():
 @pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")])
 def test_a_one_line_notebook_keeps_its_separators(separators):
     # A compact notebook's rewritten source array was written with ", " between its items.
-    nb = {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                     "source": ["import torch_xla.core.xla_model as xm\n", "n = xm.xrt_world_size()"]},
-                    {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                     "source": ["xm.mark_step()"]}],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "execution_count": None,
+                "outputs": [],
+                "source": ["import torch_xla.core.xla_model as xm\n", "n = xm.xrt_world_size()"],
+            },
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": ["xm.mark_step()"]},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 4,
+    }
     text = json.dumps(nb, separators=separators)
     outcome = rewrite(text)
-    assert outcome.text == json.dumps({**nb, "cells": [
-        {**nb["cells"][0], "source": ["import torch_xla\n", "import torch_xla.runtime as xr\n", "n = xr.world_size()"]},
-        {**nb["cells"][1], "source": ["torch_xla.sync()"]}]}, separators=separators)
+    assert outcome.text == json.dumps(
+        {
+            **nb,
+            "cells": [
+                {
+                    **nb["cells"][0],
+                    "source": ["import torch_xla\n", "import torch_xla.runtime as xr\n", "n = xr.world_size()"],
+                },
+                {**nb["cells"][1], "source": ["torch_xla.sync()"]},
+            ],
+        },
+        separators=separators,
+    )
     assert rewrite(outcome.text).text == outcome.text
 
 
@@ -121,8 +141,13 @@ def test_shell_lines_run_on_every_worker(tmp_path):
 def test_rewritten_python_cell_runs_on_torch_xla_2_9(tmp_path):
     """The call that spanned two source strings now runs on PJRT (CPU, one replica)."""
     cell = _source(json.loads(rewrite(BEFORE).text)["cells"][2])
-    ran = subprocess.run([sys.executable, "-c", cell], capture_output=True, text=True, timeout=300,
-                         env={"PJRT_DEVICE": "CPU", "PATH": "/usr/bin:/bin"})
+    ran = subprocess.run(
+        [sys.executable, "-c", cell],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PJRT_DEVICE": "CPU", "PATH": "/usr/bin:/bin"},
+    )
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert ran.stdout.strip() == "world size: 1 – ✓"
 
@@ -136,18 +161,32 @@ def test_broken_json_is_a_source_error():
 def test_writefile_cells_are_rewritten_as_the_file_they_write():
     nb = json.loads(BEFORE)
     nb["cells"] = [
-        {**nb["cells"][4], "source": ["%%writefile run_pod.sh\n", "python3 -m torch_xla.distributed.xla_dist "
-                                      "--tpu=pod -- python3 train.py\n"]},
-        {**nb["cells"][4], "source": ["%%writefile -a job.yaml\n", "env:\n", "  - name: XRT_TPU_CONFIG\n",
-                                      "    value: localservice\n"]},
+        {
+            **nb["cells"][4],
+            "source": [
+                "%%writefile run_pod.sh\n",
+                "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 train.py\n",
+            ],
+        },
+        {
+            **nb["cells"][4],
+            "source": [
+                "%%writefile -a job.yaml\n",
+                "env:\n",
+                "  - name: XRT_TPU_CONFIG\n",
+                "    value: localservice\n",
+            ],
+        },
         {**nb["cells"][4], "source": ["%%writefile notes.txt\n", "export XRT_TPU_CONFIG=x\n"]},
     ]
     text = json.dumps(nb, indent=1)
     outcome = rewrite(text)
     assert outcome.manual == []
     cells = json.loads(outcome.text)["cells"]
-    assert _source(cells[0]) == ('%%writefile run_pod.sh\ngcloud compute tpus tpu-vm ssh pod --worker=all '
-                                 '--command=". /etc/profile; PJRT_DEVICE=TPU python3 train.py"\n')
+    assert _source(cells[0]) == (
+        '%%writefile run_pod.sh\ngcloud compute tpus tpu-vm ssh pod --worker=all '
+        '--command=". /etc/profile; PJRT_DEVICE=TPU python3 train.py"\n'
+    )
     assert _source(cells[1]) == "%%writefile -a job.yaml\nenv:\n  - name: PJRT_DEVICE\n    value: TPU\n"
     assert cells[2] == nb["cells"][2], "a file of no known kind is left alone"
 
@@ -157,10 +196,13 @@ def test_writefile_cells_are_rewritten_as_the_file_they_write():
 
 def _notebook(*sources: list[str]) -> str:
     """A notebook of code cells laid out as Jupyter writes it."""
-    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s}
-             for s in sources]
-    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4},
-                      indent=1, sort_keys=True) + "\n"
+    cells = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s} for s in sources
+    ]
+    return (
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}, indent=1, sort_keys=True)
+        + "\n"
+    )
 
 
 def _sources(text: str) -> list[list[str]]:
@@ -219,7 +261,8 @@ def test_an_import_a_later_cell_uses_is_kept():
     assert outcome.text == DROP.replace(
         '    "import torch_xla.core.xla_model as xm\\n",\n    "device = xm.xla_device()\\n"',
         '    "import torch_xla\\n",\n    "import torch_xla.core.xla_model as xm\\n",\n'
-        '    "device = torch_xla.device()\\n"')
+        '    "device = torch_xla.device()\\n"',
+    )
     assert [(f.rule, f.line) for f in outcome.changes] == [("api-xla-device", 10)]
     assert DROP.splitlines()[10 - 1].strip() == '"device = xm.xla_device()\\n"'
 
@@ -227,8 +270,7 @@ def test_an_import_a_later_cell_uses_is_kept():
 # the notebook of /tmp/realrepos/repro/nb/split.ipynb: its cells end without a newline
 SPLIT = DROP.replace(
     '    "import torch_xla.core.xla_model as xm\\n",\n    "device = xm.xla_device()\\n"',
-    '    "import torch_xla.core.xla_model as xm\\n",\n'
-    '    "import torch_xla.distributed.xla_multiprocessing as xmp"',
+    '    "import torch_xla.core.xla_model as xm\\n",\n    "import torch_xla.distributed.xla_multiprocessing as xmp"',
 ).replace(
     '    "xm.optimizer_step(opt)\\n"',
     '    "def fn(i):\\n",\n    "    print(xm.get_ordinal(), xm.xrt_world_size())\\n",\n'
@@ -242,12 +284,21 @@ def test_calls_in_a_later_cell_are_migrated_and_the_stale_import_goes():
         ["import torch_xla.distributed.xla_multiprocessing as xmp\n", "import torch_xla.runtime as xr"],
         ["def fn(i):\n", "    print(xr.global_ordinal(), xr.world_size())\n", "xmp.spawn(fn, start_method='fork')"],
     ]
-    assert outcome.text == json.dumps({**json.loads(SPLIT), "cells": [
-        {**cell, "source": source} for cell, source in zip(json.loads(SPLIT)["cells"], _sources(outcome.text))
-    ]}, indent=1)  # everything but the two sources is as it was, in the file's own layout
+    assert outcome.text == json.dumps(
+        {
+            **json.loads(SPLIT),
+            "cells": [
+                {**cell, "source": source} for cell, source in zip(json.loads(SPLIT)["cells"], _sources(outcome.text))
+            ],
+        },
+        indent=1,
+    )  # everything but the two sources is as it was, in the file's own layout
     lines = SPLIT.splitlines()
     assert [(f.rule, f.line) for f in outcome.changes] == [
-        ("api-ordinal", 20), ("api-world-size", 20), ("spawn-nprocs-literal", 21)]
+        ("api-ordinal", 20),
+        ("api-world-size", 20),
+        ("spawn-nprocs-literal", 21),
+    ]
     assert "xm.get_ordinal()" in lines[20 - 1] and "nprocs=8" in lines[21 - 1]
 
 
@@ -267,12 +318,17 @@ def test_a_name_bound_in_one_cell_is_followed_in_every_later_cell():
 
 
 def test_a_stale_import_goes_only_when_no_cell_uses_it():
-    used_later = _notebook(["import torch_xla.core.xla_model as xm\n"], ["d = xm.xla_device()\n"],
-                           ["%%time\n", "xm.mark_step()\n"])
+    used_later = _notebook(
+        ["import torch_xla.core.xla_model as xm\n"], ["d = xm.xla_device()\n"], ["%%time\n", "xm.mark_step()\n"]
+    )
     assert _sources(_twice(used_later).text) == [
-        ["import torch_xla\n"], ["d = torch_xla.device()\n"], ["%%time\n", "torch_xla.sync()\n"]]
-    still_used = _notebook(["import torch_xla.core.xla_model as xm\n"], ["d = xm.xla_device()\n"],
-                           ["print(xm.is_master_ordinal())\n"])
+        ["import torch_xla\n"],
+        ["d = torch_xla.device()\n"],
+        ["%%time\n", "torch_xla.sync()\n"],
+    ]
+    still_used = _notebook(
+        ["import torch_xla.core.xla_model as xm\n"], ["d = xm.xla_device()\n"], ["print(xm.is_master_ordinal())\n"]
+    )
     assert _sources(_twice(still_used).text)[0] == ["import torch_xla\n", "import torch_xla.core.xla_model as xm\n"]
 
 
@@ -290,8 +346,11 @@ def test_magics_and_line_numbers_across_cells():
     assert sources[3] == "d = torch_xla.device()"
     lines = text.splitlines()
     for finding in outcome.changes:
-        word = {"api-world-size": "xrt_world_size", "env-shell-xrt-tpu-config": "%env XRT_TPU_CONFIG",
-                "api-xla-device": "xla_device"}[finding.rule]
+        word = {
+            "api-world-size": "xrt_world_size",
+            "env-shell-xrt-tpu-config": "%env XRT_TPU_CONFIG",
+            "api-xla-device": "xla_device",
+        }[finding.rule]
         assert word in lines[finding.line - 1], finding
     assert [f.rule for f in outcome.changes] == ["env-shell-xrt-tpu-config", "api-world-size", "api-xla-device"]
     assert [f.rule for f in outcome.manual] == ["install-xrt-era-release", "notebook-cell"]
@@ -299,20 +358,32 @@ def test_magics_and_line_numbers_across_cells():
 
 
 def test_a_cell_whose_statements_all_go_keeps_the_cells_around_it():
-    text = _notebook(["import os\n", "import torch_xla.core.xla_model as xm\n"],
-                     ["os.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'\n"],
-                     ["d = xm.xla_device()\n"])
+    text = _notebook(
+        ["import os\n", "import torch_xla.core.xla_model as xm\n"],
+        ["os.environ['XRT_TPU_CONFIG'] = 'localservice;0;localhost:51011'\n"],
+        ["d = xm.xla_device()\n"],
+    )
     assert _sources(_twice(text).text) == [
-        ["import os\n", "import torch_xla\n"], ["os.environ['PJRT_DEVICE'] = 'TPU'\n"], ["d = torch_xla.device()\n"]]
+        ["import os\n", "import torch_xla\n"],
+        ["os.environ['PJRT_DEVICE'] = 'TPU'\n"],
+        ["d = torch_xla.device()\n"],
+    ]
 
 
 def test_a_cell_that_does_not_parse_is_named_and_the_others_are_still_one_module():
     # as in a Kaggle kernel: the import in one cell, an indented fragment of a method in
     # another, and a class that calls the import's module twice in a third
-    text = _notebook(["import torch_xla.core.xla_model as xm\n"],
-                     ["    self.x = 1\n"],
-                     ["class Fitter:\n", "    def __init__(self):\n", "        self.lr = 0.1 * xm.xrt_world_size()\n",
-                      "    def fit(self):\n", "        return self.lr * xm.xrt_world_size()\n"])
+    text = _notebook(
+        ["import torch_xla.core.xla_model as xm\n"],
+        ["    self.x = 1\n"],
+        [
+            "class Fitter:\n",
+            "    def __init__(self):\n",
+            "        self.lr = 0.1 * xm.xrt_world_size()\n",
+            "    def fit(self):\n",
+            "        return self.lr * xm.xrt_world_size()\n",
+        ],
+    )
     outcome = _twice(text)
     first, fragment, fitter = _sources(outcome.text)
     assert "import torch_xla.runtime as xr\n" in first and fragment == _sources(text)[1]
@@ -322,9 +393,11 @@ def test_a_cell_that_does_not_parse_is_named_and_the_others_are_still_one_module
 
 
 def test_a_name_a_cell_that_does_not_parse_uses_keeps_its_import_and_the_cell_is_named():
-    text = _notebook(["import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()\n"],
-                     ["print 'hello'\n", "xm.mark_step()\n"],  # Python 2: not Python the codemod reads
-                     ["import torch_xla.core.xla_model as xm\n", "n = xm.xrt_world_size(\n"])  # a syntax error
+    text = _notebook(
+        ["import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()\n"],
+        ["print 'hello'\n", "xm.mark_step()\n"],  # Python 2: not Python the codemod reads
+        ["import torch_xla.core.xla_model as xm\n", "n = xm.xrt_world_size(\n"],
+    )  # a syntax error
     outcome = _twice(text)
     first, python2, broken = _sources(outcome.text)
     # the first cell is migrated, and keeps the import the second one still needs
@@ -362,33 +435,58 @@ def test_a_line_like_a_cell_boundary_in_a_cell_is_kept():
 @pytest.mark.xla
 def test_migrated_cells_run_in_one_kernel_namespace_on_torch_xla_2_9():
     """The cells run one after the other in one interpreter, as a kernel runs them (CPU, one replica)."""
-    text = _notebook(["import torch\n", "import torch_xla.core.xla_model as xm\n", "device = xm.xla_device()\n"],
-                     ["t = torch.ones(2, device=device) * xm.xrt_world_size()\n", "xm.mark_step()\n"],
-                     ["print(xm.get_ordinal(), t.cpu().tolist())\n"])
+    text = _notebook(
+        ["import torch\n", "import torch_xla.core.xla_model as xm\n", "device = xm.xla_device()\n"],
+        ["t = torch.ones(2, device=device) * xm.xrt_world_size()\n", "xm.mark_step()\n"],
+        ["print(xm.get_ordinal(), t.cpu().tolist())\n"],
+    )
     program = "".join("".join(source) for source in _sources(rewrite(text).text))
-    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
-                         env={"PJRT_DEVICE": "CPU", "PATH": "/usr/bin:/bin"})
+    ran = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PJRT_DEVICE": "CPU", "PATH": "/usr/bin:/bin"},
+    )
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert ran.stdout.strip() == "0 [1.0, 1.0]"
 
 
 def test_an_env_magic_is_judged_by_its_value():
     outcome = rewrite(_notebook(["%env XRT_TPU_CONFIG=tpu_worker;0;10.0.0.2:8470\n", "import torch_xla\n"]))
-    assert _sources(outcome.text)[0] == [todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config"), "%env PJRT_DEVICE=TPU\n",
-                                         "import torch_xla\n"]
-    assert [m.rule for m in outcome.manual] == ["env-shell-xrt-tpu-config"] and "remote TPU node" in outcome.manual[0].detail
+    assert _sources(outcome.text)[0] == [
+        todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config"),
+        "%env PJRT_DEVICE=TPU\n",
+        "import torch_xla\n",
+    ]
+    assert [m.rule for m in outcome.manual] == ["env-shell-xrt-tpu-config"] and "remote TPU node" in outcome.manual[
+        0
+    ].detail
 
 
 def test_a_magic_line_to_decide_gets_its_todo_line_once():
     # `!`/`%` lines kept their items in the report only: after --write, the remote TPU node's
     # `!export` was a plain PJRT_DEVICE=TPU and the notebook said nothing.
-    cell = ["import torch_xla\n", "if remote:\n", "    !export XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n",
-            "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_IR_DEBUG=1\n"]
+    cell = [
+        "import torch_xla\n",
+        "if remote:\n",
+        "    !export XRT_TPU_CONFIG=\"tpu_worker;0;$IP:8470\"\n",
+        "!pip install torch_xla==1.13 \\\n",
+        "    torchvision\n",
+        "%env XLA_IR_DEBUG=1\n",
+    ]
     outcome = rewrite(_notebook(cell))
     install = installs.finding("torch_xla==1.13", (2, 9))
-    expected = ["import torch_xla\n", "if remote:\n", todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config", "    "),
-                "    !export PJRT_DEVICE=TPU\n", todo_line(install.do, "install-xrt-era-release"),
-                "!pip install torch_xla==1.13 \\\n", "    torchvision\n", "%env XLA_IR_DEBUG=1\n"]
+    expected = [
+        "import torch_xla\n",
+        "if remote:\n",
+        todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config", "    "),
+        "    !export PJRT_DEVICE=TPU\n",
+        todo_line(install.do, "install-xrt-era-release"),
+        "!pip install torch_xla==1.13 \\\n",
+        "    torchvision\n",
+        "%env XLA_IR_DEBUG=1\n",
+    ]
     assert _sources(outcome.text)[0] == expected
     again = rewrite(outcome.text)
     assert again.text == outcome.text and again.changes == []
@@ -397,35 +495,48 @@ def test_a_magic_line_to_decide_gets_its_todo_line_once():
 
 def test_a_line_a_message_names_is_the_cells_line():
     # The joined module's own line numbers mean nothing to the reader of a notebook.
-    text = _notebook(["import torch_xla.core.xla_model as xm\n", "import torch_xla.distributed.xla_multiprocessing as xmp\n"],
-                     ["DEVICE = xm.xla_device()\n"], ["xmp.spawn(fn)\n"])
+    text = _notebook(
+        ["import torch_xla.core.xla_model as xm\n", "import torch_xla.distributed.xla_multiprocessing as xmp\n"],
+        ["DEVICE = xm.xla_device()\n"],
+        ["xmp.spawn(fn)\n"],
+    )
     (item,) = rewrite(text).manual
     assert item.shown().endswith("(line 1 of cell 2)")
 
 
 def test_lines_only_ipython_reads_keep_the_notebook_one_program():
-    text = _notebook(["import torch_xla.core.xla_model as xm\n", "files = !ls\n", "xm.get_ordinal?\n"],
-                     ["n = xm.xrt_world_size()\n"])
+    text = _notebook(
+        ["import torch_xla.core.xla_model as xm\n", "files = !ls\n", "xm.get_ordinal?\n"], ["n = xm.xrt_world_size()\n"]
+    )
     outcome = _twice(text)
-    assert _sources(outcome.text) == [["import torch_xla.runtime as xr\n", "files = !ls\n", "xm.get_ordinal?\n"],
-                                      ["n = xr.world_size()\n"]]
+    assert _sources(outcome.text) == [
+        ["import torch_xla.runtime as xr\n", "files = !ls\n", "xm.get_ordinal?\n"],
+        ["n = xr.world_size()\n"],
+    ]
     assert not outcome.manual
 
 
-@pytest.mark.parametrize("line, reported", [
-    ("!export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n", True),
-    ("!export XRT_TPU_CONFIG='localservice;0;localhost:51011' TPU_NUM_DEVICES=8\n", True),
-    # the export reaches the command run in the same shell: live, nothing to say
-    ("!export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\" && python train.py\n", False),
-])
+@pytest.mark.parametrize(
+    "line, reported",
+    [
+        ("!export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n", True),
+        ("!export XRT_TPU_CONFIG='localservice;0;localhost:51011' TPU_NUM_DEVICES=8\n", True),
+        # the export reaches the command run in the same shell: live, nothing to say
+        ("!export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\" && python train.py\n", False),
+    ],
+)
 def test_a_bang_line_that_only_exports_says_the_variable_reaches_nothing(line, reported):
     outcome = _twice(_notebook([line, "import torch_xla\n"]))
     (source,) = _sources(outcome.text)
     dead = [item for item in outcome.manual if item.message.startswith("`!export` sets ")]
     assert bool(dead) == reported
     if reported:
-        assert "write %env PJRT_DEVICE=TPU" in dead[0].message and "nor did they the XRT-era variable" in dead[0].message
-        assert source[0].startswith("# TODO(xrt2pjrt): `!export` sets PJRT_DEVICE") and source[1].startswith("!export PJRT")
+        assert (
+            "write %env PJRT_DEVICE=TPU" in dead[0].message and "nor did they the XRT-era variable" in dead[0].message
+        )
+        assert source[0].startswith("# TODO(xrt2pjrt): `!export` sets PJRT_DEVICE") and source[1].startswith(
+            "!export PJRT"
+        )
 
 
 @pytest.mark.parametrize("magic", ["%%sh", "%%script sh"])
@@ -443,8 +554,9 @@ def test_a_sh_cell_launch_that_needs_bash_is_left_for_a_person(magic):
 
 def test_a_removed_function_an_unparsed_cell_uses_is_migrated_in_its_import_and_the_cell_is_told():
     # torch_xla 2.9 has no get_ordinal: keeping its import would fail the first cell too
-    text = _notebook(["from torch_xla.core.xla_model import get_ordinal\n", "r = get_ordinal()\n"],
-                     ["print get_ordinal()\n"])
+    text = _notebook(
+        ["from torch_xla.core.xla_model import get_ordinal\n", "r = get_ordinal()\n"], ["print get_ordinal()\n"]
+    )
     outcome = _twice(text)
     first, python2 = _sources(outcome.text)
     assert "get_ordinal" not in "".join(first) and python2 == _sources(text)[1]

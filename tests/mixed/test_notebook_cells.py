@@ -13,8 +13,9 @@ ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)
 
 
 def _notebook(*sources: list[str]) -> str:
-    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s}
-             for s in sources]
+    cells = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s} for s in sources
+    ]
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}, indent=1) + "\n"
 
 
@@ -36,32 +37,41 @@ def _items(outcome, text: str) -> list[tuple[str, int]]:
 
 
 def test_each_cell_that_uses_a_gone_module_gets_its_own_item_and_todo():
-    text = _notebook(["import torch_xla.utils.gcsfs as gcs\n"],
-                     ["blob = gcs.read('gs://bucket/a')\n", "other = gcs.read('gs://bucket/b')\n"],
-                     ["print('no torch_xla here')\n"],
-                     ["gcs.write('gs://bucket/c', blob)\n"])
+    text = _notebook(
+        ["import torch_xla.utils.gcsfs as gcs\n"],
+        ["blob = gcs.read('gs://bucket/a')\n", "other = gcs.read('gs://bucket/b')\n"],
+        ["print('no torch_xla here')\n"],
+        ["gcs.write('gs://bucket/c', blob)\n"],
+    )
     outcome = _twice(text)
     assert _items(outcome, text) == [("import-gone-module", 1), ("api-not-in-target", 2), ("api-not-in-target", 4)]
     cells = _cells(outcome.text)
     assert cells[1].startswith("# TODO(xrt2pjrt): use a GCS client of your own [api-not-in-target]")
     assert cells[1].count("TODO") == 1 and "TODO" not in cells[2]  # one item a cell, however many uses
     assert cells[3].startswith("# TODO(xrt2pjrt): use a GCS client of your own [api-not-in-target]")
-    assert outcome.manual[2].detail.startswith("gcs.write: torch_xla.utils.gcsfs is not in torch_xla 2.9; the cell "
-                                               "that imports it fails")
+    assert outcome.manual[2].detail.startswith(
+        "gcs.write: torch_xla.utils.gcsfs is not in torch_xla 2.9; the cell that imports it fails"
+    )
 
 
 def test_each_cell_that_uses_a_gone_name_gets_its_own_item():
-    text = _notebook(["from torch_xla.amp import GradScaler, autocast\n"], ["scaler = GradScaler()\n"],
-                     ["with autocast(device):\n", "    scaler.scale(loss).backward()\n"], ["s2 = GradScaler()\n"])
+    text = _notebook(
+        ["from torch_xla.amp import GradScaler, autocast\n"],
+        ["scaler = GradScaler()\n"],
+        ["with autocast(device):\n", "    scaler.scale(loss).backward()\n"],
+        ["s2 = GradScaler()\n"],
+    )
     outcome = _twice(text)
     assert _items(outcome, text) == [("import-gone-module", 1), ("api-not-in-target", 2), ("api-not-in-target", 4)]
     assert outcome.manual[1].detail.startswith(
-        "GradScaler: torch_xla.amp.GradScaler is not in torch_xla 2.9; the cell that imports it fails")
+        "GradScaler: torch_xla.amp.GradScaler is not in torch_xla 2.9; the cell that imports it fails"
+    )
 
 
 def test_a_cell_whose_use_is_rewritten_is_not_told():
-    text = _notebook(["from torch_xla.experimental import pjrt\n"], ["n = pjrt.world_size()\n"],
-                     ["pjrt.spawn_threads(fn)\n"])
+    text = _notebook(
+        ["from torch_xla.experimental import pjrt\n"], ["n = pjrt.world_size()\n"], ["pjrt.spawn_threads(fn)\n"]
+    )
     outcome = _twice(text)
     assert _cells(outcome.text)[1] == "n = xr.world_size()\n"
     # the third cell has its own item already (no public replacement): not a second one
@@ -79,13 +89,17 @@ def test_a_writefile_cell_is_a_program_of_its_own_in_a_notebook_and_in_its_expor
     from xrt2pjrt.mixed import exported
 
     program = "import torch_xla.core.xla_model as xm\nprint(xm.get_ordinal(), xm.xrt_world_size())\n"
-    text = _notebook(["import torch_xla.core.xla_model as xm\n"], ["%%writefile train.py\n", program],
-                     ["n = xm.xrt_world_size()\n"])
+    text = _notebook(
+        ["import torch_xla.core.xla_model as xm\n"], ["%%writefile train.py\n", program], ["n = xm.xrt_world_size()\n"]
+    )
     cells = _cells(_twice(text).text)
     written = "import torch_xla.runtime as xr\nprint(xr.global_ordinal(), xr.world_size())\n"
     assert cells == ["import torch_xla.runtime as xr\n", "%%writefile train.py\n" + written, "n = xr.world_size()\n"]
-    export = (f"import torch_xla.core.xla_model as xm\nget_ipython().run_cell_magic('writefile', 'train.py', "
-              f"{program!r})\nn = xm.xrt_world_size()\n")
+    export = (
+        f"import torch_xla.core.xla_model as xm\nget_ipython().run_cell_magic('writefile', 'train.py', "
+        f"{program!r})\nn = xm.xrt_world_size()\n"
+    )
     assert exported.rewrite(export, ALL).text == (
         f"import torch_xla.runtime as xr\nget_ipython().run_cell_magic('writefile', 'train.py', {written!r})\n"
-        "n = xr.world_size()\n")
+        "n = xr.world_size()\n"
+    )

@@ -50,18 +50,24 @@ def test_lookups_name_the_first_missing_part_and_when_it_went():
 def test_call_arguments_are_held_to_the_signature_of_the_release():
     (cctx,) = keyword_lacks("torch_xla.core.xla_model.all_reduce", ["groups", "cctx"], 2, (2, 9))
     assert cctx == Lack("torch_xla.core.xla_model.all_reduce(cctx=)", (2, 9), frozenset())
-    loader, cpu_loader, devices = keyword_lacks("torch_xla.distributed.parallel_loader.ParallelLoader", ["loader"], 0,
-                                                (2, 9))
+    loader, cpu_loader, devices = keyword_lacks(
+        "torch_xla.distributed.parallel_loader.ParallelLoader", ["loader"], 0, (2, 9)
+    )
     assert loader.name.endswith("(loader=)") and loader.history == "removed in 2.5"
     assert cpu_loader.name.endswith("(cpu_loader)") and max(cpu_loader.had) == (2, 4)  # needed, not passed, from 2.5
     assert devices.name.endswith("(devices)")
-    assert [lack.name for lack in keyword_lacks("torch_xla.distributed.parallel_loader.ParallelLoader", ["loader"],
-                                                0, (2, 4))] == ["torch_xla.distributed.parallel_loader.ParallelLoader(devices)"]
+    assert [
+        lack.name
+        for lack in keyword_lacks("torch_xla.distributed.parallel_loader.ParallelLoader", ["loader"], 0, (2, 4))
+    ] == ["torch_xla.distributed.parallel_loader.ParallelLoader(devices)"]
     # a parameter it needs: torch_xla.amp.autocast was torch.cuda.amp.autocast up to 2.0, with no device
     (device,) = keyword_lacks("torch_xla.amp.autocast", ["enabled"], 0, (2, 9))
     assert device.name == "torch_xla.amp.autocast(device)"
-    assert keyword_lacks("torch_xla.amp.autocast", [], 1, (2, 9)) == keyword_lacks("torch_xla.amp.autocast", [], None,
-                                                                                      (2, 9)) == []
+    assert (
+        keyword_lacks("torch_xla.amp.autocast", [], 1, (2, 9))
+        == keyword_lacks("torch_xla.amp.autocast", [], None, (2, 9))
+        == []
+    )
     (extra,) = keyword_lacks("torch_xla.device", [], 2, (2, 9))
     assert extra.name == "torch_xla.device(argument 2)"
     # **kwargs, *args and unknown signatures take anything
@@ -97,7 +103,11 @@ def _is_module_of_its_own(dotted: str) -> bool:
     spec = importlib.util.find_spec("torch_xla")
     root = Path(spec.origin).parent
     relative = Path(*dotted.split(".")[1:])
-    return dotted == "torch_xla" or (root / relative).with_suffix(".py").is_file() or (root / relative / "__init__.py").is_file()
+    return (
+        dotted == "torch_xla"
+        or (root / relative).with_suffix(".py").is_file()
+        or (root / relative / "__init__.py").is_file()
+    )
 
 
 def _imported_modules() -> dict[str, object]:
@@ -169,8 +179,11 @@ def test_every_name_a_closed_module_has_is_listed(modules):
 
 def _listed_names(module: str) -> list[str]:
     prefix = module + "."
-    return [d[len(prefix):] for d in _latest() if d.startswith(prefix) and "." not in d[len(prefix):]
-            and _latest()[d].kind != "member"]
+    return [
+        d[len(prefix) :]
+        for d in _latest()
+        if d.startswith(prefix) and "." not in d[len(prefix) :] and _latest()[d].kind != "member"
+    ]
 
 
 @xla
@@ -212,7 +225,8 @@ def _spelled(signature: inspect.Signature) -> list[str]:
             continue
         words.append(p.name + ("=" if p.default is not p.empty else ""))
         if p.kind is p.POSITIONAL_ONLY and not any(
-                q.kind is q.POSITIONAL_ONLY for q in list(signature.parameters.values())[len(words):]):
+            q.kind is q.POSITIONAL_ONLY for q in list(signature.parameters.values())[len(words) :]
+        ):
             words.append("/")
     return words
 

@@ -40,14 +40,25 @@ def test_generated_programs_rewrite_the_same_folded_or_not(blocks, encoding):
 # would change which calls resolve to torch_xla or os.
 SHADOWING = {
     "a local os": ("import os\n\ndef f():\n    os = make()\n    os.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
-    "os from elsewhere too": ("import os\nif fake:\n    from fakes import os\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
-    "os as an exception": ("import os\ntry:\n    pass\nexcept E as os:\n    pass\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
+    "os from elsewhere too": (
+        "import os\nif fake:\n    from fakes import os\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n",
+        False,
+    ),
+    "os as an exception": (
+        "import os\ntry:\n    pass\nexcept E as os:\n    pass\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n",
+        False,
+    ),
     "os by a loop": ("import os\nfor os in paths:\n    pass\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
     "os by a def": ("import os\ndef os():\n    pass\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
-    "a global os": ("import os\ndef f():\n    global os\n    os = make()\n    os.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", False),
+    "a global os": (
+        "import os\ndef f():\n    global os\n    os = make()\n    os.environ.setdefault('XRT_TPU_CONFIG', 'x')\n",
+        False,
+    ),
     "os imported inside a quiet if": ("if ready:\n    import os\nos.environ.setdefault('XRT_TPU_CONFIG', 'x')\n", True),
     "init_process_group by another name": (
-        "from torch.distributed import init_process_group as start\n\nstart('xla', init_method='env://')\n", True),
+        "from torch.distributed import init_process_group as start\n\nstart('xla', init_method='env://')\n",
+        True,
+    ),
 }
 
 
@@ -59,25 +70,25 @@ def test_statements_that_rebind_an_imported_name_are_not_folded(source, rewritte
 
 LAYOUTS = {
     "one-line bodies and semicolons": "import torch_xla.core.xla_model as xm\nif a: b = 1; c = 2\nx = 1; y = 2\n"
-                                      "def f(): return 1\nn = xm.xrt_world_size()\n",
+    "def f(): return 1\nn = xm.xrt_world_size()\n",
     "elif and else": "import torch_xla.core.xla_model as xm\nif a:\n    b = 1\nelif c:\n    d = 2\n"
-                     "elif xm.get_ordinal():\n    e = 3\nelse:\n    f = 4\n"
-                     "if xm.get_ordinal():\n    g = 5\nelif h:\n    i = 6\n",
+    "elif xm.get_ordinal():\n    e = 3\nelse:\n    f = 4\n"
+    "if xm.get_ordinal():\n    g = 5\nelif h:\n    i = 6\n",
     "decorators and comments": "import torch_xla.core.xla_model as xm\n\n# about f\n@deco(\n    1)\n"
-                               "def f():\n    pass\n\n\n@other\nclass C:\n    '''doc'''\n\n    x = 1\n"
-                               "    # before g\n    def g(self):\n        return xm.get_ordinal()\n",
+    "def f():\n    pass\n\n\n@other\nclass C:\n    '''doc'''\n\n    x = 1\n"
+    "    # before g\n    def g(self):\n        return xm.get_ordinal()\n",
     "lone CR and mixed endings": "import torch_xla.core.xla_model as xm\rx = 1\r\ny = 2\rn = xm.xrt_world_size()\r",
     "form feed and tabs": "import torch_xla.core.xla_model as xm\n\x0c\ndef f():\n\tx = 1\n\treturn x\n"
-                          "class C:\n\tdef g(self):\n\t\treturn xm.get_ordinal()\n",
+    "class C:\n\tdef g(self):\n\t\treturn xm.get_ordinal()\n",
     "no newline at the end": "import torch_xla.core.xla_model as xm\nx = 1\nn = xm.get_ordinal()\ndef f():\n    return 1",
     "try, with and match": "import torch_xla.core.xla_model as xm\ntry:\n    a = 1\nexcept E:\n    b = 2\n"
-                           "else:\n    c = xm.get_ordinal()\nfinally:\n    d = 4\nwith x as y:\n    e = 5\n"
-                           "match v:\n    case 1:\n        f = 6\n    case _:\n        g = xm.xrt_world_size()\n",
+    "else:\n    c = xm.get_ordinal()\nfinally:\n    d = 4\nwith x as y:\n    e = 5\n"
+    "match v:\n    case 1:\n        f = 6\n    case _:\n        g = xm.xrt_world_size()\n",
     "an XRT-era variable without the XRT_ prefix": "import os\nclass C:\n    def f(self):\n        x = 1\n"
-                                                   "        os.environ['TPU_NUM_DEVICES'] = '8'\n",
+    "        os.environ['TPU_NUM_DEVICES'] = '8'\n",
     "a block that moves to another depth": "import torch_xla.runtime as xr\nclass C:\n    def f(self):\n"
-                                           "        if xr.using_pjrt():\n            x = 1\n            def g():\n"
-                                           "                return \"\"\"\n  text\n\"\"\"\n        return x\n",
+    "        if xr.using_pjrt():\n            x = 1\n            def g():\n"
+    "                return \"\"\"\n  text\n\"\"\"\n        return x\n",
     "a docstring first": '"""Module doc."""\nx = 1\nn = xm.xrt_world_size()\nimport torch_xla.core.xla_model as xm\n',
 }
 

@@ -17,15 +17,19 @@ from python_migrate import migrate, same, text
 
 # --- import forms -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("imports, call", [
-    ("import torch_xla.core.xla_model as xm", "xm.get_ordinal()"),
-    ("import torch_xla.core.xla_model as tpu_xm", "tpu_xm.get_ordinal()"),
-    ("from torch_xla.core import xla_model", "xla_model.get_ordinal()"),
-    ("from torch_xla.core import xla_model as xm", "xm.get_ordinal()"),
-    ("from torch_xla.core.xla_model import get_ordinal", "get_ordinal()"),
-    ("from torch_xla.core.xla_model import get_ordinal as go", "go()"),
-    ("import torch_xla.core.xla_model", "torch_xla.core.xla_model.get_ordinal()"),
-])
+
+@pytest.mark.parametrize(
+    "imports, call",
+    [
+        ("import torch_xla.core.xla_model as xm", "xm.get_ordinal()"),
+        ("import torch_xla.core.xla_model as tpu_xm", "tpu_xm.get_ordinal()"),
+        ("from torch_xla.core import xla_model", "xla_model.get_ordinal()"),
+        ("from torch_xla.core import xla_model as xm", "xm.get_ordinal()"),
+        ("from torch_xla.core.xla_model import get_ordinal", "get_ordinal()"),
+        ("from torch_xla.core.xla_model import get_ordinal as go", "go()"),
+        ("import torch_xla.core.xla_model", "torch_xla.core.xla_model.get_ordinal()"),
+    ],
+)
 def test_every_import_form_resolves_and_the_old_import_goes(imports, call):
     out = text(f"""\
         import os
@@ -97,8 +101,10 @@ def test_import_kept_while_other_uses_remain():
 
         xm.master_print(xm.get_ordinal())
         """)
-    assert out == ("import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n\n"
-                   "xm.master_print(xr.global_ordinal())\n")
+    assert out == (
+        "import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n\n"
+        "xm.master_print(xr.global_ordinal())\n"
+    )
 
 
 def test_unused_imports_the_user_had_are_left_alone():
@@ -111,6 +117,7 @@ def test_unused_imports_the_user_had_are_left_alone():
 
 
 # --- collisions: look-alikes never change -------------------------------------------------
+
 
 def test_xmanager_xm_untouched_beside_torch_xla_xm():
     out = text("""\
@@ -244,20 +251,23 @@ def test_an_import_fallback_that_sets_several_names_to_none_hides_nothing(fallba
 
 
 # --- new imports go where isort would put them -----------------------------------------------
-@pytest.mark.parametrize("source, expected", [
-    (  # isort's default: the plain imports of a block before its from-imports
-        "import os\nfrom torch_xla import runtime as xr\nfrom torch_xla.core import xla_model as xm\n\nd = xm.xla_device()\n",
-        "import os\nimport torch_xla\nfrom torch_xla import runtime as xr\n\nd = torch_xla.device()\n",
-    ),
-    (  # force_sort_within_sections (Google's style): by module alone
-        "import os\nfrom torch_xla import runtime as xr\nimport torch_xla.core.xla_model as xm\n\nd = xm.xla_device()\n",
-        "import os\nimport torch_xla\nfrom torch_xla import runtime as xr\n\nd = torch_xla.device()\n",
-    ),
-    (  # a block in no order: after it
-        "import torch_xla.core.xla_model as xm\nimport sys\nimport os\n\nd = xm.xla_device()\n",
-        "import sys\nimport os\nimport torch_xla\n\nd = torch_xla.device()\n",
-    ),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        (  # isort's default: the plain imports of a block before its from-imports
+            "import os\nfrom torch_xla import runtime as xr\nfrom torch_xla.core import xla_model as xm\n\nd = xm.xla_device()\n",
+            "import os\nimport torch_xla\nfrom torch_xla import runtime as xr\n\nd = torch_xla.device()\n",
+        ),
+        (  # force_sort_within_sections (Google's style): by module alone
+            "import os\nfrom torch_xla import runtime as xr\nimport torch_xla.core.xla_model as xm\n\nd = xm.xla_device()\n",
+            "import os\nimport torch_xla\nfrom torch_xla import runtime as xr\n\nd = torch_xla.device()\n",
+        ),
+        (  # a block in no order: after it
+            "import torch_xla.core.xla_model as xm\nimport sys\nimport os\n\nd = xm.xla_device()\n",
+            "import sys\nimport os\nimport torch_xla\n\nd = torch_xla.device()\n",
+        ),
+    ],
+)
 def test_new_imports_are_placed_as_isort_would(source, expected):
     assert text(source) == expected
 
@@ -265,8 +275,10 @@ def test_new_imports_are_placed_as_isort_would(source, expected):
 def test_a_todo_line_stays_with_its_import_when_new_imports_sort_before_it():
     # pytorch/xla v1.13's test_experimental_pjrt_multi_cpu.py: the TODO of the pjrt import
     # that stays went to the torch_xla.runtime import sorted in front of it
-    source = ("import torch_xla.distributed.xla_multiprocessing as xmp\nfrom torch_xla.experimental import pjrt\n\n"
-              "n = pjrt.world_size()\nspawners = [xmp.spawn, pjrt.spawn]\n")
+    source = (
+        "import torch_xla.distributed.xla_multiprocessing as xmp\nfrom torch_xla.experimental import pjrt\n\n"
+        "n = pjrt.world_size()\nspawners = [xmp.spawn, pjrt.spawn]\n"
+    )
     lines = text(source).splitlines()
     todo = next(i for i, line in enumerate(lines) if "[import-gone-module]" in line)
     assert lines[todo + 1] == "from torch_xla.experimental import pjrt"

@@ -11,6 +11,7 @@ from python_migrate import migrate, text
 
 # --- layout and reports -----------------------------------------------------------------
 
+
 def test_formatting_and_comments_outside_rewritten_nodes_are_byte_identical():
     source = textwrap.dedent("""\
         # -*- coding: utf-8 -*-
@@ -56,7 +57,8 @@ def test_multi_line_calls_keep_their_layout():
             world_size=xm.xrt_world_size(),
         )
         """)
-    assert out.endswith(textwrap.dedent("""\
+    assert out.endswith(
+        textwrap.dedent("""\
         xmp.spawn(
             _mp_fn,
             args=(flags,),
@@ -65,7 +67,8 @@ def test_multi_line_calls_keep_their_layout():
             'xla',
             init_method='xla://',
         )
-        """))
+        """)
+    )
     assert "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n" in out
 
 
@@ -84,31 +87,38 @@ def test_a_removed_last_argument_takes_its_comment_with_it():
             nprocs=8
         )
         """)
-    assert out.endswith("xmp.spawn(\n    fn=distributed_main,\n    args=(main, args, kwargs),\n)\n"
-                        "xmp.spawn(\n    fn\n)\n")
+    assert out.endswith(
+        "xmp.spawn(\n    fn=distributed_main,\n    args=(main, args, kwargs),\n)\nxmp.spawn(\n    fn\n)\n"
+    )
 
 
 # --- a rewritten statement past the project's line length is split as black splits it ----------
-@pytest.mark.parametrize("limit, source, expected", [
-    (  # the arguments on a line of their own
-        60, "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\ndef main():\n"
-        "    dist.init_process_group('xla', timeout=timeout)\n",
-        "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\ndef main():\n"
-        "    dist.init_process_group(\n        'xla', timeout=timeout, init_method='xla://'\n    )\n",
-    ),
-    (  # one per line with the magic trailing comma, when they do not fit on one
-        80, "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-        "xmp.spawn(_mp_fn, args=(flags,), nprocs=flags.num_cores, start_method='fork')\n",
-        "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(\n    _mp_fn,\n    args=(flags,),\n"
-        "    nprocs=1 if flags.num_cores == 1 else None,\n    start_method='fork',\n)\n",
-    ),
-    (  # a line that was already too long is the project's business
-        60, "import torch_xla.distributed.parallel_loader as pl\n\n"
-        "loader = pl.ParallelLoader(loader=train_loader, devices=[device], batchdim=0)\n",
-        "import torch_xla.distributed.parallel_loader as pl\n\n"
-        "loader = pl.ParallelLoader(cpu_loader=train_loader, devices=[device], batchdim=0)\n",
-    ),
-])
+@pytest.mark.parametrize(
+    "limit, source, expected",
+    [
+        (  # the arguments on a line of their own
+            60,
+            "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\ndef main():\n"
+            "    dist.init_process_group('xla', timeout=timeout)\n",
+            "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\ndef main():\n"
+            "    dist.init_process_group(\n        'xla', timeout=timeout, init_method='xla://'\n    )\n",
+        ),
+        (  # one per line with the magic trailing comma, when they do not fit on one
+            80,
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "xmp.spawn(_mp_fn, args=(flags,), nprocs=flags.num_cores, start_method='fork')\n",
+            "import torch_xla.distributed.xla_multiprocessing as xmp\n\nxmp.spawn(\n    _mp_fn,\n    args=(flags,),\n"
+            "    nprocs=1 if flags.num_cores == 1 else None,\n    start_method='fork',\n)\n",
+        ),
+        (  # a line that was already too long is the project's business
+            60,
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "loader = pl.ParallelLoader(loader=train_loader, devices=[device], batchdim=0)\n",
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "loader = pl.ParallelLoader(cpu_loader=train_loader, devices=[device], batchdim=0)\n",
+        ),
+    ],
+)
 def test_a_rewritten_statement_past_the_line_length_is_split_as_black_would(limit, source, expected):
     out = text(source, line_length=limit)
     assert out == expected
@@ -124,7 +134,9 @@ def test_the_line_length_is_the_closest_formatter_configurations(tmp_path):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "ruff.toml").write_text("line-length = 120\n")
     (tmp_path / "plain").mkdir()
-    assert width.of(tmp_path / "pkg" / "sub") == width.Width(88, formatter=True)  # ruff's default: ruff is configured there
+    assert width.of(tmp_path / "pkg" / "sub") == width.Width(
+        88, formatter=True
+    )  # ruff's default: ruff is configured there
     assert width.of(tmp_path / "other") == width.Width(120, formatter=True)
     assert width.of(tmp_path / "plain") == width.Width(100, formatter=True)
 
@@ -135,9 +147,17 @@ def test_migrate_splits_as_the_projects_formatter_is_configured(tmp_path):
 
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 60\n")
     script = tmp_path / "train.py"
-    script.write_text("import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-                      "dist.init_process_group('xla', timeout=timeout)\n")
-    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--write", str(tmp_path)],
-                         capture_output=True, text=True, timeout=300)
+    script.write_text(
+        "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
+        "dist.init_process_group('xla', timeout=timeout)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--write", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr
-    assert script.read_text().endswith("dist.init_process_group(\n    'xla', timeout=timeout, init_method='xla://'\n)\n")
+    assert script.read_text().endswith(
+        "dist.init_process_group(\n    'xla', timeout=timeout, init_method='xla://'\n)\n"
+    )

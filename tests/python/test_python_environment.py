@@ -19,9 +19,11 @@ def test_the_environment_a_launcher_builds_for_a_child_process_is_migrated_too()
         subprocess.run(['python', 't.py'], env=dict(os.environ, XRT_TPU_CONFIG='localservice;0;localhost:51011'))
         config.update(lr=0.1)
         """)
-    assert out.endswith(textwrap.dedent("""\
+    assert out.endswith(
+        textwrap.dedent("""\
         env = os.environ.copy()
         env['PJRT_DEVICE'] = 'TPU'
         subprocess.run(['python', 't.py'], env=dict(os.environ, PJRT_DEVICE='TPU'))
         config.update(lr=0.1)
-        """))
+        """)
+    )

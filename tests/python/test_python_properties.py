@@ -21,9 +21,16 @@ IMPORTS = [
     ("import torch_xla.core.xla_model", "torch_xla.core.xla_model"),
 ]
 CALLS = [
-    "{m}.xrt_world_size()", "{m}.get_ordinal()", "{m}.get_local_ordinal(defval=0)", "{m}.xla_device()",
-    "{m}.mark_step()", "{m}.master_print('x')", "{m}.save(state, path)", "{m}.get_xla_supported_devices('TPU')",
-    "{m}.rendezvous('tag', 'payload')", "{m}.optimizer_step(opt)",
+    "{m}.xrt_world_size()",
+    "{m}.get_ordinal()",
+    "{m}.get_local_ordinal(defval=0)",
+    "{m}.xla_device()",
+    "{m}.mark_step()",
+    "{m}.master_print('x')",
+    "{m}.save(state, path)",
+    "{m}.get_xla_supported_devices('TPU')",
+    "{m}.rendezvous('tag', 'payload')",
+    "{m}.optimizer_step(opt)",
 ]
 REMOVED = ("xrt_world_size", "get_ordinal(", "get_local_ordinal", "mark_step", "XRT_", "nprocs=8")
 EXTRAS = [

@@ -53,12 +53,15 @@ def test_spelling_exists_exactly_when_the_table_says(rename, spelling):
             assert dropped.name not in parameters
 
 
-@pytest.mark.parametrize("old", [
-    "torch_xla.core.xla_model.xrt_world_size",
-    "torch_xla.core.xla_model.get_ordinal",
-    "torch_xla.runtime.using_pjrt",
-    "torch_xla.runtime.xla_device",
-])
+@pytest.mark.parametrize(
+    "old",
+    [
+        "torch_xla.core.xla_model.xrt_world_size",
+        "torch_xla.core.xla_model.get_ordinal",
+        "torch_xla.runtime.using_pjrt",
+        "torch_xla.runtime.xla_device",
+    ],
+)
 def test_replaced_names_are_gone_in_2_9(old):
     assert resolve(old) is None
 
@@ -75,14 +78,17 @@ def test_xenv_names_the_rules_spell_out_no_longer_name_xrt_variables():
     assert [name for name in XENV_XRT if hasattr(xenv, name)] == ["WORLD_SIZE"]
 
 
-@pytest.mark.parametrize("dotted", [
-    "torch_xla.core.xla_model.xla_rendezvous",  # pjrt-rendezvous
-    "torch_xla.distributed.xla_multiprocessing.spawn",  # pjrt-spawn, pjrt-run-multiprocess
-    "xrt2pjrt.shim.xla_multiprocessing.run_multiprocess",  # pjrt-run-multiprocess
-    "torch_xla.runtime.host_index",  # named by env-xrt-replica-vars
-    "torch_xla.runtime.process_count",
-    "torch_xla.runtime.local_process_count",
-])
+@pytest.mark.parametrize(
+    "dotted",
+    [
+        "torch_xla.core.xla_model.xla_rendezvous",  # pjrt-rendezvous
+        "torch_xla.distributed.xla_multiprocessing.spawn",  # pjrt-spawn, pjrt-run-multiprocess
+        "xrt2pjrt.shim.xla_multiprocessing.run_multiprocess",  # pjrt-run-multiprocess
+        "torch_xla.runtime.host_index",  # named by env-xrt-replica-vars
+        "torch_xla.runtime.process_count",
+        "torch_xla.runtime.local_process_count",
+    ],
+)
 def test_other_targets_the_rules_write_exist(dotted):
     assert callable(resolve(dotted))
 

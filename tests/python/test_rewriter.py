@@ -23,20 +23,24 @@ def test_unparseable_source_raises_with_line_and_column():
     assert (at.start_line, at.start_column) == (3, 7)  # the ':' Python's parser stops at
 
 
-@pytest.mark.parametrize("source, triggers", [
-    ("import torch\nprint(torch.ones(2))\n", False),
-    ("from xmanager import xm\nxm.get_ordinal()\n", False),
-    ("import torch_xla\n", True),
-    ("os.environ['XRT_TPU_CONFIG'] = 'x'\n", True),
-    ("os.environ.get(xenv.HOST_ORDINAL)\n", True),
-])
+@pytest.mark.parametrize(
+    "source, triggers",
+    [
+        ("import torch\nprint(torch.ones(2))\n", False),
+        ("from xmanager import xm\nxm.get_ordinal()\n", False),
+        ("import torch_xla\n", True),
+        ("os.environ['XRT_TPU_CONFIG'] = 'x'\n", True),
+        ("os.environ.get(xenv.HOST_ORDINAL)\n", True),
+    ],
+)
 def test_trigger_skips_files_with_nothing_to_do(source, triggers):
     assert bool(rewriters.trigger_for("python").search(source)) is triggers
 
 
 def test_select_one_rule_runs_only_it():
-    outcome = migrate("import torch_xla.core.xla_model as xm\nxm.get_ordinal()\nxm.mark_step()\n",
-                      rules=frozenset({"api-mark-step"}))
+    outcome = migrate(
+        "import torch_xla.core.xla_model as xm\nxm.get_ordinal()\nxm.mark_step()\n", rules=frozenset({"api-mark-step"})
+    )
     assert "xm.get_ordinal()" in outcome.text and "torch_xla.sync()" in outcome.text
 
 

@@ -25,7 +25,12 @@ PYTHON_28 = os.environ.get("XRT2PJRT_TORCH_XLA_28")
 
 def test_fp16_took_effect_up_to_2_4_and_only_warns_from_2_5():
     assert [status("XLA_USE_FP16", r) for r in ((1, 13), (2, 3), (2, 4), (2, 5), (2, 9))] == [
-        "read", "read", "deprecated", "warns", "warns"]
+        "read",
+        "read",
+        "deprecated",
+        "warns",
+        "warns",
+    ]
     assert gone("XLA_USE_FP16", (2, 9)) == Gone("XLA_USE_FP16", (2, 4), warns=True)
     assert gone("XLA_USE_FP16", (2, 9)).history == "only warns from torch_xla 2.5"
     assert gone("XLA_USE_FP16", (2, 4)) is None
@@ -114,16 +119,27 @@ def _settings(files: dict[str, str]) -> dict[str, str]:
 
 def test_cpp_reads_through_literals_constants_and_a_defaulted_parameter():
     found = _settings({"torch_xla/csrc/setup.cpp": CPP})
-    assert found == {"MY_DEVICE": "read", "MY_FAST": "read", "MY_OLD_FLAG": "deprecated", "MY_PATH": "read",
-                     "MY_OTHER_PATH": "read", "MY_INDEX": "read"}
+    assert found == {
+        "MY_DEVICE": "read",
+        "MY_FAST": "read",
+        "MY_OLD_FLAG": "deprecated",
+        "MY_PATH": "read",
+        "MY_OTHER_PATH": "read",
+        "MY_INDEX": "read",
+    }
     # the defaulted parameter is read where a call leaves it out, on that call's line
     sites = generator.release_settings({"torch_xla/csrc/setup.cpp": CPP})
     assert sites["MY_INDEX"][1].line == CPP.splitlines().index('  auto a = GetEnvPath("MY_PATH");') + 1
 
 
 def test_python_reads_through_torch_xla_s_own_readers_constants_and_loops():
-    found = _settings({"torch_xla/core/xla_env_vars.py": "CHIPS = 'MY_CHIPS'\n", "torch_xla/utils/utils.py": UTILS,
-                       "torch_xla/runtime.py": PYTHON})
+    found = _settings(
+        {
+            "torch_xla/core/xla_env_vars.py": "CHIPS = 'MY_CHIPS'\n",
+            "torch_xla/utils/utils.py": UTILS,
+            "torch_xla/runtime.py": PYTHON,
+        }
+    )
     assert found == {"MY_WORKERS": "read", "MY_CHIPS": "read", "MY_RETIRED_A": "warns", "MY_RETIRED_B": "warns"}
 
 
@@ -137,9 +153,9 @@ def test_only_torch_xla_s_runtime_source_is_read():
 
 def test_a_deprecation_names_what_comes_before_the_word():
     assert generator.named_deprecated("XLA_USE_SPMD is being deprecated. Use use_spmd() without XLA_USE_SPMD") == {
-        "XLA_USE_SPMD"}
-    assert generator.named_deprecated("PJRT_DEVICE=GPU is being deprecate. Use PJRT_DEVICE=CUDA") == {
-        "PJRT_DEVICE=GPU"}
+        "XLA_USE_SPMD"
+    }
+    assert generator.named_deprecated("PJRT_DEVICE=GPU is being deprecate. Use PJRT_DEVICE=CUDA") == {"PJRT_DEVICE=GPU"}
     assert generator.named_deprecated("XLA_FLAGS set") == set()
 
 
@@ -183,7 +199,9 @@ def _held_to(release: tuple[int, int], python: str) -> list[str]:
         said = status(name, release)
         if said and not found[name]:
             wrong.append(f"{name}: said to be {said}, named nowhere")
-        if said is None and set(found[name]) - unread - ({"_XLAC"} if name in UNREAD_IN_BINARY.get(release, {}) else set()):
+        if said is None and set(found[name]) - unread - (
+            {"_XLAC"} if name in UNREAD_IN_BINARY.get(release, {}) else set()
+        ):
             wrong.append(f"{name}: said to be read by nothing, named in {found[name]}")
         if said == "warns" and "_XLAC" in found[name]:
             wrong.append(f"{name}: said to only warn, named by the C++ library")
@@ -199,11 +217,18 @@ def test_the_2_9_entries_are_the_installed_torch_xla_s():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not PYTHON_28, reason="needs torch_xla 2.8 to compare with: set XRT2PJRT_TORCH_XLA_28 to the python "
-                                          "of a venv with torch 2.8.0 + torch_xla 2.8.1 (.ci/run makes .venv28)")
+@pytest.mark.skipif(
+    not PYTHON_28,
+    reason="needs torch_xla 2.8 to compare with: set XRT2PJRT_TORCH_XLA_28 to the python "
+    "of a venv with torch 2.8.0 + torch_xla 2.8.1 (.ci/run makes .venv28)",
+)
 def test_the_2_8_entries_are_torch_xla_2_8_1_s():
-    version = subprocess.run([PYTHON_28, "-c", "import importlib.metadata as m; print(m.version('torch_xla'))"],
-                             capture_output=True, text=True, timeout=300).stdout.strip()
+    version = subprocess.run(
+        [PYTHON_28, "-c", "import importlib.metadata as m; print(m.version('torch_xla'))"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout.strip()
     assert version == "2.8.1"
     assert _held_to((2, 8), PYTHON_28) == []
 
@@ -212,14 +237,17 @@ def test_the_2_8_entries_are_torch_xla_2_8_1_s():
 def test_fp16_does_nothing_on_2_9_but_warn_and_bf16_still_takes_effect():
     """``warns``: a setting that only warns leaves tensors in float32; ``deprecated``: one that
     warns and is read still changes them (shown in the HLO of one tensor on the XLA device)."""
-    probe = ("import warnings, torch, torch_xla\n"
-             "t = torch.ones(2, device=torch_xla.device())\n"
-             "print(torch_xla._XLAC._get_xla_tensors_hlo([t * 2]))\n")
+    probe = (
+        "import warnings, torch, torch_xla\n"
+        "t = torch.ones(2, device=torch_xla.device())\n"
+        "print(torch_xla._XLAC._get_xla_tensors_hlo([t * 2]))\n"
+    )
     outputs = {}
     for variable in ("XLA_USE_FP16", "XLA_USE_BF16"):
         env = {k: v for k, v in os.environ.items() if not k.startswith("XLA_")} | {"PJRT_DEVICE": "CPU", variable: "1"}
-        ran = subprocess.run([sys.executable, "-W", "always", "-c", probe], env=env, capture_output=True, text=True,
-                             timeout=300)
+        ran = subprocess.run(
+            [sys.executable, "-W", "always", "-c", probe], env=env, capture_output=True, text=True, timeout=300
+        )
         assert ran.returncode == 0, ran.stderr
         outputs[variable] = ran
     fp16, bf16 = outputs["XLA_USE_FP16"], outputs["XLA_USE_BF16"]
@@ -227,4 +255,3 @@ def test_fp16_does_nothing_on_2_9_but_warn_and_bf16_still_takes_effect():
     assert "'XLA_USE_FP16' is deprecated" in fp16.stderr
     assert "bf16[2]" in bf16.stdout
     assert "XLA_USE_BF16 will be deprecated" in bf16.stdout + bf16.stderr
-

@@ -24,14 +24,31 @@ def step(model, t, u, loss, flags):
 """
 
 
-@pytest.mark.parametrize("expression, kinds", [
-    ("total", {NUMBER}), ("count / flags.n", {NUMBER}), ("either", {NUMBER, TENSOR}), ("t", {TENSOR}),
-    ("t * total", {TENSOR}), ("model.state_dict()", {DICT}), ("[total, 'a', None]", {SEQUENCE}),
-    ("f'{total}'", {TEXT}), ("None", {NONE}), ("torch.get_rng_state()", {TENSOR}),
-    ("rows", None), ("u", None), ("x", None), ("flags.n / flags.m", None), ("np.mean(u) / count", None),
-    ("{'rows': rows}", None), ("model", None)])
+@pytest.mark.parametrize(
+    "expression, kinds",
+    [
+        ("total", {NUMBER}),
+        ("count / flags.n", {NUMBER}),
+        ("either", {NUMBER, TENSOR}),
+        ("t", {TENSOR}),
+        ("t * total", {TENSOR}),
+        ("model.state_dict()", {DICT}),
+        ("[total, 'a', None]", {SEQUENCE}),
+        ("f'{total}'", {TEXT}),
+        ("None", {NONE}),
+        ("torch.get_rng_state()", {TENSOR}),
+        ("rows", None),
+        ("u", None),
+        ("x", None),
+        ("flags.n / flags.m", None),
+        ("np.mean(u) / count", None),
+        ("{'rows': rows}", None),
+        ("model", None),
+    ],
+)
 def test_the_kinds_of_a_value_are_those_of_every_binding_before_it_and_none_when_one_is_unknown(expression, kinds):
     line = SOURCE.splitlines().index("    JUDGED") + 1
     tree = ast.parse(SOURCE.replace("JUDGED", f"print({expression})"))
     assert Reading(tree, line).kinds(ast.parse(expression, mode="eval").body) == (
-        None if kinds is None else frozenset(kinds))
+        None if kinds is None else frozenset(kinds)
+    )

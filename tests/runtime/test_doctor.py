@@ -39,8 +39,12 @@ def clean_env(**values: str) -> dict[str, str]:
 
 
 def tpu_env(accelerator: str, worker: int = 0, hostnames: str | None = None, **extra: str) -> dict[str, str]:
-    values = {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": accelerator, "TPU_WORKER_ID": str(worker),
-              "PJRT_DEVICE": "TPU"}
+    values = {
+        "TPU_SKIP_MDS_QUERY": "1",
+        "TPU_ACCELERATOR_TYPE": accelerator,
+        "TPU_WORKER_ID": str(worker),
+        "PJRT_DEVICE": "TPU",
+    }
     if hostnames:
         values["TPU_WORKER_HOSTNAMES"] = hostnames
     values.update(extra)
@@ -48,8 +52,9 @@ def tpu_env(accelerator: str, worker: int = 0, hostnames: str | None = None, **e
 
 
 def run_doctor(env: dict[str, str], *args: str, python: tuple[str, ...] = (sys.executable,)):
-    return subprocess.run([*python, "-m", "xrt2pjrt", "doctor", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [*python, "-m", "xrt2pjrt", "doctor", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
 
 
 def doctor_json(env: dict[str, str]) -> tuple[dict, int]:
@@ -76,10 +81,14 @@ GENERATIONS = [
 ]
 
 
-@pytest.mark.parametrize("accelerator,worker,hostnames,extra,hosts,processes,devices,world,tasks", GENERATIONS,
-                         ids=[g[0] + f"-worker{g[1]}" for g in GENERATIONS])
-def test_json_topology_for_each_tpu_generation(accelerator, worker, hostnames, extra, hosts, processes, devices,
-                                               world, tasks):
+@pytest.mark.parametrize(
+    "accelerator,worker,hostnames,extra,hosts,processes,devices,world,tasks",
+    GENERATIONS,
+    ids=[g[0] + f"-worker{g[1]}" for g in GENERATIONS],
+)
+def test_json_topology_for_each_tpu_generation(
+    accelerator, worker, hostnames, extra, hosts, processes, devices, world, tasks
+):
     record, _ = doctor_json(tpu_env(accelerator, worker, hostnames, **extra))
     topology = record["topology"]
     assert topology["accelerator"] == accelerator
@@ -92,13 +101,25 @@ def test_json_topology_for_each_tpu_generation(accelerator, worker, hostnames, e
 
 
 def test_v4_16_worker_1_example_from_the_issue_in_text_and_json():
-    env = clean_env(TPU_SKIP_MDS_QUERY="1", TPU_ACCELERATOR_TYPE="v4-16", TPU_WORKER_ID="1",
-                    TPU_WORKER_HOSTNAMES="a,b", TPU_HOST_BOUNDS="1,1,2", TPU_CHIPS_PER_HOST_BOUNDS="2,2,1")
+    env = clean_env(
+        TPU_SKIP_MDS_QUERY="1",
+        TPU_ACCELERATOR_TYPE="v4-16",
+        TPU_WORKER_ID="1",
+        TPU_WORKER_HOSTNAMES="a,b",
+        TPU_HOST_BOUNDS="1,1,2",
+        TPU_CHIPS_PER_HOST_BOUNDS="2,2,1",
+    )
     record, _ = doctor_json(env)
-    assert {k: record["topology"][k] for k in ("hosts", "processes_per_host", "devices_per_process",
-                                               "world_size", "local_process_task_ids")} == {
-        "hosts": 2, "processes_per_host": 4, "devices_per_process": 1, "world_size": 8,
-        "local_process_task_ids": [4, 5, 6, 7]}
+    assert {
+        k: record["topology"][k]
+        for k in ("hosts", "processes_per_host", "devices_per_process", "world_size", "local_process_task_ids")
+    } == {
+        "hosts": 2,
+        "processes_per_host": 4,
+        "devices_per_process": 1,
+        "world_size": 8,
+        "local_process_task_ids": [4, 5, 6, 7],
+    }
     text = run_doctor(env).stdout
     assert "world size           8 = 2 × 4 × 1" in text
     assert "task ids here        4–7" in text
@@ -106,13 +127,24 @@ def test_v4_16_worker_1_example_from_the_issue_in_text_and_json():
 
 
 def test_xrt_leftovers_are_each_listed_with_their_replacement_and_exit_1():
-    env = tpu_env("v3-8", XRT_TPU_CONFIG="localservice;0;localhost:51011", XRT_SHARD_ORDINAL="3",
-                  XRT_MESH_SERVICE_ADDRESS="localhost:53010", TPU_NUM_DEVICES="8", TPUVM_MODE="1")
+    env = tpu_env(
+        "v3-8",
+        XRT_TPU_CONFIG="localservice;0;localhost:51011",
+        XRT_SHARD_ORDINAL="3",
+        XRT_MESH_SERVICE_ADDRESS="localhost:53010",
+        TPU_NUM_DEVICES="8",
+        TPUVM_MODE="1",
+    )
     record, code = doctor_json(env)
     assert code == doctor.EXIT_MUST_FIX
     leftovers = {entry["name"]: entry for entry in record["xrt_env_leftovers"]}
-    assert set(leftovers) == {"XRT_TPU_CONFIG", "XRT_SHARD_ORDINAL", "XRT_MESH_SERVICE_ADDRESS",
-                              "TPU_NUM_DEVICES", "TPUVM_MODE"}
+    assert set(leftovers) == {
+        "XRT_TPU_CONFIG",
+        "XRT_SHARD_ORDINAL",
+        "XRT_MESH_SERVICE_ADDRESS",
+        "TPU_NUM_DEVICES",
+        "TPUVM_MODE",
+    }
     assert leftovers["XRT_TPU_CONFIG"]["value"] == "localservice;0;localhost:51011"
     assert "PJRT_DEVICE=TPU" in leftovers["XRT_TPU_CONFIG"]["replacement"]
     assert "global_ordinal" in leftovers["XRT_SHARD_ORDINAL"]["replacement"]
@@ -124,9 +156,15 @@ def test_xrt_leftovers_are_each_listed_with_their_replacement_and_exit_1():
 
 
 def test_a_leftover_device_map_is_named_by_its_value():
-    assert "PJRT_DEVICE=CUDA" in doctor.xrt_env_leftovers(
-        {"XRT_DEVICE_MAP": "GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"})[0].replacement
-    assert "remote TPU node" in doctor.xrt_env_leftovers({"XRT_TPU_CONFIG": "tpu_worker;0;10.0.0.2:8470"})[0].replacement
+    assert (
+        "PJRT_DEVICE=CUDA"
+        in doctor.xrt_env_leftovers({"XRT_DEVICE_MAP": "GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"})[
+            0
+        ].replacement
+    )
+    assert (
+        "remote TPU node" in doctor.xrt_env_leftovers({"XRT_TPU_CONFIG": "tpu_worker;0;10.0.0.2:8470"})[0].replacement
+    )
 
 
 def test_xrt_tpu_config_without_pjrt_device_says_the_runtime_will_fall_back_to_cpu():
@@ -134,15 +172,19 @@ def test_xrt_tpu_config_without_pjrt_device_says_the_runtime_will_fall_back_to_c
     assert code == doctor.EXIT_MUST_FIX
     assert record["runtime_device"]["device"] == "CPU"  # no TPU chips on this machine's PCI bus
     assert record["runtime_device"]["explicit"] is False
-    assert any("XRT_TPU_CONFIG asks for a TPU" in p["message"] and p["fix"] == "set PJRT_DEVICE=TPU"
-               for p in record["problems"])
+    assert any(
+        "XRT_TPU_CONFIG asks for a TPU" in p["message"] and p["fix"] == "set PJRT_DEVICE=TPU"
+        for p in record["problems"]
+    )
 
 
 def test_shell_set_task_id_would_be_shared_by_every_process():
     record, code = doctor_json(tpu_env("v4-8", CLOUD_TPU_TASK_ID="0", TPU_VISIBLE_CHIPS="0"))
     assert code == doctor.EXIT_MUST_FIX
-    assert any("CLOUD_TPU_TASK_ID, TPU_VISIBLE_CHIPS" in p["message"] and "4 processes" in p["message"]
-               for p in record["problems"])
+    assert any(
+        "CLOUD_TPU_TASK_ID, TPU_VISIBLE_CHIPS" in p["message"] and "4 processes" in p["message"]
+        for p in record["problems"]
+    )
 
 
 def test_one_chip_by_process_bounds_is_the_documented_way_and_not_a_problem():
@@ -206,11 +248,14 @@ def test_works_where_torch_xla_is_not_installed(tmp_path):
 
 
 def test_doctor_never_imports_torch():
-    code = ("import sys\nfrom xrt2pjrt.cli import main\n"
-            "main(['doctor', '--json'])\n"
-            "print('torch' in sys.modules, 'torch_xla' in sys.modules, file=sys.stderr)\n")
-    result = subprocess.run([sys.executable, "-c", code], env=tpu_env("v4-8"), cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys\nfrom xrt2pjrt.cli import main\n"
+        "main(['doctor', '--json'])\n"
+        "print('torch' in sys.modules, 'torch_xla' in sys.modules, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=tpu_env("v4-8"), cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert result.stderr.strip().splitlines()[-1] == "False False"
 
 
@@ -245,18 +290,21 @@ def test_select_default_device_off_leaves_no_device():
 
 
 def test_pjrt_device_tpu_without_libtpu_must_be_fixed(monkeypatch):
-    monkeypatch.setattr(doctor, "installed_versions",
-                        lambda: {"torch": "2.9.0", "torch_xla": None, "libtpu": None})
-    problems = doctor.diagnose({"PJRT_DEVICE": "TPU", "TPU_SKIP_MDS_QUERY": "1",
-                                "TPU_ACCELERATOR_TYPE": "v6e-8"}).problems
+    monkeypatch.setattr(doctor, "installed_versions", lambda: {"torch": "2.9.0", "torch_xla": None, "libtpu": None})
+    problems = doctor.diagnose(
+        {"PJRT_DEVICE": "TPU", "TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v6e-8"}
+    ).problems
     assert any("libtpu is not installed" in p.message for p in problems)
 
 
-@pytest.mark.parametrize("torch,torch_xla,mismatch,must_fix", [
-    ("2.8.0", "2.9.0", True, True),
-    ("2.9.1", "2.9.0+cpu", False, False),
-    ("2.0.1", "2.0", False, True),  # one release, but torch_xla 2.0 still runs XRT
-])
+@pytest.mark.parametrize(
+    "torch,torch_xla,mismatch,must_fix",
+    [
+        ("2.8.0", "2.9.0", True, True),
+        ("2.9.1", "2.9.0+cpu", False, False),
+        ("2.0.1", "2.0", False, True),  # one release, but torch_xla 2.0 still runs XRT
+    ],
+)
 def test_torch_and_torch_xla_must_be_one_release(monkeypatch, torch, torch_xla, mismatch, must_fix):
     monkeypatch.setattr(doctor, "installed_versions", lambda: {"torch": torch, "torch_xla": torch_xla, "libtpu": None})
     problems = doctor.diagnose({"PJRT_DEVICE": "CPU"}).problems
@@ -274,35 +322,43 @@ def _fixes(monkeypatch, tmp_path, torch, torch_xla, env, chips=0) -> list[str]:
     return [p.fix for p in doctor.diagnose(env, metadata=lambda key: None, pci_devices=bus).problems]
 
 
-@pytest.mark.parametrize("torch,torch_xla,chips,hint", [
-    # it said "pip install torch_xla (2.9: pip install 'torch_xla[tpu]==2.9.0' on a TPU VM)": no torch
-    ("2.9.0", None, 0, "pip install torch==2.9.0 torch_xla==2.9.0"),
-    (None, None, 4, "pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'"),
-    ("2.8.0", None, 0, "pip install torch==2.8.0 torch_xla==2.8.0"),  # the torch_xla of the torch there
-    (None, "2.8.0", 0, "pip install torch==2.8.0 torch_xla==2.8.0"),  # it said "pip install torch==2.8.0"
-    ("2.8.0", "2.9.0+cpu", 0, "pip install torch==2.9.0 torch_xla==2.9.0"),  # different releases: the newer
-    ("2.10.0", None, 0, "pip install torch==2.9.0 torch_xla==2.9.0"),  # past the target: the target
-    ("1.13.1", "1.13", 4, "pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'"),  # XRT: it said "upgrade to 2.1"
-])
-def test_an_install_hint_names_torch_and_torch_xla_of_one_release(monkeypatch, tmp_path, torch, torch_xla,
-                                                                   chips, hint):
+@pytest.mark.parametrize(
+    "torch,torch_xla,chips,hint",
+    [
+        # it said "pip install torch_xla (2.9: pip install 'torch_xla[tpu]==2.9.0' on a TPU VM)": no torch
+        ("2.9.0", None, 0, "pip install torch==2.9.0 torch_xla==2.9.0"),
+        (None, None, 4, "pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'"),
+        ("2.8.0", None, 0, "pip install torch==2.8.0 torch_xla==2.8.0"),  # the torch_xla of the torch there
+        (None, "2.8.0", 0, "pip install torch==2.8.0 torch_xla==2.8.0"),  # it said "pip install torch==2.8.0"
+        ("2.8.0", "2.9.0+cpu", 0, "pip install torch==2.9.0 torch_xla==2.9.0"),  # different releases: the newer
+        ("2.10.0", None, 0, "pip install torch==2.9.0 torch_xla==2.9.0"),  # past the target: the target
+        ("1.13.1", "1.13", 4, "pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'"),  # XRT: it said "upgrade to 2.1"
+    ],
+)
+def test_an_install_hint_names_torch_and_torch_xla_of_one_release(monkeypatch, tmp_path, torch, torch_xla, chips, hint):
     assert hint in _fixes(monkeypatch, tmp_path, torch, torch_xla, {"PJRT_DEVICE": "CPU"}, chips)
 
 
 def test_libtpu_missing_on_a_tpu_is_installed_with_torch_and_torch_xla(monkeypatch, tmp_path):
     """It said pip install 'torch_xla[tpu]': no torch, no version."""
     hint = "pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'"
-    assert hint in _fixes(monkeypatch, tmp_path, "2.9.0", "2.9.0", {"PJRT_DEVICE": "TPU", "TPU_SKIP_MDS_QUERY": "1",
-                                                                    "TPU_ACCELERATOR_TYPE": "v6e-8"})
+    assert hint in _fixes(
+        monkeypatch,
+        tmp_path,
+        "2.9.0",
+        "2.9.0",
+        {"PJRT_DEVICE": "TPU", "TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v6e-8"},
+    )
     bus = _pci(tmp_path, ("0x1ae0", "0x0063"))
     choice = doctor.runtime_device({}, {"torch": "2.9.0", "torch_xla": "2.9.0", "libtpu": None}, bus)
     assert f"no libtpu ({hint})" in choice.reason
 
 
 def test_metadata_fills_the_topology_when_the_environment_is_silent():
-    answers = {"tpu-env": "ACCELERATOR_TYPE: 'v4-16'\nWORKER_ID: '1'\nHOST_BOUNDS: '1,1,2'\n"
-                          "CHIPS_PER_HOST_BOUNDS: '2,2,1'\n",
-               "worker-network-endpoints": "h0:u0:10.0.0.1,h1:u1:10.0.0.2"}
+    answers = {
+        "tpu-env": "ACCELERATOR_TYPE: 'v4-16'\nWORKER_ID: '1'\nHOST_BOUNDS: '1,1,2'\nCHIPS_PER_HOST_BOUNDS: '2,2,1'\n",
+        "worker-network-endpoints": "h0:u0:10.0.0.1,h1:u1:10.0.0.2",
+    }
     diagnosis = doctor.diagnose({"PJRT_DEVICE": "TPU"}, metadata=answers.get)
     assert diagnosis.topology_source == "GCE metadata"
     assert diagnosis.topology.local_process_task_ids == [4, 5, 6, 7]
@@ -333,9 +389,13 @@ def test_on_gce_reads_the_dmi_product_name(tmp_path):
 @pytest.mark.xla
 def test_tpu_pci_ids_are_torch_xla_29s():
     tree = ast.parse((TORCH_XLA_DIR / "_internal" / "tpu.py").read_text())
-    values = {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
-              if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-              and node.targets[0].id in ("_TPU_PCI_DEVICE_IDS", "_GOOGLE_PCI_VENDOR_ID")}
+    values = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id in ("_TPU_PCI_DEVICE_IDS", "_GOOGLE_PCI_VENDOR_ID")
+    }
     assert tuple(values["_TPU_PCI_DEVICE_IDS"]) == doctor.TPU_PCI_DEVICE_IDS
     assert values["_GOOGLE_PCI_VENDOR_ID"] == doctor.GOOGLE_PCI_VENDOR_ID
 

@@ -28,8 +28,24 @@ def pod(tmp_path):
 
 
 def test_runs_on_every_worker_with_pjrt_and_prefixes_output(pod):
-    ran = pod.run(LAUNCH + ["--tpu", "pod", "--zone", "z1", "--env", "MSG=hello world", "--env=TRAIN_DEBUG=1",
-                            "--", "python3", "train.py", "--model", "vit b/16", "$HOME/out"])
+    ran = pod.run(
+        LAUNCH
+        + [
+            "--tpu",
+            "pod",
+            "--zone",
+            "z1",
+            "--env",
+            "MSG=hello world",
+            "--env=TRAIN_DEBUG=1",
+            "--",
+            "python3",
+            "train.py",
+            "--model",
+            "vit b/16",
+            "$HOME/out",
+        ]
+    )
     assert ran.returncode == 0, ran.stderr
     calls = pod.calls()
     assert sorted(calls) == [0, 1, 2], "the worker count came from `gcloud ... describe`"
@@ -40,7 +56,8 @@ def test_runs_on_every_worker_with_pjrt_and_prefixes_output(pod):
         assert call.env["MSG"] == "hello world" and call.env["TRAIN_DEBUG"] == "1"
     assert sorted(ran.stdout.splitlines()) == [f"[worker {i}] python3 ran on worker {i}" for i in range(3)]
     assert sorted(ran.stderr.splitlines()) == [f"[worker {i}] python3 warns on worker {i}" for i in range(3)] + [
-        "xrt2pjrt launch: try 1 of 51 ended: every worker exited 0: done"]
+        "xrt2pjrt launch: try 1 of 51 ended: every worker exited 0: done"
+    ]
     describe, *ssh = pod.gcloud_calls()  # the health check before the try (the next is 10 s into it)
     assert describe == ["compute", "tpus", "tpu-vm", "describe", "pod", "--zone=z1", "--format=json"]
     assert sorted(c[6] for c in ssh) == ["--worker=0", "--worker=1", "--worker=2"]
@@ -61,8 +78,13 @@ def test_failing_worker_gives_its_status_and_name(pod):
 
 def test_a_failure_stops_the_other_workers(pod):
     start = time.monotonic()
-    ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"],
-                  STAND_IN_EXIT_1="4", STAND_IN_SLEEP_1="2", STAND_IN_SLEEP_0="60", STAND_IN_SLEEP_2="60")
+    ran = pod.run(
+        LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"],
+        STAND_IN_EXIT_1="4",
+        STAND_IN_SLEEP_1="2",
+        STAND_IN_SLEEP_0="60",
+        STAND_IN_SLEEP_2="60",
+    )
     assert time.monotonic() - start < 30
     assert ran.returncode == 4
     assert "worker 1 failed: stopping worker 0, 2" in ran.stderr
@@ -75,10 +97,15 @@ def test_ctrl_c_stops_every_worker(pod, inherited):
     """The simulated workers run in sessions of their own, as remote processes do: killing the
     local gcloud does not stop them; the launch's stop command on each worker does. A launch
     that a script started in the background inherits SIGINT ignored, and still stops."""
-    proc = subprocess.Popen(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], cwd=pod.root,
-                            env={**pod.env, "STAND_IN_SLEEP": "60"}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
+    proc = subprocess.Popen(
+        LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"],
+        cwd=pod.root,
+        env={**pod.env, "STAND_IN_SLEEP": "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, inherited),
+    )
     _wait_for_sleepers(pod, 3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -88,8 +115,26 @@ def test_ctrl_c_stops_every_worker(pod, inherited):
 
 
 def test_dry_run_prints_the_commands_and_runs_nothing(pod):
-    ran = pod.run(LAUNCH + ["--tpu", "pod", "--project", "p", "--num-workers", "2", "--conda-env", "xla",
-                            "--restart-tpuvm-pod-server", "--dry-run", "--", "python3", "train.py", "--lr", "0.1"])
+    ran = pod.run(
+        LAUNCH
+        + [
+            "--tpu",
+            "pod",
+            "--project",
+            "p",
+            "--num-workers",
+            "2",
+            "--conda-env",
+            "xla",
+            "--restart-tpuvm-pod-server",
+            "--dry-run",
+            "--",
+            "python3",
+            "train.py",
+            "--lr",
+            "0.1",
+        ]
+    )
     assert ran.returncode == 0
     assert pod.gcloud_calls() == [] and pod.calls() == {}
     health, describe, note, *lines = [shlex.split(line, comments=True) for line in ran.stdout.splitlines()]
@@ -97,19 +142,36 @@ def test_dry_run_prints_the_commands_and_runs_nothing(pod):
     assert describe == ["gcloud", "compute", "tpus", "tpu-vm", "describe", "pod", "--project=p", "--format=json"]
     assert note == [] and "$XRT2PJRT_JOB_SECRET stands for it" in ran.stdout  # a comment, then the commands
     run_id = re.search(r"XRT2PJRT_LAUNCH=([0-9a-f]+);", ran.stdout).group(1)
-    command = (f"--command=export XRT2PJRT_LAUNCH={run_id}; trap 'echo \"xrt2pjrt launch {run_id}: exit $?\" >&2' "
-               f"EXIT; {READ_SECRET.text}. /etc/profile; conda activate xla && PJRT_DEVICE=TPU python3 train.py --lr 0.1")
+    command = (
+        f"--command=export XRT2PJRT_LAUNCH={run_id}; trap 'echo \"xrt2pjrt launch {run_id}: exit $?\" >&2' "
+        f"EXIT; {READ_SECRET.text}. /etc/profile; conda activate xla && PJRT_DEVICE=TPU python3 train.py --lr 0.1"
+    )
     stdin = ["printf", "%s\\n", "$XRT2PJRT_JOB_SECRET", "|"]  # the placeholder, never a secret
-    assert lines == [stdin + ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}",
-                              command] for i in range(2)]
+    assert lines == [
+        stdin + ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "pod", "--project=p", f"--worker={i}", command]
+        for i in range(2)
+    ]
     assert "ignoring --restart-tpuvm-pod-server" in ran.stderr
     assert "--conda-env" not in ran.stderr, "an env not named for a 1.x release is the user's to choose"
 
 
 def test_a_conda_env_named_for_torch_xla_1_x_is_reported(pod):
     """xla_dist's --conda-env=torch-xla-1.13 holds XRT's torch_xla: the program would run on 1.13."""
-    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "1", "--conda-env", "torch-xla-1.13", "--dry-run",
-                            "--", "python3", "train.py"])
+    ran = pod.run(
+        LAUNCH
+        + [
+            "--tpu",
+            "pod",
+            "--num-workers",
+            "1",
+            "--conda-env",
+            "torch-xla-1.13",
+            "--dry-run",
+            "--",
+            "python3",
+            "train.py",
+        ]
+    )
     assert ran.returncode == 0
     assert "xrt2pjrt launch: --conda-env torch-xla-1.13: holds torch_xla 1.x" in ran.stderr
 
@@ -123,22 +185,54 @@ def test_dry_run_without_worker_count_shows_the_describe_step(pod):
 
 
 def test_dry_run_matches_what_a_real_run_runs(pod):
-    argv = ["--tpu", "pod", "--num-workers", "3", "--docker-image", "img:1", "--docker-run-flag=--shm-size=1G",
-            "--", "python3", "t.py", "it's"]
-    printed = [line.removeprefix(SECRET_PLACEHOLDER) for line in pod.run(LAUNCH + ["--dry-run"] + argv).stdout
-               .splitlines() if not line.startswith("#")]
+    argv = [
+        "--tpu",
+        "pod",
+        "--num-workers",
+        "3",
+        "--docker-image",
+        "img:1",
+        "--docker-run-flag=--shm-size=1G",
+        "--",
+        "python3",
+        "t.py",
+        "it's",
+    ]
+    printed = [
+        line.removeprefix(SECRET_PLACEHOLDER)
+        for line in pod.run(LAUNCH + ["--dry-run"] + argv).stdout.splitlines()
+        if not line.startswith("#")
+    ]
     assert pod.run(LAUNCH + argv).returncode == 0
     ran = [shlex.join(["gcloud"] + c) for c in pod.gcloud_calls()]
     same_id = re.compile(r"(XRT2PJRT_LAUNCH=|xrt2pjrt-|xrt2pjrt launch )[0-9a-f]{12}")  # each run has its own id
     assert {same_id.sub(r"\1ID", line) for line in printed} == {same_id.sub(r"\1ID", line) for line in ran}
     (docker,) = pod.calls()[0]
     assert same_id.sub(r"\1ID", shlex.join(docker.argv)) == shlex.join(
-        ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU", "-e", "XRT2PJRT_JOB_SECRET",
-         "--shm-size=1G", "--name", "xrt2pjrt-ID", "img:1", "python3", "t.py", "it's"])
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--privileged",
+            "--net=host",
+            "-e",
+            "PJRT_DEVICE=TPU",
+            "-e",
+            "XRT2PJRT_JOB_SECRET",
+            "--shm-size=1G",
+            "--name",
+            "xrt2pjrt-ID",
+            "img:1",
+            "python3",
+            "t.py",
+            "it's",
+        ]
+    )
 
 
-@pytest.mark.parametrize("layer", [[], ["--conda-env", "torch-xla"], ["--docker-image", "img:1"]],
-                         ids=["plain", "conda", "docker"])
+@pytest.mark.parametrize(
+    "layer", [[], ["--conda-env", "torch-xla"], ["--docker-image", "img:1"]], ids=["plain", "conda", "docker"]
+)
 def test_the_workers_environment_is_set_up_as_xla_dist_set_it_up(tmp_path, layer):
     """The same flags to xla_dist (the stand-in of 1.13) and to launch: each worker reads
     /etc/profile first, as xla_dist's script did "for non-interactive non-login shell over
@@ -205,8 +299,23 @@ def test_each_run_hands_every_worker_a_new_secret_on_no_command_line(pod, tmp_pa
     for run in range(2):
         shared = tmp_path / f"run-{run}"
         shared.mkdir()
-        ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "2", "--env", f"PYTHONPATH={root}", "--",
-                                sys.executable, "-c", HANDSHAKE, str(shared)], timeout=180)
+        ran = pod.run(
+            LAUNCH
+            + [
+                "--tpu",
+                "pod",
+                "--num-workers",
+                "2",
+                "--env",
+                f"PYTHONPATH={root}",
+                "--",
+                sys.executable,
+                "-c",
+                HANDSHAKE,
+                str(shared),
+            ],
+            timeout=180,
+        )
         assert ran.returncode == 0, ran.stderr
         assert "[worker 1] command lines holding the secret: []" in ran.stdout.splitlines()
         secrets = {line.split()[-1] for line in ran.stdout.splitlines() if " secret " in line}
@@ -221,8 +330,10 @@ def test_the_secret_reaches_a_container_by_name_only(pod):
     values = set()
     for worker in (0, 1):
         (docker,) = pod.calls()[worker]
-        assert docker.argv[:8] == ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU",
-                                   "-e"] and docker.argv[8] == "XRT2PJRT_JOB_SECRET"  # `-e NAME`: from docker's env
+        assert (
+            docker.argv[:8] == ["docker", "run", "--rm", "--privileged", "--net=host", "-e", "PJRT_DEVICE=TPU", "-e"]
+            and docker.argv[8] == "XRT2PJRT_JOB_SECRET"
+        )  # `-e NAME`: from docker's env
         values.add(docker.env["XRT2PJRT_JOB_SECRET"])  # kept through sudo, which resets the environment
         assert not any(value in " ".join(docker.argv) for value in values)
     (secret,) = values
@@ -244,9 +355,14 @@ def test_a_worker_command_run_without_the_secret_on_stdin_says_so(pod):
 
 
 def test_ctrl_c_removes_the_container_on_every_worker(pod):
-    proc = subprocess.Popen(LAUNCH + ["--tpu", "pod", "--docker-image", "img:1", "--", "python3", "t.py"],
-                            cwd=pod.root, env={**pod.env, "STAND_IN_SLEEP": "60"}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        LAUNCH + ["--tpu", "pod", "--docker-image", "img:1", "--", "python3", "t.py"],
+        cwd=pod.root,
+        env={**pod.env, "STAND_IN_SLEEP": "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for_sleepers(pod, 3)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
@@ -295,7 +411,6 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return state != "Z"
-
 
 
 # --- tries, as xla_dist made them: a simulated TPU under maintenance, simulated lost workers ---
@@ -356,8 +471,15 @@ def test_a_try_that_tpu_maintenance_ended_runs_again_on_every_worker_once_it_is_
     """Simulation: the stand-in TPU goes under maintenance in the first try (every worker's
     program sleeps 60 s), is REPAIRING, then READY and HEALTHY again. As under xla_dist, every
     worker is stopped and the command runs again on every worker."""
-    env = _scenario(pod, describe=[["READY", "HEALTHY"], ["READY", "UNHEALTHY_MAINTENANCE"],
-                                   ["REPAIRING", "UNHEALTHY_MAINTENANCE"], ["READY", "HEALTHY"]])
+    env = _scenario(
+        pod,
+        describe=[
+            ["READY", "HEALTHY"],
+            ["READY", "UNHEALTHY_MAINTENANCE"],
+            ["REPAIRING", "UNHEALTHY_MAINTENANCE"],
+            ["READY", "HEALTHY"],
+        ],
+    )
     ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, "--", "python3", "t.py"], STAND_IN_SLEEP="60", **env)
     assert ran.returncode == 0, ran.stderr
     assert _said(ran) == [
@@ -365,9 +487,11 @@ def test_a_try_that_tpu_maintenance_ended_runs_again_on_every_worker_once_it_is_
         "stopping every worker, then try 2 once TPU pod is READY and HEALTHY",
         "xrt2pjrt launch: TPU pod is not READY and HEALTHY (state REPAIRING, health UNHEALTHY_MAINTENANCE): waiting "
         "up to 1200 s, asking every 0.2 s",
-        "xrt2pjrt launch: try 2 of 51 ended: every worker exited 0: done"]
+        "xrt2pjrt launch: try 2 of 51 ended: every worker exited 0: done",
+    ]
     assert {w: [c.argv for c in calls] for w, calls in pod.calls().items()} == {
-        w: [["python3", "t.py"]] * 2 for w in range(3)}
+        w: [["python3", "t.py"]] * 2 for w in range(3)
+    }
     assert len(_tries_stopped_in_turn(pod)) == 2
     _assert_all_gone(pod)
 
@@ -382,7 +506,8 @@ def test_a_lost_worker_stops_every_worker_before_the_command_runs_again(pod):
     assert _said(ran) == [
         "xrt2pjrt launch: try 1 of 51 ended: worker 1 lost (its ssh ended with 255 before the command did): "
         "stopping every worker, then try 2 once TPU pod is READY and HEALTHY",
-        "xrt2pjrt launch: try 2 of 51 ended: every worker exited 0: done"]
+        "xrt2pjrt launch: try 2 of 51 ended: every worker exited 0: done",
+    ]
     first, second = _tries_stopped_in_turn(pod)
     assert _left_running([first, second]) == []
     _assert_all_gone(pod)  # the programs of the first try, worker 1's among them
@@ -394,11 +519,14 @@ def test_a_worker_the_stop_did_not_reach_is_stopped_before_the_next_try(pod):
     env = _scenario(pod, lost={"1": [1.0, 0.5]})  # its ssh calls: the first try, the first stop
     ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, "--", "python3", "t.py"], STAND_IN_SLEEP="60", **env)
     assert ran.returncode == 0, ran.stderr
-    assert ("xrt2pjrt launch: could not stop worker 1: ERROR: (gcloud.compute.tpus.tpu-vm.ssh) [/usr/bin/ssh] exited "
-            "with return code [255].") in _said(ran)
+    assert (
+        "xrt2pjrt launch: could not stop worker 1: ERROR: (gcloud.compute.tpus.tpu-vm.ssh) [/usr/bin/ssh] exited "
+        "with return code [255]."
+    ) in _said(ran)
     first, _ = _tries_stopped_in_turn(pod)
     assert [w for kind, run_id, w in _steps(pod) if kind == "stop" and run_id == first].count(1) == 2
     _assert_all_gone(pod)
+
 
 def test_a_launch_gives_up_after_its_restarts_saying_so(pod):
     """Simulation: worker 1 is lost in every try; with --max-restarts 2 the third try is the last."""
@@ -407,8 +535,10 @@ def test_a_launch_gives_up_after_its_restarts_saying_so(pod):
     assert ran.returncode == 1
     said = _said(ran)
     assert [line.split(": ")[1] for line in said] == ["try 1 of 3 ended", "try 2 of 3 ended", "try 3 of 3 ended"]
-    assert said[-1] == ("xrt2pjrt launch: try 3 of 3 ended: worker 1 lost (its ssh ended with 255 before the command "
-                        "did): stopping every worker; no restarts left (--max-restarts 2): giving up")
+    assert said[-1] == (
+        "xrt2pjrt launch: try 3 of 3 ended: worker 1 lost (its ssh ended with 255 before the command "
+        "did): stopping every worker; no restarts left (--max-restarts 2): giving up"
+    )
     ids = _tries_stopped_in_turn(pod)
     assert len(ids) == 3
     stops = [(run_id, worker) for kind, run_id, worker in _steps(pod) if kind == "stop"]
@@ -423,8 +553,10 @@ def test_the_programs_own_failure_is_not_restarted(pod, status):
     connection: xla_dist took it for a lost worker; its worker's exit report says otherwise."""
     ran = pod.run(LAUNCH + ["--tpu", "pod", *FAST, "--", "python3", "t.py"], STAND_IN_EXIT_1=status)
     assert ran.returncode == int(status)
-    assert _said(ran)[-1] == (f"xrt2pjrt launch: try 1 of 51 ended: failed on worker 1 (worker 1: exit {status}): "
-                              "the program's own failure, not restarted")
+    assert _said(ran)[-1] == (
+        f"xrt2pjrt launch: try 1 of 51 ended: failed on worker 1 (worker 1: exit {status}): "
+        "the program's own failure, not restarted"
+    )
     assert [kind for kind, _, _ in _steps(pod) if kind == "run"] == ["run"] * 3, "one try"
 
 
@@ -436,19 +568,35 @@ def test_a_program_failing_as_the_tpu_goes_under_maintenance_runs_again(pod):
     ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "t.py"], STAND_IN_EXIT_1="1", **env)
     assert ran.returncode == 1
     said = _said(ran)
-    assert said[0] == ("xrt2pjrt launch: try 1 of 51 ended: worker 1 failed and TPU pod is under maintenance (state "
-                       "READY, health UNHEALTHY_MAINTENANCE): stopping every worker, then try 2 once TPU pod is READY "
-                       "and HEALTHY")
-    assert said[-1] == ("xrt2pjrt launch: try 2 of 51 ended: failed on worker 1 (worker 1: exit 1): the program's own "
-                        "failure, not restarted")
+    assert said[0] == (
+        "xrt2pjrt launch: try 1 of 51 ended: worker 1 failed and TPU pod is under maintenance (state "
+        "READY, health UNHEALTHY_MAINTENANCE): stopping every worker, then try 2 once TPU pod is READY "
+        "and HEALTHY"
+    )
+    assert said[-1] == (
+        "xrt2pjrt launch: try 2 of 51 ended: failed on worker 1 (worker 1: exit 1): the program's own "
+        "failure, not restarted"
+    )
 
 
-@pytest.mark.parametrize("state, health, flags, why", [
-    ("PREEMPTED", None, [], "TPU pod is PREEMPTED, which waiting does not end (start or recreate it, then launch "
-                            "again): giving up"),
-    ("REPAIRING", "UNHEALTHY_MAINTENANCE", ["--health-timeout", "1"],
-     "TPU pod not READY and HEALTHY after 1 s (state REPAIRING, health UNHEALTHY_MAINTENANCE): giving up"),
-], ids=["gone", "timeout"])
+@pytest.mark.parametrize(
+    "state, health, flags, why",
+    [
+        (
+            "PREEMPTED",
+            None,
+            [],
+            "TPU pod is PREEMPTED, which waiting does not end (start or recreate it, then launch again): giving up",
+        ),
+        (
+            "REPAIRING",
+            "UNHEALTHY_MAINTENANCE",
+            ["--health-timeout", "1"],
+            "TPU pod not READY and HEALTHY after 1 s (state REPAIRING, health UNHEALTHY_MAINTENANCE): giving up",
+        ),
+    ],
+    ids=["gone", "timeout"],
+)
 def test_a_tpu_that_is_not_ready_in_time_is_not_launched_on(pod, state, health, flags, why):
     """Simulation: a TPU that waiting will not bring back, and one that stays under repair."""
     env = _scenario(pod, describe=[[state, health]])
@@ -467,6 +615,7 @@ def test_a_ready_tpu_whose_health_is_not_reported_is_launched_on(pod):
 
 
 # --- the words given are the words run ---------------------------------------------------------
+
 
 def _argv_of_first_tool(pod: Pod, worker: int = 0) -> list[str]:
     return pod.calls()[worker][-1].argv
@@ -498,11 +647,29 @@ def test_env_values_conda_env_image_and_container_arrive_as_given(pod, tmp_path,
     canary.mkdir()
     words = [w for w in hostile_words(canary) if w and not w.startswith("-")]
     env = [f"V{i}={w}" for i, w in enumerate(words)]
-    extra = {"plain": [], "conda": ["--conda-env", words[0]],
-             "docker": ["--docker-image", words[1], "--docker-container", words[2],
-                        "--docker-run-flag", f"--label={words[3]}"]}[layer]
-    argv = ["--tpu", "pod", "--num-workers", "1", *[x for kv in env for x in ("--env", kv)], *extra,
-            "--", "python3", words[4]]
+    extra = {
+        "plain": [],
+        "conda": ["--conda-env", words[0]],
+        "docker": [
+            "--docker-image",
+            words[1],
+            "--docker-container",
+            words[2],
+            "--docker-run-flag",
+            f"--label={words[3]}",
+        ],
+    }[layer]
+    argv = [
+        "--tpu",
+        "pod",
+        "--num-workers",
+        "1",
+        *[x for kv in env for x in ("--env", kv)],
+        *extra,
+        "--",
+        "python3",
+        words[4],
+    ]
     ran = pod.run(LAUNCH + argv)
     assert ran.returncode == 0, ran.stderr
     calls = pod.calls()[0]
@@ -510,7 +677,10 @@ def test_env_values_conda_env_image_and_container_arrive_as_given(pod, tmp_path,
         (docker,) = calls
         args = docker.argv
         assert [args[i + 1] for i, a in enumerate(args) if a == "-e"] == [
-            "PJRT_DEVICE=TPU", "XRT2PJRT_JOB_SECRET", *env]
+            "PJRT_DEVICE=TPU",
+            "XRT2PJRT_JOB_SECRET",
+            *env,
+        ]
         assert args[args.index("--name") + 1] == words[2] and f"--label={words[3]}" in args
         assert args[-3:] == [words[1], "python3", words[4]]
     else:
@@ -558,9 +728,13 @@ SHIMMED_SCRIPT = "import xrt2pjrt_shim.xla_model as xm\n\nprint(xm.get_ordinal()
 def _carried(folder: Path, script: str = "train.py") -> Path:
     """``script`` in ``folder``, importing the shim, and the copy `migrate --write` carries beside it."""
     (folder / script).write_text(SHIMMED_SCRIPT)
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--write", str(folder / script)],
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--write", str(folder / script)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and (folder / "xrt2pjrt_shim" / "__init__.py").exists(), done.stderr
     return folder / "xrt2pjrt_shim"
 
@@ -578,9 +752,11 @@ def test_a_script_that_imports_the_carried_shim_runs_where_the_workers_have_the_
     ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "train.py"])
     assert ran.returncode == 0, ran.stderr
     assert [c.argv for c in pod.calls()[2]] == [["python3", "train.py"]]
-    assert (f"xrt2pjrt launch: train.py imports the carried shim (xrt2pjrt_shim/, xrt2pjrt {xrt2pjrt.__version__}): "
-            "each worker checks it has that copy before the program starts (gcloud compute tpus tpu-vm scp --recurse "
-            "--worker=all xrt2pjrt_shim pod: copies it)") in ran.stderr
+    assert (
+        f"xrt2pjrt launch: train.py imports the carried shim (xrt2pjrt_shim/, xrt2pjrt {xrt2pjrt.__version__}): "
+        "each worker checks it has that copy before the program starts (gcloud compute tpus tpu-vm scp --recurse "
+        "--worker=all xrt2pjrt_shim pod: copies it)"
+    ) in ran.stderr
 
 
 def test_a_script_that_imports_the_carried_shim_with_no_copy_beside_it_is_not_launched(pod):
@@ -588,8 +764,10 @@ def test_a_script_that_imports_the_carried_shim_with_no_copy_beside_it_is_not_la
     (pod.root / "jobs" / "train.py").write_text(SHIMMED_SCRIPT)
     ran = pod.run(LAUNCH + ["--tpu", "pod", "--", "python3", "-u", "jobs/train.py"])
     assert ran.returncode == 2
-    assert ("jobs/train.py imports xrt2pjrt_shim, and there is no jobs/xrt2pjrt_shim/ beside it: run "
-            "`xrt2pjrt migrate --write --target shim jobs`") in ran.stderr
+    assert (
+        "jobs/train.py imports xrt2pjrt_shim, and there is no jobs/xrt2pjrt_shim/ beside it: run "
+        "`xrt2pjrt migrate --write --target shim jobs`"
+    ) in ran.stderr
     assert pod.gcloud_calls() == []
 
 
@@ -600,29 +778,37 @@ def test_a_worker_without_the_copy_or_with_another_version_stops_saying_what_to_
     worker_home.mkdir()
     (worker_home / "train.py").write_text(SHIMMED_SCRIPT)
     secret = {"XRT2PJRT_JOB_SECRET": "s" * 32}
-    missing = subprocess.run(["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret},
-                             capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(
+        ["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret}, capture_output=True, text=True, timeout=60
+    )
     assert missing.returncode == 1 and pod.calls() == {}, "the program did not start"
-    assert (f"xrt2pjrt launch: this worker has no xrt2pjrt_shim/ of xrt2pjrt {xrt2pjrt.__version__}, which train.py "
-            "imports: copy it from the launching machine (gcloud compute tpus tpu-vm scp") in missing.stderr
+    assert (
+        f"xrt2pjrt launch: this worker has no xrt2pjrt_shim/ of xrt2pjrt {xrt2pjrt.__version__}, which train.py "
+        "imports: copy it from the launching machine (gcloud compute tpus tpu-vm scp"
+    ) in missing.stderr
     old = worker_home / "xrt2pjrt_shim"
     old.mkdir()
-    (old / "__init__.py").write_text((copy / "__init__.py").read_text().replace(
-        f'__version__ = "{xrt2pjrt.__version__}"', '__version__ = "0.0.9"'))
-    other = subprocess.run(["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret},
-                           capture_output=True, text=True, timeout=60)
+    (old / "__init__.py").write_text(
+        (copy / "__init__.py").read_text().replace(f'__version__ = "{xrt2pjrt.__version__}"', '__version__ = "0.0.9"')
+    )
+    other = subprocess.run(
+        ["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret}, capture_output=True, text=True, timeout=60
+    )
     assert other.returncode == 1 and "this worker has no xrt2pjrt_shim/ of xrt2pjrt" in other.stderr
     (old / "__init__.py").write_bytes((copy / "__init__.py").read_bytes())  # the copy, as scp brings it
-    same = subprocess.run(["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret},
-                          capture_output=True, text=True, timeout=60)
+    same = subprocess.run(
+        ["bash", "-c", command], cwd=worker_home, env={**pod.env, **secret}, capture_output=True, text=True, timeout=60
+    )
     assert same.returncode == 0, same.stderr
     assert [c.argv for c in pod.calls()[0]] == [["python3", "train.py"]]
 
 
 def test_in_a_container_the_copy_is_the_images_said_not_checked(pod):
     _carried(pod.root)
-    ran = pod.run(LAUNCH + ["--tpu", "pod", "--num-workers", "1", "--docker-image", "img:1", "--dry-run", "--",
-                            "python3", "train.py"])
+    ran = pod.run(
+        LAUNCH
+        + ["--tpu", "pod", "--num-workers", "1", "--docker-image", "img:1", "--dry-run", "--", "python3", "train.py"]
+    )
     assert ran.returncode == 0, ran.stderr
     assert "the image must hold it beside the script (not checked from here)" in ran.stderr
     assert "xrt2pjrt_shim" not in ran.stdout

@@ -118,8 +118,11 @@ if __name__ == "__main__":
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XRT_", "XRT2PJRT_", "CPU_NUM_DEVICES", "PJRT_",
-                                                                      "MASTER_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("XRT_", "XRT2PJRT_", "CPU_NUM_DEVICES", "PJRT_", "MASTER_"))
+    }
     env.update(PYTHONPATH=str(ROOT), XRT2PJRT_RENDEZVOUS_TIMEOUT="120", **extra)
     return env
 
@@ -132,8 +135,13 @@ def _script(tmp_path: Path, text: str) -> Path:
 
 
 def _run(*words: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", *words], env=env or _env(), capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "run", *words],
+        env=env or _env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _results(folder: Path) -> dict[int, dict]:
@@ -149,9 +157,16 @@ def test_per_process_runs_the_script_once_per_replica_as_torchrun_would(tmp_path
     seen = _results(tmp_path)
     assert sorted(seen) == [0, 1]
     for i, replica in seen.items():
-        assert replica == {"name": "__main__", "argv": ["--nprocs", "9", "--help"], "dist": [i, 2],
-                           "torchrun": [str(i), str(i), "2", "2"], "torchelastic": True, "all_reduce": [3.0],
-                           "world_size": 2, "neighbour": "beside the script"}
+        assert replica == {
+            "name": "__main__",
+            "argv": ["--nprocs", "9", "--help"],
+            "dist": [i, 2],
+            "torchrun": [str(i), str(i), "2", "2"],
+            "torchelastic": True,
+            "all_reduce": [3.0],
+            "world_size": 2,
+            "neighbour": "beside the script",
+        }
 
 
 @pytest.mark.xla
@@ -212,10 +227,15 @@ with open(os.path.join(flags.out, "trained"), "w") as handle:  # a whole trainin
 
 
 @pytest.mark.xla
-@pytest.mark.parametrize("first_call,line", [
-    ("torch_xla.device", "device = torch_xla.device()"), ("xr.world_size", "world = xr.world_size()"),
-    ("init_process_group", 'dist.init_process_group("xla", init_method="xla://")'),
-    ("shim xm.xla_device", "world, device = shim_xm.xrt_world_size(), shim_xm.xla_device()")])
+@pytest.mark.parametrize(
+    "first_call,line",
+    [
+        ("torch_xla.device", "device = torch_xla.device()"),
+        ("xr.world_size", "world = xr.world_size()"),
+        ("init_process_group", 'dist.init_process_group("xla", init_method="xla://")'),
+        ("shim xm.xla_device", "world, device = shim_xm.xrt_world_size(), shim_xm.xla_device()"),
+    ],
+)
 def test_a_script_that_never_spawns_stops_at_its_first_device_call_not_after_training(tmp_path, first_call, line):
     script = _script(tmp_path, NEVER_SPAWNS)
     done = _run("--nprocs", "4", str(script), first_call, str(tmp_path))
@@ -235,8 +255,9 @@ def test_at_one_replica_a_script_that_never_spawns_runs_to_its_end(tmp_path):
 
 
 @pytest.mark.xla
-@pytest.mark.parametrize("mode", ["xmp.spawn(nprocs=1)", "shim xmp.spawn(nprocs=1)",
-                                  "launch(debug_single_process=True)"])
+@pytest.mark.parametrize(
+    "mode", ["xmp.spawn(nprocs=1)", "shim xmp.spawn(nprocs=1)", "launch(debug_single_process=True)"]
+)
 def test_a_spawn_of_one_replica_stops_at_the_spawn_saying_so(tmp_path, mode):
     done = _run("--nprocs", "4", str(_script(tmp_path, SPAWNING)), mode, str(tmp_path), "0")
     assert done.returncode == run_command.EXIT_NEVER_SPAWNED, done.stderr[-3000:]
@@ -246,14 +267,21 @@ def test_a_spawn_of_one_replica_stops_at_the_spawn_saying_so(tmp_path, mode):
 
 
 @pytest.mark.xla
-@pytest.mark.parametrize("nprocs, replicas, note", [
-    (8, 2, "nprocs=8 but XRT2PJRT_CPU_REPLICAS gives this host 2 CPU replicas: running all 2"),
-    (3, 3, "nprocs=3 runs 3 of the 4 CPU replicas"), (4, 4, None)])
+@pytest.mark.parametrize(
+    "nprocs, replicas, note",
+    [
+        (8, 2, "nprocs=8 but XRT2PJRT_CPU_REPLICAS gives this host 2 CPU replicas: running all 2"),
+        (3, 3, "nprocs=3 runs 3 of the 4 CPU replicas"),
+        (4, 4, None),
+    ],
+)
 def test_the_shims_spawn_of_a_legacy_count_runs_the_replicas_run_asked_for_as_a_tpu_host_runs_its_devices(
-        tmp_path, nprocs, replicas, note):
+    tmp_path, nprocs, replicas, note
+):
     asked = 2 if nprocs == 8 else 4
-    done = _run("--nprocs", str(asked), str(_script(tmp_path, SPAWNING)), f"shim xmp.spawn(nprocs={nprocs})",
-                str(tmp_path), "0")
+    done = _run(
+        "--nprocs", str(asked), str(_script(tmp_path, SPAWNING)), f"shim xmp.spawn(nprocs={nprocs})", str(tmp_path), "0"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = _results(tmp_path)
     assert sorted(results) == list(range(replicas)) and {r[2] for r in results.values()} == {replicas}
@@ -265,15 +293,22 @@ def test_torch_xlas_spawn_of_a_nested_fn_fails_as_on_a_tpu_naming_it(tmp_path):
     """torch_xla's spawn pickles fn and args even under fork (its ProcessPoolExecutor): run
     fails where a pod would, before any replica starts, rather than run 2 healthy replicas."""
     script = _script(tmp_path, SPAWNING)
-    alone = subprocess.run([sys.executable, str(script), "xmp.spawn(nested fn)", str(tmp_path), "0"],
-                           env=_env(PJRT_DEVICE="CPU"), capture_output=True, text=True, timeout=300)
+    alone = subprocess.run(
+        [sys.executable, str(script), "xmp.spawn(nested fn)", str(tmp_path), "0"],
+        env=_env(PJRT_DEVICE="CPU"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert alone.returncode != 0 and "Can't pickle local object 'nested_mp_fn.<locals>._mp_fn'" in alone.stderr
     done = _run("--nprocs", "2", str(script), "xmp.spawn(nested fn)", str(tmp_path), "0")
     assert done.returncode == 1, done.stderr[-3000:]
     assert _results(tmp_path) == {}
-    assert ("torch_xla's spawn (xmp.spawn, torch_xla.launch) sends fn and args to its replica processes by pickle, "
-            "even with start_method='fork', as it does on a TPU, and fn cannot be pickled: Can't pickle local "
-            "object 'nested_mp_fn.<locals>._mp_fn'") in done.stderr
+    assert (
+        "torch_xla's spawn (xmp.spawn, torch_xla.launch) sends fn and args to its replica processes by pickle, "
+        "even with start_method='fork', as it does on a TPU, and fn cannot be pickled: Can't pickle local "
+        "object 'nested_mp_fn.<locals>._mp_fn'"
+    ) in done.stderr
     assert "or use the shim's xmp.spawn (xrt2pjrt.shim.xla_multiprocessing) with start_method='fork'" in done.stderr
     done = _run("--nprocs", "2", str(script), "launch(lambda in args)", str(tmp_path), "0")
     assert done.returncode == 1 and _results(tmp_path) == {}
@@ -302,8 +337,10 @@ def test_without_torch_xla_run_says_so(tmp_path, monkeypatch):
     with pytest.raises(run_command.RunError) as said:
         run_command.main(str(script), [], 2)
     # it said "pip install 'xrt2pjrt[xla]'", which is not on PyPI
-    assert str(said.value) == ("torch_xla is not installed: run needs it (pip install torch==2.9.0 torch_xla==2.9.0; "
-                               "or, in the xrt2pjrt checkout, pip install -e '.[xla]')")
+    assert str(said.value) == (
+        "torch_xla is not installed: run needs it (pip install torch==2.9.0 torch_xla==2.9.0; "
+        "or, in the xrt2pjrt checkout, pip install -e '.[xla]')"
+    )
 
 
 def test_a_missing_script_is_an_error_before_anything_starts(tmp_path):
@@ -311,9 +348,17 @@ def test_a_missing_script_is_an_error_before_anything_starts(tmp_path):
     assert done.returncode == 2 and "absent.py: no such file" in done.stderr
 
 
-@pytest.mark.parametrize("master,address,port", [
-    ("10.0.0.2", "10.0.0.2", None), ("10.0.0.2:29500", "10.0.0.2", "29500"), ("host-0:1", "host-0", "1"),
-    ("[fd00::1]:29500", "fd00::1", "29500"), ("[fd00::1]", "fd00::1", None), ("fd00::1", "fd00::1", None)])
+@pytest.mark.parametrize(
+    "master,address,port",
+    [
+        ("10.0.0.2", "10.0.0.2", None),
+        ("10.0.0.2:29500", "10.0.0.2", "29500"),
+        ("host-0:1", "host-0", "1"),
+        ("[fd00::1]:29500", "fd00::1", "29500"),
+        ("[fd00::1]", "fd00::1", None),
+        ("fd00::1", "fd00::1", None),
+    ],
+)
 def test_master_sets_master_addr_and_port(master, address, port):
     environ: dict[str, str] = {}
     run_command.configure(2, hosts=2, host_index=1, master=master, environ=environ)
@@ -328,7 +373,9 @@ def test_a_master_that_is_not_addr_port_is_an_error(master):
         run_command.configure(2, master=master, environ={})
 
 
-@pytest.mark.parametrize("hosts,index,environ", [(2, 2, {}), (None, 1, {}), (None, None, {"XRT2PJRT_CPU_HOSTS": "two"})])
+@pytest.mark.parametrize(
+    "hosts,index,environ", [(2, 2, {}), (None, 1, {}), (None, None, {"XRT2PJRT_CPU_HOSTS": "two"})]
+)
 def test_a_host_index_outside_the_hosts_is_an_error(hosts, index, environ):
     with pytest.raises(run_command.RunError, match="is not one of"):
         run_command.configure(2, hosts=hosts, host_index=index, environ=environ)
@@ -346,11 +393,33 @@ def test_two_hosts_join_through_run_options(tmp_path):
     script = _script(tmp_path, SPAWNING)
     port = free_port()
     secret = uuid.uuid4().hex  # several hosts: the job's store lets in only its holders
-    runs = [subprocess.Popen([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", "--hosts", "2",
-                              "--host-index", str(h), "--master", f"127.0.0.1:{port}", str(script), "launch",
-                              str(tmp_path), "0"], env=_env(XRT2PJRT_JOB_SECRET=secret), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-            for h in (1, 0)]
+    runs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "xrt2pjrt",
+                "run",
+                "--nprocs",
+                "2",
+                "--hosts",
+                "2",
+                "--host-index",
+                str(h),
+                "--master",
+                f"127.0.0.1:{port}",
+                str(script),
+                "launch",
+                str(tmp_path),
+                "0",
+            ],
+            env=_env(XRT2PJRT_JOB_SECRET=secret),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for h in (1, 0)
+    ]
     outputs = [process.communicate(timeout=300)[0] for process in runs]
     assert all(process.returncode == 0 for process in runs), "\n---\n".join(o[-3000:] for o in outputs)
     # host h runs ordinals 2h and 2h+1, as torch_xla numbers a pod's processes

@@ -62,20 +62,33 @@ def gathered(values):
 
 def test_an_item_is_the_statement_below_its_todo_lines(tmp_path):
     source = tmp_path / "train.py"
-    source.write_text("x = 1\n# TODO(xrt2pjrt): a [rule-a]\n# TODO(xrt2pjrt): b [rule-b]\n\n# a comment\n"
-                      "y = f(\n    x)\n# TODO(xrt2pjrt): c [rule-c]\n")
+    source.write_text(
+        "x = 1\n# TODO(xrt2pjrt): a [rule-a]\n# TODO(xrt2pjrt): b [rule-b]\n\n# a comment\n"
+        "y = f(\n    x)\n# TODO(xrt2pjrt): c [rule-c]\n"
+    )
     assert [(item.rule, item.message, item.first, item.last) for item in run_items.items_in(str(source))] == [
-        ("rule-a", "a", 6, 7), ("rule-b", "b", 6, 7)]  # a TODO line above nothing is no item
+        ("rule-a", "a", 6, 7),
+        ("rule-b", "b", 6, 7),
+    ]  # a TODO line above nothing is no item
 
 
 def _ran(tmp_path, *words):
     (tmp_path / "train.py").write_text(textwrap.dedent(SCRIPT))
     (tmp_path / "metrics.py").write_text(textwrap.dedent(METRICS))
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", "train.py", *words],
-                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", "train.py", *words],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     said = done.stderr.partition("the items to decide of the code it ran, as the run saw them:\n")[2]
-    return done, [list(verdict.groups()) for line in said.splitlines()
-                  if (verdict := re.match(r"\s+(confirmed|cleared|not reached|not checked)\s+(\S+)", line))]
+    return done, [
+        list(verdict.groups())
+        for line in said.splitlines()
+        if (verdict := re.match(r"\s+(confirmed|cleared|not reached|not checked)\s+(\S+)", line))
+    ]
 
 
 @pytest.mark.xla
@@ -85,8 +98,13 @@ def test_the_run_confirms_the_items_whose_trouble_it_met_and_clears_the_others(t
     done, said = _ran(tmp_path, "numpy", start_method)
     # the numpy value stopped the replicas at mesh_reduce, as it does on a TPU
     assert done.returncode != 0 and "UnpicklingError" in done.stderr
-    assert said == [["cleared", "train.py:15"], ["confirmed", "train.py:18"], ["not reached", "train.py:20"],
-                    ["cleared", "train.py:27"], ["not reached", "metrics.py:12"]], done.stderr[-3000:]
+    assert said == [
+        ["cleared", "train.py:15"],
+        ["confirmed", "train.py:18"],
+        ["not reached", "train.py:20"],
+        ["cleared", "train.py:27"],
+        ["not reached", "metrics.py:12"],
+    ], done.stderr[-3000:]
     assert "got a numpy.float64, which torch.load(weights_only=True) refuses (2 of 2 calls)" in done.stderr
 
 
@@ -107,9 +125,18 @@ def test_a_launching_process_that_starts_the_runtime_first_confirms_the_spawns_i
         "def _mp_fn(index):\n    pass\n\nDEVICE = torch_xla.device()\n\n"
         "# TODO(xrt2pjrt): move XLA calls into the spawned fn [spawn-runtime-before]\n"
         "xmp.spawn(_mp_fn, start_method='fork')\n"
-        "# TODO(xrt2pjrt): use xr.world_size() at its reads [spawn-nprocs-expression]\nprint(8)\n")
-    done = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", "early.py"], cwd=tmp_path,
-                          env=_env(), capture_output=True, text=True, timeout=300)
-    assert "  confirmed    early.py:10 [spawn-runtime-before] the launching process started the XLA runtime before " \
-           "any spawn, at " in done.stderr, done.stderr[-3000:]
+        "# TODO(xrt2pjrt): use xr.world_size() at its reads [spawn-nprocs-expression]\nprint(8)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", "early.py"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (
+        "  confirmed    early.py:10 [spawn-runtime-before] the launching process started the XLA runtime before "
+        "any spawn, at " in done.stderr
+    ), done.stderr[-3000:]
     assert "  not checked  early.py:12 [spawn-nprocs-expression]" in done.stderr

@@ -24,8 +24,16 @@ import pytest
 from xrt2pjrt.runtime import verify, verify_checks
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED_CHECKS = ("ordinal", "all_gather", "reduce_scatter", "all_to_all", "all_reduce", "collective_permute",
-               "rendezvous", "mesh_reduce")
+SEED_CHECKS = (
+    "ordinal",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "all_reduce",
+    "collective_permute",
+    "rendezvous",
+    "mesh_reduce",
+)
 ORDERING = ("all_gather pin_layout=False", "all_gather pin_layout=True", "reduce_scatter", "all_to_all")
 # In the CPU replica mode both APIs' collectives run on the mode's transport, which the fault breaks.
 ORDERING_CHECKS = {f"{check} ({api})" for check in ORDERING for api in ("shim", "torch_xla")}
@@ -41,8 +49,9 @@ def _env() -> dict[str, str]:
 
 def _run(*command: str) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    result = subprocess.run([sys.executable, *command], env=_env(), cwd=ROOT, capture_output=True, text=True,
-                            timeout=BOUND_SECONDS)
+    result = subprocess.run(
+        [sys.executable, *command], env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=BOUND_SECONDS
+    )
     return result, time.monotonic() - started
 
 
@@ -50,8 +59,8 @@ def _rows(table: str, check: str) -> list[list[str]]:
     """The table's rows of one check, one per ordinal: [ordinal, expected, got, PASS/FAIL]."""
     lines = table.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith(check + " "))
-    rows = [_cells(lines[first][len(check):])]
-    for line in lines[first + 1:]:
+    rows = [_cells(lines[first][len(check) :])]
+    for line in lines[first + 1 :]:
         if not line.startswith(" ") or not line.endswith(("PASS", "FAIL")):
             break
         rows.append(_cells(line))
@@ -98,8 +107,11 @@ def test_four_cpu_replicas_pass_and_the_table_shows_every_ordinal():
     # ordinal i expects and gets [-i]
     for api in ("shim", "torch_xla"):
         assert _rows(result.stdout, f"reduce_scatter ({api})") == [
-            ["0", "[0]", "[0]", "PASS"], ["1", "[-1]", "[-1]", "PASS"], ["2", "[-2]", "[-2]", "PASS"],
-            ["3", "[-3]", "[-3]", "PASS"]]
+            ["0", "[0]", "[0]", "PASS"],
+            ["1", "[-1]", "[-1]", "PASS"],
+            ["2", "[-2]", "[-2]", "PASS"],
+            ["3", "[-3]", "[-3]", "PASS"],
+        ]
     assert "trivial" not in result.stdout
     print(f"4-replica verify took {seconds:.1f} s")
 
@@ -140,8 +152,11 @@ def test_rendezvous_without_barrier_fails_exactly_the_rendezvous_checks():
 def _faithful_report(ordinal: int, world: int, label: str) -> dict:
     results = {f"{check.name} ({label})": check.expect(ordinal, world) for check in verify_checks.CHECKS}
     results[f"rendezvous barrier ({label})"] = verify_checks.LATE_SECONDS
-    return {"identity": {label: {"ordinal": ordinal, "world_size": world, "local_ordinal": ordinal}},
-            "replica_id": ordinal, "results": results}
+    return {
+        "identity": {label: {"ordinal": ordinal, "world_size": world, "local_ordinal": ordinal}},
+        "replica_id": ordinal,
+        "results": results,
+    }
 
 
 # What the seed's v3-8 printed (pin_layout=False): rank i's reduce_scatter and all_to_all rows.
@@ -167,7 +182,11 @@ def test_the_seeds_recorded_v3_8_output_fails_the_right_checks_on_the_right_ordi
     table = verify.render(verify.Verification(8, "TPU", "seed", "nightly", list(checks.values())))
     assert _rows(table, "reduce_scatter (torch_xla)")[2] == ["2", "[-2]", "[-6]", "FAIL"]
     assert _rows(table, "all_gather pin_layout=False (torch_xla)")[0] == [
-        "0", "[0, 1, 2, 3, 4, 5, 6, 7]", "[0, 1, 4, 5, 6, 7, 2, 3]", "FAIL"]
+        "0",
+        "[0, 1, 2, 3, 4, 5, 6, 7]",
+        "[0, 1, 4, 5, 6, 7, 2, 3]",
+        "FAIL",
+    ]
     assert "3 of 12 checks FAILED" in table
 
 
@@ -202,11 +221,14 @@ def test_importing_verify_does_not_import_torch():
 
 
 @pytest.mark.xla  # without torch_xla the reason is its absence
-@pytest.mark.parametrize("env,nprocs,reason", [
-    ({"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "2"}, None, "torch_xla aborts in every collective"),
-    ({"PJRT_DEVICE": "TPU"}, 4, "--nprocs is for CPU"),
-    ({"PJRT_DEVICE": "CPU"}, 0, "at least one replica"),
-])
+@pytest.mark.parametrize(
+    "env,nprocs,reason",
+    [
+        ({"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "2"}, None, "torch_xla aborts in every collective"),
+        ({"PJRT_DEVICE": "TPU"}, 4, "--nprocs is for CPU"),
+        ({"PJRT_DEVICE": "CPU"}, 0, "at least one replica"),
+    ],
+)
 def test_setups_that_cannot_run_exit_2_with_the_reason(monkeypatch, env, nprocs, reason):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -216,8 +238,9 @@ def test_setups_that_cannot_run_exit_2_with_the_reason(monkeypatch, env, nprocs,
 
 
 def test_without_torch_xla_verify_exits_2_and_points_at_doctor(monkeypatch):
-    monkeypatch.setattr(verify.doctor, "installed_versions",
-                        lambda: {"torch": "2.9.0", "torch_xla": None, "libtpu": None})
+    monkeypatch.setattr(
+        verify.doctor, "installed_versions", lambda: {"torch": "2.9.0", "torch_xla": None, "libtpu": None}
+    )
     messages = []
     assert verify.main(None, as_json=True, echo=messages.append, error=messages.append) == verify.EXIT_NOT_RUN
     assert messages == ["xrt2pjrt verify: torch_xla is not installed: nothing to verify (see xrt2pjrt doctor)"]

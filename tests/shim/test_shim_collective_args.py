@@ -56,7 +56,7 @@ def xla_all_reduce(inputs: dict[int, list], groups) -> dict[int, list]:
 
 def chunks(values: list, count: int) -> list[list]:
     size = len(values) // count
-    return [values[i * size:(i + 1) * size] for i in range(count)]
+    return [values[i * size : (i + 1) * size] for i in range(count)]
 
 
 def xla_reduce_scatter(inputs: dict[int, list], groups) -> dict[int, list]:
@@ -140,8 +140,12 @@ def run(op: str, ordinal_at: dict[int, int], groups_sent, implicit_order, make_i
     elif op == "collective_permute":
         out = xla_collective_permute(inputs, pairs)
     else:
-        out = {"all_gather": xla_all_gather, "all_reduce": xla_all_reduce,
-               "reduce_scatter": xla_reduce_scatter, "all_to_all": xla_all_to_all}[op](inputs, groups)
+        out = {
+            "all_gather": xla_all_gather,
+            "all_reduce": xla_all_reduce,
+            "reduce_scatter": xla_reduce_scatter,
+            "all_to_all": xla_all_to_all,
+        }[op](inputs, groups)
     return {ordinal_at[r]: value for r, value in out.items()}
 
 
@@ -201,7 +205,16 @@ def test_model_reproduces_the_seed_table_on_the_seed_runtime():
     assert all(v == [0, 1, 4, 5, 6, 7, 2, 3] for v in gathered.values())
     scattered = run("reduce_scatter", ordinal_at, [], range(world), lambda o: [-x for x in range(world)])
     # every rank inputs -arange(8) with scale 1/8: the sum of 8 copies, scaled, is -arange(8)
-    assert {rank: v[0] / world for rank, v in scattered.items()} == {0: 0, 1: -1, 2: -6, 3: -7, 4: -2, 5: -3, 6: -4, 7: -5}
+    assert {rank: v[0] / world for rank, v in scattered.items()} == {
+        0: 0,
+        1: -1,
+        2: -6,
+        3: -7,
+        4: -2,
+        5: -3,
+        6: -4,
+        7: -5,
+    }
     to_all = run("all_to_all", ordinal_at, [], range(world), lambda o: list(range(world)))
     assert to_all[2] == [6] * 8 and to_all[4] == [2] * 8  # rank i receives chunk -(replica of i)
 
@@ -213,8 +226,12 @@ def test_shim_orders_results_by_ordinal_on_the_seeds_device_orders(device_ids, t
     may materialise the implicit group in a ring order: the shim's explicit groups win."""
     devices = layout(device_ids, threads)
     world = len(devices)
-    order = {"replica order": list(range(world)), "v5p ring": V5P_2X2X2_RING, "v6e ring": V6E_2X4_RING,
-             "reversed": list(reversed(range(world)))}[implicit]
+    order = {
+        "replica order": list(range(world)),
+        "v5p ring": V5P_2X2X2_RING,
+        "v6e ring": V6E_2X4_RING,
+        "reversed": list(reversed(range(world))),
+    }[implicit]
     order = [r for r in order if r < world] if world < len(order) else order
     check_ordinal_order(dense_runtime(devices), world, None, order)
 
@@ -255,7 +272,7 @@ def topologies(draw):
     implicit = draw(st.permutations(list(range(world))))
     group_size = draw(st.sampled_from([d for d in range(1, world + 1) if world % d == 0]))
     shuffled = draw(st.permutations(list(range(world))))
-    user_groups = draw(st.sampled_from([None, [shuffled[i:i + group_size] for i in range(0, world, group_size)]]))
+    user_groups = draw(st.sampled_from([None, [shuffled[i : i + group_size] for i in range(0, world, group_size)]]))
     return layout(ids, threads), implicit, user_groups
 
 

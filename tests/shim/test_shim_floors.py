@@ -31,8 +31,11 @@ def _floors() -> dict[str, int]:
 
 
 def _modules() -> dict[str, Path]:
-    return {".".join(path.relative_to(SHIM).with_suffix("").parts): path
-            for path in SHIM.rglob("*.py") if path.name != "__init__.py"}
+    return {
+        ".".join(path.relative_to(SHIM).with_suffix("").parts): path
+        for path in SHIM.rglob("*.py")
+        if path.name != "__init__.py"
+    }
 
 
 def _imports(path: Path, module: str):
@@ -59,8 +62,11 @@ def _edges() -> dict[str, list[tuple[str, int, bool]]]:
     modules = _modules()
     edges = {}
     for module, path in modules.items():
-        edges[module] = [(name[len(PACKAGE) + 1:], line, at_top) for name, line, at_top in _imports(path, module)
-                         if name.startswith(f"{PACKAGE}.") and name[len(PACKAGE) + 1:] in modules]
+        edges[module] = [
+            (name[len(PACKAGE) + 1 :], line, at_top)
+            for name, line, at_top in _imports(path, module)
+            if name.startswith(f"{PACKAGE}.") and name[len(PACKAGE) + 1 :] in modules
+        ]
     return edges
 
 
@@ -77,11 +83,18 @@ def test_a_package_of_the_shim_is_its_docstring_alone():
 
 def test_no_import_runs_up_a_floor_or_hides_in_a_function():
     floors = _floors()
-    wrong = [f"{module}:{line} imports {target} ({'floor %d -> %d' % (floors[module], floors[target])})"
-             for module, imported in _edges().items() for target, line, at_top in imported
-             if floors[target] < floors[module]]
-    hidden = [f"{module}:{line} imports {target} inside a function or class"
-              for module, imported in _edges().items() for target, line, at_top in imported if not at_top]
+    wrong = [
+        f"{module}:{line} imports {target} ({'floor %d -> %d' % (floors[module], floors[target])})"
+        for module, imported in _edges().items()
+        for target, line, at_top in imported
+        if floors[target] < floors[module]
+    ]
+    hidden = [
+        f"{module}:{line} imports {target} inside a function or class"
+        for module, imported in _edges().items()
+        for target, line, at_top in imported
+        if not at_top
+    ]
     assert wrong + hidden == []
 
 
@@ -90,7 +103,7 @@ def test_no_circle():
     done: set[str] = set()
 
     def visit(module: str, path: list[str]) -> None:
-        assert module not in path, f"circle: {' -> '.join(path[path.index(module):] + [module])}"
+        assert module not in path, f"circle: {' -> '.join(path[path.index(module) :] + [module])}"
         if module in done:
             return
         for target in sorted(edges[module]):

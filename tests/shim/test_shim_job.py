@@ -13,16 +13,35 @@ import pytest
 from xrt2pjrt.shim import job, settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-V4_16 = {"PJRT_DEVICE": "TPU", "TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v4-16",
-         "TPU_HOST_BOUNDS": "1,1,2", "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1",
-         "TPU_WORKER_HOSTNAMES": "10.0.0.5,10.0.0.6"}
+V4_16 = {
+    "PJRT_DEVICE": "TPU",
+    "TPU_SKIP_MDS_QUERY": "1",
+    "TPU_ACCELERATOR_TYPE": "v4-16",
+    "TPU_HOST_BOUNDS": "1,1,2",
+    "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1",
+    "TPU_WORKER_HOSTNAMES": "10.0.0.5,10.0.0.6",
+}
 
 
 def test_torchrun_names_the_processes_and_rank_0_serves_on_master_addr():
-    two_nodes = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1",
-                 "MASTER_ADDR": "10.1.2.3", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none"}
+    two_nodes = {
+        "RANK": "5",
+        "WORLD_SIZE": "8",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "4",
+        "GROUP_RANK": "1",
+        "MASTER_ADDR": "10.1.2.3",
+        "MASTER_PORT": "29500",
+        "TORCHELASTIC_RUN_ID": "none",
+    }
     described = job.from_env(two_nodes)
-    assert (described.process, described.processes, described.local_process, described.host, described.hosts) == (5, 8, 1, 1, 2)
+    assert (described.process, described.processes, described.local_process, described.host, described.hosts) == (
+        5,
+        8,
+        1,
+        1,
+        2,
+    )
     assert (described.store_host, described.store_port, described.serves) == ("10.1.2.3", 29501, False)
     assert job.from_env({**two_nodes, "RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0"}).serves
     one_node = job.from_env({"RANK": "2", "WORLD_SIZE": "4", "LOCAL_RANK": "2", "MASTER_ADDR": "10.1.2.3"})
@@ -48,8 +67,11 @@ def test_one_process_per_host_or_the_parent_of_spawn_on_a_pod():
 
 
 def test_alone_on_one_host_nothing_says_there_is_a_job():
-    for env in ({}, {"PJRT_DEVICE": "CPU"}, {**V4_16, "TPU_ACCELERATOR_TYPE": "v4-8", "TPU_HOST_BOUNDS": "1,1,1",
-                                                "TPU_WORKER_HOSTNAMES": ""}):
+    for env in (
+        {},
+        {"PJRT_DEVICE": "CPU"},
+        {**V4_16, "TPU_ACCELERATOR_TYPE": "v4-8", "TPU_HOST_BOUNDS": "1,1,1", "TPU_WORKER_HOSTNAMES": ""},
+    ):
         described = job.from_env(env)
         assert (described.processes, described.store_host, described.serves) == (1, "127.0.0.1", True)
 
@@ -57,7 +79,12 @@ def test_alone_on_one_host_nothing_says_there_is_a_job():
 def test_a_spawn_parent_that_serves_and_an_explicit_address_override_the_place():
     base = {**V4_16, "TPU_WORKER_ID": "1", "PJRT_LOCAL_PROCESS_COUNT": "4", "PJRT_LOCAL_PROCESS_RANK": "0"}
     served = job.from_env({**base, settings.SERVED_STORE.name: "10.0.0.5:41000"})
-    assert (served.store_host, served.store_port, served.serves, served.served_by_parent) == ("10.0.0.5", 41000, False, True)
+    assert (served.store_host, served.store_port, served.serves, served.served_by_parent) == (
+        "10.0.0.5",
+        41000,
+        False,
+        True,
+    )
     explicit = job.from_env({**base, "TPU_WORKER_ID": "0", settings.RENDEZVOUS_ADDR.name: "[fd00::5]:4000"})
     assert (explicit.store_host, explicit.store_port, explicit.serves) == ("fd00::5", 4000, True)
     with pytest.raises(job.JobError, match="XRT2PJRT_RENDEZVOUS_ADDR='nowhere' is not host:port"):
@@ -85,8 +112,7 @@ def _children_secrets(parent_code: str, home) -> list[str]:
 
 
 def test_on_one_host_the_children_of_one_parent_share_a_secret_no_one_else_has(tmp_path):
-    parent = ("import subprocess, sys\n"
-              f"for _ in range(2): subprocess.run([sys.executable, '-c', {DERIVED!r}])\n")
+    parent = f"import subprocess, sys\nfor _ in range(2): subprocess.run([sys.executable, '-c', {DERIVED!r}])\n"
     first = _children_secrets(parent, tmp_path)
     second = _children_secrets(parent, tmp_path)
     assert len(first) == 2 and first[0] == first[1]  # one parent: one job, one secret

@@ -77,8 +77,9 @@ def _free_port() -> int:
 SECRET = uuid.uuid4().hex
 
 
-def _run(processes: list[list[int]], tags: dict[int, list[str]], world: int, *, env=None,
-         deadline: float = 60, **spec) -> dict[int, dict]:
+def _run(
+    processes: list[list[int]], tags: dict[int, list[str]], world: int, *, env=None, deadline: float = 60, **spec
+) -> dict[int, dict]:
     """Start one process per entry of ``processes`` (its ordinals run as threads)."""
     environment = {**os.environ, "PYTHONPATH": ROOT, "XRT2PJRT_JOB_SECRET": SECRET, **(env or {})}
     spec.update(world=world, tags={str(k): v for k, v in tags.items()})
@@ -87,8 +88,11 @@ def _run(processes: list[list[int]], tags: dict[int, list[str]], world: int, *, 
     started = []
     for ordinals in processes:
         arg = json.dumps({**spec, "ordinals": ordinals})
-        started.append(subprocess.Popen([PYTHON, "-c", WORKER, arg], env=environment, text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        started.append(
+            subprocess.Popen(
+                [PYTHON, "-c", WORKER, arg], env=environment, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+        )
         environment = {**environment, **spec.get("next_env", {})}
     results = {}
     try:
@@ -112,8 +116,9 @@ def served_store(monkeypatch):
 
 
 def test_barrier_holds_everyone_until_the_late_replica_arrives(served_store):
-    results = _run([[0], [1], [2]], {o: ["step"] * 3 for o in range(3)}, 3,
-                   store_port=served_store.port, delay={2: 2.0})
+    results = _run(
+        [[0], [1], [2]], {o: ["step"] * 3 for o in range(3)}, 3, store_port=served_store.port, delay={2: 2.0}
+    )
     late_arrival = results[2]["arrived"]
     for ordinal in (0, 1):
         assert results[ordinal]["left"] >= late_arrival - 0.05  # clocks are the same machine
@@ -125,14 +130,12 @@ def test_barrier_holds_everyone_until_the_late_replica_arrives(served_store):
 
 
 def test_subset_meets_without_the_others(served_store):
-    results = _run([[0], [2]], {0: ["pair"], 2: ["pair"]}, 4, store_port=served_store.port,
-                   replicas=[2, 0])
+    results = _run([[0], [2]], {0: ["pair"], 2: ["pair"]}, 4, store_port=served_store.port, replicas=[2, 0])
     assert results[0]["results"] == results[2]["results"] == [["from 0", "from 2"]]
 
 
 def test_tag_mismatch_names_both_tags_and_ordinals(served_store):
-    results = _run([[0], [1], [2]], {0: ["save"], 1: ["save"], 2: ["eval"]}, 3,
-                   store_port=served_store.port)
+    results = _run([[0], [1], [2]], {0: ["save"], 1: ["save"], 2: ["eval"]}, 3, store_port=served_store.port)
     for record in results.values():
         assert record["error"] == "RendezvousTagMismatch"
         assert "ordinals [0, 1] called rendezvous('save')" in record["message"]
@@ -141,8 +144,13 @@ def test_tag_mismatch_names_both_tags_and_ordinals(served_store):
 
 def test_timeout_names_the_replicas_that_never_arrived(served_store):
     started = time.monotonic()
-    results = _run([[0], [1]], {0: ["sync"], 1: ["sync"]}, 4, store_port=served_store.port,
-                   env={"XRT2PJRT_RENDEZVOUS_TIMEOUT": "2"})
+    results = _run(
+        [[0], [1]],
+        {0: ["sync"], 1: ["sync"]},
+        4,
+        store_port=served_store.port,
+        env={"XRT2PJRT_RENDEZVOUS_TIMEOUT": "2"},
+    )
     assert time.monotonic() - started < 30
     for record in results.values():
         assert record["error"] == "RendezvousTimeout"
@@ -158,8 +166,14 @@ def test_threads_in_processes_meet_in_the_store_local_process_0_serves():
     port = str(_free_port())
     first = {"PJRT_LOCAL_PROCESS_COUNT": "2", "PJRT_LOCAL_PROCESS_RANK": "1", "XRT2PJRT_RENDEZVOUS_PORT": port}
     started = time.monotonic()
-    results = _run([[0, 1], [2, 3]], {o: ["a", "b", "a"] for o in range(4)}, 4, env=first,
-                   next_env={"PJRT_LOCAL_PROCESS_RANK": "0"}, delay={2: 1.0, 3: 1.0})
+    results = _run(
+        [[0, 1], [2, 3]],
+        {o: ["a", "b", "a"] for o in range(4)},
+        4,
+        env=first,
+        next_env={"PJRT_LOCAL_PROCESS_RANK": "0"},
+        delay={2: 1.0, 3: 1.0},
+    )
     assert time.monotonic() - started < 30
     expected = [f"from {o}" for o in range(4)]
     assert {o: r["results"] for o, r in results.items()} == {o: [expected] * 3 for o in range(4)}
@@ -188,8 +202,9 @@ def test_each_handed_in_store_is_the_one_met_in_even_when_an_old_one_is_gone():
     assert [meet(server.port) for server in servers] == [server.port for server in servers]
 
 
-def _meet_in_threads(server, participants: int, payload: bytes, rounds: int = 2,
-                     timeout: float = 30, own_byte: bool = True) -> list[list[bytes]]:
+def _meet_in_threads(
+    server, participants: int, payload: bytes, rounds: int = 2, timeout: float = 30, own_byte: bool = True
+) -> list[list[bytes]]:
     """``participants`` threads of this process, each with a store client of its own for
     ``server``, meet ``rounds`` times, each giving ``payload`` and (``own_byte``) its
     ordinal's byte; what the last round returned to each (or its error)."""
@@ -199,8 +214,15 @@ def _meet_in_threads(server, participants: int, payload: bytes, rounds: int = 2,
         store = StoreClient("127.0.0.1", server.port, SECRET.encode(), timeout=timeout)
         try:
             for _ in range(rounds):
-                got[ordinal] = host_rendezvous("step", payload + bytes([ordinal] * own_byte), None, ordinal=ordinal,
-                                               world_size=participants, timeout=timeout, store=store)
+                got[ordinal] = host_rendezvous(
+                    "step",
+                    payload + bytes([ordinal] * own_byte),
+                    None,
+                    ordinal=ordinal,
+                    world_size=participants,
+                    timeout=timeout,
+                    store=store,
+                )
         except RendezvousError as error:
             got[ordinal] = str(error)
 
@@ -216,7 +238,9 @@ def test_the_stores_work_per_participant_does_not_grow_with_the_participants(mon
     request the store was sent, per participant and rendezvous, at 8 and at 32 participants."""
     sent = []
     send = client_module._Link.send
-    monkeypatch.setattr(client_module._Link, "send", lambda self, request: sent.append(len(request)) or send(self, request))
+    monkeypatch.setattr(
+        client_module._Link, "send", lambda self, request: sent.append(len(request)) or send(self, request)
+    )
     per_participant = {}
     for participants in (8, 32):
         server = StoreServer(listen("127.0.0.1", 0), SECRET.encode())

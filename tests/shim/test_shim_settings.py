@@ -28,11 +28,20 @@ def _code_strings(path: Path):
 
 def test_no_code_outside_settings_spells_an_xrt2pjrt_variable():
     """Docs and tests aside: they name the variables as a user does."""
-    sources = [*ROOT.joinpath("xrt2pjrt").rglob("*.py"), *ROOT.joinpath("bench").rglob("*.py"),
-               *ROOT.joinpath("tools").rglob("*.py"), ROOT / "setup.py"]
+    sources = [
+        *ROOT.joinpath("xrt2pjrt").rglob("*.py"),
+        *ROOT.joinpath("bench").rglob("*.py"),
+        *ROOT.joinpath("tools").rglob("*.py"),
+        ROOT / "setup.py",
+    ]
     home = ROOT / "xrt2pjrt" / "shim" / "settings.py"
-    spelled = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path in sources if path != home
-               for line, text in _code_strings(path) if "XRT2PJRT_" in text]
+    spelled = [
+        f"{path.relative_to(ROOT)}:{line}: {text!r}"
+        for path in sources
+        if path != home
+        for line, text in _code_strings(path)
+        if "XRT2PJRT_" in text
+    ]
     assert spelled == []
 
 
@@ -49,8 +58,14 @@ def test_unset_or_blank_is_the_default_and_a_refused_value_names_the_variable():
     assert timeout.read({}) == timeout.read({timeout.name: "  "}) == 300.0
     assert settings.CPU_REPLICAS.read({}) is None
     assert settings.RENDEZVOUS_ADDR.read({settings.RENDEZVOUS_ADDR.name: " [fd00::5]:4000 "}) == ("fd00::5", 4000)
-    refused = {settings.STORE_MAX_BYTES: "0", settings.CPU_REPLICAS: "many", settings.RENDEZVOUS_PORT: "x",
-               settings.RENDEZVOUS_ADDR: "nowhere", settings.RENDEZVOUS_TRANSPORT: "grpc", timeout: "-1"}
+    refused = {
+        settings.STORE_MAX_BYTES: "0",
+        settings.CPU_REPLICAS: "many",
+        settings.RENDEZVOUS_PORT: "x",
+        settings.RENDEZVOUS_ADDR: "nowhere",
+        settings.RENDEZVOUS_TRANSPORT: "grpc",
+        timeout: "-1",
+    }
     for setting, value in refused.items():
         with pytest.raises(settings.SettingError) as refusal:
             setting.read({setting.name: value})

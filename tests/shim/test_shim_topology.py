@@ -54,8 +54,13 @@ def test_every_generation_lays_out_hosts_processes_and_devices(accelerator, extr
 
 def test_v4_16_worker_1_runs_task_ids_4_to_7_like_torch_xla():
     topo = topology.from_env(
-        env("v4-16", worker=1, hostnames=["10.130.0.31", "10.130.0.30"],
-            TPU_HOST_BOUNDS="1,1,2", TPU_CHIPS_PER_HOST_BOUNDS="2,2,1")
+        env(
+            "v4-16",
+            worker=1,
+            hostnames=["10.130.0.31", "10.130.0.30"],
+            TPU_HOST_BOUNDS="1,1,2",
+            TPU_CHIPS_PER_HOST_BOUNDS="2,2,1",
+        )
     )
     assert topo.local_process_task_ids == [4, 5, 6, 7]
     assert topo.hostnames == ("10.130.0.31", "10.130.0.30")
@@ -67,7 +72,10 @@ def test_v4_8_one_host_four_processes_one_device_each():
     topo = topology.from_env(env("v4-8"))
     assert topo.local_process_task_ids == [0, 1, 2, 3]
     assert [(p.process, p.thread, p.device, p.local_ordinal) for p in topo.placements()] == [
-        (0, 0, "xla:0", 0), (1, 0, "xla:0", 1), (2, 0, "xla:0", 2), (3, 0, "xla:0", 3)
+        (0, 0, "xla:0", 0),
+        (1, 0, "xla:0", 1),
+        (2, 0, "xla:0", 2),
+        (3, 0, "xla:0", 3),
     ]
 
 

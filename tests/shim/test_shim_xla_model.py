@@ -36,7 +36,10 @@ def run_xla(code: str, *, env: dict | None = None, timeout: float = 180) -> str:
         full_env.pop(name, None)
     done = subprocess.run(
         [sys.executable, "-c", PREAMBLE + textwrap.dedent(code)],
-        env=full_env, capture_output=True, text=True, timeout=timeout,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout
@@ -73,7 +76,9 @@ def test_ordinals_answer_defval_before_the_runtime_and_replica_ids_after():
 
 def test_collectives_take_xrt_era_call_shapes_and_compute():
     # XLA_ALWAYS_ALLREDUCE: torch_xla would skip a one-replica all_reduce; run it for real.
-    out = last_json(run_xla("""
+    out = last_json(
+        run_xla(
+            """
         device = xm.xla_device()
         t = torch.arange(4., device=device)
         pair = [t.clone(), t.clone() + 1]
@@ -115,7 +120,10 @@ def test_collectives_take_xrt_era_call_shapes_and_compute():
                 errors[name] = str(error)
         report["errors"] = errors
         print(json.dumps(report))
-    """, env={"XLA_ALWAYS_ALLREDUCE": "1"}))
+    """,
+            env={"XLA_ALWAYS_ALLREDUCE": "1"},
+        )
+    )
     assert out["all_reduce"] == [0, 1, 2, 3]
     assert out["all_reduce_scaled"] == [0, 0.5, 1, 1.5]
     assert out["all_reduce_groups"] == [0, 1, 2, 3]
@@ -139,7 +147,9 @@ def test_hlo_shows_the_explicit_ordinal_ordered_groups_the_shim_sends():
     """Lowering only: the shim is told it is ordinal 3 of 8 (a v3-8's world) and the HLO
     of each collective is read, never executed. The graph must gain no sync and no
     device->host transfer from the shim."""
-    out = last_json(run_xla("""
+    out = last_json(
+        run_xla(
+            """
         import torch_xla.debug.metrics as met
         import torch_xla.runtime as xr
         hlo = torch_xla._XLAC._get_xla_tensors_hlo
@@ -160,11 +170,14 @@ def test_hlo_shows_the_explicit_ordinal_ordered_groups_the_shim_sends():
         }
         texts["metrics"] = met.metric_names()
         print(json.dumps(texts))
-    """, env={"XLA_ALWAYS_ALLREDUCE": "1"}))
+    """,
+            env={"XLA_ALWAYS_ALLREDUCE": "1"},
+        )
+    )
     everyone = "replica_groups={{0,1,2,3,4,5,6,7}}"
     assert "all-reduce(" in out["all_reduce"] and everyone in out["all_reduce"]
     assert "replica_groups={{0,2,4,6},{1,3,5,7}}" in out["all_reduce_groups"]
-    assert f"all-gather(f32[2]{{0}}" in out["all_gather_unpinned"] and everyone in out["all_gather_unpinned"]
+    assert "all-gather(f32[2]{0}" in out["all_gather_unpinned"] and everyone in out["all_gather_unpinned"]
     assert "replica_groups={{7,3,1,5},{0,2,4,6}}" in out["all_gather_groups"]
     # pinned all_gather = all_reduce of the input padded into slot 3 of 8 (6 before, 8 after)
     assert "padding=6_8" in out["all_gather_pinned"] and everyone in out["all_gather_pinned"]
@@ -176,7 +189,8 @@ def test_hlo_shows_the_explicit_ordinal_ordered_groups_the_shim_sends():
 
 def test_rendezvous_mesh_reduce_do_on_ordinals_and_save(tmp_path):
     path = tmp_path / "state.pt"
-    out = last_json(run_xla(f"""
+    out = last_json(
+        run_xla(f"""
         import numpy as np
         device = xm.xla_device()
         report = {{
@@ -198,7 +212,8 @@ def test_rendezvous_mesh_reduce_do_on_ordinals_and_save(tmp_path):
                 report[name] = str(error)
         xm.save({{"w": torch.arange(3, device=device)}}, {str(path)!r})
         print(json.dumps(report))
-    """))
+    """)
+    )
     assert out["plain"] == [""] and out["payload"] == ["hello"] and out["str_payload"] == ["text"]
     assert out["xla_transport"] == ["abc"] and out["xla_transport_body"] == ["payload"]
     assert out["mesh_numpy"] == 0.25 and out["mesh_tensor"] == [3.0, 3.0]
@@ -270,9 +285,19 @@ def test_an_xrt_era_program_with_two_changed_imports_trains(tmp_path, nprocs, wo
     script = tmp_path / "train.py"
     script.write_text(XRT_ERA_PROGRAM)
     out = tmp_path / "model.pt"
-    env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1", "PYTHONWARNINGS": "error::DeprecationWarning:xrt2pjrt"}
-    done = subprocess.run([sys.executable, str(script), "--nprocs", nprocs, "--out", str(out)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PJRT_DEVICE": "CPU",
+        "CPU_NUM_DEVICES": "1",
+        "PYTHONWARNINGS": "error::DeprecationWarning:xrt2pjrt",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script), "--nprocs", nprocs, "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     losses = [float(line.split()[3]) for line in done.stdout.splitlines() if line.startswith("epoch")]
     assert len(losses) == 6, done.stdout
@@ -293,16 +318,45 @@ XRT_SIGNATURES = {
     "is_master_ordinal": [("local", True)],
     "xla_device": [("n", None), ("devkind", None)],
     "get_xla_supported_devices": [("devkind", None), ("max_devices", None)],
-    "all_reduce": [("reduce_type", None), ("inputs", None), ("scale", 1.0), ("groups", None), ("cctx", None), ("pin_layout", True)],
+    "all_reduce": [
+        ("reduce_type", None),
+        ("inputs", None),
+        ("scale", 1.0),
+        ("groups", None),
+        ("cctx", None),
+        ("pin_layout", True),
+    ],
     "all_gather": [("value", None), ("dim", 0), ("groups", None), ("output", None), ("pin_layout", True)],
-    "reduce_scatter": [("reduce_type", None), ("input", None), ("scale", None), ("scatter_dim", None), ("shard_count", None), ("groups", None), ("output", None), ("pin_layout", True)],
-    "all_to_all": [("value", None), ("split_dimension", None), ("concat_dimension", None), ("split_count", None), ("groups", None), ("pin_layout", True)],
+    "reduce_scatter": [
+        ("reduce_type", None),
+        ("input", None),
+        ("scale", None),
+        ("scatter_dim", None),
+        ("shard_count", None),
+        ("groups", None),
+        ("output", None),
+        ("pin_layout", True),
+    ],
+    "all_to_all": [
+        ("value", None),
+        ("split_dimension", None),
+        ("concat_dimension", None),
+        ("split_count", None),
+        ("groups", None),
+        ("pin_layout", True),
+    ],
     "collective_permute": [("value", None), ("pairs", None)],
     "rendezvous": [("tag", None), ("payload", b""), ("replicas", [])],
     "mesh_reduce": [("tag", None), ("data", None), ("reduce_fn", None)],
     "do_on_ordinals": [("target", None), ("data", ()), ("ordinals", (0,))],
     "reduce_gradients": [("optimizer", None), ("groups", None), ("pin_layout", True)],
-    "optimizer_step": [("optimizer", None), ("barrier", False), ("optimizer_args", {}), ("groups", None), ("pin_layout", True)],
+    "optimizer_step": [
+        ("optimizer", None),
+        ("barrier", False),
+        ("optimizer_args", {}),
+        ("groups", None),
+        ("pin_layout", True),
+    ],
     "save": [("data", None), ("file_or_path", None), ("master_only", True), ("global_master", False)],
 }
 
@@ -311,8 +365,11 @@ XRT_SIGNATURES = {
 def test_xrt_era_signatures_are_back(name):
     import xrt2pjrt.shim.xla_model as xm
 
-    params = [p for p in inspect.signature(getattr(xm, name)).parameters.values()
-              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)]
+    params = [
+        p
+        for p in inspect.signature(getattr(xm, name)).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+    ]
     got = [(p.name, None if p.default is p.empty else p.default) for p in params]
     assert got[: len(XRT_SIGNATURES[name])] == XRT_SIGNATURES[name]
 
@@ -360,7 +417,8 @@ def test_star_import_gives_torch_xlas_whole_surface_and_the_xrt_era_names():
 
 def test_a_multi_process_job_answers_no_ordinal_before_its_runtime_starts():
     """torchrun's processes before the runtime: XRT's defval would make every one rank 0."""
-    out = run_xla("""
+    out = run_xla(
+        """
         errors = []
         for call in (xm.get_ordinal, xm.xrt_world_size, xm.get_local_ordinal, lambda: xm.rendezvous("x")):
             try:
@@ -368,27 +426,37 @@ def test_a_multi_process_job_answers_no_ordinal_before_its_runtime_starts():
             except RuntimeError as error:
                 errors.append(str(error))
         print(json.dumps([errors, torch_xla._XLAC._xla_runtime_is_initialized()]))
-    """, env={"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4"})
+    """,
+        env={"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4"},
+    )
     errors, started = last_json(out)
     assert len(errors) == 4 and not started
-    assert "xm.get_ordinal() before torch_xla's runtime started in this process, which is process 3 of 4 (torchrun)" in errors[0]
+    assert (
+        "xm.get_ordinal() before torch_xla's runtime started in this process, which is process 3 of 4 (torchrun)"
+        in errors[0]
+    )
     assert "init_method='xla://'" in errors[0]
 
 
 def test_a_process_whose_runtime_is_a_world_of_one_in_a_bigger_job_says_so():
     """torchrun's processes under PJRT_DEVICE=CPU each start a world of one: never ordinal 0 of 1."""
-    out = run_xla("""
+    out = run_xla(
+        """
         device = xm.xla_device()
         try:
             xm.get_ordinal()
         except RuntimeError as error:
             print(json.dumps(str(error)))
-    """, env={"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"})
+    """,
+        env={"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"},
+    )
     assert "process 1 of 2 (torchrun), but torch_xla's runtime here sees a world of 1" in last_json(out)
 
 
 def test_collective_context_and_cctx_in_every_collective():
-    out = last_json(run_xla("""
+    out = last_json(
+        run_xla(
+            """
         device = xm.xla_device()
         t = torch.arange(4., device=device)
         cctx = xm.CollectiveContext(groups=[[0]])
@@ -403,32 +471,45 @@ def test_collective_context_and_cctx_in_every_collective():
         report = {name: value.cpu().tolist() for name, value in results.items()}
         report["context"] = [cctx.world_size, cctx.ordinal, cctx.intercore_group, cctx.requires_interhost_reduce]
         print(json.dumps(report))
-    """, env={"XLA_ALWAYS_ALLREDUCE": "1"}))
+    """,
+            env={"XLA_ALWAYS_ALLREDUCE": "1"},
+        )
+    )
     assert out.pop("context") == [1, 0, [[0]], False]
-    assert out == {"all_reduce": [0, 1, 2, 3], "all_gather": [0, 1, 2, 3], "reduce_scatter": [0, 1, 2, 3],
-                   "all_to_all": [[0], [1], [2], [3]], "collective_permute": [0, 1, 2, 3]}
+    assert out == {
+        "all_reduce": [0, 1, 2, 3],
+        "all_gather": [0, 1, 2, 3],
+        "reduce_scatter": [0, 1, 2, 3],
+        "all_to_all": [[0], [1], [2], [3]],
+        "collective_permute": [0, 1, 2, 3],
+    }
 
 
 def test_xrt_spellings_of_devices_and_data_transfer(monkeypatch):
-    out = last_json(run_xla("""
+    out = last_json(
+        run_xla("""
         device = xm.xla_device()
         one = xm.send_cpu_data_to_device(torch.ones(2), device)  # XRT: a tensor comes back a tensor
         named = xm.send_cpu_data_to_device(data={"w": torch.ones(1)}, device=device)
         native = xm.send_cpu_data_to_device(datas=torch.ones(1), device=device)  # torch_xla 2.x: a list
         print(json.dumps([type(one).__name__, str(one.device), str(named["w"].device), type(native).__name__,
                           xm.parse_xla_device("TPU:3"), xm.parse_xla_device("xla:0")]))
-    """))
+    """)
+    )
     assert out == ["Tensor", "xla:0", "xla:0", "list", ["TPU", 3], None]
     import xrt2pjrt.shim.xla_model as xm
 
     monkeypatch.setenv("PJRT_DEVICE", "CUDA")  # XRT called CUDA devices GPU
     monkeypatch.setattr(xm._xm, "get_xla_supported_devices", lambda max_devices=None: ["xla:0", "xla:1"][:max_devices])
-    assert xm.get_xla_supported_devices("GPU") == ["xla:0", "xla:1"] and xm.get_xla_supported_devices("gpu", 1) == ["xla:0"]
+    assert xm.get_xla_supported_devices("GPU") == ["xla:0", "xla:1"] and xm.get_xla_supported_devices("gpu", 1) == [
+        "xla:0"
+    ]
     assert xm.get_xla_supported_devices("TPU") is None
 
 
 def test_parallel_loader_takes_xrts_loader_keyword():
-    out = last_json(run_xla("""
+    out = last_json(
+        run_xla("""
         import xrt2pjrt.shim.parallel_loader as pl
         from torch.utils.data import DataLoader, TensorDataset
         device = xm.xla_device()
@@ -436,9 +517,13 @@ def test_parallel_loader_takes_xrts_loader_keyword():
         xrt = [b[0].cpu().view(-1).tolist() + [str(b[0].device)] for b in pl.ParallelLoader(loader=data, devices=[device]).per_device_loader(device)]
         native = [b[0].cpu().view(-1).tolist() for b in pl.ParallelLoader(cpu_loader=data, devices=[device]).per_device_loader(device)]
         print(json.dumps([xrt, native, pl.MpDeviceLoader.__module__]))
-    """))
-    assert out == [[[0, 1, "xla:0"], [2, 3, "xla:0"], [4, 5, "xla:0"]], [[0, 1], [2, 3], [4, 5]],
-                   "torch_xla.distributed.parallel_loader"]
+    """)
+    )
+    assert out == [
+        [[0, 1, "xla:0"], [2, 3, "xla:0"], [4, 5, "xla:0"]],
+        [[0, 1], [2, 3], [4, 5]],
+        "torch_xla.distributed.parallel_loader",
+    ]
 
 
 def test_the_cpu_replica_module_implements_the_backend_protocol():
@@ -470,6 +555,7 @@ def test_one_dispatch_sends_every_call_and_what_is_built_on_them_to_the_active_b
         def record(*args, **kwargs):
             calls.append((name, args, kwargs))
             return result(*args) if callable(result) else result
+
         return record
 
     monkeypatch.setattr(placement, "active", lambda: True)
@@ -486,7 +572,11 @@ def test_one_dispatch_sends_every_call_and_what_is_built_on_them_to_the_active_b
     before = model.weight.detach().clone()
     xm.optimizer_step(optimizer)
     name, args, kwargs = calls.pop(0)
-    assert (name, args[0], kwargs) == ("all_reduce", "sum", {"scale": 0.25, "groups": [[0, 1, 2, 3]], "pin_layout": True})
+    assert (name, args[0], kwargs) == (
+        "all_reduce",
+        "sum",
+        {"scale": 0.25, "groups": [[0, 1, 2, 3]], "pin_layout": True},
+    )
     assert [t.shape for t in args[1]] == [torch.Size([1, 2]), torch.Size([1])]
     assert not torch.equal(before, model.weight)
 
@@ -496,8 +586,11 @@ def test_one_dispatch_sends_every_call_and_what_is_built_on_them_to_the_active_b
     xm.all_to_all(t, 0, 0, 4)
     xm.collective_permute(t, [(0, 1)])
     assert [(n, k.get("groups")) for n, a, k in calls] == [
-        ("all_gather", [[3, 2], [1, 0]]), ("reduce_scatter", [[0, 1, 2, 3]]),
-        ("all_to_all", [[0, 1, 2, 3]]), ("collective_permute", None)]
+        ("all_gather", [[3, 2], [1, 0]]),
+        ("reduce_scatter", [[0, 1, 2, 3]]),
+        ("all_to_all", [[0, 1, 2, 3]]),
+        ("collective_permute", None),
+    ]
     assert calls[-1][1][1] == [[0, 1]]
     calls.clear()
 

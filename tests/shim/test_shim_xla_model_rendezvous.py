@@ -58,14 +58,29 @@ def meet(plan: list[list], timeout_setting: str = "30", **extra_env: str) -> lis
     port = str(free_port())
     procs = []
     for ordinal in range(len(plan)):
-        env = {**os.environ, "PJRT_DEVICE": "CPU", "ORDINAL": str(ordinal), "WORLD": str(len(plan)),
-               "PJRT_LOCAL_PROCESS_RANK": str(ordinal), "PJRT_LOCAL_PROCESS_COUNT": str(len(plan)),
-               "XRT2PJRT_RENDEZVOUS_PORT": port, "XRT2PJRT_RENDEZVOUS_TIMEOUT": timeout_setting, **extra_env}
+        env = {
+            **os.environ,
+            "PJRT_DEVICE": "CPU",
+            "ORDINAL": str(ordinal),
+            "WORLD": str(len(plan)),
+            "PJRT_LOCAL_PROCESS_RANK": str(ordinal),
+            "PJRT_LOCAL_PROCESS_COUNT": str(len(plan)),
+            "XRT2PJRT_RENDEZVOUS_PORT": port,
+            "XRT2PJRT_RENDEZVOUS_TIMEOUT": timeout_setting,
+            **extra_env,
+        }
         for name in ("XRT2PJRT_RENDEZVOUS_TRANSPORT", "XRT2PJRT_JOB_SECRET", "XLA_USE_SPMD"):
             env.pop(name, None)
         env.update(extra_env)
-        procs.append(subprocess.Popen([sys.executable, "-c", PARTICIPANT, json.dumps(plan)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", PARTICIPANT, json.dumps(plan)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     reports = []
     for proc in procs:
         stdout, stderr = proc.communicate(timeout=120)

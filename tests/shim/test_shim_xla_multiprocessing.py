@@ -147,7 +147,9 @@ def tpu_host(monkeypatch):
         monkeypatch.setattr(tpu, "num_available_chips", lambda: 4)
         monkeypatch.setattr(tpu, "num_logical_cores_per_chip", lambda: cores)
         calls = []
-        monkeypatch.setattr(xmp._pjrt, "spawn", lambda fn, nprocs, start_method, args: calls.append((nprocs, start_method, args)))
+        monkeypatch.setattr(
+            xmp._pjrt, "spawn", lambda fn, nprocs, start_method, args: calls.append((nprocs, start_method, args))
+        )
         return calls
 
     return host
@@ -328,8 +330,9 @@ def test_under_fork_every_worker_of_a_simulated_tpu_host_gets_the_closure(tmp_pa
     env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"}
     for name in ("XRT2PJRT_CPU_REPLICAS", "MASTER_ADDR", "XRT2PJRT_RENDEZVOUS_TRANSPORT"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, str(script), "simulated-host"], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(script), "simulated-host"], env=env, capture_output=True, text=True, timeout=600
+    )
     lines = _lines(done)
     replicas = sorted(line[-1] for line in lines if line[0] == "replica")
     assert replicas == ["0", "1", "2"]  # PJRT_LOCAL_PROCESS_RANK of each forked worker
@@ -379,8 +382,9 @@ def test_sys_exit_in_a_replica_ends_that_replica_as_under_xrt_not_the_launcher(t
     env = {**os.environ, "PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "1"}
     for name in ("XRT2PJRT_CPU_REPLICAS", "MASTER_ADDR", "XRT2PJRT_RENDEZVOUS_TRANSPORT"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, str(script), str(status)], env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(script), str(status)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     assert "the launcher goes on" in done.stdout
     assert ("failed: replica 0 called sys.exit(3)" in done.stdout) == (status == 3)
@@ -424,12 +428,16 @@ def test_under_spawn_an_unpicklable_fn_or_arg_fails_before_any_replica_starts(tm
     done = run_program(tmp_path, SPAWN_METHOD_PROGRAM)
     lines = dict(_lines(done))
     assert "replica ran" not in done.stdout
-    assert lines["nested fn"].startswith("xmp.spawn(start_method='spawn') sends fn and args to each replica by "
-                                         "pickle, as XRT's spawn did, and fn cannot be pickled: Can't pickle "
-                                         "local object 'main.<locals>.nested'.")
+    assert lines["nested fn"].startswith(
+        "xmp.spawn(start_method='spawn') sends fn and args to each replica by "
+        "pickle, as XRT's spawn did, and fn cannot be pickled: Can't pickle "
+        "local object 'main.<locals>.nested'."
+    )
     assert "or use start_method='fork'" in lines["nested fn"]
-    assert "and args[1] cannot be pickled: Can't pickle local object 'main.<locals>.<lambda>.<locals>.<lambda>'" \
+    assert (
+        "and args[1] cannot be pickled: Can't pickle local object 'main.<locals>.<lambda>.<locals>.<lambda>'"
         in lines["lambda arg"]
+    )
     assert lines["lock kwarg"].startswith("run_multiprocess(start_method='forkserver') sends")
     assert "kwargs['lock'] cannot be pickled: cannot pickle '_thread.lock' object" in lines["lock kwarg"]
     assert "args[0] cannot be pickled" in lines["CPU replicas"]
@@ -446,8 +454,9 @@ def test_the_pickle_check_passes_what_multiprocessing_pickles_without_copying_it
 
     huge = torch.zeros(1).expand(2**28)  # a view: serialising it would write 1 GiB
     with socket.socket() as sock:
-        spawn_targets.require_picklable(print, (huge, sock, {"nested": [torch.nn.Parameter(torch.ones(2))]}),
-                                        {"n": 3}, why="test")
+        spawn_targets.require_picklable(
+            print, (huge, sock, {"nested": [torch.nn.Parameter(torch.ones(2))]}), {"n": 3}, why="test"
+        )
     with pytest.raises(spawn_targets.NotPicklable, match=r"^spawning, and args\[1\] cannot be pickled"):
         spawn_targets.require_picklable(print, (1, threading_lock()), why="spawning")
 

@@ -33,8 +33,11 @@ class Pod:
         self.records = root / "records"
         self.records.mkdir(parents=True, exist_ok=True)
         self.gcloud_log = root / "gcloud.log"
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("XRT_", "PJRT_", "STAND_IN_", "TPU_")) and k != "PYTHONPATH"}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("XRT_", "PJRT_", "STAND_IN_", "TPU_")) and k != "PYTHONPATH"
+        }
         self.env = {
             **base,
             "PATH": f"{HERE}{os.pathsep}{base.get('PATH', '/usr/bin:/bin')}",
@@ -48,8 +51,9 @@ class Pod:
         }
 
     def run(self, argv: list[str], timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, cwd=self.root, env={**self.env, **env}, capture_output=True,
-                              text=True, timeout=timeout)
+        return subprocess.run(
+            argv, cwd=self.root, env={**self.env, **env}, capture_output=True, text=True, timeout=timeout
+        )
 
     def run_script(self, text: str, name: str = "script.sh", **env: str) -> subprocess.CompletedProcess:
         path = self.root / name
@@ -63,16 +67,20 @@ class Pod:
             worker = int(folder.name.split("-")[1])
             runs = sorted(folder.glob("*.argv"), key=lambda p: int(p.stem))
             out[worker] = [
-                Call(p.read_text().split("\0")[:-1],
-                     dict(kv.split("=", 1) for kv in p.with_suffix(".env").read_text().split("\0") if "=" in kv))
+                Call(
+                    p.read_text().split("\0")[:-1],
+                    dict(kv.split("=", 1) for kv in p.with_suffix(".env").read_text().split("\0") if "=" in kv),
+                )
                 for p in runs
             ]
         return out
 
     def commands(self) -> dict[int, list[str]]:
         """The shell commands each worker was given (by gcloud's --command, or xla_dist), in order."""
-        return {int(p.name.split("-")[1]): [json.loads(line) for line in p.read_text().splitlines()]
-                for p in sorted(self.records.glob("commands-*"))}
+        return {
+            int(p.name.split("-")[1]): [json.loads(line) for line in p.read_text().splitlines()]
+            for p in sorted(self.records.glob("commands-*"))
+        }
 
     def gcloud_calls(self) -> list[list[str]]:
         if not self.gcloud_log.exists():
@@ -102,4 +110,4 @@ def statements(command: str) -> list[list[str]]:
 def set_up(command: str) -> list[list[str]]:
     """What a worker's command does from reading /etc/profile up to the program (not included)."""
     done = statements(command)
-    return done[done.index([".", "/etc/profile"]):-1]
+    return done[done.index([".", "/etc/profile"]) : -1]

@@ -46,9 +46,10 @@ def run_workers(commands: dict[int, str], lost_after: float | None = None) -> in
                 log.write(json.dumps(cmd) + "\n")
     # Each worker in a session of its own: like a remote process, it outlives this "ssh client".
     relay = subprocess.PIPE if lost_after is not None else None
-    procs = {w: subprocess.Popen(["bash", "-c", cmd], env=worker_env(w), start_new_session=True,
-                                 stdout=relay, stderr=relay)
-             for w, cmd in commands.items()}
+    procs = {
+        w: subprocess.Popen(["bash", "-c", cmd], env=worker_env(w), start_new_session=True, stdout=relay, stderr=relay)
+        for w, cmd in commands.items()
+    }
     if lost_after is None:
         codes = [procs[w].wait() for w in sorted(procs)]
         return next((c for c in codes if c != 0), 0)
@@ -56,8 +57,10 @@ def run_workers(commands: dict[int, str], lost_after: float | None = None) -> in
         for stream, sink in ((proc.stdout, sys.stdout.buffer), (proc.stderr, sys.stderr.buffer)):
             threading.Thread(target=_relay, args=(stream, sink), daemon=True).start()
     time.sleep(lost_after)
-    sys.stderr.write("Connection to 10.0.0.2 closed by remote host.\n"
-                     "ERROR: (gcloud.compute.tpus.tpu-vm.ssh) [/usr/bin/ssh] exited with return code [255].\n")
+    sys.stderr.write(
+        "Connection to 10.0.0.2 closed by remote host.\n"
+        "ERROR: (gcloud.compute.tpus.tpu-vm.ssh) [/usr/bin/ssh] exited with return code [255].\n"
+    )
     sys.stderr.flush()
     return 255
 

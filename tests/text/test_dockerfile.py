@@ -38,8 +38,12 @@ def _image_env(text: str) -> dict[str, str]:
 
 def test_image_environment_is_pjrt():
     before = (FIXTURES / "Dockerfile").read_text()
-    assert _image_env(before) == {"XRT_TPU_CONFIG": "localservice;0;localhost:51011", "TRAIN_DEBUG": "1",
-                                  "XRT_START_LOCAL_SERVER": "1", "TPU_NUM_DEVICES": "8"}
+    assert _image_env(before) == {
+        "XRT_TPU_CONFIG": "localservice;0;localhost:51011",
+        "TRAIN_DEBUG": "1",
+        "XRT_START_LOCAL_SERVER": "1",
+        "TPU_NUM_DEVICES": "8",
+    }
     assert _image_env(rewrite(before).text) == {"PJRT_DEVICE": "TPU", "TRAIN_DEBUG": "1"}
     assert _image_env(rewrite((FIXTURES / "Dockerfile.cpu").read_text()).text) == {"PJRT_DEVICE": "CPU"}
 
@@ -79,17 +83,24 @@ def test_check_rejects_a_broken_run():
 
 def test_a_tpu_node_config_in_env_and_bashrc_is_reported_where_it_is_set():
     """ENV and a RUN that writes ~/.bashrc get the decision the Python rule gives."""
-    text = ('FROM python:3.8\nENV XRT_TPU_CONFIG="tpu_worker;0;10.0.0.2:8470"\n'
-            'RUN echo "export XRT_TPU_CONFIG=\\"tpu_worker;0;\\$TPU_IP:8470\\"" >> ~/.bashrc\n')
+    text = (
+        'FROM python:3.8\nENV XRT_TPU_CONFIG="tpu_worker;0;10.0.0.2:8470"\n'
+        'RUN echo "export XRT_TPU_CONFIG=\\"tpu_worker;0;\\$TPU_IP:8470\\"" >> ~/.bashrc\n'
+    )
     outcome = rewrite(text)
-    assert without_todos(outcome.text) == 'FROM python:3.8\nENV PJRT_DEVICE=TPU\nRUN echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
+    assert (
+        without_todos(outcome.text)
+        == 'FROM python:3.8\nENV PJRT_DEVICE=TPU\nRUN echo "export PJRT_DEVICE=TPU" >> ~/.bashrc\n'
+    )
     assert_decisions(outcome, [("env-shell-xrt-tpu-config", 2, REMOTE), ("env-shell-xrt-tpu-config", 3, REMOTE)])
     assert outcome.text.count(f"# TODO(xrt2pjrt): {REMOTE}") == 2
 
 
 def test_env_device_map_follows_its_value_in_both_env_forms():
-    text = ("FROM python:3.11\nENV XRT_DEVICE_MAP GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0\n"
-            "ENV XRT_WORKERS=\"localservice:0;grpc://localhost:40934\" XLA_IR_DEBUG=1\n")
+    text = (
+        "FROM python:3.11\nENV XRT_DEVICE_MAP GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0\n"
+        "ENV XRT_WORKERS=\"localservice:0;grpc://localhost:40934\" XLA_IR_DEBUG=1\n"
+    )
     outcome = rewrite(text)
     assert without_todos(outcome.text) == "FROM python:3.11\nENV PJRT_DEVICE CUDA\nENV XLA_IR_DEBUG=1\n"
     assert_decisions(outcome, [("env-shell-xrt-cpu", 2, NO_CUDA)])
@@ -97,8 +108,10 @@ def test_env_device_map_follows_its_value_in_both_env_forms():
 
 def test_env_values_are_not_shell_a_semicolon_is_part_of_the_value():
     # Docker reads `ENV A=x;y` as A="x;y"; read as shell, the line was cut at the `;`.
-    text = ("FROM python:3.10\nENV XRT_WORKERS=localservice:0;grpc://localhost:40934 X=1\n"
-            "ENV XRT_TPU_CONFIG=localservice;0;localhost:51011\n")
+    text = (
+        "FROM python:3.10\nENV XRT_WORKERS=localservice:0;grpc://localhost:40934 X=1\n"
+        "ENV XRT_TPU_CONFIG=localservice;0;localhost:51011\n"
+    )
     outcome = rewrite(text)
     assert outcome.text == "FROM python:3.10\nENV X=1\nENV PJRT_DEVICE=TPU\n"
 
@@ -123,17 +136,26 @@ def _docker_parse(text: str) -> list[tuple[str, str]]:
 def test_removing_the_last_variable_after_comment_or_blank_lines_ends_the_env():
     """The `\\` before a comment or blank line inside an ENV goes with the last variable:
     left, it continued the ENV over those lines into the next instruction (`ENV A=1 RUN pip ...`)."""
-    text = ("FROM python:3.8\n"
-            "ENV A=1 \\\n# the number of TPU cores\n    TPU_NUM_DEVICES=8\nRUN pip install torch-xla\n"
-            "ENV B=1 \\\n\n    XRT_START_LOCAL_SERVER=1\nRUN echo one\n"
-            "ENV C=1 \\\n    # XRT_TPU_CONFIG is below: a comment, not a setting\n"
-            "    XRT_WORKERS=localservice:0;grpc://localhost:40934 \\\n    D=1\nRUN echo two\n"
-            "ARG E=1 \\\n    # why\n\n    XRT_SHARD_ORDINAL=0\nCMD echo three\n")
+    text = (
+        "FROM python:3.8\n"
+        "ENV A=1 \\\n# the number of TPU cores\n    TPU_NUM_DEVICES=8\nRUN pip install torch-xla\n"
+        "ENV B=1 \\\n\n    XRT_START_LOCAL_SERVER=1\nRUN echo one\n"
+        "ENV C=1 \\\n    # XRT_TPU_CONFIG is below: a comment, not a setting\n"
+        "    XRT_WORKERS=localservice:0;grpc://localhost:40934 \\\n    D=1\nRUN echo two\n"
+        "ARG E=1 \\\n    # why\n\n    XRT_SHARD_ORDINAL=0\nCMD echo three\n"
+    )
     first = fixed_point(rewrite, text)
     assert _docker_parse(first.text) == [
-        ("FROM", "python:3.8"), ("ENV", "A=1"), ("RUN", "pip install torch-xla"),
-        ("ENV", "B=1"), ("RUN", "echo one"), ("ENV", "C=1 D=1"), ("RUN", "echo two"),
-        ("ARG", "E=1"), ("CMD", "echo three")]
+        ("FROM", "python:3.8"),
+        ("ENV", "A=1"),
+        ("RUN", "pip install torch-xla"),
+        ("ENV", "B=1"),
+        ("RUN", "echo one"),
+        ("ENV", "C=1 D=1"),
+        ("RUN", "echo two"),
+        ("ARG", "E=1"),
+        ("CMD", "echo three"),
+    ]
     # the comments stay, and a comment naming an XRT variable is not rewritten as a setting
     for comment in ("# the number of TPU cores", "# XRT_TPU_CONFIG is below: a comment, not a setting", "# why"):
         assert comment in first.text
@@ -143,8 +165,10 @@ def test_removing_the_last_variable_after_comment_or_blank_lines_ends_the_env():
 def test_comment_lines_inside_a_continued_run_are_docker_s_not_the_shell_s():
     """Docker drops them before /bin/sh -c reads the command; bash -n of the raw text failed, and
     the whole Dockerfile was reported as not processed."""
-    text = ("FROM python:3.11\nENV XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n"
-            "RUN groupadd app \\\n    # the user\n    && useradd -m app\n")
+    text = (
+        "FROM python:3.11\nENV XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n"
+        "RUN groupadd app \\\n    # the user\n    && useradd -m app\n"
+    )
     outcome = rewrite(text)
     assert dockerfile.check(outcome.text) is None
     assert outcome.text.startswith("FROM python:3.11\nENV PJRT_DEVICE=TPU\nRUN groupadd app \\\n    # the user\n")
@@ -174,11 +198,12 @@ def test_a_runs_here_documents_are_migrated_as_the_script_they_hold():
     and --check passed: its lines are the script bash (or sh, or Python) runs; a COPY's are a
     file's, never instructions."""
     outcome = rewrite(HEREDOCS)
-    assert outcome.text == HEREDOCS.replace('\texport XRT_TPU_CONFIG="localservice;0;localhost:51011"',
-                                            "\texport PJRT_DEVICE=TPU").replace(
-        'export XRT_TPU_CONFIG="localservice;0;localhost:51011"', "export PJRT_DEVICE=TPU").replace(
+    assert outcome.text == HEREDOCS.replace(
+        '\texport XRT_TPU_CONFIG="localservice;0;localhost:51011"', "\texport PJRT_DEVICE=TPU"
+    ).replace('export XRT_TPU_CONFIG="localservice;0;localhost:51011"', "export PJRT_DEVICE=TPU").replace(
         "import torch_xla.core.xla_model as xm\nprint(xm.xrt_world_size())",
-        "import torch_xla.runtime as xr\nprint(xr.world_size())")
+        "import torch_xla.runtime as xr\nprint(xr.world_size())",
+    )
     assert sorted({f.line for f in outcome.changes}) == [4, 8, 12]
     assert dockerfile.check(outcome.text) is None
     assert "RUN at line 2" in dockerfile.check("FROM x\nRUN <<EOT\nif true; then echo\nEOT\n")

@@ -16,8 +16,17 @@ def rewrite(text: str):
     return fixed_point(lambda t: dotenv.rewrite(t, OPTIONS), text)
 
 
-@pytest.mark.parametrize("name, kind", [(".env", "dotenv"), (".env.production", "dotenv"), ("tpu.env", "dotenv"),
-                                        ("env.py", "python"), ("environment.yml", "yaml"), ("envs", None)])
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        (".env", "dotenv"),
+        (".env.production", "dotenv"),
+        ("tpu.env", "dotenv"),
+        ("env.py", "python"),
+        ("environment.yml", "yaml"),
+        ("envs", None),
+    ],
+)
 def test_which_files_are_env_files(tmp_path, name, kind):
     (tmp_path / name).write_text("")
     assert files.kind_of(tmp_path / name) == kind
@@ -41,7 +50,9 @@ def test_a_hash_inside_quotes_is_the_value_s():
 
 def test_an_item_gets_its_todo_line_above_the_setting():
     outcome = rewrite("XLA_USE_FP16=1\n")
-    assert outcome.text == "# TODO(xrt2pjrt): no effect from 2.5: cast to float16 [env-shell-deprecated]\nXLA_USE_FP16=1\n"
+    assert (
+        outcome.text == "# TODO(xrt2pjrt): no effect from 2.5: cast to float16 [env-shell-deprecated]\nXLA_USE_FP16=1\n"
+    )
     assert [(f.rule, f.line) for f in outcome.manual] == [("env-shell-deprecated", 1)]
 
 

@@ -18,27 +18,51 @@ from xrt2pjrt.registry import Options, all_rules
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "text"
 NOTHING = ()
 OLD_IMAGE = "XRT-era gcr.io/tpu-pytorch registry"
-CONDA_ENV = ("holds torch_xla 1.x",)  # xla_dist's --conda-env (text/xla_dist.py)  # the fixtures' docker images are XRT-era ones (text/installs.py)
+CONDA_ENV = (
+    "holds torch_xla 1.x",
+)  # xla_dist's --conda-env (text/xla_dist.py)  # the fixtures' docker images are XRT-era ones (text/installs.py)
 
 # (before, expected, options, substrings of the manual items, one per item)
 CASES = [
     ("shell/pod_launch.sh", "shell/pod_launch.expected.sh", {}, NOTHING),
-    ("shell/pod_launch.sh", "shell/pod_launch.xrt2pjrt.expected.sh",
-     {"launcher": "xrt2pjrt", "zone": "us-central1-a"}, ("'$HOME/logs' expanded on each worker under xla_dist",)),
+    (
+        "shell/pod_launch.sh",
+        "shell/pod_launch.xrt2pjrt.expected.sh",
+        {"launcher": "xrt2pjrt", "zone": "us-central1-a"},
+        ("'$HOME/logs' expanded on each worker under xla_dist",),
+    ),
     ("shell/no_space_backslash.sh", "shell/no_space_backslash.expected.sh", {}, CONDA_ENV),
     ("shell/docker.sh", "shell/docker.expected.sh", {}, (OLD_IMAGE,)),
-    ("shell/docker.sh", "shell/docker.zone.expected.sh", {"zone": "europe-west4-a", "project": "my-proj"},
-     (OLD_IMAGE,)),
+    (
+        "shell/docker.sh",
+        "shell/docker.zone.expected.sh",
+        {"zone": "europe-west4-a", "project": "my-proj"},
+        (OLD_IMAGE,),
+    ),
     ("shell/path_form.sh", "shell/path_form.expected.sh", {}, NOTHING),
     ("shell/abbreviated_flags.sh", "shell/abbreviated_flags.expected.sh", {}, CONDA_ENV),
     ("shell/no_separator.sh", "shell/no_separator.expected.sh", {}, NOTHING),
-    ("shell/env_vars.sh", "shell/env_vars.expected.sh", {},
-     ("remote TPU node", "XRT_SHARD_ORDINAL is read here", "XRT_SHARD_ORDINAL is read here")),
+    (
+        "shell/env_vars.sh",
+        "shell/env_vars.expected.sh",
+        {},
+        ("remote TPU node", "XRT_SHARD_ORDINAL is read here", "XRT_SHARD_ORDINAL is read here"),
+    ),
     ("shell/cpu_topology.sh", "shell/cpu_topology.expected.sh", {}, NOTHING),
-    ("shell/untranslatable.sh", "shell/untranslatable.expected.sh", {},
-     ("--vm names TPU-node VMs", "unknown xla_dist flag --num-cores", "xla_dist inside another command's argument",
-      "docker and conda flags together", "no command to run after `--`", "xla_dist inside a here-document",
-      "XRT_TPU_CONFIG set inside a here-document")),
+    (
+        "shell/untranslatable.sh",
+        "shell/untranslatable.expected.sh",
+        {},
+        (
+            "--vm names TPU-node VMs",
+            "unknown xla_dist flag --num-cores",
+            "xla_dist inside another command's argument",
+            "docker and conda flags together",
+            "no command to run after `--`",
+            "xla_dist inside a here-document",
+            "XRT_TPU_CONFIG set inside a here-document",
+        ),
+    ),
     ("dockerfile/Dockerfile", "dockerfile/Dockerfile.expected", {}, (OLD_IMAGE, "exec form")),
     ("dockerfile/Dockerfile.cpu", "dockerfile/Dockerfile.cpu.expected", {}, ("XRT_SHARD_WORLD_SIZE is read here",)),
     ("yaml/train-job.yaml", "yaml/train-job.yaml.expected", {}, (OLD_IMAGE, OLD_IMAGE, "exec array")),
@@ -54,7 +78,9 @@ def test_fixture_pair(before, expected, options, manual):
     kind = files.kind_of(FIXTURES / before)
     module = rewriters.module_for(kind)
     # every fix, unsafe ones too; the width of a project without settings
-    opts = Options(rules=frozenset(all_rules()), unsafe_fixes=True, width=width.for_kind(kind, width.Width()), **options)
+    opts = Options(
+        rules=frozenset(all_rules()), unsafe_fixes=True, width=width.for_kind(kind, width.Width()), **options
+    )
     outcome = module.rewrite((FIXTURES / before).read_text(), opts)
     assert outcome.text == (FIXTURES / expected).read_text()
     assert outcome.changes or outcome.manual, "a fixture shows a change or a report"
@@ -79,15 +105,20 @@ def test_jsonnet_is_reported_never_rewritten():
     outcome = module.rewrite(text, Options(rules=frozenset(all_rules()), unsafe_fixes=True))
     assert outcome.text == text and outcome.changes == []
     assert [(f.rule, f.line) for f in outcome.manual] == [
-        ("launch-xla-dist", 6), ("env-shell-xrt-tpu-config", 10), ("env-shell-xrt-cpu", 11)]
+        ("launch-xla-dist", 6),
+        ("env-shell-xrt-tpu-config", 10),
+        ("env-shell-xrt-cpu", 11),
+    ]
     assert "set PJRT_DEVICE=TPU instead" in outcome.manual[1].message
 
 
 def test_a_gke_tpu_node_in_a_jsonnet_config_is_reported_as_in_yaml():
     # pytorch/xla's 1.x k8s test configs: a TPU node's annotation and resource; the YAML of the
     # same job was reported, the jsonnet not
-    text = ('local tpu = { "tf-version.cloud-tpus.google.com": "pytorch-1.13" };\n'
-            '{ resources: { limits: { "cloud-tpus.google.com/v3": 8 } }, env: [{ name: "XRT_TPU_CONFIG" }] }\n')
+    text = (
+        'local tpu = { "tf-version.cloud-tpus.google.com": "pytorch-1.13" };\n'
+        '{ resources: { limits: { "cloud-tpus.google.com/v3": 8 } }, env: [{ name: "XRT_TPU_CONFIG" }] }\n'
+    )
     module = rewriters.module_for("jsonnet")
     outcome = module.rewrite(text, Options(rules=frozenset(all_rules()), unsafe_fixes=True))
     nodes = [(f.line, f.detail) for f in outcome.manual if "GKE TPU node" in f.detail]

@@ -47,8 +47,11 @@ def check(text: str) -> str | None:
 def _rewrite(text: str, found: list[ipython.Magic], options: Options, fold: bool, together: bool = True) -> Outcome:
     """``text`` with its magics ``found``: the Python first, with the Python of the cells the
     kernel runs among its pieces (``together``; else the Python alone), then each magic."""
-    bodies = {id(m): magics.python_cell(m.source.partition("\n")[2]) for m in found if m.top_level and m.source
-              and magics.body_of(m.source.partition("\n")[0]) == magics.KERNEL}
+    bodies = {
+        id(m): magics.python_cell(m.source.partition("\n")[2])
+        for m in found
+        if m.top_level and m.source and magics.body_of(m.source.partition("\n")[0]) == magics.KERNEL
+    }
     parsed = {key for key, cell in bodies.items() if rewriter.check(cell.python) is None}
     kernel = [m for m in found if together and id(m) in parsed]
     cells = [bodies[id(m)] for m in kernel]
@@ -64,11 +67,14 @@ def _rewrite(text: str, found: list[ipython.Magic], options: Options, fold: bool
         return above[k // 2] + line if k % 2 == 0 else kernel[k // 2].lines[min(line, len(kernel[k // 2].lines) - 1)]
 
     if kernel or kept:
-        outcomes = rewriter.rewrite_together([*pieces, "".join(f"{name}\n" for name in kept)], options,
-                                             where=lambda own, k, line: (in_file(k, line) if k < len(pieces) else 0, None))
+        outcomes = rewriter.rewrite_together(
+            [*pieces, "".join(f"{name}\n" for name in kept)],
+            options,
+            where=lambda own, k, line: (in_file(k, line) if k < len(pieces) else 0, None),
+        )
         if outcomes is None:
             return _rewrite(text, found, options, fold, together=False)
-        outcomes = outcomes[:len(pieces)]
+        outcomes = outcomes[: len(pieces)]
     else:
         outcomes = [rewriter.rewrite(text, options, fold)]
     done = [o.text if k % 2 == 0 else text[slice(*kernel[k // 2].whole)] for k, o in enumerate(outcomes)]
@@ -89,8 +95,13 @@ def _rewrite(text: str, found: list[ipython.Magic], options: Options, fold: bool
         cell = cells[kernel.index(was)]
         body = magics.finish(cell, cell_outcomes[id(was)], options)
         head = was.source.partition("\n")[0]
-        _write_back(rec, magic, was.lines, f"{head}\n{without_new_todo_lines(cell.python, body.text)}",
-                    *([f.placed(lambda line: line + 1) for f in findings] for findings in (body.changes, body.manual)))
+        _write_back(
+            rec,
+            magic,
+            was.lines,
+            f"{head}\n{without_new_todo_lines(cell.python, body.text)}",
+            *([f.placed(lambda line: line + 1) for f in findings] for findings in (body.changes, body.manual)),
+        )
     return rec.outcome()
 
 
@@ -101,15 +112,21 @@ def _migrate_magic(rec: Recorder, magic: ipython.Magic, options: Options, lines:
     mentions = borrows or trigger_for("python").search(magic.text) or trigger_for("shell").search(magic.text)
     if magic.source is None:
         if mentions:
-            rec.decide_at_line(magics.UNREAD, lines[0], "an IPython command built at run time mentions XRT or "
-                            "torch_xla: migrate it by hand")
+            rec.decide_at_line(
+                magics.UNREAD,
+                lines[0],
+                "an IPython command built at run time mentions XRT or torch_xla: migrate it by hand",
+            )
         return
     if magic.source.startswith("%%"):
         outcome = magics.cell(magic.source, options)
         if outcome is None:
             if mentions:
-                rec.decide_at_line(magics.UNREAD, lines[0], "this cell magic's code does not parse, and it uses "
-                                "torch_xla: migrate it by hand")
+                rec.decide_at_line(
+                    magics.UNREAD,
+                    lines[0],
+                    "this cell magic's code does not parse, and it uses torch_xla: migrate it by hand",
+                )
             return
     else:
         scratch = Recorder(magic.source, options)
@@ -119,8 +136,9 @@ def _migrate_magic(rec: Recorder, magic: ipython.Magic, options: Options, lines:
         _write_back(rec, magic, lines, new, outcome.changes, outcome.manual)
 
 
-def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str, changes: list[Finding],
-                manual: list[Finding]) -> None:
+def _write_back(
+    rec: Recorder, magic: ipython.Magic, lines: list[int], new: str, changes: list[Finding], manual: list[Finding]
+) -> None:
     """Record in ``rec`` that ``magic`` of ``rec.text`` stands for ``new`` now, with the
     findings of that rewrite (numbered in the magic's own lines, in the file at ``lines``):
     its edits, or, where ``new`` cannot be written there exactly, its changes as items to
@@ -128,8 +146,10 @@ def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str,
     in_file = lambda line: lines[min(line, len(lines)) - 1]  # noqa: E731
     edits = [] if new == magic.source else magic.write(new) if new else magic.removal and [magic.removal]
     if edits is None:
-        manual = [*manual, *(f.to_decide(f"make by hand (its string cannot take it as quoted): {f.message}")
-                             for f in changes)]
+        manual = [
+            *manual,
+            *(f.to_decide(f"make by hand (its string cannot take it as quoted): {f.message}") for f in changes),
+        ]
         changes = []
     rec.edits += edits or []
     rec.changes += [f.placed(in_file) for f in changes]
@@ -139,4 +159,6 @@ def _write_back(rec: Recorder, magic: ipython.Magic, lines: list[int], new: str,
     above = rec.text.splitlines(keepends=True)
     first = rec.text.count("\n", 0, magic.statement) + 1
     todo = dict.fromkeys(todo_line(f.message, f.rule, magic.margin, rec.options.width or width.DEFAULT) for f in manual)
-    rec.edits.append(Edit(magic.statement, magic.statement, "".join(t for t in todo if not comment_above(above, first, t))))
+    rec.edits.append(
+        Edit(magic.statement, magic.statement, "".join(t for t in todo if not comment_above(above, first, t)))
+    )

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from xrt2pjrt.python.ipython_calls import METHODS, is_ipython_call
 from xrt2pjrt.recorder import Edit
 
+
 @dataclass
 class Magic:
     """One magic of a Python file."""
@@ -86,9 +87,22 @@ def _calls(text: str, tree: ast.Module, lines: "_Lines"):
         margin = re.match(r"[ \t]*", text[first:]).group()
         start, end = lines.offset(call.lineno, call.col_offset), lines.offset(call.end_lineno, call.end_col_offset)
         removal = whole and Edit(*whole, "" if len(body) > 1 else f"{margin}pass\n")
-        magic = Magic(text[start:end], None, [call.lineno], first, margin, lambda new: None, whole=whole,
-                      top_level=whole is not None and body is tree.body, removal=removal)
-        if len(args) == count and not call.keywords and all(lit is not None and lit.value is not None for lit in literals):
+        magic = Magic(
+            text[start:end],
+            None,
+            [call.lineno],
+            first,
+            margin,
+            lambda new: None,
+            whole=whole,
+            top_level=whole is not None and body is tree.body,
+            removal=removal,
+        )
+        if (
+            len(args) == count
+            and not call.keywords
+            and all(lit is not None and lit.value is not None for lit in literals)
+        ):
             _read(magic, call.func.attr, literals)
         yield magic
 
@@ -97,6 +111,7 @@ def _ipython_calls(tree: ast.Module, holding: list[int] | None = None):
     """(call, the statement it is in, the block of statements that is in) of each
     ``get_ipython().METHOD(...)`` call; ``holding``: the only lines where one can be (None:
     anywhere)."""
+
     def may_hold(statement: ast.stmt) -> bool:
         first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
         last = statement.end_lineno
@@ -133,7 +148,7 @@ def _read(magic: Magic, method: str, literals: list["StringLiteral"]) -> None:
     def write(new: str) -> list[Edit] | None:
         if not new.startswith(lead):
             return None
-        return last.edits(new[len(lead):])
+        return last.edits(new[len(lead) :])
 
     magic.write = write
 
@@ -155,18 +170,18 @@ class _Lines:
 
     def offset(self, line: int, column: int) -> int:
         start = self.starts[line - 1]
-        head = self.text[start:start + column]
+        head = self.text[start : start + column]
         if head.isascii():
             return start + column
-        return start + len(self.text[start:self.end(line)].encode()[:column].decode(errors="ignore"))
+        return start + len(self.text[start : self.end(line)].encode()[:column].decode(errors="ignore"))
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
 
     def alone(self, statement: ast.stmt) -> bool:
         """Whether ``statement`` has its lines to itself (no ``a; b``, no code before it)."""
-        first = self.text[self.start(statement.lineno):self.offset(statement.lineno, statement.col_offset)]
-        last = self.text[self.offset(statement.end_lineno, statement.end_col_offset):self.end(statement.end_lineno)]
+        first = self.text[self.start(statement.lineno) : self.offset(statement.lineno, statement.col_offset)]
+        last = self.text[self.offset(statement.end_lineno, statement.end_col_offset) : self.end(statement.end_lineno)]
         return not first.strip() and (not last.strip() or last.lstrip().startswith("#"))
 
 
@@ -185,16 +200,25 @@ class _Part:
 
 _OPENING = re.compile(r"([rRuUbBfF]{0,2})('''|\"\"\"|'|\")")
 _BETWEEN = re.compile(r"(?:[ \t\f\r\n]|\\\r?\n|#[^\r\n]*)*")
-_SIMPLE = {"\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
-           "v": "\v"}
+_SIMPLE = {"\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _NUMERIC = {"x": 2, "u": 4, "U": 8}
 
 
 class StringLiteral:
     """A string literal of the source, read with the place of each of its characters."""
 
-    def __init__(self, text: str, lines: _Lines, start: int, end: int, parts: list[_Part], value: str,
-                 starts: list[int], ends: list[int], owners: list[int]):
+    def __init__(
+        self,
+        text: str,
+        lines: _Lines,
+        start: int,
+        end: int,
+        parts: list[_Part],
+        value: str,
+        starts: list[int],
+        ends: list[int],
+        owners: list[int],
+    ):
         self.text, self._lines, self.start, self.end, self.parts = text, lines, start, end, parts
         self.value = value
         # per character of ``value``: where its spelling starts and ends, and its part
@@ -248,8 +272,11 @@ class StringLiteral:
             if a < b and self._owners[a] != self._owners[b - 1]:
                 return None  # the lines run across two literals
             owner = self._owners[a] if a < len(self._owners) else len(self.parts) - 1
-            where = (self._starts[a], self._ends[b - 1]) if a < b else (
-                (self._starts[a], self._starts[a]) if a < len(self._starts) else (self.parts[-1].end,) * 2)
+            where = (
+                (self._starts[a], self._ends[b - 1])
+                if a < b
+                else ((self._starts[a], self._starts[a]) if a < len(self._starts) else (self.parts[-1].end,) * 2)
+            )
             spelled = _spell("".join(new_lines[j1:j2]), self.parts[owner])
             if spelled is None:
                 return None
@@ -258,9 +285,9 @@ class StringLiteral:
             return []
         source, pos = [], self.start
         for e in edits:
-            source += [self.text[pos:e.start], e.text]
+            source += [self.text[pos : e.start], e.text]
             pos = e.end
-        source.append(self.text[pos:self.end])
+        source.append(self.text[pos : self.end])
         try:
             if ast.literal_eval("(" + "".join(source) + "\n)") != new:
                 return None
@@ -311,16 +338,16 @@ def _decoded(text: str, part: _Part):
             yield _SIMPLE[nxt], i, i + 2
             i += 2
         elif nxt in "01234567":
-            digits = re.match(r"[0-7]{1,3}", text[i + 1:i + 4]).group()
+            digits = re.match(r"[0-7]{1,3}", text[i + 1 : i + 4]).group()
             yield chr(int(digits, 8)), i, i + 1 + len(digits)
             i += 1 + len(digits)
         elif nxt in _NUMERIC:
             width = _NUMERIC[nxt]
-            yield chr(int(text[i + 2:i + 2 + width], 16)), i, i + 2 + width
+            yield chr(int(text[i + 2 : i + 2 + width], 16)), i, i + 2 + width
             i += 2 + width
         elif nxt == "N":
             close = text.index("}", i)
-            yield unicodedata.lookup(text[i + 3:close]), i, close + 1
+            yield unicodedata.lookup(text[i + 3 : close]), i, close + 1
             i = close + 1
         else:  # an escape Python does not know keeps its backslash
             yield "\\", i, i + 1
@@ -394,15 +421,23 @@ def _uncommented(row: str) -> str:
 
 def _commented(text: str, lines: _Lines, rows: list[str], first: int, last: int, margin: str) -> Magic:
     """The magic of comment lines ``first`` to ``last`` (indexes of ``rows``)."""
-    source = "\n".join(_uncommented(rows[k]) for k in range(first, last + 1))[len(margin):]
+    source = "\n".join(_uncommented(rows[k]) for k in range(first, last + 1))[len(margin) :]
     start = lines.start(first + 1)
 
     def write(new: str) -> list[Edit] | None:
         return _rewrite_lines(rows, range(first, last + 1), [f"# {line}" for line in (margin + new).split("\n")])
 
     end = lines.end(last + 1)
-    return Magic(text[start:end], source, list(range(first + 1, last + 2)), start, margin, write, whole=(start, end),
-                 removal=Edit(start, end, ""))
+    return Magic(
+        text[start:end],
+        source,
+        list(range(first + 1, last + 2)),
+        start,
+        margin,
+        write,
+        whole=(start, end),
+        removal=Edit(start, end, ""),
+    )
 
 
 def _script_cell(text: str, lines: _Lines, rows: list[str], first: int, body: range, options: str) -> Magic | None:
@@ -433,8 +468,15 @@ def _script_cell(text: str, lines: _Lines, rows: list[str], first: int, body: ra
             return None
         return _rewrite_lines(rows, script, [f"# {line}" if line else "#" for line in new_body.split("\n")])
 
-    return Magic(text[start:lines.end(stop)], source, [marker + 1, *(k + 1 for k in script)], start, "", write,
-                 todo_inside=True)
+    return Magic(
+        text[start : lines.end(stop)],
+        source,
+        [marker + 1, *(k + 1 for k in script)],
+        start,
+        "",
+        write,
+        todo_inside=True,
+    )
 
 
 def _rewrite_lines(rows: list[str], span: range, new: list[str]) -> list[Edit]:
@@ -444,10 +486,11 @@ def _rewrite_lines(rows: list[str], span: range, new: list[str]) -> list[Edit]:
     starts = [0]
     for row in rows:
         starts.append(starts[-1] + len(row))
-    ending = rows[span.start][len(old[0]):] or "\n"
+    ending = rows[span.start][len(old[0]) :] or "\n"
     edits = []
-    matcher = difflib.SequenceMatcher(None, [_uncommented(line) for line in old], [_uncommented(line) for line in new],
-                                      autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None, [_uncommented(line) for line in old], [_uncommented(line) for line in new], autojunk=False
+    )
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
             a, b = span.start + i1, span.start + i2

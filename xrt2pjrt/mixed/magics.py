@@ -83,8 +83,11 @@ def cell(source: str, options: Options) -> Outcome | None:
         return Outcome(source)  # %%writefile of a file of a kind no rewriter reads
     python = python_cell(source)
     try:
-        outcome = (rewriters.module_for("python", python.python).rewrite(python.python, options)
-                   if rewriters.trigger_for("python").search(python.python) else Outcome(python.python))
+        outcome = (
+            rewriters.module_for("python", python.python).rewrite(python.python, options)
+            if rewriters.trigger_for("python").search(python.python)
+            else Outcome(python.python)
+        )
     except SourceError:
         return None
     return finish(python, outcome, options)
@@ -120,7 +123,13 @@ def finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
         asked = len(rec.manual)
         new = line_magic(magic_line, options, rec, line)
         if new:
-            rec.edits.append(Edit(m.start(), end, _todo_lines(text, m, rec.manual[asked:], options.width or DEFAULT) + m.group(1) + new))
+            rec.edits.append(
+                Edit(
+                    m.start(),
+                    end,
+                    _todo_lines(text, m, rec.manual[asked:], options.width or DEFAULT) + m.group(1) + new,
+                )
+            )
         else:  # the magic is removed, with its line
             rec.edits.append(Edit(m.start(), min(end + 1, len(text)), ""))
     done = rec.outcome()
@@ -165,12 +174,12 @@ def _hide_magics(source: str) -> tuple[str, list[tuple[str, int]]]:
             out.append(line)
             i += 1
             continue
-        margin = line[:len(line) - len(stripped)]
+        margin = line[: len(line) - len(stripped)]
         j = i
         while lines[j].rstrip("\n").endswith("\\") and j + 1 < len(lines):
             j += 1
         newline = "\n" if lines[j].endswith("\n") else ""
-        magics.append(("".join(lines[i:j + 1])[len(margin):].rstrip("\n"), i + 1))
+        magics.append(("".join(lines[i : j + 1])[len(margin) :].rstrip("\n"), i + 1))
         out.append(f"{margin}pass  # xrt2pjrt-magic-{len(magics) - 1}{newline if j == i else chr(10)}")
         out += [f"{margin}# xrt2pjrt-magic-continued{chr(10) if k < j or newline else ''}" for k in range(i + 1, j + 1)]
         i = j + 1
@@ -187,9 +196,11 @@ _QUOTES = "\"'"
 def _dead_export(settings: list[tuple[str, str]]) -> str:
     names = ", ".join(name for name, _ in settings)
     magics = "; ".join(f"%env {name}={value.strip(_QUOTES)}" for name, value in settings)
-    return (f"`!export` sets {names} in a shell of its own, which ends with this line: neither the kernel "
-            f"(torch_xla) nor a later `!` line sees it, nor did they the XRT-era variable; where it is meant for "
-            f"torch_xla in this notebook, write {magics} (or set os.environ before torch_xla is imported)")
+    return (
+        f"`!export` sets {names} in a shell of its own, which ends with this line: neither the kernel "
+        f"(torch_xla) nor a later `!` line sees it, nor did they the XRT-era variable; where it is meant for "
+        f"torch_xla in this notebook, write {magics} (or set os.environ before torch_xla is imported)"
+    )
 
 
 # What runs the rest of a line magic as a command line: `!`, `x = !`, `%sx`, `%system`, and
@@ -205,8 +216,12 @@ def line_magic(line: str, options: Options, rec: Recorder, cell_line: int) -> st
         start = command.end()
         outcome = shell.rewrite(line[start:], options, posix_sh=True, comments=False)  # IPython runs it with /bin/sh
         merge_into(rec, outcome, cell_line - 1)
-        if line.startswith("!") and outcome.changes and not outcome.manual and (
-                only := _ONLY_EXPORTS.fullmatch(outcome.text)):  # (an item there already says more)
+        if (
+            line.startswith("!")
+            and outcome.changes
+            and not outcome.manual
+            and (only := _ONLY_EXPORTS.fullmatch(outcome.text))
+        ):  # (an item there already says more)
             settings = re.findall(r"(\w+)=(\"[^\"\n]*\"|'[^'\n]*'|\S*)", only.group(0))
             rec.decide_at_line(outcome.changes[0].rule, cell_line, _dead_export(settings))
         return line[:start] + outcome.text
@@ -228,8 +243,12 @@ def torch_xla_names(pythons: list[str]) -> set[str]:
     not parse uses (``words``) are borrowed, and a rewrite of the others must keep them."""
     from xrt2pjrt.python.imports import import_names  # (libcst: asked only where a cell does not parse)
 
-    return {name for python in pythons for name, modules in import_names(ast.parse(python)).items()
-            if any(module.split(".")[0] == "torch_xla" for module in modules)}
+    return {
+        name
+        for python in pythons
+        for name, modules in import_names(ast.parse(python)).items()
+        if any(module.split(".")[0] == "torch_xla" for module in modules)
+    }
 
 
 def words(text: str) -> set[str]:

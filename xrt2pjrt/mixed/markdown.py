@@ -59,7 +59,9 @@ LANGUAGES = {
     **dict.fromkeys(("json", "jsonc"), "json"),
 }
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*$", re.M)
-_RST_DIRECTIVE = re.compile(r"^([ \t]*)(?:\.\. (?:code-block|code|sourcecode)::[ \t]*(\S*)|(?!\.\.)(?:.*\S)?::)[ \t]*$", re.M)
+_RST_DIRECTIVE = re.compile(
+    r"^([ \t]*)(?:\.\. (?:code-block|code|sourcecode)::[ \t]*(\S*)|(?!\.\.)(?:.*\S)?::)[ \t]*$", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class Block:
 def rewrite(text: str, options: Options) -> Outcome:
     options = options.in_file(text)
     rec = Recorder(text, options)
-    bodies = {block: dedent(text[block.start:block.end], block.indent) for block in blocks(text)}
+    bodies = {block: dedent(text[block.start : block.end], block.indent) for block in blocks(text)}
     around = _imports_around(bodies)
     for block, body in bodies.items():
         context, kept = around.get(block, ("", ()))  # (a snippet's xm is the import's of another block)
@@ -89,12 +91,27 @@ def rewrite(text: str, options: Options) -> Outcome:
         except SourceError:
             continue  # a snippet that does not parse (`...`, placeholders): documentation, left alone
         if body.strip() and not outcome.text.strip():  # (an instruction left with no code)
-            outcome = Outcome(body, [], [*outcome.manual, *(replace(f, message=f"the rewrite would empty this block: "
-                                                                    f"edit it and its text by hand ({f.message})")
-                                                            for f in outcome.changes)])
+            outcome = Outcome(
+                body,
+                [],
+                [
+                    *outcome.manual,
+                    *(
+                        replace(
+                            f, message=f"the rewrite would empty this block: edit it and its text by hand ({f.message})"
+                        )
+                        for f in outcome.changes
+                    ),
+                ],
+            )
         if outcome.text != body:
-            rec.edits.append(Edit(block.start, block.end, _indented_again(text[block.start:block.end], body,
-                                                                          outcome.text, block.indent)))
+            rec.edits.append(
+                Edit(
+                    block.start,
+                    block.end,
+                    _indented_again(text[block.start : block.end], body, outcome.text, block.indent),
+                )
+            )
         merge_into(rec, outcome, rec.line(block.start) - 1)
     return rec.outcome()
 
@@ -134,8 +151,11 @@ def _python_block(body: str, options: Options, context: str, kept: tuple[str, ..
     program of its own that has ``context`` run before it and its ``kept`` names used after."""
     cell, outcomes = magics.python_cell(body), None
     if context or kept:
-        outcomes = _python().rewrite_together([context, cell.python, "".join(f"{name}\n" for name in kept)], options,
-                                              where=lambda own, k, line: (line if k == 1 else 0, None))
+        outcomes = _python().rewrite_together(
+            [context, cell.python, "".join(f"{name}\n" for name in kept)],
+            options,
+            where=lambda own, k, line: (line if k == 1 else 0, None),
+        )
     if outcomes is None:
         outcome = rewriters.module_for("python", cell.python).rewrite(cell.python, options)
     else:
@@ -168,7 +188,7 @@ def _python_session(body: str, options: Options, context: str, kept: tuple[str, 
     python = []
     for k, line in enumerate(lines):
         prompt = _SESSION_PROMPT.match(line)
-        python.append(line[prompt.end():] if prompt else f"# xrt2pjrt-output-{k}" + line[len(line.rstrip("\r\n")):])
+        python.append(line[prompt.end() :] if prompt else f"# xrt2pjrt-output-{k}" + line[len(line.rstrip("\r\n")) :])
     old = "".join(python)
     outcome = _python_block(old, options, context, kept)
     new = without_new_todo_lines(old, outcome.text).splitlines(keepends=True)
@@ -182,8 +202,13 @@ def _python_session(body: str, options: Options, context: str, kept: tuple[str, 
             continue
         for j in range(j1, j2):
             output = _OUTPUT.match(new[j].rstrip("\r\n"))
-            out.append(lines[int(output.group(1))] if output else
-                       (">>> " if j + 1 in starts else "... ") + new[j] if new[j].strip() else "..." + new[j])
+            out.append(
+                lines[int(output.group(1))]
+                if output
+                else (">>> " if j + 1 in starts else "... ") + new[j]
+                if new[j].strip()
+                else "..." + new[j]
+            )
     return Outcome("".join(out), outcome.changes, outcome.manual)
 
 
@@ -235,23 +260,34 @@ def _imports_around(bodies: dict[Block, str]) -> dict[Block, tuple[str, tuple[st
     nearest block above that imports the name, else the nearest below), and the names of
     its own imports that other blocks borrow so."""
     python = [block for block in bodies if block.kind in ("python", "pycon")]
-    names = {block: _names(_session_python(bodies[block]) if block.kind == "pycon" else bodies[block])
-             for block in python}
+    names = {
+        block: _names(_session_python(bodies[block]) if block.kind == "pycon" else bodies[block]) for block in python
+    }
     read = [block for block in python if names[block] is not None]
     borrowed: dict[Block, dict[str, Block]] = {}  # block -> name -> the block it borrows the name's import from
     for k, block in enumerate(read):
-        others = [*reversed(read[:k]), *read[k + 1:]]
-        borrowed[block] = {name: next(o for o in others if name in names[o].imports)
-                           for name in sorted(names[block].free) if any(name in names[o].imports for o in others)}
-    return {block: ("".join(dict.fromkeys(names[source].imports[name] for name, source in borrowed[block].items())),
-                    tuple(name for name in names[block].imports
-                          if any(sources.get(name) is block for sources in borrowed.values())))
-            for block in read}
+        others = [*reversed(read[:k]), *read[k + 1 :]]
+        borrowed[block] = {
+            name: next(o for o in others if name in names[o].imports)
+            for name in sorted(names[block].free)
+            if any(name in names[o].imports for o in others)
+        }
+    return {
+        block: (
+            "".join(dict.fromkeys(names[source].imports[name] for name, source in borrowed[block].items())),
+            tuple(
+                name
+                for name in names[block].imports
+                if any(sources.get(name) is block for sources in borrowed.values())
+            ),
+        )
+        for block in read
+    }
 
 
 def _session_python(body: str) -> str:
     """The Python of a ``>>>`` session, for reading its names: prompt lines only."""
-    return "".join(line[m.end():] for line in body.splitlines(keepends=True) if (m := _SESSION_PROMPT.match(line)))
+    return "".join(line[m.end() :] for line in body.splitlines(keepends=True) if (m := _SESSION_PROMPT.match(line)))
 
 
 def _leave_decided(body: str, outcome: Outcome, again: Program) -> Outcome:
@@ -270,12 +306,19 @@ def _leave_decided(body: str, outcome: Outcome, again: Program) -> Outcome:
     if kept is not None:
         then = again(kept.text)
         if not _hidden(outcome, then):  # a next run asks each item again, and keeps each spot
-            second = _rewrite_keeping(kept.text, _spots(f for f in then.manual if _item(f) in set(map(_item, hidden))),
-                                      again)
+            second = _rewrite_keeping(
+                kept.text, _spots(f for f in then.manual if _item(f) in set(map(_item, hidden))), again
+            )
             if second is not None and second.text == kept.text and not second.changes:
                 return Outcome(kept.text, kept.changes, outcome.manual)
-    return Outcome(body, [], _with_changes_not_made(
-        outcome, lambda f: f"code block left as it was, as it has an item to decide: make this change by hand ({f.message})"))
+    return Outcome(
+        body,
+        [],
+        _with_changes_not_made(
+            outcome,
+            lambda f: f"code block left as it was, as it has an item to decide: make this change by hand ({f.message})",
+        ),
+    )
 
 
 def _hidden(first: Outcome, then: Outcome) -> list[Finding]:
@@ -320,10 +363,10 @@ def _rewrite_keeping(body: str, spots: dict[int, set[str]], again: Program) -> O
             last += 1  # a marker on a command's last line covers its continued lines
         if last > len(lines) or "# xrt2pjrt: ignore" in lines[last - 1]:
             return None  # (a line reads its first marker only: a second one would keep nothing)
-        if re.search("\"\"\"|\'\'\'|<<", lines[last - 1]):
+        if re.search("\"\"\"|'''|<<", lines[last - 1]):
             return None  # (in a string or a here-document, a marker would be text)
         text, keep = lines[last - 1].rstrip("\r\n"), _keep(rules)
-        lines[last - 1] = text + keep + lines[last - 1][len(text):]
+        lines[last - 1] = text + keep + lines[last - 1][len(text) :]
         markers.add(keep)
     marked = "".join(lines)
     try:
@@ -353,8 +396,11 @@ def _checked(check: Callable[[str], str | None], kind: str, body: str, outcome: 
     written = check(body)  # (a placeholder such as <ip-address> makes the block invalid as written)
     why = f"not valid {kind} as written" if written else f"its rewrite would not be valid {kind}"
     problem = re.sub(r"^\S*bash: line \d+: ", "", (written or problem).splitlines()[0])  # (bash -n's own words)
-    return Outcome(body, [], _with_changes_not_made(outcome, lambda f: f"code block left as it was ({why}: {problem}): "
-                                                                       f"{f.message}"))
+    return Outcome(
+        body,
+        [],
+        _with_changes_not_made(outcome, lambda f: f"code block left as it was ({why}: {problem}): {f.message}"),
+    )
 
 
 def _with_changes_not_made(outcome: Outcome, said: Callable[[Finding], str]) -> list[Finding]:
@@ -363,8 +409,14 @@ def _with_changes_not_made(outcome: Outcome, said: Callable[[Finding], str]) -> 
     text: one spot, one item (a TPU node's XRT_TPU_CONFIG is one decision, not two)."""
     items = list(outcome.manual)
     for change in outcome.changes:
-        at = next((k for k, item in enumerate(items) if (item.rule, item.line, item.cell) ==
-                   (change.rule, change.line, change.cell)), None)
+        at = next(
+            (
+                k
+                for k, item in enumerate(items)
+                if (item.rule, item.line, item.cell) == (change.rule, change.line, change.cell)
+            ),
+            None,
+        )
         if at is None:
             items.append(change.to_decide(said(change)))
         else:
@@ -391,7 +443,7 @@ def _rewrite_session(body: str, options: Options) -> Outcome:
         end = i + 1
         while end < len(lines) and lines[end - 1].rstrip("\r\n").endswith("\\"):
             end += 1
-        command = lines[i][prompt.end():] + "".join(lines[i + 1:end])
+        command = lines[i][prompt.end() :] + "".join(lines[i + 1 : end])
         done = _checked(shell.check, "shell", command, shell.rewrite(command, options, comments=False))
         changes += shifted(done.changes, i)
         manual += shifted(done.manual, i)
@@ -431,7 +483,7 @@ def _decided(text: str, block: Block) -> Block:
     """A block whose language its text decides: a ``>>>`` session ("pycon"); Python when
     tagged so, or when it parses as Python with its IPython lines hidden and holds them, an
     import, a definition or a call (``XRT_TPU_CONFIG="..."`` and ``ls`` parse too); else shell."""
-    body = dedent(text[block.start:block.end], block.indent)
+    body = dedent(text[block.start : block.end], block.indent)
     if body.lstrip().startswith(">>>"):
         return replace(block, kind="pycon")
     if block.tag in _PYTHON_TAGS:
@@ -501,17 +553,21 @@ def _indented(text: str) -> list[Block]:
         starts.append(starts[-1] + len(line))
     out, i = [], 0
     while i < len(lines):
-        if not (_INDENTED.match(lines[i]) and lines[i].strip() and (i == 0 or _BREAK.match(lines[i - 1].rstrip("\r\n")))
-                and not _goes_on(lines, i)):
+        if not (
+            _INDENTED.match(lines[i])
+            and lines[i].strip()
+            and (i == 0 or _BREAK.match(lines[i - 1].rstrip("\r\n")))
+            and not _goes_on(lines, i)
+        ):
             i += 1
             continue
         last = j = i
         while j < len(lines) and (not lines[j].strip() or _INDENTED.match(lines[j])):
             last = j if lines[j].strip() else last
             j += 1
-        body = [line for line in lines[i:last + 1] if line.strip()]
+        body = [line for line in lines[i : last + 1] if line.strip()]
         margin = min((re.match(r"[ \t]*", line).group() for line in body), key=len)
-        if not all(_LIST_ITEM.match(line[len(margin):]) for line in body):  # (a list indented too far)
+        if not all(_LIST_ITEM.match(line[len(margin) :]) for line in body):  # (a list indented too far)
             out.append(Block(starts[i], starts[last + 1], margin, CONTENT))
         i = last + 1
     return out

@@ -66,10 +66,14 @@ def rewrite(text: str, options: Options) -> Outcome:
         elif not rewriters.trigger_for("notebook").search(cell.source):
             if borrowed.get(index):
                 # (the other cells are migrated: a name of a function 2.x removed is imported no more)
-                rec.decide(magics.UNREAD, cell.start, f"this cell is not Python the codemod can parse, and it uses "
-                        f"{', '.join(sorted(borrowed[index]))}, which another cell imported from torch_xla: "
-                        "migrate its torch_xla code by hand as the other cells' was (names of functions torch_xla "
-                        "2.x removed are imported no more)")
+                rec.decide(
+                    magics.UNREAD,
+                    cell.start,
+                    f"this cell is not Python the codemod can parse, and it uses "
+                    f"{', '.join(sorted(borrowed[index]))}, which another cell imported from torch_xla: "
+                    "migrate its torch_xla code by hand as the other cells' was (names of functions torch_xla "
+                    "2.x removed are imported no more)",
+                )
             continue
         elif cell.cell_type == "code":
             outcome = magics.cell(cell.source, options)
@@ -78,13 +82,19 @@ def rewrite(text: str, options: Options) -> Outcome:
         else:
             continue
         if outcome is None:
-            rec.decide(magics.UNREAD, cell.start, "this cell is not Python the codemod can parse; "
-                    "it mentions XRT or torch_xla: migrate it by hand")
+            rec.decide(
+                magics.UNREAD,
+                cell.start,
+                "this cell is not Python the codemod can parse; it mentions XRT or torch_xla: migrate it by hand",
+            )
             continue
-        merge_into(rec, Outcome(outcome.text, *(_in_cell(f, index + 1) for f in (outcome.changes, outcome.manual))),
-                   lines)
+        merge_into(
+            rec, Outcome(outcome.text, *(_in_cell(f, index + 1) for f in (outcome.changes, outcome.manual))), lines
+        )
         if outcome.text != cell.source:
-            rec.edits.append(Edit(cell.start, cell.end, _render(outcome.text, text[cell.start:cell.end], ascii_only, text)))
+            rec.edits.append(
+                Edit(cell.start, cell.end, _render(outcome.text, text[cell.start : cell.end], ascii_only, text))
+            )
     done = rec.outcome()
     return Outcome(done.text, *(_located(f, starts) for f in (done.changes, done.manual)))
 
@@ -98,10 +108,16 @@ def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
 def _located(findings: list[Finding], first_lines: list[int]) -> list[Finding]:
     """``findings`` each located in its cell: those the notebook itself made (on a whole
     cell) by the cell's first line that holds their line."""
-    return [f if f.cell is not None or not first_lines else
-            replace(f, cell=(cell := max(bisect.bisect_right(first_lines, f.line), 1)),
-                    cell_range=f.range.moved(lambda line: max(line - first_lines[cell - 1] + 1, 1)))
-            for f in findings]
+    return [
+        f
+        if f.cell is not None or not first_lines
+        else replace(
+            f,
+            cell=(cell := max(bisect.bisect_right(first_lines, f.line), 1)),
+            cell_range=f.range.moved(lambda line: max(line - first_lines[cell - 1] + 1, 1)),
+        )
+        for f in findings
+    ]
 
 
 def parsed_size(text: str) -> int:
@@ -111,8 +127,11 @@ def parsed_size(text: str) -> int:
         cells = source_spans(text)
     except (ValueError, KeyError, TypeError, IndexError):
         return 0  # not a notebook: the rewrite says so
-    return sum(len(c.source) if c.cell_type == "code" else markdown.parsed_size(c.source)
-               for c in cells if c.cell_type in ("code", "markdown"))
+    return sum(
+        len(c.source) if c.cell_type == "code" else markdown.parsed_size(c.source)
+        for c in cells
+        if c.cell_type in ("code", "markdown")
+    )
 
 
 def check(text: str) -> str | None:
@@ -143,10 +162,15 @@ def source_spans(text: str) -> list[SourceSpan]:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise NotJSON(exc) from None
-    if isinstance(document, dict) and "cells" not in document and (
-            "worksheets" in document or document.get("nbformat", 4) < 4):
-        raise ValueError(f"nbformat {document.get('nbformat', 3)} (cells in worksheets); this tool reads "
-                         "nbformat 4: convert it with `jupyter nbconvert --to notebook --nbformat 4`")
+    if (
+        isinstance(document, dict)
+        and "cells" not in document
+        and ("worksheets" in document or document.get("nbformat", 4) < 4)
+    ):
+        raise ValueError(
+            f"nbformat {document.get('nbformat', 3)} (cells in worksheets); this tool reads "
+            "nbformat 4: convert it with `jupyter nbconvert --to notebook --nbformat 4`"
+        )
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise ValueError("no 'cells' list at the top level")
     out = []
@@ -190,7 +214,7 @@ def first_lines(text: str, cells: list[SourceSpan]) -> list[int]:
     24 s of 27 for 500 cells among 50 MB of outputs)."""
     out, line, counted = [], 1, 0
     for cell in cells:
-        first = text[cell.start:cell.end]
+        first = text[cell.start : cell.end]
         offset = cell.start + (len(first) - len(first[1:].lstrip()) if first.startswith("[") else 0)
         line += text.count("\n", counted, offset)
         counted = offset
@@ -210,7 +234,13 @@ def _render(source: str, original: str, ascii_only: bool, whole: str) -> str:
     margin = re.match(r"\[\s*?\n([ \t]*)", original)
     item_margin = margin.group(1) if margin else " "
     close_margin = re.search(r"\n([ \t]*)\]$", original)
-    return "[\n" + ",\n".join(item_margin + i for i in items) + "\n" + (close_margin.group(1) if close_margin else "") + "]"
+    return (
+        "[\n"
+        + ",\n".join(item_margin + i for i in items)
+        + "\n"
+        + (close_margin.group(1) if close_margin else "")
+        + "]"
+    )
 
 
 # --- the code cells --------------------------------------------------------------------------
@@ -219,8 +249,12 @@ def _render(source: str, original: str, ascii_only: bool, whole: str) -> str:
 def _kernel_cells(cells: list[SourceSpan]) -> dict[int, magics.PythonCell]:
     """The code cells (by index) whose Python the kernel runs in the notebook's namespace:
     plain cells and those of a cell magic that runs its Python there (not ``%%html``)."""
-    return {i: magics.python_cell(c.source) for i, c in enumerate(cells) if c.cell_type == "code"
-            and (not c.source.startswith("%%") or magics.body_of(c.source.partition("\n")[0]) == magics.KERNEL)}
+    return {
+        i: magics.python_cell(c.source)
+        for i, c in enumerate(cells)
+        if c.cell_type == "code"
+        and (not c.source.startswith("%%") or magics.body_of(c.source.partition("\n")[0]) == magics.KERNEL)
+    }
 
 
 def _rewrite_together(python: dict[int, magics.PythonCell], options: Options, kept: list[str]) -> dict[int, Outcome]:
@@ -230,8 +264,11 @@ def _rewrite_together(python: dict[int, magics.PythonCell], options: Options, ke
     away after, uses each of them, so that no import of them is dropped as stale."""
     numbers = [index + 1 for index in python]  # as Jupyter counts cells
     uses = "".join(f"{name}\n" for name in kept)
-    outcomes = _python().rewrite_together([*(cell.python for cell in python.values()), *[uses] * bool(kept)],
-                                        options, where=lambda own, k, line: (line, numbers[k]))
+    outcomes = _python().rewrite_together(
+        [*(cell.python for cell in python.values()), *[uses] * bool(kept)],
+        options,
+        where=lambda own, k, line: (line, numbers[k]),
+    )
     if outcomes is None:
         return {}
     return {index: magics.finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}

@@ -41,7 +41,7 @@ class Entry:
         """Whether a call may pass ``keyword`` (True when the signature is not known)."""
         if self.params is None or any(p.startswith("**") for p in self.params):
             return True
-        by_name = self.params[self.params.index("/") + 1:] if "/" in self.params else self.params
+        by_name = self.params[self.params.index("/") + 1 :] if "/" in self.params else self.params
         return keyword in (p.rstrip("=") for p in by_name if not p.startswith("*"))
 
     def required(self) -> list[tuple[str, int | None]]:
@@ -168,8 +168,12 @@ def keyword_lacks(dotted: str, keywords: list[str], positional: int | None, rele
             out.append(Lack(f"{dotted}({keyword}=)", release, had))
     for param, position in target.required() if positional is not None else ():
         if param not in keywords and (position is None or position >= positional):
-            had = frozenset(r for e in table()[dotted] if e.params is not None
-                            and param not in (p for p, _ in e.required()) for r in e.releases)
+            had = frozenset(
+                r
+                for e in table()[dotted]
+                if e.params is not None and param not in (p for p, _ in e.required())
+                for r in e.releases
+            )
             out.append(Lack(f"{dotted}({param})", release, had))
     limit = target.positional_limit()
     if limit is not None and positional is not None and positional > limit:

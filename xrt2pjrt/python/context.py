@@ -76,13 +76,23 @@ class Context:
 
     def change(self, message: str, caveat: str = "") -> None:
         """Report a change made here; ``caveat``: what it does not keep (report.Finding)."""
-        self._engine.changes.append(Finding(self.rule_id, self.range, message, Fix.of(self.rule_id, applied=True),
-                                            caveat=caveat))
+        self._engine.changes.append(
+            Finding(self.rule_id, self.range, message, Fix.of(self.rule_id, applied=True), caveat=caveat)
+        )
         if self._engine.statements:
             self._engine.statements[-1].changed = True
 
-    def decide(self, message: str, comment: bool | str = True, cites: Sequence[int] = (), quoted: int = 0,
-               cited_as: str = "", of_fix: bool = False, detail: str = "", use: str = "") -> None:
+    def decide(
+        self,
+        message: str,
+        comment: bool | str = True,
+        cites: Sequence[int] = (),
+        quoted: int = 0,
+        cited_as: str = "",
+        of_fix: bool = False,
+        detail: str = "",
+        use: str = "",
+    ) -> None:
         """Report a spot a person must decide, ``message`` saying what to do and ``detail``
         why (the report's long text, report.Finding); also mark it in the code with ``message``,
         or with ``comment`` when that is a text (one that must not change when the file's
@@ -91,9 +101,16 @@ class Context:
         ``of_fix``: the item is about the fix the rule makes here, and goes with it when the
         fix-safety gate withholds it. ``use``: the line to put in (report.Finding)."""
         texts = self._engine.text.splitlines() if quoted else []
-        finding = Finding(self.rule_id, self.range, message, Fix.of(self.rule_id, applied=False),
-                          tuple(Cite(line, text=texts[line - 1] if k < quoted else None) for k, line in enumerate(cites)),
-                          cited_as, detail, use=use)
+        finding = Finding(
+            self.rule_id,
+            self.range,
+            message,
+            Fix.of(self.rule_id, applied=False),
+            tuple(Cite(line, text=texts[line - 1] if k < quoted else None) for k, line in enumerate(cites)),
+            cited_as,
+            detail,
+            use=use,
+        )
         if finding in self._engine.manual:
             return  # one item per spot, however many arguments led to it
         self._engine.manual.append(finding)
@@ -143,15 +160,19 @@ class Context:
         """True when the statement being visited sits in a block of statements, where
         others may take its place (an ``elif`` does not: it is its ``if``'s else)."""
         frames = self._engine.statements
-        return not (len(frames) > 1 and isinstance(frames[-2].node, cst.If) and frames[-2].node.orelse is frames[-1].node)
+        return not (
+            len(frames) > 1 and isinstance(frames[-2].node, cst.If) and frames[-2].node.orelse is frames[-1].node
+        )
 
     @property
     def runs_on_import(self) -> bool:
         """True when the node being visited runs as the module is imported: outside every
         function's body (a class body, a function's default values and decorators run then)."""
         ancestors = self._engine.ancestors
-        return not any(isinstance(node, (cst.FunctionDef, cst.Lambda)) and inner is node.body
-                       for node, inner in zip(ancestors, [*ancestors[1:], self.original]))
+        return not any(
+            isinstance(node, (cst.FunctionDef, cst.Lambda)) and inner is node.body
+            for node, inner in zip(ancestors, [*ancestors[1:], self.original])
+        )
 
     def is_store(self, original: cst.CSTNode | None = None) -> bool:
         """True when ``original`` (default: the node being visited) is assigned to or deleted."""
@@ -167,10 +188,12 @@ class Context:
         key = (self._engine.scope.path, name)
         statement = id(self._engine.statements[-1].node)  # its TODO line goes above it, if kept
         here = self.range
-        self._engine.droppable[key] = (Finding(self.rule_id, here, dropped, Fix.of(self.rule_id, applied=True)),
-                                       Finding(self.rule_id, here, kept, Fix.of(self.rule_id, applied=False),
-                                               detail=kept_detail), statement,
-                                       self._engine.todo(kept, self.rule_id))
+        self._engine.droppable[key] = (
+            Finding(self.rule_id, here, dropped, Fix.of(self.rule_id, applied=True)),
+            Finding(self.rule_id, here, kept, Fix.of(self.rule_id, applied=False), detail=kept_detail),
+            statement,
+            self._engine.todo(kept, self.rule_id),
+        )
 
     @property
     def statement(self) -> cst.CSTNode | None:

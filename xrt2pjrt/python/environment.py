@@ -111,8 +111,9 @@ class EnvRule(PythonRule):
     def _here(self, ctx, variable: str) -> bool:
         """Whether this rule treats ``variable`` in this file: a variable other frameworks
         read too is left to a TensorFlow or JAX file that does not use PyTorch."""
-        return self.handles(variable) and (variable not in SHARED or ctx.options.uses_torch(ctx.source)
-                                           or not _OTHER_FRAMEWORK.search(ctx.source))
+        return self.handles(variable) and (
+            variable not in SHARED or ctx.options.uses_torch(ctx.source) or not _OTHER_FRAMEWORK.search(ctx.source)
+        )
 
     def _environ(self, ctx, node) -> bool:
         return ctx.resolve(node) == ENVIRON
@@ -133,9 +134,11 @@ class EnvRule(PythonRule):
             raise _SetForATest
 
     def _set_for_a_test(self, ctx, variable: str) -> None:
-        ctx.decide("update this once its code is migrated",
-                   detail=f"{variable} is set for a test here: left as it is, with the test's expectations; once "
-                   f"the code under test is migrated, set what it reads now ({self.read(variable)})")
+        ctx.decide(
+            "update this once its code is migrated",
+            detail=f"{variable} is set for a test here: left as it is, with the test's expectations; once "
+            f"the code under test is migrated, set what it reads now ({self.read(variable)})",
+        )
 
     def _Assign(self, ctx, original, updated):
         if len(updated.targets) != 1:
@@ -153,8 +156,13 @@ class EnvRule(PythonRule):
             return self._drop_statement(ctx, variable, updated)
         if setting is KEEP:
             return updated
-        new_target = target.with_changes(slice=[target.slice[0].with_changes(
-            slice=cst.Index(self._string(ctx, setting[0], target.slice[0].slice.value)))])
+        new_target = target.with_changes(
+            slice=[
+                target.slice[0].with_changes(
+                    slice=cst.Index(self._string(ctx, setting[0], target.slice[0].slice.value))
+                )
+            ]
+        )
         value = self._string(ctx, setting[1], target.slice[0].slice.value)
         return updated.with_changes(targets=[updated.targets[0].with_changes(target=new_target)], value=value)
 
@@ -219,10 +227,12 @@ class EnvRule(PythonRule):
             return self._drop_statement(ctx, variable, updated)
         if setting is KEEP:
             return updated
-        return updated.with_changes(args=[
-            key.with_changes(value=self._string(ctx, setting[0], key.value)),
-            value.with_changes(value=self._string(ctx, setting[1], key.value)),
-        ])
+        return updated.with_changes(
+            args=[
+                key.with_changes(value=self._string(ctx, setting[0], key.value)),
+                value.with_changes(value=self._string(ctx, setting[1], key.value)),
+            ]
+        )
 
     def _update_keywords(self, ctx, call: cst.Call) -> cst.Call:
         args, dropped = list(call.args), set()
@@ -236,7 +246,9 @@ class EnvRule(PythonRule):
                 continue
             if setting is not None and (setting[0] not in present or setting[0] == variable):
                 present.add(setting[0])
-                args[index] = arg.with_changes(keyword=cst.Name(setting[0]), value=self._string(ctx, setting[1], arg.value))
+                args[index] = arg.with_changes(
+                    keyword=cst.Name(setting[0]), value=self._string(ctx, setting[1], arg.value)
+                )
             else:
                 dropped.add(index)
         if args == list(call.args) and not dropped:
@@ -249,8 +261,11 @@ class EnvRule(PythonRule):
 
     def _Dict(self, ctx, original, updated):
         elements, changed = [], False
-        present = {e.key.evaluated_value for e in updated.elements
-                   if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)}
+        present = {
+            e.key.evaluated_value
+            for e in updated.elements
+            if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+        }
         for element in updated.elements:
             variable = self._key(ctx, element.key) if isinstance(element, cst.DictElement) else None
             setting = None if variable is None else self._written(ctx, variable, element.value, memo=False)
@@ -261,8 +276,11 @@ class EnvRule(PythonRule):
             if setting is None or (setting[0] in present and setting[0] != variable):
                 continue
             present.add(setting[0])
-            elements.append(element.with_changes(key=self._string(ctx, setting[0], element.key),
-                                                 value=self._string(ctx, setting[1], element.key)))
+            elements.append(
+                element.with_changes(
+                    key=self._string(ctx, setting[0], element.key), value=self._string(ctx, setting[1], element.key)
+                )
+            )
         if not changed:
             return updated
         if elements:
@@ -290,10 +308,12 @@ class EnvRule(PythonRule):
         if not lines or setting is KEEP:
             return False
         then = f"set {setting[0]}={setting[1]!r} instead" if setting else "remove it"
-        why = (f"this write stays while it is, or that read raises KeyError; once the reads are migrated, "
-               f"{then}")
-        ctx.decide("migrate the reads first, then this write", cites=lines,
-                   detail=f"{variable} is read elsewhere in this file: {why}")
+        why = f"this write stays while it is, or that read raises KeyError; once the reads are migrated, {then}"
+        ctx.decide(
+            "migrate the reads first, then this write",
+            cites=lines,
+            detail=f"{variable} is read elsewhere in this file: {why}",
+        )
         return True
 
     def _written(self, ctx, variable: str, value: cst.BaseExpression, memo: bool = True) -> Setting | None:
@@ -369,8 +389,11 @@ def _is_test_file(tree: ast.Module | None) -> bool:
     if tree is None:
         return False
     bodies = [tree.body] + [node.body for node in tree.body if isinstance(node, ast.ClassDef)]
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
-               for body in bodies for node in body)
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
+        for body in bodies
+        for node in body
+    )
 
 
 def _builds_an_environment(ctx, call: cst.Call) -> bool:
@@ -384,7 +407,8 @@ def _builds_an_environment(ctx, call: cst.Call) -> bool:
 
 def _is_environ(node: ast.AST | None) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
-        isinstance(node, ast.Name) and node.id == "environ")
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
 
 
 def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
@@ -401,9 +425,15 @@ def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
             key = node.slice
         elif isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Attribute, ast.Name)):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
-            if name in ("getenv", "getenv_as") or (name in ("get", "pop") and _is_environ(getattr(node.func, "value", None))):
+            if name in ("getenv", "getenv_as") or (
+                name in ("get", "pop") and _is_environ(getattr(node.func, "value", None))
+            ):
                 key = node.args[0]
-        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) and _is_environ(node.comparators[0]):
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and _is_environ(node.comparators[0])
+        ):
             key = node.left
         if isinstance(key, ast.Attribute):  # xenv.TPUVM_MODE, xenv.HOST_ORDINAL
             key = ast.Constant(XENV_STILL.get(key.attr) or XENV_XRT.get(key.attr))
@@ -432,8 +462,13 @@ def _environ_writes(tree: ast.Module | None) -> set[str]:
         key = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _is_environ(node.value):
             key = node.slice
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
-              and _is_environ(node.func.value) and node.args):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "setdefault"
+            and _is_environ(node.func.value)
+            and node.args
+        ):
             key = node.args[0]
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             written.add(key.value)

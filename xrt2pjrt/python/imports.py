@@ -282,8 +282,10 @@ def _only_none(value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.Tuple, cst.List)):
         return bool(value.elements) and all(_only_none(element.value) for element in value.elements)
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
-        return any(_only_none(side) and isinstance(other, cst.Integer)
-                   for side, other in ((value.left, value.right), (value.right, value.left)))
+        return any(
+            _only_none(side) and isinstance(other, cst.Integer)
+            for side, other in ((value.left, value.right), (value.right, value.left))
+        )
     return False
 
 
@@ -399,8 +401,16 @@ class FinishImports(Transformer):
     the module's ``header`` above the first one).
     """
 
-    def __init__(self, stale: set[str], modules: tuple[str, ...], keep: frozenset[str],
-                 additions: Marks, top: list[str], comments: Marks | None = None, header=()):
+    def __init__(
+        self,
+        stale: set[str],
+        modules: tuple[str, ...],
+        keep: frozenset[str],
+        additions: Marks,
+        top: list[str],
+        comments: Marks | None = None,
+        header=(),
+    ):
         self.comments = comments or Marks()
         self.header = header
         self.stale = stale
@@ -418,8 +428,11 @@ class FinishImports(Transformer):
         kept = [
             alias
             for local, origin, alias in import_bindings(updated)
-            if not ((tuple(self.path), local) in self.stale and origin.startswith(self.modules)
-                    and dotted(alias.name) not in self.keep)
+            if not (
+                (tuple(self.path), local) in self.stale
+                and origin.startswith(self.modules)
+                and dotted(alias.name) not in self.keep
+            )
         ]
         if len(kept) == len(updated.names):
             return updated
@@ -450,8 +463,12 @@ class FinishImports(Transformer):
         for name in _node_fields(type(node)):
             value = getattr(node, name)
             for child in value if isinstance(value, (list, tuple)) else (value,):
-                if (isinstance(child, cst.CSTNode) and not _nameless(type(child))
-                        and not subclass(type(child), cst.BaseExpression) and self._reaches(child)):
+                if (
+                    isinstance(child, cst.CSTNode)
+                    and not _nameless(type(child))
+                    and not subclass(type(child), cst.BaseExpression)
+                    and self._reaches(child)
+                ):
                     found = True
         if found and isinstance(node, cst.BaseCompoundStatement):
             self.reaching.add(node)
@@ -506,8 +523,14 @@ class FinishImports(Transformer):
         """``body`` with the planned imports placed among the imports next to their anchors."""
         body, done = list(body), []
         while True:
-            hit = next(((index, self.renamed.get(s)) for index, s in enumerate(body)
-                        if s in self.renamed and not any(self.renamed.get(s) is d for d in done)), None)
+            hit = next(
+                (
+                    (index, self.renamed.get(s))
+                    for index, s in enumerate(body)
+                    if s in self.renamed and not any(self.renamed.get(s) is d for d in done)
+                ),
+                None,
+            )
             if hit is None:
                 return body
             index, lines = hit
@@ -535,7 +558,7 @@ class FinishImports(Transformer):
         end = index
         while end + 1 < len(body) and not body[end + 1].leading_lines and importish(body[end + 1]):
             end += 1
-        run = body[start:end + 1]
+        run = body[start : end + 1]
         new = [cst.parse_statement(text + "\n") for text in sorted(set(texts))]
         replaced = body[index]
         if replaced in self.doomed and replaced.trailing_whitespace.comment is not None:
@@ -544,14 +567,14 @@ class FinishImports(Transformer):
         kept = [statement for statement in run if statement not in self.doomed]
         key = next((key for key in (_isort_key, _sort_key) if [key(s) for s in kept] == sorted(map(key, kept))), None)
         if key is None:
-            return [*body[:end + 1], *new, *body[end + 1:]]
+            return [*body[: end + 1], *new, *body[end + 1 :]]
         # The paragraph's blank lines and comments go to its new first line; the TODO lines
         # that mark the old first one stay with it, wherever the sort puts it.
         lead = [line for line in run[0].leading_lines if not _is_todo(line)]
         run[0] = self._moved(run[0], leading_lines=[line for line in run[0].leading_lines if _is_todo(line)])
         merged = sorted(run + new, key=key)
         merged[0] = self._moved(merged[0], leading_lines=[*lead, *merged[0].leading_lines])
-        return [*body[:start], *merged, *body[end + 1:]]
+        return [*body[:start], *merged, *body[end + 1 :]]
 
 
 def _is_todo(line: cst.EmptyLine) -> bool:

@@ -14,8 +14,14 @@ from __future__ import annotations
 import libcst as cst
 
 
-def split(statement: cst.SimpleStatementLine, original: cst.SimpleStatementLine, indent: str, step: str,
-          limit: int, module: cst.Module) -> cst.SimpleStatementLine:
+def split(
+    statement: cst.SimpleStatementLine,
+    original: cst.SimpleStatementLine,
+    indent: str,
+    step: str,
+    limit: int,
+    module: cst.Module,
+) -> cst.SimpleStatementLine:
     """``statement``, a rule's rewrite of ``original`` (at ``indent``; blocks indent by
     ``step``), fitted into ``limit`` columns, if ``original`` fitted."""
     if _fits(statement, indent, limit, module) or not _fits(original, indent, limit, module):
@@ -35,8 +41,9 @@ def split(statement: cst.SimpleStatementLine, original: cst.SimpleStatementLine,
     # one per line, each with its comma
     comma = cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=inner)
     exploded = [arg.with_changes(comma=comma) for arg in args[:-1]]
-    exploded.append(args[-1].with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""),
-                                                          whitespace_after=outer)))
+    exploded.append(
+        args[-1].with_changes(comma=cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=outer))
+    )
     return _replaced(statement, call, call.with_changes(whitespace_before_args=inner, args=exploded))
 
 

@@ -17,8 +17,10 @@ import tokenize
 
 MAX_DEPTH = 200  # Python's (MAXLEVEL in its tokenizer)
 MESSAGE = "too many nested parentheses"  # Python's words for it
-TOO_DEEP = (f"brackets nested more than {MAX_DEPTH} deep: more than Python allows, and than libcst, the parser used "
-            "here, can read")
+TOO_DEEP = (
+    f"brackets nested more than {MAX_DEPTH} deep: more than Python allows, and than libcst, the parser used "
+    "here, can read"
+)
 
 
 def too_deep(text: str, error: SyntaxError) -> tuple[int, int] | None:

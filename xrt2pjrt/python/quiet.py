@@ -85,10 +85,13 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
     runs: list[_Run] = []
 
     def quiet(statement: ast.stmt, first: int, alone: bool) -> bool:
-        return (alone and _starts_line(statement, lines[first - 1])
-                and lines[statement.end_lineno - 1].endswith(("\n", "\r"))
-                and not _any_between(hits, first, statement.end_lineno)
-                and (not _any_between(risky, first, statement.end_lineno) or _foldable(statement, bound)))
+        return (
+            alone
+            and _starts_line(statement, lines[first - 1])
+            and lines[statement.end_lineno - 1].endswith(("\n", "\r"))
+            and not _any_between(hits, first, statement.end_lineno)
+            and (not _any_between(risky, first, statement.end_lineno) or _foldable(statement, bound))
+        )
 
     def visit(body: list[ast.stmt], outer_end: int) -> None:
         run = None
@@ -100,8 +103,10 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
             if quiet(statement, first, alone) and not (body is tree.body and index == 0 and _is_docstring(statement)):
                 if run is None:
                     code = lines[first - 1]
-                    run = _Run(first if previous_end is None else previous_end + 1,
-                               indent=code[:len(code) - len(code.lstrip(" \t"))])
+                    run = _Run(
+                        first if previous_end is None else previous_end + 1,
+                        indent=code[: len(code) - len(code.lstrip(" \t"))],
+                    )
                 run.last = statement.end_lineno
                 run.definition = run.definition or isinstance(statement, _DEFINITIONS)
                 continue
@@ -117,18 +122,18 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
     out, segments, indents, at, extra = [], [], [], [], []
     line, hidden = 1, 0
     for number, run in enumerate(runs):
-        out += lines[line - 1:run.first - 1]
+        out += lines[line - 1 : run.first - 1]
         at.append(run.first - hidden)
         hidden += run.last - run.first
         extra.append(hidden)
-        segments.append("".join(lines[run.first - 1:run.last]))
+        segments.append("".join(lines[run.first - 1 : run.last]))
         indents.append(run.indent)
         # A run holding a def stays a def: new imports go above the first one.
         shape = f"def {prefix}{number}(): ..." if run.definition else f"{prefix}{number}"
-        newline = lines[run.last - 1][len(lines[run.last - 1].rstrip("\r\n")):]
+        newline = lines[run.last - 1][len(lines[run.last - 1].rstrip("\r\n")) :]
         out.append(f"{run.indent}{shape}{newline}")
         line = run.last + 1
-    out += lines[line - 1:]
+    out += lines[line - 1 :]
     return Folded("".join(out), segments, indents, prefix, at, extra)
 
 
@@ -171,7 +176,11 @@ def _first_line(statement: ast.stmt) -> int:
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
-    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
 
 
 def _starts_line(statement: ast.stmt, line: str) -> bool:

@@ -80,46 +80,86 @@ DEVKIND_TODO = "set PJRT_DEVICE for the devkind dropped"
 _ON_TPU = ("TPU",)
 # A list that used to be empty on a host without that kind (timm's is_xla_available('TPU')
 # read len(devices) >= 1 on the next line, and said True on every CPU host).
-LISTED_DEVKIND = ("the list holds the devices of the type PJRT_DEVICE chose, whatever kind it asked for (CPU "
-                   "devices on a CPU host, where XRT listed none): where it tells whether there are devices of "
-                   "that kind, compare xr.device_type() with the kind instead")
+LISTED_DEVKIND = (
+    "the list holds the devices of the type PJRT_DEVICE chose, whatever kind it asked for (CPU "
+    "devices on a CPU host, where XRT listed none): where it tells whether there are devices of "
+    "that kind, compare xr.device_type() with the kind instead"
+)
 LISTED_DEVKIND_TODO = "test xr.device_type() for the kind"
 
 _DEVICE = Spelling("torch_xla", "device", None, (2, 3), keywords=(("n", "index"),))
 
 RENAMES: tuple[Rename, ...] = (
-    Rename(f"{XM}.xrt_world_size", (Spelling(XR, "world_size", "xr", (2, 1)),),
-           (Dropped("defval", 0, 1, DEFVAL, DEFVAL_TODO),),
-           note="counts devices, not processes"),
-    Rename(f"{XM}.get_ordinal", (Spelling(XR, "global_ordinal", "xr", (2, 1)),),
-           (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO),)),
-    Rename(f"{XM}.get_local_ordinal", (Spelling(XR, "local_ordinal", "xr", (2, 1)),),
-           (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO),)),
-    Rename(f"{XM}.xla_device",
-           (_DEVICE, Spelling(XM, "xla_device", "xm", (2, 1))),
-           (Dropped("devkind", 1, None, DEVKIND, DEVKIND_TODO, as_dropped=_ON_TPU),)),
-    Rename(f"{XR}.xla_device",
-           (_DEVICE, Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
-           (Dropped("devkind", 1, None, DEVKIND, DEVKIND_TODO, as_dropped=_ON_TPU),)),
-    Rename(f"{XM}.mark_step",
-           (Spelling("torch_xla", "sync", None, (2, 5)), Spelling("torch_xla", "sync", None, (2, 4), takes_args=False))),
-    Rename(f"{XM}.get_xla_supported_devices", (Spelling(XM, "get_xla_supported_devices", "xm", (2, 1)),),
-           (Dropped("devkind", 0, None, LISTED_DEVKIND, LISTED_DEVKIND_TODO, positional_if_str=True),),
-           params=("devkind", "max_devices")),
+    Rename(
+        f"{XM}.xrt_world_size",
+        (Spelling(XR, "world_size", "xr", (2, 1)),),
+        (Dropped("defval", 0, 1, DEFVAL, DEFVAL_TODO),),
+        note="counts devices, not processes",
+    ),
+    Rename(
+        f"{XM}.get_ordinal",
+        (Spelling(XR, "global_ordinal", "xr", (2, 1)),),
+        (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO),),
+    ),
+    Rename(
+        f"{XM}.get_local_ordinal",
+        (Spelling(XR, "local_ordinal", "xr", (2, 1)),),
+        (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO),),
+    ),
+    Rename(
+        f"{XM}.xla_device",
+        (_DEVICE, Spelling(XM, "xla_device", "xm", (2, 1))),
+        (Dropped("devkind", 1, None, DEVKIND, DEVKIND_TODO, as_dropped=_ON_TPU),),
+    ),
+    Rename(
+        f"{XR}.xla_device",
+        (_DEVICE, Spelling(XR, "xla_device", "xr", (2, 1), (2, 7))),
+        (Dropped("devkind", 1, None, DEVKIND, DEVKIND_TODO, as_dropped=_ON_TPU),),
+    ),
+    Rename(
+        f"{XM}.mark_step",
+        (Spelling("torch_xla", "sync", None, (2, 5)), Spelling("torch_xla", "sync", None, (2, 4), takes_args=False)),
+    ),
+    Rename(
+        f"{XM}.get_xla_supported_devices",
+        (Spelling(XM, "get_xla_supported_devices", "xm", (2, 1)),),
+        (Dropped("devkind", 0, None, LISTED_DEVKIND, LISTED_DEVKIND_TODO, positional_if_str=True),),
+        params=("devkind", "max_devices"),
+    ),
     # Keywords renamed or dropped under the same name (read from v1.13 against 2.1 … 2.9).
-    Rename(f"{XM}.send_cpu_data_to_device",
-           (Spelling(XM, "send_cpu_data_to_device", "xm", (2, 1), keywords=(("data", "datas"),)),)),
-    Rename(f"{PL}.ParallelLoader",
-           (Spelling(PL, "ParallelLoader", "pl", (2, 5), keywords=(("loader", "cpu_loader"),)),
-            Spelling(PL, "ParallelLoader", "pl", (2, 1), (2, 4)))),
-    *(Rename(f"{module}.XlaFullyShardedDataParallel",
-             (Spelling(module, "XlaFullyShardedDataParallel", None, (2, 8),
-                       keywords=(("mark_step_on_finalization", "sync_on_finalization"),)),
-              Spelling(module, "XlaFullyShardedDataParallel", None, (2, 1), (2, 7))))
-      for module in (FSDP, f"{FSDP}.xla_fully_sharded_data_parallel")),
-    Rename(f"{XM}.all_reduce", (Spelling(XM, "all_reduce", "xm", (2, 1)),),
-           (Dropped("cctx", 4, None, "XRT's collective context is gone", harmless=True),),
-           params=("reduce_type", "inputs", "scale", "groups", "cctx", "pin_layout")),
+    Rename(
+        f"{XM}.send_cpu_data_to_device",
+        (Spelling(XM, "send_cpu_data_to_device", "xm", (2, 1), keywords=(("data", "datas"),)),),
+    ),
+    Rename(
+        f"{PL}.ParallelLoader",
+        (
+            Spelling(PL, "ParallelLoader", "pl", (2, 5), keywords=(("loader", "cpu_loader"),)),
+            Spelling(PL, "ParallelLoader", "pl", (2, 1), (2, 4)),
+        ),
+    ),
+    *(
+        Rename(
+            f"{module}.XlaFullyShardedDataParallel",
+            (
+                Spelling(
+                    module,
+                    "XlaFullyShardedDataParallel",
+                    None,
+                    (2, 8),
+                    keywords=(("mark_step_on_finalization", "sync_on_finalization"),),
+                ),
+                Spelling(module, "XlaFullyShardedDataParallel", None, (2, 1), (2, 7)),
+            ),
+        )
+        for module in (FSDP, f"{FSDP}.xla_fully_sharded_data_parallel")
+    ),
+    Rename(
+        f"{XM}.all_reduce",
+        (Spelling(XM, "all_reduce", "xm", (2, 1)),),
+        (Dropped("cctx", 4, None, "XRT's collective context is gone", harmless=True),),
+        params=("reduce_type", "inputs", "scale", "groups", "cctx", "pin_layout"),
+    ),
 )
 
 
@@ -149,14 +189,20 @@ class RenameRule(PythonRule):
             return node
         for index, param in dropped.items():
             value = node.args[index].value
-            if not param.harmless and (literal(value) is NOT_LITERAL or literal(value) not in (
-                    param.default, *param.as_dropped)):
+            if not param.harmless and (
+                literal(value) is NOT_LITERAL or literal(value) not in (param.default, *param.as_dropped)
+            ):
                 ctx.decide(param.todo, detail=f"{param.name}={code(value)} dropped: {param.why}")
         # Positional arguments after a dropped one are passed by name to keep their meaning.
         new = keywordize(node, rename.params, start=min(dropped) + 1) if dropped else node
         new = without_args(new, set(dropped))
-        renamed = [(arg.keyword.value, new_keyword) for arg in new.args if arg.keyword is not None
-                   for old, new_keyword in spelling.keywords if arg.keyword.value == old]
+        renamed = [
+            (arg.keyword.value, new_keyword)
+            for arg in new.args
+            if arg.keyword is not None
+            for old, new_keyword in spelling.keywords
+            if arg.keyword.value == old
+        ]
         new = new.with_changes(args=[_renamed_keyword(arg, spelling) for arg in new.args])
         if spelling.dotted != name:
             new = new.with_changes(func=ctx.ref(spelling.module, spelling.attr, spelling.alias))
@@ -195,8 +241,13 @@ def _renamed_keyword(arg: cst.Arg, spelling: Spelling) -> cst.Arg:
     return arg
 
 
-_ALIASES = {XM: "xm", XR: "xr", "torch_xla.experimental.pjrt": "pjrt",
-            "torch_xla.distributed.xla_multiprocessing": "xmp", PL: "pl"}
+_ALIASES = {
+    XM: "xm",
+    XR: "xr",
+    "torch_xla.experimental.pjrt": "pjrt",
+    "torch_xla.distributed.xla_multiprocessing": "xmp",
+    PL: "pl",
+}
 
 
 def short(dotted: str) -> str:

@@ -60,8 +60,9 @@ class _Statement:
 
 # What the engine does with a node, by its type (one cached lookup instead of isinstance
 # chains, many of them against libcst's abstract classes, for every node of the tree).
-(_SCOPE, _STATEMENT, _SMALL_STATEMENTS, _BLOCK, _NAME, _ATTRIBUTE, _CALL, _ARG, _STORE,
- _IMPORT) = (1 << i for i in range(10))
+(_SCOPE, _STATEMENT, _SMALL_STATEMENTS, _BLOCK, _NAME, _ATTRIBUTE, _CALL, _ARG, _STORE, _IMPORT) = (
+    1 << i for i in range(10)
+)
 _DISPATCHED = _NAME | _ATTRIBUTE | _CALL
 
 
@@ -92,8 +93,11 @@ def _looked_for() -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
     (and the modules whose imports the engine may drop), and the names they take as aliases."""
     rules = [cls for cls in all_rules().values() if issubclass(cls, PythonRule)]
     words = tuple(dict.fromkeys(word for cls in rules for word in (*cls.words, *cls.statement_words)))
-    targets = tuple(dict.fromkeys((*REWRITTEN_MODULES, "xrt2pjrt",
-                                   *(name for cls in rules for name in (*cls.names, *cls.prefixes)))))
+    targets = tuple(
+        dict.fromkeys(
+            (*REWRITTEN_MODULES, "xrt2pjrt", *(name for cls in rules for name in (*cls.names, *cls.prefixes)))
+        )
+    )
     return words, targets, frozenset(alias for cls in rules for alias in cls.aliases)
 
 
@@ -102,8 +106,11 @@ def _relevant(bound: dict[str, set[str]]) -> tuple[tuple[str, ...], list[str]]:
     rules, or, as a whole identifier, a name an import of torch_xla (or of a rule's own
     name, like ``from torch.distributed import init_process_group as ipg``) binds."""
     words, targets, conventional = _looked_for()
-    aliases = sorted(local for local, fulls in bound.items()
-                     if any(full.startswith(targets) for full in fulls) or local in conventional)
+    aliases = sorted(
+        local
+        for local, fulls in bound.items()
+        if any(full.startswith(targets) for full in fulls) or local in conventional
+    )
     return words, aliases
 
 
@@ -153,8 +160,15 @@ class _Lines:
 
 
 class _Engine(imports.Transformer):
-    def __init__(self, text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None,
-                 tree: ast.Module | None):
+    def __init__(
+        self,
+        text: str,
+        module: cst.Module,
+        options: Options,
+        rules: list[PythonRule],
+        lines: _Lines | None,
+        tree: ast.Module | None,
+    ):
         super().__init__()
         self.text = text  # as read, quiet statements included
         self.tree = tree  # ``text``'s ast; None when ast cannot read it
@@ -367,8 +381,11 @@ class _Engine(imports.Transformer):
             target = original.func if is_call else original
             name, binding = self.scope.resolve(target)
             if name is not None:
-                rules = (self.by_name.get(name, []) + [r for p, r in self.by_prefix if name.startswith(p)]
-                         + [r for p, r in self.last if name.startswith(p)])
+                rules = (
+                    self.by_name.get(name, [])
+                    + [r for p, r in self.by_prefix if name.startswith(p)]
+                    + [r for p, r in self.last if name.startswith(p)]
+                )
                 if rules:
                     updated = self._run(rules, original, updated, name, binding)
         return updated
@@ -412,8 +429,14 @@ class _Engine(imports.Transformer):
         if not rule.gated(self.ctx.options):
             return hook(updated)
         frame = self.statements[-1] if self.statements else None
-        before = (len(self.changes), frame and (frame.remove, frame.changed), set(self.planned), set(self.droppable),
-                  {key: len(lines) for key, lines in self.additions.items()}, len(self.fix_notes))
+        before = (
+            len(self.changes),
+            frame and (frame.remove, frame.changed),
+            set(self.planned),
+            set(self.droppable),
+            {key: len(lines) for key, lines in self.additions.items()},
+            len(self.fix_notes),
+        )
         new = hook(updated)
         changes, flags, planned, droppable, additions, notes = before
         if len(self.changes) == changes:
@@ -427,8 +450,8 @@ class _Engine(imports.Transformer):
         if frame:
             frame.remove, frame.changed = flags
         for key, lines in self.additions.items():
-            required = {text for text, name in lines[additions.get(key, 0):] if name is None}
-            lines[additions.get(key, 0):] = [line for line in lines[additions.get(key, 0):] if line[1] is not None]
+            required = {text for text, name in lines[additions.get(key, 0) :] if name is None}
+            lines[additions.get(key, 0) :] = [line for line in lines[additions.get(key, 0) :] if line[1] is not None]
             for planned_key in set(self.planned) - planned:
                 if f"import {planned_key[1]}" in required:
                     del self.planned[planned_key]
@@ -447,8 +470,9 @@ class _Engine(imports.Transformer):
     def indent(self) -> str:
         """The indentation of the statement being visited."""
         step = self.module.default_indent
-        return "".join(b.indent if b.indent is not None else step for b in self.block_nodes
-                       if isinstance(b, cst.IndentedBlock))
+        return "".join(
+            b.indent if b.indent is not None else step for b in self.block_nodes if isinstance(b, cst.IndentedBlock)
+        )
 
     def todo(self, message: str, rule: str) -> str:
         """The TODO comment of an item to decide, for above the statement being visited:
@@ -482,8 +506,11 @@ def _simple_statements(tree: ast.Module | None):
     lines covers it whole (a compound statement's marker covers its own line only)."""
     if tree is None:
         return ()
-    return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
-            if isinstance(n, ast.stmt) and not hasattr(n, "body")]
+    return [
+        (n.lineno, n.end_lineno or n.lineno)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.stmt) and not hasattr(n, "body")
+    ]
 
 
 def _selected(options: Options) -> list[PythonRule]:
@@ -528,9 +555,11 @@ _PIECE = "# xrt2pjrt-piece-{}\n"
 _PIECES = re.compile(r"^# xrt2pjrt-piece-(\d+)\n", re.M)
 
 
-def rewrite_together(pieces: list[str], options: Options,
-                     where: Callable[[int, int, int], tuple[int, int | None]] = lambda own, k, line: (line, None),
-                     ) -> list[Outcome] | None:
+def rewrite_together(
+    pieces: list[str],
+    options: Options,
+    where: Callable[[int, int, int], tuple[int, int | None]] = lambda own, k, line: (line, None),
+) -> list[Outcome] | None:
     """Pieces of one program (a notebook's cells, a document's code blocks) rewritten as the
     one module they make, so that a name one piece imports is followed in the others. Each
     outcome holds its piece's text and findings, lines counted from the piece's first; a
@@ -563,11 +592,16 @@ def rewrite_together(pieces: list[str], options: Options,
         return replace(cite, line=line, cell=cell)
 
     def own(findings: list[Finding], k: int) -> list[Finding]:
-        return [replace(f, range=f.range.moved(lambda line: place(line)[1]), cites=tuple(cited(k, c) for c in f.cites))
-                for f in findings if place(f.line)[0] == k]
+        return [
+            replace(f, range=f.range.moved(lambda line: place(line)[1]), cites=tuple(cited(k, c) for c in f.cites))
+            for f in findings
+            if place(f.line)[0] == k
+        ]
 
-    return [Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))
-            for k, (text, add) in enumerate(zip(texts, unended))]
+    return [
+        Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))
+        for k, (text, add) in enumerate(zip(texts, unended))
+    ]
 
 
 def _pieces_of(module: str, count: int) -> list[str] | None:
@@ -599,8 +633,14 @@ def _parse(text: str) -> cst.Module:
         raise SourceError(exc.message, exc.raw_line, exc.raw_column + 1) from None
 
 
-def _rewrite(text: str, module: cst.Module, options: Options, rules: list[PythonRule], lines: _Lines | None,
-             tree: ast.Module | None) -> Outcome:
+def _rewrite(
+    text: str,
+    module: cst.Module,
+    options: Options,
+    rules: list[PythonRule],
+    lines: _Lines | None,
+    tree: ast.Module | None,
+) -> Outcome:
     """One pass of ``rules`` over ``module``; ``text`` is the file as read, ``tree`` its ast."""
     if not rules:
         return Outcome(text)
@@ -636,8 +676,11 @@ def _rewrite(text: str, module: cst.Module, options: Options, rules: list[Python
             elif needed:
                 additions.add(engine.anchors[key], needed)
         if stale or additions or top or comments:
-            new = new.visit(imports.FinishImports(stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions, top,
-                                                  comments, engine.module.header))
+            new = new.visit(
+                imports.FinishImports(
+                    stale, REWRITTEN_MODULES, SIDE_EFFECT_MODULES, additions, top, comments, engine.module.header
+                )
+            )
     return Outcome(new.code, engine.changes, engine.manual)
 
 

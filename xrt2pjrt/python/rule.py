@@ -114,7 +114,8 @@ _EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 def keywordize(call: cst.Call, params: tuple[str, ...], start: int = 1) -> cst.Call:
     """Positional arguments from ``start`` on passed by the parameter names ``params``."""
     args = [
-        named(arg, params[index]) if index >= start and arg.keyword is None and not arg.star and index < len(params)
+        named(arg, params[index])
+        if index >= start and arg.keyword is None and not arg.star and index < len(params)
         else arg
         for index, arg in enumerate(call.args)
     ]

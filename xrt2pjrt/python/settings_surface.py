@@ -87,7 +87,7 @@ class Gone:
     @property
     def history(self) -> str:
         after = spelled(RELEASES[RELEASES.index(self.last) + 1])
-        return (f"only warns from torch_xla {after}" if self.warns else f"read by nothing from torch_xla {after}")
+        return f"only warns from torch_xla {after}" if self.warns else f"read by nothing from torch_xla {after}"
 
 
 def gone(name: str, target: Release) -> Gone | None:
@@ -109,5 +109,9 @@ TORCH_XLA_OWN = re.compile(r"(?:XLA|XRT|PJRT|PT_XLA|TORCH_XLA)_\w+")
 def silently_gone() -> frozenset[str]:
     """torch_xla's own settings that some 2.x target reads nowhere, not even to warn, though an
     earlier release read them (XLA_TRIM_GRAPH_SIZE, PJRT_ALLOCATOR_FRACTION, the XRT_* ones)."""
-    return frozenset(name for name in table() if TORCH_XLA_OWN.fullmatch(name) and any(
-        (found := gone(name, (2, minor))) is not None and not found.warns for minor in range(1, 10)))
+    return frozenset(
+        name
+        for name in table()
+        if TORCH_XLA_OWN.fullmatch(name)
+        and any((found := gone(name, (2, minor))) is not None and not found.warns for minor in range(1, 10))
+    )

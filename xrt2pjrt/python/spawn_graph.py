@@ -10,7 +10,7 @@ import functools
 import libcst as cst
 
 from xrt2pjrt.python import spawn_site
-from xrt2pjrt.python.rule import PythonRule, argument, literal
+from xrt2pjrt.python.rule import argument, literal
 from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
@@ -45,22 +45,38 @@ def elements(args: ast.expr | None, site: spawn_site.Site) -> list[ast.expr]:
         args = values[0] if len(values) == 1 else None
     return args.elts if isinstance(args, (ast.Tuple, ast.List)) else []
 
+
 # APIs that start the XLA runtime in the calling process.
-RUNTIME_STARTERS = frozenset({
-    "torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.devices",
-    "torch_xla.core.xla_model.get_xla_supported_devices", "torch_xla.core.xla_model.xrt_world_size",
-    "torch_xla.core.xla_model.get_ordinal", "torch_xla.core.xla_model.get_local_ordinal",
-    "torch_xla.runtime.world_size", "torch_xla.runtime.global_ordinal", "torch_xla.runtime.local_ordinal",
-    "torch_xla.runtime.addressable_device_count", "torch_xla.runtime.global_device_count",
-    "torch_xla.runtime.process_index", "torch_xla.runtime.process_count",
-    # a logger asking for the rank, a seeding helper, a memory probe (under XRT they read
-    # variables or an idle server; checked on CPU: each starts the runtime)
-    "torch_xla.core.xla_model.is_master_ordinal", "torch_xla.core.xla_model.master_print",
-    "torch_xla.core.xla_model.set_rng_state", "torch_xla.core.xla_model.get_rng_state",
-    "torch_xla.core.xla_model.wait_device_ops", "torch_xla.core.xla_model.xla_device_hw",
-    "torch_xla.core.xla_model.get_memory_info", "torch_xla.core.xla_model.mark_step", "torch_xla.sync",
-    "torch_xla.debug.metrics.metrics_report",  # (checked on CPU: the spawn then raised)
-})
+RUNTIME_STARTERS = frozenset(
+    {
+        "torch_xla.core.xla_model.xla_device",
+        "torch_xla.device",
+        "torch_xla.devices",
+        "torch_xla.core.xla_model.get_xla_supported_devices",
+        "torch_xla.core.xla_model.xrt_world_size",
+        "torch_xla.core.xla_model.get_ordinal",
+        "torch_xla.core.xla_model.get_local_ordinal",
+        "torch_xla.runtime.world_size",
+        "torch_xla.runtime.global_ordinal",
+        "torch_xla.runtime.local_ordinal",
+        "torch_xla.runtime.addressable_device_count",
+        "torch_xla.runtime.global_device_count",
+        "torch_xla.runtime.process_index",
+        "torch_xla.runtime.process_count",
+        # a logger asking for the rank, a seeding helper, a memory probe (under XRT they read
+        # variables or an idle server; checked on CPU: each starts the runtime)
+        "torch_xla.core.xla_model.is_master_ordinal",
+        "torch_xla.core.xla_model.master_print",
+        "torch_xla.core.xla_model.set_rng_state",
+        "torch_xla.core.xla_model.get_rng_state",
+        "torch_xla.core.xla_model.wait_device_ops",
+        "torch_xla.core.xla_model.xla_device_hw",
+        "torch_xla.core.xla_model.get_memory_info",
+        "torch_xla.core.xla_model.mark_step",
+        "torch_xla.sync",
+        "torch_xla.debug.metrics.metrics_report",  # (checked on CPU: the spawn then raised)
+    }
+)
 # What a replica asks for (a main() run in one process asks for its device, not these).
 REPLICA_IDENTITY = frozenset(starter for starter in RUNTIME_STARTERS if starter.endswith(("ordinal", "world_size")))
 
@@ -90,15 +106,19 @@ def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
     calls: dict[str, set[str]] = {}
     for node in spawn_site.functions(tree):
         calls.setdefault(node.name, set()).update(
-            _name(part) for call in spawn_site.walk(node) if isinstance(call, ast.Call)
+            _name(part)
+            for call in spawn_site.walk(node)
+            if isinstance(call, ast.Call)
             for part in (call.func, *call.args, *(keyword.value for keyword in call.keywords))
-            if isinstance(part, (ast.Name, ast.Attribute)))
+            if isinstance(part, (ast.Name, ast.Attribute))
+        )
     for node in spawn_site.walk(tree):
         if isinstance(node, ast.ClassDef):
             # a class made or handed on by name (a framework's callback): its methods run
             # where its instance lives
             calls.setdefault(node.name, set()).update(
-                method.name for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)))
+                method.name for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
             # ``Learner.to_tpu = _to_tpu``: a call of the new name runs the function
             for target in node.targets:
@@ -115,8 +135,11 @@ def _name(node: ast.Name | ast.Attribute) -> str:
 def spawn_calls(tree: ast.Module) -> list[ast.Call]:
     """The file's calls of xmp.spawn (torch_xla's or the shim's) and torch_xla.launch."""
     bound = spawn_site.imported(tree)
-    return [node for node in spawn_site.walk(tree)
-            if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}]
+    return [
+        node
+        for node in spawn_site.walk(tree)
+        if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}
+    ]
 
 
 def in_replicas_code(ctx) -> bool:
@@ -145,23 +168,30 @@ def spawned_code(tree: ast.Module) -> frozenset[str]:
 @functools.lru_cache(maxsize=1)
 def _spawned_by_name(tree: ast.Module) -> frozenset[str]:
     """The names of the functions the file's spawns are given (``_mp_fn``, ``Trainer._worker``'s ``_worker``)."""
-    return frozenset(ast.unparse(fn).rpartition(".")[2] for call in spawn_calls(tree)
-                     if (fn := spawn_site.Site(call, [tree], []).argument("fn", 0)) is not None)
+    return frozenset(
+        ast.unparse(fn).rpartition(".")[2]
+        for call in spawn_calls(tree)
+        if (fn := spawn_site.Site(call, [tree], []).argument("fn", 0)) is not None
+    )
 
 
 # Names of a replica's own number: what is made of one differs between replicas.
 _REPLICA_NUMBERS = ("rank", "ordinal", "index")
 
 
-def reads_replica_number(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef | None,
-                         expression: ast.expr) -> bool:
+def reads_replica_number(
+    tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef | None, expression: ast.expr
+) -> bool:
     """Whether ``expression``, in ``function`` (None: module level), is made of the replica's
     own number: the first parameter of a function a spawn of ``tree`` runs (the index
     xmp.spawn hands it), a name or attribute that says rank, ordinal or index
     (``xm.get_ordinal()``, ``args.local_rank``), followed through the names ``function``
     binds to other values."""
-    first = function.args.args[0].arg if function is not None and function.args.args and (
-        function.name in _spawned_by_name(tree)) else None
+    first = (
+        function.args.args[0].arg
+        if function is not None and function.args.args and (function.name in _spawned_by_name(tree))
+        else None
+    )
     bound = spawn_site.bindings(function) if function is not None else {}
     names, pending = set(), [expression]
     while pending:

@@ -57,15 +57,18 @@ def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
         for value in (value for _, value in ast.iter_fields(node)):
             children = value if isinstance(value, list) else [value]
             for index, child in holding(children, line) if is_block(children) else enumerate(children):
-                if not isinstance(child, ast.AST) or (hasattr(child, "end_lineno")
-                                                      and not child.lineno <= line <= child.end_lineno):
+                if not isinstance(child, ast.AST) or (
+                    hasattr(child, "end_lineno") and not child.lineno <= line <= child.end_lineno
+                ):
                     continue
                 if isinstance(child, ast.Call) and child.lineno == line and ast.unparse(child.func) == func:
                     return Site(child, scopes, after)
                 if isinstance(child, _FUNCTIONS):
                     found = search(child, [child, *scopes], [])
                 else:
-                    found = search(child, scopes, [*children[index + 1:], *after] if isinstance(child, ast.stmt) else after)
+                    found = search(
+                        child, scopes, [*children[index + 1 :], *after] if isinstance(child, ast.stmt) else after
+                    )
                 if found:
                     return found
         return None

@@ -34,19 +34,69 @@ Kinds = frozenset[str]
 
 # Methods whose result has one kind whatever they are called on (a tensor, or a numpy
 # array for item and tolist, which give Python values there too).
-_METHOD_KINDS = {"item": NUMBER, "tolist": SEQUENCE, "detach": TENSOR, "clone": TENSOR, "cpu": TENSOR,
-                 "to": TENSOR, "numel": NUMBER, "dim": NUMBER, "state_dict": DICT}
+_METHOD_KINDS = {
+    "item": NUMBER,
+    "tolist": SEQUENCE,
+    "detach": TENSOR,
+    "clone": TENSOR,
+    "cpu": TENSOR,
+    "to": TENSOR,
+    "numel": NUMBER,
+    "dim": NUMBER,
+    "state_dict": DICT,
+}
 # Attributes and methods only a tensor has (numpy's arrays have none of them): a parameter
 # read through one of them, and otherwise only through what tensors share with arrays, is one.
-_TENSOR_ONLY = frozenset({"clone", "detach", "cpu", "cuda", "numel", "dim", "requires_grad", "grad", "is_cuda",
-                          "element_size", "contiguous", "unsqueeze", "permute", "masked_fill", "device"})
-_ARRAY_LIKE = frozenset({"ndim", "shape", "dtype", "size", "item", "tolist", "mean", "sum", "float", "long", "to",
-                         "view", "reshape", "max", "min", "argmax", "squeeze", "flatten", "T"})
+_TENSOR_ONLY = frozenset(
+    {
+        "clone",
+        "detach",
+        "cpu",
+        "cuda",
+        "numel",
+        "dim",
+        "requires_grad",
+        "grad",
+        "is_cuda",
+        "element_size",
+        "contiguous",
+        "unsqueeze",
+        "permute",
+        "masked_fill",
+        "device",
+    }
+)
+_ARRAY_LIKE = frozenset(
+    {
+        "ndim",
+        "shape",
+        "dtype",
+        "size",
+        "item",
+        "tolist",
+        "mean",
+        "sum",
+        "float",
+        "long",
+        "to",
+        "view",
+        "reshape",
+        "max",
+        "min",
+        "argmax",
+        "squeeze",
+        "flatten",
+        "T",
+    }
+)
 # What a tensor has and a list, a tuple or a dict has not: a value read so is expected to be one.
 TENSOR_ATTRIBUTES = _TENSOR_ONLY | _ARRAY_LIKE
 # What an annotation's outermost name says a parameter is.
-_ANNOTATED = {"Tensor": frozenset({TENSOR}), **dict.fromkeys(("dict", "Dict", "Mapping", "OrderedDict"), frozenset({DICT})),
-              **dict.fromkeys(("list", "List", "tuple", "Tuple", "Sequence"), frozenset({SEQUENCE}))}
+_ANNOTATED = {
+    "Tensor": frozenset({TENSOR}),
+    **dict.fromkeys(("dict", "Dict", "Mapping", "OrderedDict"), frozenset({DICT})),
+    **dict.fromkeys(("list", "List", "tuple", "Tuple", "Sequence"), frozenset({SEQUENCE})),
+}
 _BUILTIN_KINDS = {"float": NUMBER, "int": NUMBER, "bool": NUMBER, "len": NUMBER, "round": NUMBER, "str": TEXT}
 _GENERATORS = ("torch.Generator", "torch.default_generator", "torch.cuda.default_generators")
 
@@ -90,8 +140,9 @@ class Reading:
     def kinds(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> Kinds | None:
         """The kinds ``value`` may have on every branch; None when some of them is not known."""
         if isinstance(value, ast.Constant):
-            return frozenset({NONE if value.value is None else TEXT if isinstance(value.value, (str, bytes))
-                              else NUMBER})
+            return frozenset(
+                {NONE if value.value is None else TEXT if isinstance(value.value, (str, bytes)) else NUMBER}
+            )
         if isinstance(value, ast.JoinedStr):
             return frozenset({TEXT})
         if isinstance(value, ast.Compare):
@@ -121,11 +172,16 @@ class Reading:
         if isinstance(value, ast.IfExp):
             return self.shown_as(value.body, kind, seen) or self.shown_as(value.orelse, kind, seen)
         if isinstance(value, (ast.BoolOp, ast.NamedExpr)):
-            return any(self.shown_as(v, kind, seen) for v in (value.values if isinstance(value, ast.BoolOp) else [value.value]))
+            return any(
+                self.shown_as(v, kind, seen) for v in (value.values if isinstance(value, ast.BoolOp) else [value.value])
+            )
         if isinstance(value, ast.Name) and value.id not in seen:
-            return any(kind in (self._parameter(bound) or ()) if isinstance(bound, ast.arg) else
-                       isinstance(bound, ast.expr) and self.shown_as(bound, kind, seen | {value.id})
-                       for bound in self.values(value.id))
+            return any(
+                kind in (self._parameter(bound) or ())
+                if isinstance(bound, ast.arg)
+                else isinstance(bound, ast.expr) and self.shown_as(bound, kind, seen | {value.id})
+                for bound in self.values(value.id)
+            )
         kinds = self.kinds(value, seen)
         return kinds is not None and kind in kinds
 
@@ -148,8 +204,9 @@ class Reading:
             if _handed_on_unless_a_tensor(value):
                 return f"`{ast.unparse(value.orelse)}` is handed on as it came when it is no tensor"
             on_xla = _tests_for_xla(value.test)  # x if use_tpu else x.numpy(): the XLA path takes x
-            return self._first_refused([value.body, value.orelse] if on_xla is None else
-                                       [value.body if on_xla else value.orelse], seen)
+            return self._first_refused(
+                [value.body, value.orelse] if on_xla is None else [value.body if on_xla else value.orelse], seen
+            )
         if isinstance(value, ast.BoolOp):
             return self._first_refused(value.values, seen)
         if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
@@ -189,8 +246,10 @@ class Reading:
                 said = None
             if said is not None:
                 return said
-        return next(filter(None, (self._refused_contents(container, seen | {name})
-                                  for container in self._iterated_by(name))), None)
+        return next(
+            filter(None, (self._refused_contents(container, seen | {name}) for container in self._iterated_by(name))),
+            None,
+        )
 
     def _iterated_by(self, name: str) -> list[ast.expr]:
         """The containers whose values a loop or a comprehension around ``line`` binds to
@@ -200,12 +259,17 @@ class Reading:
             if isinstance(node, (ast.For, ast.AsyncFor)):
                 loops = [(node.target, node.iter)] if node.lineno <= self.line <= node.end_lineno else []
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                loops = [(g.target, g.iter) for g in node.generators] if node.lineno <= self.line <= node.end_lineno else []
+                loops = (
+                    [(g.target, g.iter) for g in node.generators] if node.lineno <= self.line <= node.end_lineno else []
+                )
             else:
                 continue
             for target, iterated in loops:
-                method = iterated.func.attr if isinstance(iterated, ast.Call) and isinstance(
-                    iterated.func, ast.Attribute) and not iterated.args else None
+                method = (
+                    iterated.func.attr
+                    if isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Attribute) and not iterated.args
+                    else None
+                )
                 if method in ("items", "values"):
                     value = target.elts[-1] if method == "items" and isinstance(target, ast.Tuple) else target
                     if isinstance(value, ast.Name) and value.id == name:
@@ -221,13 +285,19 @@ class Reading:
         if isinstance(container, ast.Name):
             bound = [value for value in self.values(container.id) if isinstance(value, ast.expr)]
         elif isinstance(container, ast.Attribute):
-            bound = [node.value for node in ast.walk(self.tree) if isinstance(node, ast.Assign) and any(
-                isinstance(target, ast.Attribute) and target.attr == container.attr for target in node.targets)]
+            bound = [
+                node.value
+                for node in ast.walk(self.tree)
+                if isinstance(node, ast.Assign)
+                and any(isinstance(target, ast.Attribute) and target.attr == container.attr for target in node.targets)
+            ]
         else:
             bound = [container]
         for value in bound:
-            if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp,
-                                  ast.GeneratorExp)):
+            if isinstance(
+                value,
+                (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
+            ):
                 said = self.refused(value, seen)
             elif isinstance(value, ast.Call) and (self.called(value) or "").endswith("defaultdict") and value.args:
                 said = self._made_by(value.args[0], seen)
@@ -242,7 +312,13 @@ class Reading:
         makes refused values on every path."""
         if isinstance(factory, ast.Lambda):
             return self.refused(factory.body, seen)
-        name = factory.attr if isinstance(factory, ast.Attribute) else factory.id if isinstance(factory, ast.Name) else None
+        name = (
+            factory.attr
+            if isinstance(factory, ast.Attribute)
+            else factory.id
+            if isinstance(factory, ast.Name)
+            else None
+        )
         if name is None or name in seen:
             return None
         said = [self._returned(f, seen | {name}) for f in spawn_site.functions(self.tree) if f.name == name]
@@ -253,7 +329,8 @@ class Reading:
             return None
         text = ast.unparse(annotation)
         if isinstance(annotation, (ast.Name, ast.Attribute)) and (
-                (spawn_site.resolved(annotation, self._imports) or "").split(".")[0] in _NUMPY_LIBRARIES):
+            (spawn_site.resolved(annotation, self._imports) or "").split(".")[0] in _NUMPY_LIBRARIES
+        ):
             return f"annotated `{text}`, numpy's"
         return None
 
@@ -305,9 +382,14 @@ class Reading:
             return self.refused(value, seen)
         if value.id in seen:
             return None
-        said = [self._refused_annotation(bound.annotation) if isinstance(bound, ast.arg) else
-                self.refused(bound, seen | {value.id}) if isinstance(bound, ast.expr) else None
-                for bound in self._on_xla_path(value.id)]
+        said = [
+            self._refused_annotation(bound.annotation)
+            if isinstance(bound, ast.arg)
+            else self.refused(bound, seen | {value.id})
+            if isinstance(bound, ast.expr)
+            else None
+            for bound in self._on_xla_path(value.id)
+        ]
         return said[0] if said and all(said) else None
 
     def _all(self, values: list[ast.expr], seen: frozenset[str]) -> Kinds | None:
@@ -327,8 +409,9 @@ class Reading:
             return frozenset({TEXT})  # '%d' % n
         sides = [self.kinds(side, seen) for side in (value.left, value.right)]
         if all(kinds is None for kinds in sides) or any(
-                kinds is None and not isinstance(side, (ast.Name, ast.Attribute))
-                for kinds, side in zip(sides, (value.left, value.right))):
+            kinds is None and not isinstance(side, (ast.Name, ast.Attribute))
+            for kinds, side in zip(sides, (value.left, value.right))
+        ):
             return None
         known = frozenset().union(*(kinds for kinds in sides if kinds is not None))
         if not known <= {TENSOR, NUMBER}:
@@ -361,8 +444,9 @@ class Reading:
             return resolved.startswith(_GENERATORS)
         if isinstance(value, ast.Name) and value.id not in seen:
             bound = self.values(value.id)
-            return bool(bound) and all(isinstance(v, ast.expr) and self._is_generator(v, seen | {value.id})
-                                       for v in bound)
+            return bool(bound) and all(
+                isinstance(v, ast.expr) and self._is_generator(v, seen | {value.id}) for v in bound
+            )
         return False
 
     def _name(self, name: str, seen: frozenset[str]) -> Kinds | None:
@@ -373,8 +457,11 @@ class Reading:
             return None
         out: set[str] = set()
         for value in bound:
-            kinds = self._parameter(value) if isinstance(value, ast.arg) else (
-                None if value is None else self.kinds(value, seen | {name}))
+            kinds = (
+                self._parameter(value)
+                if isinstance(value, ast.arg)
+                else (None if value is None else self.kinds(value, seen | {name}))
+            )
             if kinds is None:
                 return None
             out |= kinds
@@ -387,14 +474,20 @@ class Reading:
         if arg.annotation is not None:
             annotation = arg.annotation.value if isinstance(arg.annotation, ast.Subscript) else arg.annotation
             return _ANNOTATED.get(ast.unparse(annotation).split(".")[-1])
-        function = next((f for f in spawn_site.functions(self.tree) if arg in f.args.args + f.args.kwonlyargs
-                         + f.args.posonlyargs), None)
+        function = next(
+            (f for f in spawn_site.functions(self.tree) if arg in f.args.args + f.args.kwonlyargs + f.args.posonlyargs),
+            None,
+        )
         if function is None:
             return None
         # the name itself handed to the call judged tells nothing; what that call reads of it does
         uses = [use for use in _uses(function, arg.arg) if isinstance(use, ast.Attribute) or use.lineno != self.line]
         as_tensor = [use.attr for use in uses if isinstance(use, ast.Attribute)]
-        if len(as_tensor) == len(uses) and set(as_tensor) <= _TENSOR_ONLY | _ARRAY_LIKE and set(as_tensor) & _TENSOR_ONLY:
+        if (
+            len(as_tensor) == len(uses)
+            and set(as_tensor) <= _TENSOR_ONLY | _ARRAY_LIKE
+            and set(as_tensor) & _TENSOR_ONLY
+        ):
             return frozenset({TENSOR})
         return None
 
@@ -410,15 +503,21 @@ class Reading:
         if scope is None:
             return []
         bound = _bindings(scope).get(name, [])
-        return [(value, line) for value, line in bound if line is None or line < self.line
-                or any(loop.lineno <= line <= loop.end_lineno for loop in self._loops)]
+        return [
+            (value, line)
+            for value, line in bound
+            if line is None or line < self.line or any(loop.lineno <= line <= loop.end_lineno for loop in self._loops)
+        ]
 
     def _on_xla_path(self, name: str) -> list[ast.AST | None]:
         """:meth:`values` but those bound in a branch the XLA path does not take (the ``else:``
         of ``if use_tpu:``): torch_xla's calls at ``line`` run on the XLA path."""
-        return [value for value, line in self._reaching(name)
-                if line is None or not any(start <= line <= end and not start <= self.line <= end
-                                           for start, end in self._off_xla_blocks)]
+        return [
+            value
+            for value, line in self._reaching(name)
+            if line is None
+            or not any(start <= line <= end and not start <= self.line <= end for start, end in self._off_xla_blocks)
+        ]
 
     @functools.cached_property
     def _off_xla_blocks(self) -> list[tuple[int, int]]:
@@ -438,14 +537,19 @@ class Reading:
     def _scope(self, name: str) -> ast.AST | None:
         """The innermost scope around ``line`` that binds ``name``."""
         scopes = [self.tree] + [f for f in spawn_site.functions(self.tree) if f.lineno <= self.line <= f.end_lineno]
-        return next((scope for scope in sorted(scopes, key=lambda s: -getattr(s, "lineno", 0))
-                     if name in _bindings(scope)), None)
+        return next(
+            (scope for scope in sorted(scopes, key=lambda s: -getattr(s, "lineno", 0)) if name in _bindings(scope)),
+            None,
+        )
 
     @functools.cached_property
     def _loops(self) -> list[ast.stmt]:
         """The loops around ``line`` (walked once, whatever the names the expression holds)."""
-        return [node for node in spawn_site.walk(self.tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
-                and node.lineno <= self.line <= node.end_lineno]
+        return [
+            node
+            for node in spawn_site.walk(self.tree)
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.lineno <= self.line <= node.end_lineno
+        ]
 
     @functools.cached_property
     def _imports(self) -> dict[str, str]:
@@ -460,9 +564,14 @@ def _handed_on_unless_a_tensor(value: ast.IfExp) -> bool:
     """``v.item() if isinstance(v, torch.Tensor) else v``: a value that is no tensor goes on as
     it came, whatever it is (a metric library's numpy values went so, catalyst 22.04's)."""
     test = value.test
-    return (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
-            and len(test.args) == 2 and "Tensor" in ast.unparse(test.args[1])
-            and ast.unparse(value.orelse) == ast.unparse(test.args[0]))
+    return (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and "Tensor" in ast.unparse(test.args[1])
+        and ast.unparse(value.orelse) == ast.unparse(test.args[0])
+    )
 
 
 # Words in a test that make it a test for the XLA device: ``use_tpu``, ``is_xla()``, ``'xla'``.
@@ -477,9 +586,16 @@ def _tests_for_xla(test: ast.expr) -> bool | None:
         return None if on_xla is None else not on_xla
     if isinstance(test, ast.Compare) and not all(isinstance(op, (ast.Eq, ast.Is)) for op in test.ops):
         return None
-    words = [node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
-             else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
-             for node in ast.walk(test)]
+    words = [
+        node.id
+        if isinstance(node, ast.Name)
+        else node.attr
+        if isinstance(node, ast.Attribute)
+        else node.value
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        else ""
+        for node in ast.walk(test)
+    ]
     return True if any(word in str(w).lower() for w in words for word in _XLA_WORDS) else None
 
 
@@ -487,8 +603,10 @@ def _uses(function: ast.AST, name: str) -> list[ast.AST]:
     """The reads of ``name`` in ``function``'s own code, each as the node that reads it: the
     attribute read through it (``x.ndim``), else the name itself."""
     parents = {id(child): node for node in spawn_site.own_nodes(function) for child in ast.iter_child_nodes(node)}
-    return [parents.get(id(read)) if isinstance(parents.get(id(read)), ast.Attribute) else read
-            for read in spawn_site.reads(spawn_site.own_nodes(function), name)]
+    return [
+        parents.get(id(read)) if isinstance(parents.get(id(read)), ast.Attribute) else read
+        for read in spawn_site.reads(spawn_site.own_nodes(function), name)
+    ]
 
 
 @functools.lru_cache(maxsize=64)

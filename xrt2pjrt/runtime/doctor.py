@@ -38,8 +38,7 @@ DMI_PRODUCT_NAME = "/sys/class/dmi/id/product_name"
 
 # torch_xla's ``configure_topology`` gives each process its own value of these with
 # ``os.environ.setdefault``: a value inherited from the launching shell wins in every process.
-PER_PROCESS_VARIABLES = ("CLOUD_TPU_TASK_ID", "TPU_VISIBLE_CHIPS", "TPU_PROCESS_PORT",
-                         "PJRT_LOCAL_PROCESS_RANK")
+PER_PROCESS_VARIABLES = ("CLOUD_TPU_TASK_ID", "TPU_VISIBLE_CHIPS", "TPU_PROCESS_PORT", "PJRT_LOCAL_PROCESS_RANK")
 
 
 @dataclass(frozen=True)
@@ -136,8 +135,9 @@ def tpu_chips_on_pci_bus(pci_devices: str = PCI_DEVICES) -> int:
     return count
 
 
-def runtime_device(env: Mapping[str, str], versions: Mapping[str, str | None],
-                   pci_devices: str = PCI_DEVICES) -> DeviceChoice:
+def runtime_device(
+    env: Mapping[str, str], versions: Mapping[str, str | None], pci_devices: str = PCI_DEVICES
+) -> DeviceChoice:
     """What ``torch_xla.runtime._maybe_select_default_device`` (2.9) will do."""
     requested = env.get("PJRT_DEVICE", "").strip()
     if requested:
@@ -155,8 +155,11 @@ def runtime_device(env: Mapping[str, str], versions: Mapping[str, str | None],
 
 
 def xrt_env_leftovers(env: Mapping[str, str]) -> list[XrtLeftover]:
-    return [XrtLeftover(name, env[name], str(xrt_variables.replacement(name, env[name])))
-            for name in sorted(env) if xrt_variables.is_xrt_era(name)]
+    return [
+        XrtLeftover(name, env[name], str(xrt_variables.replacement(name, env[name])))
+        for name in sorted(env)
+        if xrt_variables.is_xrt_era(name)
+    ]
 
 
 def on_gce(product_name: str = DMI_PRODUCT_NAME) -> bool:
@@ -172,8 +175,9 @@ def metadata_server() -> Callable[[str], str | None] | None:
     return topology_module.gce_metadata if on_gce() else None
 
 
-def read_topology(env: Mapping[str, str], metadata: Callable[[str], str | None] | None
-                  ) -> tuple[topology_module.Topology | None, str | None, str | None]:
+def read_topology(
+    env: Mapping[str, str], metadata: Callable[[str], str | None] | None
+) -> tuple[topology_module.Topology | None, str | None, str | None]:
     """(topology, where its facts came from, why there is none)."""
     if env.get("TPU_SKIP_MDS_QUERY"):
         metadata = None
@@ -199,41 +203,59 @@ def _version_problems(versions: Mapping[str, str | None], tpu: bool) -> list[Pro
     elif torch is None:
         problems.append(Problem("torch is not installed, but torch_xla is", install))
     elif _major_minor(torch) != _major_minor(torch_xla):
-        problems.append(Problem(
-            f"torch {torch} and torch_xla {torch_xla} are different releases: torch_xla only "
-            "works with the torch release it was built against", install))
+        problems.append(
+            Problem(
+                f"torch {torch} and torch_xla {torch_xla} are different releases: torch_xla only "
+                "works with the torch release it was built against",
+                install,
+            )
+        )
     if torch_xla and _major_minor(torch_xla) < (2, 1):
-        problems.append(Problem(
-            f"torch_xla {torch_xla} still has the XRT runtime: XRT variables select it there", install))
+        problems.append(
+            Problem(f"torch_xla {torch_xla} still has the XRT runtime: XRT variables select it there", install)
+        )
     return problems
 
 
-def _device_problems(choice: DeviceChoice, leftovers: list[XrtLeftover], env: Mapping[str, str],
-                     versions: Mapping[str, str | None]) -> list[Problem]:
+def _device_problems(
+    choice: DeviceChoice, leftovers: list[XrtLeftover], env: Mapping[str, str], versions: Mapping[str, str | None]
+) -> list[Problem]:
     names = {leftover.name for leftover in leftovers}
     problems = []
     if choice.device is None:
-        problems.append(Problem(choice.reason + ": torch_xla has no device to run on",
-                                "set PJRT_DEVICE=TPU or PJRT_DEVICE=CPU"))
+        problems.append(
+            Problem(choice.reason + ": torch_xla has no device to run on", "set PJRT_DEVICE=TPU or PJRT_DEVICE=CPU")
+        )
     elif not choice.explicit:
         wanted_tpu = "XRT_TPU_CONFIG" in names and choice.device != "TPU"
-        problems.append(Problem(
-            choice.reason + (" although XRT_TPU_CONFIG asks for a TPU" if wanted_tpu else ""),
-            "set PJRT_DEVICE=TPU" if wanted_tpu or choice.device == "TPU" else
-            f"set PJRT_DEVICE={choice.device} (or TPU on a TPU VM) so the choice is yours",
-            must_fix=wanted_tpu))
+        problems.append(
+            Problem(
+                choice.reason + (" although XRT_TPU_CONFIG asks for a TPU" if wanted_tpu else ""),
+                "set PJRT_DEVICE=TPU"
+                if wanted_tpu or choice.device == "TPU"
+                else f"set PJRT_DEVICE={choice.device} (or TPU on a TPU VM) so the choice is yours",
+                must_fix=wanted_tpu,
+            )
+        )
     if choice.device in ("GPU", "CUDA"):
-        problems.append(Problem(f"PJRT_DEVICE={env.get('PJRT_DEVICE')}: torch_xla 2.9 removed "
-                                "CUDA support", "use torch_xla 2.8 for CUDA, or PJRT_DEVICE=TPU/CPU"))
+        problems.append(
+            Problem(
+                f"PJRT_DEVICE={env.get('PJRT_DEVICE')}: torch_xla 2.9 removed CUDA support",
+                "use torch_xla 2.8 for CUDA, or PJRT_DEVICE=TPU/CPU",
+            )
+        )
     if choice.device == "TPU" and not _libtpu_found(env, versions):
         problems.append(Problem("PJRT_DEVICE is TPU but libtpu is not installed", install_command(versions, tpu=True)))
     if choice.device == "CPU" and int(env.get("CPU_NUM_DEVICES", "1") or 1) > 1:
-        problems.append(Problem(
-            f"CPU_NUM_DEVICES={env['CPU_NUM_DEVICES']}: torch_xla 2.9 aborts in any collective "
-            "with two or more CPU devices in one process",
-            "unset CPU_NUM_DEVICES; for several CPU replicas use the shim's CPU replica mode "
-            "(xmp.spawn(fn, nprocs=N) from xrt2pjrt.shim, or xrt2pjrt verify --nprocs N)",
-            must_fix=False))
+        problems.append(
+            Problem(
+                f"CPU_NUM_DEVICES={env['CPU_NUM_DEVICES']}: torch_xla 2.9 aborts in any collective "
+                "with two or more CPU devices in one process",
+                "unset CPU_NUM_DEVICES; for several CPU replicas use the shim's CPU replica mode "
+                "(xmp.spawn(fn, nprocs=N) from xrt2pjrt.shim, or xrt2pjrt verify --nprocs N)",
+                must_fix=False,
+            )
+        )
     return problems
 
 
@@ -248,45 +270,64 @@ def _setting_problems(env: Mapping[str, str], versions: Mapping[str, str | None]
         state, spelled = settings_surface.status(name, release), f"{release[0]}.{release[1]}"
         gone = settings_surface.gone(name, release)
         if state == "warns" and name in WARNED:
-            problems.append(Problem(f"{name} is set: torch_xla {spelled} only warns about it, and it has no effect",
-                                    f"unset {name}: {WARNED[name].more}"))
+            problems.append(
+                Problem(
+                    f"{name} is set: torch_xla {spelled} only warns about it, and it has no effect",
+                    f"unset {name}: {WARNED[name].more}",
+                )
+            )
         elif state == "deprecated" and name in WARNED:
-            problems.append(Problem(f"{name} is set: torch_xla {spelled} warns that it is deprecated",
-                                    WARNED[name].more, must_fix=False))
+            problems.append(
+                Problem(
+                    f"{name} is set: torch_xla {spelled} warns that it is deprecated", WARNED[name].more, must_fix=False
+                )
+            )
         elif name in settings_surface.silently_gone() and gone is not None:
-            problems.append(Problem(f"{name} is set: {gone.history}, so it does nothing", f"unset {name}",
-                                    must_fix=False))
+            problems.append(
+                Problem(f"{name} is set: {gone.history}, so it does nothing", f"unset {name}", must_fix=False)
+            )
     return problems
 
 
-def _topology_problems(topology, error: str | None, choice: DeviceChoice,
-                       env: Mapping[str, str]) -> list[Problem]:
+def _topology_problems(topology, error: str | None, choice: DeviceChoice, env: Mapping[str, str]) -> list[Problem]:
     if topology is None:
         if choice.device == "TPU" or env.get("TPU_ACCELERATOR_TYPE"):
-            return [Problem(f"cannot lay out the TPU slice: {error}",
-                            "on a TPU VM check the metadata server; elsewhere describe the slice "
-                            "with TPU_SKIP_MDS_QUERY=1 TPU_ACCELERATOR_TYPE, TPU_WORKER_ID, "
-                            "TPU_WORKER_HOSTNAMES (and TPU_HOST_BOUNDS, TPU_CHIPS_PER_HOST_BOUNDS)")]
+            return [
+                Problem(
+                    f"cannot lay out the TPU slice: {error}",
+                    "on a TPU VM check the metadata server; elsewhere describe the slice "
+                    "with TPU_SKIP_MDS_QUERY=1 TPU_ACCELERATOR_TYPE, TPU_WORKER_ID, "
+                    "TPU_WORKER_HOSTNAMES (and TPU_HOST_BOUNDS, TPU_CHIPS_PER_HOST_BOUNDS)",
+                )
+            ]
         return []
     problems = []
     if topology.processes_per_host > 1:
         inherited = [name for name in PER_PROCESS_VARIABLES if name in env]
         if inherited:
-            problems.append(Problem(
-                f"{', '.join(inherited)} set in the launching environment: torch_xla sets "
-                f"{'them' if len(inherited) > 1 else 'it'} per process with setdefault, so all "
-                f"{topology.processes_per_host} processes of this host would share one value",
-                f"unset {' '.join(inherited)}"))
+            problems.append(
+                Problem(
+                    f"{', '.join(inherited)} set in the launching environment: torch_xla sets "
+                    f"{'them' if len(inherited) > 1 else 'it'} per process with setdefault, so all "
+                    f"{topology.processes_per_host} processes of this host would share one value",
+                    f"unset {' '.join(inherited)}",
+                )
+            )
     if topology.hosts > 1 and len(topology.hostnames) < topology.hosts:
-        problems.append(Problem(
-            f"a {topology.hosts}-host slice without worker hostnames: the processes cannot "
-            "find each other", "set TPU_WORKER_HOSTNAMES (on a TPU VM the metadata server has them)"))
+        problems.append(
+            Problem(
+                f"a {topology.hosts}-host slice without worker hostnames: the processes cannot find each other",
+                "set TPU_WORKER_HOSTNAMES (on a TPU VM the metadata server has them)",
+            )
+        )
     return problems
 
 
-def diagnose(env: Mapping[str, str] | None = None,
-             metadata: Callable[[str], str | None] | None = None,
-             pci_devices: str = PCI_DEVICES) -> Diagnosis:
+def diagnose(
+    env: Mapping[str, str] | None = None,
+    metadata: Callable[[str], str | None] | None = None,
+    pci_devices: str = PCI_DEVICES,
+) -> Diagnosis:
     """The whole reading. ``metadata`` defaults to the GCE metadata server on GCE only."""
     env = dict(os.environ if env is None else env)
     metadata = metadata or metadata_server()
@@ -296,8 +337,13 @@ def diagnose(env: Mapping[str, str] | None = None,
     found, source, error = read_topology(env, metadata)
     on_tpu = choice.device == "TPU" or tpu_chips_on_pci_bus(pci_devices) > 0
     problems = _version_problems(versions, on_tpu)
-    problems += [Problem(f"{leftover.name} is set: torch_xla 2.1+ ignores it without a word",
-                         f"unset {leftover.name}; {leftover.replacement}") for leftover in leftovers]
+    problems += [
+        Problem(
+            f"{leftover.name} is set: torch_xla 2.1+ ignores it without a word",
+            f"unset {leftover.name}; {leftover.replacement}",
+        )
+        for leftover in leftovers
+    ]
     problems += _device_problems(choice, leftovers, env, versions)
     problems += _setting_problems(env, versions)
     problems += _topology_problems(found, error, choice, env)
@@ -348,8 +394,12 @@ def render(diagnosis: Diagnosis) -> str:
     for name, version in diagnosis.versions.items():
         lines.append(f"  {name:<12}{version or 'absent'}")
     choice = diagnosis.device
-    lines += ["", "Runtime", f"  PJRT_DEVICE {diagnosis.pjrt_device or 'unset'}",
-              f"  device      {choice.device or 'none'} ({choice.reason})"]
+    lines += [
+        "",
+        "Runtime",
+        f"  PJRT_DEVICE {diagnosis.pjrt_device or 'unset'}",
+        f"  device      {choice.device or 'none'} ({choice.reason})",
+    ]
     lines += ["", "XRT variables still set (ignored since torch_xla 2.1)"]
     lines += [f"  {leftover.name}={leftover.value}" for leftover in diagnosis.xrt_env_leftovers] or ["  none"]
     found = diagnosis.topology

@@ -79,8 +79,19 @@ from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.store.secret import new_secret
 from xrt2pjrt.runtime.tpu_health import Tpu, Unanswered, describe
 from xrt2pjrt.text.words import Word
-from xrt2pjrt.text.xla_dist import (XRT_ERA_CONDA_ENV, XRT_ONLY, Launch, Prelude, Seg, Untranslatable, as_argv_text,
-                                    conda_env_note, gcloud_describe, gcloud_ssh, literal_word)
+from xrt2pjrt.text.xla_dist import (
+    XRT_ERA_CONDA_ENV,
+    XRT_ONLY,
+    Launch,
+    Prelude,
+    Seg,
+    Untranslatable,
+    as_argv_text,
+    conda_env_note,
+    gcloud_describe,
+    gcloud_ssh,
+    literal_word,
+)
 
 GRACE_SECONDS = 5.0
 STOP_SECONDS = 60.0
@@ -139,11 +150,16 @@ class Request:
             raise LaunchError("give the command after `--` or as --shell 'CMD', not both")
         if self.shell is not None and not self.shell.strip():
             raise LaunchError("--shell needs a command")
-        for flag, value in (("--tpu", self.tpu), ("--docker-image", self.docker_image),
-                            ("--docker-container", self.docker_container), ("--conda-env", self.conda_env)):
+        for flag, value in (
+            ("--tpu", self.tpu),
+            ("--docker-image", self.docker_image),
+            ("--docker-container", self.docker_container),
+            ("--conda-env", self.conda_env),
+        ):
             if value is not None and (not value or value.startswith("-")):
-                raise LaunchError(f"{flag} {value!r}: a name cannot be empty or start with '-' "
-                                  "(it would be read as an option)")
+                raise LaunchError(
+                    f"{flag} {value!r}: a name cannot be empty or start with '-' (it would be read as an option)"
+                )
         command = ("bash", "-c", self.shell) if self.shell is not None else self.command
 
         def word(value: str | None) -> Word | None:
@@ -166,8 +182,14 @@ class Request:
         return launch, Target(self.tpu, self.zone, self.project)
 
 
-def main(request: Request, num_workers: int | None = None, dry_run_only: bool = False,
-         out: TextIO = sys.stdout, err: TextIO = sys.stderr, retries: Retries = Retries()) -> int:
+def main(
+    request: Request,
+    num_workers: int | None = None,
+    dry_run_only: bool = False,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    retries: Retries = Retries(),
+) -> int:
     """`xrt2pjrt launch`: run (or, with ``dry_run_only``, print) the request; its exit status."""
     launch, target = request.model()
     for flag in launch.ignored:
@@ -205,22 +227,29 @@ class Shipped:
     def say(self, tpu: str, in_container: bool) -> str:
         """What launch says about it: where the workers need it, and how to copy it there."""
         if in_container:
-            return (f"{self.script} imports the carried shim ({self.copy}/, xrt2pjrt {self.version}): the image "
-                    "must hold it beside the script (not checked from here)")
-        return (f"{self.script} imports the carried shim ({self.copy}/, xrt2pjrt {self.version}): each worker checks "
-                f"it has that copy before the program starts ({self.copy_command(tpu)} copies it)")
+            return (
+                f"{self.script} imports the carried shim ({self.copy}/, xrt2pjrt {self.version}): the image "
+                "must hold it beside the script (not checked from here)"
+            )
+        return (
+            f"{self.script} imports the carried shim ({self.copy}/, xrt2pjrt {self.version}): each worker checks "
+            f"it has that copy before the program starts ({self.copy_command(tpu)} copies it)"
+        )
 
     def copy_command(self, tpu: str) -> str:
         remote = self.folder + "/" if self.folder != "." else ""  # (scp: relative to the worker's home)
-        return shlex.join(["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse", "--worker=all", self.copy,
-                           f"{tpu}:{remote}"])
+        return shlex.join(
+            ["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse", "--worker=all", self.copy, f"{tpu}:{remote}"]
+        )
 
     def worker_check(self, tpu: str) -> Seg:
         """What a worker runs first (after reading the secret): its copy is this version, or it stops."""
         init = shlex.quote(os.path.join(self.copy, "__init__.py"))
         version = shlex.quote(f'__version__ = "{self.version}"')
-        why = shlex.quote(f"xrt2pjrt launch: this worker has no {self.copy}/ of xrt2pjrt {self.version}, which "
-                          f"{self.script} imports: copy it from the launching machine ({self.copy_command(tpu)})")
+        why = shlex.quote(
+            f"xrt2pjrt launch: this worker has no {self.copy}/ of xrt2pjrt {self.version}, which "
+            f"{self.script} imports: copy it from the launching machine ({self.copy_command(tpu)})"
+        )
         return Seg(f"grep -qsF {version} {init} || {{ echo {why} >&2; exit 1; }}; ")
 
 
@@ -254,9 +283,11 @@ def _shipped(script: str, folder: str) -> Shipped | None:
         return None
     version = carry.version_at(Path(folder))
     if version is None:
-        raise LaunchError(f"{script} imports {CARRIED}, and there is no {os.path.join(folder, CARRIED)}/ beside it: "
-                          f"run `xrt2pjrt migrate --write --target shim {folder}`, then copy the code with it to "
-                          "every worker")
+        raise LaunchError(
+            f"{script} imports {CARRIED}, and there is no {os.path.join(folder, CARRIED)}/ beside it: "
+            f"run `xrt2pjrt migrate --write --target shim {folder}`, then copy the code with it to "
+            "every worker"
+        )
     return Shipped(script, folder, version)
 
 
@@ -266,8 +297,10 @@ MARKER = settings.LAUNCH.name
 # The first thing a worker does: read the job's secret, one line of its stdin. An empty line
 # (a --dry-run line run by hand without the variable set) is no secret either.
 SECRET = settings.JOB_SECRET.name
-READ_SECRET = Seg(f'IFS= read -r {SECRET} && [ -n "${SECRET}" ] || '
-                  f'{{ echo "xrt2pjrt launch: no job secret on stdin" >&2; exit 1; }}; export {SECRET}; ')
+READ_SECRET = Seg(
+    f'IFS= read -r {SECRET} && [ -n "${SECRET}" ] || '
+    f'{{ echo "xrt2pjrt launch: no job secret on stdin" >&2; exit 1; }}; export {SECRET}; '
+)
 # What --dry-run shows where a run writes the secret to each gcloud's stdin.
 SECRET_PLACEHOLDER = f'printf "%s\\n" "${SECRET}" | '
 
@@ -307,9 +340,11 @@ class Run:
         """The command that stops this launch's processes on a worker, even if its ssh is gone:
         TERM, then KILL what is left after a grace period; it fails while any is left."""
         find = f"grep -lzsx {MARKER}={self.id} /proc/[0-9]*/environ | cut -d/ -f3"
-        command = (f'p=$({find}); [ -z "$p" ] || kill -TERM $p 2>/dev/null; '
-                   f'for _ in $(seq {int(GRACE_SECONDS * 5)}); do [ -z "$({find})" ] && break; sleep 0.2; done; '
-                   f'p=$({find}); [ -z "$p" ] || {{ kill -KILL $p 2>/dev/null; sleep 0.2; }}; [ -z "$({find})" ]')
+        command = (
+            f'p=$({find}); [ -z "$p" ] || kill -TERM $p 2>/dev/null; '
+            f'for _ in $(seq {int(GRACE_SECONDS * 5)}); do [ -z "$({find})" ] && break; sleep 0.2; done; '
+            f'p=$({find}); [ -z "$p" ] || {{ kill -KILL $p 2>/dev/null; sleep 0.2; }}; [ -z "$({find})" ]'
+        )
         if self.launch.docker_container:
             name = shlex.quote(self.launch.docker_container.value or "")
             command = f"sudo docker rm -f {name} >/dev/null 2>&1; {command}"
@@ -319,28 +354,50 @@ class Run:
         return gcloud_ssh(self.target.tpu, worker, self.target.zone, self.target.project) + [f"--command={command}"]
 
 
-def dry_run(launch: Launch, target: Target, num_workers: int | None, out: TextIO, shim: Shipped | None = None,
-            retries: Retries = Retries()) -> int:
+def dry_run(
+    launch: Launch,
+    target: Target,
+    num_workers: int | None,
+    out: TextIO,
+    shim: Shipped | None = None,
+    retries: Retries = Retries(),
+) -> int:
     """Print the exact commands a launch would run, the job's secret as a placeholder; run nothing."""
     run_ = Run.new(launch, target, shim)
-    print(f"# before each try (at most {retries.tries}), until the TPU is READY and HEALTHY; then every "
-          f"{retries.poll:g} s of the try, for maintenance:", file=out)
+    print(
+        f"# before each try (at most {retries.tries}), until the TPU is READY and HEALTHY; then every "
+        f"{retries.poll:g} s of the try, for maintenance:",
+        file=out,
+    )
     print(shlex.join(target.describe()), file=out)
     if num_workers is None:
         workers = ["<i>"]
-        print("# then, once per worker i = 0 … N-1, N the networkEndpoints of the TPU above "
-              "(--num-workers N gives them here):", file=out)
+        print(
+            "# then, once per worker i = 0 … N-1, N the networkEndpoints of the TPU above "
+            "(--num-workers N gives them here):",
+            file=out,
+        )
     else:
         workers = [str(i) for i in range(num_workers)]
-    print(f"# each reads the job's secret from its stdin: ${SECRET} stands for it here "
-          "(a run makes a new one, the same for every worker)", file=out)
+    print(
+        f"# each reads the job's secret from its stdin: ${SECRET} stands for it here "
+        "(a run makes a new one, the same for every worker)",
+        file=out,
+    )
     for worker in workers:
         print(SECRET_PLACEHOLDER + shlex.join(run_.ssh(worker)), file=out)
     return 0
 
 
-def run(launch: Launch, target: Target, num_workers: int | None, out: TextIO = sys.stdout,
-        err: TextIO = sys.stderr, shim: Shipped | None = None, retries: Retries = Retries()) -> int:
+def run(
+    launch: Launch,
+    target: Target,
+    num_workers: int | None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    shim: Shipped | None = None,
+    retries: Retries = Retries(),
+) -> int:
     """Run the command on every worker, trying again after maintenance or a lost worker; the
     exit status: 0, a failed worker's, 1 when it gives up, or 130 on Ctrl-C."""
     return _Launcher(launch, target, num_workers, out, err, shim, retries).run()
@@ -364,8 +421,16 @@ class _Launcher:
     """The tries of a launch: before each, a wait until the TPU is READY and HEALTHY; after one
     that ended as xla_dist restarted, every worker stopped; at most ``retries.tries``."""
 
-    def __init__(self, launch: Launch, target: Target, num_workers: int | None, out: TextIO, err: TextIO,
-                 shim: Shipped | None, retries: Retries):
+    def __init__(
+        self,
+        launch: Launch,
+        target: Target,
+        num_workers: int | None,
+        out: TextIO,
+        err: TextIO,
+        shim: Shipped | None,
+        retries: Retries,
+    ):
         self.launch, self.target, self.num_workers, self.shim, self.retries = launch, target, num_workers, shim, retries
         self.out, self.err = out, err
         self.lock = threading.Lock()  # one writer at a time on out and err, shared with every try's pumps
@@ -411,11 +476,15 @@ class _Launcher:
                 return ending.status
             last = ending.kind == "gone" or k == tries
             if ending.kind == "gone":
-                self.say(f"{head}: stopping every worker; waiting will not bring it back (start or recreate it, "
-                         "then launch again): giving up")
+                self.say(
+                    f"{head}: stopping every worker; waiting will not bring it back (start or recreate it, "
+                    "then launch again): giving up"
+                )
             elif last:
-                self.say(f"{head}: stopping every worker; no restarts left (--max-restarts "
-                         f"{self.retries.max_restarts}): giving up")
+                self.say(
+                    f"{head}: stopping every worker; no restarts left (--max-restarts "
+                    f"{self.retries.max_restarts}): giving up"
+                )
             else:
                 self.say(f"{head}: stopping every worker, then try {k + 1} once TPU {name} is READY and HEALTHY")
             self.unstopped = self.attempt.stop_every_worker()
@@ -442,13 +511,17 @@ class _Launcher:
                 if tpu.ready:
                     raise LaunchError(f"TPU {name} has no workers (no networkEndpoints)")
                 if tpu.gone:
-                    raise _GiveUp(f"TPU {name} is {tpu.state}, which waiting does not end (start or recreate it, "
-                                  "then launch again)")
+                    raise _GiveUp(
+                        f"TPU {name} is {tpu.state}, which waiting does not end (start or recreate it, "
+                        "then launch again)"
+                    )
             if time.monotonic() + poll > deadline:
                 raise _GiveUp(f"TPU {name} not READY and HEALTHY after {timeout:g} s ({seen})")
             if not waiting:
-                self.say(f"TPU {name} is not READY and HEALTHY ({seen}): waiting up to {timeout:g} s, asking "
-                         f"every {poll:g} s")
+                self.say(
+                    f"TPU {name} is not READY and HEALTHY ({seen}): waiting up to {timeout:g} s, asking "
+                    f"every {poll:g} s"
+                )
                 waiting = True
             time.sleep(poll)
 
@@ -470,8 +543,10 @@ class _Launcher:
                 return
             if time.monotonic() + self.retries.poll > deadline:
                 why = "; ".join(f"worker {i}: {why}" for i, why in sorted(self.unstopped.items()))
-                raise _GiveUp(f"could not stop the last try within {self.retries.timeout:g} s ({why}), and will not "
-                              "start another beside it")
+                raise _GiveUp(
+                    f"could not stop the last try within {self.retries.timeout:g} s ({why}), and will not "
+                    "start another beside it"
+                )
             time.sleep(self.retries.poll)
 
     def say(self, message: str) -> None:
@@ -500,13 +575,15 @@ class _Try:
         next_check = time.monotonic() + self.launcher.retries.poll
         while True:
             running = [i for i, p in enumerate(self.procs) if p.poll() is None]
-            statuses = {i: self._status(i, p.returncode) for i, p in enumerate(self.procs)
-                        if p.returncode and i not in settled}
+            statuses = {
+                i: self._status(i, p.returncode) for i, p in enumerate(self.procs) if p.returncode and i not in settled
+            }
             settled.update(statuses)
             lost = [i for i, status in statuses.items() if status is None]
             if lost:
-                return Ending(f"worker {_names(lost)} lost (its ssh ended with {LOST} before the command did)",
-                              "restart")
+                return Ending(
+                    f"worker {_names(lost)} lost (its ssh ended with {LOST} before the command did)", "restart"
+                )
             ended = {i: status for i, status in statuses.items() if status}  # (a report of 0: done, ssh failed after)
             if ended:
                 if not failed:  # the program's own failure, or the first sign of maintenance?
@@ -554,8 +631,9 @@ class _Try:
     def _start(self) -> None:
         for i, argv in enumerate(self.argvs):
             try:
-                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        stdin=subprocess.PIPE, start_new_session=True)
+                proc = subprocess.Popen(
+                    argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, start_new_session=True
+                )
             except FileNotFoundError:
                 self.stop(range(len(self.procs)))
                 raise LaunchError("gcloud is not on PATH") from None
@@ -628,8 +706,13 @@ class _Try:
 
         def stop(worker: int) -> None:
             try:
-                done = subprocess.run(self.run_.stop(str(worker)), capture_output=True, text=True,
-                                      stdin=subprocess.DEVNULL, timeout=STOP_SECONDS)
+                done = subprocess.run(
+                    self.run_.stop(str(worker)),
+                    capture_output=True,
+                    text=True,
+                    stdin=subprocess.DEVNULL,
+                    timeout=STOP_SECONDS,
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 unstopped[worker] = str(exc)
                 return

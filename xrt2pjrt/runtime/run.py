@@ -65,8 +65,9 @@ class RunError(ValueError):
     """The command line asks for something run cannot do."""
 
 
-def configure(nprocs: int, hosts: int | None = None, host_index: int | None = None,
-              master: str | None = None, environ=os.environ) -> None:
+def configure(
+    nprocs: int, hosts: int | None = None, host_index: int | None = None, master: str | None = None, environ=os.environ
+) -> None:
     """The environment the CPU replica mode reads, from run's options."""
     if nprocs < 1:
         raise RunError(f"--nprocs {nprocs}: at least one replica is needed")
@@ -84,8 +85,10 @@ def configure(nprocs: int, hosts: int | None = None, host_index: int | None = No
     count = settings.CPU_HOSTS.text(environ) or "1"
     index = settings.CPU_HOST_INDEX.text(environ) or "0"
     if not (count.isdigit() and index.isdigit() and int(index) < int(count)):
-        raise RunError(f"host index {index} is not one of {count} hosts "
-                       f"(--host-index, --hosts or {settings.CPU_HOST_INDEX.name}, {settings.CPU_HOSTS.name})")
+        raise RunError(
+            f"host index {index} is not one of {count} hosts "
+            f"(--host-index, --hosts or {settings.CPU_HOST_INDEX.name}, {settings.CPU_HOSTS.name})"
+        )
 
 
 def _address_and_port(master: str) -> tuple[str, str]:
@@ -102,16 +105,25 @@ def _address_and_port(master: str) -> tuple[str, str]:
     return address, port
 
 
-def main(script: str, args: Sequence[str], nprocs: int, per_process: bool = False, hosts: int | None = None,
-         host_index: int | None = None, master: str | None = None) -> int:
+def main(
+    script: str,
+    args: Sequence[str],
+    nprocs: int,
+    per_process: bool = False,
+    hosts: int | None = None,
+    host_index: int | None = None,
+    master: str | None = None,
+) -> int:
     """Run SCRIPT as the options say; return the exit code."""
     if not os.path.isfile(script):
         raise RunError(f"{script}: no such file")
     if importlib.util.find_spec("torch_xla") is None:
         from xrt2pjrt.runtime.doctor import install_command, installed_versions
 
-        raise RunError(f"torch_xla is not installed: run needs it ({install_command(installed_versions(), tpu=False)}; "
-                       "or, in the xrt2pjrt checkout, pip install -e '.[xla]')")
+        raise RunError(
+            f"torch_xla is not installed: run needs it ({install_command(installed_versions(), tpu=False)}; "
+            "or, in the xrt2pjrt checkout, pip install -e '.[xla]')"
+        )
     configure(nprocs, hosts, host_index, master)
     sys.meta_path.insert(0, InstalledShim())
     if per_process:
@@ -130,9 +142,12 @@ def _once(script: str, args: list[str]) -> int:
         finally:
             launch_guard.lift_launch_guard()
     if code == 0 and supervisor.spawn_count() == started and world > 1:
-        print(f"xrt2pjrt run: {script} finished without starting replicas (no xmp.spawn or "
-              f"torch_xla.launch): it ran as one process, not {world} replicas. A script that "
-              "runs once per replica needs --per-process.", file=sys.stderr)
+        print(
+            f"xrt2pjrt run: {script} finished without starting replicas (no xmp.spawn or "
+            f"torch_xla.launch): it ran as one process, not {world} replicas. A script that "
+            "runs once per replica needs --per-process.",
+            file=sys.stderr,
+        )
         return EXIT_NEVER_SPAWNED
     return code
 
@@ -141,16 +156,21 @@ def _stop(script: str, world: int, what: str, where: str) -> NoReturn:
     """End a script that is about to run as one process, not ``world`` replicas (see
     launch_guard.guard_launching_process for ``what``)."""
     if what == "runtime":
-        print(f"xrt2pjrt run: {script} started torch_xla's runtime in the launching process before "
-              f"any xmp.spawn or torch_xla.launch, at {where}\nStopped there: it would run as one process, "
-              f"not {world} replicas, and no spawn can start replicas after that (torch_xla: 'Runtime is "
-              "already initialized'). A script that runs once per replica (torchrun style, no spawn) needs "
-              "--per-process; a script that spawns must use the device only inside the function it spawns.",
-              file=sys.stderr)
+        print(
+            f"xrt2pjrt run: {script} started torch_xla's runtime in the launching process before "
+            f"any xmp.spawn or torch_xla.launch, at {where}\nStopped there: it would run as one process, "
+            f"not {world} replicas, and no spawn can start replicas after that (torch_xla: 'Runtime is "
+            "already initialized'). A script that runs once per replica (torchrun style, no spawn) needs "
+            "--per-process; a script that spawns must use the device only inside the function it spawns.",
+            file=sys.stderr,
+        )
     else:
-        print(f"xrt2pjrt run: {script} spawns with nprocs=1 (one replica, in this process), at {where}\n"
-              f"Stopped there: run --nprocs asked for {world} replicas. Spawn with nprocs=None (every "
-              "device: here, the CPU replicas), or run with --nprocs 1.", file=sys.stderr)
+        print(
+            f"xrt2pjrt run: {script} spawns with nprocs=1 (one replica, in this process), at {where}\n"
+            f"Stopped there: run --nprocs asked for {world} replicas. Spawn with nprocs=None (every "
+            "device: here, the CPU replicas), or run with --nprocs 1.",
+            file=sys.stderr,
+        )
     raise SystemExit(EXIT_NEVER_SPAWNED)
 
 
@@ -164,8 +184,9 @@ def _per_process(script: str, args: list[str], nprocs: int) -> int:
         import torch_xla  # noqa: F401 -- imported once here, each forked replica starts with it
 
     try:
-        supervisor.spawn(ScriptReplica(script, args), nprocs=nprocs,
-                           start_method="fork" if "fork" in methods else "spawn")
+        supervisor.spawn(
+            ScriptReplica(script, args), nprocs=nprocs, start_method="fork" if "fork" in methods else "spawn"
+        )
     except supervisor.ReplicaFailed as failure:
         print(f"xrt2pjrt run: {failure}", file=sys.stderr)
         _name_the_marked_spot(str(failure))
@@ -183,9 +204,14 @@ class ScriptReplica:
 
     def __call__(self, index: int) -> None:
         where = placement.placement()
-        os.environ.update(RANK=str(where.ordinal), WORLD_SIZE=str(where.world_size),
-                          LOCAL_RANK=str(where.local_ordinal), LOCAL_WORLD_SIZE=str(where.local_world_size),
-                          GROUP_RANK=str(where.host), TORCHELASTIC_RUN_ID="xrt2pjrt-run")
+        os.environ.update(
+            RANK=str(where.ordinal),
+            WORLD_SIZE=str(where.world_size),
+            LOCAL_RANK=str(where.local_ordinal),
+            LOCAL_WORLD_SIZE=str(where.local_world_size),
+            GROUP_RANK=str(where.host),
+            TORCHELASTIC_RUN_ID="xrt2pjrt-run",
+        )
         _execute(self.script, self.args)
 
 
@@ -249,5 +275,8 @@ def _name_the_marked_spot(failure: str) -> None:
 
     spot = marked_spot(failure)
     if spot is not None:
-        print(f"xrt2pjrt run: it stopped at a spot the migration marked to decide: {spot} "
-              f"(xrt2pjrt rules {spot.rule} says why)", file=sys.stderr)
+        print(
+            f"xrt2pjrt run: it stopped at a spot the migration marked to decide: {spot} "
+            f"(xrt2pjrt rules {spot.rule} says why)",
+            file=sys.stderr,
+        )

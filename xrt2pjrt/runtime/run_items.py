@@ -40,8 +40,11 @@ from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.cpu import launch_guard, replacements
 
 _TODO = re.compile(r"^\s*# TODO\(xrt2pjrt\): (?P<message>.*) \[(?P<rule>[\w.-]+)\]\s*$")
-MESH_REDUCE, SEND_CPU_DATA, RUNTIME_BEFORE = ("manual-mesh-reduce-objects", "manual-send-cpu-data-tensor",
-                                              "spawn-runtime-before")
+MESH_REDUCE, SEND_CPU_DATA, RUNTIME_BEFORE = (
+    "manual-mesh-reduce-objects",
+    "manual-send-cpu-data-tensor",
+    "spawn-runtime-before",
+)
 CHECKED = frozenset({MESH_REDUCE, SEND_CPU_DATA, RUNTIME_BEFORE})
 
 
@@ -63,8 +66,9 @@ def items_in(path: str) -> list[Item]:
     except (OSError, UnicodeDecodeError):
         return []
     try:
-        ends = {node.lineno: node.end_lineno for node in ast.walk(ast.parse("\n".join(lines)))
-                if isinstance(node, ast.stmt)}
+        ends = {
+            node.lineno: node.end_lineno for node in ast.walk(ast.parse("\n".join(lines))) if isinstance(node, ast.stmt)
+        }
     except (SyntaxError, ValueError):
         ends = {}
     items, pending = [], []
@@ -80,14 +84,20 @@ def items_in(path: str) -> list[Item]:
 
 # --- in every process of the run: what it sees ---------------------------------------------
 
+
 def _saw(rule: str, confirmed: bool, what: str) -> None:
     """Write down a sighting of ``rule``'s trouble (``confirmed``) or of its absence, at the
     user's code that called into torch_xla."""
     folder, frame = settings.RUN_ITEMS.text(), launch_guard.user_frame()
     if not folder or frame is None or not os.path.isdir(folder):
         return
-    sighting = {"path": os.path.realpath(frame.filename), "line": frame.lineno, "rule": rule, "confirmed": confirmed,
-                "what": what}
+    sighting = {
+        "path": os.path.realpath(frame.filename),
+        "line": frame.lineno,
+        "rule": rule,
+        "confirmed": confirmed,
+        "what": what,
+    }
     with open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as handle:
         handle.write(json.dumps(sighting) + "\n")
 
@@ -119,8 +129,13 @@ def _send_cpu_data_to_device(datas, device, *args, **kwargs):
     import torch
 
     bare = isinstance(datas, torch.Tensor)
-    _saw(SEND_CPU_DATA, bare, "got a bare tensor: 2.x returns it in a one-element list" if bare else
-         f"got a {type(datas).__name__}, which comes back as it went")
+    _saw(
+        SEND_CPU_DATA,
+        bare,
+        "got a bare tensor: 2.x returns it in a one-element list"
+        if bare
+        else f"got a {type(datas).__name__}, which comes back as it went",
+    )
     return replacements.originals["torch_xla.core.xla_model:send_cpu_data_to_device"](datas, device, *args, **kwargs)
 
 
@@ -140,22 +155,32 @@ def _spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spaw
     import torch_xla
 
     started = torch_xla._XLAC._xla_runtime_is_initialized()
-    _saw(RUNTIME_BEFORE, started, "the launching process had started the XLA runtime before this spawn" if started
-         else "the launching process reached this spawn with no XLA runtime started")
+    _saw(
+        RUNTIME_BEFORE,
+        started,
+        "the launching process had started the XLA runtime before this spawn"
+        if started
+        else "the launching process reached this spawn with no XLA runtime started",
+    )
     return replacements.originals["torch_xla.distributed.xla_multiprocessing:spawn"](
-        WatchedReplica(fn), args, nprocs, join, daemon, start_method)
+        WatchedReplica(fn), args, nprocs, join, daemon, start_method
+    )
 
 
 # What every process watches; and what the launching process watches too (in a replica,
 # xmp.spawn is the CPU replicas' own: a nested spawn, which they refuse).
 WATCHED = (
     replacements.Replacement("torch_xla.core.xla_model:mesh_reduce", _mesh_reduce, "torch_xla's, its value watched"),
-    replacements.Replacement("torch_xla.core.xla_model:send_cpu_data_to_device", _send_cpu_data_to_device,
-                             "torch_xla's, its value watched"),
+    replacements.Replacement(
+        "torch_xla.core.xla_model:send_cpu_data_to_device", _send_cpu_data_to_device, "torch_xla's, its value watched"
+    ),
 )
 WATCHED_LAUNCH = (
-    replacements.Replacement("torch_xla.distributed.xla_multiprocessing:spawn", _spawn,
-                             "torch_xla's, the launching process's runtime watched"),
+    replacements.Replacement(
+        "torch_xla.distributed.xla_multiprocessing:spawn",
+        _spawn,
+        "torch_xla's, the launching process's runtime watched",
+    ),
 )
 
 
@@ -165,6 +190,7 @@ def watch() -> None:
 
 
 # --- in the launching process: the run's items, and what became of each --------------------
+
 
 @dataclasses.dataclass
 class Watch:
@@ -177,6 +203,7 @@ class Watch:
         """``stop`` (run's end of a script that would run as one process), first writing down
         that the launching process started the runtime before any spawn: every spawn's
         spawn-runtime-before item is then confirmed."""
+
         @functools.wraps(stop)
         def stopped(what: str, where: str) -> Any:
             if what == "runtime":
@@ -191,8 +218,11 @@ class Watch:
         items = [item for path in _loaded_files(self.script) for item in items_in(path)]
         if not items:
             return ""
-        sightings = [json.loads(line) for file in Path(self.folder).glob("*.jsonl")
-                     for line in file.read_text(encoding="utf-8").splitlines()]
+        sightings = [
+            json.loads(line)
+            for file in Path(self.folder).glob("*.jsonl")
+            for line in file.read_text(encoding="utf-8").splitlines()
+        ]
         stopped = Path(self.folder, "stopped.json")
         runtime_at = json.loads(stopped.read_text(encoding="utf-8"))["where"] if stopped.exists() else None
         here = os.path.dirname(os.path.realpath(self.script))
@@ -210,8 +240,11 @@ def _verdict(item: Item, sightings: list[dict], runtime_at: str | None) -> tuple
         return "not checked", "(a run does not show this: decide by reading the code)"
     if item.rule == RUNTIME_BEFORE and runtime_at is not None:
         return "confirmed", f"the launching process started the XLA runtime before any spawn, at {runtime_at}"
-    seen = [s for s in sightings if s["rule"] == item.rule and s["path"] == item.path
-            and item.first <= s["line"] <= item.last]
+    seen = [
+        s
+        for s in sightings
+        if s["rule"] == item.rule and s["path"] == item.path and item.first <= s["line"] <= item.last
+    ]
     if not seen:
         return "not reached", ""
     confirmed = [s for s in seen if s["confirmed"]]

@@ -65,7 +65,8 @@ def _start(nprocs: int | None, device: str, replica: Callable) -> tuple[dict[int
     if device == "CPU" and int(os.environ.get("CPU_NUM_DEVICES", "1") or 1) > 1:
         raise CannotVerify(
             f"CPU_NUM_DEVICES={os.environ['CPU_NUM_DEVICES']}: torch_xla aborts in every collective "
-            "with several CPU devices in one process; unset it and use --nprocs N")
+            "with several CPU devices in one process; unset it and use --nprocs N"
+        )
     if nprocs is not None and device != "CPU":
         raise CannotVerify(f"--nprocs is for CPU; on {device} verify runs every local device")
     os.environ["PJRT_DEVICE"] = device
@@ -120,13 +121,23 @@ def render(verification: Verification) -> str:
     checks_by_note: dict[str, list[str]] = {}  # one line per note, naming every check it is about
     for check in verification.checks:
         for number, ordinal in enumerate(check.got):
-            rows.append((check.name if number == 0 else "", str(ordinal), _show(check.expected[ordinal]),
-                         _show(check.got[ordinal]), "PASS" if check.rows_passed[ordinal] else "FAIL"))
+            rows.append(
+                (
+                    check.name if number == 0 else "",
+                    str(ordinal),
+                    _show(check.expected[ordinal]),
+                    _show(check.got[ordinal]),
+                    "PASS" if check.rows_passed[ordinal] else "FAIL",
+                )
+            )
         for note in check.notes:
             checks_by_note.setdefault(note, []).append(check.name)
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    lines = [f"xrt2pjrt verify: world size {verification.world_size} on {verification.device} "
-             f"({verification.mode}), torch_xla {verification.torch_xla}", ""]
+    lines = [
+        f"xrt2pjrt verify: world size {verification.world_size} on {verification.device} "
+        f"({verification.mode}), torch_xla {verification.torch_xla}",
+        "",
+    ]
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[4] for row in rows]
     if checks_by_note:
         lines += ["", "Notes"]
@@ -135,8 +146,9 @@ def render(verification: Verification) -> str:
     failed = [check.name for check in verification.checks if not check.passed]
     total = len(verification.checks)
     lines.append("")
-    lines.append(f"{total} checks passed." if not failed else
-                 f"{len(failed)} of {total} checks FAILED: {', '.join(failed)}")
+    lines.append(
+        f"{total} checks passed." if not failed else f"{len(failed)} of {total} checks FAILED: {', '.join(failed)}"
+    )
     return "\n".join(lines)
 
 
@@ -160,8 +172,13 @@ def to_record(verification: Verification) -> dict:
     }
 
 
-def main(nprocs: int | None, as_json: bool, replica: Callable = verify_checks.replica_main,
-         echo: Callable[[str], None] = print, error: Callable[[str], None] = print) -> int:
+def main(
+    nprocs: int | None,
+    as_json: bool,
+    replica: Callable = verify_checks.replica_main,
+    echo: Callable[[str], None] = print,
+    error: Callable[[str], None] = print,
+) -> int:
     """Run, print the table or the JSON, return the exit code."""
     try:
         verification = run(nprocs, replica)

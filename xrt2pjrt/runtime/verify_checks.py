@@ -107,8 +107,9 @@ def _all_to_all(api: Api, device):
     import torch
 
     world = api.world_size()
-    value = torch.cat([-torch.arange(world, dtype=torch.float32).view(-1, 1, 1),
-                       torch.ones(world, 1, 1) * api.ordinal()], dim=1)
+    value = torch.cat(
+        [-torch.arange(world, dtype=torch.float32).view(-1, 1, 1), torch.ones(world, 1, 1) * api.ordinal()], dim=1
+    )
     return _values(api.xm.all_to_all(value.to(device), 0, 2, world, pin_layout=False))
 
 
@@ -156,12 +157,21 @@ CHECKS = (
     Check("reduce_scatter", _reduce_scatter, lambda i, n: [float(-i)], ONE_REPLICA),
     Check("all_to_all", _all_to_all, lambda i, n: [[[float(-i)] * n, [float(k) for k in range(n)]]], ONE_REPLICA),
     Check("all_reduce sum", _all_reduce, lambda i, n: [float(n * (n + 1) // 2)], "a sum over one replica"),
-    Check("collective_permute ring", _collective_permute, lambda i, n: [float((i - 1) % n)],
-          "the ring sends each replica its own value"),
+    Check(
+        "collective_permute ring",
+        _collective_permute,
+        lambda i, n: [float((i - 1) % n)],
+        "the ring sends each replica its own value",
+    ),
     Check("rendezvous payloads", _payloads, lambda i, n: [f"p{k}" for k in range(n)], ONE_REPLICA),
-    Check("rendezvous barrier", _barrier, _barrier_expected, "nobody to wait for",
-          accepts=lambda expected, got: isinstance(got, (int, float)) and got >= expected.seconds,
-          note=lambda n: f"ordinal {n - 1} arrives {LATE_SECONDS:g} s late" if n > 1 else ""),
+    Check(
+        "rendezvous barrier",
+        _barrier,
+        _barrier_expected,
+        "nobody to wait for",
+        accepts=lambda expected, got: isinstance(got, (int, float)) and got >= expected.seconds,
+        note=lambda n: f"ordinal {n - 1} arrives {LATE_SECONDS:g} s late" if n > 1 else "",
+    ),
     Check("mesh_reduce", _mesh_reduce, lambda i, n: list(range(n)), ONE_REPLICA),
 )
 
@@ -173,8 +183,10 @@ def _apis() -> list[Api]:
 
     import xrt2pjrt.shim.xla_model as shim_xm
 
-    return [Api(SHIM, shim_xm, shim_xm.get_ordinal, shim_xm.xrt_world_size, shim_xm.get_local_ordinal),
-            Api(NATIVE, native_xm, xr.global_ordinal, xr.world_size, xr.local_ordinal)]
+    return [
+        Api(SHIM, shim_xm, shim_xm.get_ordinal, shim_xm.xrt_world_size, shim_xm.get_local_ordinal),
+        Api(NATIVE, native_xm, xr.global_ordinal, xr.world_size, xr.local_ordinal),
+    ]
 
 
 def _error(error: BaseException) -> dict:
@@ -216,8 +228,11 @@ def replica_main(index: int | None = None) -> dict:
             report["replica_id"] = _error(error)
     for api in apis:
         identity = {}
-        for field, call in (("ordinal", api.ordinal), ("world_size", api.world_size),
-                            ("local_ordinal", api.local_ordinal)):
+        for field, call in (
+            ("ordinal", api.ordinal),
+            ("world_size", api.world_size),
+            ("local_ordinal", api.local_ordinal),
+        ):
             try:
                 identity[field] = call()
             except Exception as error:  # noqa: BLE001
@@ -260,18 +275,33 @@ def _result(name: str, expected: dict[int, Any], got: dict[int, Any], accepts, n
     return CheckResult(name, all(rows.values()), expected, got, rows, errors + notes)
 
 
-def _ordinal_results(reports: dict[int, dict], label: str, world: int, replica_ids: dict[int, int],
-                     id_source: str) -> list[CheckResult]:
+def _ordinal_results(
+    reports: dict[int, dict], label: str, world: int, replica_ids: dict[int, int], id_source: str
+) -> list[CheckResult]:
     identities = {o: r["identity"][label] for o, r in reports.items()}
     local = {o: position for position, o in enumerate(sorted(reports))}
     return [
-        _result(f"ordinal = replica id ({label})", replica_ids,
-                {o: i["ordinal"] for o, i in identities.items()}, operator.eq, [f"replica id: {id_source}"]),
-        _result(f"world size ({label})", {o: world for o in reports},
-                {o: i["world_size"] for o, i in identities.items()}, operator.eq, []),
-        _result(f"local ordinal ({label})", local,
-                {o: i["local_ordinal"] for o, i in identities.items()}, operator.eq,
-                ["expected: the ordinal's position among this host's ordinals"]),
+        _result(
+            f"ordinal = replica id ({label})",
+            replica_ids,
+            {o: i["ordinal"] for o, i in identities.items()},
+            operator.eq,
+            [f"replica id: {id_source}"],
+        ),
+        _result(
+            f"world size ({label})",
+            {o: world for o in reports},
+            {o: i["world_size"] for o, i in identities.items()},
+            operator.eq,
+            [],
+        ),
+        _result(
+            f"local ordinal ({label})",
+            local,
+            {o: i["local_ordinal"] for o, i in identities.items()},
+            operator.eq,
+            ["expected: the ordinal's position among this host's ordinals"],
+        ),
     ]
 
 
@@ -305,6 +335,7 @@ def judge(reports: dict[int, dict], world: int) -> list[CheckResult]:
                 notes.append(f"trivial at world size 1: {check.trivial}")
             if check.note and check.note(world):
                 notes.append(check.note(world))
-            results.append(_result(name, expected, {o: r["results"][name] for o, r in reports.items()},
-                                   check.accepts, notes))
+            results.append(
+                _result(name, expected, {o: r["results"][name] for o, r in reports.items()}, check.accepts, notes)
+            )
     return results

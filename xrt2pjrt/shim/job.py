@@ -43,11 +43,30 @@ from xrt2pjrt.shim.store import secret as store_secret
 DEFAULT_MASTER_PORT = 12355  # torch_xla's default for xla:// and its master discovery
 
 # Every variable the description reads: the cache is keyed by their values.
-_READS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "TORCHELASTIC_RUN_ID",
-          "MASTER_ADDR", "MASTER_PORT", "PJRT_DEVICE", "PJRT_LOCAL_PROCESS_RANK", "PJRT_LOCAL_PROCESS_COUNT",
-          "CLOUD_TPU_TASK_ID", "TPU_ACCELERATOR_TYPE", "TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES",
-          "TPU_HOST_BOUNDS", "TPU_CHIPS_PER_HOST_BOUNDS", "TPU_PROCESS_BOUNDS", "TPU_SKIP_MDS_QUERY",
-          settings.RENDEZVOUS_ADDR.name, settings.RENDEZVOUS_PORT.name, settings.SERVED_STORE.name)
+_READS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "PJRT_DEVICE",
+    "PJRT_LOCAL_PROCESS_RANK",
+    "PJRT_LOCAL_PROCESS_COUNT",
+    "CLOUD_TPU_TASK_ID",
+    "TPU_ACCELERATOR_TYPE",
+    "TPU_WORKER_ID",
+    "TPU_WORKER_HOSTNAMES",
+    "TPU_HOST_BOUNDS",
+    "TPU_CHIPS_PER_HOST_BOUNDS",
+    "TPU_PROCESS_BOUNDS",
+    "TPU_SKIP_MDS_QUERY",
+    settings.RENDEZVOUS_ADDR.name,
+    settings.RENDEZVOUS_PORT.name,
+    settings.SERVED_STORE.name,
+)
 
 
 class JobError(RuntimeError):
@@ -117,27 +136,56 @@ def from_env(env=None) -> Job:
         local_processes = _integer(env, "LOCAL_WORLD_SIZE", processes)
         hosts = max(1, processes // max(1, local_processes))
         host = _integer(env, "GROUP_RANK", process // max(1, local_processes))
-        job = Job("torchrun", processes, process, local_processes, _integer(env, "LOCAL_RANK"), hosts, host,
-                  env.get("MASTER_ADDR", "127.0.0.1") if hosts > 1 else "127.0.0.1", port, serves=process == 0)
+        job = Job(
+            "torchrun",
+            processes,
+            process,
+            local_processes,
+            _integer(env, "LOCAL_RANK"),
+            hosts,
+            host,
+            env.get("MASTER_ADDR", "127.0.0.1") if hosts > 1 else "127.0.0.1",
+            port,
+            serves=process == 0,
+        )
     elif env.get("PJRT_LOCAL_PROCESS_COUNT"):
         local_processes = _integer(env, "PJRT_LOCAL_PROCESS_COUNT")
         local = _integer(env, "PJRT_LOCAL_PROCESS_RANK", 0)
         tpu = tpu_slice(env)
         hosts, host = (tpu.hosts, tpu.worker_id) if tpu else (1, 0)
         process = _integer(env, "CLOUD_TPU_TASK_ID", host * local_processes + local)
-        job = Job("PJRT process variables", hosts * local_processes, process, local_processes, local, hosts, host,
-                  tpu.hostnames[0] if hosts > 1 else "127.0.0.1", port, serves=host == 0 and local == 0)
+        job = Job(
+            "PJRT process variables",
+            hosts * local_processes,
+            process,
+            local_processes,
+            local,
+            hosts,
+            host,
+            tpu.hostnames[0] if hosts > 1 else "127.0.0.1",
+            port,
+            serves=host == 0 and local == 0,
+        )
     else:
         tpu = tpu_slice(env)
         if tpu and tpu.hosts > 1:
-            job = Job(f"TPU slice {tpu.accelerator}", tpu.hosts, tpu.worker_id, 1, 0, tpu.hosts, tpu.worker_id,
-                      tpu.hostnames[0], port, serves=tpu.worker_id == 0)
+            job = Job(
+                f"TPU slice {tpu.accelerator}",
+                tpu.hosts,
+                tpu.worker_id,
+                1,
+                0,
+                tpu.hosts,
+                tpu.worker_id,
+                tpu.hostnames[0],
+                port,
+                serves=tpu.worker_id == 0,
+            )
         else:
             job = Job("one process", 1, 0, 1, 0, 1, 0, "127.0.0.1", port, serves=True)
     served = from_setting(settings.SERVED_STORE, env)
     if served is not None:
-        return dataclasses.replace(job, store_host=served[0], store_port=served[1], serves=False,
-                                   served_by_parent=True)
+        return dataclasses.replace(job, store_host=served[0], store_port=served[1], serves=False, served_by_parent=True)
     explicit = from_setting(settings.RENDEZVOUS_ADDR, env)
     if explicit is not None:
         return dataclasses.replace(job, store_host=explicit[0], store_port=explicit[1])
@@ -175,4 +223,5 @@ def secret(job: Job, env=None) -> bytes:
         f"each run (or {settings.JOB_SECRET_FILE.name} to a file only you can read), e.g. in the command given "
         "to `gcloud compute tpus tpu-vm ssh --worker=all`: "
         f"{settings.JOB_SECRET.name}=$(python3 -c 'import secrets; print(secrets.token_hex(16))') computed once "
-        f"on your machine. Or use {settings.RENDEZVOUS_TRANSPORT.name}=xla, which needs no store.")
+        f"on your machine. Or use {settings.RENDEZVOUS_TRANSPORT.name}=xla, which needs no store."
+    )

@@ -60,8 +60,10 @@ class JobStore:
         if self.pid != os.getpid():  # forked: the parent's helper and exit duty are not ours
             self._reset()
         if self.job is not None and self.job != job:
-            raise job_module.JobError(f"this process joined {self.job.describe()} and now its environment "
-                                      f"describes {job.describe()}: one process, one job")
+            raise job_module.JobError(
+                f"this process joined {self.job.describe()} and now its environment "
+                f"describes {job.describe()}: one process, one job"
+            )
         self.job = job
         if not self.joined and (job.processes > 1 or job.served_by_parent):
             self.joined = True
@@ -74,8 +76,9 @@ class JobStore:
             # One process alone: nobody else needs to find the port, so the OS picks it.
             explicit = settings.RENDEZVOUS_ADDR.text() or settings.RENDEZVOUS_PORT.text()
             port = job.store_port if job.processes > 1 or explicit else 0
-            self.helper = start_helper(job.store_host, port, self.secret, expected=max(1, job.processes),
-                                       linger=seconds)
+            self.helper = start_helper(
+                job.store_host, port, self.secret, expected=max(1, job.processes), linger=seconds
+            )
             self.address = (job.store_host, self.helper.port)
 
     def _at_exit(self) -> None:

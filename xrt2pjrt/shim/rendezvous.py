@@ -97,9 +97,7 @@ def host_rendezvous(
         raise TypeError(f"rendezvous payload must be bytes, not {type(payload).__name__}")
     members = participants_of(replicas, world_size)
     if ordinal not in members:
-        raise ValueError(
-            f"ordinal {ordinal} joined rendezvous {tag!r} but is not among its replicas {members}"
-        )
+        raise ValueError(f"ordinal {ordinal} joined rendezvous {tag!r} but is not among its replicas {members}")
     seconds = settings.RENDEZVOUS_TIMEOUT.read() if timeout is None else float(timeout)
     try:
         client = _thread_client(store, seconds)
@@ -131,8 +129,7 @@ def host_rendezvous(
     return [arrivals[member][1] for member in members]
 
 
-def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: int,
-                   seconds: float) -> list[bytes]:
+def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: int, seconds: float) -> list[bytes]:
     """Every participant's arrival, once all have arrived (the store waits).
 
     The last to arrive gathers the arrivals into one value, ``base/all``, that the others
@@ -154,7 +151,7 @@ def _values_of_all(store, tag: str, keys: dict[int, str], base: str, ordinal: in
             return store.multi_get(list(keys.values()))
         if everyone[:1] == _SAME:
             return [everyone[1:]] * len(keys)
-        return _unpack(everyone[len(_GATHERED):])
+        return _unpack(everyone[len(_GATHERED) :])
     except StoreTimeout:
         try:
             missing = [member for member, key in keys.items() if not store.check([key])]

@@ -84,49 +84,67 @@ def transport(name: str, value: str) -> str:
     """A rendezvous transport, from the variable or from ``xm.rendezvous(transport=...)``."""
     chosen = value.lower()
     if chosen not in TRANSPORTS:
-        raise SettingError(f"rendezvous transport {chosen!r} is not one of {TRANSPORTS} "
-                           f"(argument transport= or {name})")
+        raise SettingError(
+            f"rendezvous transport {chosen!r} is not one of {TRANSPORTS} (argument transport= or {name})"
+        )
     return chosen
 
 
 # --- the job and its store ------------------------------------------------------------------------
-JOB_SECRET = Setting("XRT2PJRT_JOB_SECRET", "the job's secret: only processes that hold it enter its store",
-                     as_text)
-JOB_SECRET_FILE = Setting("XRT2PJRT_JOB_SECRET_FILE", "a file only its owner may read that holds the job's secret",
-                          as_text)
-STORE_MAX_BYTES = Setting("XRT2PJRT_STORE_MAX_BYTES", "the largest value the store takes, in bytes",
-                          _positive_integer("is not a positive number of bytes"), 1 << 30)
-SERVED_STORE = Setting("XRT2PJRT_STORE", "host:port of the store a spawn parent serves for its children (it sets it)",
-                       host_and_port)
+JOB_SECRET = Setting("XRT2PJRT_JOB_SECRET", "the job's secret: only processes that hold it enter its store", as_text)
+JOB_SECRET_FILE = Setting(
+    "XRT2PJRT_JOB_SECRET_FILE", "a file only its owner may read that holds the job's secret", as_text
+)
+STORE_MAX_BYTES = Setting(
+    "XRT2PJRT_STORE_MAX_BYTES",
+    "the largest value the store takes, in bytes",
+    _positive_integer("is not a positive number of bytes"),
+    1 << 30,
+)
+SERVED_STORE = Setting(
+    "XRT2PJRT_STORE", "host:port of the store a spawn parent serves for its children (it sets it)", host_and_port
+)
 
 # --- rendezvous -----------------------------------------------------------------------------------
-RENDEZVOUS_TIMEOUT = Setting("XRT2PJRT_RENDEZVOUS_TIMEOUT",
-                             "seconds a rendezvous or collective waits for the others", positive_seconds, 300.0)
-RENDEZVOUS_ADDR = Setting("XRT2PJRT_RENDEZVOUS_ADDR", "host:port of the job's store, where the job would place it "
-                          "elsewhere", host_and_port)
+RENDEZVOUS_TIMEOUT = Setting(
+    "XRT2PJRT_RENDEZVOUS_TIMEOUT", "seconds a rendezvous or collective waits for the others", positive_seconds, 300.0
+)
+RENDEZVOUS_ADDR = Setting(
+    "XRT2PJRT_RENDEZVOUS_ADDR", "host:port of the job's store, where the job would place it elsewhere", host_and_port
+)
 RENDEZVOUS_PORT = Setting("XRT2PJRT_RENDEZVOUS_PORT", "the port of the job's store (unset: MASTER_PORT + 1)", integer)
-RENDEZVOUS_TRANSPORT = Setting("XRT2PJRT_RENDEZVOUS_TRANSPORT",
-                               "how xm.rendezvous meets: 'host' (the job's store) or 'xla' (an all_gather)",
-                               transport, "host")
+RENDEZVOUS_TRANSPORT = Setting(
+    "XRT2PJRT_RENDEZVOUS_TRANSPORT",
+    "how xm.rendezvous meets: 'host' (the job's store) or 'xla' (an all_gather)",
+    transport,
+    "host",
+)
 
 # --- the CPU replica mode -------------------------------------------------------------------------
-CPU_REPLICAS = Setting("XRT2PJRT_CPU_REPLICAS", "the CPU replicas of this host (its device count) for nprocs=None",
-                       _positive_integer("is not a positive replica count"))
+CPU_REPLICAS = Setting(
+    "XRT2PJRT_CPU_REPLICAS",
+    "the CPU replicas of this host (its device count) for nprocs=None",
+    _positive_integer("is not a positive replica count"),
+)
 CPU_HOSTS = Setting("XRT2PJRT_CPU_HOSTS", "how many CPU hosts the job runs on", integer, 1)
 CPU_HOST_INDEX = Setting("XRT2PJRT_CPU_HOST_INDEX", "which of the CPU hosts this one is, from 0", integer, 0)
-CPU_HOST_ADDR = Setting("XRT2PJRT_CPU_HOST_ADDR", "this host's address for gloo, where the route to MASTER_ADDR "
-                        "picks another", as_text)
-CPU_REPLICA = Setting("XRT2PJRT_CPU_REPLICA", "a replica's placement, set by the CPU mode's spawn in each replica "
-                      "(JSON)", as_text)
-RUN_ITEMS = Setting("XRT2PJRT_RUN_ITEMS", "the folder where the processes of an `xrt2pjrt run` write what they saw at "
-                    "its items to decide (run sets it)", as_text)
+CPU_HOST_ADDR = Setting(
+    "XRT2PJRT_CPU_HOST_ADDR", "this host's address for gloo, where the route to MASTER_ADDR picks another", as_text
+)
+CPU_REPLICA = Setting(
+    "XRT2PJRT_CPU_REPLICA", "a replica's placement, set by the CPU mode's spawn in each replica (JSON)", as_text
+)
+RUN_ITEMS = Setting(
+    "XRT2PJRT_RUN_ITEMS",
+    "the folder where the processes of an `xrt2pjrt run` write what they saw at its items to decide (run sets it)",
+    as_text,
+)
 
 # --- the launcher ---------------------------------------------------------------------------------
 LAUNCH = Setting("XRT2PJRT_LAUNCH", "the run id `xrt2pjrt launch` sets on every worker of one run", as_text)
 
 # --- migrate's results cache (xrt2pjrt/cache.py) ----------------------------------------------------
 CACHE_DIR = Setting("XRT2PJRT_CACHE_DIR", "the results cache's folder (unset: ~/.cache/xrt2pjrt)", as_text)
-NO_CACHE = Setting("XRT2PJRT_NO_CACHE", "set to anything: migrate neither reads nor writes the results cache",
-                   as_text)
+NO_CACHE = Setting("XRT2PJRT_NO_CACHE", "set to anything: migrate neither reads nor writes the results cache", as_text)
 
 ALL: tuple[Setting, ...] = tuple(value for value in list(globals().values()) if isinstance(value, Setting))

@@ -49,14 +49,17 @@ class Registered:
         try:
             fn, args, kwargs = _registry[self.key]
         except KeyError:
-            raise RuntimeError(f"spawn target {self.key} is not in process registry: it reaches only "
-                               "processes forked while the spawn that registered it runs") from None
+            raise RuntimeError(
+                f"spawn target {self.key} is not in process registry: it reaches only "
+                "processes forked while the spawn that registered it runs"
+            ) from None
         return fn(*leading, *args, **kwargs)
 
 
 @contextlib.contextmanager
-def handed_over(fn: Callable, args: tuple = (), kwargs: dict | None = None, *, start_method: str,
-                api: str = "xmp.spawn") -> Iterator[tuple[Callable, tuple, dict]]:
+def handed_over(
+    fn: Callable, args: tuple = (), kwargs: dict | None = None, *, start_method: str, api: str = "xmp.spawn"
+) -> Iterator[tuple[Callable, tuple, dict]]:
     """``(fn, args, kwargs)`` to give a pool whose workers start with ``start_method``.
 
     ``'fork'``: a :class:`Registered` key with no arguments, valid in processes forked
@@ -75,19 +78,25 @@ def handed_over(fn: Callable, args: tuple = (), kwargs: dict | None = None, *, s
         del _registry[key]
 
 
-def refuse_unpicklable(fn: Callable, args: tuple = (), kwargs: dict | None = None, *, start_method: str,
-                       api: str = "xmp.spawn") -> None:
+def refuse_unpicklable(
+    fn: Callable, args: tuple = (), kwargs: dict | None = None, *, start_method: str, api: str = "xmp.spawn"
+) -> None:
     """Under a start method other than fork, where the replicas get ``fn`` and ``args`` by
     pickle, raise :class:`NotPicklable` for a value pickle refuses, before any process starts."""
     if start_method != "fork":
-        require_picklable(fn, args, kwargs, why=f"{api}(start_method={start_method!r}) sends fn and args to "
-                          "each replica by pickle, as XRT's spawn did",
-                          remedy="or use start_method='fork': then the shim hands them to the forked "
-                          "replicas without pickling, as XRT did")
+        require_picklable(
+            fn,
+            args,
+            kwargs,
+            why=f"{api}(start_method={start_method!r}) sends fn and args to each replica by pickle, as XRT's spawn did",
+            remedy="or use start_method='fork': then the shim hands them to the forked "
+            "replicas without pickling, as XRT did",
+        )
 
 
-def require_picklable(fn: Callable, args: tuple = (), kwargs: dict | None = None, *, why: str,
-                      remedy: str = "") -> None:
+def require_picklable(
+    fn: Callable, args: tuple = (), kwargs: dict | None = None, *, why: str, remedy: str = ""
+) -> None:
     """Raise :class:`NotPicklable` naming the first of ``fn``, ``args[i]``, ``kwargs[name]``
     that the multiprocessing pickler refuses; ``why`` says who pickles them.
 

@@ -187,9 +187,7 @@ def from_facts(facts: TpuFacts) -> Topology:
     else:
         hosts = max(1, math.ceil(generation.chips(count) / chips_per_host))
     if facts.hostnames and len(facts.hostnames) > 1 and len(facts.hostnames) != hosts:
-        raise TopologyError(
-            f"{len(facts.hostnames)} worker hostnames but {hosts} hosts in {facts.accelerator}"
-        )
+        raise TopologyError(f"{len(facts.hostnames)} worker hostnames but {hosts} hosts in {facts.accelerator}")
     if not 0 <= facts.worker_id < hosts:
         raise TopologyError(f"worker id {facts.worker_id} outside {hosts} hosts")
     # torch_xla runs one process per chip, fewer when TPU_PROCESS_BOUNDS asks for fewer

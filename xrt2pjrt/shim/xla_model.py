@@ -74,17 +74,43 @@ from xrt2pjrt.shim import job as _job
 from xrt2pjrt.shim import rendezvous as _host
 from xrt2pjrt.shim import settings as _settings
 from xrt2pjrt.shim.rendezvous import (  # noqa: F401  (the two unused here are in _OWN: re-exported)
-    RendezvousAborted, RendezvousError, RendezvousTagMismatch, RendezvousTimeout)
+    RendezvousAborted,
+    RendezvousError,
+    RendezvousTagMismatch,
+    RendezvousTimeout,
+)
 
 # The shim's own names; ``__all__`` (at the end) adds every public name of torch_xla's xm,
 # so ``from xrt2pjrt.shim.xla_model import *`` gives what ``from ... xla_model import *`` gave.
 _OWN = [
-    "RendezvousError", "RendezvousTagMismatch", "RendezvousTimeout", "RendezvousAborted", "xrt_world_size",
-    "get_ordinal", "get_local_ordinal", "is_master_ordinal", "master_print", "xla_device",
-    "get_xla_supported_devices", "parse_xla_device", "send_cpu_data_to_device", "mark_step",
-    "CollectiveContext", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-    "collective_broadcast", "broadcast_master_param", "rendezvous", "mesh_reduce", "do_on_ordinals",
-    "reduce_gradients", "optimizer_step", "save",
+    "RendezvousError",
+    "RendezvousTagMismatch",
+    "RendezvousTimeout",
+    "RendezvousAborted",
+    "xrt_world_size",
+    "get_ordinal",
+    "get_local_ordinal",
+    "is_master_ordinal",
+    "master_print",
+    "xla_device",
+    "get_xla_supported_devices",
+    "parse_xla_device",
+    "send_cpu_data_to_device",
+    "mark_step",
+    "CollectiveContext",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "collective_permute",
+    "collective_broadcast",
+    "broadcast_master_param",
+    "rendezvous",
+    "mesh_reduce",
+    "do_on_ordinals",
+    "reduce_gradients",
+    "optimizer_step",
+    "save",
 ]
 
 # Spellings that moved within torch_xla 2.x: torch_xla.device arrived in 2.3 and
@@ -111,10 +137,10 @@ class Backend(Protocol):
     def get_local_ordinal(self, defval: int = 0) -> int: ...
     def all_reduce(self, reduce_type, inputs, scale=1.0, groups=None, pin_layout=True): ...
     def all_gather(self, value, dim=0, groups=None, output=None, pin_layout=True): ...
-    def reduce_scatter(self, reduce_type, input, scale, scatter_dim, shard_count, groups=None,
-                       output=None, pin_layout=True): ...
-    def all_to_all(self, value, split_dimension, concat_dimension, split_count, groups=None,
-                   pin_layout=True): ...
+    def reduce_scatter(
+        self, reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None, pin_layout=True
+    ): ...
+    def all_to_all(self, value, split_dimension, concat_dimension, split_count, groups=None, pin_layout=True): ...
     def collective_permute(self, value, pairs): ...
     def rendezvous(self, tag, payload=b"", replicas=[], *, timeout=None) -> list[bytes]: ...
 
@@ -148,8 +174,7 @@ class _DeviceTouch:
             return self.first
         if self.before_import:
             return "code that ran before xrt2pjrt.shim.xla_model was imported"
-        return ("a call outside the shim (torch_xla.device(), tensor.to(device), "
-                "torch_xla.runtime.world_size(), ...)")
+        return "a call outside the shim (torch_xla.device(), tensor.to(device), torch_xla.runtime.world_size(), ...)"
 
 
 def _caller() -> str:
@@ -193,7 +218,8 @@ def _not_yet(call: str, defval: int) -> int:
             f"the replica's ordinal is known once the runtime runs, and XRT's default ({defval}) would "
             "give every process the same answer. Inside the function given to xmp.spawn it is known; "
             "in a process that drives its devices itself, call xm.xla_device() first (under torchrun: "
-            "after dist.init_process_group('xla', init_method='xla://')).")
+            "after dist.init_process_group('xla', init_method='xla://'))."
+        )
     return defval
 
 
@@ -231,7 +257,8 @@ class _PjrtBackend:
                 f"replica(s): every process would call itself ordinal 0 of {world}. Under PJRT each "
                 "process must join its job's runtime (torchrun: dist.init_process_group('xla', "
                 "init_method='xla://') before touching the device; PJRT_DEVICE=CPU runs each process "
-                "alone: use the shim's xmp.spawn for several CPU replicas).")
+                "alone: use the shim's xmp.spawn for several CPU replicas)."
+            )
         self._checked_in = os.getpid()
         return True
 
@@ -243,17 +270,19 @@ class _PjrtBackend:
         DEVICE_TOUCH.note("xm.all_gather()")
         return _xm.all_gather(value, dim=dim, groups=groups, output=output, pin_layout=pin_layout)
 
-    def reduce_scatter(self, reduce_type, input, scale, scatter_dim, shard_count, groups=None,
-                       output=None, pin_layout=True):
+    def reduce_scatter(
+        self, reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None, pin_layout=True
+    ):
         DEVICE_TOUCH.note("xm.reduce_scatter()")
-        return _xm.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count,
-                                  groups=groups, output=output, pin_layout=pin_layout)
+        return _xm.reduce_scatter(
+            reduce_type, input, scale, scatter_dim, shard_count, groups=groups, output=output, pin_layout=pin_layout
+        )
 
-    def all_to_all(self, value, split_dimension, concat_dimension, split_count, groups=None,
-                   pin_layout=True):
+    def all_to_all(self, value, split_dimension, concat_dimension, split_count, groups=None, pin_layout=True):
         DEVICE_TOUCH.note("xm.all_to_all()")
-        return _xm.all_to_all(value, split_dimension, concat_dimension, split_count,
-                              groups=groups, pin_layout=pin_layout)
+        return _xm.all_to_all(
+            value, split_dimension, concat_dimension, split_count, groups=groups, pin_layout=pin_layout
+        )
 
     def collective_permute(self, value, pairs):
         DEVICE_TOUCH.note("xm.collective_permute()")
@@ -267,11 +296,12 @@ class _PjrtBackend:
             return [payload]
         if transport == "xla":
             if _spmd():
-                raise RendezvousError("the xla rendezvous transport does not synchronise processes "
-                                      "under SPMD (pytorch/xla#9479); use transport='host'")
+                raise RendezvousError(
+                    "the xla rendezvous transport does not synchronise processes "
+                    "under SPMD (pytorch/xla#9479); use transport='host'"
+                )
             return _xla_rendezvous(tag, payload, replicas)
-        return _host.host_rendezvous(tag, payload, replicas, ordinal=ordinal, world_size=world,
-                                     timeout=timeout)
+        return _host.host_rendezvous(tag, payload, replicas, ordinal=ordinal, world_size=world, timeout=timeout)
 
 
 PJRT = _PjrtBackend()
@@ -404,8 +434,9 @@ def _torch_xlas_own_under_spmd(function):
 def all_reduce(reduce_type: str, inputs, scale: float = 1.0, groups=None, cctx=None, pin_layout: bool = True):
     """Reduce ``inputs`` (a tensor, returned reduced; or a list, reduced in place and
     returned) across each replica group (``cctx``'s when ``groups`` is None)."""
-    return backend().all_reduce(_args.reduce_type(reduce_type), inputs, scale=scale, groups=_groups(groups, cctx),
-                                pin_layout=pin_layout)
+    return backend().all_reduce(
+        _args.reduce_type(reduce_type), inputs, scale=scale, groups=_groups(groups, cctx), pin_layout=pin_layout
+    )
 
 
 @_torch_xlas_own_under_spmd
@@ -420,29 +451,58 @@ def all_gather(value, dim: int = 0, groups=None, output=None, pin_layout: bool =
 
 
 @_torch_xlas_own_under_spmd
-def reduce_scatter(reduce_type: str, input, scale: float, scatter_dim: int, shard_count: int,
-                   groups=None, output=None, pin_layout: bool = True, *, cctx=None):
+def reduce_scatter(
+    reduce_type: str,
+    input,
+    scale: float,
+    scatter_dim: int,
+    shard_count: int,
+    groups=None,
+    output=None,
+    pin_layout: bool = True,
+    *,
+    cctx=None,
+):
     """Reduce across the group, then give the k-th member of the group shard k."""
     explicit = _groups(groups, cctx)
     size = _args.uniform_group_size(explicit)
     if shard_count != size:
         raise _args.CollectiveArgumentError(
-            f"reduce_scatter shard_count={shard_count} but each replica group has {size} members")
-    return backend().reduce_scatter(_args.reduce_type(reduce_type), input, scale, scatter_dim,
-                                    shard_count, groups=explicit, output=output, pin_layout=pin_layout)
+            f"reduce_scatter shard_count={shard_count} but each replica group has {size} members"
+        )
+    return backend().reduce_scatter(
+        _args.reduce_type(reduce_type),
+        input,
+        scale,
+        scatter_dim,
+        shard_count,
+        groups=explicit,
+        output=output,
+        pin_layout=pin_layout,
+    )
 
 
 @_torch_xlas_own_under_spmd
-def all_to_all(value, split_dimension: int, concat_dimension: int, split_count: int,
-               groups=None, pin_layout: bool = True, *, cctx=None):
+def all_to_all(
+    value,
+    split_dimension: int,
+    concat_dimension: int,
+    split_count: int,
+    groups=None,
+    pin_layout: bool = True,
+    *,
+    cctx=None,
+):
     """Split ``value`` into ``split_count`` chunks; chunk j goes to the j-th group member."""
     explicit = _groups(groups, cctx)
     size = _args.uniform_group_size(explicit)
     if split_count != size:
         raise _args.CollectiveArgumentError(
-            f"all_to_all split_count={split_count} but each replica group has {size} members")
-    return backend().all_to_all(value, split_dimension, concat_dimension, split_count, groups=explicit,
-                                pin_layout=pin_layout)
+            f"all_to_all split_count={split_count} but each replica group has {size} members"
+        )
+    return backend().all_to_all(
+        value, split_dimension, concat_dimension, split_count, groups=explicit, pin_layout=pin_layout
+    )
 
 
 @_torch_xlas_own_under_spmd
@@ -452,12 +512,12 @@ def collective_permute(value, pairs: Sequence[Sequence[int]], *, cctx=None):
 
 
 @_torch_xlas_own_under_spmd
-def collective_broadcast(tensors: list[torch.Tensor], root_ordinal: int = 0, groups=None,
-                         pin_layout: bool = True, *, cctx=None) -> None:
+def collective_broadcast(
+    tensors: list[torch.Tensor], root_ordinal: int = 0, groups=None, pin_layout: bool = True, *, cctx=None
+) -> None:
     """Overwrite ``tensors`` in place with the values on ``root_ordinal``."""
     if not 0 <= root_ordinal < xrt_world_size():
-        raise _args.CollectiveArgumentError(
-            f"root_ordinal {root_ordinal} is outside a world of {xrt_world_size()}")
+        raise _args.CollectiveArgumentError(f"root_ordinal {root_ordinal} is outside a world of {xrt_world_size()}")
     with torch.no_grad():
         for tensor in tensors:
             # Same graph on every replica: multiply by a device value, 1 on the root, 0 elsewhere.
@@ -480,13 +540,17 @@ def reduce_gradients(optimizer: torch.optim.Optimizer, groups=None, pin_layout: 
     """Average the gradients the optimizer holds across all replicas."""
     count = xrt_world_size()
     if count > 1:
-        all_reduce("sum", _xm._fetch_gradients(optimizer), scale=1.0 / count, groups=groups,
-                   pin_layout=pin_layout)
+        all_reduce("sum", _xm._fetch_gradients(optimizer), scale=1.0 / count, groups=groups, pin_layout=pin_layout)
 
 
 @_torch_xlas_own_under_spmd
-def optimizer_step(optimizer: torch.optim.Optimizer, barrier: bool = False, optimizer_args: dict = {},
-                   groups=None, pin_layout: bool = True):
+def optimizer_step(
+    optimizer: torch.optim.Optimizer,
+    barrier: bool = False,
+    optimizer_args: dict = {},
+    groups=None,
+    pin_layout: bool = True,
+):
     """reduce_gradients, then ``optimizer.step(**optimizer_args)``; ``barrier`` adds a mark_step."""
     reduce_gradients(optimizer, groups=groups, pin_layout=pin_layout)
     loss = optimizer.step(**optimizer_args)
@@ -496,8 +560,14 @@ def optimizer_step(optimizer: torch.optim.Optimizer, barrier: bool = False, opti
 
 
 # --- host-side meeting points -----------------------------------------------------------
-def rendezvous(tag: str, payload: bytes = b"", replicas: Sequence[int] = [], *,
-               timeout: float | None = None, transport: str | None = None) -> list[bytes]:
+def rendezvous(
+    tag: str,
+    payload: bytes = b"",
+    replicas: Sequence[int] = [],
+    *,
+    timeout: float | None = None,
+    transport: str | None = None,
+) -> list[bytes]:
     """Wait until every replica in ``replicas`` (all if empty) reached ``tag``; return their
     payloads in ordinal order.
 
@@ -562,8 +632,8 @@ def _xla_rendezvous(tag: str, payload: bytes, replicas: Sequence[int]) -> list[b
     world = xrt_world_size()
     if replicas and sorted(replicas) != list(range(world)):
         raise RendezvousError(
-            f"the xla rendezvous transport joins every replica; replicas={list(replicas)} "
-            "needs transport='host'")
+            f"the xla rendezvous transport joins every replica; replicas={list(replicas)} needs transport='host'"
+        )
     message = _host._encode(tag, payload)
     mark_step()
     device = xla_device()
@@ -587,7 +657,8 @@ def __getattr__(name: str):
     except AttributeError:
         raise AttributeError(
             f"module {__name__!r} has no attribute {name!r}, and neither has "
-            f"torch_xla.core.xla_model {torch_xla.__version__}") from None
+            f"torch_xla.core.xla_model {torch_xla.__version__}"
+        ) from None
 
 
 def __dir__() -> list[str]:

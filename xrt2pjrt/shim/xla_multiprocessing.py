@@ -67,8 +67,15 @@ from xrt2pjrt.shim import xla_model as _shim_xm
 MpModelWrapper = _xmp.MpModelWrapper
 MpSerialExecutor = _xmp.MpSerialExecutor
 
-__all__ = ["spawn", "run_multiprocess", "MpModelWrapper", "MpSerialExecutor", "ShimNote",
-           "RuntimeAlreadyStarted", "SpawnContext"]
+__all__ = [
+    "spawn",
+    "run_multiprocess",
+    "MpModelWrapper",
+    "MpSerialExecutor",
+    "ShimNote",
+    "RuntimeAlreadyStarted",
+    "SpawnContext",
+]
 
 
 class ShimNote(UserWarning):
@@ -86,7 +93,8 @@ def _refuse_started_runtime(api: str) -> None:
             f"process, started by {_shim_xm.DEVICE_TOUCH.describe()}. Under PJRT each replica "
             "starts its own runtime, so create devices and tensors (xm.xla_device(), "
             ".to(device), collectives) only inside the function passed to spawn, or under "
-            "`if __name__ == '__main__':` after it.")
+            "`if __name__ == '__main__':` after it."
+        )
 
 
 def local_device_count() -> int | None:
@@ -109,11 +117,19 @@ def _cpu_replicas_for(nprocs: int | None) -> int | None:
     if nprocs is None or host is None or nprocs == host:
         return nprocs
     if nprocs > host:
-        warnings.warn(f"nprocs={nprocs} but {_settings.CPU_REPLICAS.name} gives this host {host} CPU replicas: "
-                      f"running all {host} (PJRT runs one replica per local device)", ShimNote, stacklevel=3)
+        warnings.warn(
+            f"nprocs={nprocs} but {_settings.CPU_REPLICAS.name} gives this host {host} CPU replicas: "
+            f"running all {host} (PJRT runs one replica per local device)",
+            ShimNote,
+            stacklevel=3,
+        )
         return None
-    warnings.warn(f"nprocs={nprocs} runs {nprocs} of the {host} CPU replicas {_settings.CPU_REPLICAS.name} gives this "
-                  "host (a TPU host's spawn runs every device or one, and refuses a subset)", ShimNote, stacklevel=3)
+    warnings.warn(
+        f"nprocs={nprocs} runs {nprocs} of the {host} CPU replicas {_settings.CPU_REPLICAS.name} gives this "
+        "host (a TPU host's spawn runs every device or one, and refuses a subset)",
+        ShimNote,
+        stacklevel=3,
+    )
     return nprocs
 
 
@@ -125,13 +141,18 @@ def _devices_for(nprocs: int | None) -> int | None:
         raise ValueError(f"nprocs={nprocs}: spawn needs at least one replica")
     available = local_device_count()
     if available is None:
-        raise ValueError(f"nprocs={nprocs}: on PJRT_DEVICE={_xr.device_type()} torch_xla runs "
-                         "either every local device (nprocs=None) or one (nprocs=1)")
+        raise ValueError(
+            f"nprocs={nprocs}: on PJRT_DEVICE={_xr.device_type()} torch_xla runs "
+            "either every local device (nprocs=None) or one (nprocs=1)"
+        )
     if nprocs >= available:
         if nprocs > available:
-            warnings.warn(f"nprocs={nprocs} but this host has {available} XLA devices: running "
-                          f"on all {available} (PJRT runs one replica per local device)",
-                          ShimNote, stacklevel=3)
+            warnings.warn(
+                f"nprocs={nprocs} but this host has {available} XLA devices: running "
+                f"on all {available} (PJRT runs one replica per local device)",
+                ShimNote,
+                stacklevel=3,
+            )
         return None
     if _xr.device_type() == "CPU":
         os.environ["CPU_NUM_DEVICES"] = str(nprocs)
@@ -141,11 +162,18 @@ def _devices_for(nprocs: int | None) -> int | None:
         "torch_xla's spawn cannot do. Use nprocs=None for all devices or nprocs=1 for one; to "
         "run on a subset of chips, set TPU_PROCESS_BOUNDS and TPU_VISIBLE_CHIPS before the "
         "program starts (e.g. TPU_PROCESS_BOUNDS=1,1,1 TPU_VISIBLE_CHIPS=0 for one chip) and "
-        "pass nprocs=None.")
+        "pass nprocs=None."
+    )
 
 
-def spawn(fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, join: bool = True,
-          daemon: bool = False, start_method: str = "spawn"):
+def spawn(
+    fn: Callable[..., Any],
+    args: tuple = (),
+    nprocs: int | None = None,
+    join: bool = True,
+    daemon: bool = False,
+    start_method: str = "spawn",
+):
     """Run ``fn(index, *args)`` once per replica; ``index`` is the replica's ordinal.
 
     ``join=False`` returns a :class:`SpawnContext` at once; ``daemon`` is accepted for
@@ -177,8 +205,9 @@ def run_multiprocess(fn: Callable[..., Any], *args, start_method: str = "spawn",
         return cpu_supervisor.run_multiprocess(fn, *args, start_method=start_method, **kwargs)
     handed_over = spawn_targets.handed_over(fn, args, kwargs, start_method=start_method, api="run_multiprocess")
     with _store_for_replicas(_local_processes()), handed_over as (target, target_args, target_kwargs):
-        return _pjrt.run_multiprocess(_Replica(target, with_index=False), *target_args, start_method=start_method,
-                                      **target_kwargs)
+        return _pjrt.run_multiprocess(
+            _Replica(target, with_index=False), *target_args, start_method=start_method, **target_kwargs
+        )
 
 
 class SpawnContext:
@@ -234,8 +263,9 @@ def _store_for_replicas(local_processes: int):
     if job.hosts == 1 or job.host == 0:
         explicit = _settings.RENDEZVOUS_ADDR.text() or _settings.RENDEZVOUS_PORT.text()
         port = job.store_port if job.hosts > 1 or explicit else 0  # one host: any free port
-        helper = start_helper(job.store_host, port, secret, expected=processes,
-                                     linger=_settings.RENDEZVOUS_TIMEOUT.read())
+        helper = start_helper(
+            job.store_host, port, secret, expected=processes, linger=_settings.RENDEZVOUS_TIMEOUT.read()
+        )
     address = f"{job.store_host}:{helper.port if helper else job.store_port}"
     with _environment({_settings.SERVED_STORE.name: address, _settings.JOB_SECRET.name: secret.decode()}):
         try:

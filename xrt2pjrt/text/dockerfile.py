@@ -41,7 +41,7 @@ class Instruction:
 
     def command(self, text: str) -> str:
         """Its arguments (with here-documents, the command that reads them)."""
-        return text[self.args:self.command_end if self.heredocs else self.end]
+        return text[self.args : self.command_end if self.heredocs else self.end]
 
 
 def instructions(text: str) -> list[Instruction]:
@@ -59,8 +59,10 @@ def instructions(text: str) -> list[Instruction]:
         while text[start:end].rstrip().endswith("\\") and end < len(text):
             nxt = end + 1
             # comment and empty lines inside a continuation are dropped by docker
-            while nxt < len(text) and (text[nxt:_line_end(text, nxt)].lstrip().startswith("#")
-                                       or not text[nxt:_line_end(text, nxt)].strip()):
+            while nxt < len(text) and (
+                text[nxt : _line_end(text, nxt)].lstrip().startswith("#")
+                or not text[nxt : _line_end(text, nxt)].strip()
+            ):
                 nxt = _line_end(text, nxt) + 1
             if nxt >= len(text):
                 break
@@ -183,8 +185,11 @@ def _settings(ins: Instruction, text: str) -> list[EnvSetting]:
         def rename_legacy(new: str, value: str) -> list[Edit]:
             return [Edit(at + name.start, at + name.end, new), Edit(value_start, ins.end, value)]
 
-        return [EnvSetting(name.value, at + name.start, rename_legacy, whole, scope=ins.keyword,
-                           value=text[value_start:ins.end])]
+        return [
+            EnvSetting(
+                name.value, at + name.start, rename_legacy, whole, scope=ins.keyword, value=text[value_start : ins.end]
+            )
+        ]
     out = []
     for w in words:
         split = w.assignment()
@@ -195,9 +200,18 @@ def _settings(ins: Instruction, text: str) -> list[EnvSetting]:
             delete = whole
         else:
             delete = [Edit(at + start, at + end, "") for start, end in _without(body, words, words.index(w))]
-        out.append(EnvSetting(name, at + w.start, environment.replacing(at + w.start, at + w.end, bool(split)),
-                              delete, form="set" if split else "pass", scope=ins.keyword, statement=whole,
-                              value=split[1].source(body) if split else None))
+        out.append(
+            EnvSetting(
+                name,
+                at + w.start,
+                environment.replacing(at + w.start, at + w.end, bool(split)),
+                delete,
+                form="set" if split else "pass",
+                scope=ins.keyword,
+                statement=whole,
+                value=split[1].source(body) if split else None,
+            )
+        )
     return out
 
 
@@ -216,14 +230,19 @@ def _without(body: str, words: list[Word], k: int) -> list[tuple[int, int]]:
     w = words[k]
     line_start = body.rfind("\n", 0, w.start) + 1
     eol = body.find("\n", w.end)
-    rest = body[w.end:eol if eol >= 0 else len(body)]
-    if not (k > 0 and line_start > 0 and not body[line_start:w.start].strip() and rest.strip() in ("", "\\")):
+    rest = body[w.end : eol if eol >= 0 else len(body)]
+    if not (k > 0 and line_start > 0 and not body[line_start : w.start].strip() and rest.strip() in ("", "\\")):
         return [without_word(words, k)]
     if k < len(words) - 1:
         return [(line_start, eol + 1)]
     before = words[k - 1].end
     backslash = body.find("\\\n", before)  # (files.py reads "\r\n" files as "\n")
-    if backslash < 0 or body[before:backslash].strip() or any(
-            line.strip() and not line.lstrip().startswith("#") for line in body[backslash + 2:line_start].splitlines()):
+    if (
+        backslash < 0
+        or body[before:backslash].strip()
+        or any(
+            line.strip() and not line.lstrip().startswith("#") for line in body[backslash + 2 : line_start].splitlines()
+        )
+    ):
         return [(before, w.end)]  # something else between them: it goes too
     return [(before, backslash + 1), (line_start - 1, w.end + len(rest))]

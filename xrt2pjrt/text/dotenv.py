@@ -18,8 +18,11 @@ from xrt2pjrt.recorder import Edit, Recorder, leave_todo_comments
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 
-_LINE = re.compile(r"""^[ \t]*(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*"""
-                   r"""(?P<value>"(?:\\.|[^"\\\n])*"|'[^'\n]*'|[^#\n]*?)[ \t]*(?:[ \t]#[^\n]*)?$""", re.M)
+_LINE = re.compile(
+    r"""^[ \t]*(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*"""
+    r"""(?P<value>"(?:\\.|[^"\\\n])*"|'[^'\n]*'|[^#\n]*?)[ \t]*(?:[ \t]#[^\n]*)?$""",
+    re.M,
+)
 
 
 def rewrite(text: str, options: Options) -> Outcome:
@@ -30,8 +33,15 @@ def rewrite(text: str, options: Options) -> Outcome:
     for m in _LINE.finditer(text):
         line_end = text.find("\n", m.end())
         whole = [Edit(m.start(), len(text) if line_end < 0 else line_end + 1, "")]
-        settings.append(EnvSetting(m["name"], m.start("name"), environment.replacing(m.start("name"), m.end("value"), True),
-                                   whole, value=m["value"]))
+        settings.append(
+            EnvSetting(
+                m["name"],
+                m.start("name"),
+                environment.replacing(m.start("name"), m.end("value"), True),
+                whole,
+                value=m["value"],
+            )
+        )
         lines.append((rec.line(m.start()), rec.line(m.start())))
         value = m["value"].strip("\"'")
         if value:

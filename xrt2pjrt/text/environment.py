@@ -107,8 +107,7 @@ def replacing(start: int, end: int, with_value: bool) -> Callable[[str, str], li
 
 def rule_for(name: str) -> type[EnvRule] | None:
     """The env rule of the variable ``name``: the one whose variables name it, else the catch-all."""
-    matching = [r for r in all_rules().values() if issubclass(r, EnvRule)
-                and re.fullmatch(r.variables, name)]
+    matching = [r for r in all_rules().values() if issubclass(r, EnvRule) and re.fullmatch(r.variables, name)]
     return min(matching, key=lambda r: r.catch_all, default=None)
 
 
@@ -184,8 +183,11 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         if edits is None:
             rec.decide(rule.id, s.offset, "remove it by hand: PJRT ignores it", f"{s.name} is not used under PJRT")
             continue
-        why = (rule.removed_because(s.name, rec.options.target_version) if chosen is None
-               else f"{'='.join(chosen)} is already set here")
+        why = (
+            rule.removed_because(s.name, rec.options.target_version)
+            if chosen is None
+            else f"{'='.join(chosen)} is already set here"
+        )
         rec.change(rule.id, s.offset, f"removed {s.name}: {why}", *edits)
         if whole:
             removed.add(id(s.statement))  # the statement goes once; its other settings with it
@@ -205,8 +207,12 @@ def ask_about_heredoc(rec: Recorder, start: int, end: int) -> None:
     for m in SETTING.finditer(rec.text[start:end]):
         rule = rule_for(m.group(1))
         if rule is not None and rec.options.on(rule.id):
-            rec.decide(rule.id, start + m.start(), "change it by hand (here-document)",
-                    f"{m.group(1)} set inside a here-document: change it by hand")
+            rec.decide(
+                rule.id,
+                start + m.start(),
+                "change it by hand (here-document)",
+                f"{m.group(1)} set inside a here-document: change it by hand",
+            )
 
 
 def ask_about_mentions(rec: Recorder, where: str) -> None:
@@ -224,5 +230,9 @@ def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
         rule = rule_here(m.group(1), rec)
         if rule is not None:
             instead = replacement(m.group(1))
-            rec.decide(rule.id, base + m.start(), instead.do,
-                    f"{m.group(1)} is read here but nothing sets it under PJRT: {instead}")
+            rec.decide(
+                rule.id,
+                base + m.start(),
+                instead.do,
+                f"{m.group(1)} is read here but nothing sets it under PJRT: {instead}",
+            )

@@ -27,27 +27,67 @@ import re
 from xrt2pjrt.report import Advice
 
 # What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
-WORDS = (r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu|tpu-vm-(?:v4-)?pt-"
-         r"|\btorch\s*(?:===?|~=|<=?)\s*v?1\.)")
+WORDS = (
+    r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu|tpu-vm-(?:v4-)?pt-"
+    r"|\btorch\s*(?:===?|~=|<=?)\s*v?1\.)"
+)
 
 XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
 
 # Whatever its version: (pattern, what it is, whether only PyTorch installs it, what to do:
 # None for installing the target release, what to use instead: the install line or the image).
 _ALWAYS_XRT_ERA = (
-    (re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"), "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)", True, None, "install"),
-    (re.compile(r"gcr\.io/tpu-pytorch/"), "an image from the XRT-era gcr.io/tpu-pytorch registry", True, "use an xla:r{version}_* image instead", "image"),
-    (re.compile(r"(?i)cloud[_-]tpu[_-]client"), "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)", False, "remove it: TPU VMs need none", None),
-    (re.compile(r"env-setup\.py$"), "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds", True, None, "install"),
-    (re.compile(r"libtpu[-_]nightly"), "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)", False, "drop it; torch_xla[tpu] has libtpu", None),
-    (re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"), "the [tpuvm] extra, gone from torch_xla 2.1", True, "install torch_xla[tpu] {version}", "install"),
+    (
+        re.compile(r"tpu-pytorch/wheels/|^gs://tpu-pytorch/"),
+        "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)",
+        True,
+        None,
+        "install",
+    ),
+    (
+        re.compile(r"gcr\.io/tpu-pytorch/"),
+        "an image from the XRT-era gcr.io/tpu-pytorch registry",
+        True,
+        "use an xla:r{version}_* image instead",
+        "image",
+    ),
+    (
+        re.compile(r"(?i)cloud[_-]tpu[_-]client"),
+        "cloud-tpu-client, which set up TPU Nodes for XRT (TPU VMs under PJRT need nothing like it)",
+        False,
+        "remove it: TPU VMs need none",
+        None,
+    ),
+    (
+        re.compile(r"env-setup\.py$"),
+        "pytorch-xla-env-setup.py, which installs XRT-era torch_xla builds",
+        True,
+        None,
+        "install",
+    ),
+    (
+        re.compile(r"libtpu[-_]nightly"),
+        "an old libtpu nightly (torch_xla[tpu] brings the libtpu that matches it)",
+        False,
+        "drop it; torch_xla[tpu] has libtpu",
+        None,
+    ),
+    (
+        re.compile(r"(?i)^torch[_-]xla\[[^\]]*\btpuvm\b[^=~<]*$"),
+        "the [tpuvm] extra, gone from torch_xla 2.1",
+        True,
+        "install torch_xla[tpu] {version}",
+        "install",
+    ),
 )
 # A TPU VM runtime version (``gcloud ... --version=tpu-vm-pt-1.13``, ``RUNTIME_VERSION=``): its
 # image comes with that torch_xla installed.
 _RUNTIME_VERSION = re.compile(r"\btpu-vm-(?:v4-)?pt-(\d+)\.(\d+)\b")
 # Where a version is written: a pin (==, ~=, <, <=), a wheel's file name, an image's tag.
-_VERSION = re.compile(r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)"
-                      r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)")
+_VERSION = re.compile(
+    r"(?i)^torch[_-]xla(?:\[[^\]]*\])?\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)"
+    r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)"
+)
 # torch pinned to a 1.x release: only an XRT-era torch_xla matches it.
 _TORCH_1_PIN = re.compile(r"(?i)^torch\s*(?:===?|~=|<=?)\s*v?1\.(\d+)")
 _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
@@ -68,8 +108,11 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> Advice | 
             return Advice(do, f"{what}: {instead}", use) if torch or torch_only else None
     nightly = _NIGHTLY.search(word)
     if nightly and nightly.group(1) <= _LAST_XRT_NIGHTLY:
-        return Advice(install, f"a torch_xla nightly from {nightly.group(1)}, older than 2.1 (the first release "
-                      f"without XRT): {instead}", install_line(target))
+        return Advice(
+            install,
+            f"a torch_xla nightly from {nightly.group(1)}, older than 2.1 (the first release without XRT): {instead}",
+            install_line(target),
+        )
     runtime = _RUNTIME_VERSION.search(word)
     if runtime:
         return _runtime_finding(runtime, target)
@@ -81,9 +124,13 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> Advice | 
     if (major, minor) < XRT_REMOVED:
         return Advice(install, f"torch_xla {major}.{minor}, an XRT-era release: {instead}", use)
     if (major, minor) < target:
-        return Advice(install, f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was "
-                      f"migrated for (--target-version): {instead}, or migrate again with --target-version "
-                      f"{major}.{minor}", use)
+        return Advice(
+            install,
+            f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was "
+            f"migrated for (--target-version): {instead}, or migrate again with --target-version "
+            f"{major}.{minor}",
+            use,
+        )
     return None
 
 
@@ -94,9 +141,11 @@ def torch_pin_finding(word: str, target: tuple[int, int]) -> Advice | None:
     pin = _TORCH_1_PIN.search(word)
     if pin is None:
         return None
-    return Advice(f"pin torch~={_version(target)} instead",
-                  f"torch 1.{pin.group(1)} fits only an XRT-era torch_xla: pin torch~={_version(target)}",
-                  f"torch~={_version(target)}")
+    return Advice(
+        f"pin torch~={_version(target)} instead",
+        f"torch 1.{pin.group(1)} fits only an XRT-era torch_xla: pin torch~={_version(target)}",
+        f"torch~={_version(target)}",
+    )
 
 
 def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> Advice | None:
@@ -104,9 +153,12 @@ def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> Advice | Non
     if (major, minor) >= target:
         return None
     era = "XRT-era " if (major, minor) < XRT_REMOVED else ""
-    return Advice("use tpu-ubuntu2204-base as its image",
-                  f"{runtime.group()} is a TPU VM image with {era}torch_xla {major}.{minor}: create the VM with "
-                  f"tpu-ubuntu2204-base, then {_instead(target)}", "--version=tpu-ubuntu2204-base")
+    return Advice(
+        "use tpu-ubuntu2204-base as its image",
+        f"{runtime.group()} is a TPU VM image with {era}torch_xla {major}.{minor}: create the VM with "
+        f"tpu-ubuntu2204-base, then {_instead(target)}",
+        "--version=tpu-ubuntu2204-base",
+    )
 
 
 def _version(target: tuple[int, int]) -> str:
@@ -120,8 +172,10 @@ def _install(target: tuple[int, int]) -> str:
 
 def _instead(target: tuple[int, int]) -> str:
     version = _version(target)
-    return (f"install torch~={version} and 'torch_xla[tpu]~={version}' (torchvision to match), or use an "
-            f"xla:r{version}_* image from us-central1-docker.pkg.dev/tpu-pytorch-releases/docker")
+    return (
+        f"install torch~={version} and 'torch_xla[tpu]~={version}' (torchvision to match), or use an "
+        f"xla:r{version}_* image from us-central1-docker.pkg.dev/tpu-pytorch-releases/docker"
+    )
 
 
 # The Cloud TPU VM images of each release, as torch_xla 2.9's README lists them (2.3 on).

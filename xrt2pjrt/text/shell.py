@@ -47,7 +47,7 @@ def _command_lines(text: str) -> list[tuple[int, int]]:
         before = line_start - 1
         while before >= 0 and text[before] == "\n":
             before -= 1
-        if text[line_start:cmd.start].strip() or (before >= 0 and text[before] == "\\"):
+        if text[line_start : cmd.start].strip() or (before >= 0 and text[before] == "\\"):
             continue
         out.append((bisect.bisect_left(newlines, cmd.start) + 1, bisect.bisect_left(newlines, cmd.end) + 1))
     return out
@@ -136,18 +136,27 @@ def _settings(cmd: Command, text: str) -> list[EnvSetting]:
     if head in ("export", "declare", "typeset", "readonly", "unset", "env"):
         names = [w for w in operands if w.assignment() or NAME.fullmatch(w.value or "")]
         if head == "env":
-            names = names[:next((i for i, w in enumerate(names) if not w.assignment()), len(names))]
+            names = names[: next((i for i, w in enumerate(names) if not w.assignment()), len(names))]
         for w in names:
             alone = len(names) == 1 and head != "env"
             delete = statement if alone else [Edit(w.start - len(w.gap), w.end, "")]  # never the command word
             form = "unset" if head == "unset" else ("set" if w.assignment() else "pass")
-            setting(w, delete, form=form, scope=id(cmd) if head == "env" else "file",
-                    whole=statement if head != "env" and len(names) == len(operands) else None)
+            setting(
+                w,
+                delete,
+                form=form,
+                scope=id(cmd) if head == "env" else "file",
+                whole=statement if head != "env" and len(names) == len(operands) else None,
+            )
     elif head == "docker" and len(args) > 1 and args[1].value in ("run", "create", "exec"):
         for flag, w in zip(args, args[1:]):
             if flag.value in ("-e", "--env") and (w.assignment() or NAME.fullmatch(w.value or "")):
-                setting(w, [Edit(flag.start - len(flag.gap), w.end, "")],
-                        form="set" if w.assignment() else "pass", scope=id(cmd))
+                setting(
+                    w,
+                    [Edit(flag.start - len(flag.gap), w.end, "")],
+                    form="set" if w.assignment() else "pass",
+                    scope=id(cmd),
+                )
     return out
 
 
@@ -176,7 +185,7 @@ def _statement_delete(text: str, cmd: Command, argv: list[Word]) -> list[Edit] |
     after = text[end:line_end].strip()
     if text[line_start:start].strip() or (after and not after.startswith("#")):
         return None
-    if line_start and text[:line_start - 1].rstrip(" \t").endswith(("\\", "&&", "||", "|")):
+    if line_start and text[: line_start - 1].rstrip(" \t").endswith(("\\", "&&", "||", "|")):
         return None
     return [Edit(line_start, min(line_end + 1, len(text)), "")]
 
@@ -198,7 +207,7 @@ def _rewrite_strings(cmd: Command, rec: Recorder) -> None:
         # an option's value that is shell: gcloud ... --command="export XRT_TPU_CONFIG=...; python3 t.py"
         option = _OPTION_VALUE.match(value)
         prefix = option.group(1) if option and source.startswith(option.group(1)) else ""
-        value, source = value[len(prefix):], source[len(prefix):]
+        value, source = value[len(prefix) :], source[len(prefix) :]
         whole = _whole_values(value, w.start, rec)
         if whole is None:
             continue
@@ -240,14 +249,18 @@ def _whole_values(value: str, at: int, rec: Recorder) -> tuple[str, list[str]] |
         blank = re.compile(r"[ \t\n]|$").search(value, m.end()).start()
         if w is None or w.end >= blank - 1:  # (`X="a;b"; cmd`: ended by a `;` and a blank, it is shell)
             continue
-        raw = value[m.end():blank]
+        raw = value[m.end() : blank]
         if not _XRT_VALUE_GOES_ON.match(value, w.end) or "'" in raw:
             rule = environment.rule_here(m.group(1), rec)
             if rule is not None and rec.on(rule.id, at):
-                rec.decide(rule.id, at, f"{m.group(1)} left as it is inside a quoted string: shell ends its value at "
-                        f"`{value[w.end]}`, a KEY=VALUE file (/etc/environment, .env) reads on to the blank; "
-                        "change it by hand")
+                rec.decide(
+                    rule.id,
+                    at,
+                    f"{m.group(1)} left as it is inside a quoted string: shell ends its value at "
+                    f"`{value[w.end]}`, a KEY=VALUE file (/etc/environment, .env) reads on to the blank; "
+                    "change it by hand",
+                )
             return None
         quoted.append(f"{m.group()}'{raw}'")
-        out = out[:m.end()] + f"'{raw}'" + out[blank:]
+        out = out[: m.end()] + f"'{raw}'" + out[blank:]
     return out, quoted

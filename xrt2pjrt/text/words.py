@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 OPERATORS = ("&&", "||", ";;", "|&", "|", "&", ";", "(", ")")
 REDIRECT = re.compile(r"\d*(>>|>&|>\||<<-|<<<|<<|<&|<>|&>>|&>|>|<)")
 # Words that open or continue a compound command; the simple command starts after them.
-KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "time", "{", "}", "fi", "done",
-                      "$"})  # `$`: a prompt in a documentation block (`$ python3 …`)
+KEYWORDS = frozenset(
+    {"if", "then", "else", "elif", "do", "while", "until", "!", "time", "{", "}", "fi", "done", "$"}
+)  # `$`: a prompt in a documentation block (`$ python3 …`)
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Characters a word can carry without any quoting, in every shell context.
 PLAIN = re.compile(r"[A-Za-z0-9_./=:,+@%^-]+")
@@ -64,7 +65,7 @@ class Word:
         return [p.text for p in self.parts if p.expansion]
 
     def source(self, text: str) -> str:
-        return text[self.start:self.end]
+        return text[self.start : self.end]
 
     def assignment(self, quoted_name: bool = False) -> tuple[str, "Word"] | None:
         """(NAME, value word) when the word is ``NAME=value`` with a literal NAME.
@@ -79,7 +80,7 @@ class Word:
         m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", first.text)
         if not m:
             return None
-        rest = first.text[m.end():]
+        rest = first.text[m.end() :]
         parts = ([Part(rest, quoted=first.quoted)] if rest else []) + self.parts[1:]
         return m.group(1), Word(self.start + m.end(), self.end, parts)
 
@@ -167,7 +168,7 @@ class _Scanner:
                 gap_start = self.i
                 continue
             if not self.operators:
-                current.words.append(self._word(gap=text[gap_start:self.i]))
+                current.words.append(self._word(gap=text[gap_start : self.i]))
                 gap_start = self.i
                 continue
             if c == "#":
@@ -196,7 +197,7 @@ class _Scanner:
                 finish(op)
                 gap_start = self.i
                 continue
-            word = self._word(gap=text[gap_start:self.i])
+            word = self._word(gap=text[gap_start : self.i])
             current.words.append(word)
             gap_start = self.i
         finish(None)
@@ -217,7 +218,7 @@ class _Scanner:
             while self.i < self.n:
                 end = self.text.find("\n", self.i)
                 end = self.n if end < 0 else end
-                line = self.text[self.i:end]
+                line = self.text[self.i : end]
                 self.i = min(end + 1, self.n)
                 if (line.lstrip("\t") if strip_tabs else line) == delim:
                     break
@@ -237,16 +238,16 @@ class _Scanner:
                         break  # the continuation ends the word: it belongs to the next gap
                     self.i += 2
                     continue
-                parts.append(Part(text[self.i + 1:self.i + 2], quoted=True))
+                parts.append(Part(text[self.i + 1 : self.i + 2], quoted=True))
                 self.i += 2
             elif c == "'":
                 end = text.find("'", self.i + 1)
                 end = self.n if end < 0 else end
-                parts.append(Part(text[self.i + 1:end], quoted=True))
+                parts.append(Part(text[self.i + 1 : end], quoted=True))
                 self.i = end + 1
             elif c == "$" and text.startswith("$'", self.i):
                 end = self._ansi_c_end(self.i + 2)
-                parts.append(Part(text[self.i:end], expansion=True, quoted=True))
+                parts.append(Part(text[self.i : end], expansion=True, quoted=True))
                 self.i = end
             elif c == '"':
                 self.i += 1
@@ -256,7 +257,7 @@ class _Scanner:
                 if end == self.i + 1 and c == "$":
                     parts.append(Part("$"))
                 else:
-                    parts.append(Part(text[self.i:end], expansion=True))
+                    parts.append(Part(text[self.i : end], expansion=True))
                 self.i = end
             else:
                 parts.append(Part(c))
@@ -278,7 +279,7 @@ class _Scanner:
                 if end == self.i + 1 and c == "$":
                     parts.append(Part("$", quoted=True))
                 else:
-                    parts.append(Part(text[self.i:end], expansion=True, quoted=True))
+                    parts.append(Part(text[self.i : end], expansion=True, quoted=True))
                 self.i = end
             else:
                 parts.append(Part(c, quoted=True))
@@ -299,7 +300,7 @@ class _Scanner:
             while j < self.n and text[j] != "`":
                 j += 2 if text[j] == "\\" else 1
             return min(j + 1, self.n)
-        nxt = text[i + 1:i + 2]
+        nxt = text[i + 1 : i + 2]
         if nxt in ("(", "{"):
             return self._balanced_end(i + 1)
         m = NAME.match(text, i + 1)

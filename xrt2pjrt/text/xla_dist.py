@@ -137,9 +137,14 @@ class Prelude:
 # It is on gcloud's command line here and on the one each worker runs, so `ps` shows it there
 # (`xrt2pjrt launch` hands it over stdin instead).
 SECRET_ENV = JOB_SECRET.name
-SECRET_HERE = Prelude((Seg(f"export {SECRET_ENV}="),
-                       Seg("$(python3 -c 'import secrets; print(secrets.token_hex(32))')", local=True), Seg("; ")),
-                      (SECRET_ENV,))
+SECRET_HERE = Prelude(
+    (
+        Seg(f"export {SECRET_ENV}="),
+        Seg("$(python3 -c 'import secrets; print(secrets.token_hex(32))')", local=True),
+        Seg("; "),
+    ),
+    (SECRET_ENV,),
+)
 
 
 @dataclass
@@ -182,8 +187,12 @@ class Launch:
         if self.docker_image:
             docker = DOCKER_RUN
             if prelude:
-                docker = ("sudo", f"--preserve-env={','.join(prelude.names)}", *DOCKER_RUN[1:],
-                          *(("-e", SECRET_ENV) if SECRET_ENV in prelude.names else ()))
+                docker = (
+                    "sudo",
+                    f"--preserve-env={','.join(prelude.names)}",
+                    *DOCKER_RUN[1:],
+                    *(("-e", SECRET_ENV) if SECRET_ENV in prelude.names else ()),
+                )
             for s in docker:
                 word(Word.literal(s))
             for a in assignments:
@@ -311,8 +320,10 @@ def _wrapped(value: str) -> Seg:
     into the worker's script unwrapped; the same text is written here, when it is one
     double-quoted string."""
     if not re.fullmatch(r'"(?:[^"\\]|\\.)*"', value, re.S):
-        raise Untranslatable(f"the word {value!r} starts and ends with `\"`: xla_dist wrote it into the worker's "
-                             "script as shell, unquoted")
+        raise Untranslatable(
+            f"the word {value!r} starts and ends with `\"`: xla_dist wrote it into the worker's "
+            "script as shell, unquoted"
+        )
     return Seg(value)
 
 
@@ -328,8 +339,11 @@ def _active(part: Part, first: bool) -> bool:
     here; `{a,b}` is expanded by the worker's bash to the words the local bash made."""
     if part.quoted:
         return False
-    return (part.expansion or bool(GLOB.search(part.text) or BRACES.search(part.text))
-            or (first and part.text.startswith("~")))
+    return (
+        part.expansion
+        or bool(GLOB.search(part.text) or BRACES.search(part.text))
+        or (first and part.text.startswith("~"))
+    )
 
 
 def brace_expansion(word: Word) -> bool:
@@ -342,7 +356,8 @@ def brace_expansion(word: Word) -> bool:
             continue
         found = found or bool(BRACES.search(p.text))
         if p.text.count("{") > p.text.count("}") and any(
-                not q.quoted and not q.expansion and "}" in q.text for q in word.parts[i + 1:]):
+            not q.quoted and not q.expansion and "}" in q.text for q in word.parts[i + 1 :]
+        ):
             raise Untranslatable("brace expansion around quoted text or an expansion")
     return found
 
@@ -369,7 +384,7 @@ def strip_prefix(word: Word, prefix: str, text: str) -> Word:
     if not word.source(text).startswith(prefix):
         raise Untranslatable(f"{prefix} written with quotes")
     first = word.parts[0]
-    parts = ([Part(first.text[len(prefix):], quoted=first.quoted)] if len(first.text) > len(prefix) else [])
+    parts = [Part(first.text[len(prefix) :], quoted=first.quoted)] if len(first.text) > len(prefix) else []
     return Word(word.start + len(prefix), word.end, parts + word.parts[1:], gap=word.gap)
 
 
@@ -404,24 +419,29 @@ def find(argv: list[Word]) -> Invocation | None:
 
 def parse(argv: list[Word], inv: Invocation, text: str) -> Launch:
     """The Launch an xla_dist call describes; Untranslatable when it cannot be rewritten."""
-    lead = argv[:inv.launcher]
+    lead = argv[: inv.launcher]
     if lead and (lead[0].value not in WRAPPERS):
         raise Untranslatable(f"xla_dist runs under `{lead[0].source(text)}`")
     values: dict[str, list[Word]] = {}
     ignored: list[str] = []
-    words = argv[inv.flags:inv.separator if inv.separator is not None else inv.end]
+    words = argv[inv.flags : inv.separator if inv.separator is not None else inv.end]
     for w in words:
         if brace_expansion(w):
             raise Untranslatable(f"brace expansion in xla_dist's argument {w.source(text)}")
-    command: list[Word] | None = None if inv.separator is None else argv[inv.separator + 1:inv.end]
+    command: list[Word] | None = None if inv.separator is None else argv[inv.separator + 1 : inv.end]
     k = 0
     while k < len(words):
         w = words[k]
         if not _option_like(w):
             if command is not None:
-                raise Untranslatable(f"unexpected word {w.source(text)!r} "
-                                     + ("before `--`" if inv.separator is not None else
-                                        "after xla_dist's flags that follow the command (argparse refused it)"))
+                raise Untranslatable(
+                    f"unexpected word {w.source(text)!r} "
+                    + (
+                        "before `--`"
+                        if inv.separator is not None
+                        else "after xla_dist's flags that follow the command (argparse refused it)"
+                    )
+                )
             # the command starts here (argparse takes it as the positional): its words up to
             # the next flag, which argparse read as xla_dist's, as it read those after it
             end = next((j for j in range(k, len(words)) if _option_like(words[j])), len(words))
@@ -431,8 +451,10 @@ def parse(argv: list[Word], inv: Invocation, text: str) -> Launch:
             flag, inline = flag_of(w)
         except Untranslatable:
             if inv.separator is None and command is not None:
-                raise Untranslatable(f"{w.source(text)} after the command without `--`: xla_dist's argparse took it "
-                                     "for a flag of its own and refused it (unrecognized arguments)") from None
+                raise Untranslatable(
+                    f"{w.source(text)} after the command without `--`: xla_dist's argparse took it "
+                    "for a flag of its own and refused it (unrecognized arguments)"
+                ) from None
             raise
         if FLAGS[flag]:
             if inline:

@@ -26,8 +26,21 @@ from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME
 
-SCRIPT_KEYS = frozenset({"run", "script", "before_script", "after_script", "commands", "command", "cmd",
-                         "entrypoint", "args", "pre", "post"})
+SCRIPT_KEYS = frozenset(
+    {
+        "run",
+        "script",
+        "before_script",
+        "after_script",
+        "commands",
+        "command",
+        "cmd",
+        "entrypoint",
+        "args",
+        "pre",
+        "post",
+    }
+)
 # Keys whose list is one command's argv (Kubernetes, Compose, Cloud Build), not lines of a script.
 EXEC_KEYS = frozenset({"command", "args", "entrypoint", "cmd"})
 ENV_KEYS = frozenset({"env", "environment", "variables"})
@@ -45,8 +58,11 @@ def rewrite(text: str, options: Options) -> Outcome:
         raise SourceError(str(exc).splitlines()[0], line, column) from None
     bomb = _alias_bomb(documents)
     if bomb is not None:
-        raise SourceError(f"its aliases repeat more than {ALIAS_NODES:,} nodes (an alias bomb): not read",
-                          bomb.start_mark.line + 1, bomb.start_mark.column + 1)
+        raise SourceError(
+            f"its aliases repeat more than {ALIAS_NODES:,} nodes (an alias bomb): not read",
+            bomb.start_mark.line + 1,
+            bomb.start_mark.column + 1,
+        )
     options = options.in_file(text)
     rec = Recorder(text, options)
     settings: list[EnvSetting] = []
@@ -70,9 +86,9 @@ def _entry_lines(node, text: str):
         return
     for entry in entries:
         start = entry.start_mark.index
-        if re.fullmatch(r"[ \t]*(?:-[ \t]+)*", text[text.rfind("\n", 0, start) + 1:start]):
+        if re.fullmatch(r"[ \t]*(?:-[ \t]+)*", text[text.rfind("\n", 0, start) + 1 : start]):
             yield entry.start_mark.line + 1
-    for child in ([v for _, v in node.value] if isinstance(node, Mapping) else node.value):
+    for child in [v for _, v in node.value] if isinstance(node, Mapping) else node.value:
         yield from _entry_lines(child, text)
 
 
@@ -152,8 +168,9 @@ def _is_sh(node) -> bool:
 def _runs_sh(node) -> bool:
     """Whether a mapping's shell runs under sh: Cloud Build's and Compose's ``entrypoint: /bin/sh``,
     Kubernetes' ``command: ["/bin/sh"]`` with its ``args``, GitHub Actions' ``shell: sh``."""
-    return any(isinstance(k, Scalar) and k.value in ("entrypoint", "command", "shell") and _is_sh(v)
-               for k, v in node.value)
+    return any(
+        isinstance(k, Scalar) and k.value in ("entrypoint", "command", "shell") and _is_sh(v) for k, v in node.value
+    )
 
 
 def _shell_scalar(node, rec: Recorder, sh: bool = False) -> None:
@@ -184,8 +201,12 @@ def _unmarked(node, rec: Recorder) -> Options:
     if not rec.suppressions:
         return rec.options
     lines = range(node.start_mark.line + 1, (node.start_mark.line if node.style == "|" else node.end_mark.line) + 2)
-    return replace(rec.options, rules=frozenset(rule for rule in all_rules() if rec.options.on(rule)
-                                                and not rec.suppressions.covers(rule, *lines)))
+    return replace(
+        rec.options,
+        rules=frozenset(
+            rule for rule in all_rules() if rec.options.on(rule) and not rec.suppressions.covers(rule, *lines)
+        ),
+    )
 
 
 def render(value: str, style: str | None) -> str:
@@ -206,8 +227,16 @@ def _env_settings(node, text: str) -> list[EnvSetting]:
     if isinstance(node, Mapping):  # env: {NAME: value}
         for k, v in node.value:
             if isinstance(k, Scalar) and NAME.fullmatch(str(k.value)):
-                out.append(EnvSetting(k.value, k.start_mark.index, _rename_pair(k, v),
-                                      _delete_lines(text, k, v, node), scope=id(node), value=_value(v)))
+                out.append(
+                    EnvSetting(
+                        k.value,
+                        k.start_mark.index,
+                        _rename_pair(k, v),
+                        _delete_lines(text, k, v, node),
+                        scope=id(node),
+                        value=_value(v),
+                    )
+                )
         return out
     for item in node.value:
         if isinstance(item, Mapping):  # Kubernetes: - name: N / value: V
@@ -216,15 +245,31 @@ def _env_settings(node, text: str) -> list[EnvSetting]:
             if isinstance(name, Scalar) and NAME.fullmatch(str(name.value)):
                 value = fields.get("value", (None, None))[1]
                 source = fields.get("valueFrom") if value is None else None
-                out.append(EnvSetting(name.value, name.start_mark.index, _rename_pair(name, value, source),
-                                      _delete_lines(text, item, item, node), scope=id(node), value=_value(value)))
+                out.append(
+                    EnvSetting(
+                        name.value,
+                        name.start_mark.index,
+                        _rename_pair(name, value, source),
+                        _delete_lines(text, item, item, node),
+                        scope=id(node),
+                        value=_value(value),
+                    )
+                )
         elif isinstance(item, Scalar) and isinstance(item.value, str):  # Compose: - NAME=value
             name = item.value.partition("=")[0]
             if NAME.fullmatch(name):
                 has_value = "=" in item.value
-                out.append(EnvSetting(name, item.start_mark.index, _rename_scalar(item, has_value),
-                                      _delete_lines(text, item, item, node), form="set" if has_value else "pass",
-                                      scope=id(node), value=item.value.partition("=")[2] if has_value else None))
+                out.append(
+                    EnvSetting(
+                        name,
+                        item.start_mark.index,
+                        _rename_scalar(item, has_value),
+                        _delete_lines(text, item, item, node),
+                        form="set" if has_value else "pass",
+                        scope=id(node),
+                        value=item.value.partition("=")[2] if has_value else None,
+                    )
+                )
     return out
 
 
@@ -242,12 +287,12 @@ def _rename_pair(name_node, value_node, source=None):
     def rename(name: str, value: str) -> list[Edit]:
         edits = [Edit(name_node.start_mark.index, name_node.end_mark.index, render(name, name_node.style))]
         if isinstance(value_node, Scalar):
-            edits.append(Edit(value_node.start_mark.index, value_node.end_mark.index,
-                              render(value, value_node.style)))
+            edits.append(Edit(value_node.start_mark.index, value_node.end_mark.index, render(value, value_node.style)))
         elif source is not None:
             key, node = source
-            edits.append(Edit(key.start_mark.index, _content_end(node),
-                              f"{render('value', key.style)}: {render(value, None)}"))
+            edits.append(
+                Edit(key.start_mark.index, _content_end(node), f"{render('value', key.style)}: {render(value, None)}")
+            )
         return edits
 
     return rename
@@ -282,7 +327,7 @@ def _delete_lines(text: str, first, last, parent) -> list[Edit] | None:
     if parent.flow_style or len(parent.value) < 2:
         return None
     start = text.rfind("\n", 0, first.start_mark.index) + 1
-    head = text[start:first.start_mark.index].strip()
+    head = text[start : first.start_mark.index].strip()
     if head not in ("", "-"):
         return None
     stop = _content_end(last)  # not its end_mark: PyYAML puts that past the next item's comment lines

@@ -22,6 +22,8 @@ def test_a_backend_of_another_name_or_from_a_variable_is_left_alone():
 
 def test_every_import_form_of_torch_compile():
     assert text("from torch import compile as jit\n\nm = jit(model, backend='torchxla_trivial')\n") == (
-        "from torch import compile as jit\n\nm = jit(model, backend='eager')\n")
+        "from torch import compile as jit\n\nm = jit(model, backend='eager')\n"
+    )
     assert text("import torch._dynamo\n\nf = torch._dynamo.optimize(backend='aot_torchxla_trivial')(f)\n") == (
-        "import torch._dynamo\n\nf = torch._dynamo.optimize(backend='aot_eager')(f)\n")
+        "import torch._dynamo\n\nf = torch._dynamo.optimize(backend='aot_eager')(f)\n"
+    )

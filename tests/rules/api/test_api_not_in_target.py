@@ -17,18 +17,33 @@ from xrt2pjrt.rewriters import SourceError
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 
 
-@pytest.mark.parametrize("call, reported", [
-    ("torch_xla.amp.autocast()", True), ("torch_xla.amp.autocast(enabled=True)", True),
-    ("torch_xla.amp.autocast(torch_xla.device())", False), ("torch_xla.amp.autocast(device=d)", False),
-    ("torch_xla.amp.autocast(**options)", False)])
+@pytest.mark.parametrize(
+    "call, reported",
+    [
+        ("torch_xla.amp.autocast()", True),
+        ("torch_xla.amp.autocast(enabled=True)", True),
+        ("torch_xla.amp.autocast(torch_xla.device())", False),
+        ("torch_xla.amp.autocast(device=d)", False),
+        ("torch_xla.amp.autocast(**options)", False),
+    ],
+)
 def test_a_parameter_the_target_needs_and_the_call_does_not_pass_is_reported(call, reported):
     # torch_xla.amp.autocast was torch.cuda.amp.autocast up to 2.0; 2.9's raises TypeError
     # without a device (checked on CPU)
     out = migrate(f"import torch_xla\nimport torch_xla.amp\n\nwith {call}:\n    pass\n")
     items = [(item.message, item.detail) for item in out.manual if item.rule == "api-not-in-target"]
-    assert items == [("pass the XLA device first", "torch_xla.amp.autocast needs device in torch_xla 2.9, which this "
-                      "call does not pass: a TypeError there; pass the XLA device first: "
-                      "torch_xla.amp.autocast(torch_xla.device(), ...)")] * reported
+    assert (
+        items
+        == [
+            (
+                "pass the XLA device first",
+                "torch_xla.amp.autocast needs device in torch_xla 2.9, which this "
+                "call does not pass: a TypeError there; pass the XLA device first: "
+                "torch_xla.amp.autocast(torch_xla.device(), ...)",
+            )
+        ]
+        * reported
+    )
 
 
 # --- the property: nothing the target lacks is left unflagged ----------------------------------
@@ -36,6 +51,7 @@ def test_a_parameter_the_target_needs_and_the_call_does_not_pass_is_reported(cal
 # reference to a torch_xla name, every call keyword and positional argument, every import,
 # held to the API table of the target release; whatever it lacks must be in a statement
 # with a TODO line above it.
+
 
 def unflagged(source: str, release: tuple[int, int]) -> list[tuple[int, str]]:
     from _programs import marking
@@ -50,7 +66,9 @@ def lacking(source: str, release: tuple[int, int]) -> list[tuple[int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+                aliases[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
@@ -70,8 +88,14 @@ def lacking(source: str, release: tuple[int, int]) -> list[tuple[int, str]]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names = [f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*"]
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-              and len(node.args) == 2 and isinstance(node.args[1], ast.Constant) and dotted(node.args[0])):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Constant)
+            and dotted(node.args[0])
+        ):
             names = [f"{dotted(node.args[0])}.{node.args[1].value}"]  # raises as the attribute does
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
             head = node
@@ -80,9 +104,16 @@ def lacking(source: str, release: tuple[int, int]) -> list[tuple[int, str]]:
             name = dotted(node)
             imported = aliases.get(getattr(head, "id", None), "")
             # (a name its own import already lacks fails at that import: the import is the spot)
-            names = [name] if name and not any(imported == n or imported.startswith(n + ".")
-                                               for n in [api_surface.lacks(name, release) and
-                                                         api_surface.lacks(name, release).name] if n) else []
+            names = (
+                [name]
+                if name
+                and not any(
+                    imported == n or imported.startswith(n + ".")
+                    for n in [api_surface.lacks(name, release) and api_surface.lacks(name, release).name]
+                    if n
+                )
+                else []
+            )
         else:
             names = []
         for name in names:
@@ -92,7 +123,9 @@ def lacking(source: str, release: tuple[int, int]) -> list[tuple[int, str]]:
         if isinstance(node, ast.Call) and (name := dotted(node.func)) and api_surface.lacks(name, release) is None:
             positional = 0 if any(isinstance(a, ast.Starred) for a in node.args) else len(node.args)
             keywords = [k.arg for k in node.keywords if k.arg]
-            found += [(node.lineno, lack.name) for lack in api_surface.keyword_lacks(name, keywords, positional, release)]
+            found += [
+                (node.lineno, lack.name) for lack in api_surface.keyword_lacks(name, keywords, positional, release)
+            ]
     return found
 
 
@@ -153,11 +186,19 @@ def _python_lines(cell: str) -> str:
 
 def test_the_property_sees_what_a_migration_left_unflagged():
     # the checker itself: a removed name, a removed keyword and a gone module, unmarked
-    source = ("import torch_xla.amp as xa\nimport torch_xla.core.xla_model as xm\nimport torch_xla.utils.gcsfs\n\n"
-              "s = xa.GradScaler()\nxm.all_reduce('sum', [t], cctx=None)\n")
+    source = (
+        "import torch_xla.amp as xa\nimport torch_xla.core.xla_model as xm\nimport torch_xla.utils.gcsfs\n\n"
+        "s = xa.GradScaler()\nxm.all_reduce('sum', [t], cctx=None)\n"
+    )
     assert sorted(unflagged(source, (2, 9))) == [
-        (3, "torch_xla.utils.gcsfs"), (5, "torch_xla.amp.GradScaler"), (6, "torch_xla.core.xla_model.all_reduce(cctx=)")]
-    assert sorted(unflagged(source, (2, 4))) == [(3, "torch_xla.utils.gcsfs"), (6, "torch_xla.core.xla_model.all_reduce(cctx=)")]
+        (3, "torch_xla.utils.gcsfs"),
+        (5, "torch_xla.amp.GradScaler"),
+        (6, "torch_xla.core.xla_model.all_reduce(cctx=)"),
+    ]
+    assert sorted(unflagged(source, (2, 4))) == [
+        (3, "torch_xla.utils.gcsfs"),
+        (6, "torch_xla.core.xla_model.all_reduce(cctx=)"),
+    ]
     migrated = python.rewrite(source, OPTIONS).text
     assert unflagged(migrated, (2, 9)) == [] and migrated.count("# TODO(xrt2pjrt)") == 1  # (the unused import goes)
 

@@ -17,10 +17,12 @@ def test_every_moved_name_is_in_the_installed_spmd_module():
 
 
 def test_a_private_helper_keeps_the_old_import_and_its_report():
-    outcome = migrate("import torch_xla.experimental.xla_sharding as xs\n\n"
-                      "spec = xs._get_tile_assignment(mesh, (0, 1))\n")
-    assert outcome.text.endswith("import torch_xla.experimental.xla_sharding as xs\n\n"
-                                 "spec = xs._get_tile_assignment(mesh, (0, 1))\n")
+    outcome = migrate(
+        "import torch_xla.experimental.xla_sharding as xs\n\nspec = xs._get_tile_assignment(mesh, (0, 1))\n"
+    )
+    assert outcome.text.endswith(
+        "import torch_xla.experimental.xla_sharding as xs\n\nspec = xs._get_tile_assignment(mesh, (0, 1))\n"
+    )
     assert [f.rule for f in outcome.manual] == ["import-gone-module"]
 
 

@@ -7,35 +7,50 @@ from python_migrate import migrate, text
 from xla_run import run_on_cpu
 
 
-@pytest.mark.parametrize("version, expected", [
-    ((2, 2), "xm.xla_device()"),
-    ((2, 3), "torch_xla.device()"),
-    ((2, 9), "torch_xla.device()"),
-])
+@pytest.mark.parametrize(
+    "version, expected",
+    [
+        ((2, 2), "xm.xla_device()"),
+        ((2, 3), "torch_xla.device()"),
+        ((2, 9), "torch_xla.device()"),
+    ],
+)
 def test_xla_device_spelling_follows_target_version(version, expected):
     out = text("import torch_xla.core.xla_model as xm\n\nd = xm.xla_device()\n", target_version=version)
     assert f"d = {expected}\n" in out
 
 
-@pytest.mark.parametrize("call, reported", [
-    ("xm.xla_device(n=index)", True), ("xm.xla_device(1)", True), ("xm.xla_device(0)", False),
-    ("xm.xla_device(n=None)", False), ("xm.xla_device()", False)])
+@pytest.mark.parametrize(
+    "call, reported",
+    [
+        ("xm.xla_device(n=index)", True),
+        ("xm.xla_device(1)", True),
+        ("xm.xla_device(0)", False),
+        ("xm.xla_device(n=None)", False),
+        ("xm.xla_device()", False),
+    ],
+)
 def test_a_device_index_says_what_it_counts_under_pjrt(call, reported):
     # XRT code picked replica `index`'s device; a PJRT replica sees its own device only
     # (torch_xla.device(1) raised IndexError on CPU)
-    out = migrate(f"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-                  f"def _mp_fn(index):\n    device = {call}\n\nxmp.spawn(_mp_fn)\n")
+    out = migrate(
+        f"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        f"def _mp_fn(index):\n    device = {call}\n\nxmp.spawn(_mp_fn)\n"
+    )
     assert [item.rule for item in out.manual] == ["api-xla-device"] * reported
     assert "torch_xla.device(" in out.text
 
 
-@pytest.mark.parametrize("source, reported", [
-    ("def device_of(local_rank):\n    return xm.xla_device(local_rank)\n", True),  # made of the replica's number
-    # The false alarms of issue 32, in shapes of their own: one process choosing among the
-    # host's devices, where PJRT's index counts them as XRT's did
-    ("class OneDevice:\n    def __init__(self, core):\n        self.device = xm.xla_device(core)\n", False),
-    ("def setup(idx=None):\n    return xm.xla_device(n=idx)\n", False),
-])
+@pytest.mark.parametrize(
+    "source, reported",
+    [
+        ("def device_of(local_rank):\n    return xm.xla_device(local_rank)\n", True),  # made of the replica's number
+        # The false alarms of issue 32, in shapes of their own: one process choosing among the
+        # host's devices, where PJRT's index counts them as XRT's did
+        ("class OneDevice:\n    def __init__(self, core):\n        self.device = xm.xla_device(core)\n", False),
+        ("def setup(idx=None):\n    return xm.xla_device(n=idx)\n", False),
+    ],
+)
 def test_an_index_outside_the_replicas_is_reported_when_it_is_made_of_the_replicas_number(source, reported):
     out = migrate("import torch_xla.core.xla_model as xm\n\n" + source)
     assert [item.rule for item in out.manual] == ["api-xla-device"] * reported

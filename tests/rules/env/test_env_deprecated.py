@@ -11,8 +11,13 @@ from xrt2pjrt.text import dockerfile
 
 def test_every_warned_setting_is_one_torch_xla_2_9_warns_about():
     assert {name: status(name, (2, 9)) for name in WARNED} == {
-        "XLA_USE_FP16": "warns", "XLA_DOWNCAST_FP16": "warns", "XLA_USE_BF16": "deprecated",
-        "XLA_DOWNCAST_BF16": "deprecated", "XLA_USE_32BIT_LONG": "deprecated", "XLA_USE_SPMD": "deprecated"}
+        "XLA_USE_FP16": "warns",
+        "XLA_DOWNCAST_FP16": "warns",
+        "XLA_USE_BF16": "deprecated",
+        "XLA_DOWNCAST_BF16": "deprecated",
+        "XLA_USE_32BIT_LONG": "deprecated",
+        "XLA_USE_SPMD": "deprecated",
+    }
 
 
 def test_a_read_and_a_dict_are_reported_and_an_unset_is_left_alone():
@@ -23,7 +28,9 @@ def test_a_read_and_a_dict_are_reported_and_an_unset_is_left_alone():
         del os.environ['XLA_USE_BF16']
         """)
     assert [(f.line, f.message) for f in outcome.manual] == [
-        (2, WARNED["XLA_DOWNCAST_FP16"].do), (3, WARNED["XLA_DOWNCAST_BF16"].do)]
+        (2, WARNED["XLA_DOWNCAST_FP16"].do),
+        (3, WARNED["XLA_DOWNCAST_BF16"].do),
+    ]
     assert "del os.environ['XLA_USE_BF16']" in outcome.text
 
 
@@ -36,7 +43,9 @@ def test_a_dockerfile_env_is_reported_once_per_setting():
     text = "FROM python:3.11\nENV PJRT_DEVICE=TPU XLA_USE_BF16=1 XLA_USE_32BIT_LONG=1\nRUN pip install torch_xla\n"
     outcome = dockerfile.rewrite(text, Options(rules=frozenset(all_rules())))
     assert [(f.rule, f.line, f.message) for f in outcome.manual] == [
-        ("env-shell-deprecated", 2, WARNED["XLA_USE_BF16"].do), ("env-shell-deprecated", 2, WARNED["XLA_USE_32BIT_LONG"].do)]
+        ("env-shell-deprecated", 2, WARNED["XLA_USE_BF16"].do),
+        ("env-shell-deprecated", 2, WARNED["XLA_USE_32BIT_LONG"].do),
+    ]
     assert "ENV PJRT_DEVICE=TPU XLA_USE_BF16=1 XLA_USE_32BIT_LONG=1\n" in outcome.text
 
 
@@ -48,6 +57,10 @@ def test_an_unset_in_a_script_is_no_setting():
 def test_a_setting_xla_dist_hands_its_workers_is_reported_and_still_handed_over():
     """--env of an xla_dist call becomes a prefix of the worker's command (launch-xla-dist):
     the setting is the workers', so it is reported there, and it still reaches them."""
-    outcome = rewrite_shell("python3 -m torch_xla.distributed.xla_dist --tpu=pod --env XLA_USE_BF16=1 -- python3 train.py\n")
-    assert [(f.rule, f.line, f.message) for f in outcome.manual] == [("env-shell-deprecated", 1, WARNED["XLA_USE_BF16"].do)]
+    outcome = rewrite_shell(
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod --env XLA_USE_BF16=1 -- python3 train.py\n"
+    )
+    assert [(f.rule, f.line, f.message) for f in outcome.manual] == [
+        ("env-shell-deprecated", 1, WARNED["XLA_USE_BF16"].do)
+    ]
     assert "PJRT_DEVICE=TPU XLA_USE_BF16=1 python3 train.py" in outcome.text

@@ -12,8 +12,10 @@ def test_the_change_cites_the_last_release_that_read_it():
     outcome = migrate("import os\n\nos.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'\n")
     assert outcome.text == "import os\n"
     (change,) = outcome.changes
-    assert change.message == ("XLA_TRIM_GRAPH_SIZE removed: torch_xla 2.9 reads it nowhere (last read by 2.4, at "
-                              "pytorch/xla v2.4.0:torch_xla/csrc/init_python_bindings.cpp:798)")
+    assert change.message == (
+        "XLA_TRIM_GRAPH_SIZE removed: torch_xla 2.9 reads it nowhere (last read by 2.4, at "
+        "pytorch/xla v2.4.0:torch_xla/csrc/init_python_bindings.cpp:798)"
+    )
 
 
 def test_a_write_the_file_reads_stays_until_the_read_goes():
@@ -24,8 +26,10 @@ def test_a_write_the_file_reads_stays_until_the_read_goes():
             print('IFRT')
         """)
     assert "os.environ['XLA_USE_IFRT'] = '1'" in outcome.text
-    assert [(f.line, f.message) for f in outcome.manual] == [(2, "migrate the reads first, then this write"),
-                                                             (3, "drop it: torch_xla 2.9 ignores it")]
+    assert [(f.line, f.message) for f in outcome.manual] == [
+        (2, "migrate the reads first, then this write"),
+        (3, "drop it: torch_xla 2.9 ignores it"),
+    ]
 
 
 def test_only_torch_xla_s_own_names_and_none_an_older_rule_has():
@@ -38,8 +42,10 @@ def test_only_torch_xla_s_own_names_and_none_an_older_rule_has():
 
 
 def test_a_yaml_env_entry_goes_and_the_rest_stays():
-    text = ("env:\n  - name: PJRT_ALLOCATOR_FRACTION\n    value: \"0.5\"\n  - name: PJRT_DEVICE\n    value: TPU\n"
-            "command: [python3, train_torch.py]\n")
+    text = (
+        "env:\n  - name: PJRT_ALLOCATOR_FRACTION\n    value: \"0.5\"\n  - name: PJRT_DEVICE\n    value: TPU\n"
+        "command: [python3, train_torch.py]\n"
+    )
     outcome = yaml_rewriter.rewrite(text, Options(rules=frozenset(all_rules())))
     assert outcome.text == "env:\n  - name: PJRT_DEVICE\n    value: TPU\ncommand: [python3, train_torch.py]\n"
     assert [f.rule for f in outcome.changes] == ["env-shell-gone-setting"]

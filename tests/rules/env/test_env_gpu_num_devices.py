@@ -18,9 +18,12 @@ def test_a_read_and_a_child_environment_are_reported_on_2_9():
 
 def test_left_alone_for_a_target_that_still_reads_it():
     """torch_xla 2.2-2.8 select CUDA by it and their CUDA client needs it (runtime.py, _internal/gpu.py)."""
-    same("""\
+    same(
+        """\
         import os
         import torch_xla
 
         os.environ['GPU_NUM_DEVICES'] = '4'
-        """, target_version=(2, 8))
+        """,
+        target_version=(2, 8),
+    )

@@ -15,8 +15,13 @@ from text_migrate import rewrite_shell
 @pytest.mark.parametrize("device", ["GPU", "CUDA"])
 def test_torch_xla_2_9_refuses_both_gpu_names(device):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "GPU_"))} | {"PJRT_DEVICE": device}
-    ran = subprocess.run([sys.executable, "-c", "import torch, torch_xla; torch.ones(1, device=torch_xla.device())"],
-                         env=env, capture_output=True, text=True, timeout=300)
+    ran = subprocess.run(
+        [sys.executable, "-c", "import torch, torch_xla; torch.ones(1, device=torch_xla.device())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ran.returncode != 0 and f"No PjRtPlugin registered for: {device}" in ran.stderr
 
 

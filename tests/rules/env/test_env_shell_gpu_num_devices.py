@@ -6,8 +6,10 @@ from text_migrate import rewrite_shell as rewrite
 def test_an_export_is_reported_and_kept():
     outcome = rewrite("export PJRT_DEVICE=CUDA GPU_NUM_DEVICES=4\npython3 -m torch_xla_train\n")
     # (PJRT_DEVICE=CUDA is env-shell-pjrt-device-gpu's: 2.9 has no CUDA device either)
-    assert [(f.rule, f.line) for f in outcome.manual] == [("env-shell-gpu-num-devices", 1),
-                                                          ("env-shell-pjrt-device-gpu", 1)]
+    assert [(f.rule, f.line) for f in outcome.manual] == [
+        ("env-shell-gpu-num-devices", 1),
+        ("env-shell-pjrt-device-gpu", 1),
+    ]
     assert "GPU_NUM_DEVICES=4" in outcome.text
 
 

@@ -11,16 +11,24 @@ def test_tpuvm_mode_read_in_a_build_script_says_what_it_means_now():
     """xla v2.0 scripts/build_torch_wheels.sh: no topology hint, which would not apply."""
     text = 'if [ "$TPUVM_MODE" == "1" ]; then\n  pip install torch_xla[tpuvm]\nfi\n'
     tpuvm = [f for f in rewrite(text).manual if f.rule == "env-shell-xrt-unused"]
-    assert [(f.line, f.detail) for f in tpuvm] == [(1, (
-        "TPUVM_MODE is read here but nothing sets it under PJRT: keep only the TPU VM branch: torch_xla 2.1+ ignores "
-        "it: TPU nodes are gone, "
-        "every TPU torch_xla runs on is a TPU VM, so code that branches on it wants the TPU VM branch"))]
+    assert [(f.line, f.detail) for f in tpuvm] == [
+        (
+            1,
+            (
+                "TPUVM_MODE is read here but nothing sets it under PJRT: keep only the TPU VM branch: torch_xla 2.1+ ignores "
+                "it: TPU nodes are gone, "
+                "every TPU torch_xla runs on is a TPU VM, so code that branches on it wants the TPU VM branch"
+            ),
+        )
+    ]
 
 
 # The build of torch_xla from its checkout, as pytorch/xla's own docker images at v1.13 did it.
-_BUILD = ("FROM python:3.10\nENV TPUVM_MODE=1\n"
-          "RUN git clone --recursive https://github.com/pytorch/xla.git /pytorch/xla\n"
-          "RUN cd /pytorch/xla && python setup.py bdist_wheel\n")
+_BUILD = (
+    "FROM python:3.10\nENV TPUVM_MODE=1\n"
+    "RUN git clone --recursive https://github.com/pytorch/xla.git /pytorch/xla\n"
+    "RUN cd /pytorch/xla && python setup.py bdist_wheel\n"
+)
 
 
 @pytest.mark.parametrize("build", ["python setup.py bdist_wheel", "bash scripts/build_torch_wheels.sh 3.8 r1.13"])
@@ -52,8 +60,12 @@ def test_a_read_of_tpuvm_mode_in_a_build_script_is_still_reported():
 
 def test_xrt_client_settings_go_from_a_script():
     """XRT's client read them (torch_xla 1.13 xla_client); torch_xla 2.x has no such setting."""
-    text = "export XLA_TENSOR_ALLOCATOR_MAXSIZE=100000000\nXLA_HANDLE_RELEASE_THREADS=4 XLA_IR_DEBUG=1 python3 train.py\n"
+    text = (
+        "export XLA_TENSOR_ALLOCATOR_MAXSIZE=100000000\nXLA_HANDLE_RELEASE_THREADS=4 XLA_IR_DEBUG=1 python3 train.py\n"
+    )
     outcome = rewrite(text)
     assert outcome.text == "XLA_IR_DEBUG=1 python3 train.py\n"
     assert [f.message.split(":")[0] for f in outcome.changes] == [
-        "removed XLA_TENSOR_ALLOCATOR_MAXSIZE", "removed XLA_HANDLE_RELEASE_THREADS"]
+        "removed XLA_TENSOR_ALLOCATOR_MAXSIZE",
+        "removed XLA_HANDLE_RELEASE_THREADS",
+    ]

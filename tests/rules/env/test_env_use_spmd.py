@@ -27,8 +27,9 @@ main()
 def _run(source: str, folder) -> str:
     (folder / "program.py").write_text(source)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "PJRT_"))} | {"PJRT_DEVICE": "CPU"}
-    ran = subprocess.run([sys.executable, "-W", "ignore", "program.py"], cwd=folder, env=env, capture_output=True,
-                         text=True, timeout=300)
+    ran = subprocess.run(
+        [sys.executable, "-W", "ignore", "program.py"], cwd=folder, env=env, capture_output=True, text=True, timeout=300
+    )
     assert ran.returncode == 0, ran.stderr
     return ran.stdout.split()
 

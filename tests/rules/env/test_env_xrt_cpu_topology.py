@@ -12,7 +12,8 @@ def test_gpu_device_map_becomes_cuda_with_a_decision_for_2_9():
         """)
     assert outcome.text == (
         "import os\n# TODO(xrt2pjrt): stay on torch_xla 2.8 for GPUs [env-xrt-cpu-topology]\n"
-        "os.environ['PJRT_DEVICE'] = 'CUDA'\n")
+        "os.environ['PJRT_DEVICE'] = 'CUDA'\n"
+    )
     assert "2.9 dropped CUDA: 'No PjRtPlugin registered for: CUDA'" in outcome.manual[0].detail
     assert [(f.rule, f.line) for f in outcome.manual] == [("env-xrt-cpu-topology", 2)]
 
@@ -33,7 +34,9 @@ def test_device_map_from_a_variable_keeps_cpu_and_says_it_could_not_be_read():
         import os
         os.environ['XRT_DEVICE_MAP'] = device_map
         """)
-    assert outcome.text.endswith("# TODO(xrt2pjrt): set PJRT_DEVICE by the map's device [env-xrt-cpu-topology]\n"
-                                 "os.environ['PJRT_DEVICE'] = 'CPU'\n")
+    assert outcome.text.endswith(
+        "# TODO(xrt2pjrt): set PJRT_DEVICE by the map's device [env-xrt-cpu-topology]\n"
+        "os.environ['PJRT_DEVICE'] = 'CPU'\n"
+    )
     assert outcome.manual[0].detail.endswith("set PJRT_DEVICE to CPU, TPU or CUDA by it")
     assert [f.line for f in outcome.manual] == [2]

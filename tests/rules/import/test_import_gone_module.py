@@ -11,8 +11,10 @@ OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if ru
 
 def test_an_unused_import_of_the_deleted_pjrt_module_goes_with_the_rest():
     # Found in pytorch/xla v1.13's own tests: an import nobody used, which fails on 2.5+.
-    out = migrate("import torch_xla.core.xla_model as xm\nfrom torch_xla.experimental import pjrt\n\n"
-                  "def f():\n    return xm.xla_device()\n")
+    out = migrate(
+        "import torch_xla.core.xla_model as xm\nfrom torch_xla.experimental import pjrt\n\n"
+        "def f():\n    return xm.xla_device()\n"
+    )
     assert out.text == "import torch_xla\n\ndef f():\n    return torch_xla.device()\n"
     assert any(c.rule == "import-gone-module" and c.line == 2 for c in out.changes) and not out.manual
 
@@ -22,12 +24,15 @@ def test_imports_of_gone_modules_go_when_unused_and_are_marked_when_used():
     out = python.rewrite(
         "import torch_xla.utils.gcsfs as gcs\nimport torch_xla.utils.cached_dataset as xcd\n"
         "from torch_xla.experimental import xla_sharding as xs\n\nds = xcd.CachedDataset(None, 'gs://bucket/cache')\n",
-        OPTIONS)
+        OPTIONS,
+    )
     (item,) = out.manual
     assert item.line == 2 and "a dataset cache of your own" in item.message
-    assert out.text == (f"{todo_comment(item.message, 'import-gone-module', 88)}\n"
-                        "import torch_xla.utils.cached_dataset as xcd\n\n"
-                        "ds = xcd.CachedDataset(None, 'gs://bucket/cache')\n")
+    assert out.text == (
+        f"{todo_comment(item.message, 'import-gone-module', 88)}\n"
+        "import torch_xla.utils.cached_dataset as xcd\n\n"
+        "ds = xcd.CachedDataset(None, 'gs://bucket/cache')\n"
+    )
     assert [(c.rule, c.line) for c in out.changes] == [("import-gone-module", 1), ("import-gone-module", 3)]
     again = python.rewrite(out.text, OPTIONS)
     assert again.text == out.text and [f.message for f in again.manual] == [item.message]
@@ -36,6 +41,8 @@ def test_imports_of_gone_modules_go_when_unused_and_are_marked_when_used():
 def test_an_older_target_keeps_what_it_still_has():
     source = "from torch_xla.experimental import pjrt\n\nfn = pjrt.spawn_threads\n"
     assert python.rewrite(source, Options(OPTIONS.rules, target_version=(2, 4))).manual[0].rule == "manual-pjrt-other"
-    assert not any(f.rule == "import-gone-module" for f in python.rewrite(
-        source, Options(OPTIONS.rules, target_version=(2, 4))).manual)
+    assert not any(
+        f.rule == "import-gone-module"
+        for f in python.rewrite(source, Options(OPTIONS.rules, target_version=(2, 4))).manual
+    )
     assert any(f.rule == "import-gone-module" for f in python.rewrite(source, OPTIONS).manual)

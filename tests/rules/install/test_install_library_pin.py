@@ -8,8 +8,11 @@ from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rules.install.install_library_pin import LIBRARIES, stale
 from xrt2pjrt.text import requirements
 
-_CALLED = {"xm.xrt_world_size()": "torch_xla.core.xla_model.xrt_world_size",
-           "xm.get_ordinal()": "torch_xla.core.xla_model.get_ordinal", "xr.using_pjrt()": "torch_xla.runtime.using_pjrt"}
+_CALLED = {
+    "xm.xrt_world_size()": "torch_xla.core.xla_model.xrt_world_size",
+    "xm.get_ordinal()": "torch_xla.core.xla_model.get_ordinal",
+    "xr.using_pjrt()": "torch_xla.runtime.using_pjrt",
+}
 
 
 @pytest.mark.parametrize("library", sorted(LIBRARIES))
@@ -31,10 +34,21 @@ def test_lightning_before_2_5_is_told_the_release_that_fixes_both():
     assert stale("lightning==2.1.3", (2, 6))[1].release == (2, 5, 0)  # 2.6 still has xm.xrt_world_size
 
 
-@pytest.mark.parametrize("word, stale_pin", [
-    ("transformers==4.51.3", True), ("transformers==4.52.0", False), ("transformers~=4.40", False), ("transformers~=4.51.0", True),
-    ("transformers<4.52", True), ("transformers<4.53", False), ("transformers<=4.51.9", True),
-    ("transformers>=4.30", False), ("transformers[torch]==4.38.2", True), ("sentence-transformers==2.2.0", False)])
+@pytest.mark.parametrize(
+    "word, stale_pin",
+    [
+        ("transformers==4.51.3", True),
+        ("transformers==4.52.0", False),
+        ("transformers~=4.40", False),
+        ("transformers~=4.51.0", True),
+        ("transformers<4.52", True),
+        ("transformers<4.53", False),
+        ("transformers<=4.51.9", True),
+        ("transformers>=4.30", False),
+        ("transformers[torch]==4.38.2", True),
+        ("sentence-transformers==2.2.0", False),
+    ],
+)
 def test_every_pin_operator(word, stale_pin):
     assert (stale(word, (2, 9)) is not None) == stale_pin
 
@@ -42,4 +56,6 @@ def test_every_pin_operator(word, stale_pin):
 def test_a_requirements_file():
     text = "torch~=2.9.0\ntorch_xla[tpu]~=2.9.0\naccelerate==0.34.2  # trainer\ntransformers>=4.52\n"
     outcome = requirements.rewrite(text, Options(rules=frozenset(all_rules())))
-    assert [(f.rule, f.line, f.message) for f in outcome.manual] == [("install-library-pin", 3, "pin accelerate>=1.7.0")]
+    assert [(f.rule, f.line, f.message) for f in outcome.manual] == [
+        ("install-library-pin", 3, "pin accelerate>=1.7.0")
+    ]

@@ -19,8 +19,7 @@ ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, uns
 
 FLAGGED = {
     # the seed issue's own install lines: nightlies of the XRT-era bucket
-    "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl":
-        "tpu-pytorch bucket",
+    "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl": "tpu-pytorch bucket",
     "gs://tpu-pytorch/wheels/torch_xla-1.8-cp37-cp37m-linux_x86_64.whl": "tpu-pytorch bucket",
     "https://storage.googleapis.com/cloud-tpu-tpuvm-artifacts/wheels/libtpu-nightly/"
     "libtpu_nightly-0.1.dev20220518-py3-none-any.whl": "libtpu nightly",
@@ -34,15 +33,21 @@ FLAGGED = {
     "gcr.io/tpu-pytorch/xla:nightly_3.8_tpuvm_20220802": "gcr.io/tpu-pytorch registry",
     "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.0.0_3.8_tpuvm": "torch_xla 2.0",
     "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.4.0_3.10_tpuvm": "2.4 is older than the 2.9",
-    "https://storage.googleapis.com/pytorch-xla-releases/wheels/tpuvm/torch_xla-2.1.0-cp310-cp310-linux_x86_64.whl":
-        "--target-version 2.1",
+    "https://storage.googleapis.com/pytorch-xla-releases/wheels/tpuvm/torch_xla-2.1.0-cp310-cp310-linux_x86_64.whl": "--target-version 2.1",
     "cloud-tpu-client==0.10": "cloud-tpu-client",
     "https://raw.githubusercontent.com/pytorch/xla/master/contrib/scripts/env-setup.py": "env-setup.py",
 }
 LEFT_ALONE = [
-    "torch_xla", "torch_xla[tpu]", "torch_xla[tpu]~=2.9.0", "torch-xla==2.9.0", "torch_xla>=1.13",
-    "torch_xla-nightly+20240601-cp310-cp310-linux_x86_64.whl", "numpy==1.2", "torch==1.13.0",
-    "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.9.0_3.10_tpuvm", "python:3.10-slim",
+    "torch_xla",
+    "torch_xla[tpu]",
+    "torch_xla[tpu]~=2.9.0",
+    "torch-xla==2.9.0",
+    "torch_xla>=1.13",
+    "torch_xla-nightly+20240601-cp310-cp310-linux_x86_64.whl",
+    "numpy==1.2",
+    "torch==1.13.0",
+    "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.9.0_3.10_tpuvm",
+    "python:3.10-slim",
 ]
 
 
@@ -65,31 +70,44 @@ def test_the_suggestion_follows_the_target_version():
 
 NOTEBOOK = {
     "cells": [
-        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": [
-            "!pip install cloud-tpu-client==0.10 torch==1.9.0 "
-            "https://storage.googleapis.com/tpu-pytorch/wheels/torch_xla-1.9-cp37-cp37m-linux_x86_64.whl\n",
-            "%pip install torch_xla==1.9\n",
-            "import torch_xla.core.xla_model as xm",
-        ]},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": [
+                "!pip install cloud-tpu-client==0.10 torch==1.9.0 "
+                "https://storage.googleapis.com/tpu-pytorch/wheels/torch_xla-1.9-cp37-cp37m-linux_x86_64.whl\n",
+                "%pip install torch_xla==1.9\n",
+                "import torch_xla.core.xla_model as xm",
+            ],
+        },
     ],
-    "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
 }
 TREE = {
     "requirements.txt": "numpy==1.24  # plotting\ntorch_xla [tpuvm] == 1.13 ; python_version < '3.9'\n"
-                        "-f https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-1.13-cp38.whl\n"
-                        "# torch_xla==1.12 was the one before\n",
+    "-f https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-1.13-cp38.whl\n"
+    "# torch_xla==1.12 was the one before\n",
     "requirements-dev.in": "pytest\ntorch-xla[tpu]~=2.9.0\n",
     "docker/Dockerfile": "FROM --platform=linux/amd64 gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm AS base\n"
-                         "RUN pip3 install torch_xla[tpu]==2.0 \\\n    && pip3 install cloud-tpu-client\n",
+    "RUN pip3 install torch_xla[tpu]==2.0 \\\n    && pip3 install cloud-tpu-client\n",
     "setup_tpu.sh": "#!/bin/bash\nset -e\nsudo pip3 install https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/"
-                    "torch-nightly+20220802-cp38-cp38-linux_x86_64.whl\n",
+    "torch-nightly+20220802-cp38-cp38-linux_x86_64.whl\n",
     "README.md": "Install:\n\n```bash\npip install torch_xla==1.13\n```\n\nThen torch_xla==1.12 in prose is not a command.\n",
     "colab.ipynb": json.dumps(NOTEBOOK, indent=1) + "\n",
 }
 # (file, line) of every place a person must decide
 EXPECTED = {
-    ("requirements.txt", 2), ("requirements.txt", 3), ("docker/Dockerfile", 1), ("docker/Dockerfile", 2),
-    ("docker/Dockerfile", 3), ("setup_tpu.sh", 3), ("README.md", 4),
+    ("requirements.txt", 2),
+    ("requirements.txt", 3),
+    ("docker/Dockerfile", 1),
+    ("docker/Dockerfile", 2),
+    ("docker/Dockerfile", 3),
+    ("setup_tpu.sh", 3),
+    ("README.md", 4),
 }
 
 
@@ -100,13 +118,29 @@ def test_every_place_an_install_is_written_is_reported_and_no_install_is_changed
         (root / name).write_text(text)
     report = tmp_path / "report.json"  # of the preview: lines of the files as they are
     for mode in ("--report", "--write"):
-        ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", mode, *([str(report)] if mode == "--report" else []),
-                              str(root)], capture_output=True, text=True, timeout=300)
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "xrt2pjrt",
+                "migrate",
+                mode,
+                *([str(report)] if mode == "--report" else []),
+                str(root),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert ran.returncode == 0, ran.stderr
 
     entries = {Path(e["path"]).relative_to(root).as_posix(): e for e in json.loads(report.read_text())["files"]}
-    found = {(name, item["range"]["start"]["line"]) for name, e in entries.items() for item in e["manual"]
-             if item["rule"] == "install-xrt-era-release"}
+    found = {
+        (name, item["range"]["start"]["line"])
+        for name, e in entries.items()
+        for item in e["manual"]
+        if item["rule"] == "install-xrt-era-release"
+    }
     notebook = {item["range"]["start"]["line"] for item in entries["colab.ipynb"]["manual"]}
     assert found - {f for f in found if f[0] == "colab.ipynb"} == EXPECTED
     assert len(notebook) == 2  # the `!pip` line (two items on it) and the `%pip` line
@@ -125,13 +159,18 @@ def test_every_place_an_install_is_written_is_reported_and_no_install_is_changed
 def test_install_lines_in_jsonnet_are_reported_as_its_variables_are():
     from xrt2pjrt.text import jsonnet
 
-    config = ("{\n  setup: 'pip install torch_xla[tpuvm]==1.13',\n  image: 'gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm',\n"
-              "  command: ['pip3', 'install', 'cloud-tpu-client'],\n  env: { XRT_TPU_CONFIG: 'localservice;0;localhost:51011' },\n}\n")
+    config = (
+        "{\n  setup: 'pip install torch_xla[tpuvm]==1.13',\n  image: 'gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm',\n"
+        "  command: ['pip3', 'install', 'cloud-tpu-client'],\n  env: { XRT_TPU_CONFIG: 'localservice;0;localhost:51011' },\n}\n"
+    )
     outcome = jsonnet.rewrite(config, Options(rules=frozenset(all_rules())))
     assert outcome.text == config
     assert [(f.rule, f.line) for f in outcome.manual] == [
-        ("install-xrt-era-release", 2), ("install-xrt-era-release", 3),
-        ("install-xrt-era-release", 4), ("env-shell-xrt-tpu-config", 5)]
+        ("install-xrt-era-release", 2),
+        ("install-xrt-era-release", 3),
+        ("install-xrt-era-release", 4),
+        ("env-shell-xrt-tpu-config", 5),
+    ]
 
 
 # JAX and TensorFlow set-ups install libtpu nightlies and cloud-tpu-client too, and
@@ -139,19 +178,50 @@ def test_install_lines_in_jsonnet_are_reported_as_its_variables_are():
 # (ml-testing-accelerators' JAX and TensorFlow configs got TODO lines). (kind, text, the lines
 # a PyTorch file of the same lines gets a change or an item at)
 OTHER_FRAMEWORKS = [
-    ("shell", '#!/bin/bash\npip install "jax[tpu]" libtpu-nightly -f https://storage.googleapis.com/jax-releases/'
-              'libtpu_releases.html\necho "TPU at $COLAB_TPU_ADDR"\n', [2, 3]),
-    ("dockerfile", "FROM tensorflow/tensorflow:2.8.0\nRUN pip3 install cloud-tpu-client pyyaml\n"
-                   "ENV TPU_ADDR=${COLAB_TPU_ADDR}\n", [2, 3]),
-    ("jsonnet", '{\n  tpu: "grpc://" + std.extVar("COLAB_TPU_ADDR"),\n  setup: "pip install cloud-tpu-client tensorflow",\n}\n',
-     [2, 3]),
-    ("yaml", "steps:\n- run: pip install libtpu-nightly 'jax[tpu]'\n  env:\n    COLAB_TPU_ADDR: 10.0.0.2:8470\n    A: b\n",
-     [2, 4]),
+    (
+        "shell",
+        '#!/bin/bash\npip install "jax[tpu]" libtpu-nightly -f https://storage.googleapis.com/jax-releases/'
+        'libtpu_releases.html\necho "TPU at $COLAB_TPU_ADDR"\n',
+        [2, 3],
+    ),
+    (
+        "dockerfile",
+        "FROM tensorflow/tensorflow:2.8.0\nRUN pip3 install cloud-tpu-client pyyaml\nENV TPU_ADDR=${COLAB_TPU_ADDR}\n",
+        [2, 3],
+    ),
+    (
+        "jsonnet",
+        '{\n  tpu: "grpc://" + std.extVar("COLAB_TPU_ADDR"),\n  setup: "pip install cloud-tpu-client tensorflow",\n}\n',
+        [2, 3],
+    ),
+    (
+        "yaml",
+        "steps:\n- run: pip install libtpu-nightly 'jax[tpu]'\n  env:\n    COLAB_TPU_ADDR: 10.0.0.2:8470\n    A: b\n",
+        [2, 4],
+    ),
     ("markdown", "```bash\npip install 'jax[tpu]' libtpu-nightly\nexport COLAB_TPU_ADDR=10.0.0.2:8470\n```\n", [2, 3]),
     ("requirements", "tensorflow==2.8\ncloud-tpu-client==0.10\n", [2]),
-    ("notebook", json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                                        "source": ["!pip install cloud-tpu-client\n", "import tensorflow as tf\n"]}],
-                             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1), [9]),
+    (
+        "notebook",
+        json.dumps(
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "metadata": {},
+                        "execution_count": None,
+                        "outputs": [],
+                        "source": ["!pip install cloud-tpu-client\n", "import tensorflow as tf\n"],
+                    }
+                ],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+            indent=1,
+        ),
+        [9],
+    ),
 ]
 
 
@@ -169,7 +239,9 @@ def test_tpu_set_ups_of_other_frameworks_get_no_pytorch_advice_and_pytorch_files
     elif kind == "jsonnet":
         torch = text.replace("tensorflow", "torch_xla[tpu]~=2.9.0")
     else:
-        torch = text.replace("tensorflow", "torch").replace("'jax[tpu]'", "torch_xla").replace('"jax[tpu]"', "torch_xla")
+        torch = (
+            text.replace("tensorflow", "torch").replace("'jax[tpu]'", "torch_xla").replace('"jax[tpu]"', "torch_xla")
+        )
     assert torch != text
     outcome = module.rewrite(torch, every)
     assert sorted({f.line for f in outcome.manual + outcome.changes}) == asked, outcome
@@ -177,11 +249,15 @@ def test_tpu_set_ups_of_other_frameworks_get_no_pytorch_advice_and_pytorch_files
 
 def test_an_xrt_era_container_image_is_reported():
     # GKE TPU jobs and Compose files pin their torch_xla through the image.
-    text = ("spec:\n  template:\n    spec:\n      containers:\n      - name: train\n"
-            "        image: gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm\n        command: [\"python3\", \"train.py\"]\n")
+    text = (
+        "spec:\n  template:\n    spec:\n      containers:\n      - name: train\n"
+        "        image: gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm\n        command: [\"python3\", \"train.py\"]\n"
+    )
     outcome = yaml_rewriter.rewrite(text, ALL)
     image = installs.finding("gcr.io/tpu-pytorch/xla:r1.13_3.8_tpuvm", (2, 9))
-    assert outcome.text == text.replace("        image:", todo_line(image.do, "install-xrt-era-release", "        ") + "        image:")
+    assert outcome.text == text.replace(
+        "        image:", todo_line(image.do, "install-xrt-era-release", "        ") + "        image:"
+    )
     assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]
 
 
@@ -190,50 +266,74 @@ def _migrate_tree(root: Path, tree: dict[str, str]) -> dict[str, list[str]]:
     text, after the message), by file."""
     for name, text in tree.items():
         (root / name).write_text(text)
-    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", str(root)],
-                         capture_output=True, text=True, timeout=300)
+    ran = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr
-    return {Path(e["path"]).name: [i["detail"].removeprefix(f"{i['message']}: ") for i in e["manual"]
-                                   if i["rule"] == "install-xrt-era-release"]
-            for e in json.loads(ran.stdout)["files"]}
+    return {
+        Path(e["path"]).name: [
+            i["detail"].removeprefix(f"{i['message']}: ") for i in e["manual"] if i["rule"] == "install-xrt-era-release"
+        ]
+        for e in json.loads(ran.stdout)["files"]
+    }
 
 
-@pytest.mark.parametrize("code, asked", [
-    ("import torch_xla.core.xla_model as xm\n", ["torch 1.13 fits only an XRT-era torch_xla"]),
-    ("import torch\n", []),  # a PyTorch project without torch_xla may pin what it likes
-])
+@pytest.mark.parametrize(
+    "code, asked",
+    [
+        ("import torch_xla.core.xla_model as xm\n", ["torch 1.13 fits only an XRT-era torch_xla"]),
+        ("import torch\n", []),  # a PyTorch project without torch_xla may pin what it likes
+    ],
+)
 def test_a_lone_torch_1_pin_is_reported_in_a_project_that_uses_torch_xla(tmp_path, code, asked):
     items = _migrate_tree(tmp_path, {"train.py": code, "requirements.txt": "torch==1.13.1\nnumpy\n"})
     assert [m.split(":")[0] for m in items.get("requirements.txt", [])] == asked
 
 
 def test_a_torch_pin_beside_a_torch_xla_install_is_said_once_with_it(tmp_path):
-    items = _migrate_tree(tmp_path, {"train.py": "import torch_xla\n",
-                                     "requirements.txt": "torch==1.13.0\ntorch_xla[tpuvm]==1.13\n"})
+    items = _migrate_tree(
+        tmp_path, {"train.py": "import torch_xla\n", "requirements.txt": "torch==1.13.0\ntorch_xla[tpuvm]==1.13\n"}
+    )
     assert [m.split(":")[0] for m in items["requirements.txt"]] == ["torch_xla 1.13, an XRT-era release"]
 
 
 # The false alarms of issue 32, in shapes of their own: a torch 1.x pin beside a TPU backend,
 # for something that runs no torch_xla.
-@pytest.mark.parametrize("name, text, asked", [
-    ("Dockerfile", "FROM nvcr.io/nvidia/pytorch:20.03-py3\nRUN pip install torch==1.4.0\n", []),
-    ("lint.yml", "steps:\n  - run: pip install torch==1.10 -f https://download.pytorch.org/whl/cpu/torch_stable.html\n", []),
-    ("old_ckpts.sh", "#!/bin/sh\npip install 'torch==1.5' --quiet\npython make_ckpt.py\n", []),
-    ("tpu_env.sh", "#!/bin/sh\n# the TPU VM's environment\npip install 'torch==1.5' --quiet\n",
-     ["torch 1.5 fits only an XRT-era torch_xla"]),
-    ("requirements.txt", "torch==1.13.1\nnumpy\n", ["torch 1.13 fits only an XRT-era torch_xla"]),
-])
+@pytest.mark.parametrize(
+    "name, text, asked",
+    [
+        ("Dockerfile", "FROM nvcr.io/nvidia/pytorch:20.03-py3\nRUN pip install torch==1.4.0\n", []),
+        (
+            "lint.yml",
+            "steps:\n  - run: pip install torch==1.10 -f https://download.pytorch.org/whl/cpu/torch_stable.html\n",
+            [],
+        ),
+        ("old_ckpts.sh", "#!/bin/sh\npip install 'torch==1.5' --quiet\npython make_ckpt.py\n", []),
+        (
+            "tpu_env.sh",
+            "#!/bin/sh\n# the TPU VM's environment\npip install 'torch==1.5' --quiet\n",
+            ["torch 1.5 fits only an XRT-era torch_xla"],
+        ),
+        ("requirements.txt", "torch==1.13.1\nnumpy\n", ["torch 1.13 fits only an XRT-era torch_xla"]),
+    ],
+)
 def test_a_lone_torch_1_pin_is_reported_where_the_file_shows_it_is_the_tpus(tmp_path, name, text, asked):
     items = _migrate_tree(tmp_path, {"train.py": "import torch_xla.core.xla_model as xm\n", name: text})
     assert [m.split(":")[0] for m in items.get(name, [])] == asked
 
 
-@pytest.mark.parametrize("line", [
-    # issue 32, in shapes of their own: lines that install nothing
-    "# then the libtpu-nightly wheel that matches it\n",
-    "pip3 uninstall -y torch_xla libtpu-nightly cloud-tpu-client\n",
-    "conda remove torch_xla==1.9\n",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        # issue 32, in shapes of their own: lines that install nothing
+        "# then the libtpu-nightly wheel that matches it\n",
+        "pip3 uninstall -y torch_xla libtpu-nightly cloud-tpu-client\n",
+        "conda remove torch_xla==1.9\n",
+    ],
+)
 def test_a_comment_or_an_uninstall_is_no_install(line):
     from xrt2pjrt.text import shell
 

@@ -21,7 +21,8 @@ def test_tpu_node_creation_in_every_spelling():
         "gcloud alpha compute tpus create $TPU --version=pytorch-1.13 --accelerator-type=v3-8\n"
         "gcloud compute tpus execution-groups create --name=$TPU --tf-version=pytorch-nightly\n"
         "gcloud compute tpus tpu-vm create $TPU --version=tpu-ubuntu2204-base\n"
-        "gcloud compute tpus tpu-vm ssh $TPU --worker=all --command='python3 train.py'\n")
+        "gcloud compute tpus tpu-vm ssh $TPU --worker=all --command='python3 train.py'\n"
+    )
     assert _rules(outcome) == [("launch-tpu-node", 1), ("launch-tpu-node", 2), ("launch-tpu-node", 3)]
     assert "tpu-ubuntu2204-base" in outcome.manual[0].detail
 
@@ -34,15 +35,19 @@ def test_a_tpu_node_in_a_readme_block_and_a_ci_step():
 
 
 def test_the_xrt_era_conda_env_outside_xla_dist():
-    outcome = rewrite_shell("source ~/.bashrc\nconda activate torch-xla-1.13\npython3 train.py\n"
-                            "conda activate torch-xla-nightly\nconda activate myenv\nsource activate torch-xla-1.8.1\n")
+    outcome = rewrite_shell(
+        "source ~/.bashrc\nconda activate torch-xla-1.13\npython3 train.py\n"
+        "conda activate torch-xla-nightly\nconda activate myenv\nsource activate torch-xla-1.8.1\n"
+    )
     assert _rules(outcome) == [("launch-conda-env", 2), ("launch-conda-env", 4), ("launch-conda-env", 6)]
 
 
 def test_xla_spawn_s_num_cores_in_every_form():
-    outcome = rewrite_shell("python xla_spawn.py --num_cores=8 run_mlm.py --tpu_num_cores 8\n"
-                            "python3 ../xla_spawn.py --num_cores 1 run_glue.py\n"
-                            "python xla_spawn.py run_glue.py --num_cores 8\n")
+    outcome = rewrite_shell(
+        "python xla_spawn.py --num_cores=8 run_mlm.py --tpu_num_cores 8\n"
+        "python3 ../xla_spawn.py --num_cores 1 run_glue.py\n"
+        "python xla_spawn.py run_glue.py --num_cores 8\n"
+    )
     # the third passes --num_cores to run_glue.py, not to xla_spawn.py (whose default is 1)
     assert _rules(outcome) == [("launch-xla-spawn", 1)]
     assert "nprocs=8" in outcome.manual[0].detail

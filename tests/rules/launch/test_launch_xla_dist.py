@@ -29,8 +29,11 @@ PLUMBING = ("PWD", "SHLVL", "_", "HOME", "PATH", "TPU_WORKER_ID")
 
 
 def _own_env(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items()
-            if not k.startswith(("XRT_", "STAND_IN_")) and k not in PLUMBING and k != "PJRT_DEVICE"}
+    return {
+        k: v
+        for k, v in env.items()
+        if not k.startswith(("XRT_", "STAND_IN_")) and k not in PLUMBING and k != "PJRT_DEVICE"
+    }
 
 
 def _run_both(tmp_path: Path, before: str, after: str, workers: int = 4, **env):
@@ -38,8 +41,10 @@ def _run_both(tmp_path: Path, before: str, after: str, workers: int = 4, **env):
     old, new = Pod(tmp_path / "xrt", workers), Pod(tmp_path / "pjrt", workers)
     env.setdefault("TPU_NAME", "my-pod")
     # the path form of xla_dist names a file of the old wheel: point it at the simulation
-    before = before.replace("/usr/share/torch-xla-1.13/pytorch/xla/torch_xla/distributed/xla_dist.py",
-                            str(XLA_DIST_1_13 / "torch_xla" / "distributed" / "xla_dist.py"))
+    before = before.replace(
+        "/usr/share/torch-xla-1.13/pytorch/xla/torch_xla/distributed/xla_dist.py",
+        str(XLA_DIST_1_13 / "torch_xla" / "distributed" / "xla_dist.py"),
+    )
     tail = "wait\n" if "&\n" in before else ""  # a backgrounded launch: wait for it
     ran_old = old.run_script(before + tail, **env)
     ran_new = new.run_script(after + tail, **env)
@@ -77,9 +82,16 @@ def test_pod_launch_details_survive(tmp_path):
     (old, _), (new, ran) = _run_both(tmp_path, before, after)
     for worker, calls in new.calls().items():
         (call,) = calls
-        assert call.argv == ["python3", "train.py", "--model", "vit b/16",
-                             "--out_dir", "gs://bucket/run-1/ckpt",  # expanded locally, as before
-                             "--log_dir", f"/home/worker-{worker}/logs"]  # on the worker
+        assert call.argv == [
+            "python3",
+            "train.py",
+            "--model",
+            "vit b/16",
+            "--out_dir",
+            "gs://bucket/run-1/ckpt",  # expanded locally, as before
+            "--log_dir",
+            f"/home/worker-{worker}/logs",
+        ]  # on the worker
         assert call.env["TRAIN_DEBUG"] == "1"
         assert call.env["XLA_FLAGS"] == "--xla_dump_to=/tmp/dump --xla_dump_hlo_as_text"
     assert new.gcloud_calls()[0][4] == "my-pod"
@@ -169,8 +181,24 @@ def test_for_the_shim_every_worker_gets_the_same_new_job_secret(tmp_path, name):
     assert "XRT2PJRT_JOB_SECRET" not in rewrite(before).text, "the native target needs none"
 
 
-@pytest.mark.parametrize("word", ["a b", "it's", "back\\slash", "tab\there", "*.csv", "$(echo sub)", "$HOME/x",
-                                  "`echo tick`", "semi;colon", "a&b|c", "{x,y}", "~/path", ""])
+@pytest.mark.parametrize(
+    "word",
+    [
+        "a b",
+        "it's",
+        "back\\slash",
+        "tab\there",
+        "*.csv",
+        "$(echo sub)",
+        "$HOME/x",
+        "`echo tick`",
+        "semi;colon",
+        "a&b|c",
+        "{x,y}",
+        "~/path",
+        "",
+    ],
+)
 def test_any_literal_word_reaches_the_worker_as_under_xla_dist(tmp_path, word):
     """A word given literally (single quotes) is seen by each worker as xla_dist made it seen."""
     call = f"python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py {shlex.quote(word)}\n"
@@ -184,25 +212,32 @@ def test_an_escaped_dollar_or_backquote_stays_literal_on_the_worker_as_under_xla
     """`'a\\$HOME'` was how a script passed a literal `$` through xla_dist's double quotes: the
     worker got `a$HOME`. The rewrite had kept the backslash and let `$HOME` (or a backquoted
     command) expand there; a word already in double quotes was read without them."""
-    call = ("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "
-            "'a\\$HOME' 'b\\`echo ran\\`' 'c\\\\$HOME' '\"q r\"'\n")
+    call = (
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "
+        "'a\\$HOME' 'b\\`echo ran\\`' 'c\\\\$HOME' '\"q r\"'\n"
+    )
     outcome = rewrite(call)
     assert not outcome.manual, "an escaped backquote runs nothing, and an unescaped `$` is no command"
     (old, _), (new, _) = _run_both(tmp_path, call, outcome.text, workers=2)
-    assert new.calls()[1][0].argv == old.calls()[1][0].argv == [
-        "python3", "t.py", "a$HOME", "b`echo ran`", "c\\/home/worker-1", "q r"]
+    assert (
+        new.calls()[1][0].argv
+        == old.calls()[1][0].argv
+        == ["python3", "t.py", "a$HOME", "b`echo ran`", "c\\/home/worker-1", "q r"]
+    )
 
 
 def test_the_xrt2pjrt_launcher_reports_the_words_it_passes_otherwise():
     """`xrt2pjrt launch` passes each word as given: where xla_dist's worker read it otherwise
     (an escaped `$`, a word in double quotes), an item says what xla_dist did."""
-    outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py 'a\\$HOME' '\"q r\"'\n",
-                      launcher="xrt2pjrt")
+    outcome = rewrite(
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py 'a\\$HOME' '\"q r\"'\n", launcher="xrt2pjrt"
+    )
     assert [m.detail.split(":", 1)[1] for m in outcome.manual] == [
         " under xla_dist the worker's shell dropped the `\\` before `$` or a backquote; `xrt2pjrt launch` passes it "
         "as written",
         " xla_dist wrote it into the worker's script as it is, so the worker's shell read it without its double "
-        "quotes; `xrt2pjrt launch` passes them too"]
+        "quotes; `xrt2pjrt launch` passes them too",
+    ]
 
 
 def test_a_backquote_escaped_twice_still_runs_and_is_reported():
@@ -288,21 +323,40 @@ def test_any_arguments_reach_every_worker_word_for_word(tmp_path_factory, args):
 
 
 def test_array_arguments_reach_every_worker(tmp_path):
-    before = ('ARGS=(--epochs 2 --note "a b")\n'
-              'python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "${ARGS[@]}"\n')
+    before = (
+        'ARGS=(--epochs 2 --note "a b")\n'
+        'python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "${ARGS[@]}"\n'
+    )
     after = rewrite(before).text
     assert "${ARGS[*]@Q}" in after
     (old, _), (new, _) = _run_both(tmp_path, before, after, workers=2)
     assert new.calls()[1][0].argv == old.calls()[1][0].argv == ["python3", "t.py", "--epochs", "2", "--note", "a b"]
 
 
-@pytest.mark.parametrize("words", ['"$*"', "$*", "$@", '"$@"', '"${ARGS[*]}"', "${ARGS[@]}", "${ARGS[*]}",
-                                   '"${ARGS[@]}"', '"${@:2}"', '"${ARGS[@]:1}"', '"x$@"', 'pre$*', '"pre$*"'])
+@pytest.mark.parametrize(
+    "words",
+    [
+        '"$*"',
+        "$*",
+        "$@",
+        '"$@"',
+        '"${ARGS[*]}"',
+        "${ARGS[@]}",
+        "${ARGS[*]}",
+        '"${ARGS[@]}"',
+        '"${@:2}"',
+        '"${ARGS[@]:1}"',
+        '"x$@"',
+        'pre$*',
+        '"pre$*"',
+    ],
+)
 def test_script_arguments_and_arrays_make_the_words_they_made_for_xla_dist(tmp_path, words):
     """Only "$@" and "${ARGS[@]}" are a word per element; "$*" and "${ARGS[*]}" are one word,
     and unquoted they split. The rewrite had made a word per element of each of them."""
-    script = ('ARGS=(--lr "0.1 0.2" x)\n'
-              f"python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py {words} end\n")
+    script = (
+        f'ARGS=(--lr "0.1 0.2" x)\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py {words} end\n'
+    )
     after = rewrite(script).text
     assert "gcloud" in after and "xla_dist" not in after
     args = ["a1", "a 2", "", "b;c"]
@@ -324,22 +378,30 @@ def test_bash_c_with_the_scripts_arguments_runs_them_all(tmp_path):
 def test_brace_expansion_makes_the_words_it_made_for_xla_dist(tmp_path):
     """The local bash expanded `{a,b}` before xla_dist ran; the rewrite had passed it to the
     worker in quotes, as one literal word."""
-    call = ("V='v w'\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "
-            "{a,b} pre{1..3} x{1,2}'y z' \"$V\"{p,q} '{c,d}' {}\n")
+    call = (
+        "V='v w'\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "
+        "{a,b} pre{1..3} x{1,2}'y z' \"$V\"{p,q} '{c,d}' {}\n"
+    )
     outcome = rewrite(call)
     assert not outcome.manual and "xla_dist" not in outcome.text
     (old, _), (new, _) = _run_both(tmp_path, call, outcome.text, workers=2)
-    assert new.calls()[1][0].argv == old.calls()[1][0].argv == [
-        "python3", "t.py", "a", "b", "pre1", "pre2", "pre3", "x1y z", "x2y z", "v wp", "v wq", "{c,d}", "{}"]
+    assert (
+        new.calls()[1][0].argv
+        == old.calls()[1][0].argv
+        == ["python3", "t.py", "a", "b", "pre1", "pre2", "pre3", "x1y z", "x2y z", "v wp", "v wq", "{c,d}", "{}"]
+    )
 
 
-@pytest.mark.parametrize("call", [
-    "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py {'a b',c}",  # braces around quotes
-    "python3 -m torch_xla.distributed.xla_dist --tpu=pod-{1,2} -- t.py",  # two --tpu words
-    "python3 -m torch_xla.distributed.xla_dist --tpu=pod --env A={x,y} -- t.py",  # --env A=x A=y
-    "#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py {a,b}",  # sh: literal, bash: two words
-    "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py <(echo x) a",  # the line ends at `<(` for the rewriter
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py {'a b',c}",  # braces around quotes
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod-{1,2} -- t.py",  # two --tpu words
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod --env A={x,y} -- t.py",  # --env A=x A=y
+        "#!/bin/sh\npython3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py {a,b}",  # sh: literal, bash: two words
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod -- t.py <(echo x) a",  # the line ends at `<(` for the rewriter
+    ],
+)
 def test_braces_and_process_substitution_it_cannot_follow_are_left_for_a_person(call):
     outcome = rewrite(call + "\n")
     assert without_todos(outcome.text) == call + "\n" and not outcome.changes
@@ -388,8 +450,11 @@ def test_values_of_this_machine_reach_the_workers_as_words_and_run_nothing(tmp_p
     quoted = " ".join(f'"$V{i}" "${{V{i}}}/tail"' for i in range(len(values)))
     env = " ".join(f'--env "E{i}=$V{i}"' for i in range(len(values)))
     unquoted = "U='a  b;c $(touch " + str(canary) + "/split) d'\n"
-    script = (assignments + unquoted +
-              f"python3 -m torch_xla.distributed.xla_dist --tpu=pod {env} -- python3 t.py {quoted} $U\n")
+    script = (
+        assignments
+        + unquoted
+        + f"python3 -m torch_xla.distributed.xla_dist --tpu=pod {env} -- python3 t.py {quoted} $U\n"
+    )
     outcome = rewrite(script)
     assert shell.check(outcome.text) is None and [c.rule for c in outcome.changes] == ["launch-xla-dist"]
     pod = Pod(tmp_path / "pod", workers=2)
@@ -417,8 +482,10 @@ def test_a_word_with_a_value_and_a_glob_matches_here_as_for_xla_dist(tmp_path):
     (pod.root / "data").mkdir()
     for name in ("a.csv", "b c.csv"):
         (pod.root / "data" / name).write_text("")
-    script = ('DIR=data\nEMPTY=\n'
-              'python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$DIR"/*.csv $EMPTY --lr=$DIR\n')
+    script = (
+        'DIR=data\nEMPTY=\n'
+        'python3 -m torch_xla.distributed.xla_dist --tpu=pod -- python3 t.py "$DIR"/*.csv $EMPTY --lr=$DIR\n'
+    )
     outcome = rewrite(script)
     assert not outcome.manual and shell.check(outcome.text) is None
     assert pod.run_script(outcome.text).returncode == 0
@@ -427,10 +494,12 @@ def test_a_word_with_a_value_and_a_glob_matches_here_as_for_xla_dist(tmp_path):
 
 def test_the_conda_env_is_reported_where_it_is_written():
     """The env xla_dist activated holds its torch_xla 1.x: `conda activate` of it brings XRT's release back."""
-    outcome = rewrite("python3 -m torch_xla.distributed.xla_dist --tpu=pod \\\n"
-                      "  --conda-env torch-xla-1.13 -- python3 train.py\n")
+    outcome = rewrite(
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod \\\n  --conda-env torch-xla-1.13 -- python3 train.py\n"
+    )
     assert [(f.rule, f.line, f.detail.split(":")[0]) for f in outcome.manual] == [
-        ("launch-xla-dist", 2, "--conda-env torch-xla-1.13")]
+        ("launch-xla-dist", 2, "--conda-env torch-xla-1.13")
+    ]
     assert "conda activate torch-xla-1.13" in outcome.text
 
 
@@ -443,5 +512,8 @@ def test_an_empty_argument_reaches_the_worker_as_a_word(tmp_path):
     (old, _), (new, ran) = _run_both(tmp_path, call, after, workers=2)
     assert ran.returncode == 0, ran.stderr
     for worker in (0, 1):  # each worker's bash read the --command the rewrite wrote
-        assert new.calls()[worker][0].argv == old.calls()[worker][0].argv == [
-            "python3", "t.py", "--tag", "", "--b", "", "--c", "", "x"]
+        assert (
+            new.calls()[worker][0].argv
+            == old.calls()[worker][0].argv
+            == ["python3", "t.py", "--tag", "", "--b", "", "--c", "", "x"]
+        )

@@ -33,18 +33,21 @@ def test_the_probe_is_reported_after_the_rename():
     assert "_ = torch_xla.device()" in out.text
 
 
-@pytest.mark.parametrize("source", [
-    # a try around a whole program: its except is the program's, not a probe's
-    "import torch_xla.core.xla_model as xm\n\ntry:\n    device = xm.xla_device()\n    model.to(device)\n"
-    "    train(model)\n    save(model)\nexcept Exception:\n    log()\n",
-    # the call in the handler: the fallback, not the probe
-    "import torch_xla.core.xla_model as xm\n\ntry:\n    device = gpu()\nexcept RuntimeError:\n"
-    "    device = xm.xla_device()\n",
-    # a function defined in the try is called later, outside it
-    "import torch_xla.core.xla_model as xm\n\ntry:\n    def dev():\n        return xm.xla_device()\n"
-    "except RuntimeError:\n    pass\n",
-    "import torch_xla.core.xla_model as xm\n\ntry:\n    device = xm.xla_device()\nexcept KeyError:\n    pass\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a try around a whole program: its except is the program's, not a probe's
+        "import torch_xla.core.xla_model as xm\n\ntry:\n    device = xm.xla_device()\n    model.to(device)\n"
+        "    train(model)\n    save(model)\nexcept Exception:\n    log()\n",
+        # the call in the handler: the fallback, not the probe
+        "import torch_xla.core.xla_model as xm\n\ntry:\n    device = gpu()\nexcept RuntimeError:\n"
+        "    device = xm.xla_device()\n",
+        # a function defined in the try is called later, outside it
+        "import torch_xla.core.xla_model as xm\n\ntry:\n    def dev():\n        return xm.xla_device()\n"
+        "except RuntimeError:\n    pass\n",
+        "import torch_xla.core.xla_model as xm\n\ntry:\n    device = xm.xla_device()\nexcept KeyError:\n    pass\n",
+    ],
+)
 def test_no_probe_no_item(source):
     assert "manual-device-probe" not in [item.rule for item in migrate(source).manual]
 

@@ -8,11 +8,14 @@ from python_migrate import migrate
 HEAD = "import logging\nimport torch_xla.core.xla_model as xm\n\n"
 
 
-@pytest.mark.parametrize("body", [
-    "logging.info('memory: %s', xm.get_memory_info(device))\n",
-    "info = xm.get_memory_info(device)\nprint(info)\n",
-    "print({k: v // 2**20 for k, v in xm.get_memory_info(device).items()})\n",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "logging.info('memory: %s', xm.get_memory_info(device))\n",
+        "info = xm.get_memory_info(device)\nprint(info)\n",
+        "print({k: v // 2**20 for k, v in xm.get_memory_info(device).items()})\n",
+    ],
+)
 def test_code_that_only_shows_the_memory_info_gets_no_item(body):
     out = migrate(HEAD + body)
     assert not out.manual and out.text == HEAD + body

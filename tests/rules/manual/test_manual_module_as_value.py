@@ -6,12 +6,18 @@ import pytest
 from python_migrate import migrate
 
 
-@pytest.mark.parametrize("source, how", [
-    ("class Trainer:\n    def __init__(self):\n        self.xm = xm\n\n    def world(self):\n"
-     "        return self.xm.xrt_world_size()\n", "is stored as self.xm"),
-    ("def rank(module):\n    return module.get_ordinal()\n\nprint(rank(xm))\n", "is handed on here as a value"),
-    ("rank = getattr(xm, name)()\n", "is handed on here as a value"),
-])
+@pytest.mark.parametrize(
+    "source, how",
+    [
+        (
+            "class Trainer:\n    def __init__(self):\n        self.xm = xm\n\n    def world(self):\n"
+            "        return self.xm.xrt_world_size()\n",
+            "is stored as self.xm",
+        ),
+        ("def rank(module):\n    return module.get_ordinal()\n\nprint(rank(xm))\n", "is handed on here as a value"),
+        ("rank = getattr(xm, name)()\n", "is handed on here as a value"),
+    ],
+)
 def test_a_torch_xla_module_handed_on_is_reported_as_its_calls_are_not_followed(source, how):
     out = migrate("import torch_xla.core.xla_model as xm\n\n" + source)
     (item,) = [item for item in out.manual if item.rule == "manual-module-as-value"]
@@ -19,19 +25,26 @@ def test_a_torch_xla_module_handed_on_is_reported_as_its_calls_are_not_followed(
     assert not migrate("import torch_xla.core.xla_model as xm\n\n" + source, target="shim").manual
 
 
-@pytest.mark.parametrize("source", [
-    "device = xm.xla_device()\nprint(xm.__name__ == 'x', xm is None)\n",
-    "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n",
-    "import torch_xla.utils.serialization as xser\nsaved = [xser.save]\n",  # a module no rule migrates from
-    "ok = hasattr(xm, 'xla_device')\n",  # the name spelled out: followed as xm.xla_device is
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "device = xm.xla_device()\nprint(xm.__name__ == 'x', xm is None)\n",
+        "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n",
+        "import torch_xla.utils.serialization as xser\nsaved = [xser.save]\n",  # a module no rule migrates from
+        "ok = hasattr(xm, 'xla_device')\n",  # the name spelled out: followed as xm.xla_device is
+    ],
+)
 def test_a_torch_xla_module_used_by_its_import_name_is_not_reported(source):
     assert not migrate("import torch_xla.core.xla_model as xm\n" + source).manual
 
 
-@pytest.mark.parametrize("fallback", ["xm, xmp = None, None", "xm, xmp, loader = [None] * 3", "(xm, [xmp]) = (None, [None])"])
+@pytest.mark.parametrize(
+    "fallback", ["xm, xmp = None, None", "xm, xmp, loader = [None] * 3", "(xm, [xmp]) = (None, [None])"]
+)
 def test_names_a_fallback_assigns_in_a_tuple_are_no_hand_over(fallback):
     # issue 32: the no-TPU fallback of a library, each name of the tuple reported as handed on
-    assert not migrate("try:\n    import torch_xla.core.xla_model as xm\n"
-                       "    import torch_xla.distributed.xla_multiprocessing as xmp\n"
-                       f"except ImportError:\n    {fallback}\n").manual
+    assert not migrate(
+        "try:\n    import torch_xla.core.xla_model as xm\n"
+        "    import torch_xla.distributed.xla_multiprocessing as xmp\n"
+        f"except ImportError:\n    {fallback}\n"
+    ).manual

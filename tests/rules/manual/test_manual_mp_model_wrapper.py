@@ -10,7 +10,8 @@ from xla_run import run_on_cpu
 
 @pytest.mark.xla
 def test_two_thread_replicas_get_one_module_on_one_device():
-    ran = run_on_cpu("""
+    ran = run_on_cpu(
+        """
         import threading
         import torch
         import torch_xla
@@ -27,7 +28,10 @@ def test_two_thread_replicas_get_one_module_on_one_device():
 
         pjrt.spawn_threads(replica)
         print(len(got), len({id(model) for model in got.values()}), next(got[0].parameters()).device)
-        """, PJRT_DEVICE="CPU", CPU_NUM_DEVICES="2")
+        """,
+        PJRT_DEVICE="CPU",
+        CPU_NUM_DEVICES="2",
+    )
     replicas, modules, device = ran.split()
     assert (replicas, modules) == ("2", "1")
     assert device == "xla:1"  # replica 0's model sits on replica 1's device

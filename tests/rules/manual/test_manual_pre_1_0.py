@@ -11,12 +11,15 @@ from xrt2pjrt.registry import TARGET_VERSIONS, Options, all_rules
 OPTIONS = Options(rules=frozenset(rid for rid, rule in all_rules().items() if rule.kind == "python"))
 
 
-@pytest.mark.parametrize("imports, use", [
-    ("import torch_xla.distributed.data_parallel as dp", "dp.DataParallel(net, device_ids=devices)"),
-    ("from torch_xla.distributed import data_parallel", "data_parallel.DataParallel(net)"),
-    ("from torch_xla.distributed.data_parallel import DataParallel", "DataParallel(net)"),
-    ("import torch_xla.distributed.data_parallel", "torch_xla.distributed.data_parallel.DataParallel(net)"),
-])
+@pytest.mark.parametrize(
+    "imports, use",
+    [
+        ("import torch_xla.distributed.data_parallel as dp", "dp.DataParallel(net, device_ids=devices)"),
+        ("from torch_xla.distributed import data_parallel", "data_parallel.DataParallel(net)"),
+        ("from torch_xla.distributed.data_parallel import DataParallel", "DataParallel(net)"),
+        ("import torch_xla.distributed.data_parallel", "torch_xla.distributed.data_parallel.DataParallel(net)"),
+    ],
+)
 def test_data_parallel_is_to_port_where_used_and_left_alone_where_not(imports, use):
     # tmabraham/fastai_tpu imports it unused beside xmp.spawn: "port this to xmp.spawn" misled
     used = migrate(f"import torch_xla\n{imports}\n\nmodel = {use}\nprint(torch_xla.__version__)\n")
@@ -31,9 +34,13 @@ def test_data_parallel_is_to_port_where_used_and_left_alone_where_not(imports, u
 def test_data_parallel_is_in_every_target_release_so_an_unused_import_needs_no_change():
     # BigGAN-Pytorch-TPU and tmabraham/fastai_tpu import it unused: it still imports, so
     # neither manual-pre-1.0 nor import-gone-module (which removes what a release lacks) touches it
-    assert [release for release in TARGET_VERSIONS if api_surface.lacks("torch_xla.distributed.data_parallel", release)] == []
-    source = ("import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing "
-              "as xmp\n\nxmp.spawn(train_loop)\n")
+    assert [
+        release for release in TARGET_VERSIONS if api_surface.lacks("torch_xla.distributed.data_parallel", release)
+    ] == []
+    source = (
+        "import torch_xla.distributed.data_parallel as dp\nimport torch_xla.distributed.xla_multiprocessing "
+        "as xmp\n\nxmp.spawn(train_loop)\n"
+    )
     out = python.rewrite(source, OPTIONS)
     assert not out.manual and not out.changes and out.text == source
 

@@ -5,17 +5,25 @@ import pytest
 
 from python_migrate import migrate
 
-_SAVE = ("import torch_xla.core.xla_model as xm\n\n"
-         "class Runner:\n    def export(self, out):\n        self.model.save_pretrained(out, save_function=xm.save)\n"
-         "        self.tokenizer.save_pretrained(out)\n")
+_SAVE = (
+    "import torch_xla.core.xla_model as xm\n\n"
+    "class Runner:\n    def export(self, out):\n        self.model.save_pretrained(out, save_function=xm.save)\n"
+    "        self.tokenizer.save_pretrained(out)\n"
+)
 
 
-@pytest.mark.parametrize("after, reported", [
-    # issue 32, in a shape of its own: a trainer's export, whose readers the file never runs
-    ("", False),
-    ("    def train(self, out):\n        self.export(out)\n        xm.rendezvous('exported')\n", False),
-    ("    def reload(self, out):\n        self.export(out)\n        self.model = Model.from_pretrained(out)\n", True),
-])
+@pytest.mark.parametrize(
+    "after, reported",
+    [
+        # issue 32, in a shape of its own: a trainer's export, whose readers the file never runs
+        ("", False),
+        ("    def train(self, out):\n        self.export(out)\n        xm.rendezvous('exported')\n", False),
+        (
+            "    def reload(self, out):\n        self.export(out)\n        self.model = Model.from_pretrained(out)\n",
+            True,
+        ),
+    ],
+)
 def test_xm_save_handed_on_is_reported_where_the_file_reads_after_it(after, reported):
     out = migrate(_SAVE + after)
     assert [item.rule for item in out.manual] == ["manual-save-barrier"] * reported

@@ -32,8 +32,11 @@ def test_the_seed_in_what_mp_fn_calls_is_reported_when_another_module_spawns_it(
     (tmp_path / "train.py").write_text(TRAIN)
     (tmp_path / "launch.py").write_text(LAUNCHER)
     result = invoke(["migrate", str(tmp_path), "--output-format", "json"])
-    items = [(f["path"].rsplit("/", 1)[-1], m["rule"], m["range"]["start"]["line"])
-             for f in json.loads(result.stdout)["files"] for m in f["manual"]]
+    items = [
+        (f["path"].rsplit("/", 1)[-1], m["rule"], m["range"]["start"]["line"])
+        for f in json.loads(result.stdout)["files"]
+        for m in f["manual"]
+    ]
     assert ("train.py", "manual-seeded-replicas", 6) in items
 
 

@@ -10,7 +10,8 @@ from xla_run import run_on_cpu
 
 @pytest.mark.xla
 def test_two_thread_replicas_seeded_alike_draw_different_numbers():
-    ran = run_on_cpu("""
+    ran = run_on_cpu(
+        """
         import threading
         import torch
         from torch_xla._internal import pjrt
@@ -25,14 +26,19 @@ def test_two_thread_replicas_seeded_alike_draw_different_numbers():
 
         pjrt.spawn_threads(replica)
         print(len(drawn), len(set(drawn.values())))
-        """, PJRT_DEVICE="CPU", CPU_NUM_DEVICES="2")
+        """,
+        PJRT_DEVICE="CPU",
+        CPU_NUM_DEVICES="2",
+    )
     assert ran.split() == ["2", "2"]  # two replicas, two different numbers after one seed
 
 
 def test_a_seed_in_what_the_spawned_function_calls_is_reported():
-    source = ("import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-              "def build(device):\n    torch.manual_seed(0)\n    return Net().to(device)\n\n"
-              "def _mp_fn(index):\n    model = build(xm.xla_device())\n\nxmp.spawn(_mp_fn, nprocs=8)\n")
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def build(device):\n    torch.manual_seed(0)\n    return Net().to(device)\n\n"
+        "def _mp_fn(index):\n    model = build(xm.xla_device())\n\nxmp.spawn(_mp_fn, nprocs=8)\n"
+    )
     assert "manual-seeded-replicas" in [item.rule for item in migrate(source).manual]
 
 
@@ -44,22 +50,30 @@ def test_a_seed_outside_spawned_code_is_not():
 # The false alarm of issue 32, in a shape of its own: a seed per replica, and the models made
 # equal after by a broadcast of the project's own.
 
-@pytest.mark.parametrize("seed, after, reported", [
-    ("torch.manual_seed(cfg.seed)", "", True),
-    ("torch.manual_seed(cfg.seed + xm.get_ordinal())", "", False),
-    ("seed = cfg.seed + index\n    torch.manual_seed(seed)", "", False),
-    ("rank = xm.get_ordinal()\n    torch.manual_seed(rank)", "", False),
-    ("torch.manual_seed(cfg.seed)", "    dist_utils.broadcast_master_weights(model)\n", False),
-])
+
+@pytest.mark.parametrize(
+    "seed, after, reported",
+    [
+        ("torch.manual_seed(cfg.seed)", "", True),
+        ("torch.manual_seed(cfg.seed + xm.get_ordinal())", "", False),
+        ("seed = cfg.seed + index\n    torch.manual_seed(seed)", "", False),
+        ("rank = xm.get_ordinal()\n    torch.manual_seed(rank)", "", False),
+        ("torch.manual_seed(cfg.seed)", "    dist_utils.broadcast_master_weights(model)\n", False),
+    ],
+)
 def test_a_seed_per_replica_or_a_broadcast_of_the_projects_own_is_not_reported(seed, after, reported):
-    source = ("import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-              f"def _mp_fn(index, cfg):\n    {seed}\n    model = build(cfg).to(xm.xla_device())\n{after}\n"
-              "xmp.spawn(_mp_fn, args=(CFG,))\n")
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        f"def _mp_fn(index, cfg):\n    {seed}\n    model = build(cfg).to(xm.xla_device())\n{after}\n"
+        "xmp.spawn(_mp_fn, args=(CFG,))\n"
+    )
     assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"] * reported
 
 
 def test_the_first_parameter_of_a_helper_the_replicas_call_is_no_replica_number():
-    source = ("import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-              "def build(cfg):\n    torch.manual_seed(cfg.seed)\n    return Net().to(xm.xla_device())\n\n"
-              "def _mp_fn(index, cfg):\n    model = build(cfg)\n\nxmp.spawn(_mp_fn, args=(CFG,))\n")
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def build(cfg):\n    torch.manual_seed(cfg.seed)\n    return Net().to(xm.xla_device())\n\n"
+        "def _mp_fn(index, cfg):\n    model = build(cfg)\n\nxmp.spawn(_mp_fn, args=(CFG,))\n"
+    )
     assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"]

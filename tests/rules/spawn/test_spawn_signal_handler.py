@@ -6,12 +6,18 @@ import pytest
 from python_migrate import XMP as _XMP, migrate
 
 
-@pytest.mark.parametrize("source, reported", [
-    ("def handler_setup():\n    signal.signal(signal.SIGTERM, stop)\n\n"
-     "def _mp_fn(index):\n    handler_setup()\n\nxmp.spawn(_mp_fn)\n", True),  # reached through a call
-    ("def _mp_fn(index):\n    signal.signal(signal.SIGTERM, stop)\n\nxmp.spawn(_mp_fn, nprocs=1)\n", False),
-    ("def main():\n    signal.signal(signal.SIGTERM, stop)\n    xmp.spawn(_mp_fn)\n", False),  # the launcher's
-])
+@pytest.mark.parametrize(
+    "source, reported",
+    [
+        (
+            "def handler_setup():\n    signal.signal(signal.SIGTERM, stop)\n\n"
+            "def _mp_fn(index):\n    handler_setup()\n\nxmp.spawn(_mp_fn)\n",
+            True,
+        ),  # reached through a call
+        ("def _mp_fn(index):\n    signal.signal(signal.SIGTERM, stop)\n\nxmp.spawn(_mp_fn, nprocs=1)\n", False),
+        ("def main():\n    signal.signal(signal.SIGTERM, stop)\n    xmp.spawn(_mp_fn)\n", False),  # the launcher's
+    ],
+)
 def test_a_signal_handler_set_in_the_replicas_code_is_reported(source, reported):
     out = migrate("import signal\n" + _XMP + "\n" + source)
     assert [item.rule for item in out.manual] == ["spawn-signal-handler"] * reported

@@ -75,7 +75,10 @@ def start_program(script: Path, nprocs: int | None, start_method: str, env: dict
     environment.pop("CPU_NUM_DEVICES", None)
     process = subprocess.Popen(
         [*prefix, PYTHON, str(script), str(out), str(nprocs or 0), start_method],
-        env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     return process, out
 

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from replica_programs import (SEED, assert_seed_table, by_ordinal, finish_program, run_program, start_program,
-                             write_program)
+from replica_programs import (
+    SEED,
+    assert_seed_table,
+    by_ordinal,
+    finish_program,
+    run_program,
+    start_program,
+    write_program,
+)
 
 
 @pytest.mark.xla
@@ -234,8 +241,9 @@ def _reference_training(world: int) -> tuple[list, list]:
 @pytest.mark.xla
 def test_data_parallel_training_keeps_replicas_identical_and_matches_a_reference(tmp_path):
     # nprocs=None, as XRT-era programs often pass, with the replica count from the environment
-    code, results, output = run_program(tmp_path, TRAINING, None, "fork", env={"XRT2PJRT_CPU_REPLICAS": "4"},
-                                 deadline=180)
+    code, results, output = run_program(
+        tmp_path, TRAINING, None, "fork", env={"XRT2PJRT_CPU_REPLICAS": "4"}, deadline=180
+    )
     assert code == 0, output[-3000:]
     seen = by_ordinal(results)
     assert sorted(seen) == [0, 1, 2, 3]

@@ -32,8 +32,13 @@ def test_the_spawned_function_runs_in_a_thread_as_torch_xla_runs_it_on_a_tpu(tmp
     the main thread, hiding the crash."""
     script = tmp_path / "train.py"
     script.write_text(SIGNAL_IN_REPLICA)
-    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", str(script)], capture_output=True,
-                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    ran = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "2", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert ran.returncode != 0
     assert "ValueError: signal only works in main thread" in ran.stdout + ran.stderr
 
@@ -53,8 +58,9 @@ def test_a_replica_may_work_alone_after_the_others_returned_for_longer_than_the_
     """On a pod a replica whose function returned waits for nobody: the master's work after
     the last collective may take longer than any rendezvous timeout (the CPU mode's own exit
     barrier timed out after it, killed the master mid-work and failed the run)."""
-    code, results, output = run_program(tmp_path, WORK_ALONE_AFTER_THE_LAST_COLLECTIVE, 2,
-                                 env={"XRT2PJRT_RENDEZVOUS_TIMEOUT": "2"})
+    code, results, output = run_program(
+        tmp_path, WORK_ALONE_AFTER_THE_LAST_COLLECTIVE, 2, env={"XRT2PJRT_RENDEZVOUS_TIMEOUT": "2"}
+    )
     assert code == 0, output[-3000:]
     replicas = by_ordinal(results)
     assert sorted(replicas) == [0, 1] and replicas[0]["ended"] - replicas[1]["ended"] > 4

@@ -14,8 +14,18 @@ import uuid
 
 import pytest
 
-from replica_programs import (SEED, alive, assert_seed_table, by_ordinal, edited, finish_program,
-                             free_port, run_program, start_program, write_program)
+from replica_programs import (
+    SEED,
+    alive,
+    assert_seed_table,
+    by_ordinal,
+    edited,
+    finish_program,
+    free_port,
+    run_program,
+    start_program,
+    write_program,
+)
 
 
 FAULTS = """
@@ -121,17 +131,24 @@ JOB_SECRET = uuid.uuid4().hex  # the same on every host of one job
 
 
 def _host_env(index: int, master: str, port: int, **extra) -> dict:
-    return {"XRT2PJRT_CPU_HOSTS": "2", "XRT2PJRT_CPU_HOST_INDEX": str(index), "MASTER_ADDR": master,
-            "XRT2PJRT_RENDEZVOUS_PORT": str(port), "XRT2PJRT_RENDEZVOUS_TIMEOUT": "60",
-            "XRT2PJRT_JOB_SECRET": JOB_SECRET, **extra}
+    return {
+        "XRT2PJRT_CPU_HOSTS": "2",
+        "XRT2PJRT_CPU_HOST_INDEX": str(index),
+        "MASTER_ADDR": master,
+        "XRT2PJRT_RENDEZVOUS_PORT": str(port),
+        "XRT2PJRT_RENDEZVOUS_TIMEOUT": "60",
+        "XRT2PJRT_JOB_SECRET": JOB_SECRET,
+        **extra,
+    }
 
 
 def _pod_replicas(runs) -> dict[int, dict]:
     """Every host's run finished and succeeded; their replicas' results by ordinal. A
     failure shows every host's output: the first to fail is often only waiting for another."""
     finished = [finish_program(run) for run in runs]
-    outputs = "\n".join(f"--- host run {k} (exit {code}):\n{output[-3000:]}"
-                         for k, (code, _, output) in enumerate(finished))
+    outputs = "\n".join(
+        f"--- host run {k} (exit {code}):\n{output[-3000:]}" for k, (code, _, output) in enumerate(finished)
+    )
     assert all(code == 0 for code, _, _ in finished), outputs
     return {ordinal: value for _, results, _ in finished for ordinal, value in by_ordinal(results).items()}
 
@@ -246,7 +263,10 @@ def test_a_replica_that_waits_on_nobody_finishes_when_another_fails_as_on_a_pod(
     code, results, output = run_program(tmp_path, MASTER_SAVES_WHILE_ANOTHER_FAILS, 2)
     assert code == 3, output[-3000:]
     assert "saved" in results, output[-3000:]
-    assert results["parent"]["error"] == "ReplicaFailed" and "boom after the last collective" in results["parent"]["message"]
+    assert (
+        results["parent"]["error"] == "ReplicaFailed"
+        and "boom after the last collective" in results["parent"]["message"]
+    )
 
 
 LONG_ON_HOST_1 = """
@@ -266,8 +286,10 @@ def test_a_host_whose_launcher_is_killed_does_not_leave_the_others_waiting_for_e
     counting and fails the run within the rendezvous timeout (it had waited for ever)."""
     script = write_program(tmp_path, LONG_ON_HOST_1)
     port = free_port()
-    runs = [start_program(script, 1, "fork", env=_host_env(h, "127.0.0.1", port, XRT2PJRT_RENDEZVOUS_TIMEOUT="4"))
-            for h in (0, 1)]
+    runs = [
+        start_program(script, 1, "fork", env=_host_env(h, "127.0.0.1", port, XRT2PJRT_RENDEZVOUS_TIMEOUT="4"))
+        for h in (0, 1)
+    ]
     host_1, out_1 = runs[1]
     deadline = time.monotonic() + 120
     while not (out_1 / "pid1.json").exists():

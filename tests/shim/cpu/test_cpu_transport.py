@@ -43,12 +43,20 @@ def test_a_replicas_stdout_holds_only_what_the_program_printed(tmp_path):
     now, and fd 1 is the program's stdout again after."""
     script = tmp_path / "prints_json.py"
     script.write_text(PRINTS_JSON)
-    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "3", str(script)], capture_output=True,
-                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    ran = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "3", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert ran.returncode == 0, ran.stderr[-3000:]
     lines = ran.stdout.splitlines()
-    assert sorted(lines) == sorted([f"before {i}" for i in range(3)] + [f"after {i}" for i in range(3)]
-                                   + ['{"sum": 3.0, "gather": [2.0, 1.0, 0.0]}']), ran.stdout
+    assert sorted(lines) == sorted(
+        [f"before {i}" for i in range(3)]
+        + [f"after {i}" for i in range(3)]
+        + ['{"sum": 3.0, "gather": [2.0, 1.0, 0.0]}']
+    ), ran.stdout
     # what gloo printed is on stderr: each of the 3 replicas connects 2 groups
     assert ran.stderr.count("[Gloo] Rank") == 6, ran.stderr[-3000:]
 
@@ -88,7 +96,12 @@ os.write(1, b"out 3\\n")
 
 
 def test_stdout_into_stderr_restores_fd_1_when_the_block_raises_and_when_the_last_thread_leaves():
-    ran = subprocess.run([sys.executable, "-c", STDOUT_INTO_STDERR], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    ran = subprocess.run(
+        [sys.executable, "-c", STDOUT_INTO_STDERR],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert ran.returncode == 0, ran.stderr
     assert (ran.stdout, ran.stderr) == ("out 1\nout 2\nout 3\n", "err 1\nerr 2\nerr 3\nerr 4\n")

@@ -273,13 +273,15 @@ if __name__ == "__main__":
 def _tables():
     from xrt2pjrt.shim.cpu import launch, world
 
-    return [(name, r) for name, table in (("WORLD", world.WORLD), ("WORKER", world.WORKER), ("LAUNCH", launch.LAUNCH))
-            for r in table]
+    return [
+        (name, r)
+        for name, table in (("WORLD", world.WORLD), ("WORKER", world.WORKER), ("LAUNCH", launch.LAUNCH))
+        for r in table
+    ]
 
 
 @pytest.mark.xla
-@pytest.mark.parametrize("table,replacement", _tables(),
-                         ids=lambda value: getattr(value, "target", value))
+@pytest.mark.parametrize("table,replacement", _tables(), ids=lambda value: getattr(value, "target", value))
 def test_every_target_exists_and_its_replacement_takes_its_arguments(table, replacement):
     slot = replacement.slot()
     if replacement.target.startswith("kernel:"):  # called by the dispatcher with the schema's arguments
@@ -309,7 +311,7 @@ def _pybind_parameters(function):
     positional-or-keyword, defaults as Python values. Its annotations name types only."""
     line = function.__doc__.splitlines()[0]
     assert line.startswith(f"{function.__name__}("), line
-    inner, depth, parts, part = line[len(function.__name__) + 1:line.rindex(") -> ")], 0, [], ""
+    inner, depth, parts, part = line[len(function.__name__) + 1 : line.rindex(") -> ")], 0, [], ""
     for char in inner:  # split at the commas outside brackets (Sequence[str], dict[str, int])
         depth += 1 if char in "[(" else -1 if char in "])" else 0
         if char == "," and depth == 0:
@@ -330,16 +332,22 @@ def test_pybind_parameters_are_read_from_the_signature_line():
 
     fake.__name__ = "f"
     fake.__doc__ = "f(arg0: dict[str, int], devices: collections.abc.Sequence[str] | None = None) -> list[str]\n"
-    assert _pybind_parameters(fake) == [("arg0", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
-                                        ("devices", inspect.Parameter.POSITIONAL_OR_KEYWORD, None)]
+    assert _pybind_parameters(fake) == [
+        ("arg0", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("devices", inspect.Parameter.POSITIONAL_OR_KEYWORD, None),
+    ]
 
 
 @pytest.mark.xla
 def test_a_target_torch_xla_does_not_have_fails_loudly():
     from xrt2pjrt.shim.cpu import replacements
 
-    for target in ("torch_xla.runtime:world_sizes", "torch_xla.runtimes:world_size",
-                   "torch.distributed.rendezvous:_rendezvous_handlers['xrt']", "kernel:_c10d_functional::wait_tensor"):
+    for target in (
+        "torch_xla.runtime:world_sizes",
+        "torch_xla.runtimes:world_size",
+        "torch.distributed.rendezvous:_rendezvous_handlers['xrt']",
+        "kernel:_c10d_functional::wait_tensor",
+    ):
         with pytest.raises(replacements.MissingTarget, match=target.replace("[", r"\[")):
             replacements.Replacement(target, len, "").slot()
 
@@ -357,10 +365,20 @@ def run(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("one_world")
     script = folder / "program.py"
     script.write_text(textwrap.dedent(PROGRAM))
-    replicas = subprocess.Popen([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", str(WORLD), str(script),
-                                 str(folder)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    one = subprocess.run([sys.executable, str(script), str(folder), "--one-replica"], capture_output=True, text=True,
-                         env={**_env(), "PJRT_DEVICE": "CPU"}, timeout=300)
+    replicas = subprocess.Popen(
+        [sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", str(WORLD), str(script), str(folder)],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    one = subprocess.run(
+        [sys.executable, str(script), str(folder), "--one-replica"],
+        capture_output=True,
+        text=True,
+        env={**_env(), "PJRT_DEVICE": "CPU"},
+        timeout=300,
+    )
     try:
         output, _ = replicas.communicate(timeout=300)
     finally:
@@ -391,9 +409,19 @@ def test_torch_xla_runtime_answers_as_on_a_4_replica_pod(run):
     for i, seen in _replicas(run).items():
         assert seen["index"] == i  # torch_xla.launch passes the global ordinal
         assert seen["runtime"] == {
-            "world_size": 4, "global_ordinal": i, "local_ordinal": i, "process_index": i, "process_count": 4,
-            "local_process_count": 4, "host_index": 0, "global_device_count": 4, "local_device_count": 4,
-            "addressable_device_count": 1, "global_runtime_device_count": 4, "addressable_runtime_device_count": 1}
+            "world_size": 4,
+            "global_ordinal": i,
+            "local_ordinal": i,
+            "process_index": i,
+            "process_count": 4,
+            "local_process_count": 4,
+            "host_index": 0,
+            "global_device_count": 4,
+            "local_device_count": 4,
+            "addressable_device_count": 1,
+            "global_runtime_device_count": 4,
+            "addressable_runtime_device_count": 1,
+        }
         assert (seen["master"], seen["master (global)"]) == (i == 0, i == 0)
         assert seen["early world_size"] == 4  # a name bound before the replicas started
         if not os.environ.get("OMP_NUM_THREADS"):  # the 4 replicas share the cores, as under torchrun
@@ -420,8 +448,10 @@ def test_torch_xla_core_functions_reduce_forward_and_backward(run):
     for i, seen in _replicas(run).items():
         # all_reduce's backward is the local gradient, all_gather's the replica's slice (torch_xla's rules)
         assert seen["xf.all_reduce"] == {"out": [10.0, 8.0], "grad": [i + 1.0, i + 1.0]}
-        assert seen["xf.all_gather"] == {"out": [[1.0, 2.0], [2.0, 2.0], [3.0, 2.0], [4.0, 2.0]],
-                                         "grad": [[2.0 * i, 2.0 * i + 1]]}
+        assert seen["xf.all_gather"] == {
+            "out": [[1.0, 2.0], [2.0, 2.0], [3.0, 2.0], [4.0, 2.0]],
+            "grad": [[2.0 * i, 2.0 * i + 1]],
+        }
         # each replica holds 2 columns of the weight; together they multiply by all of it
         assert torch.allclose(torch.tensor(seen["distributed_mm"]), w @ x, atol=1e-5)
 
@@ -437,8 +467,9 @@ def test_sync_batch_norm_on_4_replicas_is_batch_norm_over_the_whole_batch(run):
     out = norm(batch)
     (out * weight).sum().backward()
     replicas = _replicas(run)
-    got = {key: torch.cat([torch.tensor(replicas[i]["SyncBatchNorm"][key]) for i in range(4)])
-           for key in ("out", "grad")}
+    got = {
+        key: torch.cat([torch.tensor(replicas[i]["SyncBatchNorm"][key]) for i in range(4)]) for key in ("out", "grad")
+    }
     assert torch.allclose(got["out"], out.detach(), atol=1e-5)
     assert torch.allclose(got["grad"], batch.grad, atol=1e-5)
     for key, expected in (("weight", norm.weight.grad), ("bias", norm.bias.grad)):
@@ -450,10 +481,15 @@ def test_sync_batch_norm_on_4_replicas_is_batch_norm_over_the_whole_batch(run):
 @pytest.mark.xla
 def test_bucketized_collectives_span_the_replicas(run):
     for i, seen in _replicas(run).items():
-        assert seen["all_gather_bucketized"] == [[0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0],
-                                                 [10.0] * 3 + [11.0] * 3 + [12.0] * 3 + [13.0] * 3]
+        assert seen["all_gather_bucketized"] == [
+            [0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0],
+            [10.0] * 3 + [11.0] * 3 + [12.0] * 3 + [13.0] * 3,
+        ]
         ramp_sum = [10.0 * k for k in range(8)]  # ramp * (1 + 2 + 3 + 4)
-        assert seen["reduce_scatter_bucketized"] == [ramp_sum[2 * i:2 * i + 2], [2 * v for v in ramp_sum[2 * i:2 * i + 2]]]
+        assert seen["reduce_scatter_bucketized"] == [
+            ramp_sum[2 * i : 2 * i + 2],
+            [2 * v for v in ramp_sum[2 * i : 2 * i + 2]],
+        ]
         assert seen["all_reduce_bucketized_gradients"] == [[3.0, 3.0], [6.0, 6.0, 6.0]]  # (0+1+2+3) * 0.5
 
 
@@ -478,8 +514,13 @@ def test_torch_distributed_xla_backend_spans_the_replicas(run):
         if i != 0:  # ordinal 0 arrived a second late
             assert seen["barrier waited"] > 0.5
         assert seen["sampler from xr"] == seen["sampler from dist"] == [i, i + 4, i + 8, i + 12]
-        assert seen["functional"] == [[0.0, 10.0, 20.0, 30.0], [0.0, 1.0, 2.0, 3.0], [10.0 * i],
-                                      [0.0 + i, 10.0 + i, 20.0 + i, 30.0 + i], [1.0, 2.0, 3.0, 4.0]]
+        assert seen["functional"] == [
+            [0.0, 10.0, 20.0, 30.0],
+            [0.0, 1.0, 2.0, 3.0],
+            [10.0 * i],
+            [0.0 + i, 10.0 + i, 20.0 + i, 30.0 + i],
+            [1.0, 2.0, 3.0, 4.0],
+        ]
 
 
 @pytest.mark.xla
@@ -502,8 +543,9 @@ def test_data_parallel_training_ends_bit_identical_and_equal_to_one_replica_on_t
     assert trained.keys() == reference.keys()
     for name in trained:
         ours, theirs = (array.array("f", bytes.fromhex(h)) for h in (trained[name], reference[name]))
-        assert len(ours) == len(theirs) and all(map(functools.partial(math.isclose, rel_tol=1e-5, abs_tol=1e-7),
-                                                    ours, theirs)), name
+        assert len(ours) == len(theirs) and all(
+            map(functools.partial(math.isclose, rel_tol=1e-5, abs_tol=1e-7), ours, theirs)
+        ), name
 
 
 # --- device names at 3 replicas, as a pod's runtime gives them -----------------------------------
@@ -562,19 +604,36 @@ def test_device_names_are_a_pods_global_ones_on_3_replicas(tmp_path):
     PJRT code, user scripts) got 0 on every replica, and a device count of 1."""
     script = tmp_path / "names.py"
     script.write_text(DEVICE_NAMES)
-    ran = subprocess.run([sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "3", str(script), str(tmp_path)],
-                         env=_env(), capture_output=True, text=True, timeout=300)
+    ran = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "run", "--nprocs", "3", str(script), str(tmp_path)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr[-4000:]
     world = ["CPU:0", "CPU:1", "CPU:2"]
     for i in range(3):
         seen = json.loads((tmp_path / f"{i}.json").read_text())
         assert seen.pop("a subset").startswith("ValueError: replication devices ['CPU:%d']" % i)
         assert seen.pop("attributes beyond a name").startswith(
-            "NotImplementedError: xr.global_runtime_device_attributes() in the CPU replica mode")
+            "NotImplementedError: xr.global_runtime_device_attributes() in the CPU replica mode"
+        )
         assert seen == {
-            "real": [f"CPU:{i}"], "real (all)": [f"CPU:{i}"], "torch_xla.real_devices": [f"CPU:{i}"],
-            "device_count": 1, "hw": "CPU", "xla_device": "xla:0", "supported": ["xla:0"], "all": world,
-            "all runtime": world, "replication": world, "attributes": [{"name": name} for name in world],
-            "global_device_count": 3, "addressable_device_count": 1,
-            "after set_replication": [world, 3], "computed": [[2.0 * (i + 1)] * 2, [6.0, 6.0]],
-            "after set_replication []": []}
+            "real": [f"CPU:{i}"],
+            "real (all)": [f"CPU:{i}"],
+            "torch_xla.real_devices": [f"CPU:{i}"],
+            "device_count": 1,
+            "hw": "CPU",
+            "xla_device": "xla:0",
+            "supported": ["xla:0"],
+            "all": world,
+            "all runtime": world,
+            "replication": world,
+            "attributes": [{"name": name} for name in world],
+            "global_device_count": 3,
+            "addressable_device_count": 1,
+            "after set_replication": [world, 3],
+            "computed": [[2.0 * (i + 1)] * 2, [6.0, 6.0]],
+            "after set_replication []": [],
+        }

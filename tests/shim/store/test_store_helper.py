@@ -45,8 +45,12 @@ def _creator(expected: int, how: str, linger: float = 30) -> tuple[StoreClient, 
     """A process that starts a helper-served store, sets a key, waits for the peer, then
     finishes or crashes. (The helper writes to the creator's stderr; capturing that would
     wait for the helper.)"""
-    creator = subprocess.Popen([sys.executable, "-c", HELPED, ROOT, SECRET.decode(), str(expected), how, str(linger)],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    creator = subprocess.Popen(
+        [sys.executable, "-c", HELPED, ROOT, SECRET.decode(), str(expected), how, str(linger)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     port, pid = map(int, creator.stdout.readline().split())
     peer = client(port, timeout=60)  # a new helper process answers slowly on a loaded machine
     assert peer.get("from the creator") == b"hello"
@@ -125,8 +129,11 @@ def test_a_strangers_bad_frames_print_no_stack_into_the_jobs_output(capfd):
     helper shares with the job."""
     helper = start_helper("127.0.0.1", 0, SECRET, expected=2, linger=30)
     try:
-        for frame in (Wire.validate() + bytes([Wire.SET]) + struct.pack("<Q", 1 << 62), os.urandom(4096),
-                      bytes([Wire.VALIDATE]) + struct.pack("<I", 1234)):
+        for frame in (
+            Wire.validate() + bytes([Wire.SET]) + struct.pack("<Q", 1 << 62),
+            os.urandom(4096),
+            bytes([Wire.VALIDATE]) + struct.pack("<I", 1234),
+        ):
             with socket.create_connection(("127.0.0.1", helper.port)) as stranger:
                 stranger.sendall(frame)
                 stranger.settimeout(5)
@@ -151,8 +158,9 @@ def test_a_store_filled_past_its_bound_aborts_the_job_saying_so(monkeypatch):
     monkeypatch.setenv(settings.STORE_MAX_BYTES.name, str(1 << 20))
     helper = start_helper("127.0.0.1", 0, SECRET, expected=2, linger=30)
     job = client(helper.port, timeout=60)
-    stranger = dist.TCPStore("127.0.0.1", helper.port, is_master=False, use_libuv=True,
-                             timeout=datetime.timedelta(seconds=10))
+    stranger = dist.TCPStore(
+        "127.0.0.1", helper.port, is_master=False, use_libuv=True, timeout=datetime.timedelta(seconds=10)
+    )
     try:
         for k in range(40):  # 160 MiB
             stranger.set(f"junk/{k}", b"x" * (4 << 20))
@@ -165,6 +173,9 @@ def test_a_store_filled_past_its_bound_aborts_the_job_saying_so(monkeypatch):
 
 def test_an_address_this_machine_lacks_is_refused_in_one_line():
     """It fell back to listening on every interface."""
-    with pytest.raises(StoreError, match=r"^cannot listen on 192\.0\.2\.1:0: 192\.0\.2\.1 is no address of this "
-                                         r"machine; give the store one of its own with XRT2PJRT_RENDEZVOUS_ADDR"):
+    with pytest.raises(
+        StoreError,
+        match=r"^cannot listen on 192\.0\.2\.1:0: 192\.0\.2\.1 is no address of this "
+        r"machine; give the store one of its own with XRT2PJRT_RENDEZVOUS_ADDR",
+    ):
         listen("192.0.2.1", 0)  # TEST-NET-1: documentation only, nobody's

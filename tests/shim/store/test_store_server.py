@@ -36,8 +36,10 @@ def test_a_stranger_can_neither_read_write_nor_forge(server):
     job = client(server.port)
     job.set("xrt2pjrt/rendezvous/all/0/1", b"the job's payload")
     stranger = client(server.port, secret=b"guessed-" + uuid.uuid4().hex.encode())
-    for call in (lambda: stranger.set("xrt2pjrt/rendezvous/all/0/1", b"forged"),
-                 lambda: stranger.get("xrt2pjrt/rendezvous/all/0/1")):
+    for call in (
+        lambda: stranger.set("xrt2pjrt/rendezvous/all/0/1", b"forged"),
+        lambda: stranger.get("xrt2pjrt/rendezvous/all/0/1"),
+    ):
         with pytest.raises(StoreAuthenticationError, match="does not hold this job's secret"):
             call()
     engine = _engine_client(server.port)
@@ -78,8 +80,11 @@ def test_values_of_20_mib_pass_and_larger_than_the_limit_are_refused_naming_it(s
     assert job.get("big") == payload and job.multi_get(["big", "big"]) == [payload, payload]
     assert job.delete_key("big") and job.num_keys() == 0  # its chunks with it
     monkeypatch.setenv(settings.STORE_MAX_BYTES.name, str(1 << 20))
-    with pytest.raises(StoreError, match=r"2097152 bytes is over the store's limit of 1048576 bytes "
-                                               r"\(1 MiB; XRT2PJRT_STORE_MAX_BYTES sets it\)"):
+    with pytest.raises(
+        StoreError,
+        match=r"2097152 bytes is over the store's limit of 1048576 bytes "
+        r"\(1 MiB; XRT2PJRT_STORE_MAX_BYTES sets it\)",
+    ):
         job.set("bigger", os.urandom(2 << 20))
     small = StoreServer(listen("127.0.0.1", 0), SECRET, max_bytes=1 << 20)
     monkeypatch.delenv(settings.STORE_MAX_BYTES.name)  # the client allows more than that server does
@@ -130,9 +135,14 @@ def test_more_processes_than_the_soft_open_file_limit_all_get_in(hard):
     hard limit it raises its own (Linux's usual soft limit of 1,024 is below a pod of 1,024
     processes); at the hard limit, the engine drops the connections beyond it and their
     processes try again until others close."""
-    served = subprocess.Popen([sys.executable, "-c", SERVE_WITH_FEW_FILES, "48", "48" if hard == "the same" else "0",
-                               SECRET.decode()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    served = subprocess.Popen(
+        [sys.executable, "-c", SERVE_WITH_FEW_FILES, "48", "48" if hard == "the same" else "0", SECRET.decode()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
     try:
         port = int(served.stdout.readline())
         holding = hard == "unchanged"  # every connection stays open until all got in
@@ -164,7 +174,11 @@ def test_more_processes_than_the_soft_open_file_limit_all_get_in(hard):
 
 
 def test_importing_the_store_imports_neither_torch_nor_yaml():
-    code = ("import sys; import xrt2pjrt.shim.store.client, xrt2pjrt.shim.store.helper; "
-            "print('torch' in sys.modules, 'yaml' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    code = (
+        "import sys; import xrt2pjrt.shim.store.client, xrt2pjrt.shim.store.helper; "
+        "print('torch' in sys.modules, 'yaml' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}
+    )
     assert done.stdout.split() == ["False", "False"]

@@ -42,12 +42,16 @@ class GpuIsCuda(PythonRule):
     )
 
     def leave(self, ctx, original, updated):
-        if len(original.comparisons) != 1 or not isinstance(original.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+        if len(original.comparisons) != 1 or not isinstance(
+            original.comparisons[0].operator, (cst.Equal, cst.NotEqual)
+        ):
             return updated
         sides = (original.left, original.comparisons[0].comparator)
         if not any(isinstance(side, cst.Call) and ctx.resolve(side.func) in _DEVICE_TYPE_CALLS for side in sides):
             return updated
-        gpu = next((side for side in sides if isinstance(side, cst.SimpleString) and side.evaluated_value == "GPU"), None)
+        gpu = next(
+            (side for side in sides if isinstance(side, cst.SimpleString) and side.evaluated_value == "GPU"), None
+        )
         if gpu is None:
             return updated
         ctx.change(f"{code(original)}: torch_xla 2.x names the GPU device type 'CUDA'")

@@ -19,8 +19,13 @@ from xrt2pjrt.registry import Example, dedent
 class Keywords(RenameRule):
     id = "api-keywords"
     summary = "Keywords torch_xla 2.x renamed (data=, loader=, mark_step_on_finalization=) or dropped (cctx)"
-    table = renames_of(f"{XM}.send_cpu_data_to_device", f"{PL}.ParallelLoader", f"{FSDP}.XlaFullyShardedDataParallel",
-                   f"{FSDP}.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel", f"{XM}.all_reduce")
+    table = renames_of(
+        f"{XM}.send_cpu_data_to_device",
+        f"{PL}.ParallelLoader",
+        f"{FSDP}.XlaFullyShardedDataParallel",
+        f"{FSDP}.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel",
+        f"{XM}.all_reduce",
+    )
     examples = (
         Example(
             dedent("""

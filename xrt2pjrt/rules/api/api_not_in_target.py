@@ -119,7 +119,9 @@ class NotInTarget(PythonRule):
 
     def leave(self, ctx, original, updated):
         func, args = updated.func, updated.args
-        if not (isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 2 and ctx.resolve(func) is None):
+        if not (
+            isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 2 and ctx.resolve(func) is None
+        ):
             return updated
         owner, attr = ctx.resolve(args[0].value), literal(args[1].value)
         if owner and isinstance(attr, str) and not args[0].star:
@@ -177,13 +179,18 @@ class NotInTarget(PythonRule):
             # its import fails first: import-gone-module's spot; but a notebook's cell that
             # uses the name is read and run on its own, and is told once
             outer = ctx.parent()  # (``gcs`` of ``gcs.read``: the attribute is the spot)
-            if (ctx.in_another_piece(ctx.anchor) and (ctx.piece, lack.name) not in self._told
-                    and not (isinstance(outer, cst.Attribute) and outer.value is ctx.original)):
+            if (
+                ctx.in_another_piece(ctx.anchor)
+                and (ctx.piece, lack.name) not in self._told
+                and not (isinstance(outer, cst.Attribute) and outer.value is ctx.original)
+            ):
                 self._told.add((ctx.piece, lack.name))
                 found = advice(lack.name)
-                ctx.decide(found.do if found else "replace it: its import fails",
-                           detail=f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell "
-                           "that imports it fails" + (f"; {found}" if found else ""))
+                ctx.decide(
+                    found.do if found else "replace it: its import fails",
+                    detail=f"{code(node)}: {lack.name} is not in {spelled_release(lack.release)}; the cell "
+                    "that imports it fails" + (f"; {found}" if found else ""),
+                )
             return
         message, detail = missing(code(node), lack, "an AttributeError")
         ctx.decide(message, detail=detail)
@@ -195,17 +202,22 @@ class NotInTarget(PythonRule):
         found = advice(lack.name)
         then = f"; {found}" if found else ""
         if lack.name.endswith("=)"):
-            keyword = lack.name[len(dotted) + 1:-1]
-            return (found.do if found else f"drop {keyword}: not in {release}",
-                    f"{spot} takes no {keyword} in {release} ({lack.history}): a TypeError there{then}")
+            keyword = lack.name[len(dotted) + 1 : -1]
+            return (
+                found.do if found else f"drop {keyword}: not in {release}",
+                f"{spot} takes no {keyword} in {release} ({lack.history}): a TypeError there{then}",
+            )
         if "(argument " not in lack.name:  # name(param): a parameter it needs, not passed
-            param = lack.name[len(dotted) + 1:-1]
-            return (found.do if found else f"pass {param}: {release} needs it",
-                    f"{spot} needs {param} in {release}, which this call does not pass: a TypeError there{then}")
+            param = lack.name[len(dotted) + 1 : -1]
+            return (
+                found.do if found else f"pass {param}: {release} needs it",
+                f"{spot} needs {param} in {release}, which this call does not pass: a TypeError there{then}",
+            )
         limit = entry(dotted, lack.release).positional_limit()
-        return (f"pass at most {limit} argument{'s' * (limit != 1)} by position",
-                f"{spot} takes at most {limit} positional argument{'s' * (limit != 1)} in {release}: a TypeError "
-                "there")
+        return (
+            f"pass at most {limit} argument{'s' * (limit != 1)} by position",
+            f"{spot} takes at most {limit} positional argument{'s' * (limit != 1)} in {release}: a TypeError there",
+        )
 
 
 def _named(node: cst.BaseExpression, dotted: str) -> str:

@@ -67,14 +67,16 @@ class RendezvousPayload(PythonRule):
             ctx.change("xm.rendezvous: str payload → bytes (PJRT rejects str)")
             if value.evaluated_value.isascii():
                 raw = "r" if "r" in prefix else ""
-                new = cst.SimpleString(f"b{raw}{value.value[len(value.prefix):]}")
+                new = cst.SimpleString(f"b{raw}{value.value[len(value.prefix) :]}")
             else:  # no bytes literal holds it: encoded as XRT's binding did (UTF-8)
                 new = cst.Call(cst.Attribute(value, cst.Name("encode")))
-            return node.with_changes(args=[*node.args[:index], arg.with_changes(value=new), *node.args[index + 1:]])
+            return node.with_changes(args=[*node.args[:index], arg.with_changes(value=new), *node.args[index + 1 :]])
         if _makes_str(value) or (isinstance(value, cst.Name) and _bound_to_str(ctx, value.value)):
-            ctx.decide("encode the payload if it is a str",
-                       detail="the rendezvous payload must be bytes under PJRT (TypeError otherwise): encode it if it "
-                       "is a str")
+            ctx.decide(
+                "encode the payload if it is a str",
+                detail="the rendezvous payload must be bytes under PJRT (TypeError otherwise): encode it if it "
+                "is a str",
+            )
         return node
 
 
@@ -99,5 +101,6 @@ def _bound_to_str(ctx, name: str) -> bool:
     """Whether ``name``, read on the current line, is bound only to what makes a str in the
     innermost scope that binds it (``msg = 'ready %d' % rank``); a parameter is not known."""
     bound = spawn_site.bindings_seen_at(ctx.tree, ctx.line, name)
-    return bool(bound) and all(value is not None and _makes_str(cst.parse_expression(ast.unparse(value)))
-                               for value in bound)
+    return bool(bound) and all(
+        value is not None and _makes_str(cst.parse_expression(ast.unparse(value))) for value in bound
+    )

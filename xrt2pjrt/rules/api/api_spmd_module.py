@@ -38,7 +38,8 @@ def _moved(old: str) -> frozenset[str]:
         if parent != old or name.startswith("_") or was is None or was.kind not in ("def", "class") or now is None:
             continue
         if all(api_surface.entry(f"{NEW}.{name}", (2, minor)) for minor in range(2, 10)) and (
-                was.params is None or now.params is None or set(was.params) <= set(now.params)):
+            was.params is None or now.params is None or set(was.params) <= set(now.params)
+        ):
             out.add(name)
     return frozenset(out)
 
@@ -98,8 +99,12 @@ class SpmdModule(PythonRule):
             return self._from(ctx, updated)
         for alias in updated.names:  # import torch_xla.experimental.xla_sharding as xs
             old = imports.dotted(alias.name)
-            if old in MOVED and alias.asname is not None and len(updated.names) == 1 \
-                    and _taken(ctx.tree, alias.asname.name.value, MOVED[old]):
+            if (
+                old in MOVED
+                and alias.asname is not None
+                and len(updated.names) == 1
+                and _taken(ctx.tree, alias.asname.name.value, MOVED[old])
+            ):
                 ctx.change(f"import of {old} → {NEW}: the same names, moved in torch_xla 2.2")
                 return updated.with_changes(names=[alias.with_changes(name=_dotted(NEW))])
         return updated
@@ -108,8 +113,11 @@ class SpmdModule(PythonRule):
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return node
         module = imports.dotted(node.module)
-        if module in MOVED and {a.name.value for a in node.names} <= MOVED[module] and any(
-                _uses(ctx.tree, (a.asname.name if a.asname else a.name).value) for a in node.names):
+        if (
+            module in MOVED
+            and {a.name.value for a in node.names} <= MOVED[module]
+            and any(_uses(ctx.tree, (a.asname.name if a.asname else a.name).value) for a in node.names)
+        ):
             ctx.change(f"import from {module} → {NEW}: the same names, moved in torch_xla 2.2")
             return node.with_changes(module=_dotted(NEW))
         if module == "torch_xla.experimental" and len(node.names) == 1 and node.names[0].asname is not None:
@@ -117,8 +125,9 @@ class SpmdModule(PythonRule):
             old = f"{module}.{alias.name.value}"
             if old in MOVED and _taken(ctx.tree, alias.asname.name.value, MOVED[old]):
                 ctx.change(f"import of {old} → {NEW}: the same names, moved in torch_xla 2.2")
-                return node.with_changes(module=_dotted("torch_xla.distributed"), names=[alias.with_changes(
-                    name=cst.Name("spmd"))])
+                return node.with_changes(
+                    module=_dotted("torch_xla.distributed"), names=[alias.with_changes(name=cst.Name("spmd"))]
+                )
         return node
 
 
@@ -133,8 +142,11 @@ def _uses(tree: ast.Module | None, local: str) -> set[str]:
     the module on), or where the file cannot be read."""
     if tree is None:
         return {"*"}
-    attributes = {id(node.value): node.attr for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == local}
+    attributes = {
+        id(node.value): node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == local
+    }
     out = set(attributes.values())
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == local and id(node) not in attributes:

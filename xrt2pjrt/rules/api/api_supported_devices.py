@@ -18,8 +18,10 @@ from xrt2pjrt.python.renames import RenameRule, XM, XR, renames_of
 from xrt2pjrt.python.rule import code, literal
 from xrt2pjrt.registry import Example, dedent
 
-_PROBE = ("a TPU probe answers by the runtime's device type: PJRT lists the devices of that type only, "
-          "so the devices of the kind asked for are never missing from the list")
+_PROBE = (
+    "a TPU probe answers by the runtime's device type: PJRT lists the devices of that type only, "
+    "so the devices of the kind asked for are never missing from the list"
+)
 
 
 class SupportedDevices(RenameRule):
@@ -164,14 +166,25 @@ def _tested(ctx, level: int) -> bool:
         return isinstance(parent.operator, cst.Not)
     if isinstance(parent, cst.Arg):
         call = ctx.parent(level + 1)
-        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "bool"
-                and len(call.args) == 1 and ctx.resolve(call.func) is None)
+        return (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Name)
+            and call.func.value == "bool"
+            and len(call.args) == 1
+            and ctx.resolve(call.func) is None
+        )
     return False
 
 
 # (operator, number): a count compared so that the comparison says "some" (False: "none")
-_SOME = {(cst.GreaterThan, 0): True, (cst.NotEqual, 0): True, (cst.GreaterThanEqual, 1): True,
-         (cst.Equal, 0): False, (cst.LessThan, 1): False, (cst.LessThanEqual, 0): False}
+_SOME = {
+    (cst.GreaterThan, 0): True,
+    (cst.NotEqual, 0): True,
+    (cst.GreaterThanEqual, 1): True,
+    (cst.Equal, 0): False,
+    (cst.LessThan, 1): False,
+    (cst.LessThanEqual, 0): False,
+}
 
 
 def _counted_call(comparison: cst.Comparison) -> tuple[cst.Call, bool] | None:
@@ -183,7 +196,13 @@ def _counted_call(comparison: cst.Comparison) -> tuple[cst.Call, bool] | None:
         return (left, isinstance(target.operator, cst.Is)) if isinstance(left, cst.Call) else None
     count = literal(target.comparator)
     some = _SOME.get((type(target.operator), count)) if isinstance(count, int) else None
-    if (some is None or not isinstance(left, cst.Call) or not isinstance(left.func, cst.Name)
-            or left.func.value != "len" or len(left.args) != 1 or not isinstance(left.args[0].value, cst.Call)):
+    if (
+        some is None
+        or not isinstance(left, cst.Call)
+        or not isinstance(left.func, cst.Name)
+        or left.func.value != "len"
+        or len(left.args) != 1
+        or not isinstance(left.args[0].value, cst.Call)
+    ):
         return None
     return left.args[0].value, not some

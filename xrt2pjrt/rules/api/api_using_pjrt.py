@@ -111,9 +111,11 @@ class UsingPjrt(PythonRule):
         if node.args:
             return node
         if _asserted(ctx):
-            ctx.decide("delete this assertion: PJRT always runs",
-                       detail=f"a test asserts which runtime runs here: from torch_xla 2.1 it is always PJRT "
-                       f"({short(name)} is gone from 2.5): the assertion tests XRT-era behaviour; delete it")
+            ctx.decide(
+                "delete this assertion: PJRT always runs",
+                detail=f"a test asserts which runtime runs here: from torch_xla 2.1 it is always PJRT "
+                f"({short(name)} is gone from 2.5): the assertion tests XRT-era behaviour; delete it",
+            )
             return node
         ctx.change(f"{short(name)}() is always true from torch_xla 2.1")
         return cst.Name("True")
@@ -138,7 +140,11 @@ class UsingPjrt(PythonRule):
         block = kept.body if isinstance(kept, cst.Else) else kept
         statements = _statements_of(block)
         header = block.header.comment if isinstance(block, cst.IndentedBlock) else None  # `if ...:  # note`
-        above = [*updated.leading_lines, *([cst.EmptyLine(comment=header)] if header else []), *statements[0].leading_lines]
+        above = [
+            *updated.leading_lines,
+            *([cst.EmptyLine(comment=header)] if header else []),
+            *statements[0].leading_lines,
+        ]
         statements[0] = statements[0].with_changes(leading_lines=above)
         return cst.FlattenSentinel(statements)
 
@@ -152,8 +158,11 @@ def _asserted(ctx) -> bool:
     """Whether the node being visited is inside an ``assert`` or a test's ``self.assert...(...)``."""
     level = 1
     while (node := ctx.parent(level)) is not None and not isinstance(node, cst.BaseCompoundStatement):
-        if isinstance(node, cst.Assert) or (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                                            and node.func.attr.value.startswith("assert")):
+        if isinstance(node, cst.Assert) or (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value.startswith("assert")
+        ):
             return True
         level += 1
     return False

@@ -24,10 +24,12 @@ from xrt2pjrt.python.spawn_graph import in_replicas_code, reads_replica_number
 from xrt2pjrt.registry import Example, dedent
 
 # XRT code picked a replica's device by number; under PJRT a process sees only its own.
-_OWN_DEVICES = ("under PJRT the index counts the devices this process sees: in a replica of xmp.spawn only its "
-                "own (one on TPU v4 and later, so another index raises IndexError; on v2/v3 two, one per thread, so "
-                "another is the other thread's), without a spawn every chip of the host; where it meant this "
-                "replica's device, use torch_xla.device()")
+_OWN_DEVICES = (
+    "under PJRT the index counts the devices this process sees: in a replica of xmp.spawn only its "
+    "own (one on TPU v4 and later, so another index raises IndexError; on v2/v3 two, one per thread, so "
+    "another is the other thread's), without a spawn every chip of the host; where it meant this "
+    "replica's device, use torch_xla.device()"
+)
 
 
 class XlaDevice(RenameRule):

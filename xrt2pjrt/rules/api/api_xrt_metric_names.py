@@ -26,11 +26,28 @@ XRT_METRICS: dict[str, str | None] = {
     "TransferToServerTime": "TransferToDeviceTime",
     "TransferFromServerTime": "TransferFromDeviceTime",
     "TransferToServerAsync": None,
-    **dict.fromkeys((
-        "XrtAllocate", "XrtAllocateFromTensor", "XrtSubTuple", "XrtMakeTuple", "XrtCompile", "XrtReleaseCompilation",
-        "XrtExecute", "XrtExecuteChained", "XrtReadLiteral", "XrtReadTensor", "XrtWriteLiteral",
-        "XrtReleaseAllocation", "XrtReleaseAllAllocations", "XrtCompactAllocations", "XrtCompaction",
-        "XrtTryFreeMemory", "XrtExecutorEvict"), None),
+    **dict.fromkeys(
+        (
+            "XrtAllocate",
+            "XrtAllocateFromTensor",
+            "XrtSubTuple",
+            "XrtMakeTuple",
+            "XrtCompile",
+            "XrtReleaseCompilation",
+            "XrtExecute",
+            "XrtExecuteChained",
+            "XrtReadLiteral",
+            "XrtReadTensor",
+            "XrtWriteLiteral",
+            "XrtReleaseAllocation",
+            "XrtReleaseAllAllocations",
+            "XrtCompactAllocations",
+            "XrtCompaction",
+            "XrtTryFreeMemory",
+            "XrtExecutorEvict",
+        ),
+        None,
+    ),
 }
 
 
@@ -93,9 +110,12 @@ class XrtMetricNames(PythonRule):
     def leave(self, ctx, original, updated):
         """``'Xrt…' in report``: a name looked for in a metrics report (deeptrane's train.py
         halves the batch when 'XrtTryFreeMemory' shows in it)."""
-        if (isinstance(updated.left, cst.SimpleString) and len(updated.comparisons) == 1
-                and isinstance(updated.comparisons[0].operator, (cst.In, cst.NotIn))
-                and _is_report(ctx, updated.comparisons[0].comparator)):
+        if (
+            isinstance(updated.left, cst.SimpleString)
+            and len(updated.comparisons) == 1
+            and isinstance(updated.comparisons[0].operator, (cst.In, cst.NotIn))
+            and _is_report(ctx, updated.comparisons[0].comparator)
+        ):
             return updated.with_changes(left=updated.left.visit(_Renamer(ctx)))
         return updated
 
@@ -112,9 +132,11 @@ class _Renamer(cst.CSTTransformer):
             return updated
         new = XRT_METRICS[value]
         if new is None:
-            self.ctx.decide("drop this metric: PJRT never records it",
-                            detail=f"metric {value!r} was XRT's: PJRT never records it, so metric_data gives None "
-                            "and a report leaves it out")
+            self.ctx.decide(
+                "drop this metric: PJRT never records it",
+                detail=f"metric {value!r} was XRT's: PJRT never records it, so metric_data gives None "
+                "and a report leaves it out",
+            )
             return updated
         self.ctx.change(f"XRT's metric {value} → PJRT's {new}")
         quote = updated.quote
@@ -130,7 +152,10 @@ def _is_report(ctx, value: cst.BaseExpression) -> bool:
         return ctx.resolve(value.func) in _REPORTS
     if not isinstance(value, cst.Name) or ctx.tree is None:
         return False
-    bound = [v for v in spawn_site.bindings_seen_at(ctx.tree, ctx.line, value.value) if v is None or v.lineno < ctx.line]
+    bound = [
+        v for v in spawn_site.bindings_seen_at(ctx.tree, ctx.line, value.value) if v is None or v.lineno < ctx.line
+    ]
     imported = spawn_site.imported(ctx.tree)
-    return bool(bound) and all(isinstance(v, ast.Call) and spawn_site.resolved(v.func, imported) in _REPORTS
-                               for v in bound)
+    return bool(bound) and all(
+        isinstance(v, ast.Call) and spawn_site.resolved(v.func, imported) in _REPORTS for v in bound
+    )

@@ -18,10 +18,14 @@ def gone_on(name: str, target: tuple[int, int]) -> bool:
 def why(name: str, target: tuple[int, int]) -> str:
     """``XLA_TRIM_GRAPH_SIZE``: "torch_xla 2.9 reads it nowhere (last read by 2.4, ...)"."""
     last = gone(name, target).last
-    return (f"torch_xla {spelled(target)} reads it nowhere (last read by {spelled(last)}, at "
-            f"pytorch/xla {reading(name, last).source})")
+    return (
+        f"torch_xla {spelled(target)} reads it nowhere (last read by {spelled(last)}, at "
+        f"pytorch/xla {reading(name, last).source})"
+    )
 
 
 def read_advice(name: str, target: tuple[int, int]) -> Advice:
-    return Advice(f"drop it: torch_xla {spelled(target)} ignores it",
-                  f"{name}: {why(name, target)}: nothing sets it for the program, and setting it changes nothing")
+    return Advice(
+        f"drop it: torch_xla {spelled(target)} ignores it",
+        f"{name}: {why(name, target)}: nothing sets it for the program, and setting it changes nothing",
+    )

@@ -28,16 +28,18 @@ class ShellDeprecatedSetting(EnvRule):
                 export XLA_USE_FP16=1
                 python3 train.py
             """),
-            todo_line(WARNED["XLA_USE_FP16"].do, "env-shell-deprecated") + dedent("""
+            todo_line(WARNED["XLA_USE_FP16"].do, "env-shell-deprecated")
+            + dedent("""
                 export XLA_USE_FP16=1
                 python3 train.py
             """),
             manual=("computes in float32, silently",),
         ),
-        Example("XLA_USE_SPMD=1 python3 train_spmd.py\n",
-                todo_line(WARNED["XLA_USE_SPMD"].do, "env-shell-deprecated")
-                + "XLA_USE_SPMD=1 python3 train_spmd.py\n",
-                manual=("torch_xla.runtime.use_spmd()",)),
+        Example(
+            "XLA_USE_SPMD=1 python3 train_spmd.py\n",
+            todo_line(WARNED["XLA_USE_SPMD"].do, "env-shell-deprecated") + "XLA_USE_SPMD=1 python3 train_spmd.py\n",
+            manual=("torch_xla.runtime.use_spmd()",),
+        ),
         Example("export XLA_USE_FP16=1\n", "export XLA_USE_FP16=1\n", options={"target_version": (2, 3)}),
     )
 

@@ -30,8 +30,11 @@ class ShellGoneSetting(EnvRule):
             """),
         ),
         Example("PJRT_ALLOCATOR_FRACTION=0.5 PJRT_DEVICE=CPU python3 train.py\n", "PJRT_DEVICE=CPU python3 train.py\n"),
-        Example("export XLA_TRIM_GRAPH_SIZE=100000\n", "export XLA_TRIM_GRAPH_SIZE=100000\n",
-                options={"target_version": (2, 4)}),
+        Example(
+            "export XLA_TRIM_GRAPH_SIZE=100000\n",
+            "export XLA_TRIM_GRAPH_SIZE=100000\n",
+            options={"target_version": (2, 4)},
+        ),
     )
 
     @classmethod

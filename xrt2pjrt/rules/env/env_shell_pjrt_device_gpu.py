@@ -21,11 +21,16 @@ class ShellPjrtDeviceGpu(EnvRule):
     settled_by = ("env-shell-xrt-cpu", "env-shell-gpu-num-devices")
     variables = "PJRT_DEVICE"
     examples = (
-        Example("PJRT_DEVICE=GPU GPU_NUM_DEVICES=4 python3 train.py\n",
-                "PJRT_DEVICE=CUDA GPU_NUM_DEVICES=4 python3 train.py\n", options={"target_version": (2, 8)}),
-        Example("export PJRT_DEVICE=GPU\n",
-                todo_line(NO_CUDA.do, "env-shell-pjrt-device-gpu") + "export PJRT_DEVICE=CUDA\n",
-                manual=("2.9 dropped CUDA",)),
+        Example(
+            "PJRT_DEVICE=GPU GPU_NUM_DEVICES=4 python3 train.py\n",
+            "PJRT_DEVICE=CUDA GPU_NUM_DEVICES=4 python3 train.py\n",
+            options={"target_version": (2, 8)},
+        ),
+        Example(
+            "export PJRT_DEVICE=GPU\n",
+            todo_line(NO_CUDA.do, "env-shell-pjrt-device-gpu") + "export PJRT_DEVICE=CUDA\n",
+            manual=("2.9 dropped CUDA",),
+        ),
         Example("export PJRT_DEVICE=TPU\n", "export PJRT_DEVICE=TPU\n"),
     )
 

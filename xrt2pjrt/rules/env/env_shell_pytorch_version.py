@@ -21,10 +21,12 @@ from xrt2pjrt.text.environment import KEEP, EnvRule
 NAMES = "TPU_PYTORCH_VERSION|PYTORCH_VERSION|TORCH_XLA_VERSION|TPU_SOFTWARE_VERSION|TPU_RUNTIME_VERSION"
 # A value naming an XRT-era release: 1.x, 2.0, or the nightly of those years, as pytorch-… or bare.
 _XRT_ERA = re.compile(r"""^["']?(?:pytorch-)?(?:1\.\d+|2\.0(?!\d)|nightly)""")
-NOTE = Advice("use a TPU VM with torch_xla 2.x",
-              "this names a TPU's software of torch_xla's XRT years (1.x, 2.0, their nightly), for a TPU node or "
-              "an image with that torch_xla: create a TPU VM (gcloud compute tpus tpu-vm create "
-              "--version=tpu-ubuntu2204-base) and pip install 'torch_xla[tpu]' of the release the code was migrated for")
+NOTE = Advice(
+    "use a TPU VM with torch_xla 2.x",
+    "this names a TPU's software of torch_xla's XRT years (1.x, 2.0, their nightly), for a TPU node or "
+    "an image with that torch_xla: create a TPU VM (gcloud compute tpus tpu-vm create "
+    "--version=tpu-ubuntu2204-base) and pip install 'torch_xla[tpu]' of the release the code was migrated for",
+)
 
 
 class ShellPytorchVersion(EnvRule):
@@ -34,9 +36,11 @@ class ShellPytorchVersion(EnvRule):
     variables = NAMES
     summary = "A TPU software version of the XRT years set (TPU_PYTORCH_VERSION=1.13, pytorch-1.13): reported"
     examples = (
-        Example("TPU_PYTORCH_VERSION=pytorch-1.13 ./create_tpu.sh\n",
-                todo_line(NOTE.do, "env-shell-pytorch-version") + "TPU_PYTORCH_VERSION=pytorch-1.13 ./create_tpu.sh\n",
-                manual=("XRT years",)),
+        Example(
+            "TPU_PYTORCH_VERSION=pytorch-1.13 ./create_tpu.sh\n",
+            todo_line(NOTE.do, "env-shell-pytorch-version") + "TPU_PYTORCH_VERSION=pytorch-1.13 ./create_tpu.sh\n",
+            manual=("XRT years",),
+        ),
         Example("export TPU_PYTORCH_VERSION=2.9\n", "export TPU_PYTORCH_VERSION=2.9\n"),
     )
 

@@ -31,9 +31,11 @@ class XrtCpuTopology(DeviceRule):
                 python3 test.py
             """),
         ),
-        Example('XRT_WORKERS="localservice:0;grpc://localhost:40934" XRT_DEVICE_MAP="CPU:0;/job:localservice/'
-                'replica:0/task:0/device:XLA_CPU:0" python3 test.py\n',
-                "PJRT_DEVICE=CPU python3 test.py\n"),
+        Example(
+            'XRT_WORKERS="localservice:0;grpc://localhost:40934" XRT_DEVICE_MAP="CPU:0;/job:localservice/'
+            'replica:0/task:0/device:XLA_CPU:0" python3 test.py\n',
+            "PJRT_DEVICE=CPU python3 test.py\n",
+        ),
         Example(
             dedent("""
                 export XRT_DEVICE_MAP="GPU:0;/job:localservice/replica:0/task:0/device:XLA_GPU:0"
@@ -42,7 +44,10 @@ class XrtCpuTopology(DeviceRule):
             todo_line(device_for("XRT_DEVICE_MAP", "GPU:0").note.do, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CUDA\n",
             manual=("2.9 dropped CUDA",),
         ),
-        Example('export XRT_DEVICE_MAP="$DEVICE_MAP"\n',
-                todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note.do, "env-shell-xrt-cpu") + "export PJRT_DEVICE=CPU\n",
-                manual=("could not be read",)),
+        Example(
+            'export XRT_DEVICE_MAP="$DEVICE_MAP"\n',
+            todo_line(device_for("XRT_DEVICE_MAP", "$DEVICE_MAP").note.do, "env-shell-xrt-cpu")
+            + "export PJRT_DEVICE=CPU\n",
+            manual=("could not be read",),
+        ),
     )

@@ -21,6 +21,7 @@ from xrt2pjrt.xrt_variables import GKE_TPU_NODE, REMOTE_TPU, TPU_NODE
 
 _TO_TPU_VMS = "move it to a TPU VM node pool"
 
+
 class XrtTpuConfig(DeviceRule):
     id = "env-shell-xrt-tpu-config"
     summary = "XRT_TPU_CONFIG outside Python → PJRT_DEVICE=TPU in the same form; remote TPU nodes reported"
@@ -37,22 +38,32 @@ class XrtTpuConfig(DeviceRule):
                 python3 train.py
             """),
         ),
-        Example("XRT_TPU_CONFIG='tpu_worker;0;10.0.0.2:8470' python3 train.py\n",
-                todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config") + "PJRT_DEVICE=TPU python3 train.py\n",
-                manual=("remote TPU node",)),
-        Example('export XRT_TPU_CONFIG="tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS#grpc://}"\n',
-                todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config") + "export PJRT_DEVICE=TPU\n",
-                manual=("remote TPU node",)),
-        Example("docker run -e XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011 img python3 train.py\n",
-                "docker run -e PJRT_DEVICE=TPU img python3 train.py\n"),
+        Example(
+            "XRT_TPU_CONFIG='tpu_worker;0;10.0.0.2:8470' python3 train.py\n",
+            todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config") + "PJRT_DEVICE=TPU python3 train.py\n",
+            manual=("remote TPU node",),
+        ),
+        Example(
+            'export XRT_TPU_CONFIG="tpu_worker;0;${KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS#grpc://}"\n',
+            todo_line(REMOTE_TPU.do, "env-shell-xrt-tpu-config") + "export PJRT_DEVICE=TPU\n",
+            manual=("remote TPU node",),
+        ),
+        Example(
+            "docker run -e XRT_TPU_CONFIG=localservice\\;0\\;localhost:51011 img python3 train.py\n",
+            "docker run -e PJRT_DEVICE=TPU img python3 train.py\n",
+        ),
         Example("unset XRT_TPU_CONFIG\n", "unset PJRT_DEVICE\n"),
     )
 
     def exec_form(self, rec, offset, keyword, body):
         if not xla_dist.MENTION.search(body):  # (one that runs xla_dist is launch-xla-dist's)
-            rec.decide(self.id, offset, "use the shell form, then rerun",
-                    f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by hand, or use the "
-                    "shell form and run xrt2pjrt again")
+            rec.decide(
+                self.id,
+                offset,
+                "use the shell form, then rerun",
+                f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by hand, or use the "
+                "shell form and run xrt2pjrt again",
+            )
 
     def yaml_key(self, rec, name, offset):
         if TPU_NODE.match(name):

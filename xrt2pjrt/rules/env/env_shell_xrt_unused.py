@@ -10,7 +10,6 @@ instead, as nothing sets them under PJRT.
 from __future__ import annotations
 
 from xrt2pjrt.registry import Example, dedent
-from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.environment import EnvRule
 from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
 
@@ -33,12 +32,15 @@ class XrtUnused(EnvRule):
                 python3 train.py
             """),
         ),
-        Example("XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n",
-                "python3 train.py\n"),
-        Example('echo "ordinal $XRT_SHARD_ORDINAL"\n',
-                dedent("""
+        Example(
+            "XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n", "python3 train.py\n"
+        ),
+        Example(
+            'echo "ordinal $XRT_SHARD_ORDINAL"\n',
+            dedent("""
                     # TODO(xrt2pjrt): use xr.global_ordinal() [env-shell-xrt-unused]
                     echo "ordinal $XRT_SHARD_ORDINAL"
                 """),
-                manual=("XRT_SHARD_ORDINAL is read here",)),
+            manual=("XRT_SHARD_ORDINAL is read here",),
+        ),
     )

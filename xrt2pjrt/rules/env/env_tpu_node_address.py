@@ -119,5 +119,8 @@ class TpuNodeAddress(PythonRule):
 def _imports_torch(ctx) -> bool:
     if ctx.tree is None:
         return ctx.options.uses_torch(ctx.source)
-    return any(full == "torch" or full.startswith(("torch.", "torch_xla"))
-               for fulls in imports.import_names(ctx.tree).values() for full in fulls)
+    return any(
+        full == "torch" or full.startswith(("torch.", "torch_xla"))
+        for fulls in imports.import_names(ctx.tree).values()
+        for full in fulls
+    )

@@ -91,8 +91,12 @@ class UseSpmd(EnvRule):
         return WARNED[NAME]
 
     def leave(self, ctx, original, updated):
-        if (status(NAME, ctx.target_version) == "deprecated" and ctx.is_whole_statement() and _after_imports(ctx)
-                and self._turns_on(ctx, updated)):
+        if (
+            status(NAME, ctx.target_version) == "deprecated"
+            and ctx.is_whole_statement()
+            and _after_imports(ctx)
+            and self._turns_on(ctx, updated)
+        ):
             ctx.change("XLA_USE_SPMD=1 → xr.use_spmd(): the variable is deprecated from torch_xla 2.1")
             call = cst.Call(ctx.ref(XR, "use_spmd", "xr"))
             return cst.Expr(call) if isinstance(updated, cst.Assign) else call
@@ -100,7 +104,11 @@ class UseSpmd(EnvRule):
 
     def _turns_on(self, ctx, node) -> bool:
         """``os.environ['XLA_USE_SPMD'] = '1'`` or ``os.environ.setdefault('XLA_USE_SPMD', '1')``."""
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Subscript)
+        ):
             target = node.targets[0].target
             key, value = self._subscript_key(ctx, target) if self._environ(ctx, target.value) else None, node.value
         elif isinstance(node, cst.Call) and ctx.resolve(node.func) == "os.environ.setdefault" and len(node.args) == 2:
@@ -114,6 +122,9 @@ def _after_imports(ctx) -> bool:
     """Whether the statement runs after the file's module-level imports: below the last, or in a function."""
     if not ctx.runs_on_import:
         return True
-    lines = [node.end_lineno for node in (ctx.tree.body if ctx.tree is not None else ())
-             if isinstance(node, (ast.Import, ast.ImportFrom))]
+    lines = [
+        node.end_lineno
+        for node in (ctx.tree.body if ctx.tree is not None else ())
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
     return bool(lines) and ctx.line > max(lines)

@@ -70,10 +70,14 @@ class Plumbing(EnvRule):
         return None, None
 
     def read(self, variable):
-        answer = (f"{variable} belonged to the XRT server; PJRT neither sets nor reads it, so a read gets its default "
-                  "and a test of it (os.environ.get(...) is not None, in os.environ) is now always False")
+        answer = (
+            f"{variable} belonged to the XRT server; PJRT neither sets nor reads it, so a read gets its default "
+            "and a test of it (os.environ.get(...) is not None, in os.environ) is now always False"
+        )
         if variable.startswith("XRT_TORCH_DIST"):
             # catalyst asked it whether torch.distributed ran over XLA: now rank -1, world 1
-            answer += ("; to ask whether this is a distributed XLA run, use xr.world_size() > 1 (torch_xla.runtime), "
-                       "or torch.distributed.is_initialized() for an 'xla' process group")
+            answer += (
+                "; to ask whether this is a distributed XLA run, use xr.world_size() > 1 (torch_xla.runtime), "
+                "or torch.distributed.is_initialized() for an 'xla' process group"
+            )
         return Advice("drop this read: PJRT never sets it", answer)

@@ -92,10 +92,14 @@ class ReplicaVariables(EnvRule):
         return variable in RUNTIME_READS
 
     def write(self, variable, value, target):
-        return None, Advice("use xmp.spawn or torch_xla.launch",
-                            "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch")
+        return None, Advice(
+            "use xmp.spawn or torch_xla.launch",
+            "a launcher that sets XRT_SHARD_* per process must go: use xmp.spawn or torch_xla.launch",
+        )
 
     def read(self, variable):
         read = RUNTIME_READS[variable]
-        return Advice(read.do, f"{read.more}: {variable} is never set under PJRT" if read.more
-                      else f"{variable} is never set under PJRT")
+        return Advice(
+            read.do,
+            f"{read.more}: {variable} is never set under PJRT" if read.more else f"{variable} is never set under PJRT",
+        )

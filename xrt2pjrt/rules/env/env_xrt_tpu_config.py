@@ -112,5 +112,7 @@ class TpuConfig(DeviceRule):
         return variable == "XRT_TPU_CONFIG"
 
     def read(self, variable):
-        return Advice("test xr.device_type() == 'TPU' instead",
-                      "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'")
+        return Advice(
+            "test xr.device_type() == 'TPU' instead",
+            "XRT_TPU_CONFIG is ignored from torch_xla 2.1: test PJRT_DEVICE or xr.device_type() == 'TPU'",
+        )

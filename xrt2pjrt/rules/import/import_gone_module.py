@@ -104,6 +104,10 @@ class ImportGoneModule(PythonRule):
             if lack is not None:
                 kept, why = missing(local, lack, "an ImportError")
                 ctx.drop_import_if_unused(
-                    local, f"import of {spelled} removed: {lack.name} {why_missing(lack, 'an ImportError', False)}, "
-                    "and nothing uses it", kept, f"the import stays, as {local} is still used: {why}")
+                    local,
+                    f"import of {spelled} removed: {lack.name} {why_missing(lack, 'an ImportError', False)}, "
+                    "and nothing uses it",
+                    kept,
+                    f"the import stays, as {local} is still used: {why}",
+                )
         return updated

@@ -32,19 +32,42 @@ class Fixed:
 
 
 LIBRARIES: dict[str, tuple[Fixed, ...]] = {
-    "accelerate": (Fixed((1, 7, 0), (2, 7), "xm.xrt_world_size() and xm.get_ordinal()",
-                         "accelerate@v1.6.0 src/accelerate/state.py:280; accelerate@v1.7.0 src/accelerate/state.py:284"),),
-    "transformers": (Fixed((4, 52, 0), (2, 7), "xm.xrt_world_size() and xm.get_ordinal()",
-                           "transformers 4.51.3 transformers/trainer_pt_utils.py:401; transformers 4.52.0 "
-                           "transformers/trainer_pt_utils.py:401"),),
-    **dict.fromkeys(("lightning", "pytorch-lightning"), (
-        Fixed((2, 5, 0), (2, 5), "xr.using_pjrt()",
-              "lightning@2.4.0 src/lightning/fabric/accelerators/xla.py:112; lightning@2.5.0 "
-              "src/lightning/fabric/accelerators/xla.py:110"),
-        Fixed((2, 5, 3), (2, 7), "xm.xrt_world_size() and xm.get_ordinal()",
-              "lightning@2.5.2 src/lightning/fabric/plugins/environments/xla.py:71; lightning@2.5.3 "
-              "src/lightning/fabric/plugins/environments/xla.py:72"),
-    )),
+    "accelerate": (
+        Fixed(
+            (1, 7, 0),
+            (2, 7),
+            "xm.xrt_world_size() and xm.get_ordinal()",
+            "accelerate@v1.6.0 src/accelerate/state.py:280; accelerate@v1.7.0 src/accelerate/state.py:284",
+        ),
+    ),
+    "transformers": (
+        Fixed(
+            (4, 52, 0),
+            (2, 7),
+            "xm.xrt_world_size() and xm.get_ordinal()",
+            "transformers 4.51.3 transformers/trainer_pt_utils.py:401; transformers 4.52.0 "
+            "transformers/trainer_pt_utils.py:401",
+        ),
+    ),
+    **dict.fromkeys(
+        ("lightning", "pytorch-lightning"),
+        (
+            Fixed(
+                (2, 5, 0),
+                (2, 5),
+                "xr.using_pjrt()",
+                "lightning@2.4.0 src/lightning/fabric/accelerators/xla.py:112; lightning@2.5.0 "
+                "src/lightning/fabric/accelerators/xla.py:110",
+            ),
+            Fixed(
+                (2, 5, 3),
+                (2, 7),
+                "xm.xrt_world_size() and xm.get_ordinal()",
+                "lightning@2.5.2 src/lightning/fabric/plugins/environments/xla.py:71; lightning@2.5.3 "
+                "src/lightning/fabric/plugins/environments/xla.py:72",
+            ),
+        ),
+    ),
 }
 # A pin that keeps a release: LIB==1.2.3, LIB~=1.2, LIB<1.3, LIB<=1.2.9 (extras and spaces allowed)
 _PIN = re.compile(r"(?i)^([a-z][\w.-]*)(?:\[[^\]]*\])?\s*(===?|~=|<=?)\s*v?(\d+(?:\.\d+)*)")
@@ -70,7 +93,9 @@ def stale(word: str, target: tuple[int, int]) -> tuple[str, Fixed] | None:
     if found is None or found.group(1).lower() not in LIBRARIES:
         return None
     library, operator, version = found.group(1).lower(), found.group(2), _version(found.group(3))
-    lacking = [fixed for fixed in LIBRARIES[library] if fixed.gone_in <= target and _below(operator, version, fixed.release)]
+    lacking = [
+        fixed for fixed in LIBRARIES[library] if fixed.gone_in <= target and _below(operator, version, fixed.release)
+    ]
     return (library, max(lacking, key=lambda fixed: fixed.release)) if lacking else None  # the release fixing all
 
 
@@ -80,10 +105,12 @@ class LibraryPin(TextRule):
     words = tuple(LIBRARIES)
     summary = "A pin of accelerate, transformers or lightning that calls torch_xla APIs the target lacks: reported"
     examples = (
-        Example("pip install accelerate==0.27.2 'torch_xla[tpu]~=2.9.0'\n",
-                todo_line("pin accelerate>=1.7.0", "install-library-pin")
-                + "pip install accelerate==0.27.2 'torch_xla[tpu]~=2.9.0'\n",
-                manual=("xm.xrt_world_size()",)),
+        Example(
+            "pip install accelerate==0.27.2 'torch_xla[tpu]~=2.9.0'\n",
+            todo_line("pin accelerate>=1.7.0", "install-library-pin")
+            + "pip install accelerate==0.27.2 'torch_xla[tpu]~=2.9.0'\n",
+            manual=("xm.xrt_world_size()",),
+        ),
         Example("pip install 'transformers>=4.40'\n", "pip install 'transformers>=4.40'\n"),
     )
 
@@ -92,7 +119,11 @@ class LibraryPin(TextRule):
         if found is not None:
             library, fixed = found
             release = ".".join(map(str, fixed.release))
-            rec.decide(self.id, offset, f"pin {library}>={release}",
-                    f"{word.strip(chr(39) + chr(34))}: releases of {library} before {release} call {fixed.calls}, "
-                    f"which torch_xla {fixed.gone_in[0]}.{fixed.gone_in[1]} removed (AttributeError inside "
-                    f"{library}; read at {fixed.read}): pin {library}>={release}")
+            rec.decide(
+                self.id,
+                offset,
+                f"pin {library}>={release}",
+                f"{word.strip(chr(39) + chr(34))}: releases of {library} before {release} call {fixed.calls}, "
+                f"which torch_xla {fixed.gone_in[0]}.{fixed.gone_in[1]} removed (AttributeError inside "
+                f"{library}; read at {fixed.read}): pin {library}>={release}",
+            )

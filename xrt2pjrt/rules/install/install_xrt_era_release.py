@@ -25,13 +25,17 @@ from xrt2pjrt.text.rule import TextRule
 # A file that installs torch_xla itself; and one that installs an XRT-era one, whose item
 # says the torch pin beside it too (a torch 1.x pin beside torch_xla 2.9 is one of its own).
 _INSTALLS_TORCH_XLA = re.compile(r"(?i)torch[_-]xla")
-_INSTALLS_XRT_ERA = re.compile(r"(?i)torch[_-]xla\S*?\s*(?:===?|~=|<=?)\s*v?1\.|torch_xla-1\.|tpu-pytorch|tpu-vm-(?:v4-)?pt-1\.")
+_INSTALLS_XRT_ERA = re.compile(
+    r"(?i)torch[_-]xla\S*?\s*(?:===?|~=|<=?)\s*v?1\.|torch_xla-1\.|tpu-pytorch|tpu-vm-(?:v4-)?pt-1\."
+)
 # What shows that a file's lone torch pin is for the TPU: it names the TPU, XLA or XRT; and
 # that it is for another device: a CUDA image or toolkit, PyTorch's CPU or CUDA wheels.
 _FOR_THE_TPU = re.compile(r"(?i)tpu|xla|xrt")
 _FOR_ANOTHER_DEVICE = re.compile(r"(?i)cuda|cudnn|nvidia|rocm|/whl/cpu|/whl/cu\d|\+cpu\b|\+cu\d")
 # The seed issue's own install line.
-_SEED_WHEEL = "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
+_SEED_WHEEL = (
+    "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
+)
 
 
 class InstallXrtEraRelease(TextRule):
@@ -43,7 +47,8 @@ class InstallXrtEraRelease(TextRule):
     examples = (
         Example(
             f"sudo pip3 install {_SEED_WHEEL}\n",
-            todo_line(finding(_SEED_WHEEL, (2, 9)).do, "install-xrt-era-release") + f"sudo pip3 install {_SEED_WHEEL}\n",
+            todo_line(finding(_SEED_WHEEL, (2, 9)).do, "install-xrt-era-release")
+            + f"sudo pip3 install {_SEED_WHEEL}\n",
             manual=("XRT-era", "torch_xla[tpu]~=2.9.0"),
         ),
         Example(
@@ -91,7 +96,7 @@ def _no_install_at(text: str, offset: int) -> bool:
     """Whether the word at ``offset`` stands in a comment line or after an uninstall on its
     line: nothing is installed there (``# Install the matching libtpu-nightly``, ``pip
     uninstall torch_xla libtpu-nightly``)."""
-    before = text[text.rfind("\n", 0, offset) + 1:offset]
+    before = text[text.rfind("\n", 0, offset) + 1 : offset]
     return bool(_COMMENT.match(before) or _UNINSTALL.search(before))
 
 
@@ -103,5 +108,8 @@ def _pins_the_tpus_torch(rec) -> bool:
     they like."""
     if _INSTALLS_TORCH_XLA.search(rec.text):
         return not _INSTALLS_XRT_ERA.search(rec.text)
-    return rec.options.torch_xla_project and not _FOR_ANOTHER_DEVICE.search(rec.text) and (
-        rec.lists_dependencies or bool(_FOR_THE_TPU.search(rec.text)))
+    return (
+        rec.options.torch_xla_project
+        and not _FOR_ANOTHER_DEVICE.search(rec.text)
+        and (rec.lists_dependencies or bool(_FOR_THE_TPU.search(rec.text)))
+    )

@@ -24,8 +24,14 @@ _IMAGE_ENV = re.compile(r"torch-xla-(?:\d+\.\d+(?:\.\d+)?|nightly)$")
 
 def _activated(argv: list[str]) -> str | None:
     """The env ``conda activate ENV`` or ``source activate ENV`` activates."""
-    if len(argv) > 2 and argv[0].endswith("conda") and argv[1] == "activate" \
-            or len(argv) > 2 and argv[0] in ("source", ".") and argv[1].endswith("activate"):
+    if (
+        len(argv) > 2
+        and argv[0].endswith("conda")
+        and argv[1] == "activate"
+        or len(argv) > 2
+        and argv[0] in ("source", ".")
+        and argv[1].endswith("activate")
+    ):
         return argv[-1]
     return None
 
@@ -41,7 +47,8 @@ class CondaEnv(TextRule):
                 conda activate torch-xla-1.13
                 python3 train.py
             """),
-            todo_line(DO, "launch-conda-env") + dedent("""
+            todo_line(DO, "launch-conda-env")
+            + dedent("""
                 conda activate torch-xla-1.13
                 python3 train.py
             """),
@@ -54,5 +61,10 @@ class CondaEnv(TextRule):
         argv = cmd.argv()
         env = _activated([w.value or w.source(rec.text) for w in argv])
         if env and _IMAGE_ENV.search(env) and (XRT_ERA_CONDA_ENV.search(env) or env.endswith("nightly")):
-            rec.decide(self.id, argv[0].start, DO, f"`conda activate {env}`: the env of an XRT-era TPU VM image, which "
-                    "holds torch_xla 1.x: install torch_xla 2.x in it or use another")
+            rec.decide(
+                self.id,
+                argv[0].start,
+                DO,
+                f"`conda activate {env}`: the env of an XRT-era TPU VM image, which "
+                "holds torch_xla 1.x: install torch_xla 2.x in it or use another",
+            )

@@ -17,9 +17,11 @@ from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 DO = "create a TPU VM instead: tpu-vm create"
-_MORE = ("{what} creates a TPU node, a VM and a TPU reached over the network that only XRT could drive; PJRT "
-         "runs on TPU VMs: gcloud compute tpus tpu-vm create NAME --zone=ZONE --accelerator-type=TYPE "
-         "--version=tpu-ubuntu2204-base (v4: tpu-vm-v4-base), then pip install 'torch_xla[tpu]' on it")
+_MORE = (
+    "{what} creates a TPU node, a VM and a TPU reached over the network that only XRT could drive; PJRT "
+    "runs on TPU VMs: gcloud compute tpus tpu-vm create NAME --zone=ZONE --accelerator-type=TYPE "
+    "--version=tpu-ubuntu2204-base (v4: tpu-vm-v4-base), then pip install 'torch_xla[tpu]' on it"
+)
 
 
 def node_creation(argv: list[str]) -> str | None:

@@ -46,7 +46,10 @@ class TpuVersion(PythonRule):
     def leave(self, ctx, original, updated):
         func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == "configure_tpu_version":
-            ctx.decide(DO, detail="configure_tpu_version switched a TPU node's software to a torch_xla release "
-                       "(XRT's); under PJRT the program runs on a TPU VM, whose software is the torch_xla installed "
-                       "on it: drop the call and the waits for the node after it, and cloud-tpu-client with them")
+            ctx.decide(
+                DO,
+                detail="configure_tpu_version switched a TPU node's software to a torch_xla release "
+                "(XRT's); under PJRT the program runs on a TPU VM, whose software is the torch_xla installed "
+                "on it: drop the call and the waits for the node after it, and cloud-tpu-client with them",
+            )
         return updated

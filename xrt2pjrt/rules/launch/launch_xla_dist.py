@@ -23,7 +23,7 @@ import re
 
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.text import environment, xla_dist
-from xrt2pjrt.recorder import Edit, Recorder, todo_line
+from xrt2pjrt.recorder import Edit, Recorder
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text.words import Command, Word
 
@@ -31,8 +31,10 @@ from xrt2pjrt.text.words import Command, Word
 _AS_GCLOUD = "rewrite it as gcloud tpu-vm ssh by hand"
 
 # What gcloud does not give back of xla_dist, and how to get it back (the change's caveat).
-NO_RESTARTS = ("gcloud neither waits for a healthy TPU nor restarts after maintenance, as xla_dist did (50 tries): "
-               "`xrt2pjrt launch` does (--launcher xrt2pjrt)")
+NO_RESTARTS = (
+    "gcloud neither waits for a healthy TPU nor restarts after maintenance, as xla_dist did (50 tries): "
+    "`xrt2pjrt launch` does (--launcher xrt2pjrt)"
+)
 
 
 class LaunchXlaDist(TextRule):
@@ -98,24 +100,37 @@ class LaunchXlaDist(TextRule):
 
     def heredoc(self, rec, start, end):
         if xla_dist.MENTION.search(rec.text[start:end]):
-            rec.decide(self.id, start, "translate xla_dist by hand (here-document)",
-                    "xla_dist inside a here-document: translate it by hand")
+            rec.decide(
+                self.id,
+                start,
+                "translate xla_dist by hand (here-document)",
+                "xla_dist inside a here-document: translate it by hand",
+            )
 
     def exec_form(self, rec, offset, keyword, body):
         if xla_dist.MENTION.search(body):
-            rec.decide(self.id, offset, "use the shell form, then rerun",
-                    f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by hand, or use the "
-                    "shell form and run xrt2pjrt again")
+            rec.decide(
+                self.id,
+                offset,
+                "use the shell form, then rerun",
+                f"{keyword} in exec form (a JSON array) mentions XRT or xla_dist: rewrite it by hand, or use the "
+                "shell form and run xrt2pjrt again",
+            )
 
     def exec_array(self, rec, offset, key, words):
         if any(xla_dist.MENTION.search(w) or w == xla_dist.MODULE for w in words):
-            rec.decide(self.id, offset, _AS_GCLOUD, f"xla_dist run from an exec array (`{key}: [...]`): write it as "
-                    f"{xla_dist.BY_HAND} by hand")
+            rec.decide(
+                self.id,
+                offset,
+                _AS_GCLOUD,
+                f"xla_dist run from an exec array (`{key}: [...]`): write it as {xla_dist.BY_HAND} by hand",
+            )
 
     def config(self, rec):
         for m in xla_dist.MENTION.finditer(rec.text):
-            rec.decide(self.id, m.start(), _AS_GCLOUD,
-                       f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand")
+            rec.decide(
+                self.id, m.start(), _AS_GCLOUD, f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand"
+            )
 
 
 def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
@@ -124,16 +139,20 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     if inv is None:
         for w in argv:
             if xla_dist.MENTION.search(w.source(text)):
-                rec.decide(LaunchXlaDist.id, w.start, "translate xla_dist by hand to gcloud",
-                        f"xla_dist inside another command's argument (`{argv[0].source(text)} …`): translate it by "
-                        f"hand to {xla_dist.BY_HAND}")
+                rec.decide(
+                    LaunchXlaDist.id,
+                    w.start,
+                    "translate xla_dist by hand to gcloud",
+                    f"xla_dist inside another command's argument (`{argv[0].source(text)} …`): translate it by "
+                    f"hand to {xla_dist.BY_HAND}",
+                )
                 return
         return
     start, end = argv[inv.launcher].start, argv[inv.end - 1].end
     try:
         if any(start < r.start < end for r in cmd.redirects):
             raise xla_dist.Untranslatable("a redirection in the middle of the call")
-        if any(re.match(r"\d*[<>]\(", text[r.start:]) for r in cmd.redirects):
+        if any(re.match(r"\d*[<>]\(", text[r.start :]) for r in cmd.redirects):
             raise xla_dist.Untranslatable("a process substitution <(…) in the call")
         launch = xla_dist.parse(argv, inv, text)
         if posix_sh and any(xla_dist.brace_expansion(w) for w in launch.command):
@@ -143,30 +162,47 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
         else:
             edits = [Edit(start, end, _as_gcloud(launch, text[start:end], rec))]
             if posix_sh and ("@Q}" in edits[0].text or "$(printf %q " in edits[0].text):
-                raise xla_dist.Untranslatable("quoting this machine's values for the workers would need bash "
-                                              "(printf %q, ${*@Q}), and this runs under sh")
+                raise xla_dist.Untranslatable(
+                    "quoting this machine's values for the workers would need bash "
+                    "(printf %q, ${*@Q}), and this runs under sh"
+                )
     except xla_dist.Untranslatable as exc:
         hint = ""
-        if re.match(r"[ \t]*\n[ \t]*--", text[cmd.end:]):
+        if re.match(r"[ \t]*\n[ \t]*--", text[cmd.end :]):
             hint = " (it seems to go on over the next line without a `\\`)"
-        rec.decide(LaunchXlaDist.id, start, "translate this xla_dist call by hand",
-                f"xla_dist call left as it is: {exc}{hint}; translate it by hand")
+        rec.decide(
+            LaunchXlaDist.id,
+            start,
+            "translate this xla_dist call by hand",
+            f"xla_dist call left as it is: {exc}{hint}; translate it by hand",
+        )
         return
     _ask_about_worker_expansions(launch, rec)
     _ask_about_env_settings(launch, rec)
     if launch.conda_env is not None:
-        rec.decide(LaunchXlaDist.id, launch.conda_env.start, "install torch_xla 2.x in this conda env",
-                xla_dist.conda_env_note(launch.conda_env.source(text)))
+        rec.decide(
+            LaunchXlaDist.id,
+            launch.conda_env.start,
+            "install torch_xla 2.x in this conda env",
+            xla_dist.conda_env_note(launch.conda_env.source(text)),
+        )
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.docker_image:
         notes += "; the image must ship torch_xla 2.x"
     if rec.options.target == "shim" and rec.options.launcher != "xrt2pjrt":
-        notes += (f"; a new job secret for the shim's store each run, the same on every worker ({xla_dist.SECRET_ENV}, "
-                  "shown by `ps` here and on the workers: --launcher xrt2pjrt hands it over stdin)")
+        notes += (
+            f"; a new job secret for the shim's store each run, the same on every worker ({xla_dist.SECRET_ENV}, "
+            "shown by `ps` here and on the workers: --launcher xrt2pjrt hands it over stdin)"
+        )
     gcloud = rec.options.launcher != "xrt2pjrt"
     target = "gcloud … --worker=all" if gcloud else "xrt2pjrt launch"
-    rec.change(LaunchXlaDist.id, start, f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}", *edits,
-               caveat=NO_RESTARTS if gcloud else "")
+    rec.change(
+        LaunchXlaDist.id,
+        start,
+        f"xla_dist → {target} with PJRT_DEVICE=TPU{notes}",
+        *edits,
+        caveat=NO_RESTARTS if gcloud else "",
+    )
 
 
 def _ask_about_env_settings(launch: xla_dist.Launch, rec: Recorder) -> None:
@@ -176,8 +212,9 @@ def _ask_about_env_settings(launch: xla_dist.Launch, rec: Recorder) -> None:
         name, _, value = (w.value or "").partition("=")
         rule = environment.rule_here(name, rec)
         if rule is not None:
-            _, note = rule.choose(environment.EnvSetting(name, w.start, lambda *_: [], None, value=value),
-                                  rec.options.target_version)
+            _, note = rule.choose(
+                environment.EnvSetting(name, w.start, lambda *_: [], None, value=value), rec.options.target_version
+            )
             if note:
                 rec.decide(rule.id, w.start, note.do, note.more)
 
@@ -191,33 +228,50 @@ def _ask_about_worker_expansions(launch: xla_dist.Launch, rec: Recorder) -> None
     for w in words:
         literal = "".join(p.text for p in w.parts if not p.expansion) if w is not None else ""
         if xrt2pjrt and w is not None and w not in launch.env and xla_dist.WRAPPED.match(w.value or ""):
-            rec.decide(LaunchXlaDist.id, w.start, "remove the double quotes if unwanted",
-                    f"{w.source(rec.text)}: xla_dist wrote it into the worker's script "
-                    "as it is, so the worker's shell read it without its double quotes; `xrt2pjrt launch` passes "
-                    "them too")
+            rec.decide(
+                LaunchXlaDist.id,
+                w.start,
+                "remove the double quotes if unwanted",
+                f"{w.source(rec.text)}: xla_dist wrote it into the worker's script "
+                "as it is, so the worker's shell read it without its double quotes; `xrt2pjrt launch` passes "
+                "them too",
+            )
             continue
         if not re.search(r"[$`]", literal):
             continue
         source = w.source(rec.text)
         if not xrt2pjrt:
             if xla_dist.worker_runs(literal):
-                rec.decide(LaunchXlaDist.id, w.start, "keep it only if each worker should run it",
-                        f"{source} runs a command on each worker (xla_dist let the "
-                        "worker's shell read it, and so does the rewrite): keep it only if that is meant")
+                rec.decide(
+                    LaunchXlaDist.id,
+                    w.start,
+                    "keep it only if each worker should run it",
+                    f"{source} runs a command on each worker (xla_dist let the "
+                    "worker's shell read it, and so does the rewrite): keep it only if that is meant",
+                )
         elif re.search(r"[$`]", xla_dist.DOUBLE_QUOTED.sub("", literal)):
-            rec.decide(LaunchXlaDist.id, w.start, "use --shell 'COMMAND' to expand it there",
-                    f"{source} expanded on each worker under xla_dist; `xrt2pjrt launch` "
-                    "passes it as written: to have the worker's shell expand it, use --shell 'COMMAND'")
+            rec.decide(
+                LaunchXlaDist.id,
+                w.start,
+                "use --shell 'COMMAND' to expand it there",
+                f"{source} expanded on each worker under xla_dist; `xrt2pjrt launch` "
+                "passes it as written: to have the worker's shell expand it, use --shell 'COMMAND'",
+            )
         else:
-            rec.decide(LaunchXlaDist.id, w.start, "remove the `\\` the worker's shell dropped",
-                    f"{source}: under xla_dist the worker's shell dropped the `\\` "
-                    "before `$` or a backquote; `xrt2pjrt launch` passes it as written")
+            rec.decide(
+                LaunchXlaDist.id,
+                w.start,
+                "remove the `\\` the worker's shell dropped",
+                f"{source}: under xla_dist the worker's shell dropped the `\\` "
+                "before `$` or a backquote; `xrt2pjrt launch` passes it as written",
+            )
 
 
 def _as_gcloud(launch: xla_dist.Launch, span: str, rec: Recorder) -> str:
     options = rec.options
-    header = xla_dist.gcloud_ssh(launch.tpu.source(rec.text), "all",
-                                 xla_dist.quote_local(options.zone), xla_dist.quote_local(options.project))
+    header = xla_dist.gcloud_ssh(
+        launch.tpu.source(rec.text), "all", xla_dist.quote_local(options.zone), xla_dist.quote_local(options.project)
+    )
     continued = re.search(r"\\\n([ \t]*)", span)
     joint = f" \\\n{continued.group(1)}" if continued else " "
     prelude = xla_dist.SECRET_HERE if options.target == "shim" else None
@@ -225,8 +279,9 @@ def _as_gcloud(launch: xla_dist.Launch, span: str, rec: Recorder) -> str:
     return " ".join(header) + joint + f'--command="{body}"'
 
 
-def _as_xrt2pjrt_launch(argv: list[Word], inv: xla_dist.Invocation, launch: xla_dist.Launch,
-                        rec: Recorder) -> list[Edit]:
+def _as_xrt2pjrt_launch(
+    argv: list[Word], inv: xla_dist.Invocation, launch: xla_dist.Launch, rec: Recorder
+) -> list[Edit]:
     """Swap the launcher for `xrt2pjrt launch` and drop the XRT-only flags; keep the rest."""
     options = rec.options
     where = [f"--{k}={xla_dist.quote_local(v)}" for k, v in (("zone", options.zone), ("project", options.project)) if v]

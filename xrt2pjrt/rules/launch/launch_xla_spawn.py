@@ -49,10 +49,14 @@ class XlaSpawn(TextRule):
             if found:
                 cores = found.group(1) or (words[k + 1] if k + 1 < len(words) else "")
                 if cores != "1":
-                    rec.decide(self.id, argv[spawn].start, DO,
-                            f"xla_spawn.py passes --num_cores {cores} to xmp.spawn as nprocs={cores}, which torch_xla "
-                            "2.6+ refuses (nprocs may only be 1 or None) and PJRT never needed: run the script's "
-                            "_mp_fn under xmp.spawn(_mp_fn) or torch_xla.launch(_mp_fn), which use every chip")
+                    rec.decide(
+                        self.id,
+                        argv[spawn].start,
+                        DO,
+                        f"xla_spawn.py passes --num_cores {cores} to xmp.spawn as nprocs={cores}, which torch_xla "
+                        "2.6+ refuses (nprocs may only be 1 or None) and PJRT never needed: run the script's "
+                        "_mp_fn under xmp.spawn(_mp_fn) or torch_xla.launch(_mp_fn), which use every chip",
+                    )
                 return
             if not words[k].startswith("-"):
                 return  # the training script: its own flags follow

@@ -9,12 +9,13 @@ be deleted by hand (its arguments or its place in a script may matter to what fo
 from __future__ import annotations
 
 from xrt2pjrt.registry import Example, dedent
-from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 _SERVER = "torch_xla.core.xrt_run_server"
-_NO_SERVER = (f"XRT's server ({_SERVER}) is gone from torch_xla 2.x, and PJRT needs none: this command fails "
-              "(No module named ...); delete it")
+_NO_SERVER = (
+    f"XRT's server ({_SERVER}) is gone from torch_xla 2.x, and PJRT needs none: this command fails "
+    "(No module named ...); delete it"
+)
 
 
 class XrtServer(TextRule):

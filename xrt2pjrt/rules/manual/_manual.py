@@ -55,5 +55,9 @@ CONVENTIONAL = {"xm": XM, "xmp": "torch_xla.distributed.xla_multiprocessing"}
 def rule_names():
     """Every name a Python rule rewrites or reports (but the module names of
     manual-module-as-value, which come from these)."""
-    return (name for cls in all_rules().values() if cls.kind == "python" and cls.id != "manual-module-as-value"
-            for name in getattr(cls, "names", ()))
+    return (
+        name
+        for cls in all_rules().values()
+        if cls.kind == "python" and cls.id != "manual-module-as-value"
+        for name in getattr(cls, "names", ())
+    )

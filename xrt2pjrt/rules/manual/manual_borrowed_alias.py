@@ -97,26 +97,34 @@ class BorrowedAlias(PythonRule):
             relative = re.search(_RELATIVE_IMPORT.format(local), ctx.source, re.M)
             where = relative and relative.group(0).split()[1]
         else:
-            where = origin and (None if origin.startswith(("torch_xla", "xrt2pjrt", *_LOOK_ALIKES))
-                                else origin.rpartition(".")[0])
+            where = origin and (
+                None if origin.startswith(("torch_xla", "xrt2pjrt", *_LOOK_ALIKES)) else origin.rpartition(".")[0]
+            )
         if where:
             self.reported.add(code(holder))
-            ctx.decide("import it from torch_xla and rerun",
-                       detail=f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own "
-                       f"imports only; import {module} as {local} here, then run xrt2pjrt again")
-        elif origin is None and ctx.options.target == "native" and lacks(
-                f"{module}.{func.attr.value}", ctx.target_version) and (
-                isinstance(holder, cst.Attribute) or _a_parameter(ctx.tree, local, ctx.line)):
+            ctx.decide(
+                "import it from torch_xla and rerun",
+                detail=f"{local} comes from {where}, not from torch_xla: the codemod follows torch_xla's own "
+                f"imports only; import {module} as {local} here, then run xrt2pjrt again",
+            )
+        elif (
+            origin is None
+            and ctx.options.target == "native"
+            and lacks(f"{module}.{func.attr.value}", ctx.target_version)
+            and (isinstance(holder, cst.Attribute) or _a_parameter(ctx.tree, local, ctx.line))
+        ):
             # a parameter, an attribute (self.xm): handed the module by other code (a name the
             # file assigns holds what the file says, xm = Fake(); one it never binds may be
             # another notebook cell's import, when the cells are read one by one). Only a
             # call the target lacks fails there: xm.master_print(...) through it runs as before.
             self.reported.add(code(holder))
-            ctx.decide("migrate its XRT-era calls by hand",
-                       detail=f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
-                       f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "
-                       f"({code(func)}() here) are left as they are, and those torch_xla 2.x removed fail there: "
-                       "migrate them by hand, or call the module by an import of this file")
+            ctx.decide(
+                "migrate its XRT-era calls by hand",
+                detail=f"{code(holder)} is no import of this file (a parameter, an attribute): the codemod "
+                f"follows torch_xla's own imports only, so if it holds {module}, its XRT-era calls "
+                f"({code(func)}() here) are left as they are, and those torch_xla 2.x removed fail there: "
+                "migrate them by hand, or call the module by an import of this file",
+            )
         return updated
 
 

@@ -25,8 +25,10 @@ from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
-_ALWAYS = ("a TPU probe: torch_xla 2.x falls back to CPU where XRT raised, so this never fails; test "
-           "torch_xla.runtime.device_type() == 'TPU' instead")
+_ALWAYS = (
+    "a TPU probe: torch_xla 2.x falls back to CPU where XRT raised, so this never fails; test "
+    "torch_xla.runtime.device_type() == 'TPU' instead"
+)
 # What an except clause must catch for the try around a device call to be a probe: what XRT raised.
 _CATCHES = frozenset({"RuntimeError", "Exception", "BaseException"})
 # A probe's try holds the device call and little else; a try around a whole program is no probe.
@@ -37,8 +39,15 @@ class DeviceProbe(PythonRule):
     id = "manual-device-probe"
     fix = "none"
     summary = "xm.xla_device() in a try as a TPU probe (true on every host under 2.x): reported"
-    names = frozenset({f"{XM}.xla_device", f"{XM}.get_xla_supported_devices", "torch_xla.runtime.xla_device",
-                       "torch_xla.device", "torch_xla.torch_xla.device"})
+    names = frozenset(
+        {
+            f"{XM}.xla_device",
+            f"{XM}.get_xla_supported_devices",
+            "torch_xla.runtime.xla_device",
+            "torch_xla.device",
+            "torch_xla.torch_xla.device",
+        }
+    )
     examples = (
         Example(  # accelerate 0.12-0.16, utils/imports.py
             dedent("""
@@ -116,16 +125,26 @@ def _in_probe(ctx) -> bool:
         return False
     line, node, found = ctx.line, ctx.tree, False
     while True:  # down the statements that hold the line, to the innermost try or scope
-        inner = next((child for _, block in ast.iter_fields(node) if spawn_site.is_block(block)
-                      for _, child in spawn_site.holding(block, line)), None)
+        inner = next(
+            (
+                child
+                for _, block in ast.iter_fields(node)
+                if spawn_site.is_block(block)
+                for _, child in spawn_site.holding(block, line)
+            ),
+            None,
+        )
         if inner is None:
             return found
         if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found = False
         elif isinstance(inner, ast.Try):
             body = inner.body
-            found = (body[0].lineno <= line <= body[-1].end_lineno and len(body) <= _PROBE_STATEMENTS
-                     and any(_catches(handler) for handler in inner.handlers))
+            found = (
+                body[0].lineno <= line <= body[-1].end_lineno
+                and len(body) <= _PROBE_STATEMENTS
+                and any(_catches(handler) for handler in inner.handlers)
+            )
         node = inner
 
 

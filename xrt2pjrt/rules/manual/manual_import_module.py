@@ -43,13 +43,18 @@ class ImportModule(PythonRule):
         if node.args:
             module = literal(node.args[0].value)
             if isinstance(module, str) and module.split(".")[0] in ("torch_xla", "torch_xla_py"):
-                ctx.decide("migrate the module's uses by hand",
-                           detail=f"{module} is imported by string: the codemod cannot follow it; migrate its uses "
-                           "by hand")
+                ctx.decide(
+                    "migrate the module's uses by hand",
+                    detail=f"{module} is imported by string: the codemod cannot follow it; migrate its uses by hand",
+                )
         return node
 
     def leave(self, ctx, original, updated):
         # ``__import__`` is a builtin: it resolves to nothing unless rebound.
-        if isinstance(updated.func, cst.Name) and updated.func.value == "__import__" and ctx.resolve(updated.func) is None:
+        if (
+            isinstance(updated.func, cst.Name)
+            and updated.func.value == "__import__"
+            and ctx.resolve(updated.func) is None
+        ):
             return self.call(ctx, updated, "__import__")
         return updated

@@ -18,8 +18,10 @@ from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
 _READ_BYTES = "read bytes_used and bytes_limit instead"
-_MEMORY_INFO = ("xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free "
-                "and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024")
+_MEMORY_INFO = (
+    "xm.get_memory_info returns bytes_used, bytes_limit and peak_bytes_used (bytes) under PJRT; kb_free "
+    "and kb_total are gone (KeyError): kb_free is (bytes_limit - bytes_used) // 1024"
+)
 
 _GONE_KEYS = ("kb_free", "kb_total")
 
@@ -86,7 +88,6 @@ class MemoryInfo(PythonRule):
 
     def leave(self, ctx, original, updated):
         key = updated.slice[0].slice if len(updated.slice) == 1 else None
-        if (isinstance(key, cst.Index) and literal(key.value) in _GONE_KEYS
-                and "get_memory_info" in ctx.source):
+        if isinstance(key, cst.Index) and literal(key.value) in _GONE_KEYS and "get_memory_info" in ctx.source:
             ctx.decide(_READ_BYTES, detail=_MEMORY_INFO)
         return updated

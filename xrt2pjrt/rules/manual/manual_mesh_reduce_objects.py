@@ -21,11 +21,13 @@ from xrt2pjrt.python.rule import PythonRule, argument
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
-_WEIGHTS_ONLY = ("torch_xla 2.x's mesh_reduce reads the gathered values back with torch.load, which from torch 2.6 "
-                 "loads tensors and plain Python values only (weights_only=True): a numpy value (np.mean(...), "
-                 "sklearn's metrics) or an object of a class of yours raises UnpicklingError, at the first reduce, "
-                 "after the training before it. Hand it a tensor or a Python number (float(x)), or use the shim's "
-                 "mesh_reduce, which loads any value as XRT's did")
+_WEIGHTS_ONLY = (
+    "torch_xla 2.x's mesh_reduce reads the gathered values back with torch.load, which from torch 2.6 "
+    "loads tensors and plain Python values only (weights_only=True): a numpy value (np.mean(...), "
+    "sklearn's metrics) or an object of a class of yours raises UnpicklingError, at the first reduce, "
+    "after the training before it. Hand it a tensor or a Python number (float(x)), or use the shim's "
+    "mesh_reduce, which loads any value as XRT's did"
+)
 
 
 class MeshReduceObjects(PythonRule):

@@ -125,8 +125,12 @@ class ModuleAsValue(PythonRule):
 
     def reference(self, ctx, node, name):
         parent = ctx.parent(1)
-        if (isinstance(parent, cst.Attribute) and parent.value is ctx.original) or isinstance(
-                parent, (cst.Comparison, cst.ComparisonTarget)) or ctx.is_store() or _named_attribute(ctx):
+        if (
+            (isinstance(parent, cst.Attribute) and parent.value is ctx.original)
+            or isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
+            or ctx.is_store()
+            or _named_attribute(ctx)
+        ):
             return node
         local = code(ctx.original)
         if _alias_of_names_kept(ctx, parent, name):
@@ -136,10 +140,12 @@ class ModuleAsValue(PythonRule):
             through = code(parent.targets[0].target)
         else:
             how, through = "is handed on here as a value", "another name"
-        ctx.decide("call its functions by its import name",
-                   detail=f"{local} ({name}) {how}: the codemod follows calls made by its import name only, so the XRT-era "
-                   f"calls made through {through} are left as they are, and those torch_xla 2.x removed fail there: "
-                   f"call them as {local}.…, or migrate them by hand")
+        ctx.decide(
+            "call its functions by its import name",
+            detail=f"{local} ({name}) {how}: the codemod follows calls made by its import name only, so the XRT-era "
+            f"calls made through {through} are left as they are, and those torch_xla 2.x removed fail there: "
+            f"call them as {local}.…, or migrate them by hand",
+        )
         return node
 
 
@@ -148,25 +154,40 @@ def _named_attribute(ctx) -> bool:
     attribute is named at this spot, as in ``xm.get_ordinal`` (and api-not-in-target reads the
     two-argument getattr, the one that raises), so no other name hides it."""
     call = ctx.parent(2)
-    return (isinstance(ctx.parent(1), cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
-            and call.func.value in ("getattr", "hasattr") and len(call.args) >= 2
-            and call.args[0] is ctx.parent(1) and isinstance(literal(call.args[1].value), str))
+    return (
+        isinstance(ctx.parent(1), cst.Arg)
+        and isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Name)
+        and call.func.value in ("getattr", "hasattr")
+        and len(call.args) >= 2
+        and call.args[0] is ctx.parent(1)
+        and isinstance(literal(call.args[1].value), str)
+    )
 
 
 def _alias_of_names_kept(ctx, parent, module: str) -> bool:
     """``save_lib = xm`` in a function, every use of ``save_lib`` there an attribute that
     the target release still has (``save_lib.save(...)``): the calls through the alias work
     as they are, so nothing is left unmigrated."""
-    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)) or ctx.tree is None:
+    if (
+        not (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        )
+        or ctx.tree is None
+    ):
         return False
     alias = parent.targets[0].target.value
     function = spawn_site.function_at(ctx.tree, ctx.line)
     if function is None:
         return False
     nodes = list(spawn_site.own_nodes(function))
-    uses = [node for node in nodes if isinstance(node, ast.Name) and node.id == alias and isinstance(node.ctx, ast.Load)]
+    uses = [
+        node for node in nodes if isinstance(node, ast.Name) and node.id == alias and isinstance(node.ctx, ast.Load)
+    ]
     used_as = {id(node.value): node.attr for node in nodes if isinstance(node, ast.Attribute)}
     return bool(uses) and all(
         id(use) in used_as and api_surface.lacks(f"{module}.{used_as[id(use)]}", ctx.target_version) is None
-        for use in uses)
+        for use in uses
+    )

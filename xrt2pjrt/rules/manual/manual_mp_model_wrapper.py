@@ -22,8 +22,10 @@ from __future__ import annotations
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example, dedent
 
-_ONE_MODULE = ("on TPU v2/v3 a PJRT process runs two replicas as threads and MpModelWrapper.to hands both the "
-               "same module: build the model in each replica, then xm.broadcast_master_param(model)")
+_ONE_MODULE = (
+    "on TPU v2/v3 a PJRT process runs two replicas as threads and MpModelWrapper.to hands both the "
+    "same module: build the model in each replica, then xm.broadcast_master_param(model)"
+)
 
 
 class MpModelWrapper(PythonRule):

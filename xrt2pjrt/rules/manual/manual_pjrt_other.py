@@ -52,8 +52,9 @@ class PjrtPrivate(PythonRule):
     )
     # Names other rules rewrite: the renamed ones wherever they appear, these only where called.
     renamed = frozenset(r.old for r in PJRT_RENAMES)
-    called = frozenset(f"{PJRT}.{n}" for n in ("rendezvous", "spawn", "run_multiprocess", "_run_multiprocess",
-                                               "using_pjrt"))
+    called = frozenset(
+        f"{PJRT}.{n}" for n in ("rendezvous", "spawn", "run_multiprocess", "_run_multiprocess", "using_pjrt")
+    )
 
     def call(self, ctx, node, name):
         if name not in self.renamed | self.called:
@@ -62,15 +63,19 @@ class PjrtPrivate(PythonRule):
 
     def reference(self, ctx, node, name):
         if name in self.called:
-            ctx.decide("replace this use of it by hand",
-                       detail=f"pjrt.{name.rsplit('.', 1)[-1]} is used here without being called, and only its calls are "
-                       "rewritten: replace it by hand (torch_xla.experimental.pjrt is gone from 2.5)")
+            ctx.decide(
+                "replace this use of it by hand",
+                detail=f"pjrt.{name.rsplit('.', 1)[-1]} is used here without being called, and only its calls are "
+                "rewritten: replace it by hand (torch_xla.experimental.pjrt is gone from 2.5)",
+            )
         elif name not in self.renamed:
             self._no_replacement(ctx, name)
         return node
 
     @staticmethod
     def _no_replacement(ctx, name):
-        ctx.decide("rewrite it by hand: no 2.x replacement",
-                   detail=f"pjrt.{name.rsplit('.', 1)[-1]} has no public replacement in torch_xla 2.x "
-                   "(torch_xla.experimental.pjrt is gone from 2.5)")
+        ctx.decide(
+            "rewrite it by hand: no 2.x replacement",
+            detail=f"pjrt.{name.rsplit('.', 1)[-1]} has no public replacement in torch_xla 2.x "
+            "(torch_xla.experimental.pjrt is gone from 2.5)",
+        )

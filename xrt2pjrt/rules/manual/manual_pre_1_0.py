@@ -71,11 +71,15 @@ class PreOneZero(ImportedModuleRule):
 
     def item(self, module):
         if "data_parallel" in module:
-            return ("port this to xmp.spawn by hand",
-                    f"{module} drives several devices from one process with threads, the XRT-era way; torch_xla 2.x "
-                    "runs one process per device: port this to xmp.spawn by hand")
-        return ("port this file by hand to torch_xla 2.x",
-                f"{module} is a pre-1.0 module: port this file by hand (torch_xla.core.xla_model, torch_xla.runtime)")
+            return (
+                "port this to xmp.spawn by hand",
+                f"{module} drives several devices from one process with threads, the XRT-era way; torch_xla 2.x "
+                "runs one process per device: port this to xmp.spawn by hand",
+            )
+        return (
+            "port this file by hand to torch_xla 2.x",
+            f"{module} is a pre-1.0 module: port this file by hand (torch_xla.core.xla_model, torch_xla.runtime)",
+        )
 
 
 def _reads_data_parallel(tree: ast.Module | None, node: cst.Import | cst.ImportFrom) -> bool:

@@ -52,7 +52,9 @@ class RendezvousSubset(PythonRule):
     def call(self, ctx, node, name):
         hit = argument(node, "replicas", 2)
         if hit is not None and literal(hit[1].value) not in ([], None):
-            ctx.decide("use all replicas or a host barrier",
-                       detail=f"xm.rendezvous with replicas={code(hit[1].value)}: under PJRT every replica must join "
-                       "(a subset raises ValueError); use all replicas or a host-side barrier")
+            ctx.decide(
+                "use all replicas or a host barrier",
+                detail=f"xm.rendezvous with replicas={code(hit[1].value)}: under PJRT every replica must join "
+                "(a subset raises ValueError); use all replicas or a host-side barrier",
+            )
         return node

@@ -144,15 +144,19 @@ class SaveBarrier(PythonRule):
 
     def call(self, ctx, node, name):
         if not _barrier_follows(ctx) and (ctx.tree is None or _read_after(ctx.tree, ctx.line)):
-            ctx.decide("add xm.rendezvous('saved') for readers",
-                       detail=f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it")
+            ctx.decide(
+                "add xm.rendezvous('saved') for readers",
+                detail=f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it",
+            )
         return node
 
     def reference(self, ctx, node, name):
         if not ctx.is_store() and not _barrier_follows(ctx) and (ctx.tree is None or _read_after(ctx.tree, ctx.line)):
-            ctx.decide("add xm.rendezvous('saved') after saving",
-                       detail=f"xm.save is passed here as a function: {_NO_BARRIER}; if others read what it saves "
-                       "next, add xm.rendezvous('saved') after this")
+            ctx.decide(
+                "add xm.rendezvous('saved') after saving",
+                detail=f"xm.save is passed here as a function: {_NO_BARRIER}; if others read what it saves "
+                "next, add xm.rendezvous('saved') after this",
+            )
         return node
 
 
@@ -169,12 +173,17 @@ def _barrier_follows(ctx) -> bool:
         return False
     after = body[body.index(statement) + 1]
     first = after.body[0] if isinstance(after, cst.SimpleStatementLine) else None
-    return (isinstance(first, cst.Expr) and isinstance(first.value, cst.Call)
-            and ctx.resolve(first.value.func) in _BARRIERS | {f"{XM}.save"})
+    return (
+        isinstance(first, cst.Expr)
+        and isinstance(first.value, cst.Call)
+        and ctx.resolve(first.value.func) in _BARRIERS | {f"{XM}.save"}
+    )
 
 
 # What reads a saved file back: the last part of a call's name (not json's or yaml's load).
-_READS = re.compile(r"^(?:load|load_file|from_pretrained|load_checkpoint|load_from_checkpoint|load_\w*(?:ckpt|checkpoint|weights|model))$")
+_READS = re.compile(
+    r"^(?:load|load_file|from_pretrained|load_checkpoint|load_from_checkpoint|load_\w*(?:ckpt|checkpoint|weights|model))$"
+)
 _NOT_SAVED_FILES = frozenset({"json", "yaml", "OmegaConf"})
 
 
@@ -184,8 +193,9 @@ def _read_after(tree: ast.Module, line: int) -> bool:
     function = spawn_site.function_at(tree, line)
     if _reads_after_in(function or tree, line):
         return True
-    return function is not None and any(_reads_after_in(scope, call.lineno)
-                                        for scope, call in _calls(tree).get(function.name, ()))
+    return function is not None and any(
+        _reads_after_in(scope, call.lineno) for scope, call in _calls(tree).get(function.name, ())
+    )
 
 
 @functools.lru_cache(maxsize=1)  # (asked at each save of the file)
@@ -202,11 +212,17 @@ def _calls(tree: ast.Module) -> dict[str, list[tuple[ast.AST, ast.Call]]]:
 def _reads_after_in(scope: ast.AST, line: int) -> bool:
     """A read in ``scope``'s own code after ``line``, or in a loop of it around ``line``."""
     nodes = list(spawn_site.own_nodes(scope))
-    loops = [loop for loop in nodes if isinstance(loop, (ast.For, ast.While, ast.AsyncFor))
-             and loop.lineno <= line <= loop.end_lineno]
-    return any(isinstance(node, ast.Call) and _is_read(node)
-               and (node.lineno > line or any(loop.lineno <= node.lineno <= loop.end_lineno for loop in loops))
-               for node in nodes)
+    loops = [
+        loop
+        for loop in nodes
+        if isinstance(loop, (ast.For, ast.While, ast.AsyncFor)) and loop.lineno <= line <= loop.end_lineno
+    ]
+    return any(
+        isinstance(node, ast.Call)
+        and _is_read(node)
+        and (node.lineno > line or any(loop.lineno <= node.lineno <= loop.end_lineno for loop in loops))
+        for node in nodes
+    )
 
 
 def _is_read(call: ast.Call) -> bool:

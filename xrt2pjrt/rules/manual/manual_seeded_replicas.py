@@ -38,8 +38,10 @@ from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, reads_replica_number, spawn_calls
 from xrt2pjrt.registry import Example, dedent
 
-_SHARED_RNG = ("on TPU v2/v3 a PJRT process runs two replicas as threads sharing torch's RNG, so models built "
-               "after this seed differ: call xm.broadcast_master_param(model) once the model is built")
+_SHARED_RNG = (
+    "on TPU v2/v3 a PJRT process runs two replicas as threads sharing torch's RNG, so models built "
+    "after this seed differ: call xm.broadcast_master_param(model) once the model is built"
+)
 
 
 class SeededReplicas(PythonRule):
@@ -194,18 +196,28 @@ class SeededReplicas(PythonRule):
     def call(self, ctx, node, name):
         function = ctx.tree and spawn_site.function_at(ctx.tree, ctx.line)
         built = function is not None and _moved_after(ctx.tree, function, ctx.line)
-        if (built and (in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line)) and not _broadcasts(ctx.tree)
-                and not _broadcast_after(function, ctx.line) and not _per_replica(ctx.tree, function, node)):
+        if (
+            built
+            and (in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line))
+            and not _broadcasts(ctx.tree)
+            and not _broadcast_after(function, ctx.line)
+            and not _per_replica(ctx.tree, function, node)
+        ):
             # (the report quotes the line the call goes after: where the model is built)
-            ctx.decide("call xm.broadcast_master_param(model)", cites=[built], quoted=1, cited_as="after ",
-                       detail=_SHARED_RNG)
+            ctx.decide(
+                "call xm.broadcast_master_param(model)", cites=[built], quoted=1, cited_as="after ", detail=_SHARED_RNG
+            )
         return node
 
 
 def _broadcasts(tree: ast.Module) -> bool:
     """Whether the file calls broadcast_master_param (its TODO line, which names it, is no call)."""
-    return any(isinstance(node, ast.Call) and (node.func.attr if isinstance(node.func, ast.Attribute) else
-               getattr(node.func, "id", None)) == "broadcast_master_param" for node in spawn_site.walk(tree))
+    return any(
+        isinstance(node, ast.Call)
+        and (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
+        == "broadcast_master_param"
+        for node in spawn_site.walk(tree)
+    )
 
 
 # The function a launcher in another module spawns (transformers' xla_spawn.py: ``mod._mp_fn``).
@@ -215,13 +227,22 @@ SPAWNED_ELSEWHERE = "_mp_fn"
 def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
     """Whether ``line`` is in a module-level ``_mp_fn`` (or what it calls) of a file that spawns
     nothing itself: another module's spawn runs it in the replicas."""
-    if tree is None or spawn_calls(tree) or not any(
+    if (
+        tree is None
+        or spawn_calls(tree)
+        or not any(
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == SPAWNED_ELSEWHERE
-            for node in tree.body):
+            for node in tree.body
+        )
+    ):
         return False
     reached = reached_from(tree, SPAWNED_ELSEWHERE)
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in reached
-               and node.body[0].lineno <= line <= node.end_lineno for node in ast.walk(tree))
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name in reached
+        and node.body[0].lineno <= line <= node.end_lineno
+        for node in ast.walk(tree)
+    )
 
 
 def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> int | None:
@@ -229,22 +250,48 @@ def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
     ``.to(...)`` on anything but an MpModelWrapper (whose module was built before any replica
     ran: manual-mp-model-wrapper's); None when none does."""
     wrappers = _wrappers(tree)
-    moves = [node for node in ast.walk(function) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-             and node.func.attr == "to" and node.lineno > line and ast.unparse(node.func.value) not in wrappers]
+    moves = [
+        node
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "to"
+        and node.lineno > line
+        and ast.unparse(node.func.value) not in wrappers
+    ]
     if not moves:
         return None
     first = min(moves, key=lambda node: (node.lineno, node.col_offset))
-    statement = max((node for node in ast.walk(function) if isinstance(node, ast.stmt) and not hasattr(node, "body")
-                     and node.lineno <= first.lineno <= node.end_lineno), key=lambda node: node.lineno, default=first)
+    statement = max(
+        (
+            node
+            for node in ast.walk(function)
+            if isinstance(node, ast.stmt)
+            and not hasattr(node, "body")
+            and node.lineno <= first.lineno <= node.end_lineno
+        ),
+        key=lambda node: node.lineno,
+        default=first,
+    )
     return statement.end_lineno
 
 
 def _broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
     """Whether ``function`` calls a broadcast of its own below ``line`` (``utils.broadcast_master_model(model)``,
     an all-reduce of replica 0's parameters): the models are made equal, as broadcast_master_param does."""
-    return any(isinstance(node, ast.Call) and node.lineno > line and "broadcast" in (
-        node.func.id if isinstance(node.func, ast.Name) else
-        node.func.attr if isinstance(node.func, ast.Attribute) else "") for node in ast.walk(function))
+    return any(
+        isinstance(node, ast.Call)
+        and node.lineno > line
+        and "broadcast"
+        in (
+            node.func.id
+            if isinstance(node.func, ast.Name)
+            else node.func.attr
+            if isinstance(node.func, ast.Attribute)
+            else ""
+        )
+        for node in ast.walk(function)
+    )
 
 
 def _per_replica(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, call: cst.Call) -> bool:
@@ -252,12 +299,18 @@ def _per_replica(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
     the spawned function's index): XRT's replicas drew different numbers then too, and PJRT's threads
     change nothing the code relied on."""
     return bool(call.args) and reads_replica_number(
-        tree, function, ast.parse(f"({cst.Module([]).code_for_node(call.args[0].value)})", mode="eval").body)
+        tree, function, ast.parse(f"({cst.Module([]).code_for_node(call.args[0].value)})", mode="eval").body
+    )
 
 
 @functools.lru_cache(maxsize=1)  # (asked at each seeding call of the file)
 def _wrappers(tree: ast.Module) -> frozenset[str]:
     """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
-    return frozenset(ast.unparse(target) for node in spawn_site.walk(tree) if isinstance(node, ast.Assign)
-                     and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("MpModelWrapper")
-                     for target in node.targets)
+    return frozenset(
+        ast.unparse(target)
+        for node in spawn_site.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func).endswith("MpModelWrapper")
+        for target in node.targets
+    )

@@ -20,9 +20,11 @@ from xrt2pjrt.python.rule import PythonRule, argument
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
-_ONE_TENSOR_LIST = ("torch_xla 2.x's send_cpu_data_to_device wraps a bare tensor in a list and returns the list (2.1+), "
-                    "where XRT's returned the tensor: if this is one tensor, take [0] of the result, or use "
-                    ".to(device); a list, tuple or dict of tensors comes back as before")
+_ONE_TENSOR_LIST = (
+    "torch_xla 2.x's send_cpu_data_to_device wraps a bare tensor in a list and returns the list (2.1+), "
+    "where XRT's returned the tensor: if this is one tensor, take [0] of the result, or use "
+    ".to(device); a list, tuple or dict of tensors comes back as before"
+)
 _CONTAINER_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp)
 
 
@@ -69,7 +71,9 @@ class SendCpuDataTensor(PythonRule):
             return node  # a container comes back as one; a result thrown away is one no code reads
         if isinstance(ctx.parent(), cst.Subscript) and ctx.parent().value is ctx.original:
             return node  # send_cpu_data_to_device(t, device)[0]: the fix the item advises, made
-        if value_kinds.shown_as_argument(ctx.tree, ctx.line, hit[1].value, value_kinds.TENSOR) or _read_as_a_tensor(ctx):
+        if value_kinds.shown_as_argument(ctx.tree, ctx.line, hit[1].value, value_kinds.TENSOR) or _read_as_a_tensor(
+            ctx
+        ):
             ctx.decide("take [0] if this is one tensor", detail=_ONE_TENSOR_LIST)
         return node
 
@@ -78,10 +82,16 @@ def _read_as_a_tensor(ctx) -> bool:
     """Whether the name the result is assigned to is read below as a tensor (``x.shape``,
     ``x.to(...)``) in the code that assigns it."""
     assign = ctx.parent()
-    if ctx.tree is None or not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-                                and isinstance(assign.targets[0].target, cst.Name)):
+    if ctx.tree is None or not (
+        isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
+    ):
         return False
     name, scope = assign.targets[0].target.value, spawn_site.function_at(ctx.tree, ctx.line) or ctx.tree
-    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name
-               and node.lineno > ctx.line and node.attr in value_kinds.TENSOR_ATTRIBUTES
-               for node in spawn_site.own_nodes(scope))
+    return any(
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == name
+        and node.lineno > ctx.line
+        and node.attr in value_kinds.TENSOR_ATTRIBUTES
+        for node in spawn_site.own_nodes(scope)
+    )

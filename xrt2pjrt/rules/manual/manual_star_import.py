@@ -41,9 +41,13 @@ class StarImport(PythonRule):
         if isinstance(updated.names, cst.ImportStar) and not updated.relative and updated.module is not None:
             module = dotted(updated.module)
             if module.split(".")[0] in ("torch_xla", "torch_xla_py"):
-                alias = {"torch_xla.core.xla_model": " as xm",
-                         "torch_xla.distributed.xla_multiprocessing": " as xmp"}.get(module, "")
-                ctx.decide("import the module by name, then rerun",
-                           detail=f"names from `from {module} import *` cannot be followed: import the module by name "
-                           f"(import {module}{alias}), then run xrt2pjrt again")
+                alias = {
+                    "torch_xla.core.xla_model": " as xm",
+                    "torch_xla.distributed.xla_multiprocessing": " as xmp",
+                }.get(module, "")
+                ctx.decide(
+                    "import the module by name, then rerun",
+                    detail=f"names from `from {module} import *` cannot be followed: import the module by name "
+                    f"(import {module}{alias}), then run xrt2pjrt again",
+                )
         return updated

@@ -76,7 +76,9 @@ class XlaDist(ImportedModuleRule):
         if isinstance(ctx.parent(1), cst.Expr) or is_magic_call(ctx.parent(2)):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
         if isinstance(text, str) and _XLA_DIST_COMMAND.search(text):
-            ctx.decide(_LAUNCH, detail=f"this command starts xla_dist, which is gone from torch_xla 2.1: {_LAUNCH_PODS}")
+            ctx.decide(
+                _LAUNCH, detail=f"this command starts xla_dist, which is gone from torch_xla 2.1: {_LAUNCH_PODS}"
+            )
         return updated
 
 

@@ -37,12 +37,15 @@ class PjrtRendezvous(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        found = {param: argument(node, param, position)
-                 for position, param in enumerate(("tag", "payload", "ordinals"))}
+        found = {
+            param: argument(node, param, position) for position, param in enumerate(("tag", "payload", "ordinals"))
+        }
         if any(arg.star for arg in node.args) or len(node.args) > sum(hit is not None for hit in found.values()):
-            ctx.decide("move it to xm.xla_rendezvous by hand",
-                       detail="pjrt.rendezvous with extra or *-arguments: move it to xm.xla_rendezvous(payload, "
-                       "ordinals, tag) by hand")
+            ctx.decide(
+                "move it to xm.xla_rendezvous by hand",
+                detail="pjrt.rendezvous with extra or *-arguments: move it to xm.xla_rendezvous(payload, "
+                "ordinals, tag) by hand",
+            )
             return node
         args = []
         for param in ("payload", "ordinals", "tag"):
@@ -56,7 +59,8 @@ class PjrtRendezvous(PythonRule):
         return node.with_changes(func=ctx.ref(XM, "xla_rendezvous", "xm"), args=args)
 
     def reference(self, ctx, node, name):
-        ctx.decide("replace it with xm.xla_rendezvous by hand",
-                   detail="pjrt.rendezvous passed around: its replacement xm.xla_rendezvous takes (payload, ordinals, "
-                   "tag)")
+        ctx.decide(
+            "replace it with xm.xla_rendezvous by hand",
+            detail="pjrt.rendezvous passed around: its replacement xm.xla_rendezvous takes (payload, ordinals, tag)",
+        )
         return node

@@ -19,7 +19,6 @@ from xrt2pjrt.rules.pjrt._pjrt import PJRT
 SHIM_XMP = f"{CARRIED}.xla_multiprocessing"
 
 
-
 class PjrtRunMultiprocess(PythonRule):
     id = "pjrt-run-multiprocess"
     summary = "pjrt.run_multiprocess(fn, *args) → the shim's run_multiprocess: fn(*args), {ordinal: result}"
@@ -53,6 +52,5 @@ class PjrtRunMultiprocess(PythonRule):
 
     def call(self, ctx, node, name):
         # Not xmp.spawn, even where the result goes unused: it calls fn(index, *args).
-        ctx.change(f"pjrt.{name.rsplit('.', 1)[1]} → {SHIM_XMP}.run_multiprocess "
-                   "(fn(*args), as before)")
+        ctx.change(f"pjrt.{name.rsplit('.', 1)[1]} → {SHIM_XMP}.run_multiprocess (fn(*args), as before)")
         return node.with_changes(func=ctx.ref(SHIM_XMP, "run_multiprocess", "shim_xmp"))

@@ -69,9 +69,11 @@ class PjrtSpawn(PythonRule):
         if len(positional) == 2:
             # spawn(fn, args) before 2.0, spawn(fn, nprocs, ...) from 2.0: only a tuple tells.
             if not isinstance(positional[1].value, cst.Tuple):
-                ctx.decide("name x (args= or nprocs=), rerun xrt2pjrt",
-                           detail="pjrt.spawn(fn, x): x is `args` (torch_xla 1.13) or `nprocs` (2.0): name it, then "
-                           "run xrt2pjrt again")
+                ctx.decide(
+                    "name x (args= or nprocs=), rerun xrt2pjrt",
+                    detail="pjrt.spawn(fn, x): x is `args` (torch_xla 1.13) or `nprocs` (2.0): name it, then "
+                    "run xrt2pjrt again",
+                )
                 return node
             params = ("fn", "args")
         else:

@@ -114,9 +114,11 @@ class ShimImports(PythonRule):
             return updated
         parents = {SHIMMED[name].rpartition(".")[0] for name in shimmed}
         if len(shimmed) != len(full) or len(parents) != 1:
-            ctx.decide("split the import: shimmed names apart",
-                       detail=f"from {module} imports shimmed and other modules together: split the import, "
-                       f"then point the shimmed ones at {CARRIED}")
+            ctx.decide(
+                "split the import: shimmed names apart",
+                detail=f"from {module} imports shimmed and other modules together: split the import, "
+                f"then point the shimmed ones at {CARRIED}",
+            )
             return updated
         ctx.change(f"from {module} import ... → from {parents.pop()} import ...")
         return updated.with_changes(module=_name(CARRIED))
@@ -127,9 +129,11 @@ class ShimImports(PythonRule):
             full = dotted(alias.name)
             carried = _carried(full)
             if carried and alias.asname is None:
-                ctx.decide(f"import it as {_alias(carried)} from the shim",
-                           detail=f"`import {full}` without an alias: write `import {carried} as {_alias(carried)}` "
-                           "and call it by that name")
+                ctx.decide(
+                    f"import it as {_alias(carried)} from the shim",
+                    detail=f"`import {full}` without an alias: write `import {carried} as {_alias(carried)}` "
+                    "and call it by that name",
+                )
             elif carried:
                 ctx.change(f"import {full} → import {carried}")
                 alias = alias.with_changes(name=_name(carried))

@@ -20,11 +20,13 @@ from xrt2pjrt.python.spawn_graph import REPLICA_IDENTITY
 from xrt2pjrt.registry import Example, dedent
 
 _IN_WORKER = "ask in the replica and pass it in"
-_WHY = ("this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn "
-        "starts its replicas with the spawn method, so their workers start so too, and torch_xla there is not the "
-        "replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); XRT's answer came "
-        "from the environment the worker inherited. Ask for the ordinal or world size in the replica and hand the "
-        "answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())")
+_WHY = (
+    "this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn "
+    "starts its replicas with the spawn method, so their workers start so too, and torch_xla there is not the "
+    "replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); XRT's answer came "
+    "from the environment the worker inherited. Ask for the ordinal or world size in the replica and hand the "
+    "answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())"
+)
 
 
 class DataLoaderWorker(PythonRule):

@@ -21,13 +21,17 @@ from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code, spawn_calls
 from xrt2pjrt.registry import Example, dedent
 
-_EXIT_RAISED = ("torch_xla's spawn runs the spawned function in a thread of a pool worker process, and the pool hands "
-                "SystemExit back to the launching process like any exception: xmp.spawn raises it there, so the code "
-                "after the spawn does not run, and sys.exit(0) ends the launcher with status 0, silently; XRT ended "
-                "only that replica's process")
-_EXIT_BREAKS = ("torch_xla's spawn runs the spawned function in a pool worker process, and os._exit ends that worker "
-                "under the pool: xmp.spawn raises BrokenProcessPool in the launching process, whatever the status; "
-                "XRT ended only that replica's process")
+_EXIT_RAISED = (
+    "torch_xla's spawn runs the spawned function in a thread of a pool worker process, and the pool hands "
+    "SystemExit back to the launching process like any exception: xmp.spawn raises it there, so the code "
+    "after the spawn does not run, and sys.exit(0) ends the launcher with status 0, silently; XRT ended "
+    "only that replica's process"
+)
+_EXIT_BREAKS = (
+    "torch_xla's spawn runs the spawned function in a pool worker process, and os._exit ends that worker "
+    "under the pool: xmp.spawn raises BrokenProcessPool in the launching process, whatever the status; "
+    "XRT ended only that replica's process"
+)
 
 
 class ExitInReplica(PythonRule):
@@ -93,8 +97,11 @@ class ExitInReplica(PythonRule):
             exc = original.exc.func if isinstance(original.exc, cst.Call) else original.exc
             if isinstance(exc, cst.Name) and exc.value == "SystemExit":
                 self._report(ctx, raises=True)
-        elif (isinstance(original.func, cst.Name) and original.func.value in ("exit", "quit")
-              and ctx.resolve(original.func) is None):
+        elif (
+            isinstance(original.func, cst.Name)
+            and original.func.value in ("exit", "quit")
+            and ctx.resolve(original.func) is None
+        ):
             self._report(ctx, raises=True)
         return updated
 
@@ -111,8 +118,10 @@ def _code_after_a_spawn(tree: ast.Module | None) -> bool:
     it in its block, or after a call of the function that holds it (and so on up), here."""
     if tree is None:
         return True
-    pending = [(spawn_site.function_at(tree, call.lineno), spawn_site.find(tree, call.lineno, ast.unparse(call.func)))
-               for call in spawn_calls(tree)]
+    pending = [
+        (spawn_site.function_at(tree, call.lineno), spawn_site.find(tree, call.lineno, ast.unparse(call.func)))
+        for call in spawn_calls(tree)
+    ]
     seen: set[int] = set()
     while pending:
         holder, site = pending.pop()
@@ -121,9 +130,13 @@ def _code_after_a_spawn(tree: ast.Module | None) -> bool:
         if holder is None or id(holder) in seen:
             continue
         seen.add(id(holder))
-        pending += [(spawn_site.function_at(tree, call.lineno), spawn_site.find(tree, call.lineno, ast.unparse(call.func)))
-                    for call in ast.walk(tree) if isinstance(call, ast.Call) and _named(call.func) == holder.name
-                    and not holder.lineno <= call.lineno <= holder.end_lineno]
+        pending += [
+            (spawn_site.function_at(tree, call.lineno), spawn_site.find(tree, call.lineno, ast.unparse(call.func)))
+            for call in ast.walk(tree)
+            if isinstance(call, ast.Call)
+            and _named(call.func) == holder.name
+            and not holder.lineno <= call.lineno <= holder.end_lineno
+        ]
     return False
 
 

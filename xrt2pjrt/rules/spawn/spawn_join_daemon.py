@@ -45,10 +45,14 @@ class JoinDaemon(PythonRule):
     def call(self, ctx, node, name):
         for param, position, default in (("join", 3, True), ("daemon", 4, False)):
             hit = argument(node, param, position)
-            if hit is not None and any(value is not NOT_LITERAL and value != default for value in _values(ctx, hit[1].value)):
-                ctx.decide(f"remove {param}=: PJRT's spawn always waits",
-                           detail=f"{param}={code(hit[1].value)} is ignored under PJRT: xmp.spawn returns when "
-                           "every process has ended, and returns None")
+            if hit is not None and any(
+                value is not NOT_LITERAL and value != default for value in _values(ctx, hit[1].value)
+            ):
+                ctx.decide(
+                    f"remove {param}=: PJRT's spawn always waits",
+                    detail=f"{param}={code(hit[1].value)} is ignored under PJRT: xmp.spawn returns when "
+                    "every process has ended, and returns None",
+                )
         return node
 
 
@@ -63,12 +67,16 @@ def _values(ctx, value) -> list:
     if function is not None:
         arguments = function.args
         positional = [*arguments.posonlyargs, *arguments.args]
-        defaults = {**dict(zip([a.arg for a in positional][len(positional) - len(arguments.defaults):], arguments.defaults)),
-                    **{a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None}}
+        defaults = {
+            **dict(zip([a.arg for a in positional][len(positional) - len(arguments.defaults) :], arguments.defaults)),
+            **{a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None},
+        }
         if value.value in defaults:
             return [_literal(defaults[value.value])]
     bound = spawn_site.bindings_seen_at(ctx.tree, ctx.line, value.value)
-    return [_literal(bound_value) if isinstance(bound_value, ast.expr) else NOT_LITERAL for bound_value in bound] or [NOT_LITERAL]
+    return [_literal(bound_value) if isinstance(bound_value, ast.expr) else NOT_LITERAL for bound_value in bound] or [
+        NOT_LITERAL
+    ]
 
 
 def _literal(value: ast.expr):

@@ -121,10 +121,12 @@ class NprocsExpression(NprocsRule):
         # functools.partial(xmp.spawn, fn, nprocs=8), run = xmp.spawn: the call that gives
         # nprocs is not one of xmp.spawn, so nothing here rewrites it (the shim's takes any).
         if ctx.options.target == "native" and name == SPAWN and not _only_looked_at(ctx):
-            ctx.decide("pass nprocs=None or 1 at its calls",
-                       detail=f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
-                       "given where it is called is not rewritten: torch_xla 2.x's spawn raises ValueError for "
-                       "any but None or 1")
+            ctx.decide(
+                "pass nprocs=None or 1 at its calls",
+                detail=f"{code(node)} is handed on as a value (to functools.partial, or a name), so the nprocs "
+                "given where it is called is not rewritten: torch_xla 2.x's spawn raises ValueError for "
+                "any but None or 1",
+            )
         return node
 
     def call(self, ctx, node, name):
@@ -134,9 +136,11 @@ class NprocsExpression(NprocsRule):
         hit = nprocs_argument(node)
         if hit is None:
             if any(arg.star == "**" for arg in node.args) and not shim:
-                ctx.decide("keep nprocs in **kwargs None or 1",
-                           detail="spawn arguments come from **kwargs, where the nprocs they may hold is not rewritten: "
-                           "torch_xla 2.x's spawn raises ValueError for any nprocs but None or 1")
+                ctx.decide(
+                    "keep nprocs in **kwargs None or 1",
+                    detail="spawn arguments come from **kwargs, where the nprocs they may hold is not rewritten: "
+                    "torch_xla 2.x's spawn raises ValueError for any nprocs but None or 1",
+                )
             return node
         index, arg = hit
         if literal(arg.value) is not NOT_LITERAL:
@@ -145,10 +149,11 @@ class NprocsExpression(NprocsRule):
         name, places, lines = _read_as_count(spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func)))
         if places:
             world = "xm.xrt_world_size()" if shim else "xr.world_size()"
-            why = (f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
-                   f"{world}, which need not match it")
-            ctx.decide(f"use {world} at its reads", cites=lines, quoted=QUOTED_LINES,
-                       detail=why)
+            why = (
+                f"{name} is also {' and '.join(places)}, as if it were the number of processes: under PJRT that is "
+                f"{world}, which need not match it"
+            )
+            ctx.decide(f"use {world} at its reads", cites=lines, quoted=QUOTED_LINES, detail=why)
         if shim or _already_none_or_one(arg.value):
             return node
         text = code(arg.value)
@@ -156,22 +161,29 @@ class NprocsExpression(NprocsRule):
             text = f"({text})"
         ctx.change(f"xmp.spawn: nprocs={code(arg.value)} → one device when it is 1, else every device")
         return node.with_changes(
-            args=[*node.args[:index], arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
-                  *node.args[index + 1:]]
+            args=[
+                *node.args[:index],
+                arg.with_changes(value=cst.parse_expression(f"1 if {text} == 1 else None")),
+                *node.args[index + 1 :],
+            ]
         )
 
 
 # Builtins that look at a function without calling it or handing it on.
-_LOOKING = frozenset({"help", "callable", "print", "repr", "str", "id", "type", "isinstance", "hasattr", "getattr",
-                      "dir", "vars"})
+_LOOKING = frozenset(
+    {"help", "callable", "print", "repr", "str", "id", "type", "isinstance", "hasattr", "getattr", "dir", "vars"}
+)
 
 
 def _only_looked_at(ctx) -> bool:
     """``xmp.spawn.__doc__``, ``help(xmp.spawn)``: a reference no one will call."""
     parent, grandparent = ctx.parent(), ctx.parent(2)
     return isinstance(parent, cst.Attribute) or (
-        isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call)
-        and isinstance(grandparent.func, cst.Name) and grandparent.func.value in _LOOKING)
+        isinstance(parent, cst.Arg)
+        and isinstance(grandparent, cst.Call)
+        and isinstance(grandparent.func, cst.Name)
+        and grandparent.func.value in _LOOKING
+    )
 
 
 def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[int]]:
@@ -187,8 +199,11 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     count (:func:`_read_as_a_number`): a flag handed to a module this file does not define,
     printed, or passed on as text is no evidence."""
     nprocs = count = site and site.argument("nprocs", NPROCS_POSITION)
-    if isinstance(nprocs, ast.IfExp) and isinstance(nprocs.test, ast.Compare) and (
-            ast.unparse(nprocs) == f"1 if {ast.unparse(nprocs.test.left)} == 1 else None"):  # as this rule writes it
+    if (
+        isinstance(nprocs, ast.IfExp)
+        and isinstance(nprocs.test, ast.Compare)
+        and (ast.unparse(nprocs) == f"1 if {ast.unparse(nprocs.test.left)} == 1 else None")
+    ):  # as this rule writes it
         count = nprocs.test.left
     flag = _flag(count)
     unread = _into_unread_parameters(site) if site else []
@@ -200,16 +215,20 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
         return "", [], []
     places = []
     others = [arg for arg in (*site.call.args, *(keyword.value for keyword in site.call.keywords)) if arg is not nprocs]
-    handed = [*others, *(value for value in elements(site.argument("args", 1), site)
-                         if not any(value is u for u in unread))]
-    if not _of_another_module(site) and spawn_site.reads((node for arg in handed for node in spawn_site.walk(arg)),
-                                                         count.id):
+    handed = [
+        *others,
+        *(value for value in elements(site.argument("args", 1), site) if not any(value is u for u in unread)),
+    ]
+    if not _of_another_module(site) and spawn_site.reads(
+        (node for arg in handed for node in spawn_site.walk(arg)), count.id
+    ):
         places.append("passed to the spawned function (args=)")
     scope = site.binding_scope(count.id)
     if scope is None:
         return count.id, places, []
-    if scope is site.scopes[-1] and any(isinstance(value, ast.Constant) and type(value.value) is int
-                                        for value in spawn_site.bindings(scope)[count.id]):
+    if scope is site.scopes[-1] and any(
+        isinstance(value, ast.Constant) and type(value.value) is int for value in spawn_site.bindings(scope)[count.id]
+    ):
         where, reads = "used elsewhere in this file", spawn_site.reads(spawn_site.walk(scope), count.id)
     elif scope is site.scopes[0]:
         where, reads = "used after this call", spawn_site.reads(spawn_site.nodes_of(site.after), count.id)
@@ -246,7 +265,8 @@ def _on_the_replicas_path(site: spawn_site.Site, tree: ast.Module, read: ast.exp
         return True
     spawned = site.argument("fn", 0)
     return function.name in (reached_from(tree, ast.unparse(spawned)) if spawned is not None else set()) | (
-        spawned_code(tree))
+        spawned_code(tree)
+    )
 
 
 # Calls that show or pass on a value as text: print(n), str(n) in a command line, logging.
@@ -261,12 +281,24 @@ def _read_as_a_number(read: ast.expr, parents: dict[int, ast.AST]) -> bool:
     while (parent := parents.get(id(node))) is not None and not isinstance(parent, ast.stmt):
         if isinstance(parent, ast.JoinedStr):
             return False
-        if isinstance(parent, ast.Call) and node is not parent.func and (
-                name := parent.func.id if isinstance(parent.func, ast.Name) else
-                parent.func.attr if isinstance(parent.func, ast.Attribute) else None) in _AS_TEXT:
+        if (
+            isinstance(parent, ast.Call)
+            and node is not parent.func
+            and (
+                parent.func.id
+                if isinstance(parent.func, ast.Name)
+                else parent.func.attr
+                if isinstance(parent.func, ast.Attribute)
+                else None
+            )
+            in _AS_TEXT
+        ):
             return False
-        if isinstance(parent, ast.Compare) and len(parent.comparators) == 1 and any(
-                isinstance(side, ast.Constant) and side.value == 1 for side in (parent.left, *parent.comparators)):
+        if (
+            isinstance(parent, ast.Compare)
+            and len(parent.comparators) == 1
+            and any(isinstance(side, ast.Constant) and side.value == 1 for side in (parent.left, *parent.comparators))
+        ):
             return False
         node = parent
     return True
@@ -287,8 +319,11 @@ def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
         return []
     parameters = [p.arg for p in (*defined[0].args.posonlyargs, *defined[0].args.args)][1:]  # after the index
     body = list(spawn_site.own_nodes(defined[0]))
-    return [value for value, name in zip(elements(site.argument("args", 1), site), parameters)
-            if not spawn_site.reads(body, name)]
+    return [
+        value
+        for value, name in zip(elements(site.argument("args", 1), site), parameters)
+        if not spawn_site.reads(body, name)
+    ]
 
 
 def _of_another_module(site: spawn_site.Site) -> bool:
@@ -302,7 +337,8 @@ def _of_another_module(site: spawn_site.Site) -> bool:
         return True
     scope = site.binding_scope(fn.id)
     return isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.id in {
-        arg.arg for arg in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+        arg.arg for arg in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)
+    }
 
 
 def _flag(node: ast.AST | None) -> str | None:

@@ -24,7 +24,7 @@ from xrt2pjrt.registry import Example, dedent
 
 
 def _positional_after(node: cst.Call, index: int) -> bool:
-    return any(arg.keyword is None for arg in node.args[index + 1:])
+    return any(arg.keyword is None for arg in node.args[index + 1 :])
 
 
 class NprocsLiteral(NprocsRule):
@@ -112,12 +112,16 @@ class NprocsLiteral(NprocsRule):
         ctx.change(f"xmp.spawn: nprocs={value} removed; PJRT runs on every device (nprocs may only be 1 or None)")
         site = spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func))
         if site and (lines := lines_beyond(site, _replica_counts(site.scopes[-1], value))):
-            why = (f"nprocs={value} is removed, and {value} is also given in this file as a number of replicas, as if it "
-                   f"were the number of processes: under PJRT that is xr.world_size(), which need not be {value}; "
-                   "use xr.world_size() there")
+            why = (
+                f"nprocs={value} is removed, and {value} is also given in this file as a number of replicas, as if it "
+                f"were the number of processes: under PJRT that is xr.world_size(), which need not be {value}; "
+                "use xr.world_size() there"
+            )
             ctx.decide(f"use xr.world_size() where {value} is given", cites=lines, quoted=QUOTED_LINES, detail=why)
         if arg.keyword is None and _positional_after(node, index):
-            return node.with_changes(args=[*node.args[:index], arg.with_changes(value=cst.Name("None")), *node.args[index + 1:]])
+            return node.with_changes(
+                args=[*node.args[:index], arg.with_changes(value=cst.Name("None")), *node.args[index + 1 :]]
+            )
         return without_args(node, {index})
 
 
@@ -135,7 +139,11 @@ def _counts(tree: ast.Module) -> dict[int, list[ast.keyword]]:
     """The ``num_replicas=N`` / ``world_size=N`` keywords of ``tree``, by N."""
     counts: dict[int, list[ast.keyword]] = {}
     for node in spawn_site.walk(tree):
-        if (isinstance(node, ast.keyword) and node.arg in _REPLICA_KEYWORDS and isinstance(node.value, ast.Constant)
-                and type(node.value.value) is int):
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg in _REPLICA_KEYWORDS
+            and isinstance(node.value, ast.Constant)
+            and type(node.value.value) is int
+        ):
             counts.setdefault(node.value.value, []).append(node)
     return counts

@@ -23,7 +23,16 @@ import libcst as cst
 
 from xrt2pjrt.python import imports, spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, literal
-from xrt2pjrt.python.spawn_graph import LAUNCH, REPLICA_IDENTITY, RUNTIME_STARTERS, SPAWN, in_one_process, reached_from, spawn_calls, spawned_code
+from xrt2pjrt.python.spawn_graph import (
+    LAUNCH,
+    REPLICA_IDENTITY,
+    RUNTIME_STARTERS,
+    SPAWN,
+    in_one_process,
+    reached_from,
+    spawn_calls,
+    spawned_code,
+)
 from xrt2pjrt.registry import Example, dedent
 
 
@@ -34,21 +43,27 @@ _LAUNCHED = "move this call into the replicas' code"
 
 
 def _started(spawn: str = "xmp.spawn") -> str:
-    return (f"this file starts the XLA runtime at module level, in the launching process, before {spawn}, which "
-            "then raises 'Runtime is already initialized' (torch_xla 2.4+): move the calls that start it into the "
-            "spawned function")
+    return (
+        f"this file starts the XLA runtime at module level, in the launching process, before {spawn}, which "
+        "then raises 'Runtime is already initialized' (torch_xla 2.4+): move the calls that start it into the "
+        "spawned function"
+    )
 
 
 def _beyond(spawn: str = "xmp.spawn") -> str:
-    return (f"this file starts the XLA runtime in code the launching process runs before {spawn}: a function called "
-            "before this call, or a method of the class that spawns, which its users call first (a library's set-up, "
-            f"a logger asking for the rank); {spawn} then raises 'Runtime is already initialized' (torch_xla 2.4+)")
+    return (
+        f"this file starts the XLA runtime in code the launching process runs before {spawn}: a function called "
+        "before this call, or a method of the class that spawns, which its users call first (a library's set-up, "
+        f"a logger asking for the rank); {spawn} then raises 'Runtime is already initialized' (torch_xla 2.4+)"
+    )
 
 
 def _launched(launcher: str) -> str:
-    return (f"this call starts the XLA runtime in the launching process, before {launcher} starts the replicas: "
-            "torch_xla 2.4+ then raises 'Runtime is already initialized' (XRT's did not start there): move this call "
-            "into the function the replicas run")
+    return (
+        f"this call starts the XLA runtime in the launching process, before {launcher} starts the replicas: "
+        "torch_xla 2.4+ then raises 'Runtime is already initialized' (XRT's did not start there): move this call "
+        "into the function the replicas run"
+    )
 
 
 _EXAMPLE_TRAINER = "Lightning's `pl.Trainer(tpu_cores=8)`"
@@ -288,13 +303,17 @@ _XLA_DEVICE = re.compile(r"xla(:\d+)?")
 def _names_the_xla_device(call: cst.Call) -> bool:
     """``x.to('xla')``, ``torch.zeros(2, device='xla')``: a call that puts data on the XLA
     device by its name, which starts the runtime."""
+
     def named(arg: cst.Arg) -> bool:
         value = literal(arg.value)
         return isinstance(value, str) and bool(_XLA_DEVICE.fullmatch(value))
 
     to = isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"
-    return any(named(arg) for arg in call.args
-               if (arg.keyword is not None and arg.keyword.value == "device") or (to and arg.keyword is None))
+    return any(
+        named(arg)
+        for arg in call.args
+        if (arg.keyword is not None and arg.keyword.value == "device") or (to and arg.keyword is None)
+    )
 
 
 def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
@@ -309,25 +328,51 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
     if spawn_calls(tree):
         return None
     bound = spawn_site.imported(tree)
-    replicas = {name for name, values in spawn_site.bindings(tree).items()
-                if any(isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    isinstance(call, ast.Call) and spawn_site.resolved(call.func, bound) in REPLICA_IDENTITY
-                    for call in spawn_site.walk(value)) for value in values)}
+    replicas = {
+        name
+        for name, values in spawn_site.bindings(tree).items()
+        if any(
+            isinstance(value, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(
+                isinstance(call, ast.Call) and spawn_site.resolved(call.func, bound) in REPLICA_IDENTITY
+                for call in spawn_site.walk(value)
+            )
+            for value in values
+        )
+    }
     lightning = any(full.startswith(_LIGHTNING) for full in bound.values())
-    calls = sorted((node for node in spawn_site.nodes_of(tree.body) if isinstance(node, ast.Call)),
-                   key=lambda call: (call.lineno, call.col_offset))
+    calls = sorted(
+        (node for node in spawn_site.nodes_of(tree.body) if isinstance(node, ast.Call)),
+        key=lambda call: (call.lineno, call.col_offset),
+    )
     for index, call in enumerate(calls):
         if spawn_site.resolved(call.func, bound) in _NOTEBOOK_LAUNCHERS:
             return "accelerate's notebook_launcher", call.lineno
-        given = [arg.id for arg in (*call.args, *(keyword.value for keyword in call.keywords))
-                 if isinstance(arg, ast.Name) and arg.id in replicas]
+        given = [
+            arg.id
+            for arg in (*call.args, *(keyword.value for keyword in call.keywords))
+            if isinstance(arg, ast.Name) and arg.id in replicas
+        ]
         callee = spawn_site.resolved(call.func, bound) or ""
-        if given and not callee.startswith("torch_xla") and callee not in _IN_PROCESS and not (
-                isinstance(call.func, ast.Name) and call.func.id not in bound and hasattr(builtins, call.func.id)):
-            return f"`{ast.unparse(call.func)}(...)`, given {given[0]}, a function of this file that uses it,", call.lineno
+        if (
+            given
+            and not callee.startswith("torch_xla")
+            and callee not in _IN_PROCESS
+            and not (isinstance(call.func, ast.Name) and call.func.id not in bound and hasattr(builtins, call.func.id))
+        ):
+            return (
+                f"`{ast.unparse(call.func)}(...)`, given {given[0]}, a function of this file that uses it,",
+                call.lineno,
+            )
         if lightning and (keyword := _on_tpu(call)):
-            run = next((later for later in calls[index:] if isinstance(later.func, ast.Attribute)
-                        and later.func.attr in _LIGHTNING_RUNS), call)
+            run = next(
+                (
+                    later
+                    for later in calls[index:]
+                    if isinstance(later.func, ast.Attribute) and later.func.attr in _LIGHTNING_RUNS
+                ),
+                call,
+            )
             return f"Lightning's `{ast.unparse(call.func)}({keyword})`", run.lineno
     return None
 
@@ -347,8 +392,9 @@ def _on_tpu(call: ast.Call) -> str | None:
     return None
 
 
-def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, line: int,
-                    args: tuple[int, cst.Arg] | None = None) -> list[str]:
+def _started_beyond(
+    tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, line: int, args: tuple[int, cst.Arg] | None = None
+) -> list[str]:
     """The functions that start the runtime in the launching process before the spawn on
     ``line``: those it calls before it (:func:`_called_before`), and the methods of the class
     whose method spawns that the spawned function does not reach (:func:`reached_from`): a
@@ -361,9 +407,17 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, lin
         return []
     before = _called_before(tree, line)
     holder = spawn_site.function_at(tree, line)
-    launcher = set() if args is not None and _hands_self(args[1].value) else {
-        method.name for node in spawn_site.walk(tree) if isinstance(node, ast.ClassDef) and holder in node.body
-        for method in node.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    launcher = (
+        set()
+        if args is not None and _hands_self(args[1].value)
+        else {
+            method.name
+            for node in spawn_site.walk(tree)
+            if isinstance(node, ast.ClassDef) and holder in node.body
+            for method in node.body
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+    )
     launcher -= reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
     return [function for function in _starting(tree) if function in before | launcher]
 
@@ -371,7 +425,8 @@ def _started_beyond(tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, lin
 def _hands_self(args: cst.BaseExpression) -> bool:
     """``args=(params, self)``: the spawn hands the object whose method spawns to the replicas."""
     return isinstance(args, (cst.Tuple, cst.List)) and any(
-        isinstance(element.value, cst.Name) and element.value.value == "self" for element in args.elements)
+        isinstance(element.value, cst.Name) and element.value.value == "self" for element in args.elements
+    )
 
 
 @functools.lru_cache(maxsize=1)  # (once per file: each spawn asks)
@@ -410,7 +465,8 @@ def _called_before(tree: ast.Module, line: int) -> set[str]:
             defs.setdefault(node.name, []).append(node)
         elif isinstance(node, ast.ClassDef):  # Trainer(...) runs its __init__
             defs.setdefault(node.name, []).extend(
-                method for method in node.body if isinstance(method, ast.FunctionDef) and method.name == "__init__")
+                method for method in node.body if isinstance(method, ast.FunctionDef) and method.name == "__init__"
+            )
     bound = spawn_site.imported(tree)
     roots: list[ast.Call] = []
     pending, holders = [(spawn_site.function_at(tree, line), line)], set()
@@ -423,8 +479,11 @@ def _called_before(tree: ast.Module, line: int) -> set[str]:
             continue
         holders.add(id(holder))
         roots += [call for call in _calls(holder.body) if call.lineno < at and not _other_branch(holder, call, at)]
-        callers = [(spawn_site.function_at(tree, call.lineno), call.lineno) for call in _calls_in(tree)
-                   if _callee(call) == holder.name and not holder.lineno <= call.lineno <= holder.end_lineno]
+        callers = [
+            (spawn_site.function_at(tree, call.lineno), call.lineno)
+            for call in _calls_in(tree)
+            if _callee(call) == holder.name and not holder.lineno <= call.lineno <= holder.end_lineno
+        ]
         pending += callers
         if not callers:
             roots += _calls(_outside_main_block(tree))
@@ -435,19 +494,26 @@ def _called_before(tree: ast.Module, line: int) -> set[str]:
         if name in reached or name not in defs:
             continue
         reached.add(name)
-        names += [called for function in defs[name] for call in _calls(function.body)
-                  for called in _called_names(call, bound)]
+        names += [
+            called for function in defs[name] for call in _calls(function.body) for called in _called_names(call, bound)
+        ]
     return reached
 
 
 def _other_branch(scope: ast.AST, call: ast.Call, line: int) -> bool:
     """Whether ``call`` is in one branch of an ``if`` of ``scope`` and ``line`` in another
     (``if one_core: main() else: xmp.spawn(...)``): then it does not run before ``line``."""
+
     def within(block: list[ast.stmt], at: int) -> bool:
         return bool(block) and block[0].lineno <= at <= block[-1].end_lineno
 
-    return any(within(node.body, call.lineno) and within(node.orelse, line)
-               or within(node.orelse, call.lineno) and within(node.body, line) for node in _ifs(scope))
+    return any(
+        within(node.body, call.lineno)
+        and within(node.orelse, line)
+        or within(node.orelse, call.lineno)
+        and within(node.body, line)
+        for node in _ifs(scope)
+    )
 
 
 @functools.lru_cache(maxsize=8)  # (asked for each call before a spawn: a walk each time was quadratic)
@@ -473,12 +539,18 @@ def _callee(call: ast.Call) -> str | None:
 def _called_names(call: ast.Call, bound: dict[str, str]) -> list[str]:
     """The names ``call`` runs now: its callee's, and the functions it hands to a call that
     runs them in this process (absl's ``app.run(main)``)."""
-    handed = [arg.id for arg in call.args if isinstance(arg, ast.Name)] if (
-        spawn_site.resolved(call.func, bound) in _IN_PROCESS) else []
+    handed = (
+        [arg.id for arg in call.args if isinstance(arg, ast.Name)]
+        if (spawn_site.resolved(call.func, bound) in _IN_PROCESS)
+        else []
+    )
     return [name for name in (_callee(call), *handed) if name]
 
 
 def _outside_main_block(tree: ast.Module) -> list[ast.stmt]:
     """The module's statements but its ``if __name__ == '__main__':`` blocks."""
-    return [statement for statement in tree.body if not (
-        isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))]
+    return [
+        statement
+        for statement in tree.body
+        if not (isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))
+    ]

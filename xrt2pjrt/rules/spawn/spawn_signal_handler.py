@@ -14,11 +14,13 @@ from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code
 from xrt2pjrt.registry import Example, dedent
 
-_IN_A_THREAD = ("torch_xla's spawn runs the spawned function in a thread of each replica process (a thread per "
-                "device, even for one device), where signal.signal raises ValueError ('signal only works in main "
-                "thread'); XRT ran it in the process's main thread. Install the handler at module level, outside "
-                "`if __name__ == '__main__':`: each replica process runs that in its main thread when it loads the "
-                "module")
+_IN_A_THREAD = (
+    "torch_xla's spawn runs the spawned function in a thread of each replica process (a thread per "
+    "device, even for one device), where signal.signal raises ValueError ('signal only works in main "
+    "thread'); XRT ran it in the process's main thread. Install the handler at module level, outside "
+    "`if __name__ == '__main__':`: each replica process runs that in its main thread when it loads the "
+    "module"
+)
 
 
 class SignalInReplica(PythonRule):

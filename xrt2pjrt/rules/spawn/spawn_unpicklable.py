@@ -23,8 +23,20 @@ from xrt2pjrt.registry import Example, dedent
 _LOCKED = "which holds a lock"  # pickle refuses a lock: 'Lock objects should only be shared ... through inheritance'
 # What multiprocessing makes that holds a lock ('... objects should only be shared between
 # processes through inheritance'), as module functions and as methods of a context.
-_MP_LOCKED = ("Lock", "RLock", "Semaphore", "BoundedSemaphore", "Condition", "Event", "Barrier", "Queue", "SimpleQueue",
-              "JoinableQueue", "Value", "Array")
+_MP_LOCKED = (
+    "Lock",
+    "RLock",
+    "Semaphore",
+    "BoundedSemaphore",
+    "Condition",
+    "Event",
+    "Barrier",
+    "Queue",
+    "SimpleQueue",
+    "JoinableQueue",
+    "Value",
+    "Array",
+)
 _MP_MODULES = ("multiprocessing", "torch.multiprocessing")
 _CONTEXTS = frozenset(f"{module}.get_context" for module in _MP_MODULES)
 _LOCK_HOLDERS = {
@@ -47,11 +59,14 @@ def _pickled(refused: list[tuple[str, str]], shim: bool = False, launch: bool = 
         advice += ", or spawn with start_method='fork'"
         why = "the shim's xmp.spawn pickles fn and args for each process unless start_method='fork', as XRT's did"
     elif launch:
-        why = ("torch_xla.launch pickles fn and args for each process (it calls xmp.spawn), even with "
-               "start_method='fork'")
+        why = (
+            "torch_xla.launch pickles fn and args for each process (it calls xmp.spawn), even with start_method='fork'"
+        )
     else:
-        why = ("torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
-               "forked them unpickled)")
+        why = (
+            "torch_xla 2.x's xmp.spawn pickles fn and args for each process, even with start_method='fork' (XRT's "
+            "forked them unpickled)"
+        )
     return f"move {places} to module level", f"pickle refuses {what}: {advice}; {why}"
 
 
@@ -153,8 +168,11 @@ class Unpicklable(PythonRule):
             return node
         # torch_xla.launch is torch_xla's own spawn under either target: the shim does not replace it
         shim = name != LAUNCH and (ctx.options.target == "shim" or name in SHIM_SPAWNS)
-        if shim and (start := argument(ctx.original, "start_method", START_METHOD_POSITION)) and (
-                literal(start[1].value) == "fork"):
+        if (
+            shim
+            and (start := argument(ctx.original, "start_method", START_METHOD_POSITION))
+            and (literal(start[1].value) == "fork")
+        ):
             return node
         site = spawn_site.find(ctx.tree, ctx.line, code(ctx.original.func))
         if site is None:
@@ -181,9 +199,13 @@ def _local_class(func: ast.expr, site: spawn_site.Site) -> str | None:
     if not scope or isinstance(scope, ast.Module):
         return None
     classes = spawn_site.bindings(scope)[func.id]
-    if not all(isinstance(cls, ast.ClassDef) and not any(
-            isinstance(item, ast.FunctionDef) and item.name in ("__reduce__", "__reduce_ex__") for item in cls.body)
-               for cls in classes):
+    if not all(
+        isinstance(cls, ast.ClassDef)
+        and not any(
+            isinstance(item, ast.FunctionDef) and item.name in ("__reduce__", "__reduce_ex__") for item in cls.body
+        )
+        for cls in classes
+    ):
         return None
     return f"`{func.id}`, a class defined in {scope.name}"
 
@@ -238,7 +260,9 @@ def _is_context(node: ast.expr, site: spawn_site.Site, bound: dict[str, str]) ->
     if not isinstance(node, ast.Name) or (scope := site.binding_scope(node.id)) is None:
         return False
     values = spawn_site.bindings(scope)[node.id]
-    return bool(values) and all(isinstance(v, ast.Call) and spawn_site.resolved(v.func, bound) in _CONTEXTS for v in values)
+    return bool(values) and all(
+        isinstance(v, ast.Call) and spawn_site.resolved(v.func, bound) in _CONTEXTS for v in values
+    )
 
 
 # A class that says what of its instance pickle takes (it may leave its locks out).
@@ -250,17 +274,28 @@ def _method_of_a_lock_holder(method: str, site: spawn_site.Site, bound: dict[str
     lock (``self.lock = mp.Lock()`` in a method): pickling a bound method pickles its
     instance (hivemind's TPUManager). None when the class says how it pickles."""
     function = site.scopes[0]
-    cls = next((node for node in spawn_site.walk(site.scopes[-1])
-                if isinstance(node, ast.ClassDef) and function in node.body), None)
+    cls = next(
+        (node for node in spawn_site.walk(site.scopes[-1]) if isinstance(node, ast.ClassDef) and function in node.body),
+        None,
+    )
     if cls is None or any(isinstance(item, ast.FunctionDef) and item.name in _PICKLED_BY_ITSELF for item in cls.body):
         return None
     if not any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method for item in cls.body):
         return None  # an attribute (self.config): what it holds, this file does not tell
     for node in spawn_site.walk(cls):
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and (what := _lock_holder(node.value, site, bound))):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and (what := _lock_holder(node.value, site, bound))
+        ):
             for target in node.targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                    return (f"`self.{method}`, a method: pickle takes its instance along, whose `self.{target.attr}` "
-                            f"is {what}")
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    return (
+                        f"`self.{method}`, a method: pickle takes its instance along, whose `self.{target.attr}` "
+                        f"is {what}"
+                    )
     return None

@@ -30,8 +30,17 @@ from xrt2pjrt.shim.cpu.transport import current
 from xrt2pjrt.shim.rendezvous import host_rendezvous
 
 # The Backend's calls; the ordinals are placement's, named here too.
-__all__ = ["get_ordinal", "xrt_world_size", "get_local_ordinal", "all_reduce", "all_gather", "reduce_scatter",
-           "all_to_all", "collective_permute", "rendezvous"]
+__all__ = [
+    "get_ordinal",
+    "xrt_world_size",
+    "get_local_ordinal",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "collective_permute",
+    "rendezvous",
+]
 
 
 def _exchange(tensors: Sequence, members: Sequence[int]) -> list[list]:
@@ -97,7 +106,6 @@ def _fold(reduce_type: str, values: list, scale: float, out=None):
 
 def _reduce(reduce_type: str, tensors: Sequence, scale: float, members: Sequence[int]) -> list:
     """XLA's AllReduce of every tensor; the tensors of one dtype travel as one buffer."""
-    import torch
 
     host = to_host(tensors)
     results: list = [None] * len(host)

@@ -28,10 +28,13 @@ def spawn(fn, nprocs=None, start_method="spawn", args=()):
         # the replicas are forked, but on a TPU torch_xla's pool pickles fn and args even under
         # fork: fail here, as there, rather than run what a pod cannot
         spawn_targets.require_picklable(
-            fn, args, why=f"torch_xla's spawn (xmp.spawn, torch_xla.launch) sends fn and args to its replica "
+            fn,
+            args,
+            why=f"torch_xla's spawn (xmp.spawn, torch_xla.launch) sends fn and args to its replica "
             f"processes by pickle, even with start_method={start_method!r}, as it does on a TPU",
             remedy="or use the shim's xmp.spawn (xrt2pjrt.shim.xla_multiprocessing) with start_method='fork', "
-            "which hands them to the replicas unpickled as XRT did")
+            "which hands them to the replicas unpickled as XRT did",
+        )
         supervisor.spawn(fn, args, None, start_method)
         return None
     return torch_xla_spawn(fn, nprocs, start_method, args)

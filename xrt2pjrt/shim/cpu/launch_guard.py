@@ -87,5 +87,11 @@ def user_frame() -> traceback.FrameSummary | None:
     inside = [os.path.dirname(sys.modules[name].__file__) for name in ("torch", "torch_xla", own)]
     inside += [sysconfig.get_paths()["stdlib"], *site.getsitepackages(), site.getusersitepackages()]
     inside = tuple(os.path.join(folder, "") for folder in inside)
-    return next((frame for frame in reversed(traceback.extract_stack())
-                 if not frame.filename.startswith(inside) and not frame.filename.startswith("<")), None)
+    return next(
+        (
+            frame
+            for frame in reversed(traceback.extract_stack())
+            if not frame.filename.startswith(inside) and not frame.filename.startswith("<")
+        ),
+        None,
+    )

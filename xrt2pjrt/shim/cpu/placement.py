@@ -103,8 +103,9 @@ class Hosts:
     def from_env(cls) -> Hosts:
         count, index = settings.CPU_HOSTS.read(), settings.CPU_HOST_INDEX.read()
         if count < 1 or not 0 <= index < count:
-            raise ValueError(f"{settings.CPU_HOST_INDEX.name}={index} is not a host of "
-                             f"{settings.CPU_HOSTS.name}={count}")
+            raise ValueError(
+                f"{settings.CPU_HOST_INDEX.name}={index} is not a host of {settings.CPU_HOSTS.name}={count}"
+            )
         return cls(count, index)
 
 

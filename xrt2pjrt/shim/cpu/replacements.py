@@ -156,8 +156,11 @@ def _rebind(replaced: dict[int, tuple[Any, Callable]]) -> None:
     tables = f"{__package__}."  # the modules that hold the tables' functions, which a table may replace
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
-        if not isinstance(module, types.ModuleType) or not isinstance(namespace, dict) \
-                or getattr(module, "__name__", "").startswith(tables):
+        if (
+            not isinstance(module, types.ModuleType)
+            or not isinstance(namespace, dict)
+            or getattr(module, "__name__", "").startswith(tables)
+        ):
             continue
         for key, value in list(namespace.items()):
             if id(value) in replaced and replaced[id(value)][0] is value:

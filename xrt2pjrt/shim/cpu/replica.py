@@ -91,8 +91,10 @@ class HostsAlive:
         return None
 
     def says(self, host: int) -> str:
-        return (f"CPU host {host} stopped answering for {self.timeout:g}s: its launcher ended without a word "
-                f"(killed, or its machine lost); set {settings.RENDEZVOUS_TIMEOUT.name} to wait longer")
+        return (
+            f"CPU host {host} stopped answering for {self.timeout:g}s: its launcher ended without a word "
+            f"(killed, or its machine lost); set {settings.RENDEZVOUS_TIMEOUT.name} to wait longer"
+        )
 
 
 def main(fn: Callable, args: tuple, where: Placement, report) -> None:

@@ -23,8 +23,15 @@ from xrt2pjrt.shim import settings
 from xrt2pjrt.shim.cpu import replica as replica_process
 from xrt2pjrt.shim.cpu.launch_guard import lift_launch_guard
 from xrt2pjrt.shim.cpu.placement import Hosts, Placement, active, local_address_towards, replica_count, store_address
-from xrt2pjrt.shim.cpu.replica import (ABORT_KEY, ALIVE_KEY, FINISHED_KEY, POLL_SECONDS, HostsAlive, Outcome,
-                                       ReplicaState)
+from xrt2pjrt.shim.cpu.replica import (
+    ABORT_KEY,
+    ALIVE_KEY,
+    FINISHED_KEY,
+    POLL_SECONDS,
+    HostsAlive,
+    Outcome,
+    ReplicaState,
+)
 from xrt2pjrt.shim.store import client as store_client
 from xrt2pjrt.shim.store.protocol import StoreAborted
 from xrt2pjrt.shim.store.secret import job_secret, new_secret
@@ -92,9 +99,11 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int | None = None, start_metho
         store_host, store_port, gloo_addr = "127.0.0.1", listening.getsockname()[1], "127.0.0.1"
     else:
         if job_secret() is None:
-            raise RuntimeError(f"{hosts.count} CPU hosts meet in a store that lets in only the job's processes: "
-                               f"set {settings.JOB_SECRET.name} to the same random value on every host "
-                               "(python -c 'import secrets; print(secrets.token_hex(16))')")
+            raise RuntimeError(
+                f"{hosts.count} CPU hosts meet in a store that lets in only the job's processes: "
+                f"set {settings.JOB_SECRET.name} to the same random value on every host "
+                "(python -c 'import secrets; print(secrets.token_hex(16))')"
+            )
         store_host, store_port = store_address()
         listening = listen(store_host, store_port) if hosts.index == 0 else None
         gloo_addr = settings.CPU_HOST_ADDR.text() or local_address_towards(store_host)

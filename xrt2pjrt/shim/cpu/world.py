@@ -131,7 +131,8 @@ def _xla_get_all_device_attributes() -> list[dict]:
     if len(own) != 1 or set(own[0]) != {"name"}:
         raise NotImplementedError(
             f"xr.global_runtime_device_attributes() in the CPU replica mode: this replica's device has the "
-            f"attributes {own}, and those of the other replicas' devices are unknown here")
+            f"attributes {own}, and those of the other replicas' devices are unknown here"
+        )
     return [{**own[0], "name": name} for name in _world_names()]
 
 
@@ -141,8 +142,10 @@ def _xla_set_replication_devices(arg0) -> None:
     replica (the replica mode's collectives span the world instead)."""
     names = list(arg0)
     if names and names != _world_names():
-        raise ValueError(f"replication devices {names} in the CPU replica mode: only the whole world "
-                         f"{_world_names()} (xm.set_replication's list) or none")
+        raise ValueError(
+            f"replication devices {names} in the CPU replica mode: only the whole world "
+            f"{_world_names()} (xm.set_replication's list) or none"
+        )
     _original("_xla_set_replication_devices")([_local_device()] if names else [])
 
 
@@ -157,15 +160,23 @@ def _xla_get_replication_devices_count() -> int:
 # --- torch_xla.core.xla_model: the CPU replica mode's collectives --------------------------
 # channel_id and use_global_device_ids change no result here: one device per replica, so a
 # global device id is the ordinal, and the exchange needs no channel.
-def all_gather(value, dim=0, groups=None, output=None, pin_layout=True, channel_id=None,
-               use_global_device_ids=None):
+def all_gather(value, dim=0, groups=None, output=None, pin_layout=True, channel_id=None, use_global_device_ids=None):
     return collectives.all_gather(value, dim, groups, output, pin_layout)
 
 
-def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=None, output=None,
-                   pin_layout=True, channel_id=None, use_global_device_ids=None):
-    return collectives.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups, output,
-                                       pin_layout)
+def reduce_scatter(
+    reduce_type,
+    input,
+    scale,
+    scatter_dim,
+    shard_count,
+    groups=None,
+    output=None,
+    pin_layout=True,
+    channel_id=None,
+    use_global_device_ids=None,
+):
+    return collectives.reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups, output, pin_layout)
 
 
 def xla_rendezvous(payload: bytes = b"", ordinals=None, tag=None) -> list[bytes]:
@@ -189,9 +200,11 @@ def _unsupported(what: str) -> Callable:
 
 
 def _nested_spawn(*args, **kwargs):
-    raise RuntimeError("xmp.spawn / torch_xla.launch called inside a CPU replica: replicas cannot start "
-                       "replicas (under `xrt2pjrt run --per-process` the script is already one replica: "
-                       "call the function directly, or run without --per-process)")
+    raise RuntimeError(
+        "xmp.spawn / torch_xla.launch called inside a CPU replica: replicas cannot start "
+        "replicas (under `xrt2pjrt run --per-process` the script is already one replica: "
+        "call the function directly, or run without --per-process)"
+    )
 
 
 # --- torch.distributed's xla backend ---------------------------------------------------------
@@ -226,7 +239,8 @@ def _not_in_a_graph(what: str) -> None:
             raise NotImplementedError(
                 f"{what} inside torch.compile is not supported in the CPU replica mode (its result "
                 "would be compiled in as a constant): call it outside the compiled function, or "
-                "use xm's collectives, which torch.compile calls rather than compiles there")
+                "use xm's collectives, which torch.compile calls rather than compiles there"
+            )
         frame = frame.f_back
 
 
@@ -281,32 +295,43 @@ WORLD: tuple[Replacement, ...] = (
     _device_names("_xla_get_all_runtime_devices", _xla_get_all_devices, "['CPU:0']: one device in the world"),
     _device_names("_xla_num_global_devices", _xla_num_global_devices, "1: one device in the world"),
     _device_names("_xla_get_all_device_attributes", _xla_get_all_device_attributes, "one device's attributes"),
-    _device_names("_xla_set_replication_devices", _xla_set_replication_devices,
-                  "takes CPU:0 only: CPU:1.. are no devices of this process"),
+    _device_names(
+        "_xla_set_replication_devices",
+        _xla_set_replication_devices,
+        "takes CPU:0 only: CPU:1.. are no devices of this process",
+    ),
     _device_names("_xla_get_replication_devices", _xla_get_replication_devices, "['CPU:0'] or []"),
     _device_names("_xla_get_replication_devices_count", _xla_get_replication_devices_count, "1 or 0"),
     Replacement("torch_xla.core.xla_model:all_reduce", collectives.all_reduce, "a clone (world size 1)"),
     Replacement("torch_xla.core.xla_model:all_gather", all_gather, "the value itself"),
     Replacement("torch_xla.core.xla_model:reduce_scatter", reduce_scatter, "XLA's op over one replica"),
     Replacement("torch_xla.core.xla_model:all_to_all", collectives.all_to_all, "XLA's op over one replica"),
-    Replacement("torch_xla.core.xla_model:collective_permute", collectives.collective_permute,
-                "XLA's op over one replica"),
+    Replacement(
+        "torch_xla.core.xla_model:collective_permute", collectives.collective_permute, "XLA's op over one replica"
+    ),
     Replacement("torch_xla.core.xla_model:xla_rendezvous", xla_rendezvous, "all_gather over one replica"),
     Replacement("torch_xla.core.xla_model:send", _unsupported("xm.send"), "an XLA Send no replica receives"),
     Replacement("torch_xla.core.xla_model:recv", _unsupported("xm.recv"), "an XLA Recv no replica sends"),
     Replacement("torch_xla.distributed.xla_backend:ProcessGroupXla.barrier", _barrier, "returns at once"),
-    Replacement("torch.distributed.rendezvous:_rendezvous_handlers['xla']", _xla_init_method,
-                "a TCPStore on MASTER_PORT with world size and rank from torch_xla.runtime"),
+    Replacement(
+        "torch.distributed.rendezvous:_rendezvous_handlers['xla']",
+        _xla_init_method,
+        "a TCPStore on MASTER_PORT with world size and rank from torch_xla.runtime",
+    ),
     Replacement("kernel:_c10d_functional::all_reduce", _functional_all_reduce, "XLA's op over one replica"),
-    Replacement("kernel:_c10d_functional::all_gather_into_tensor", _functional_all_gather,
-                "XLA's op over one replica"),
-    Replacement("kernel:_c10d_functional::reduce_scatter_tensor", _functional_reduce_scatter,
-                "XLA's op over one replica"),
+    Replacement("kernel:_c10d_functional::all_gather_into_tensor", _functional_all_gather, "XLA's op over one replica"),
+    Replacement(
+        "kernel:_c10d_functional::reduce_scatter_tensor", _functional_reduce_scatter, "XLA's op over one replica"
+    ),
     Replacement("kernel:_c10d_functional::all_to_all_single", _functional_all_to_all, "XLA's op over one replica"),
-    Replacement("torch_xla.distributed.xla_multiprocessing:spawn", _nested_spawn,
-                "a one-replica world of its own in a new process"),
-    Replacement("torch_xla._internal.pjrt:run_multiprocess", _nested_spawn,
-                "a one-replica world of its own in a new process"),
+    Replacement(
+        "torch_xla.distributed.xla_multiprocessing:spawn",
+        _nested_spawn,
+        "a one-replica world of its own in a new process",
+    ),
+    Replacement(
+        "torch_xla._internal.pjrt:run_multiprocess", _nested_spawn, "a one-replica world of its own in a new process"
+    ),
 )
 
 
@@ -342,14 +367,19 @@ def _not_a_replica(name: str) -> Callable:
             f"{name}() in a DataLoader worker of CPU replica {global_ordinal()}: the worker is a "
             "process of its own, started by spawn, and no replica; on a TPU, torch_xla would start a runtime of its "
             "own there (on the chips the replica holds) rather than answer the replica's. Ask in the replica and "
-            "hand the answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())")
+            "hand the answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())"
+        )
+
     return refuse
 
 
 WORKER: tuple[Replacement, ...] = tuple(
-    Replacement(row.target, _not_a_replica(row.target.replace(":", ".")), "the answer of a world of one",
-                traceable=True)
-    for row in WORLD if row.target.startswith(("torch_xla.runtime:", "torch_xla:_XLAC.")))
+    Replacement(
+        row.target, _not_a_replica(row.target.replace(":", ".")), "the answer of a world of one", traceable=True
+    )
+    for row in WORLD
+    if row.target.startswith(("torch_xla.runtime:", "torch_xla:_XLAC."))
+)
 
 
 def _hand_workers_their_init() -> None:

@@ -22,9 +22,20 @@ import weakref
 from collections.abc import Sequence
 
 from xrt2pjrt.shim import settings
-from xrt2pjrt.shim.store.protocol import (CHUNKS_PER_READ, HELLO_GRACE_SECONDS, RETRY_SECONDS, KeySpace,
-                                          StoreAborted, StoreAuthenticationError, StoreError, StoreTimeout,
-                                          StoreUnavailable, Wire, max_value_bytes, over_limit)
+from xrt2pjrt.shim.store.protocol import (
+    CHUNKS_PER_READ,
+    HELLO_GRACE_SECONDS,
+    RETRY_SECONDS,
+    KeySpace,
+    StoreAborted,
+    StoreAuthenticationError,
+    StoreError,
+    StoreTimeout,
+    StoreUnavailable,
+    Wire,
+    max_value_bytes,
+    over_limit,
+)
 from xrt2pjrt.shim.store.secret import job_secret
 
 _HELLO_MAX_BYTES = 4096  # more is not an xrt2pjrt store's hello
@@ -180,16 +191,21 @@ class StoreClient:
             return 0
         names = [self._space.name(_bytes(k)) for k in keys]
         with self._call() as link:
-            chunks = [chunk for name, stored in zip(names, link.values(names))
-                      for chunk in self._space.chunk_names(name, stored)]
+            chunks = [
+                chunk
+                for name, stored in zip(names, link.values(names))
+                for chunk in self._space.chunk_names(name, stored)
+            ]
             link.send(b"".join(Wire.one_key(Wire.DELETE_KEY, name) for name in [*names, *chunks]))
-            return sum([link.number() for _ in range(len(names) + len(chunks))][:len(names)])
+            return sum([link.number() for _ in range(len(names) + len(chunks))][: len(names)])
 
     def num_keys(self) -> int:
         """The keys the job set (a value stored in chunks counts each); not the store's own."""
         with self._call() as link:
-            link.send(bytes([Wire.GETNUMKEYS]) + b"".join(
-                Wire.keys(Wire.CHECK, [name]) for name in (self._space.abort, self._space.done)))
+            link.send(
+                bytes([Wire.GETNUMKEYS])
+                + b"".join(Wire.keys(Wire.CHECK, [name]) for name in (self._space.abort, self._space.done))
+            )
             total = link.number()
             return total - 1 - sum(link.read(1)[0] == Wire.READY for _ in range(2))  # 1: the hello
 
@@ -226,8 +242,9 @@ class StoreClient:
                 self._drop()
                 if isinstance(error, TimeoutError):
                     raise StoreTimeout(f"the store at {where} did not answer within {seconds:g}s") from None
-                raise StoreUnavailable(f"the store at {where} went away during a call "
-                                       f"(its process ended or its host died): {error}") from None
+                raise StoreUnavailable(
+                    f"the store at {where} went away during a call (its process ended or its host died): {error}"
+                ) from None
             except BaseException:
                 self._drop()
                 raise
@@ -241,7 +258,7 @@ class StoreClient:
         chunk_names = self._space.chunk_names(name, stored)
         chunks = []
         for at in range(0, len(chunk_names), CHUNKS_PER_READ):
-            chunks += link.values(chunk_names[at:at + CHUNKS_PER_READ])
+            chunks += link.values(chunk_names[at : at + CHUNKS_PER_READ])
         return self._space.open(name, stored, chunks)
 
     def _watch(self) -> _AbortWatch:
@@ -266,12 +283,14 @@ class StoreClient:
         where = f"{self.host}:{self.port}"
         while True:
             try:
-                sock = socket.create_connection((self.host, self.port),
-                                                timeout=max(0.05, min(5.0, deadline - time.monotonic())))
+                sock = socket.create_connection(
+                    (self.host, self.port), timeout=max(0.05, min(5.0, deadline - time.monotonic()))
+                )
             except OSError as error:
                 if time.monotonic() + RETRY_SECONDS >= deadline:
-                    raise StoreUnavailable(f"no store answered at {where} within {seconds:g}s "
-                                           f"({error.strerror or error})") from None
+                    raise StoreUnavailable(
+                        f"no store answered at {where} within {seconds:g}s ({error.strerror or error})"
+                    ) from None
                 time.sleep(RETRY_SECONDS)
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -289,7 +308,8 @@ class StoreClient:
                 sock.close()
                 raise StoreAuthenticationError(
                     f"the program at {where} is not an xrt2pjrt store ({error}): another program uses the port; "
-                    f"choose another with {settings.RENDEZVOUS_PORT.name}") from None
+                    f"choose another with {settings.RENDEZVOUS_PORT.name}"
+                ) from None
             except BaseException:
                 sock.close()
                 raise
@@ -307,7 +327,8 @@ class StoreClient:
                 raise StoreAuthenticationError(
                     f"the store at {where} does not hold this job's secret: it is another job's store on the "
                     f"same port. Give each job its own port ({settings.RENDEZVOUS_PORT.name}) and its own "
-                    "secret") from None
+                    "secret"
+                ) from None
             link.deadline = deadline
             stored = link.values([hello])[0]
         return int(self._space.open(hello, stored).decode())

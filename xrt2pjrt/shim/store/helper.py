@@ -69,7 +69,9 @@ def start_helper(host: str, port: int, secret: bytes, *, expected: int, linger: 
     code = f"import sys; sys.path.insert(0, {package_root!r}); from {__name__} import main; main()"
     process = subprocess.Popen(
         [sys.executable, "-I", "-c", code, host, str(port), str(expected), str(linger), str(max_value_bytes())],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        close_fds=True,
     )
     process.stdin.write(secret + b"\n")  # never on a command line: others can read those
     process.stdin.flush()
@@ -88,8 +90,13 @@ def start_helper(host: str, port: int, secret: bytes, *, expected: int, linger: 
 
 def main() -> None:
     """The helper process (see :func:`start_helper`): serve, watch, end."""
-    host, port, expected, linger, max_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
-        float(sys.argv[4]), int(sys.argv[5])
+    host, port, expected, linger, max_bytes = (
+        sys.argv[1],
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        float(sys.argv[4]),
+        int(sys.argv[5]),
+    )
     # Read by torch's C++ logging as it loads (the engine warns, with its stack, on each
     # malformed request a stranger sends): warnings go nowhere, errors still show.
     os.environ["TORCH_CPP_LOG_LEVEL"] = "ERROR"
@@ -136,9 +143,11 @@ def _watch(server: StoreServer, host: str, expected: int, linger: float) -> None
             return
         held = server.held
         if held > server.max_held:
-            message = (f"the job's store on {host}:{server.port} took {held >> 20} MiB, more than its "
-                       f"{server.max_held >> 20} MiB ({HELD_VALUES} values of the largest size it takes): "
-                       "someone is filling it; it ends")
+            message = (
+                f"the job's store on {host}:{server.port} took {held >> 20} MiB, more than its "
+                f"{server.max_held >> 20} MiB ({HELD_VALUES} values of the largest size it takes): "
+                "someone is filling it; it ends"
+            )
             server.abort(message)
             print(f"xrt2pjrt: {message}", file=sys.stderr, flush=True)
             _let_the_last_answers_out(server)
@@ -160,8 +169,12 @@ def _watch(server: StoreServer, host: str, expected: int, linger: float) -> None
             idle_since, seen = time.monotonic(), now
         elif time.monotonic() - idle_since >= linger:
             held = f" ({connected} connection{'s' * (connected > 1)} still open)" if connected else ""
-            print(f"xrt2pjrt store on {host}:{server.port}: {done} of {expected} processes said "
-                  f"done; ending after {linger:g}s in which the job did nothing{held}", file=sys.stderr, flush=True)
+            print(
+                f"xrt2pjrt store on {host}:{server.port}: {done} of {expected} processes said "
+                f"done; ending after {linger:g}s in which the job did nothing{held}",
+                file=sys.stderr,
+                flush=True,
+            )
             return
 
 

@@ -136,26 +136,27 @@ class KeySpace:
         if len(value) <= CHUNK_BYTES:
             yield name, self._mac(name, [value]) + b"V" + value
             return
-        chunks = [memoryview(value)[at:at + CHUNK_BYTES] for at in range(0, len(value), CHUNK_BYTES)]
+        chunks = [memoryview(value)[at : at + CHUNK_BYTES] for at in range(0, len(value), CHUNK_BYTES)]
         for index, chunk in enumerate(chunks):
             yield self.chunk(name, index), bytes(chunk)
         yield name, self._mac(name, [value]) + b"C" + struct.pack("<QI", len(value), len(chunks))
 
     def chunk_names(self, name: bytes, stored: bytes) -> list[bytes]:
         """The chunk keys a stored value's header names (none for a value stored whole)."""
-        if stored[MAC_BYTES:MAC_BYTES + 1] != b"C" or len(stored) != MAC_BYTES + 13:
+        if stored[MAC_BYTES : MAC_BYTES + 1] != b"C" or len(stored) != MAC_BYTES + 13:
             return []
-        _, count = struct.unpack("<QI", stored[MAC_BYTES + 1:])
+        _, count = struct.unpack("<QI", stored[MAC_BYTES + 1 :])
         return [self.chunk(name, index) for index in range(count)]
 
     def open(self, name: bytes, stored: bytes, chunks: Sequence[bytes] = ()) -> bytes:
         """The value ``stored`` (and its ``chunks``) hold, once its seal is the job's."""
-        kind = stored[MAC_BYTES:MAC_BYTES + 1]
-        value = stored[MAC_BYTES + 1:] if kind == b"V" else b"".join(chunks)
-        if kind == b"C" and len(value) != struct.unpack("<Q", stored[MAC_BYTES + 1:MAC_BYTES + 9])[0]:
+        kind = stored[MAC_BYTES : MAC_BYTES + 1]
+        value = stored[MAC_BYTES + 1 :] if kind == b"V" else b"".join(chunks)
+        if kind == b"C" and len(value) != struct.unpack("<Q", stored[MAC_BYTES + 1 : MAC_BYTES + 9])[0]:
             kind = b""
         if kind not in (b"V", b"C") or not hmac.compare_digest(stored[:MAC_BYTES], self._mac(name, [value])):
             raise StoreAuthenticationError(
-                f"the value of {name[len(self._keys):].decode('utf-8', 'replace')!r} does not carry this job's "
-                "secret: a process outside the job wrote it (or it is a counter: read those with add(key, 0))")
+                f"the value of {name[len(self._keys) :].decode('utf-8', 'replace')!r} does not carry this job's "
+                "secret: a process outside the job wrote it (or it is a counter: read those with add(key, 0))"
+            )
         return value

@@ -32,8 +32,10 @@ def job_secret(env=None) -> bytes | None:
     if not text:
         return None
     if len(text) < MIN_SECRET_CHARS:
-        raise StoreError(f"{where}: the job secret has {len(text)} characters; use at least "
-                         f"{MIN_SECRET_CHARS} random ones (python -c 'import secrets; print(secrets.token_hex(16))')")
+        raise StoreError(
+            f"{where}: the job secret has {len(text)} characters; use at least "
+            f"{MIN_SECRET_CHARS} random ones (python -c 'import secrets; print(secrets.token_hex(16))')"
+        )
     return text.encode()
 
 
@@ -42,8 +44,10 @@ def _read_private_file(path: str) -> str:
     try:
         info = os.stat(path)
         if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise StoreError(f"{where}: the file is mode {stat.S_IMODE(info.st_mode):04o}; "
-                             "others could read the job secret: chmod 600 it")
+            raise StoreError(
+                f"{where}: the file is mode {stat.S_IMODE(info.st_mode):04o}; "
+                "others could read the job secret: chmod 600 it"
+            )
         with open(path, encoding="utf-8") as handle:
             return handle.read()
     except OSError as error:
@@ -73,8 +77,10 @@ def _user_key() -> bytes:
     os.makedirs(directory, mode=0o700, exist_ok=True)
     info = os.stat(directory)
     if info.st_uid != os.getuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise StoreError(f"{directory} must belong to you and be private (chmod 700): it holds the key "
-                         f"that protects your jobs' stores; or set {settings.JOB_SECRET.name}")
+        raise StoreError(
+            f"{directory} must belong to you and be private (chmod 700): it holds the key "
+            f"that protects your jobs' stores; or set {settings.JOB_SECRET.name}"
+        )
     path = os.path.join(directory, "key")
     if not os.path.exists(path):
         # Written whole under another name, then linked: a concurrent reader never sees half a key.

@@ -37,12 +37,16 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as error:
         sock.close()
         if error.errno == errno.EADDRINUSE:
-            raise PortTaken(f"port {port} on {host} is taken (another job's store, or another program): "
-                            f"give this job its own port with {settings.RENDEZVOUS_PORT.name}, the same "
-                            "on every host") from None
+            raise PortTaken(
+                f"port {port} on {host} is taken (another job's store, or another program): "
+                f"give this job its own port with {settings.RENDEZVOUS_PORT.name}, the same "
+                "on every host"
+            ) from None
         if error.errno == errno.EADDRNOTAVAIL:
-            raise StoreError(f"cannot listen on {host}:{port}: {host} is no address of this machine; give the store "
-                             f"one of its own with {settings.RENDEZVOUS_ADDR.name} (host:port)") from None
+            raise StoreError(
+                f"cannot listen on {host}:{port}: {host} is no address of this machine; give the store "
+                f"one of its own with {settings.RENDEZVOUS_ADDR.name} (host:port)"
+            ) from None
         raise StoreError(f"cannot listen on {host}:{port}: {error}") from None
     sock.listen(1024)
     return sock
@@ -77,8 +81,15 @@ class StoreServer:
         _raise_open_file_limit()
         own = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # where this process reaches it
         # The engine owns the socket from here on (it closes it): detached, Python never does.
-        self._store = dist.TCPStore(own, self.port, is_master=True, wait_for_workers=False, use_libuv=True,
-                                    master_listen_fd=listening.detach(), timeout=datetime.timedelta(seconds=30))
+        self._store = dist.TCPStore(
+            own,
+            self.port,
+            is_master=True,
+            wait_for_workers=False,
+            use_libuv=True,
+            master_listen_fd=listening.detach(),
+            timeout=datetime.timedelta(seconds=30),
+        )
         self._put(self._space.hello, str(self.max_bytes).encode())
         self._own_sockets = _open_sockets()
         self._own_memory = _resident_bytes()

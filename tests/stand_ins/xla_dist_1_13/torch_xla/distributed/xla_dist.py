@@ -24,16 +24,29 @@ def quoted(words, sep=" "):
 
 
 def script(worker, n, flags):
-    lines = [["export", f"XRT_LOCAL_WORKER=c_localservice:{worker}"],
-             ["export", f"XRT_SHARD_WORLD_SIZE={n}"], ["export", f"XRT_SHARD_ORDINAL={worker}"]]
+    lines = [
+        ["export", f"XRT_LOCAL_WORKER=c_localservice:{worker}"],
+        ["export", f"XRT_SHARD_WORLD_SIZE={n}"],
+        ["export", f"XRT_SHARD_ORDINAL={worker}"],
+    ]
     if worker == 0:
-        lines.append(["export", "XRT_TPU_CONFIG=" + "|".join(
-            f"c_localservice;{i};10.0.0.{i + 2}:{flags.tpuvm_server_port}" for i in range(n))])
+        lines.append(
+            [
+                "export",
+                "XRT_TPU_CONFIG="
+                + "|".join(f"c_localservice;{i};10.0.0.{i + 2}:{flags.tpuvm_server_port}" for i in range(n)),
+            ]
+        )
     lines += [["export", kv] for kv in flags.env or []]
     lines.append([".", "/etc/profile"])
     if flags.docker_image:
-        docker = ["docker", "run", f"--name={flags.docker_container or 'pytorchtpudistrunner'}",
-                  "--network=host", *(flags.docker_run_flag or [])]
+        docker = [
+            "docker",
+            "run",
+            f"--name={flags.docker_container or 'pytorchtpudistrunner'}",
+            "--network=host",
+            *(flags.docker_run_flag or []),
+        ]
         docker += ["-e", "XRT_TPU_CONFIG", "-e", "XRT_LOCAL_WORKER"]
         docker += [x for kv in flags.env or [] for x in ("-e", kv.partition("=")[0])]
         lines.append(docker + [flags.docker_image] + flags.positional)
