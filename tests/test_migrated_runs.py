@@ -96,9 +96,12 @@ def test_a_crash_at_a_spot_the_migration_marked_names_its_item(tmp_path):
     assert "[manual-mesh-reduce-objects]" in lines[spot - 2]
     ran = _xrt2pjrt("run", "--nprocs", "2", "train.py", cwd=tmp_path)
     assert ran.returncode == 1 and "UnpicklingError" in ran.stderr
-    last = ran.stderr.strip().splitlines()[-1]
-    assert last == (
+    said = ran.stderr.strip().splitlines()
+    assert (
         f"xrt2pjrt run: it stopped at a spot the migration marked to decide: train.py:{spot}: "
         "[manual-mesh-reduce-objects] pass a tensor or a Python number "
         "(xrt2pjrt rules manual-mesh-reduce-objects says why)"
-    ), last
+    ) in said, said[-8:]
+    # and, at the end, the run's word on that item: it saw the value that breaks
+    assert said[-1].split()[:5] == ["confirmed", f"train.py:{spot}", "[manual-mesh-reduce-objects]", "got", "a"]
+    assert "numpy.float64, which torch.load(weights_only=True) refuses" in said[-1], said[-8:]
