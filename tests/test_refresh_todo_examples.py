@@ -84,3 +84,12 @@ def test_an_examples_after_is_written_as_a_dedent_block_and_dedent_imported():
     exec(code, namespace)
     assert [example.after for example in namespace["EXAMPLES"]] == ["x = 1\n", after]
     assert refresh.with_afters(MODULE, {1: after}, count=3) is None  # not the rule's examples in order
+
+
+def test_an_unchanged_example_that_gains_a_todo_line_becomes_an_example_of_its_before_and_after():
+    module = MODULE.replace('Example("x = 1\\n", "x = 1\\n")', 'Example.unchanged("x = 1\\n", manual=("m",))')
+    code = refresh.with_afters(module, {0: "# TODO(xrt2pjrt): look [r]\nx = 1\n"}, count=2)
+    namespace = {}
+    exec(code, namespace)
+    first = namespace["EXAMPLES"][0]
+    assert (first.before, first.after, first.manual) == ("x = 1\n", "# TODO(xrt2pjrt): look [r]\nx = 1\n", ("m",))

@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,12 +94,23 @@ class _Afters(cst.CSTTransformer):
         self.new, self.seen = new, 0
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if not (isinstance(original.func, cst.Name) and original.func.value == "Example"):
+        unchanged = m.matches(original.func, m.Attribute(value=m.Name("Example"), attr=m.Name("unchanged")))
+        if not (unchanged or m.matches(original.func, m.Name("Example"))):
             return updated
         index, self.seen = self.seen, self.seen + 1
         if index not in self.new:
             return updated
         args = list(updated.args)
+        if unchanged:  # its after is no longer its before: an Example(before, after, ...) now
+            column = self.get_metadata(PositionProvider, original.args[0].value).start.column
+            comma = (
+                args[0].comma
+                if isinstance(args[0].comma, cst.Comma)
+                else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+            after = cst.Arg(cst.parse_expression(_literal(self.new[index], " " * column)), comma=args[0].comma)
+            args[0] = args[0].with_changes(comma=comma)  # (the after goes on the line the next argument had)
+            return updated.with_changes(func=cst.Name("Example"), args=[args[0], after, *args[1:]])
         at = next(
             k
             for k, arg in enumerate(args)

@@ -43,6 +43,11 @@ class Example:
     # Options this example needs, e.g. {"target": "shim"}.
     options: dict = field(default_factory=dict)
 
+    @classmethod
+    def unchanged(cls, text: str, manual: tuple[str, ...] = (), options: dict | None = None) -> "Example":
+        """An example the rule leaves as it is (it may still report ``manual`` items)."""
+        return cls(text, text, manual, options or {})
+
 
 def dedent(block: str) -> str:
     """An example's text written as the code it is, a triple-quoted block indented with the

@@ -60,12 +60,7 @@ class FullMatMulPrecision(PythonRule):
             """),
             options={"target_version": (2, 7)},
         ),
-        Example(
-            dedent("""
-                import torch_xla
-
-                torch_xla._XLAC._xla_set_use_full_mat_mul_precision(True)
-            """),
+        Example.unchanged(
             dedent("""
                 import torch_xla
 

@@ -39,12 +39,7 @@ class Keywords(RenameRule):
                 loader = pl.ParallelLoader(cpu_loader=train_loader, devices=[device])
             """),
         ),
-        Example(
-            dedent("""
-                import torch_xla.distributed.parallel_loader as pl
-
-                loader = pl.ParallelLoader(loader=train_loader, devices=[device])
-            """),
+        Example.unchanged(
             dedent("""
                 import torch_xla.distributed.parallel_loader as pl
 

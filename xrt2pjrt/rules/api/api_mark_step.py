@@ -33,12 +33,7 @@ class MarkStep(RenameRule):
                 torch_xla.sync()
             """),
         ),
-        Example(
-            dedent("""
-                import torch_xla.core.xla_model as xm
-
-                xm.mark_step(wait=True)
-            """),
+        Example.unchanged(
             dedent("""
                 import torch_xla.core.xla_model as xm
 

@@ -84,12 +84,7 @@ class NotInTarget(PythonRule):
             manual=("takes no reset_scope=",),
             options={"target_version": (2, 3)},
         ),
-        Example(
-            dedent("""
-                import torch_xla.core.xla_model as xm
-
-                xm.mark_step(reset_scope=False)
-            """),
+        Example.unchanged(
             dedent("""
                 import torch_xla.core.xla_model as xm
 

@@ -45,12 +45,7 @@ class SupportedDevices(RenameRule):
             """),
             manual=("devkind='TPU' dropped",),
         ),
-        Example(
-            dedent("""
-                import torch_xla.core.xla_model as xm
-
-                n = len(xm.get_xla_supported_devices(max_devices=8))
-            """),
+        Example.unchanged(
             dedent("""
                 import torch_xla.core.xla_model as xm
 

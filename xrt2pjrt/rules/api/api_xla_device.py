@@ -77,12 +77,7 @@ class XlaDevice(RenameRule):
                 device = torch_xla.device()
             """),
         ),
-        Example(
-            dedent("""
-                import torch_xla.core.xla_model as xm
-
-                device = xm.xla_device()
-            """),
+        Example.unchanged(
             dedent("""
                 import torch_xla.core.xla_model as xm
 

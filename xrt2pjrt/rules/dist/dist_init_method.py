@@ -85,12 +85,7 @@ class InitMethod(PythonRule):
             """),
             manual=("if these are the runtime's own numbers",),
         ),
-        Example(
-            dedent("""
-                import torch.distributed as dist  # beside torch_xla
-
-                dist.init_process_group('gloo', rank=r, world_size=n)
-            """),
+        Example.unchanged(
             dedent("""
                 import torch.distributed as dist  # beside torch_xla
 

@@ -59,13 +59,7 @@ class DeprecatedSetting(EnvRule):
             """),
             manual=("deprecation notice on every run",),
         ),
-        Example(  # torch_xla 2.3 read it without a word
-            dedent("""
-                import os
-                import torch_xla
-
-                os.environ['XLA_USE_FP16'] = '1'
-            """),
+        Example.unchanged(  # torch_xla 2.3 read it without a word
             dedent("""
                 import os
                 import torch_xla

@@ -49,12 +49,7 @@ class GoneSetting(EnvRule):
             """),
             manual=("last read by 2.8",),
         ),
-        Example(  # torch_xla 2.4 still trimmed the graph
-            dedent("""
-                import os
-
-                os.environ['XLA_TRIM_GRAPH_SIZE'] = '100000'
-            """),
+        Example.unchanged(  # torch_xla 2.4 still trimmed the graph
             dedent("""
                 import os
 

@@ -52,13 +52,7 @@ class PjrtDeviceGpu(EnvRule):
             """),
             manual=("2.9 dropped CUDA",),
         ),
-        Example(
-            dedent("""
-                import os
-
-                if os.environ.get('PJRT_DEVICE') == 'TPU':
-                    os.environ['PJRT_DEVICE'] = 'TPU'
-            """),
+        Example.unchanged(
             dedent("""
                 import os
 

@@ -70,13 +70,7 @@ class TpuNodeAddress(PythonRule):
             """),
             manual=("xp.start_server",),
         ),
-        Example(  # TensorFlow's: not PyTorch's to report
-            dedent("""
-                import os
-                import tensorflow as tf
-
-                resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])
-            """),
+        Example.unchanged(  # TensorFlow's: not PyTorch's to report
             dedent("""
                 import os
                 import tensorflow as tf
@@ -84,15 +78,7 @@ class TpuNodeAddress(PythonRule):
                 resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ['TPU_NAME'])
             """),
         ),
-        Example(  # a copy of pytorch-xla-env-setup.py, run before torch is installed
-            dedent("""
-                import os
-
-                WHEEL = 'torch-{version}.whl'
-
-                def is_tpu_runtime():
-                    return 'TPU_NAME' in os.environ
-            """),
+        Example.unchanged(  # a copy of pytorch-xla-env-setup.py, run before torch is installed
             dedent("""
                 import os
 

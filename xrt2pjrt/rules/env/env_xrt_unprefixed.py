@@ -75,13 +75,7 @@ class Unprefixed(EnvRule):
             """),
             manual=("xr.device_type() == 'TPU'",),
         ),
-        Example(  # TensorFlow's Colab notebooks found their TPU node there too: not PyTorch's to report
-            dedent("""
-                import os
-                import tensorflow as tf
-
-                tpu = tf.distribute.cluster_resolver.TPUClusterResolver('grpc://' + os.environ['COLAB_TPU_ADDR'])
-            """),
+        Example.unchanged(  # TensorFlow's Colab notebooks found their TPU node there too: not PyTorch's to report
             dedent("""
                 import os
                 import tensorflow as tf

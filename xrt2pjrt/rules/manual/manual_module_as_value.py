@@ -61,17 +61,7 @@ class ModuleAsValue(PythonRule):
             """),
             manual=("stored as self.xm",),
         ),
-        Example(  # danielkunin/neural-mechanics: a local alias used only for names 2.9 still has
-            dedent("""
-                import torch
-
-                def save(state, path, tpu):
-                    save_lib = torch
-                    if tpu:
-                        import torch_xla.core.xla_model as xm
-                        save_lib = xm
-                    save_lib.save(state, path)
-            """),
+        Example.unchanged(  # danielkunin/neural-mechanics: a local alias used only for names 2.9 still has
             dedent("""
                 import torch
 
@@ -101,16 +91,7 @@ class ModuleAsValue(PythonRule):
             """),
             manual=("stored as lib",),
         ),
-        Example(  # its own names, and a test of the import fallback, are no hand-over
-            dedent("""
-                try:
-                    import torch_xla.core.xla_model as xm
-                except ImportError:
-                    xm = None
-
-                if xm is not None:
-                    device = xm.xla_device()
-            """),
+        Example.unchanged(  # its own names, and a test of the import fallback, are no hand-over
             dedent("""
                 try:
                     import torch_xla.core.xla_model as xm

@@ -45,13 +45,7 @@ class PreOneZero(ImportedModuleRule):
             """),
             manual=("data_parallel",),
         ),
-        Example(  # tmabraham/fastai_tpu, BigGAN-Pytorch-TPU: a leftover import, which still imports
-            dedent("""
-                import torch_xla.distributed.data_parallel as dp
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                xmp.spawn(train_loop)
-            """),
+        Example.unchanged(  # tmabraham/fastai_tpu, BigGAN-Pytorch-TPU: a leftover import, which still imports
             dedent("""
                 import torch_xla.distributed.data_parallel as dp
                 import torch_xla.distributed.xla_multiprocessing as xmp

@@ -35,12 +35,7 @@ class RendezvousSubset(PythonRule):
             """),
             manual=("every replica must join",),
         ),
-        Example(
-            dedent("""
-                import torch_xla.core.xla_model as xm
-
-                xm.rendezvous('init')
-            """),
+        Example.unchanged(
             dedent("""
                 import torch_xla.core.xla_model as xm
 

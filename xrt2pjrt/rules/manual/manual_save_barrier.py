@@ -56,15 +56,7 @@ class SaveBarrier(PythonRule):
             """),
             manual=("rendezvous",),
         ),
-        Example(
-            dedent("""
-                import torch
-                import torch_xla.core.xla_model as xm
-
-                xm.save(model.state_dict(), path)
-                xm.rendezvous('saved')
-                model.load_state_dict(torch.load(path))
-            """),
+        Example.unchanged(
             dedent("""
                 import torch
                 import torch_xla.core.xla_model as xm
@@ -102,17 +94,7 @@ class SaveBarrier(PythonRule):
             """),
             manual=("rendezvous",),
         ),
-        Example(  # BigGAN-Pytorch-TPU, my_simclr_vit_profiling: loaded only when a later run resumes
-            dedent("""
-                import torch
-                import torch_xla.core.xla_model as xm
-
-                def save_ckpt(path, model):
-                    xm.save(model.state_dict(), path)
-
-                def load_ckpt(path, model):
-                    model.load_state_dict(torch.load(path))
-            """),
+        Example.unchanged(  # BigGAN-Pytorch-TPU, my_simclr_vit_profiling: loaded only when a later run resumes
             dedent("""
                 import torch
                 import torch_xla.core.xla_model as xm

@@ -75,19 +75,7 @@ class SeededReplicas(PythonRule):
             """),
             manual=("sharing torch's RNG",),
         ),
-        Example(  # pytorch/xla v1.13's test_mp_distributed_mm.py: its tensors come from the device's generator
-            dedent("""
-                import torch
-                import torch_xla.core.xla_model as xm
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                def _mp_fn(index):
-                    torch.manual_seed(11)
-                    xm.set_rng_state(11)
-                    w = torch.randn(3, 4, device=device)
-
-                xmp.spawn(_mp_fn)
-            """),
+        Example.unchanged(  # pytorch/xla v1.13's test_mp_distributed_mm.py: its tensors come from the device's generator
             dedent("""
                 import torch
                 import torch_xla.core.xla_model as xm
@@ -101,19 +89,7 @@ class SeededReplicas(PythonRule):
                 xmp.spawn(_mp_fn)
             """),
         ),
-        Example(  # the parameters are made equal after the seed: nothing to say
-            dedent("""
-                import torch
-                import torch_xla.core.xla_model as xm
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                def _mp_fn(index):
-                    torch.manual_seed(1)
-                    model = Net().to(xm.xla_device())
-                    xm.broadcast_master_param(model)
-
-                xmp.spawn(_mp_fn)
-            """),
+        Example.unchanged(  # the parameters are made equal after the seed: nothing to say
             dedent("""
                 import torch
                 import torch_xla.core.xla_model as xm
@@ -127,19 +103,7 @@ class SeededReplicas(PythonRule):
                 xmp.spawn(_mp_fn)
             """),
         ),
-        Example(  # the model came from MpModelWrapper, built before: manual-mp-model-wrapper's item
-            dedent("""
-                import torch
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                WRAPPED = xmp.MpModelWrapper(Net())
-
-                def _mp_fn(index):
-                    torch.manual_seed(1)
-                    model = WRAPPED.to(device)
-
-                xmp.spawn(_mp_fn)
-            """),
+        Example.unchanged(  # the model came from MpModelWrapper, built before: manual-mp-model-wrapper's item
             dedent("""
                 import torch
                 import torch_xla.distributed.xla_multiprocessing as xmp
@@ -173,15 +137,7 @@ class SeededReplicas(PythonRule):
             """),
             manual=("sharing torch's RNG",),
         ),
-        Example(  # the launching process's seed: one process, one thread
-            dedent("""
-                import torch
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                if __name__ == '__main__':
-                    torch.manual_seed(1)
-                    xmp.spawn(_mp_fn)
-            """),
+        Example.unchanged(  # the launching process's seed: one process, one thread
             dedent("""
                 import torch
                 import torch_xla.distributed.xla_multiprocessing as xmp

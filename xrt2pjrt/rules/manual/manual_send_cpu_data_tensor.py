@@ -51,12 +51,7 @@ class SendCpuDataTensor(PythonRule):
             """),
             manual=("wraps a bare tensor in a list",),
         ),
-        Example(
-            dedent("""
-                import torch_xla.core.xla_model as xm
-
-                x, y = xm.send_cpu_data_to_device((x, y), device)
-            """),
+        Example.unchanged(
             dedent("""
                 import torch_xla.core.xla_model as xm
 

@@ -57,18 +57,7 @@ class DataLoaderWorker(PythonRule):
             """),
             manual=("runs in each DataLoader worker",),
         ),
-        Example(  # asked in the replica, handed over: nothing to report
-            dedent("""
-                import functools
-                import torch_xla.runtime as xr
-
-                def seed_worker(worker_id, rank):
-                    np.random.seed(1000 * rank + worker_id)
-
-                def _mp_fn(index):
-                    init = functools.partial(seed_worker, rank=xr.global_ordinal())
-                    loader = DataLoader(data, num_workers=4, worker_init_fn=init)
-            """),
+        Example.unchanged(  # asked in the replica, handed over: nothing to report
             dedent("""
                 import functools
                 import torch_xla.runtime as xr

@@ -68,15 +68,7 @@ class ExitInReplica(PythonRule):
             """),
             manual=("sys.exit(0) ends the launcher with status 0",),
         ),
-        Example(  # the launcher's own exit
-            dedent("""
-                import sys
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                if __name__ == '__main__':
-                    xmp.spawn(_mp_fn)
-                    sys.exit(0)
-            """),
+        Example.unchanged(  # the launcher's own exit
             dedent("""
                 import sys
                 import torch_xla.distributed.xla_multiprocessing as xmp

@@ -75,24 +75,14 @@ class NprocsLiteral(NprocsRule):
             """),
             manual=("(line 4: `sampler = DistributedSampler(data, num_replicas=8, rank=index)`)",),
         ),
-        Example(
-            dedent("""
-                from torch_xla.distributed import xla_multiprocessing as xmp
-
-                xmp.spawn(_mp_fn, nprocs=1)
-            """),
+        Example.unchanged(
             dedent("""
                 from torch_xla.distributed import xla_multiprocessing as xmp
 
                 xmp.spawn(_mp_fn, nprocs=1)
             """),
         ),
-        Example(
-            dedent("""
-                import torch.multiprocessing as mp
-
-                mp.spawn(fn=_mp_fn, nprocs=8)  # torch_xla elsewhere
-            """),
+        Example.unchanged(
             dedent("""
                 import torch.multiprocessing as mp
 

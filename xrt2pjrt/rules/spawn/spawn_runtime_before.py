@@ -148,19 +148,7 @@ class RuntimeBeforeSpawn(PythonRule):
             """),
             manual=(f"before {_EXAMPLE_TRAINER} starts the replicas",),
         ),
-        Example(  # the spawned function and what it calls: the workers' code
-            dedent("""
-                import torch_xla.core.xla_model as xm
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                def _device():
-                    return xm.xla_device()
-
-                def _mp_fn(index):
-                    device = _device()
-
-                xmp.spawn(_mp_fn)
-            """),
+        Example.unchanged(  # the spawned function and what it calls: the workers' code
             dedent("""
                 import torch_xla.core.xla_model as xm
                 import torch_xla.distributed.xla_multiprocessing as xmp
@@ -174,25 +162,7 @@ class RuntimeBeforeSpawn(PythonRule):
                 xmp.spawn(_mp_fn)
             """),
         ),
-        Example(  # tmabraham/fastai_tpu: a callback class the replica hands to its framework, a patched method
-            dedent("""
-                import torch_xla.core.xla_model as xm
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                class OnTPU(Callback):
-                    def before_fit(self):
-                        self.device = xm.xla_device()
-
-                def _to_tpu(learn):
-                    learn.callback_fns.append(OnTPU)
-
-                Learner.to_tpu = _to_tpu
-
-                def _mp_fn(index):
-                    make_learner().to_tpu().fit(1)
-
-                xmp.spawn(_mp_fn)
-            """),
+        Example.unchanged(  # tmabraham/fastai_tpu: a callback class the replica hands to its framework, a patched method
             dedent("""
                 import torch_xla.core.xla_model as xm
                 import torch_xla.distributed.xla_multiprocessing as xmp

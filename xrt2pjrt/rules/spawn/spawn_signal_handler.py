@@ -54,15 +54,7 @@ class SignalInReplica(PythonRule):
             """),
             manual=("signal only works in main thread",),
         ),
-        Example(  # the launching process's own handler: its main thread
-            dedent("""
-                import signal
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                if __name__ == '__main__':
-                    signal.signal(signal.SIGINT, stop)
-                    xmp.spawn(_mp_fn)
-            """),
+        Example.unchanged(  # the launching process's own handler: its main thread
             dedent("""
                 import signal
                 import torch_xla.distributed.xla_multiprocessing as xmp

@@ -136,12 +136,7 @@ class Unpicklable(PythonRule):
             """),
             manual=("refuses args[0] (an instance of `Cfg`, a class defined in main)",),
         ),
-        Example(  # the shim's spawn forks them over unpickled, as XRT's did
-            dedent("""
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                xmp.spawn(_mp_fn, args=(lambda r: r * 10,), start_method='fork')
-            """),
+        Example.unchanged(  # the shim's spawn forks them over unpickled, as XRT's did
             dedent("""
                 import torch_xla.distributed.xla_multiprocessing as xmp
 
@@ -149,12 +144,7 @@ class Unpicklable(PythonRule):
             """),
             options={"target": "shim"},
         ),
-        Example(  # one process: torch_xla calls fn in this one, unpickled
-            dedent("""
-                import torch_xla.distributed.xla_multiprocessing as xmp
-
-                xmp.spawn(_mp_fn, args=(lambda r: r * 10,), nprocs=1)
-            """),
+        Example.unchanged(  # one process: torch_xla calls fn in this one, unpickled
             dedent("""
                 import torch_xla.distributed.xla_multiprocessing as xmp
 
