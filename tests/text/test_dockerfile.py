@@ -207,3 +207,11 @@ def test_a_runs_here_documents_are_migrated_as_the_script_they_hold():
     assert sorted({f.line for f in outcome.changes}) == [4, 8, 12]
     assert dockerfile.check(outcome.text) is None
     assert "RUN at line 2" in dockerfile.check("FROM x\nRUN <<EOT\nif true; then echo\nEOT\n")
+
+
+def test_a_run_that_starts_with_a_shell_test_is_shell_form_and_migrated():
+    """`RUN [ ... ] && ...` is no JSON array: docker runs it with /bin/sh -c."""
+    text = 'FROM python:3.11\nRUN [ "$TPU" != "" ] && export XRT_TPU_CONFIG="localservice;0;localhost:51011"\n'
+    outcome = rewrite(text)
+    assert outcome.text == text.replace('XRT_TPU_CONFIG="localservice;0;localhost:51011"', "PJRT_DEVICE=TPU")
+    assert outcome.manual == []

@@ -10,6 +10,7 @@ either way their lines are never read as instructions.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -100,7 +101,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         if ins.heredocs:
             if ins.keyword == "RUN":
                 _heredocs(ins, text, rec)
-        elif ins.keyword in SHELL_FORMS and not body.lstrip().startswith("["):
+        elif ins.keyword in SHELL_FORMS and not _exec_form(body):
             outcome = shell.rewrite(body, options, posix_sh=True, comments=False)  # docker runs them with /bin/sh -c
             if outcome.text != body:
                 rec.edits.append(Edit(ins.args, ins.end, outcome.text))
@@ -149,6 +150,16 @@ def _program(ins: Instruction, text: str):
     return None
 
 
+def _exec_form(body: str) -> bool:
+    """Whether docker reads an instruction's arguments as its exec form: a JSON array of
+    strings. Anything else, ``RUN [ "$X" != y ] && ...`` too, is shell form."""
+    try:
+        words = json.loads(body.replace("\\\n", ""))
+    except ValueError:
+        return False
+    return isinstance(words, list) and all(isinstance(word, str) for word in words)
+
+
 def check(text: str) -> str | None:
     """Every shell-form RUN/CMD/ENTRYPOINT, and every script a RUN's here-documents hold,
     still parses (``bash -n``; Python's parser)."""
@@ -157,7 +168,7 @@ def check(text: str) -> str | None:
         program = _program(ins, text) if ins.keyword == "RUN" and ins.heredocs else None
         if program:
             problems = [program[1](text[start:end]) for start, end in ins.heredocs]
-        elif ins.keyword in SHELL_FORMS and not ins.heredocs and not body.lstrip().startswith("["):
+        elif ins.keyword in SHELL_FORMS and not ins.heredocs and not _exec_form(body):
             # (docker drops the comment lines inside a continued instruction before the shell sees it)
             problems = [shell.check(re.sub(r"(?<=\n)[ \t]*#[^\n]*\n", "", body))]
         else:
