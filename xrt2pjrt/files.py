@@ -73,24 +73,6 @@ _SHELL_SHEBANG = re.compile(rb"^#![^\n]*\b(ba|z|k|da)?sh\b")
 _PYTHON_SHEBANG = re.compile(rb"^#![^\n]*\bpython[0-9.]*\b")
 
 
-def uses_torch_xla(targets: list[tuple[Path, str]]) -> bool:
-    """Whether a Python file or notebook among ``targets`` names torch_xla: then the project
-    uses it, and a torch pin in its requirements pins the torch its torch_xla must match."""
-    for path, kind in targets:
-        if kind in ("python", "notebook") and path.is_file():  # a FIFO would block the read
-            try:
-                with open(path, "rb") as f:
-                    if b"torch_xla" in f.read(_TORCH_XLA_LOOK):
-                        return True
-            except OSError:
-                continue  # the run reports it when it migrates the file
-    return False
-
-
-# How much of a file ``uses_torch_xla`` reads: imports are at the top.
-_TORCH_XLA_LOOK = 1_000_000
-
-
 def kind_of(path: Path) -> str | None:
     """The rewriter kind for a path, or None when no rewriter handles it."""
     name = path.name

@@ -7,6 +7,7 @@ gets back; everything it decides on is decided here.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xrt2pjrt import cache, carry, codemod, config, files, report, width
-from xrt2pjrt.registry import TARGETS, Options, parse_version, select, split_words
+from xrt2pjrt.code_trees import NO_NEWER_NEED, CodeTrees
+from xrt2pjrt.registry import TARGETS, Options, parse_version, select, selected, split_words
 
 STDIN = Path("-")
 LAUNCHERS = ("gcloud", "xrt2pjrt")
@@ -152,14 +154,24 @@ class PerFileOptions:
         words = tuple(w for match, ids in self.per_file if match(path) for w in ids)
         found = width.of(path.resolve().parent)
         self.refused.update(dict.fromkeys(found.refused))
-        key = (words, found, width.for_kind(files.kind_of(path), found))
+        served = self.code.of(path) if self.code else None
+        key = (words, found, width.for_kind(files.kind_of(path), found), served)
         if key not in self._cache:
             chosen = replace(self.base, rules=self.base.rules.ignoring(list(words))) if words else self.base
+            if served is not None:
+                chosen = replace(chosen, torch_xla_project=served.uses_torch_xla, code_needs=served.needs)
             self._cache[key] = replace(chosen, line_length=found.length if found.formatter else None, width=key[2])
         return self._cache[key]
 
-    def in_a_torch_xla_project(self) -> PerFileOptions:
-        return PerFileOptions(replace(self.base, torch_xla_project=True), self.per_file)
+    code: CodeTrees | None = None  # what the code each file serves says (code_trees.py)
+
+    def serving(self, code: CodeTrees) -> PerFileOptions:
+        return PerFileOptions(self.base, self.per_file, code=code)
+
+
+def _needs(options: Options, text: str) -> tuple[int, int]:
+    """The oldest torch_xla that has every spelling the run's Python rules write into ``text``."""
+    return max((rule.needs(text, options.target_version) for rule in selected(options, "python")), default=NO_NEWER_NEED)
 
 
 def discover(request: Request, settings: config.Settings) -> files.Discovery:
@@ -208,8 +220,7 @@ def migrate(
         return _migrate_stdin(request, settings, options, found.targets, started)
     for line in codemod.notes_on(found, request.write):
         note(line)
-    if files.uses_torch_xla(found.targets):
-        options = options.in_a_torch_xla_project()
+    options = options.serving(CodeTrees(found.targets, functools.partial(_needs, options.base)))
     total = len(found.targets)
     root = carry.root_of(request.paths)
 

@@ -270,9 +270,13 @@ class Options:
     # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
     # (uses_torch).
     torch_file: bool | None = None
-    # Whether the files of this run use torch_xla (a Python file or notebook names it): a
-    # requirements file pinning torch==1.13 alone then pins XRT's torch (text/installs.py).
+    # Whether the code the file serves uses torch_xla (a Python file or notebook of its folder's
+    # tree names it, code_trees.py): a requirements file pinning torch==1.13 alone then pins
+    # XRT's torch (text/installs.py), and a library's pin the release whose calls fail.
     torch_xla_project: bool = False
+    # The oldest torch_xla that has every spelling the migration writes into that code: a pin
+    # of a release without XRT breaks it only below this (text/installs.py); None: the target.
+    code_needs: tuple[int, int] | None = None
     # Whether unsafe fixes are made too (--unsafe-fixes); without it they are pending.
     unsafe_fixes: bool = False
 

@@ -215,3 +215,22 @@ def test_a_run_that_starts_with_a_shell_test_is_shell_form_and_migrated():
     outcome = rewrite(text)
     assert outcome.text == text.replace('XRT_TPU_CONFIG="localservice;0;localhost:51011"', "PJRT_DEVICE=TPU")
     assert outcome.manual == []
+
+
+def test_one_instruction_that_fetches_several_xrt_era_wheels_is_one_item():
+    # issue 32's third count, in a shape of its own: three wheels of the XRT-era bucket on the
+    # continued lines of one RUN are one decision; another RUN saying the same is its own
+    text = (
+        "FROM python:3.8-slim\n"
+        "RUN mkdir /wheels && cd /wheels && \\\n"
+        "    wget -q https://storage.googleapis.com/tpu-pytorch/wheels/torch-1.10-cp38-cp38-linux_x86_64.whl && \\\n"
+        "    wget -q https://storage.googleapis.com/tpu-pytorch/wheels/torch_xla-1.10-cp38-cp38-linux_x86_64.whl && \\\n"
+        "    pip install /wheels/*.whl\n"
+        "RUN pip install https://storage.googleapis.com/tpu-pytorch/wheels/torchvision-1.10-cp38-cp38-linux_x86_64.whl\n"
+    )
+    outcome = rewrite(text)
+    assert [(f.rule, f.range.start_line, f.range.end_line) for f in outcome.manual] == [
+        ("install-xrt-era-release", 3, 4),
+        ("install-xrt-era-release", 6, 6),
+    ]
+    assert outcome.text.count("TODO(xrt2pjrt)") == 2

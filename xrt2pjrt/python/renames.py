@@ -7,6 +7,9 @@ torch_xla."""
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -173,6 +176,14 @@ class RenameRule(PythonRule):
         cls.names = frozenset(rename.old for rename in cls.table)
         cls.by_old = {rename.old: rename for rename in cls.table}
 
+    @classmethod
+    def needs(cls, text, target):
+        """The newest ``since`` of the spellings written for ``target`` where ``text`` names
+        their old name as a word (and, where only keywords change, an old keyword as ``kw=``):
+        a reading of the text that errs towards the newer need, so a pin that may lack a
+        spelling the migration writes is reported (a call's arguments are assumed)."""
+        return max((since for found, since in _written(cls.table, target) if found(text)), default=(2, 1))
+
     def reference(self, ctx, node, name):
         rename = self.by_old[name]
         spelling = rename.spelling_for(ctx.target_version, has_args=False)
@@ -231,6 +242,24 @@ class RenameRule(PythonRule):
     def _message(name: str, spelling: Spelling, rename: Rename) -> str:
         note = f" ({rename.note})" if rename.note else ""
         return f"{short(name)} → {short(spelling.dotted)}{note}"
+
+
+@functools.lru_cache(maxsize=64)
+def _written(table: tuple[Rename, ...], target: tuple[int, int]) -> tuple[tuple[Callable[[str], bool], tuple[int, int]], ...]:
+    """(whether a text names what is respelt, the release of the new spelling), for each
+    rename of ``table`` that writes something other than the old call for ``target``."""
+    out = []
+    for rename in table:
+        spelling = rename.spelling_for(target, has_args=True)
+        if spelling is None:
+            continue
+        name = re.compile(rf"\b{re.escape(rename.old.rpartition('.')[2])}\b").search
+        if spelling.dotted != rename.old:
+            out.append((name, spelling.since))
+        elif spelling.keywords:
+            keyword = re.compile(rf"\b(?:{'|'.join(re.escape(old) for old, _ in spelling.keywords)})\s*=").search
+            out.append(((lambda text, name=name, keyword=keyword: bool(name(text) and keyword(text))), spelling.since))
+    return tuple(out)
 
 
 def _renamed_keyword(arg: cst.Arg, spelling: Spelling) -> cst.Arg:

@@ -45,6 +45,13 @@ class PythonRule(Rule):
     # Node types this rule wants to see whole (e.g. cst.Assign, cst.Dict, cst.Import).
     nodes: ClassVar[tuple[type, ...]] = ()
 
+    @classmethod
+    def needs(cls, text: str, target: tuple[int, int]) -> tuple[int, int]:
+        """The oldest torch_xla that has what this rule writes into the code ``text`` for
+        ``target`` (install-xrt-era-release asks it of a pin's code, code_trees.py): where it
+        writes only what every release without XRT has, 2.1."""
+        return (2, 1)
+
     def leave(self, ctx: Context, original: cst.CSTNode, updated: cst.CSTNode):
         """A node of one of the types in ``nodes``."""
         return updated

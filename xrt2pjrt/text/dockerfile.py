@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt import rewriters
 from xrt2pjrt.rewriters import Outcome, trigger_for
 from xrt2pjrt.text import environment, shell
 from xrt2pjrt.recorder import Edit, Recorder, leave_todo_comments, merge_into
+from xrt2pjrt.report import Finding, Range
 from xrt2pjrt.text.environment import EnvSetting
 from xrt2pjrt.text.rule import rules
 from xrt2pjrt.text.words import NAME, Word, docker_words, without_word
@@ -118,8 +119,30 @@ def rewrite(text: str, options: Options) -> Outcome:
                 for rule in rules(options):
                     rule.word(rec, words[0].value or words[0].source(body), ins.args + words[0].start)
     environment.apply(settings, rec, lambda offset: "PJRT_DEVICE" in text[:offset])
-    leave_todo_comments(rec, [(rec.line(ins.start), rec.line(ins.end)) for ins in instructions(text)])
+    spans = [(rec.line(ins.start), rec.line(ins.end)) for ins in instructions(text)]
+    rec.manual = _one_item_an_instruction(rec.manual, spans)
+    leave_todo_comments(rec, spans)
     return rec.outcome()
+
+
+def _one_item_an_instruction(items: list[Finding], spans: list[tuple[int, int]]) -> list[Finding]:
+    """``items`` with those of one rule saying the same thing in one instruction made one,
+    whose range runs from the first to the last: a RUN that fetches torch, torch_xla and
+    torchvision from the XRT-era bucket on three continued lines is one decision, and its
+    TODO line is written once above it."""
+    kept: dict[tuple, Finding] = {}
+    out: list[Finding] = []
+    for item in items:
+        span = next((span for span in spans if span[0] <= item.line <= span[1]), None)
+        key = (item.rule, item.message, span)
+        first = kept.get(key) if span is not None else None
+        if first is None:
+            kept[key] = item
+            out.append(item)
+            continue
+        merged = replace(first, range=Range.of_lines(first.line, max(first.range.end_line, item.range.end_line)))
+        out[out.index(first)] = kept[key] = merged
+    return out
 
 
 def _heredocs(ins: Instruction, text: str, rec: Recorder) -> None:

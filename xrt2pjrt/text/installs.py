@@ -8,7 +8,8 @@ Colab's ``pytorch-xla-env-setup.py``, ``cloud-tpu-client``, and the TPU VM runti
 whose image holds torch_xla 1.x (``gcloud ... --version=tpu-vm-pt-1.13``, ``tpu-vm-v4-pt-1.13``,
 ``RUNTIME_VERSION=tpu-vm-pt-1.13``), and in a project that uses torch_xla, a lone
 ``torch==1.13`` pin (a requirements file that installs no torch_xla: only an XRT-era
-torch_xla matches that torch). Choosing the new versions
+torch_xla matches that torch), and a release without XRT older than the one whose APIs the
+migration wrote into the code (rules/install/install_xrt_era_release.py). Choosing the new versions
 (torch, torchvision and torch_xla move together; libtpu comes with ``torch_xla[tpu]``) is
 a person's decision, so each such spot is a manual item saying what to install instead.
 libtpu nightlies and cloud-tpu-client are reported only in files that use PyTorch: JAX and
@@ -33,6 +34,8 @@ WORDS = (
 )
 
 XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
+# A file that names torch_xla installs it (or a library for it) itself, whatever code it serves.
+INSTALLS_TORCH_XLA = re.compile(r"(?i)torch[_-]xla")
 
 # Whatever its version: (pattern, what it is, whether only PyTorch installs it, what to do:
 # None for installing the target release, what to use instead: the install line or the image).
@@ -95,10 +98,14 @@ _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
 _LAST_XRT_NIGHTLY = "20231009"
 
 
-def finding(word: str, target: tuple[int, int], torch: bool = True) -> Advice | None:
+def finding(
+    word: str, target: tuple[int, int], torch: bool = True, needs: tuple[int, int] | None = None
+) -> Advice | None:
     """What to do about installing ``word`` (a requirement, wheel URL, file name or image)
     for code migrated to torch_xla ``target``, in a file that uses PyTorch (``torch``) or
-    not, and what is wrong with it; None when nothing is."""
+    not, and what is wrong with it; None when nothing is. ``needs``: the oldest release that
+    has every spelling the migration wrote into the code the file serves (None: the target);
+    a release without XRT at or above it runs that code."""
     instead = _instead(target)
     install = _install(target)
     for pattern, what, torch_only, do, use in _ALWAYS_XRT_ERA:
@@ -123,15 +130,18 @@ def finding(word: str, target: tuple[int, int], torch: bool = True) -> Advice | 
     use = image(target) if found.group(5) else install_line(target)
     if (major, minor) < XRT_REMOVED:
         return Advice(install, f"torch_xla {major}.{minor}, an XRT-era release: {instead}", use)
-    if (major, minor) < target:
-        return Advice(
-            install,
-            f"torch_xla {major}.{minor} is older than the {target[0]}.{target[1]} the code was "
-            f"migrated for (--target-version): {instead}, or migrate again with --target-version "
-            f"{major}.{minor}",
-            use,
-        )
-    return None
+    if (major, minor) >= min(target, needs or target):
+        return None
+    older = (
+        f"older than the {target[0]}.{target[1]} the code was migrated for (--target-version)"
+        if needs is None
+        else f"older than the {needs[0]}.{needs[1]} whose APIs the migration wrote into the code it serves"
+    )
+    return Advice(
+        install,
+        f"torch_xla {major}.{minor} is {older}: {instead}, or migrate again with --target-version {major}.{minor}",
+        use,
+    )
 
 
 def torch_pin_finding(word: str, target: tuple[int, int]) -> Advice | None:

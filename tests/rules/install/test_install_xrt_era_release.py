@@ -261,22 +261,22 @@ def test_an_xrt_era_container_image_is_reported():
     assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]
 
 
-def _migrate_tree(root: Path, tree: dict[str, str]) -> dict[str, list[str]]:
-    """What the install items of a real `migrate` run over ``tree`` say is wrong (their long
-    text, after the message), by file."""
+def _migrate_tree(root: Path, tree: dict[str, str], rule: str = "install-xrt-era-release") -> dict[str, list[str]]:
+    """What the items of ``rule`` of a real `migrate` run over ``tree`` say is wrong (their
+    long text, after the message), by file (its path in ``tree``)."""
     for name, text in tree.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     ran = subprocess.run(
-        [sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", str(root)],
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", "."],
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=root,
     )
     assert ran.returncode == 0, ran.stderr
     return {
-        Path(e["path"]).name: [
-            i["detail"].removeprefix(f"{i['message']}: ") for i in e["manual"] if i["rule"] == "install-xrt-era-release"
-        ]
+        e["path"]: [i["detail"].removeprefix(f"{i['message']}: ") for i in e["manual"] if i["rule"] == rule]
         for e in json.loads(ran.stdout)["files"]
     }
 
@@ -339,3 +339,45 @@ def test_a_comment_or_an_uninstall_is_no_install(line):
 
     assert not shell.rewrite("#!/bin/bash\n# sets up torch\n" + line, ALL).manual
     assert shell.rewrite("#!/bin/bash\n# sets up torch\npip3 install torch_xla==1.9\n", ALL).manual
+
+
+# Issue 32's third count, in a shape of its own: a monorepo whose src/ uses torch_xla, beside
+# sub-projects that pin an old torch and transformers for code that never touches it.
+_MONOREPO = {
+    "src/speedy/trainer.py": "import torch_xla.core.xla_model as xm\n\nDEVICE = xm.xla_device()\n",
+    "requirements.txt": "torch==1.13.1\ntransformers==4.31.0\n",
+    "requirements/requirements-tpu.txt": "torch==1.12.0\n",  # no code of its own: the root's
+    "contrib/summarize/run_summary.py": "import torch\nfrom transformers import pipeline\n",
+    "contrib/summarize/requirements.txt": "torch==1.6.0\ntransformers==3.5.1\n",
+    "contrib/summarize/pinned/requirements.txt": "torch==1.7.1\ntransformers==4.0.0\n",
+}
+
+
+@pytest.mark.parametrize("rule", ["install-xrt-era-release", "install-library-pin"])
+def test_a_pin_is_reported_only_where_the_code_of_its_folder_uses_torch_xla(tmp_path, rule):
+    items = _migrate_tree(tmp_path, _MONOREPO, rule)
+    reported = sorted(path for path, said in items.items() if said)
+    root = ["requirements.txt", "requirements/requirements-tpu.txt"]
+    assert reported == (root if rule == "install-xrt-era-release" else root[:1])  # (that one pins no library)
+
+
+@pytest.mark.parametrize(
+    "code, pin, asked",
+    [
+        # migrated to torch_xla.device() (2.3) and torch_xla.sync() (2.5): 2.6 has both
+        ("xm.mark_step()\nd = xm.xla_device()\n", "torch_xla[tpu]==2.6.0", []),
+        ("xm.mark_step()\n", "torch_xla[tpu]==2.4.0", ["torch_xla 2.4 is older than the 2.5"]),
+        # FSDP's mark_step_on_finalization= becomes sync_on_finalization= (2.8)
+        (
+            "m = FSDP(m, mark_step_on_finalization=True)\nfrom torch_xla.distributed.fsdp import "
+            "XlaFullyShardedDataParallel as FSDP\n",
+            "torch-xla==2.7.0",
+            ["torch_xla 2.7 is older than the 2.8"],
+        ),
+        ("print(xm.get_ordinal())\n", "torch_xla==1.13", ["torch_xla 1.13, an XRT-era release"]),
+    ],
+)
+def test_a_release_without_xrt_is_reported_only_below_what_the_migrated_code_needs(tmp_path, code, pin, asked):
+    code = "import torch_xla.core.xla_model as xm\n" + code
+    items = _migrate_tree(tmp_path, {"train.py": code, "requirements.txt": f"torch==2.6.0\n{pin}\n"})
+    assert [m.split(" whose")[0].split(":")[0] for m in items.get("requirements.txt", [])] == asked

@@ -84,6 +84,13 @@ class FullMatMulPrecision(PythonRule):
         ),
     )
 
+    @classmethod
+    def needs(cls, text, target):
+        """The public setter it writes from 2.8 on; the string binding from 2.5 on."""
+        if target < cls.min_version or _OLD.rpartition(".")[2] not in text:
+            return (2, 1)
+        return (2, 8) if target >= (2, 8) else cls.min_version
+
     def call(self, ctx, node, name):
         hit = argument(ctx.original, "use_full_mat_mul_precision", 0)
         full = literal(hit[1].value) if hit is not None and len(ctx.original.args) == 1 else None

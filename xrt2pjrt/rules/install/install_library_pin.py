@@ -9,6 +9,10 @@ library. ``LIBRARIES`` holds, for each, the first release that calls none of the
 the library's source at that release and the one before (cited there); a pin that keeps an
 older one (``==``, ``~=``, ``<``, ``<=``) on a target that lacks what it calls is reported
 with the release to pin instead. Which release to move to is a person's choice.
+
+A pin is reported where the code it serves uses torch_xla (the nearest folder above it that
+holds code, code_trees.py) or its file installs torch_xla too: a sub-project of a monorepo
+pinning transformers 3.5 for code that never reaches torch_xla calls none of it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 
 from xrt2pjrt.registry import Example
 from xrt2pjrt.recorder import todo_line
+from xrt2pjrt.text.installs import INSTALLS_TORCH_XLA
 from xrt2pjrt.text.rule import TextRule
 
 
@@ -115,6 +120,8 @@ class LibraryPin(TextRule):
     )
 
     def word(self, rec, word, offset):
+        if not (rec.options.torch_xla_project or INSTALLS_TORCH_XLA.search(rec.text)):
+            return  # a sub-project's pin, for code that runs no torch_xla (code_trees.py)
         found = stale(word.strip("'\""), rec.options.target_version)
         if found is not None:
             library, fixed = found

@@ -95,7 +95,7 @@ class InstallXrtEraCommand(PythonRule):
         torch = ctx.options.uses_torch(ctx.source)
         for command in words.commands(_command_text(original)):
             for word in command.words:
-                problem = word.value and installs.finding(word.value, ctx.target_version, torch)
+                problem = word.value and installs.finding(word.value, ctx.target_version, torch, ctx.options.code_needs)
                 if problem:
                     ctx.decide(problem.do, detail=problem.more, use=problem.use)
                     ctx.block[self.id] = ctx.statement

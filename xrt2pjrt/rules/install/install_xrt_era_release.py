@@ -10,7 +10,18 @@ each is reported, never rewritten.
 A lone torch pin is reported on evidence that it is the TPU environment's: it is in the project's
 requirements, or its file names the TPU (or XLA, XRT) and no other device. Lightning 1.7's CPU
 code-check job, its script that builds old checkpoints, and DLRM's CUDA image pinned torch 1.x
-beside a TPU backend, and none of them runs torch_xla.
+beside a TPU backend, and none of them runs torch_xla. "The project" is the code the file
+serves, the nearest folder above it that holds code (code_trees.py): transformers' research
+projects pin torch 1.6 for examples that never import torch_xla.
+
+A release without XRT (2.1 on) older than the target is reported only where it lacks a
+spelling the migration writes into that code, from the release each rule says it writes
+(``needs``): ``torch_xla.device()`` for ``xm.xla_device()`` from 2.3, ``torch_xla.sync(...)``
+for ``xm.mark_step(...)`` from 2.5, FSDP's ``sync_on_finalization=`` from 2.8 (read in
+pytorch/xla at v2.2.0-v2.8.0, torch_xla/torch_xla.py and
+torch_xla/distributed/fsdp/xla_fully_sharded_data_parallel.py; the tables of python/api_surface.txt).
+A torch_xla 2.7 pin runs code migrated for 2.9 that calls neither FSDP's old keyword nor the
+full-precision matmul setter, and a person who chose 2.7 has no reason to move.
 """
 
 from __future__ import annotations
@@ -19,12 +30,11 @@ import re
 
 from xrt2pjrt.registry import Example
 from xrt2pjrt.recorder import todo_line
-from xrt2pjrt.text.installs import WORDS, finding, torch_pin_finding
+from xrt2pjrt.text.installs import INSTALLS_TORCH_XLA, WORDS, finding, torch_pin_finding
 from xrt2pjrt.text.rule import TextRule
 
-# A file that installs torch_xla itself; and one that installs an XRT-era one, whose item
-# says the torch pin beside it too (a torch 1.x pin beside torch_xla 2.9 is one of its own).
-_INSTALLS_TORCH_XLA = re.compile(r"(?i)torch[_-]xla")
+# A file that installs an XRT-era torch_xla, whose item says the torch pin beside it too (a
+# torch 1.x pin beside torch_xla 2.9 is one of its own).
 _INSTALLS_XRT_ERA = re.compile(
     r"(?i)torch[_-]xla\S*?\s*(?:===?|~=|<=?)\s*v?1\.|torch_xla-1\.|tpu-pytorch|tpu-vm-(?:v4-)?pt-1\."
 )
@@ -80,7 +90,7 @@ class InstallXrtEraRelease(TextRule):
     def word(self, rec, word, offset):
         if _no_install_at(rec.text, offset):
             return
-        problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text))
+        problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text), rec.options.code_needs)
         if problem is None and _pins_the_tpus_torch(rec):
             problem = torch_pin_finding(word, rec.options.target_version)
         if problem:
@@ -106,7 +116,7 @@ def _pins_the_tpus_torch(rec) -> bool:
     uses torch_xla, in its requirements or in a file that names the TPU and no other device.
     A GPU image, a CPU job of the CI, a script that builds old checkpoints on the CPU pin what
     they like."""
-    if _INSTALLS_TORCH_XLA.search(rec.text):
+    if INSTALLS_TORCH_XLA.search(rec.text):
         return not _INSTALLS_XRT_ERA.search(rec.text)
     return (
         rec.options.torch_xla_project
