@@ -149,6 +149,7 @@ class PerFileOptions:
     per_file: list
     _cache: dict[tuple, Options] = field(default_factory=dict)
     refused: dict[str, None] = field(default_factory=dict)  # settings files the line lengths were not read from
+    code: CodeTrees | None = None  # what the code each file serves says (code_trees.py)
 
     def __call__(self, path: Path) -> Options:
         words = tuple(w for match, ids in self.per_file if match(path) for w in ids)
@@ -163,15 +164,15 @@ class PerFileOptions:
             self._cache[key] = replace(chosen, line_length=found.length if found.formatter else None, width=key[2])
         return self._cache[key]
 
-    code: CodeTrees | None = None  # what the code each file serves says (code_trees.py)
-
     def serving(self, code: CodeTrees) -> PerFileOptions:
         return PerFileOptions(self.base, self.per_file, code=code)
 
 
 def _needs(options: Options, text: str) -> tuple[int, int]:
     """The oldest torch_xla that has every spelling the run's Python rules write into ``text``."""
-    return max((rule.needs(text, options.target_version) for rule in selected(options, "python")), default=NO_NEWER_NEED)
+    return max(
+        (rule.needs(text, options.target_version) for rule in selected(options, "python")), default=NO_NEWER_NEED
+    )
 
 
 def discover(request: Request, settings: config.Settings) -> files.Discovery:

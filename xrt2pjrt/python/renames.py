@@ -245,7 +245,9 @@ class RenameRule(PythonRule):
 
 
 @functools.lru_cache(maxsize=64)
-def _written(table: tuple[Rename, ...], target: tuple[int, int]) -> tuple[tuple[Callable[[str], bool], tuple[int, int]], ...]:
+def _written(
+    table: tuple[Rename, ...], target: tuple[int, int]
+) -> tuple[tuple[Callable[[str], bool], tuple[int, int]], ...]:
     """(whether a text names what is respelt, the release of the new spelling), for each
     rename of ``table`` that writes something other than the old call for ``target``."""
     out = []
