@@ -220,3 +220,24 @@ def test_a_count_read_on_the_replicas_path_is_reported():
 def test_a_count_handed_to_a_function_of_another_module_is_no_read(spawned, reported):
     out = migrate(_XMP + "\n" + spawned)
     assert [m.rule for m in out.manual] == ["spawn-nprocs-expression"] * reported
+
+
+@pytest.mark.parametrize(
+    "call, reported",
+    [
+        # issue 32, a tuning project: a helper of the project's scales the learning rate by it only
+        # under a flag the call leaves off; this file shows no read
+        ("from utils.optim import make_optimizer\n\n    opt = make_optimizer(params, cfg, opts.procs)\n", False),
+        ("from .optim import make_optimizer\n\n    opt = make_optimizer(params, opts.procs, lr=0.1)\n", False),
+        # handed to a keyword that names a count, or to torch's, numpy's or Python's own calls: a read
+        ("from utils.data import loader\n\n    dl = loader(ds, world_size=opts.procs)\n", True),
+        ("from torch.utils.data import DistributedSampler\n\n    s = DistributedSampler(ds, opts.procs)\n", True),
+        ("import numpy as np\n\n    shards = np.array_split(ds, opts.procs)\n", True),
+        ("import os\n\n    files = [f'part{i}' for i in range(opts.procs)]\n", True),
+        ("from utils.optim import make_optimizer\n\n    opt = make_optimizer(params, lr=0.1 * opts.procs)\n", True),
+    ],
+)
+def test_a_count_handed_to_code_this_file_does_not_show_is_no_read(call, reported):
+    head, body = call.split("\n\n")
+    source = f"{head}\n\ndef _mp_fn(index, opts):\n{body}\ndef main(opts):\n    xmp.spawn(_mp_fn, args=(opts,), nprocs=opts.procs)\n"
+    assert bool(_counts_read(source)) is reported, source

@@ -10,17 +10,22 @@ which need not match the flag on another TPU, so such reads stay an item, under 
 where it is called is not rewritten.
 
 A count is reported as read on evidence only: the count itself handed to the spawned function
-(args=), or a read that uses it as a number (not printed, made text for a command line, or compared
-with 1) in module-level code, in the function that spawns, or in the code the spawned function
-reaches in this file. A count handed to a spawned function of another module (or the caller's:
-a library's ``spawn(fn)``) is not reported: the file shows no read, and the launchers read for this rule (DLRM's TPU runner, transformers' and
-accelerate's xla_spawn.py) never read it there; nor a read in another device's launcher.
+(args=), or a read that uses it as a number (not printed, made text for a command line, or
+compared with 1) in module-level code, in the function that spawns, or in the code the spawned
+function reaches in this file; not when it is handed as it is to a function the file imports
+from code neither torch's, numpy's nor Python's, by position or by a keyword naming no count (a
+project's helper scaling a learning rate by it under a flag the call leaves off). A count handed
+to a spawned function of another module (or the caller's: a library's ``spawn(fn)``) is not
+reported: the file shows no read, and the launchers read for this rule (DLRM's TPU runner,
+transformers' and accelerate's xla_spawn.py) never read it there; nor a read in another device's
+launcher.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import sys
 
 import libcst as cst
 
@@ -252,7 +257,14 @@ def _as_counts(site: spawn_site.Site, reads: list[ast.expr]) -> list[ast.expr]:
     """The ``reads`` of the count that are evidence of its use as the number of processes."""
     tree = site.scopes[-1]
     parents = _parents(tree)
-    return [read for read in reads if _on_the_replicas_path(site, tree, read) and _read_as_a_number(read, parents)]
+    bound = spawn_site.imported(tree)
+    return [
+        read
+        for read in reads
+        if _on_the_replicas_path(site, tree, read)
+        and _read_as_a_number(read, parents)
+        and not _handed_to_unshown_code(read, parents, bound)
+    ]
 
 
 def _on_the_replicas_path(site: spawn_site.Site, tree: ast.Module, read: ast.expr) -> bool:
@@ -302,6 +314,30 @@ def _read_as_a_number(read: ast.expr, parents: dict[int, ast.AST]) -> bool:
             return False
         node = parent
     return True
+
+
+# Keywords that name a count of processes: a count handed to one is used as one, whoever takes it.
+_COUNT_KEYWORDS = frozenset({"num_replicas", "world_size", "nprocs", "num_processes", "num_cores", "num_devices"})
+
+
+def _handed_to_unshown_code(read: ast.expr, parents: dict[int, ast.AST], bound: dict[str, str]) -> bool:
+    """Whether ``read`` is handed, as it is, to a function this file imports from code that is
+    neither torch's, numpy's nor Python's (the project's other modules, a library): by position, or by a
+    keyword that names no count. This file shows no read of it there (a helper that scales the
+    learning rate by it only under a flag the call leaves off); ``DistributedSampler(data, n)``
+    and ``range(n)`` are reads."""
+    parent = parents.get(id(read))
+    if isinstance(parent, ast.keyword):
+        if parent.arg in _COUNT_KEYWORDS:
+            return False
+        parent = parents.get(id(parent))
+    elif not (isinstance(parent, ast.Call) and any(read is arg for arg in parent.args)):
+        return False
+    called = spawn_site.resolved(parent.func, bound) if isinstance(parent, ast.Call) else None
+    root = called.lstrip(".").split(".")[0] if called else None
+    if root is None or root.startswith("torch") or root == "numpy":
+        return False
+    return called.startswith(".") or root not in sys.stdlib_module_names
 
 
 @functools.lru_cache(maxsize=1)
