@@ -221,7 +221,30 @@ class Reading:
             return self._refused_name(value.id, seen)
         if isinstance(value, ast.Call):
             return self._refused_call(value, seen)
+        if isinstance(value, _Unpacked):
+            return self._refused_element(value, seen)
         return None
+
+    def _refused_element(self, unpacked: _Unpacked, seen: frozenset[str]) -> str | None:
+        """What shows that the element ``a, b = value`` binds is refused: that element of a
+        display, or of what a function of this file returns on every path (``loss, preds =
+        evaluate()`` returning ``total / n, np.vstack(preds)``: ``preds`` only)."""
+        value, index = unpacked.value, unpacked.index
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return self.refused(value.elts[index], seen) if len(value.elts) == unpacked.width else None
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)) or value.func.id in seen:
+            return None
+        bound = [v for v in spawn_site.bindings_seen_at(self.tree, self.line, value.func.id) if v is not None]
+        if len(bound) != 1 or not isinstance(bound[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        returns = [node.value for node in spawn_site.own_nodes(bound[0]) if isinstance(node, ast.Return)]
+        if not returns or not all(
+            isinstance(r, (ast.Tuple, ast.List)) and len(r.elts) == unpacked.width for r in returns
+        ):
+            return None
+        inside = Reading(self.tree, bound[0].end_lineno)
+        said = [inside._on_every_branch(r.elts[index], seen | {value.func.id}) for r in returns]
+        return said[0] if all(said) else None
 
     def _first_refused(self, values: list[ast.expr], seen: frozenset[str]) -> str | None:
         return next(filter(None, (self.refused(value, seen) for value in values)), None)
@@ -494,7 +517,7 @@ class Reading:
     def values(self, name: str) -> list[ast.AST | None]:
         """What binds ``name`` before ``line`` (``acc = xm.mesh_reduce('acc', acc, ...)`` is
         after), or after it in a loop around it; a parameter as its ``ast.arg``; None for a
-        binding not followed (an import, a loop target, an unpacking)."""
+        binding not followed (an import, a loop target, a starred unpacking)."""
         return [value for value, _ in self._reaching(name)]
 
     def _reaching(self, name: str) -> list[tuple[ast.AST | None, int | None]]:
@@ -609,12 +632,23 @@ def _uses(function: ast.AST, name: str) -> list[ast.AST]:
     ]
 
 
+class _Unpacked(ast.expr):
+    """What ``a, b = value`` binds to the name at ``index`` of ``width`` (made here, in no file)."""
+
+    _fields = ("value",)
+
+    def __init__(self, value: ast.expr, index: int, width: int):
+        super().__init__(value=value)
+        self.index, self.width = index, width
+
+
 @functools.lru_cache(maxsize=64)
 def _bindings(scope: ast.AST) -> dict[str, list[tuple[ast.AST | None, int | None]]]:
     """Name -> (what binds it, the line it is bound on) in ``scope``'s own code: a parameter
     as its ``ast.arg`` (line None: bound before the body), ``x = v`` and ``x: T = v`` as
-    ``v``, ``x += v`` as the arithmetic ``x + v``, a def or class as itself, None for a
-    binding not followed (an import, a loop target, an unpacking, ``global``)."""
+    ``v``, ``x += v`` as the arithmetic ``x + v``, ``a, b = v`` as each one's ``_Unpacked``, a
+    def or class as itself, None for a binding not followed (an import, a loop target, a starred
+    unpacking, ``global``)."""
     out: dict[str, list[tuple[ast.AST | None, int | None]]] = {}
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         arguments = scope.args
@@ -637,6 +671,15 @@ def _bindings(scope: ast.AST) -> dict[str, list[tuple[ast.AST | None, int | None
             bind(node.targets[0], node.value, node.lineno)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             bind(node.target, node.value, node.lineno)
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], (ast.Tuple, ast.List))
+            and all(isinstance(target, ast.Name) for target in node.targets[0].elts)
+        ):
+            width = len(node.targets[0].elts)
+            for index, target in enumerate(node.targets[0].elts):
+                bind(target, _Unpacked(node.value, index, width), node.lineno)
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             bind(node.target, ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value), node.lineno)
         elif isinstance(node, ast.alias):

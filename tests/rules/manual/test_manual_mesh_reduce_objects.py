@@ -218,3 +218,26 @@ def test_a_value_handed_on_as_it_came_when_it_is_no_tensor_is_reported(otherwise
         "        for name, value in logs.items()}\n"
     )
     assert [item.rule for item in migrate(source).manual] == ["manual-mesh-reduce-objects"] * reported
+
+
+@pytest.mark.parametrize(
+    "reduced, reported",
+    [
+        # issue 32, a tuning project's miss: an evaluation helper returns its loss and the stacked
+        # predictions; each name the unpacking binds is what its own element shows
+        ("targets", True),
+        ("loss", False),
+        ("count", False),
+    ],
+)
+def test_a_name_unpacked_from_what_a_helper_of_the_file_returns_is_its_element(reduced, reported):
+    source = (
+        "import numpy as np\nimport torch_xla.core.xla_model as xm\n\n"
+        "def evaluate(loader):\n    outs = []\n    total = 0.0\n    for x, y in loader:\n"
+        "        outs.append(y.cpu().numpy())\n        total += 1.0\n"
+        "    if not outs:\n        return 0.0, np.zeros(0), 0\n"
+        "    return total / len(outs), np.vstack(outs), len(outs)\n\n"
+        "def _mp_fn(index, loader):\n    loss, targets, count = evaluate(loader)\n"
+        f"    return xm.mesh_reduce('r', {reduced}, np.concatenate)\n"
+    )
+    assert [item.rule for item in migrate(source).manual] == ["manual-mesh-reduce-objects"] * reported
