@@ -54,6 +54,7 @@ def test_tpuvm_mode_is_read_only_by_the_build(installed):
     ] == ["TPUVM_MODE"]
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_gpu_num_devices_runs_on_cpu():
     """XRT took GPU_NUM_DEVICES for XLA:GPU and 2.1-2.8 for CUDA; 2.9 computes on CPU with it set."""

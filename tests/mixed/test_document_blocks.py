@@ -270,6 +270,7 @@ def test_a_block_keeps_an_import_another_block_uses():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_blocks_pasted_one_after_another_run_on_torch_xla_2_9(tmp_path):
     """A reader pastes the first block, then the second, into one interpreter (CPU, one replica)."""

@@ -137,6 +137,7 @@ def test_shell_lines_run_on_every_worker(tmp_path):
     assert "python3 ran on worker 0" in (pod.root / "log.txt").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_rewritten_python_cell_runs_on_torch_xla_2_9(tmp_path):
     """The call that spanned two source strings now runs on PJRT (CPU, one replica)."""
@@ -432,6 +433,7 @@ def test_a_line_like_a_cell_boundary_in_a_cell_is_kept():
     assert _sources(outcome.text)[0] == _sources(text)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_migrated_cells_run_in_one_kernel_namespace_on_torch_xla_2_9():
     """The cells run one after the other in one interpreter, as a kernel runs them (CPU, one replica)."""

@@ -86,6 +86,7 @@ def torch_xla():
     return torch_xla
 
 
+@pytest.mark.slow
 @xla
 def test_the_installed_torch_xla_is_the_tables_latest(torch_xla):
     assert tuple(int(p) for p in torch_xla.__version__.split(".")[:2]) == LATEST
@@ -132,6 +133,7 @@ def modules(torch_xla):
     return found
 
 
+@pytest.mark.slow
 @xla
 def test_every_name_listed_in_a_module_is_there(modules):
     missing = []
@@ -160,6 +162,7 @@ def _bound_conditionally(module) -> set[str]:
     return out
 
 
+@pytest.mark.slow
 @xla
 def test_every_name_a_closed_module_has_is_listed(modules):
     # An unlisted name would be reported as missing in users' code: a false alarm.

@@ -233,6 +233,7 @@ def test_the_2_8_entries_are_torch_xla_2_8_1_s():
     assert _held_to((2, 8), PYTHON_28) == []
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_fp16_does_nothing_on_2_9_but_warn_and_bf16_still_takes_effect():
     """``warns``: a setting that only warns leaves tensors in float32; ``deprecated``: one that

@@ -291,6 +291,7 @@ print("secret", hashlib.sha256(secret).hexdigest()[:16])
 """
 
 
+@pytest.mark.slow
 def test_each_run_hands_every_worker_a_new_secret_on_no_command_line(pod, tmp_path):
     """Two workers meet in the shim's store with the secret the launch made; no process of
     the machine (the launch, its gcloud, the workers' shells and programs) has it in its argv."""

@@ -148,6 +148,7 @@ def _results(folder: Path) -> dict[int, dict]:
     return {int(path.stem): json.loads(path.read_text()) for path in folder.glob("*.json")}
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_per_process_runs_the_script_once_per_replica_as_torchrun_would(tmp_path):
     script = _script(tmp_path, TORCHRUN_STYLE)
@@ -169,6 +170,7 @@ def test_per_process_runs_the_script_once_per_replica_as_torchrun_would(tmp_path
         }
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_per_process_a_failed_replica_ends_the_run_with_its_exit_code(tmp_path):
     script = _script(tmp_path, TORCHRUN_STYLE)
@@ -178,6 +180,7 @@ def test_per_process_a_failed_replica_ends_the_run_with_its_exit_code(tmp_path):
     assert _results(tmp_path) == {}  # replica 0, waiting in all_reduce for replica 1, was ended
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_the_shims_run_multiprocess_returns_every_replicas_result_and_the_scripts_exit_code_is_runs(tmp_path):
     done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "run_multiprocess", "5")
@@ -185,6 +188,7 @@ def test_the_shims_run_multiprocess_returns_every_replicas_result_and_the_script
     assert json.loads(done.stdout.splitlines()[-1]) == {str(i): [7, i, 2, 0] for i in range(2)}
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_a_dead_replica_ends_the_run_with_an_error_naming_it(tmp_path):
     done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "kill", "0")
@@ -192,6 +196,7 @@ def test_a_dead_replica_ends_the_run_with_an_error_naming_it(tmp_path):
     assert "ReplicaFailed: CPU replica 1" in done.stderr and "killed by SIGKILL" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_a_script_that_never_starts_replicas_is_not_passed_off_as_n_replicas(tmp_path):
     done = _run("--nprocs", "4", str(_script(tmp_path, SPAWNING)), "exit", "0")
@@ -226,6 +231,7 @@ with open(os.path.join(flags.out, "trained"), "w") as handle:  # a whole trainin
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 @pytest.mark.parametrize(
     "first_call,line",
@@ -247,6 +253,7 @@ def test_a_script_that_never_spawns_stops_at_its_first_device_call_not_after_tra
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_at_one_replica_a_script_that_never_spawns_runs_to_its_end(tmp_path):
     done = _run("--nprocs", "1", str(_script(tmp_path, NEVER_SPAWNS)), "torch_xla.device", str(tmp_path))
@@ -254,6 +261,7 @@ def test_at_one_replica_a_script_that_never_spawns_runs_to_its_end(tmp_path):
     assert (tmp_path / "trained").read_text() == "all epochs"
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 @pytest.mark.parametrize(
     "mode", ["xmp.spawn(nprocs=1)", "shim xmp.spawn(nprocs=1)", "launch(debug_single_process=True)"]
@@ -266,6 +274,7 @@ def test_a_spawn_of_one_replica_stops_at_the_spawn_saying_so(tmp_path, mode):
     assert "--per-process" not in done.stderr  # the script does spawn
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 @pytest.mark.parametrize(
     "nprocs, replicas, note",
@@ -288,6 +297,7 @@ def test_the_shims_spawn_of_a_legacy_count_runs_the_replicas_run_asked_for_as_a_
     assert (note in done.stderr) if note else "ShimNote" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_torch_xlas_spawn_of_a_nested_fn_fails_as_on_a_tpu_naming_it(tmp_path):
     """torch_xla's spawn pickles fn and args even under fork (its ProcessPoolExecutor): run
@@ -315,6 +325,7 @@ def test_torch_xlas_spawn_of_a_nested_fn_fails_as_on_a_tpu_naming_it(tmp_path):
     assert "and args[1] cannot be pickled: Can't pickle <function <lambda>" in done.stderr, done.stderr[-3000:]
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_the_shims_spawn_under_fork_hands_a_nested_fn_to_the_replicas(tmp_path):
     done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "shim xmp.spawn(nested fn)", str(tmp_path), "0")
@@ -322,6 +333,7 @@ def test_the_shims_spawn_under_fork_hands_a_nested_fn_to_the_replicas(tmp_path):
     assert _results(tmp_path) == {o: [0, o, 2, 0] for o in range(2)}
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_a_launching_process_may_ask_about_the_device_before_its_replicas_and_use_it_after(tmp_path):
     done = _run("--nprocs", "2", str(_script(tmp_path, SPAWNING)), "ask before, use after", str(tmp_path), "0")

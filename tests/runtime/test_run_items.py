@@ -118,6 +118,7 @@ def test_a_bare_tensor_sent_to_the_device_is_confirmed_and_a_dict_cleared(tmp_pa
     assert ["cleared", "train.py:20"] in said and "moved dict" in a_dict.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_a_launching_process_that_starts_the_runtime_first_confirms_the_spawns_item(tmp_path):
     (tmp_path / "early.py").write_text(

@@ -76,6 +76,7 @@ def _checks(result: subprocess.CompletedProcess) -> dict[str, dict]:
     return {check["name"]: check for check in json.loads(result.stdout)["checks"]}
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_one_cpu_replica_passes_and_says_which_checks_are_trivial():
     result, _ = _run("-m", "xrt2pjrt", "verify", "--json")
@@ -93,6 +94,7 @@ def test_one_cpu_replica_passes_and_says_which_checks_are_trivial():
     assert checks["reduce_scatter (torch_xla)"]["got"] == {"0": [0.0]}
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_four_cpu_replicas_pass_and_the_table_shows_every_ordinal():
     result, seconds = _run("-m", "xrt2pjrt", "verify", "--nprocs", "4")
@@ -125,6 +127,7 @@ def _run_with_fault(fault: str, nprocs: int, failing: set[str]) -> dict[str, dic
     return checks
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_ordering_fault_fails_exactly_the_ordering_checks_on_the_seeds_ordinals():
     """SIMULATED fault: the shim's replica group lists ordinals 1 and 2 swapped (world 3)."""
@@ -138,6 +141,7 @@ def test_ordering_fault_fails_exactly_the_ordering_checks_on_the_seeds_ordinals(
     assert scatter["detail"] == "wrong on ordinals 1, 2"
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_rendezvous_without_barrier_fails_exactly_the_rendezvous_checks():
     """SIMULATED fault: xm.rendezvous returns at once with the caller's payload only (world 2)."""

@@ -49,6 +49,7 @@ def last_json(stdout: str):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_ordinals_answer_defval_before_the_runtime_and_replica_ids_after():
     stdout = run_xla("""
         from xrt2pjrt.shim import topology
@@ -74,6 +75,7 @@ def test_ordinals_answer_defval_before_the_runtime_and_replica_ids_after():
     assert placement == [0, 0, 0, "xla:0"]
 
 
+@pytest.mark.slow
 def test_collectives_take_xrt_era_call_shapes_and_compute():
     # XLA_ALWAYS_ALLREDUCE: torch_xla would skip a one-replica all_reduce; run it for real.
     out = last_json(
@@ -143,6 +145,7 @@ def test_collectives_take_xrt_era_call_shapes_and_compute():
     assert out["broadcast_kept_weights"] is True
 
 
+@pytest.mark.slow
 def test_hlo_shows_the_explicit_ordinal_ordered_groups_the_shim_sends():
     """Lowering only: the shim is told it is ordinal 3 of 8 (a v3-8's world) and the HLO
     of each collective is read, never executed. The graph must gain no sync and no
@@ -187,6 +190,7 @@ def test_hlo_shows_the_explicit_ordinal_ordered_groups_the_shim_sends():
     assert "ExecuteTime" not in out["metrics"] and "TransferFromDeviceTime" not in out["metrics"]
 
 
+@pytest.mark.slow
 def test_rendezvous_mesh_reduce_do_on_ordinals_and_save(tmp_path):
     path = tmp_path / "state.pt"
     out = last_json(
@@ -278,6 +282,7 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nprocs,world", [("1", 1), ("None", 1), ("2", 2)])
 def test_an_xrt_era_program_with_two_changed_imports_trains(tmp_path, nprocs, world):
     """nprocs=1 runs in this process, None in torch_xla's spawned child, 2 in the CPU
@@ -415,6 +420,7 @@ def test_star_import_gives_torch_xlas_whole_surface_and_the_xrt_era_names():
     assert namespace["get_ordinal"].__module__ == "xrt2pjrt.shim.xla_model"
 
 
+@pytest.mark.slow
 def test_a_multi_process_job_answers_no_ordinal_before_its_runtime_starts():
     """torchrun's processes before the runtime: XRT's defval would make every one rank 0."""
     out = run_xla(
@@ -438,6 +444,7 @@ def test_a_multi_process_job_answers_no_ordinal_before_its_runtime_starts():
     assert "init_method='xla://'" in errors[0]
 
 
+@pytest.mark.slow
 def test_a_process_whose_runtime_is_a_world_of_one_in_a_bigger_job_says_so():
     """torchrun's processes under PJRT_DEVICE=CPU each start a world of one: never ordinal 0 of 1."""
     out = run_xla(
@@ -453,6 +460,7 @@ def test_a_process_whose_runtime_is_a_world_of_one_in_a_bigger_job_says_so():
     assert "process 1 of 2 (torchrun), but torch_xla's runtime here sees a world of 1" in last_json(out)
 
 
+@pytest.mark.slow
 def test_collective_context_and_cctx_in_every_collective():
     out = last_json(
         run_xla(
@@ -485,6 +493,7 @@ def test_collective_context_and_cctx_in_every_collective():
     }
 
 
+@pytest.mark.slow
 def test_xrt_spellings_of_devices_and_data_transfer(monkeypatch):
     out = last_json(
         run_xla("""
@@ -507,6 +516,7 @@ def test_xrt_spellings_of_devices_and_data_transfer(monkeypatch):
     assert xm.get_xla_supported_devices("TPU") is None
 
 
+@pytest.mark.slow
 def test_parallel_loader_takes_xrts_loader_keyword():
     out = last_json(
         run_xla("""
@@ -599,6 +609,7 @@ def test_one_dispatch_sends_every_call_and_what_is_built_on_them_to_the_active_b
     assert not xm.is_master_ordinal() and xm.get_ordinal() == 2 and xm.xrt_world_size() == 4
 
 
+@pytest.mark.slow
 def test_on_a_torch_xla_without_torch_xla_device_and_sync_the_shim_uses_xms_own():
     """SIMULATED torch_xla 2.2: before torch_xla.device (2.3) and torch_xla.sync (2.5), the
     shim's xla_device and mark_step must call xm's own functions, which did the job then."""

@@ -89,6 +89,7 @@ def meet(plan: list[list], timeout_setting: str = "30", **extra_env: str) -> lis
     return reports
 
 
+@pytest.mark.slow
 def test_barrier_payloads_subset_tag_mismatch_and_timeout_through_xm_rendezvous():
     plan = [
         # ordinal 0's process serves the store and finishes first: the store stays until the
@@ -117,6 +118,7 @@ def test_barrier_payloads_subset_tag_mismatch_and_timeout_through_xm_rendezvous(
         assert 2.5 < gave_up - arrived < 20
 
 
+@pytest.mark.slow
 def test_under_spmd_the_processes_meet():
     """Under SPMD one process drives all its devices, and an XLA collective does not
     synchronise processes (pytorch/xla#9479): the shim's rendezvous meets per process."""

@@ -49,6 +49,7 @@ def run_program(tmp_path, text: str, devices: int = 1, **extra_env: str) -> subp
     return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_spawn_and_run_multiprocess_on_one_cpu_replica(tmp_path):
     import json
 
@@ -84,6 +85,7 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.slow
 def test_two_devices_in_one_process_are_two_thread_replicas_that_meet(tmp_path):
     """v2/v3 shape (two devices per process, one thread each) with real PJRT ordinals. The
     threads never run an XLA collective (two CPU replicas cannot); they meet on the host."""
@@ -99,6 +101,7 @@ def test_two_devices_in_one_process_are_two_thread_replicas_that_meet(tmp_path):
     assert first[8] >= second[7], "thread 0 left the rendezvous before thread 1 arrived"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "touch,named",
     [
@@ -311,6 +314,7 @@ def _lines(done: subprocess.CompletedProcess) -> list:
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
 
 
+@pytest.mark.slow
 def test_under_fork_closures_lambdas_and_locks_reach_the_replicas_through_torch_xlas_pool(tmp_path):
     """The shim's TPU path for real on one CPU device: torch_xla 2.9's run_multiprocess forks
     a ProcessPoolExecutor worker, which gets a nested fn, a lambda and a lock as XRT's fork did."""
@@ -422,6 +426,7 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.slow
 def test_under_spawn_an_unpicklable_fn_or_arg_fails_before_any_replica_starts(tmp_path):
     """XRT's spawn pickled fn and args for 'spawn' and 'forkserver' and raised in the parent:
     so does the shim, naming the value, on torch_xla's path and on the CPU replica mode's."""

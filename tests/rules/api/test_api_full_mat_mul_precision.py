@@ -7,6 +7,7 @@ from python_migrate import migrate
 from xla_run import run_on_cpu
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 @pytest.mark.parametrize("full, precision", [("True", "highest"), ("False", "default")])
 def test_the_rewrite_sets_the_precision_the_bool_chose(full, precision):

@@ -56,6 +56,7 @@ def test_an_index_outside_the_replicas_is_reported_when_it_is_made_of_the_replic
     assert [item.rule for item in out.manual] == ["api-xla-device"] * reported
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_an_index_past_the_last_device_raises():
     # one CPU device in this process: index 0 is it, 1 (one past the last) and beyond raise

@@ -11,6 +11,7 @@ from python_migrate import migrate
 from text_migrate import rewrite_shell
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 @pytest.mark.parametrize("device", ["GPU", "CUDA"])
 def test_torch_xla_2_9_refuses_both_gpu_names(device):

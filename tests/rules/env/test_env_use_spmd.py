@@ -34,6 +34,7 @@ def _run(source: str, folder) -> str:
     return ran.stdout.split()
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_the_call_turns_spmd_on_as_the_variable_did(tmp_path):
     migrated = text(PROGRAM)

@@ -22,6 +22,7 @@ print(is_tpu_available(), xr.device_type() == 'TPU')
 """
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_the_probe_says_tpu_on_a_cpu_host_and_the_advised_test_does_not():
     assert run_on_cpu(PROBE).split() == ["True", "False"]

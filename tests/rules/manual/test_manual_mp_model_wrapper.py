@@ -8,6 +8,7 @@ from python_migrate import migrate
 from xla_run import run_on_cpu
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_two_thread_replicas_get_one_module_on_one_device():
     ran = run_on_cpu(

@@ -8,6 +8,7 @@ from python_migrate import migrate
 from xla_run import run_on_cpu
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_two_thread_replicas_seeded_alike_draw_different_numbers():
     ran = run_on_cpu(

@@ -19,6 +19,7 @@ from replica_programs import (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_seed_program_gives_the_expected_table_on_4_replicas_two_runs_at_once(tmp_path):
     """Both start methods, run at the same time: the runs must not collide on ports.
@@ -124,6 +125,7 @@ def _mp_fn(index):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_collectives_have_xla_semantics_across_4_processes(tmp_path):
     code, results, output = run_program(tmp_path, COLLECTIVES, 4, "fork")
@@ -238,6 +240,7 @@ def _reference_training(world: int) -> tuple[list, list]:
     return model.weight.detach().tolist(), model.bias.detach().tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_data_parallel_training_keeps_replicas_identical_and_matches_a_reference(tmp_path):
     # nprocs=None, as XRT-era programs often pass, with the replica count from the environment

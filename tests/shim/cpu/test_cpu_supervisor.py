@@ -71,6 +71,7 @@ def _assert_all_ended(results: dict) -> None:
             assert not alive(pid), name
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_faults_end_every_replica_with_an_error_naming_the_cause(tmp_path):
     """Five faulty runs side by side (which also shows that concurrent runs do not collide)."""
@@ -98,6 +99,7 @@ def _mp_fn(index):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_replicas_die_with_a_killed_parent(tmp_path):
     """A test runner that kills the program must not leave replicas behind."""

@@ -36,6 +36,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_a_replicas_stdout_holds_only_what_the_program_printed(tmp_path):
     """gloo prints "[Gloo] Rank r is connected to k peer ranks ..." on stdout (fd 1, from C++)

@@ -395,6 +395,7 @@ def _replicas(run: dict) -> dict[int, dict]:
     return replicas
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_a_replicas_dataloader_worker_is_handed_its_rank_and_is_told_it_is_no_replica(run):
     """A worker started by spawn answered xr.world_size() 1 (and ordinal 0) on every replica:
@@ -597,6 +598,7 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.xla
 def test_device_names_are_a_pods_global_ones_on_3_replicas(tmp_path):
     """Replica k's device is CPU:k (a pod's runtime names a device by its global ordinal: TPU:k),

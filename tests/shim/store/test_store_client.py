@@ -26,6 +26,7 @@ def test_the_job_reads_writes_waits_and_counts(server):
     assert job.delete_key("a") and not job.delete_key("a")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("timeout", [1.0, 3.0])
 def test_a_call_never_outlasts_its_timeout(server, timeout):
     """Seen with TCPStore: 126.8 s on a 30 s timeout, 238.5 s on 60 s."""

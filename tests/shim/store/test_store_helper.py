@@ -73,6 +73,7 @@ def _ended(pid: int, within: float) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_a_helper_outlives_its_creator_until_every_process_said_done():
     """The creator (worker 0's process) finishes first; a peer still reads and writes
     afterwards, then says done, and only then does the store end."""
@@ -85,6 +86,7 @@ def test_a_helper_outlives_its_creator_until_every_process_said_done():
     assert _ended(pid, within=5)
 
 
+@pytest.mark.slow
 def test_the_last_process_to_say_done_gets_its_answer_before_the_helper_ends():
     """The last 'done' ends the helper's process: its answer goes out first (it could end
     in between, and the job's last process then failed at exit: 'the store went away')."""
@@ -124,6 +126,7 @@ def test_a_strangers_idle_connection_does_not_keep_a_finished_jobs_store():
         assert _ended(pid, within=10)
 
 
+@pytest.mark.slow
 def test_a_strangers_bad_frames_print_no_stack_into_the_jobs_output(capfd):
     """The engine warned with a C++ stack for each malformed request, on the stderr the
     helper shares with the job."""
@@ -149,6 +152,7 @@ def test_a_strangers_bad_frames_print_no_stack_into_the_jobs_output(capfd):
     assert "frame #" not in err and "Exception raised from" not in err, err
 
 
+@pytest.mark.slow
 def test_a_store_filled_past_its_bound_aborts_the_job_saying_so(monkeypatch):
     """A stranger cannot name the job's keys, but could write names of its own until the
     host ran out of memory: past the bound (here its floor, 64 MiB), the job is aborted,

@@ -129,6 +129,7 @@ SERVE_WITH_FEW_FILES = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hard", ["unchanged", "the same"])
 def test_more_processes_than_the_soft_open_file_limit_all_get_in(hard):
     """A store whose process may open 48 files, met by 80 processes at once. With a higher
