@@ -10,7 +10,9 @@ file returns on every path. A value the text shows nothing of is not reported: i
 read for this rule (accelerate 0.10, Lightning 1.7, transformers 4.19, DLRM's TPU port, pytorch/xla's
 examples) mesh_reduce was handed losses (``loss.item()``), counters, tensors and dicts of them in
 13 of 14 calls, and those load on 2.9 as before; a helper that returns a tensor on its TPU path and
-numpy's on another is no evidence either. ``xrt2pjrt run`` sees the value itself at each
+numpy's on another is no evidence either. sklearn's scores were numpy's float64 in the releases of the
+XRT era; newer ones return Python floats (1.5.2: roc_auc_score still numpy's, accuracy_score a float;
+1.9.1: both floats): a pin of a newer sklearn clears such an item. ``xrt2pjrt run`` sees the value itself at each
 mesh_reduce it passes, and says whether it loads under weights_only=True.
 """
 
