@@ -53,6 +53,23 @@ def test_every_pin_operator(word, stale_pin):
     assert (stale(word, (2, 9)) is not None) == stale_pin
 
 
+@pytest.mark.parametrize(
+    "word, stale_pin",
+    [
+        # issue 32, a held-back project: transformers 2.2 (2019) calls no torch_xla, 2.9's Trainer does
+        ("transformers==2.2.0", False),
+        ("transformers<2.9", False),
+        ("transformers~=2.8.0", False),
+        ("transformers==2.9.0", True),
+        ("transformers<=2.9.0", True),
+        ("pytorch-lightning==0.6.0", False),
+        ("pytorch-lightning==0.7.1", True),
+    ],
+)
+def test_a_release_from_before_the_library_called_torch_xla_is_left(word, stale_pin):
+    assert (stale(word, (2, 9)) is not None) == stale_pin
+
+
 def test_a_requirements_file():
     text = "torch~=2.9.0\ntorch_xla[tpu]~=2.9.0\naccelerate==0.34.2  # trainer\ntransformers>=4.52\n"
     outcome = requirements.rewrite(text, Options(rules=frozenset(all_rules())))

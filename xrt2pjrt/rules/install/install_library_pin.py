@@ -8,7 +8,9 @@ which torch_xla 2.7 removed (AttributeError), and Lightning before 2.5 asked
 library. ``LIBRARIES`` holds, for each, the first release that calls none of them, read from
 the library's source at that release and the one before (cited there); a pin that keeps an
 older one (``==``, ``~=``, ``<``, ``<=``) on a target that lacks what it calls is reported
-with the release to pin instead. Which release to move to is a person's choice.
+with the release to pin instead; a pin of a release from before the library called torch_xla at
+all (transformers before 2.9, pytorch-lightning before 0.7: ``CALLS_FROM``) is not. Which release to
+move to is a person's choice.
 
 A pin is reported where the code it serves uses torch_xla (the nearest folder above it that
 holds code, code_trees.py) or its file installs torch_xla too: a sub-project of a monorepo
@@ -74,6 +76,11 @@ LIBRARIES: dict[str, tuple[Fixed, ...]] = {
         ),
     ),
 }
+# The first release of each that calls torch_xla at all: a pin of an older one runs no torch_xla
+# (read in the releases on PyPI: transformers 2.8.0 has no torch_xla call, 2.9.0's Trainer asks
+# xm.xrt_world_size(); pytorch-lightning 0.6.0 none, 0.7.1 (0.7.0 is not on PyPI) its TPU
+# support; accelerate and lightning called it from their first release).
+CALLS_FROM: dict[str, tuple[int, ...]] = {"transformers": (2, 9, 0), "pytorch-lightning": (0, 7, 0)}
 # A pin that keeps a release: LIB==1.2.3, LIB~=1.2, LIB<1.3, LIB<=1.2.9 (extras and spaces allowed)
 _PIN = re.compile(r"(?i)^([a-z][\w.-]*)(?:\[[^\]]*\])?\s*(===?|~=|<=?)\s*v?(\d+(?:\.\d+)*)")
 
@@ -98,6 +105,8 @@ def stale(word: str, target: tuple[int, int]) -> tuple[str, Fixed] | None:
     if found is None or found.group(1).lower() not in LIBRARIES:
         return None
     library, operator, version = found.group(1).lower(), found.group(2), _version(found.group(3))
+    if library in CALLS_FROM and _below(operator, version, CALLS_FROM[library]):
+        return None  # a release from before the library called torch_xla
     lacking = [
         fixed for fixed in LIBRARIES[library] if fixed.gone_in <= target and _below(operator, version, fixed.release)
     ]
