@@ -61,8 +61,8 @@ def test_a_todo_line_its_rule_still_reports_is_one_item_not_two():
 def test_a_todo_line_above_a_continued_instruction_is_one_item_with_the_spot_on_a_later_line():
     """A Dockerfile ENV continued with a backslash: the spot is on its second line."""
     dockerfile = (
-        "# TODO(xrt2pjrt): deprecated: cast the model to bf16 [env-shell-deprecated]\n"
-        "ENV PJRT_DEVICE=TPU \\\n    XLA_USE_BF16=1\n"
+        "# TODO(xrt2pjrt): no effect from 2.5: cast to float16 [env-shell-deprecated]\n"
+        "ENV PJRT_DEVICE=TPU \\\n    XLA_USE_FP16=1\n"
     )
     assert [item[:3] for item in _items("dockerfile", dockerfile)] == [("env-shell-deprecated", None, 3)]
 

@@ -251,11 +251,10 @@ def _setting(name: str, target: tuple[int, int]) -> tuple[str, str]:
     status = settings_surface.status(name, target)
     if status == "read":
         return "unchanged", f"torch_xla {_spelled(target)} reads it"
+    if status == "deprecated":
+        return "unchanged", f"torch_xla {_spelled(target)} reads it, with a deprecation notice"
     if status is not None:
-        return "unknown", (
-            f"torch_xla {_spelled(target)} {'warns about' if status == 'deprecated' else 'only warns of'} "
-            "it, and no rule spoke of it here"
-        )
+        return "unknown", f"torch_xla {_spelled(target)} only warns of it, and no rule spoke of it here"
     if settings_surface.read_by(name):
         gone = settings_surface.gone(name, target)
         return "unknown", f"{gone.history if gone else 'read by nothing on the target'}, and no rule spoke of it here"

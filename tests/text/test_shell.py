@@ -112,27 +112,27 @@ def test_a_setting_written_as_key_value_data_is_replaced_whole(tmp_path):
 
 # --- a setting the env step must see, in whatever command carries it ---------------------------
 
-BF16 = "deprecated: cast the model to bf16"
+FP16 = "no effect from 2.5: cast to float16"
 
 
 @pytest.mark.parametrize(
     "launch",
     [
         # xla_dist passes --env settings to its workers (the env step comes before the launch step)
-        "python3 -m torch_xla.distributed.xla_dist --tpu=pod --env XLA_USE_BF16=1 -- python3 t.py\n",
-        'python3 -m torch_xla.distributed.xla_dist --tpu=pod --env=XLA_USE_BF16=1 -- python3 t.py\n',
+        "python3 -m torch_xla.distributed.xla_dist --tpu=pod --env XLA_USE_FP16=1 -- python3 t.py\n",
+        'python3 -m torch_xla.distributed.xla_dist --tpu=pod --env=XLA_USE_FP16=1 -- python3 t.py\n',
         # a remote command holding an expansion the local shell fills in
-        'gcloud compute tpus tpu-vm ssh pod --worker=all \\\n  --command="XLA_USE_BF16=1 python3 t.py \\\n  ${*@Q}"\n',
+        'gcloud compute tpus tpu-vm ssh pod --worker=all \\\n  --command="XLA_USE_FP16=1 python3 t.py \\\n  ${*@Q}"\n',
     ],
 )
 def test_a_deprecated_setting_passed_to_workers_is_reported_under_select_env(launch):
     outcome = shell.rewrite(launch, Options(rules=select(["env"], None)))
-    assert [f.message for f in outcome.manual] == [BF16] and without_todos(outcome.text) == launch
+    assert [f.message for f in outcome.manual] == [FP16] and without_todos(outcome.text) == launch
 
 
 def test_a_marker_above_a_continued_command_keeps_its_rule_off_every_line_of_it():
     script = (
         "# xrt2pjrt: ignore[env-shell-deprecated]\ngcloud compute tpus tpu-vm ssh pod --worker=all \\\n"
-        '  --command="XLA_USE_BF16=1 python3 t.py \\\n  ${*@Q}"\n'
+        '  --command="XLA_USE_FP16=1 python3 t.py \\\n  ${*@Q}"\n'
     )
     assert rewrite(script).manual == []

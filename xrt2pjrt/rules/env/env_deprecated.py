@@ -1,15 +1,16 @@
-"""A setting torch_xla warns about, set or read in Python (XLA_USE_FP16, XLA_USE_BF16,
-XLA_DOWNCAST_BF16, ...): reported, kept.
+"""A setting torch_xla reads only to warn that it is gone (XLA_USE_FP16, XLA_DOWNCAST_FP16 on
+2.5+), set or read in Python: reported, kept.
 
 python/settings_surface.txt (read from torch_xla's source, release by release) says which
 settings a release still reads with a deprecation warning, and which it reads only to warn.
 The second kind is the silent one: XLA_USE_FP16=1 made torch_xla 1.x–2.4 compute in float16,
-and from 2.5 it prints a warning and the program trains in float32. The first still works
-(XLA_USE_BF16 on 2.9), and goes one day the same way. Neither has a rewrite that does what it
-did (it changed every tensor's type on the device, not one model's), so each place is
-reported with what to write instead (meanings/settings.py's WARNED), and left as it is. On a
-``--target-version`` that reads it without a warning it is left alone. XLA_USE_SPMD in
-Python is env-use-spmd's.
+and from 2.5 it prints a warning and the program trains in float32. It has no rewrite that
+does what it did (it changed every tensor's type on the device, not one model's), so each
+place is reported with what to write instead (meanings/settings.py's WARNED), and left as it
+is. The first kind still works (XLA_USE_BF16 on 2.9, with a notice on every run): nothing to
+decide on the target, so no item; ``--inventory`` lists it as read, with its notice, and a
+``--target-version`` that only warns of it reports it. XLA_USE_SPMD in Python is
+env-use-spmd's.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ NAMES = tuple(name for name in WARNED if name != "XLA_USE_SPMD")
 
 class DeprecatedSetting(EnvRule):
     id = "env-deprecated"
-    summary = "A setting torch_xla warns about (XLA_USE_FP16, XLA_USE_BF16, ...), in Python: reported, kept"
+    summary = "A setting torch_xla reads only to warn (XLA_USE_FP16, ...), in Python: reported, kept"
     fix = "none"
     words = NAMES
     examples = (
@@ -49,15 +50,23 @@ class DeprecatedSetting(EnvRule):
             dedent("""
                 import os
 
-                env = dict(os.environ, XLA_USE_BF16='1', PJRT_DEVICE='TPU')
+                env = dict(os.environ, XLA_DOWNCAST_FP16='1', PJRT_DEVICE='TPU')
             """),
             dedent("""
                 import os
 
-                # TODO(xrt2pjrt): deprecated: cast the model to bf16 [env-deprecated]
-                env = dict(os.environ, XLA_USE_BF16='1', PJRT_DEVICE='TPU')
+                # TODO(xrt2pjrt): no effect from 2.5: cast to float16 [env-deprecated]
+                env = dict(os.environ, XLA_DOWNCAST_FP16='1', PJRT_DEVICE='TPU')
             """),
-            manual=("deprecation notice on every run",),
+            manual=("computes in float32",),
+        ),
+        Example.unchanged(  # torch_xla 2.9 still stores floats as bfloat16 for it, with a notice
+            dedent("""
+                import os
+                import torch_xla
+
+                os.environ['XLA_USE_BF16'] = '1'
+            """),
         ),
         Example.unchanged(  # torch_xla 2.3 read it without a word
             dedent("""
@@ -84,5 +93,5 @@ class DeprecatedSetting(EnvRule):
 
     @staticmethod
     def read_on(variable: str, target: tuple[int, int]):
-        """The advice for ``variable`` on ``target``: None where that release reads it without a warning."""
-        return WARNED[variable] if status(variable, target) in ("deprecated", "warns") else None
+        """The advice for ``variable`` on ``target``: None where that release still reads it."""
+        return WARNED[variable] if status(variable, target) == "warns" else None
