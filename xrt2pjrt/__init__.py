@@ -10,7 +10,7 @@ engine file lists them. A module is on the first floor a pattern of which names 
 
     cli        xrt2pjrt.__main__ xrt2pjrt.cli xrt2pjrt.commands xrt2pjrt.usage
     commands   xrt2pjrt.migration xrt2pjrt.guide xrt2pjrt.inventory xrt2pjrt.runtime xrt2pjrt.runtime.*
-    engine     xrt2pjrt.cache xrt2pjrt.carry xrt2pjrt.codemod xrt2pjrt.config xrt2pjrt.settling
+    engine     xrt2pjrt.cache xrt2pjrt.carry xrt2pjrt.code_trees xrt2pjrt.codemod xrt2pjrt.config xrt2pjrt.settling
     mixed      xrt2pjrt.mixed xrt2pjrt.mixed.*
     rewriters  xrt2pjrt.python.rewriter xrt2pjrt.text.shell xrt2pjrt.text.dockerfile xrt2pjrt.text.yaml
                xrt2pjrt.text.jsonnet xrt2pjrt.text.requirements xrt2pjrt.text.dotenv
