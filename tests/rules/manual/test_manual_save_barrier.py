@@ -27,3 +27,22 @@ _SAVE = (
 def test_xm_save_handed_on_is_reported_where_the_file_reads_after_it(after, reported):
     out = migrate(_SAVE + after)
     assert [item.rule for item in out.manual] == ["manual-save-barrier"] * reported
+
+
+@pytest.mark.parametrize(
+    "guard, reported",
+    [
+        # issue 32, a held-back project: the master saves, sleeps, and loads; XRT's save would have
+        # waited there for replicas that never came, so nothing relied on its barrier
+        ("if xm.is_master_ordinal():", False),
+        ("if xm.get_ordinal() == 0:", False),
+        ("if epoch % 5 == 0:", True),
+    ],
+)
+def test_a_save_only_the_master_makes_never_had_the_barrier(guard, reported):
+    source = (
+        "import time\nimport torch\nimport torch_xla.core.xla_model as xm\n\n"
+        f"def _mp_fn(index, model, epoch):\n    {guard}\n        xm.save(model.state_dict(), 'w.bin')\n"
+        "    time.sleep(3)\n    model.load_state_dict(torch.load('w.bin'))\n"
+    )
+    assert [item.rule for item in migrate(source).manual] == ["manual-save-barrier"] * reported

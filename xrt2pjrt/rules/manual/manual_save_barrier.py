@@ -8,7 +8,10 @@ loads the file then may read it half-written, or an older one. Code reads after 
 a load (``torch.load``, ``xser.load``, ``from_pretrained``, ``load_checkpoint`` ...) comes
 later in the function that saves, anywhere in a loop around the save, or after a call of
 that function (or in a loop around it) elsewhere in the file. A checkpoint that is only
-loaded when a later run resumes needs no barrier, and no item is written for it.
+loaded when a later run resumes needs no barrier, and no item is written for it. Nor for a save
+only the master makes (``if xm.is_master_ordinal():``, ``if xm.get_ordinal() == 0:``): XRT's save
+ended with a rendezvous every replica had to reach (torch_xla@v1.13.0 torch_xla/core/xla_model.py:1060),
+so on XRT that save hung unless one replica ran, and its readers never had the barrier to lose.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 
-from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.rule import PythonRule, code
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
 
@@ -125,7 +128,11 @@ class SaveBarrier(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if not _barrier_follows(ctx) and (ctx.tree is None or _read_after(ctx.tree, ctx.line)):
+        if (
+            not _barrier_follows(ctx)
+            and not _master_only(ctx)
+            and (ctx.tree is None or _read_after(ctx.tree, ctx.line))
+        ):
             ctx.decide(
                 "add xm.rendezvous('saved') for readers",
                 detail=f"{_NO_BARRIER}: if others read the file next, add xm.rendezvous('saved') after it",
@@ -160,6 +167,20 @@ def _barrier_follows(ctx) -> bool:
         and isinstance(first.value, cst.Call)
         and ctx.resolve(first.value.func) in _BARRIERS | {f"{XM}.save"}
     )
+
+
+# A test that only the master replica passes: xm.is_master_ordinal(), an ordinal compared with 0.
+_MASTER_TEST = re.compile(r"is_master_ordinal\(|\b(?:get|global|get_local|local)_ordinal\(\)\s*==\s*0\b")
+
+
+def _master_only(ctx) -> bool:
+    """Whether the call being visited is in the body of an ``if`` only the master passes."""
+    level, below = 1, None
+    while (parent := ctx.parent(level)) is not None:
+        if isinstance(parent, cst.If) and below is parent.body and _MASTER_TEST.search(code(parent.test)):
+            return True
+        below, level = parent, level + 1
+    return False
 
 
 # What reads a saved file back: the last part of a call's name (not json's or yaml's load).
