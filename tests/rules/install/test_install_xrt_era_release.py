@@ -381,3 +381,25 @@ def test_a_release_without_xrt_is_reported_only_below_what_the_migrated_code_nee
     code = "import torch_xla.core.xla_model as xm\n" + code
     items = _migrate_tree(tmp_path, {"train.py": code, "requirements.txt": f"torch==2.6.0\n{pin}\n"})
     assert [m.split(" whose")[0].split(":")[0] for m in items.get("requirements.txt", [])] == asked
+
+
+@pytest.mark.parametrize(
+    "line, asked",
+    [
+        # issue 32's held-back count: a notebook's one pip line fetching the TPU Node's client
+        # and an XRT-era wheel was asked twice; the wheel's item, with the line to put in, is the one
+        (
+            "pip install cloud-tpu-client==0.10 https://storage.googleapis.com/tpu-pytorch/wheels/torch_xla-1.8-cp37-cp37m-linux_x86_64.whl\n",
+            ["install torch and torch_xla 2.9.0"],
+        ),
+        ("pip install libtpu-nightly torch_xla==1.13\n", ["install torch and torch_xla 2.9.0"]),
+        # on a line of its own, the client is still its own item
+        ("pip install cloud-tpu-client==0.10\n", ["remove it: TPU VMs need none"]),
+    ],
+)
+def test_a_line_installing_a_release_and_its_companions_is_one_item(line, asked):
+    from xrt2pjrt.text import shell
+
+    assert [
+        m.message for m in shell.rewrite("#!/bin/bash\nexport PJRT_DEVICE=TPU  # for torch_xla\n" + line, ALL).manual
+    ] == asked

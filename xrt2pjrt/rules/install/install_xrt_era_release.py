@@ -93,8 +93,21 @@ class InstallXrtEraRelease(TextRule):
         problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text), rec.options.code_needs)
         if problem is None and _pins_the_tpus_torch(rec):
             problem = torch_pin_finding(word, rec.options.target_version)
-        if problem:
+        if problem and not (not problem.use and _installs_a_release_too(rec, offset)):
             rec.decide(self.id, offset, problem.do, problem.more, problem.use)
+
+
+def _installs_a_release_too(rec, offset: int) -> bool:
+    """Whether the line at ``offset`` also installs a release to replace (``pip install
+    cloud-tpu-client==0.10 .../torch_xla-1.6-...whl``): its item, with the line to put in, is
+    the line's one item, and a companion's "remove it" would ask of the same line again."""
+    start = rec.text.rfind("\n", 0, offset) + 1
+    end = rec.text.find("\n", offset)
+    target, torch = rec.options.target_version, rec.options.uses_torch(rec.text)
+    return any(
+        (found := finding(word.strip("'\""), target, torch, rec.options.code_needs)) is not None and found.use
+        for word in rec.text[start : end if end >= 0 else len(rec.text)].split()
+    )
 
 
 # A line that installs nothing: a comment, an uninstall.
