@@ -565,3 +565,10 @@ def test_a_removed_function_an_unparsed_cell_uses_is_migrated_in_its_import_and_
     (item,) = outcome.manual
     assert "uses get_ordinal, which another cell imported from torch_xla" in item.message
     assert "imported no more" in item.message
+
+
+def test_a_cell_that_does_not_parse_is_named_by_its_own_number():
+    """The final held-back count of issue 32: the item named the cell before, as it stood on
+    the line of the cell's ``"source": [``, above its first line."""
+    text = _notebook(["import os\n"], ["    import torch_xla.core.xla_model as xm\n", "    n = xm.xrt_world_size()\n"])
+    assert [(f.rule, f.cell) for f in _twice(text).manual] == [("notebook-cell", 2)]

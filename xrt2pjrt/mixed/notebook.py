@@ -106,14 +106,15 @@ def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
 
 
 def _located(findings: list[Finding], first_lines: list[int]) -> list[Finding]:
-    """``findings`` each located in its cell: those the notebook itself made (on a whole
-    cell) by the cell's first line that holds their line."""
+    """``findings`` each located in its cell: those the notebook itself made, on a whole cell,
+    stand on the line where its source opens (``"source": [``, the line above its first line,
+    or that line itself), so theirs is the first cell whose first line is at or below theirs."""
     return [
         f
         if f.cell is not None or not first_lines
         else replace(
             f,
-            cell=(cell := max(bisect.bisect_right(first_lines, f.line), 1)),
+            cell=(cell := min(bisect.bisect_left(first_lines, f.line) + 1, len(first_lines))),
             cell_range=f.range.moved(lambda line: max(line - first_lines[cell - 1] + 1, 1)),
         )
         for f in findings
