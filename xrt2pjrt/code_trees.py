@@ -5,7 +5,7 @@ A monorepo's sub-projects pin what they like: transformers' research projects pi
 and transformers 3.5 for examples that never touch torch_xla, beside a root whose src/ does.
 So each file that is not code belongs to the nearest folder above it whose tree holds code
 (a Python file or notebook of the run): a ``requirements/`` folder with no code of its own
-belongs to its parent, a sub-project's folder to itself. What the install rules ask of "the
+belongs to its parent, a sub-project's folder to itself; a notebook's installs serve its own cells. What the install rules ask of "the
 project" (does it use torch_xla; which release does its migrated code need) is asked of that
 tree. Each code file is read once, its first ``LOOK`` bytes: imports are at the top.
 """
@@ -43,10 +43,13 @@ class CodeTrees:
     def __init__(self, targets: list[tuple[Path, str]], needs: Callable[[str], tuple[int, int]]):
         """``needs``: the oldest release a file's migrated code needs, from its text."""
         self._trees: dict[str, Code] = {}
+        self._notebooks: dict[str, Code] = {}
         for path, kind in targets:
             if kind not in ("python", "notebook"):
                 continue
             code = _read(path, needs)
+            if kind == "notebook":
+                self._notebooks[os.path.abspath(path)] = code
             folder = os.path.dirname(os.path.abspath(path))
             while True:
                 self._trees[folder] = self._trees.get(folder, Code()) | code
@@ -56,7 +59,11 @@ class CodeTrees:
                 folder = parent
 
     def of(self, path: Path) -> Code:
-        """The ``Code`` of the nearest folder above ``path`` whose tree holds code; ``Code()`` where none does."""
+        """The ``Code`` of the nearest folder above ``path`` whose tree holds code; ``Code()`` where none does.
+        A notebook installs for its own cells: a GPU notebook's ``!pip install`` beside a TPU script
+        serves no torch_xla code."""
+        if (own := self._notebooks.get(os.path.abspath(path))) is not None:
+            return own
         folder = os.path.dirname(os.path.abspath(path))
         while folder not in self._trees:
             parent = os.path.dirname(folder)

@@ -350,6 +350,23 @@ _MONOREPO = {
     "contrib/summarize/run_summary.py": "import torch\nfrom transformers import pipeline\n",
     "contrib/summarize/requirements.txt": "torch==1.6.0\ntransformers==3.5.1\n",
     "contrib/summarize/pinned/requirements.txt": "torch==1.7.1\ntransformers==4.0.0\n",
+    # a GPU notebook beside the TPU trainer (the final held-back count): its installs serve its cells
+    "src/speedy/gpu_colab.ipynb": json.dumps(
+        {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "metadata": {},
+                    "outputs": [],
+                    "execution_count": None,
+                    "source": "!pip install torch==1.6.0 transformers==3.0.2\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
+                }
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 4,
+        }
+    ),
 }
 
 
