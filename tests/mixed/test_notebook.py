@@ -572,3 +572,22 @@ def test_a_cell_that_does_not_parse_is_named_by_its_own_number():
     the line of the cell's ``"source": [``, above its first line."""
     text = _notebook(["import os\n"], ["    import torch_xla.core.xla_model as xm\n", "    n = xm.xrt_world_size()\n"])
     assert [(f.rule, f.cell) for f in _twice(text).manual] == [("notebook-cell", 2)]
+
+
+@pytest.mark.parametrize(
+    "body, asked",
+    [
+        # the final held-back count of issue 32: cells indented as the body of an if an earlier
+        # cell opened; nothing in them changes on 2.9
+        (
+            ["    import torch_xla.core.xla_model as xm\n", "    import torch_xla.distributed.data_parallel as dp\n"],
+            False,
+        ),
+        (["    kargs['lr'] = cfg.lr * 8  # xm.xrt_world_size()\n"], False),
+        # one that calls what 2.9 removed is still named
+        (["    import torch_xla.core.xla_model as xm\n", "    n = xm.xrt_world_size()\n"], True),
+    ],
+)
+def test_an_indented_cell_is_named_only_when_it_holds_code_to_migrate(body, asked):
+    text = _notebook(["import torch_xla\n", "if True:\n", "    pass\n"], body)
+    assert [f.rule for f in _twice(text).manual] == ["notebook-cell"] * asked

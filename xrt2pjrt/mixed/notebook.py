@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import textwrap
 from dataclasses import dataclass, replace
 
 from xrt2pjrt import rewriters
@@ -82,6 +83,8 @@ def rewrite(text: str, options: Options) -> Outcome:
         else:
             continue
         if outcome is None:
+            if not _may_need_migrating(cell.source, options):
+                continue
             rec.decide(
                 magics.UNREAD,
                 cell.start,
@@ -97,6 +100,17 @@ def rewrite(text: str, options: Options) -> Outcome:
             )
     done = rec.outcome()
     return Outcome(done.text, *(_located(f, starts) for f in (done.changes, done.manual)))
+
+
+def _may_need_migrating(source: str, options: Options) -> bool:
+    """Whether a code cell the codemod cannot parse may hold torch_xla code to migrate: not when,
+    dedented (the body of an ``if`` an earlier cell opened, which Jupyter too refuses to run),
+    it parses and the rules find nothing in it (imports of modules 2.9 has, a call in a comment)."""
+    dedented = textwrap.dedent(source)
+    if dedented == source:
+        return True
+    outcome = magics.cell(dedented, options)
+    return outcome is None or outcome.text != dedented or bool(outcome.manual)
 
 
 def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
