@@ -591,3 +591,14 @@ def test_a_cell_that_does_not_parse_is_named_by_its_own_number():
 def test_an_indented_cell_is_named_only_when_it_holds_code_to_migrate(body, asked):
     text = _notebook(["import torch_xla\n", "if True:\n", "    pass\n"], body)
     assert [f.rule for f in _twice(text).manual] == ["notebook-cell"] * asked
+
+
+def test_an_indented_cell_using_a_name_another_cell_imported_from_torch_xla_is_named():
+    """The cells above in the shape the held-back notebook had: the imports in an indented cell
+    of their own, the calls in the next ones."""
+    text = _notebook(
+        ["if True:\n", "    pass\n"],
+        ["    import torch_xla.core.xla_model as xm\n"],
+        ["    device = xm.xla_device(devkind='TPU')  # was xm.xrt_world_size()\n"],
+    )
+    assert [(f.rule, f.cell) for f in _twice(text).manual] == [("notebook-cell", 3)]

@@ -13,6 +13,7 @@ ids and every other byte stay as they were, and an unchanged notebook is byte-id
 
 from __future__ import annotations
 
+import ast
 import bisect
 import json
 import re
@@ -58,6 +59,7 @@ def rewrite(text: str, options: Options) -> Outcome:
     unparsed = [index for index, cell in python.items() if _python().check(cell.python) is not None]
     parsed = {index: cell for index, cell in python.items() if index not in unparsed}
     borrowed = _borrowed(parsed, {index: python[index] for index in unparsed})
+    imported = _imported_anywhere(python, unparsed)
     together = _rewrite_together(parsed, options, sorted(set().union(*borrowed.values())))
     starts = first_lines(text, cells)
     for index, (cell, first_line) in enumerate(zip(cells, starts)):
@@ -83,7 +85,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         else:
             continue
         if outcome is None:
-            if not _may_need_migrating(cell.source, options):
+            if not _may_need_migrating(cell.source, options, imported):
                 continue
             rec.decide(
                 magics.UNREAD,
@@ -102,15 +104,25 @@ def rewrite(text: str, options: Options) -> Outcome:
     return Outcome(done.text, *(_located(f, starts) for f in (done.changes, done.manual)))
 
 
-def _may_need_migrating(source: str, options: Options) -> bool:
+def _may_need_migrating(source: str, options: Options, imported: set[str]) -> bool:
     """Whether a code cell the codemod cannot parse may hold torch_xla code to migrate: not when,
-    dedented (the body of an ``if`` an earlier cell opened, which Jupyter too refuses to run),
-    it parses and the rules find nothing in it (imports of modules 2.9 has, a call in a comment)."""
+    dedented (the body of an ``if`` an earlier cell opened, which Jupyter too refuses to run), it
+    parses, the rules find nothing in it alone (imports of modules 2.9 has), and its code beyond
+    imports and comments names nothing of torch_xla: no word of the rules, and none of the names
+    ``imported`` from torch_xla in any cell (a call in a comment is no call)."""
     dedented = textwrap.dedent(source)
     if dedented == source:
         return True
+    try:
+        tree = ast.parse(dedented)
+    except SyntaxError:
+        return True
     outcome = magics.cell(dedented, options)
-    return outcome is None or outcome.text != dedented or bool(outcome.manual)
+    if outcome is None or outcome.text != dedented or outcome.manual:
+        return True
+    code = ast.Module([s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))], [])
+    used = {node.id for node in ast.walk(code) if isinstance(node, ast.Name)}
+    return bool(used & imported) or bool(rewriters.trigger_for("notebook").search(ast.unparse(code)))
 
 
 def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
@@ -287,6 +299,21 @@ def _rewrite_together(python: dict[int, magics.PythonCell], options: Options, ke
     if outcomes is None:
         return {}
     return {index: magics.finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}
+
+
+def _imported_anywhere(python: dict[int, magics.PythonCell], unparsed: list[int]) -> set[str]:
+    """The names an import of torch_xla binds in any cell, those that parse only dedented too."""
+    if not unparsed:
+        return set()
+    sources = [textwrap.dedent(cell.python) for cell in python.values()]
+    readable = []
+    for source in sources:
+        try:
+            ast.parse(source)
+        except SyntaxError:
+            continue
+        readable.append(source)
+    return magics.torch_xla_names(readable)
 
 
 def _borrowed(parsed: dict[int, magics.PythonCell], unparsed: dict[int, magics.PythonCell]) -> dict[int, set[str]]:
