@@ -17,6 +17,7 @@ variables:
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 import libcst as cst
@@ -385,6 +386,7 @@ def _sets_for_a_test(ctx) -> bool:
     return _is_test_file(ctx.tree)
 
 
+@functools.lru_cache(maxsize=1)  # (asked at each write the file makes: a scan each time was quadratic)
 def _is_test_file(tree: ast.Module | None) -> bool:
     if tree is None:
         return False

@@ -15,6 +15,7 @@ and any other use of the variable, is reported with the same advice.
 from __future__ import annotations
 
 import ast
+import functools
 
 import libcst as cst
 
@@ -122,9 +123,11 @@ def _after_imports(ctx) -> bool:
     """Whether the statement runs after the file's module-level imports: below the last, or in a function."""
     if not ctx.runs_on_import:
         return True
-    lines = [
-        node.end_lineno
-        for node in (ctx.tree.body if ctx.tree is not None else ())
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-    ]
-    return bool(lines) and ctx.line > max(lines)
+    last = _last_import(ctx.tree) if ctx.tree is not None else None
+    return last is not None and ctx.line > last
+
+
+@functools.lru_cache(maxsize=1)  # (asked at each statement the rule looks at: a scan each time was quadratic)
+def _last_import(tree: ast.Module) -> int | None:
+    """The last line of the file's last module-level import; None without one."""
+    return max((node.end_lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))), default=None)
