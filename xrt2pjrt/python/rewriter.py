@@ -591,15 +591,20 @@ def rewrite_together(
         line, cell = where(k, *place(cite.line))
         return replace(cite, line=line, cell=cell)
 
-    def own(findings: list[Finding], k: int) -> list[Finding]:
-        return [
-            replace(f, range=f.range.moved(lambda line: place(line)[1]), cites=tuple(cited(k, c) for c in f.cites))
-            for f in findings
-            if place(f.line)[0] == k
-        ]
+    def own(findings: list[Finding]) -> list[list[Finding]]:  # each piece's findings, in its lines
+        out: list[list[Finding]] = [[] for _ in pieces]
+        for f in findings:
+            k = place(f.line)[0]
+            if k < 0:  # (no line: no piece's)
+                continue
+            out[k].append(
+                replace(f, range=f.range.moved(lambda line: place(line)[1]), cites=tuple(cited(k, c) for c in f.cites))
+            )
+        return out
 
+    changes, manual = own(outcome.changes), own(outcome.manual)
     return [
-        Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))
+        Outcome(text.removesuffix("\n") if add else text, changes[k], manual[k])
         for k, (text, add) in enumerate(zip(texts, unended))
     ]
 
