@@ -413,6 +413,7 @@ def _is_environ(node: ast.AST | None) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=1)  # (each env rule that meets a write asks, of the same file)
 def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
     """The variables the file (``tree``) reads from os.environ by a literal name, with the
     lines: ``environ[K]``, ``environ.get/pop(K)``, ``getenv(K)``, ``K in environ``. Names are
@@ -454,6 +455,7 @@ def _said(ctx) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1)  # (each env rule that meets a write asks, of the same file)
 def _environ_writes(tree: ast.Module | None) -> set[str]:
     """The variables the file sets in os.environ by a literal name: ``environ[K] = ...``,
     ``environ.setdefault(K, ...)``."""
