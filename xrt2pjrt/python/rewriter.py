@@ -31,6 +31,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from xrt2pjrt import width
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, TooDeep, same_todo, todo_comment, trigger_for
@@ -618,7 +619,7 @@ def _pieces_of(module: str, count: int) -> list[str] | None:
     return parts[0::2]
 
 
-@functools.lru_cache(maxsize=4)
+@per_file(4)
 def tree_of(text: str) -> ast.Module:
     """``text``'s ast (SyntaxError or ValueError as ``ast.parse``), parsed once however many
     steps of one rewrite ask: an exported notebook's magics, the fold, the rules, the check of

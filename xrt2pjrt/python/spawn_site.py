@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import imports
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -191,8 +191,8 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
 
 
 # Asked once per call a rule looks at: a walk of the whole file each time was quadratic in
-# a file dense with such calls. The caches hold the last file's tree until the next file's.
-@functools.lru_cache(maxsize=1)
+# a file dense with such calls. The caches are emptied when the file is done (file_caches.py).
+@per_file()
 def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """Every def of the file, nested ones too."""
     return [node for node in walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -210,7 +210,7 @@ def around(tree: ast.Module, line: int) -> tuple[ast.FunctionDef | ast.AsyncFunc
     return by_line[line] if 0 <= line < len(by_line) else ()
 
 
-@functools.lru_cache(maxsize=1)
+@per_file()
 def _defs_by_line(tree: ast.Module) -> list[tuple]:
     """For each line of the file, the defs around it: a lookup per spot, where a scan of every
     def at each spot made a file of many functions and spots quadratic."""
@@ -222,7 +222,7 @@ def _defs_by_line(tree: ast.Module) -> list[tuple]:
     return [tuple(found) for found in by_line]
 
 
-@functools.lru_cache(maxsize=1)
+@per_file()
 def imported(tree: ast.Module) -> dict[str, str]:
     """The names the file's imports bind, each to the one dotted name it is bound to."""
     return {local: next(iter(fulls)) for local, fulls in imports.import_names(tree).items() if len(fulls) == 1}

@@ -27,6 +27,7 @@ import sys
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 
 TENSOR, NUMBER, TEXT, NONE, DICT, SEQUENCE = "tensor", "number", "text", "none", "dict", "sequence"
@@ -609,7 +610,7 @@ def _uses(function: ast.AST, name: str) -> list[ast.AST]:
     ]
 
 
-@functools.lru_cache(maxsize=64)
+@per_file(64)
 def _bindings(scope: ast.AST) -> dict[str, list[tuple[ast.AST | None, int | None]]]:
     """Name -> (what binds it, the line it is bound on) in ``scope``'s own code: a parameter
     as its ``ast.arg`` (line None: bound before the body), ``x = v`` and ``x: T = v`` as

@@ -15,10 +15,10 @@ and any other use of the variable, is reported with the same advice.
 from __future__ import annotations
 
 import ast
-import functools
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.meanings.settings import WARNED
 from xrt2pjrt.python.environment import KEEP, EnvRule
 from xrt2pjrt.python.renames import XR
@@ -127,7 +127,7 @@ def _after_imports(ctx) -> bool:
     return last is not None and ctx.line > last
 
 
-@functools.lru_cache(maxsize=1)  # (asked at each statement the rule looks at: a scan each time was quadratic)
+@per_file()  # (asked at each statement the rule looks at: a scan each time was quadratic)
 def _last_import(tree: ast.Module) -> int | None:
     """The last line of the file's last module-level import; None without one."""
     return max((node.end_lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))), default=None)

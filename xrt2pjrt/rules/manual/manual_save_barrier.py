@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 import re
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 
 from xrt2pjrt.python.rule import PythonRule
@@ -178,7 +178,7 @@ def _read_after(tree: ast.Module, line: int) -> bool:
     return reads.after_in(function or tree, line) or (function is not None and reads.after_a_call_of(function.name))
 
 
-@functools.lru_cache(maxsize=1)  # (built at the file's first save, asked at each)
+@per_file()  # (built at the file's first save, asked at each)
 def _reads(tree: ast.Module) -> _Reads:
     return _Reads(tree)
 

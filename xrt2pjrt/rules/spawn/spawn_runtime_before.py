@@ -17,11 +17,11 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
-import functools
 import re
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import imports, spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, literal
 from xrt2pjrt.python.spawn_graph import (
@@ -395,7 +395,7 @@ def _hands_self(args: cst.BaseExpression) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=1)  # (once per file: each spawn asks)
+@per_file()  # (once per file: each spawn asks)
 def _starting(tree: ast.Module) -> tuple[str, ...]:
     """The file's functions whose own code starts the runtime, in the file's order."""
     bound = spawn_site.imported(tree)
@@ -419,7 +419,7 @@ def _starting(tree: ast.Module) -> tuple[str, ...]:
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=1)  # (built at the file's first spawn, asked at each)
+@per_file()  # (built at the file's first spawn, asked at each)
 def _file_calls(tree: ast.Module) -> _Calls:
     return _Calls(tree)
 
