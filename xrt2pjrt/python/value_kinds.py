@@ -603,7 +603,7 @@ def _tests_for_xla(test: ast.expr) -> bool | None:
 def _uses(function: ast.AST, name: str) -> list[ast.AST]:
     """The reads of ``name`` in ``function``'s own code, each as the node that reads it: the
     attribute read through it (``x.ndim``), else the name itself."""
-    parents = {id(child): node for node in spawn_site.own_nodes(function) for child in ast.iter_child_nodes(node)}
+    parents = {id(child): node for node in spawn_site.own_nodes(function) for child in spawn_site.children(node)}
     return [
         parents.get(id(read)) if isinstance(parents.get(id(read)), ast.Attribute) else read
         for read in spawn_site.reads(spawn_site.own_nodes(function), name)

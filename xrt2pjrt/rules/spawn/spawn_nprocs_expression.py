@@ -306,7 +306,7 @@ def _read_as_a_number(read: ast.expr, parents: dict[int, ast.AST]) -> bool:
 
 @per_file()
 def _parents(tree: ast.Module) -> dict[int, ast.AST]:
-    return {id(child): node for node in spawn_site.walk(tree) for child in ast.iter_child_nodes(node)}
+    return {id(child): node for node in spawn_site.walk(tree) for child in spawn_site.children(node)}
 
 
 def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:

@@ -412,7 +412,7 @@ def _starting(tree: ast.Module) -> tuple[str, ...]:
             for statement in node.body:
                 visit(statement, node.name)
             return
-        for child in ast.iter_child_nodes(node):
+        for child in spawn_site.children(node):
             visit(child, function)
 
     visit(tree, None)
