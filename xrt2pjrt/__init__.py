@@ -19,7 +19,7 @@ engine file lists them. A module is on the first floor a pattern of which names 
     shim       xrt2pjrt.shim.*
     base       xrt2pjrt.registry xrt2pjrt.rule_index xrt2pjrt.rewriters xrt2pjrt.recorder xrt2pjrt.report
                xrt2pjrt.suppress xrt2pjrt.files xrt2pjrt.diff xrt2pjrt.xrt_variables xrt2pjrt.shim_packages
-               xrt2pjrt.width xrt2pjrt.meanings xrt2pjrt.meanings.* xrt2pjrt
+               xrt2pjrt.width xrt2pjrt.meanings xrt2pjrt.meanings.* xrt2pjrt.file_caches xrt2pjrt
 """
 
 __version__ = "0.1.0"

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xrt2pjrt import files, rewriters, settling, suppress
+from xrt2pjrt import file_caches, files, rewriters, settling, suppress
 from xrt2pjrt.cache import Cache, Rewrite
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import FileResult, Finding, Range, cell_lines, todo_lines
@@ -152,6 +152,13 @@ def _too_large(kind: str, data: bytes, text: str, limit: int) -> str | None:
 def _rewrite(job: _Job, options: Options) -> Rewrite:
     """What the file's rewriter makes of it: all that the file's text and ``options`` decide
     (the results cache keeps it), nothing about the file on disk."""
+    try:
+        return _rewrite_and_check(job, options)
+    finally:
+        file_caches.forget()  # the file's trees go now, not when the next file's replace them
+
+
+def _rewrite_and_check(job: _Job, options: Options) -> Rewrite:
     source, kind = job.source, job.kind
     rewriter = rewriters.module_for(kind)
     try:

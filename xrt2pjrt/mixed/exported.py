@@ -156,9 +156,14 @@ def _write_back(
     rec.manual += [f.placed(in_file) for f in manual if f.placed(in_file) not in rec.manual]
     if magic.todo_inside or not manual:
         return
-    above = rec.text.splitlines(keepends=True)
-    first = rec.text.count("\n", 0, magic.statement) + 1
+    above = _lines_of(rec.text)
+    first = rec.line(magic.statement)
     todo = dict.fromkeys(todo_line(f.message, f.rule, magic.margin, rec.options.width or width.DEFAULT) for f in manual)
     rec.edits.append(
         Edit(magic.statement, magic.statement, "".join(t for t in todo if not comment_above(above, first, t)))
     )
+
+
+@functools.lru_cache(maxsize=1)  # (the text each magic's TODO lines look above: split once, not per magic)
+def _lines_of(text: str) -> list[str]:
+    return text.splitlines(keepends=True)

@@ -21,6 +21,7 @@ import re
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import imports, spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, code, says, without_args
 from xrt2pjrt.report import Advice
@@ -385,6 +386,7 @@ def _sets_for_a_test(ctx) -> bool:
     return _is_test_file(ctx.tree)
 
 
+@per_file()  # (asked at each write the file makes: a scan each time was quadratic)
 def _is_test_file(tree: ast.Module | None) -> bool:
     if tree is None:
         return False
@@ -411,6 +413,7 @@ def _is_environ(node: ast.AST | None) -> bool:
     )
 
 
+@per_file()  # (each env rule that meets a write asks, of the same file)
 def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
     """The variables the file (``tree``) reads from os.environ by a literal name, with the
     lines: ``environ[K]``, ``environ.get/pop(K)``, ``getenv(K)``, ``K in environ``. Names are
@@ -452,6 +455,7 @@ def _said(ctx) -> bool:
     return False
 
 
+@per_file()  # (each env rule that meets a write asks, of the same file)
 def _environ_writes(tree: ast.Module | None) -> set[str]:
     """The variables the file sets in os.environ by a literal name: ``environ[K] = ...``,
     ``environ.setdefault(K, ...)``."""

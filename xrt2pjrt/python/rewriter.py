@@ -31,6 +31,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from xrt2pjrt import width
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, TooDeep, same_todo, todo_comment, trigger_for
@@ -591,15 +592,20 @@ def rewrite_together(
         line, cell = where(k, *place(cite.line))
         return replace(cite, line=line, cell=cell)
 
-    def own(findings: list[Finding], k: int) -> list[Finding]:
-        return [
-            replace(f, range=f.range.moved(lambda line: place(line)[1]), cites=tuple(cited(k, c) for c in f.cites))
-            for f in findings
-            if place(f.line)[0] == k
-        ]
+    def own(findings: list[Finding]) -> list[list[Finding]]:  # each piece's findings, in its lines
+        out: list[list[Finding]] = [[] for _ in pieces]
+        for f in findings:
+            k = place(f.line)[0]
+            if k < 0:  # (no line: no piece's)
+                continue
+            out[k].append(
+                replace(f, range=f.range.moved(lambda line: place(line)[1]), cites=tuple(cited(k, c) for c in f.cites))
+            )
+        return out
 
+    changes, manual = own(outcome.changes), own(outcome.manual)
     return [
-        Outcome(text.removesuffix("\n") if add else text, own(outcome.changes, k), own(outcome.manual, k))
+        Outcome(text.removesuffix("\n") if add else text, changes[k], manual[k])
         for k, (text, add) in enumerate(zip(texts, unended))
     ]
 
@@ -613,7 +619,7 @@ def _pieces_of(module: str, count: int) -> list[str] | None:
     return parts[0::2]
 
 
-@functools.lru_cache(maxsize=4)
+@per_file(4)
 def tree_of(text: str) -> ast.Module:
     """``text``'s ast (SyntaxError or ValueError as ``ast.parse``), parsed once however many
     steps of one rewrite ask: an exported notebook's magics, the fold, the rules, the check of

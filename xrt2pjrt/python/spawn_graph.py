@@ -5,10 +5,10 @@ whether a spot runs in the replicas, or before them)."""
 from __future__ import annotations
 
 import ast
-import functools
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import argument, literal
 from xrt2pjrt.shim_packages import CARRIED, INSTALLED
@@ -99,7 +99,7 @@ def reached_from(tree: ast.Module, spawned: str | None) -> set[str]:
     return reached
 
 
-@functools.lru_cache(maxsize=1)
+@per_file()
 def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
     """Function name -> the names it calls, or hands to a call; class name -> its methods;
     a name a function is assigned to -> that function (once per file: each spawn asks)."""
@@ -131,7 +131,7 @@ def _name(node: ast.Name | ast.Attribute) -> str:
     return node.id if isinstance(node, ast.Name) else node.attr
 
 
-@functools.lru_cache(maxsize=1)
+@per_file()
 def spawn_calls(tree: ast.Module) -> list[ast.Call]:
     """The file's calls of xmp.spawn (torch_xla's or the shim's) and torch_xla.launch."""
     bound = spawn_site.imported(tree)
@@ -152,7 +152,7 @@ def _in_function(tree: ast.Module, line: int) -> set[str]:
     return {node.name for node in spawn_site.around(tree, line) if node.body[0].lineno <= line}
 
 
-@functools.lru_cache(maxsize=1)
+@per_file()
 def spawned_code(tree: ast.Module) -> frozenset[str]:
     """The functions of the file that some spawn of more than one process in it runs in its
     replicas (:func:`reached_from`)."""
@@ -165,7 +165,7 @@ def spawned_code(tree: ast.Module) -> frozenset[str]:
     return frozenset(reached)
 
 
-@functools.lru_cache(maxsize=1)
+@per_file()
 def _spawned_by_name(tree: ast.Module) -> frozenset[str]:
     """The names of the functions the file's spawns are given (``_mp_fn``, ``Trainer._worker``'s ``_worker``)."""
     return frozenset(

@@ -27,6 +27,7 @@ import sys
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 
 TENSOR, NUMBER, TEXT, NONE, DICT, SEQUENCE = "tensor", "number", "text", "none", "dict", "sequence"
@@ -625,7 +626,7 @@ def _tests_for_xla(test: ast.expr) -> bool | None:
 def _uses(function: ast.AST, name: str) -> list[ast.AST]:
     """The reads of ``name`` in ``function``'s own code, each as the node that reads it: the
     attribute read through it (``x.ndim``), else the name itself."""
-    parents = {id(child): node for node in spawn_site.own_nodes(function) for child in ast.iter_child_nodes(node)}
+    parents = {id(child): node for node in spawn_site.own_nodes(function) for child in spawn_site.children(node)}
     return [
         parents.get(id(read)) if isinstance(parents.get(id(read)), ast.Attribute) else read
         for read in spawn_site.reads(spawn_site.own_nodes(function), name)
@@ -642,7 +643,7 @@ class _Unpacked(ast.expr):
         self.index, self.width = index, width
 
 
-@functools.lru_cache(maxsize=64)
+@per_file(64)
 def _bindings(scope: ast.AST) -> dict[str, list[tuple[ast.AST | None, int | None]]]:
     """Name -> (what binds it, the line it is bound on) in ``scope``'s own code: a parameter
     as its ``ast.arg`` (line None: bound before the body), ``x = v`` and ``x: T = v`` as

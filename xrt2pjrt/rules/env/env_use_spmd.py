@@ -18,6 +18,7 @@ import ast
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.meanings.settings import WARNED
 from xrt2pjrt.python.environment import KEEP, EnvRule
 from xrt2pjrt.python.renames import XR
@@ -122,9 +123,11 @@ def _after_imports(ctx) -> bool:
     """Whether the statement runs after the file's module-level imports: below the last, or in a function."""
     if not ctx.runs_on_import:
         return True
-    lines = [
-        node.end_lineno
-        for node in (ctx.tree.body if ctx.tree is not None else ())
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-    ]
-    return bool(lines) and ctx.line > max(lines)
+    last = _last_import(ctx.tree) if ctx.tree is not None else None
+    return last is not None and ctx.line > last
+
+
+@per_file()  # (asked at each statement the rule looks at: a scan each time was quadratic)
+def _last_import(tree: ast.Module) -> int | None:
+    """The last line of the file's last module-level import; None without one."""
+    return max((node.end_lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))), default=None)

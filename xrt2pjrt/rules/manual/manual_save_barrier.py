@@ -17,11 +17,12 @@ so on XRT that save hung unless one replica ran, and its readers never had the b
 from __future__ import annotations
 
 import ast
-import functools
+import bisect
 import re
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 
 from xrt2pjrt.python.rule import PythonRule, code
@@ -194,38 +195,64 @@ def _read_after(tree: ast.Module, line: int) -> bool:
     """Whether the file reads a saved file after the statement at ``line``: later in its
     function or in a loop around it, or so after a call of that function elsewhere."""
     function = spawn_site.function_at(tree, line)
-    if _reads_after_in(function or tree, line):
-        return True
-    return function is not None and any(
-        _reads_after_in(scope, call.lineno) for scope, call in _calls(tree).get(function.name, ())
-    )
+    reads = _reads(tree)
+    return reads.after_in(function or tree, line) or (function is not None and reads.after_a_call_of(function.name))
 
 
-@functools.lru_cache(maxsize=1)  # (asked at each save of the file)
-def _calls(tree: ast.Module) -> dict[str, list[tuple[ast.AST, ast.Call]]]:
-    """The file's calls by the name they call, each with the scope whose own code makes it."""
-    calls: dict[str, list[tuple[ast.AST, ast.Call]]] = {}
-    for scope in (tree, *spawn_site.functions(tree)):
-        for call in spawn_site.own_nodes(scope):
-            if isinstance(call, ast.Call):
-                calls.setdefault(_called_name(call.func), []).append((scope, call))
-    return calls
+@per_file()  # (built at the file's first save, asked at each)
+def _reads(tree: ast.Module) -> _Reads:
+    return _Reads(tree)
 
 
-def _reads_after_in(scope: ast.AST, line: int) -> bool:
-    """A read in ``scope``'s own code after ``line``, or in a loop of it around ``line``."""
-    nodes = list(spawn_site.own_nodes(scope))
-    loops = [
-        loop
-        for loop in nodes
-        if isinstance(loop, (ast.For, ast.While, ast.AsyncFor)) and loop.lineno <= line <= loop.end_lineno
-    ]
-    return any(
-        isinstance(node, ast.Call)
-        and _is_read(node)
-        and (node.lineno > line or any(loop.lineno <= node.lineno <= loop.end_lineno for loop in loops))
-        for node in nodes
-    )
+class _Reads:
+    """The reads of saved files in each scope's own code, and the calls of each name, found
+    once per file: a scan of the scope, and of each caller's, at each save was quadratic in
+    a file of many saves."""
+
+    def __init__(self, tree: ast.Module):
+        # the file's calls by the name they call, each with the scope whose own code makes it
+        self.calls: dict[str | None, list[tuple[ast.AST, ast.Call]]] = {}
+        for scope in (tree, *spawn_site.functions(tree)):
+            for call in spawn_site.own_nodes(scope):
+                if isinstance(call, ast.Call):
+                    self.calls.setdefault(_called_name(call.func), []).append((scope, call))
+        self._scopes: dict[ast.AST, tuple[list[int], list[tuple[int, int]]]] = {}
+        self._after_calls: dict[str, bool] = {}
+
+    def after_in(self, scope: ast.AST, line: int) -> bool:
+        """A read in ``scope``'s own code after ``line``, or in a loop of it around ``line``."""
+        reads, loops = self._of(scope)
+        return bool(reads) and (
+            reads[-1] > line
+            or any(
+                first <= line <= last and bisect.bisect_left(reads, first) < bisect.bisect_right(reads, last)
+                for first, last in loops
+            )
+        )
+
+    def after_a_call_of(self, name: str) -> bool:
+        """A read after a call of ``name`` (:meth:`after_in` the caller's scope)."""
+        found = self._after_calls.get(name)
+        if found is None:
+            found = self._after_calls[name] = any(
+                self.after_in(scope, call.lineno) for scope, call in self.calls.get(name, ())
+            )
+        return found
+
+    def _of(self, scope: ast.AST) -> tuple[list[int], list[tuple[int, int]]]:
+        """The lines of the reads in ``scope``'s own code, in order, and the lines of its loops."""
+        found = self._scopes.get(scope)
+        if found is None:
+            nodes = spawn_site.own_nodes(scope)
+            found = self._scopes[scope] = (
+                sorted(node.lineno for node in nodes if isinstance(node, ast.Call) and _is_read(node)),
+                [
+                    (loop.lineno, loop.end_lineno)
+                    for loop in nodes
+                    if isinstance(loop, (ast.For, ast.While, ast.AsyncFor))
+                ],
+            )
+        return found
 
 
 def _is_read(call: ast.Call) -> bool:

@@ -29,10 +29,10 @@ nothing itself and defines ``_mp_fn`` at module level, the name such launchers c
 from __future__ import annotations
 
 import ast
-import functools
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, reads_replica_number, spawn_calls
@@ -259,7 +259,7 @@ def _per_replica(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
     )
 
 
-@functools.lru_cache(maxsize=1)  # (asked at each seeding call of the file)
+@per_file()  # (asked at each seeding call of the file)
 def _wrappers(tree: ast.Module) -> frozenset[str]:
     """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
     return frozenset(

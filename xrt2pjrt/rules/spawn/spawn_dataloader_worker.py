@@ -12,8 +12,8 @@ call is reported, not rewritten: ask in the replica and hand the answer over
 from __future__ import annotations
 
 import ast
-import functools
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import REPLICA_IDENTITY
@@ -78,7 +78,7 @@ class DataLoaderWorker(PythonRule):
         return node
 
 
-@functools.lru_cache(maxsize=1)
+@per_file()
 def _worker_init_code(tree: ast.Module | None) -> tuple[tuple[int, int], ...]:
     """The lines (first, last) of the code that runs as some DataLoader's worker_init_fn: a
     lambda given as one, the body of a function of this file given as one, by name or in a

@@ -24,11 +24,11 @@ launcher.
 from __future__ import annotations
 
 import ast
-import functools
 import sys
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import NOT_LITERAL, code, literal
 from xrt2pjrt.python.spawn_graph import NPROCS_POSITION, SHIM_SPAWNS, SPAWN, elements, reached_from, spawned_code
@@ -243,7 +243,7 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
     return count.id, places + [where] * bool(lines), lines
 
 
-@functools.lru_cache(maxsize=1)  # (asked at each spawn of the file)
+@per_file()  # (asked at each spawn of the file)
 def _flags(tree: ast.Module) -> dict[str, list[ast.expr]]:
     """The file's reads of flags (:func:`_flag`), by flag."""
     reads: dict[str, list[ast.expr]] = {}
@@ -340,9 +340,9 @@ def _handed_to_unshown_code(read: ast.expr, parents: dict[int, ast.AST], bound: 
     return called.startswith(".") or root not in sys.stdlib_module_names
 
 
-@functools.lru_cache(maxsize=1)
+@per_file()
 def _parents(tree: ast.Module) -> dict[int, ast.AST]:
-    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return {id(child): node for node in spawn_site.walk(tree) for child in spawn_site.children(node)}
 
 
 def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:

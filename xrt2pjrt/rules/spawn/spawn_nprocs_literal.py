@@ -12,10 +12,10 @@ reported: the count is ``xr.world_size()`` under PJRT, which need not be 8.
 from __future__ import annotations
 
 import ast
-import functools
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import code, literal, without_args
 from xrt2pjrt.python.spawn_graph import nprocs_argument
@@ -124,7 +124,7 @@ def _replica_counts(tree: ast.Module, count: int) -> list[ast.keyword]:
     return _counts(tree).get(count, [])
 
 
-@functools.lru_cache(maxsize=1)  # (asked at each spawn of the file)
+@per_file()  # (asked at each spawn of the file)
 def _counts(tree: ast.Module) -> dict[int, list[ast.keyword]]:
     """The ``num_replicas=N`` / ``world_size=N`` keywords of ``tree``, by N."""
     counts: dict[int, list[ast.keyword]] = {}

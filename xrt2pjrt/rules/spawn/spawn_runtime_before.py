@@ -15,12 +15,13 @@ spawn returns is not reported: the launching process does not start the runtime 
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
-import functools
 import re
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import imports, spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, literal
 from xrt2pjrt.python.spawn_graph import (
@@ -366,7 +367,7 @@ def _started_beyond(
     tree: ast.Module | None, fn: tuple[int, cst.Arg] | None, line: int, args: tuple[int, cst.Arg] | None = None
 ) -> list[str]:
     """The functions that start the runtime in the launching process before the spawn on
-    ``line``: those it calls before it (:func:`_called_before`), and the methods of the class
+    ``line``: those it calls before it (:meth:`_Calls.called_before`), and the methods of the class
     whose method spawns that the spawned function does not reach (:func:`reached_from`): a
     launcher object lives in the launching process, and its users ask it first (pytorch-ignite
     0.4.8's logger asked its XLA model for the rank). Not when the spawn hands the object
@@ -375,18 +376,13 @@ def _started_beyond(
     spawned = fn and imports.dotted(fn[1].value)
     if tree is None or not spawned:
         return []
-    before = _called_before(tree, line)
-    holder = spawn_site.function_at(tree, line)
+    calls = _file_calls(tree)
+    before = calls.called_before(line)
+    owner = calls.class_of.get(spawn_site.function_at(tree, line))  # the class whose method spawns
     launcher = (
         set()
-        if args is not None and _hands_self(args[1].value)
-        else {
-            method.name
-            for node in spawn_site.walk(tree)
-            if isinstance(node, ast.ClassDef) and holder in node.body
-            for method in node.body
-            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
+        if owner is None or (args is not None and _hands_self(args[1].value))
+        else {method.name for method in owner.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
     )
     launcher -= reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
     return [function for function in _starting(tree) if function in before | launcher]
@@ -399,7 +395,7 @@ def _hands_self(args: cst.BaseExpression) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=1)  # (once per file: each spawn asks)
+@per_file()  # (once per file: each spawn asks)
 def _starting(tree: ast.Module) -> tuple[str, ...]:
     """The file's functions whose own code starts the runtime, in the file's order."""
     bound = spawn_site.imported(tree)
@@ -416,89 +412,138 @@ def _starting(tree: ast.Module) -> tuple[str, ...]:
             for statement in node.body:
                 visit(statement, node.name)
             return
-        for child in ast.iter_child_nodes(node):
+        for child in spawn_site.children(node):
             visit(child, function)
 
     visit(tree, None)
     return tuple(found)
 
 
-def _called_before(tree: ast.Module, line: int) -> set[str]:
-    """The names of the file's functions (and classes' ``__init__``) the launching process
-    calls before the spawn on ``line``, through the calls this file shows: the code before
-    it in the function that holds it, in that function's callers before their call, and in
-    the module before the first of them (all of the module's code outside its main block
-    when nothing here calls it: a library's, imported first)."""
-    defs: dict[str, list[ast.AST]] = {}
-    for node in spawn_site.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            defs.setdefault(node.name, []).append(node)
-        elif isinstance(node, ast.ClassDef):  # Trainer(...) runs its __init__
-            defs.setdefault(node.name, []).extend(
-                method for method in node.body if isinstance(method, ast.FunctionDef) and method.name == "__init__"
+@per_file()  # (built at the file's first spawn, asked at each)
+def _file_calls(tree: ast.Module) -> _Calls:
+    return _Calls(tree)
+
+
+class _Calls:
+    """The file's functions and calls, found in one walk of it, as the rule asks about them at
+    each spawn: a walk of the file for each spawn made a file of many spawns quadratic."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.bound = spawn_site.imported(tree)
+        # name -> its defs (and a class's ``__init__``: Trainer(...) runs it); name -> the calls of it
+        self.defs: dict[str, list[ast.AST]] = {}
+        self.calls_of: dict[str | None, list[ast.Call]] = {}
+        self.class_of: dict[ast.AST, ast.ClassDef] = {}  # a statement of a class's body -> the class
+        for node in spawn_site.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.defs.setdefault(node.name, []).append(node)
+            elif isinstance(node, ast.ClassDef):
+                self.defs.setdefault(node.name, []).extend(
+                    method for method in node.body if isinstance(method, ast.FunctionDef) and method.name == "__init__"
+                )
+                self.class_of.update(dict.fromkeys(node.body, node))
+            elif isinstance(node, ast.Call):
+                self.calls_of.setdefault(_callee(node), []).append(node)
+        self._own: dict[ast.AST, tuple[list[int], list[list[str]], list[ast.If]]] = {}
+        self._called: dict[str, set[str]] = {}
+        self._outside_main: set[str] | None = None
+
+    def called_before(self, line: int) -> set[str]:
+        """The names of the file's functions (and classes' ``__init__``) the launching process
+        calls before the spawn on ``line``, through the calls this file shows: the code before
+        it in the function that holds it, in that function's callers before their call, and in
+        the module before the first of them (all of the module's code outside its main block
+        when nothing here calls it: a library's, imported first)."""
+        tree = self.tree
+        names: set[str] = set()
+        pending, holders = [(spawn_site.function_at(tree, line), line)], set()
+        while pending:
+            holder, at = pending.pop()
+            if holder is None:
+                names |= self._names_before(tree, at)
+                continue
+            if holder in holders:
+                continue
+            holders.add(holder)
+            names |= self._names_before(holder, at)
+            callers = [
+                (spawn_site.function_at(tree, call.lineno), call.lineno)
+                for call in self.calls_of.get(holder.name, ())
+                if not holder.lineno <= call.lineno <= holder.end_lineno
+            ]
+            pending += callers
+            if not callers:
+                names |= self._outside_main_block()
+        reached: set[str] = set()
+        pending_names = list(names)
+        while pending_names:
+            name = pending_names.pop()
+            if name in reached or name not in self.defs:
+                continue
+            reached.add(name)
+            pending_names += self._called_by(name)
+        return reached
+
+    def _own_calls(self, scope: ast.AST) -> tuple[list[int], list[list[str]], list[ast.If]]:
+        """The calls of ``scope``'s own code in the order of their lines: their lines, the names
+        each runs (:func:`_called_names`); and its ``if`` statements."""
+        own = self._own.get(scope)
+        if own is None:
+            nodes = spawn_site.own_nodes(scope)
+            calls = sorted((node for node in nodes if isinstance(node, ast.Call)), key=lambda call: call.lineno)
+            own = self._own[scope] = (
+                [call.lineno for call in calls],
+                [_called_names(call, self.bound) for call in calls],
+                [node for node in nodes if isinstance(node, ast.If)],
             )
-    bound = spawn_site.imported(tree)
-    roots: list[ast.Call] = []
-    pending, holders = [(spawn_site.function_at(tree, line), line)], set()
-    while pending:
-        holder, at = pending.pop()
-        if holder is None:
-            roots += [call for call in _calls(tree.body) if call.lineno < at and not _other_branch(tree, call, at)]
-            continue
-        if id(holder) in holders:
-            continue
-        holders.add(id(holder))
-        roots += [call for call in _calls(holder.body) if call.lineno < at and not _other_branch(holder, call, at)]
-        callers = [
-            (spawn_site.function_at(tree, call.lineno), call.lineno)
-            for call in _calls_in(tree)
-            if _callee(call) == holder.name and not holder.lineno <= call.lineno <= holder.end_lineno
+        return own
+
+    def _names_before(self, scope: ast.AST, line: int) -> set[str]:
+        """The names the calls of ``scope``'s own code run before ``line``, but for those in
+        one branch of an ``if`` whose other branch holds ``line`` (``if one_core: main() else:
+        xmp.spawn(...)``): they do not run before it."""
+        lines, names, ifs = self._own_calls(scope)
+        other = [
+            (other[0].lineno, other[-1].end_lineno)
+            for node in ifs
+            for block, other in ((node.body, node.orelse), (node.orelse, node.body))
+            if other and _within(block, line)
         ]
-        pending += callers
-        if not callers:
-            roots += _calls(_outside_main_block(tree))
-    reached: set[str] = set()
-    names = [name for call in roots for name in _called_names(call, bound)]
-    while names:
-        name = names.pop()
-        if name in reached or name not in defs:
-            continue
-        reached.add(name)
-        names += [
-            called for function in defs[name] for call in _calls(function.body) for called in _called_names(call, bound)
-        ]
-    return reached
+        found: set[str] = set()
+        for at, called in zip(lines[: bisect.bisect_left(lines, line)], names):
+            if not any(first <= at <= last for first, last in other):
+                found.update(called)
+        return found
+
+    def _called_by(self, name: str) -> set[str]:
+        """The names the defs of ``name`` run in their own code."""
+        called = self._called.get(name)
+        if called is None:
+            called = self._called[name] = {
+                each for function in self.defs[name] for names in self._own_calls(function)[1] for each in names
+            }
+        return called
+
+    def _outside_main_block(self) -> set[str]:
+        """The names the module's code runs outside its ``if __name__ == '__main__':`` blocks."""
+        if self._outside_main is None:
+            statements = [
+                statement
+                for statement in self.tree.body
+                if not (isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))
+            ]
+            self._outside_main = {
+                name
+                for node in spawn_site.nodes_of(statements)
+                if isinstance(node, ast.Call)
+                for name in _called_names(node, self.bound)
+            }
+        return self._outside_main
 
 
-def _other_branch(scope: ast.AST, call: ast.Call, line: int) -> bool:
-    """Whether ``call`` is in one branch of an ``if`` of ``scope`` and ``line`` in another
-    (``if one_core: main() else: xmp.spawn(...)``): then it does not run before ``line``."""
-
-    def within(block: list[ast.stmt], at: int) -> bool:
-        return bool(block) and block[0].lineno <= at <= block[-1].end_lineno
-
-    return any(
-        within(node.body, call.lineno)
-        and within(node.orelse, line)
-        or within(node.orelse, call.lineno)
-        and within(node.body, line)
-        for node in _ifs(scope)
-    )
-
-
-@functools.lru_cache(maxsize=8)  # (asked for each call before a spawn: a walk each time was quadratic)
-def _ifs(scope: ast.AST) -> list[ast.If]:
-    return [node for node in spawn_site.own_nodes(scope) if isinstance(node, ast.If)]
-
-
-def _calls(statements: list[ast.AST]) -> list[ast.Call]:
-    """The calls among ``statements`` and under them, not inside the functions and classes they define."""
-    return [node for node in spawn_site.nodes_of(statements) if isinstance(node, ast.Call)]
-
-
-@functools.lru_cache(maxsize=1)
-def _calls_in(tree: ast.Module) -> list[ast.Call]:
-    return [node for node in spawn_site.walk(tree) if isinstance(node, ast.Call)]
+def _within(block: list[ast.stmt], line: int) -> bool:
+    return bool(block) and block[0].lineno <= line <= block[-1].end_lineno
 
 
 def _callee(call: ast.Call) -> str | None:
@@ -515,12 +560,3 @@ def _called_names(call: ast.Call, bound: dict[str, str]) -> list[str]:
         else []
     )
     return [name for name in (_callee(call), *handed) if name]
-
-
-def _outside_main_block(tree: ast.Module) -> list[ast.stmt]:
-    """The module's statements but its ``if __name__ == '__main__':`` blocks."""
-    return [
-        statement
-        for statement in tree.body
-        if not (isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))
-    ]
