@@ -91,8 +91,9 @@ class InstallXrtEraRelease(TextRule):
         if _no_install_at(rec.text, offset):
             return
         problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text), rec.options.code_needs)
-        if problem is None and _pins_the_tpus_torch(rec):
-            problem = torch_pin_finding(word, rec.options.target_version)
+        if problem is None:  # (the pin first: a word of the text at a time, the text's test once a pin)
+            pin = torch_pin_finding(word, rec.options.target_version)
+            problem = pin if pin and _pins_the_tpus_torch(rec) else None
         if problem and not (not problem.use and _installs_a_release_too(rec, offset)):
             rec.decide(self.id, offset, problem.do, problem.more, problem.use)
 
