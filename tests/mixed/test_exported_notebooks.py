@@ -319,3 +319,18 @@ def test_a_kernel_cell_that_does_not_parse_keeps_the_imports_it_uses_and_is_name
 def test_a_setting_removed_from_a_block_of_its_own_leaves_pass():
     text = "import torch_xla\ndef f():\n    get_ipython().run_line_magic('env', 'XRT_MESH_SERVICE_ADDRESS=localhost:53627')\n"
     assert migrated(text).text == "import torch_xla\ndef f():\n    pass\n"
+
+
+def test_an_item_of_a_kernel_cell_magic_cites_the_lines_it_names():
+    """Found by the speed work of issue 36: a `%%time` cell's spawn cited its own line for every
+    read of the count elsewhere in the file (the lines, numbered in the file already, were
+    numbered again)."""
+    text = (
+        "#!/usr/bin/env python\n# coding: utf-8\n\n# In[1]:\n\n\n"
+        "import torch_xla.distributed.xla_multiprocessing as xmp\nFLAGS = {'num_cores': 8}\n\n\n# In[2]:\n\n\n"
+        "def _mp_fn(index, flags):\n    shard = len(data) // flags['num_cores']\n\n\n# In[3]:\n\n\n"
+        "get_ipython().run_cell_magic('time', '', \"xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS['num_cores'])\\n\")\n"
+    )
+    outcome = exported.rewrite(text, Options(rules=frozenset(all_rules())))
+    shard = text.splitlines().index("    shard = len(data) // flags['num_cores']") + 1
+    assert [(f.rule, [c.line for c in f.cites]) for f in outcome.manual] == [("spawn-nprocs-expression", [shard])]

@@ -100,7 +100,8 @@ def _rewrite(text: str, found: list[ipython.Magic], options: Options, fold: bool
             magic,
             was.lines,
             f"{head}\n{without_new_todo_lines(cell.python, body.text)}",
-            *([f.placed(lambda line: line + 1) for f in findings] for findings in (body.changes, body.manual)),
+            *([_range_moved(f, lambda line: line + 1) for f in findings] for findings in (body.changes, body.manual)),
+            cites_placed=True,  # (rewrite_together numbered them in the file)
         )
     return rec.outcome()
 
@@ -136,11 +137,23 @@ def _migrate_magic(rec: Recorder, magic: ipython.Magic, options: Options, lines:
         _write_back(rec, magic, lines, new, outcome.changes, outcome.manual)
 
 
+def _range_moved(finding: Finding, line_in_file) -> Finding:
+    """``finding`` with its range renumbered by ``line_in_file``, and the lines it cites as they are."""
+    return replace(finding, range=finding.range.moved(line_in_file))
+
+
 def _write_back(
-    rec: Recorder, magic: ipython.Magic, lines: list[int], new: str, changes: list[Finding], manual: list[Finding]
+    rec: Recorder,
+    magic: ipython.Magic,
+    lines: list[int],
+    new: str,
+    changes: list[Finding],
+    manual: list[Finding],
+    cites_placed: bool = False,
 ) -> None:
     """Record in ``rec`` that ``magic`` of ``rec.text`` stands for ``new`` now, with the
-    findings of that rewrite (numbered in the magic's own lines, in the file at ``lines``):
+    findings of that rewrite (numbered in the magic's own lines, in the file at ``lines``;
+    the lines they cite too, unless ``cites_placed``: numbered in the file already):
     its edits, or, where ``new`` cannot be written there exactly, its changes as items to
     make by hand; and the TODO lines of its items above its statement."""
     in_file = lambda line: lines[min(line, len(lines)) - 1]  # noqa: E731
@@ -152,8 +165,9 @@ def _write_back(
         ]
         changes = []
     rec.edits += edits or []
-    rec.changes += [f.placed(in_file) for f in changes]
-    rec.manual += [f.placed(in_file) for f in manual if f.placed(in_file) not in rec.manual]
+    place = (lambda f: _range_moved(f, in_file)) if cites_placed else (lambda f: f.placed(in_file))
+    rec.changes += [place(f) for f in changes]
+    rec.manual += [place(f) for f in manual if place(f) not in rec.manual]
     if magic.todo_inside or not manual:
         return
     above = _lines_of(rec.text)
