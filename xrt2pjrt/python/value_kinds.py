@@ -238,14 +238,7 @@ class Reading:
         bound = [v for v in spawn_site.bindings_seen_at(self.tree, self.line, value.func.id) if v is not None]
         if len(bound) != 1 or not isinstance(bound[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
-        returns = [node.value for node in spawn_site.own_nodes(bound[0]) if isinstance(node, ast.Return)]
-        if not returns or not all(
-            isinstance(r, (ast.Tuple, ast.List)) and len(r.elts) == unpacked.width for r in returns
-        ):
-            return None
-        inside = Reading(self.tree, bound[0].end_lineno)
-        said = [inside._on_every_branch(r.elts[index], seen | {value.func.id}) for r in returns]
-        return said[0] if all(said) else None
+        return self._returned(bound[0], seen | {value.func.id}, unpacked)
 
     def _first_refused(self, values: list[ast.expr], seen: frozenset[str]) -> str | None:
         return next(filter(None, (self.refused(value, seen) for value in values)), None)
@@ -389,11 +382,21 @@ class Reading:
             return self._returned(bound[0], seen | {func.id})
         return None
 
-    def _returned(self, function: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[str]) -> str | None:
+    def _returned(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[str], unpacked: _Unpacked | None = None
+    ) -> str | None:
         """What shows that ``function`` (of this file) returns a refused value on every path:
         a helper that may return a tensor on one path (a TPU branch) and numpy's on another
-        shows nothing."""
+        shows nothing. With ``unpacked``: that element of what it returns, each return a
+        display of its width."""
         returns = [node.value for node in spawn_site.own_nodes(function) if isinstance(node, ast.Return)]
+        if unpacked is not None:
+            returns = [
+                value.elts[unpacked.index]
+                if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == unpacked.width
+                else None
+                for value in returns
+            ]
         if not returns or any(value is None for value in returns):
             return None
         inside = Reading(self.tree, function.end_lineno)  # its names as bound at its end
