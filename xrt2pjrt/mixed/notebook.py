@@ -117,12 +117,12 @@ def _may_need_migrating(source: str, options: Options, imported: set[str]) -> bo
         tree = ast.parse(dedented)
     except SyntaxError:
         return True
-    outcome = magics.cell(dedented, options)
-    if outcome is None or outcome.text != dedented or outcome.manual:
-        return True
     code = ast.Module([s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))], [])
     used = {node.id for node in ast.walk(code) if isinstance(node, ast.Name)}
-    return bool(used & imported) or bool(rewriters.trigger_for("notebook").search(ast.unparse(code)))
+    if used & imported or rewriters.trigger_for("notebook").search(ast.unparse(code)):
+        return True
+    outcome = magics.cell(dedented, options)  # (the rules last: a codemod run)
+    return outcome is None or outcome.text != dedented or bool(outcome.manual)
 
 
 def _in_cell(findings: list[Finding], cell: int) -> list[Finding]:
@@ -305,15 +305,17 @@ def _imported_anywhere(python: dict[int, magics.PythonCell], unparsed: list[int]
     """The names an import of torch_xla binds in any cell, those that parse only dedented too."""
     if not unparsed:
         return set()
-    sources = [textwrap.dedent(cell.python) for cell in python.values()]
-    readable = []
-    for source in sources:
-        try:
-            ast.parse(source)
-        except SyntaxError:
-            continue
-        readable.append(source)
-    return magics.torch_xla_names(readable)
+    return magics.torch_xla_names(
+        [source for cell in python.values() if _parses(source := textwrap.dedent(cell.python))]
+    )
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
 
 
 def _borrowed(parsed: dict[int, magics.PythonCell], unparsed: dict[int, magics.PythonCell]) -> dict[int, set[str]]:
