@@ -130,18 +130,17 @@ def _one_item_an_instruction(items: list[Finding], spans: list[tuple[int, int]])
     whose range runs from the first to the last: a RUN that fetches torch, torch_xla and
     torchvision from the XRT-era bucket on three continued lines is one decision, and its
     TODO line is written once above it."""
-    kept: dict[tuple, Finding] = {}
+    at: dict[tuple, int] = {}  # (rule, message, instruction) -> its item's place in ``out``
     out: list[Finding] = []
     for item in items:
         span = next((span for span in spans if span[0] <= item.line <= span[1]), None)
         key = (item.rule, item.message, span)
-        first = kept.get(key) if span is not None else None
-        if first is None:
-            kept[key] = item
+        if span is None or key not in at:
+            at[key] = len(out)
             out.append(item)
             continue
-        merged = replace(first, range=Range.of_lines(first.line, max(first.range.end_line, item.range.end_line)))
-        out[out.index(first)] = kept[key] = merged
+        first = out[at[key]]
+        out[at[key]] = replace(first, range=Range.of_lines(first.line, max(first.range.end_line, item.range.end_line)))
     return out
 
 
