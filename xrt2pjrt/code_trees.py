@@ -5,9 +5,10 @@ A monorepo's sub-projects pin what they like: transformers' research projects pi
 and transformers 3.5 for examples that never touch torch_xla, beside a root whose src/ does.
 So each file that is not code belongs to the nearest folder above it whose tree holds code
 (a Python file or notebook of the run): a ``requirements/`` folder with no code of its own
-belongs to its parent, a sub-project's folder to itself; a notebook's installs serve its own cells. What the install rules ask of "the
-project" (does it use torch_xla; which release does its migrated code need) is asked of that
-tree. Each code file is read once, its first ``LOOK`` bytes: imports are at the top.
+belongs to its parent, a sub-project's folder to itself; a notebook's installs serve its own
+cells. What the install rules ask of "the project" (does it use torch_xla; which release does
+its migrated code need) is asked of that tree. Each code file is read once, its first ``LOOK``
+bytes: imports are at the top.
 """
 
 from __future__ import annotations
