@@ -7,7 +7,7 @@ written against this class, the engine makes one per pass and keeps the state it
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -136,6 +136,10 @@ class Context:
         """The original node ``level`` steps above the one being visited (1: its parent)."""
         ancestors = self._engine.ancestors
         return ancestors[-level] if level <= len(ancestors) else None
+
+    def ancestors(self) -> Iterator[cst.CSTNode]:
+        """The original nodes above the one being visited, its parent first (``parent(1)``, ``parent(2)``, ...)."""
+        return reversed(self._engine.ancestors)
 
     @property
     def reported_here(self) -> bool:

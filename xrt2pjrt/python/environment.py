@@ -378,12 +378,10 @@ _MOCKS = ("mock.patch.dict", "patch.dict", "monkeypatch.setenv", "monkeypatch.se
 def _sets_for_a_test(ctx) -> bool:
     """Whether the node being visited is inside ``mock.patch.dict(os.environ, {...})`` (or
     pytest's ``monkeypatch``), or in a test file: one that defines ``test_*`` functions."""
-    level = 1
-    while (node := ctx.parent(level)) is not None:
-        if isinstance(node, cst.Call) and (ctx.resolve(node.func) or imports.dotted(node.func) or "").endswith(_MOCKS):
-            return True
-        level += 1
-    return _is_test_file(ctx.tree)
+    return any(
+        isinstance(node, cst.Call) and (ctx.resolve(node.func) or imports.dotted(node.func) or "").endswith(_MOCKS)
+        for node in ctx.ancestors()
+    ) or _is_test_file(ctx.tree)
 
 
 @per_file()  # (asked at each write the file makes: a scan each time was quadratic)

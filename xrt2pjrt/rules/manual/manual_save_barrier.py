@@ -176,11 +176,11 @@ _MASTER_TEST = re.compile(r"is_master_ordinal\(|\b(?:get|global|get_local|local)
 
 def _master_only(ctx) -> bool:
     """Whether the call being visited is in the body of an ``if`` only the master passes."""
-    level, below = 1, None
-    while (parent := ctx.parent(level)) is not None:
+    below = None
+    for parent in ctx.ancestors():
         if isinstance(parent, cst.If) and below is parent.body and _MASTER_TEST.search(code(parent.test)):
             return True
-        below, level = parent, level + 1
+        below = parent
     return False
 
 
