@@ -36,14 +36,14 @@ def test_items_to_decide_are_marked_in_the_script_once_above_their_command():
     """So that a decision outlives --write, as in Python; never inside a continued command."""
     text = (
         '#!/bin/bash\nif true; then\n  export XRT_TPU_CONFIG="tpu_worker;0;$IP:8470"\nfi\n'
-        'echo "$XRT_SHARD_ORDINAL" && \\\n  echo "$XRT_HOST_ORDINAL"\n'
+        '[ -n "$XRT_SHARD_ORDINAL" ] && \\\n  python3 t.py --host "$XRT_HOST_ORDINAL"\n'
     )
     outcome = rewrite(text)
     lines = outcome.text.splitlines()
     assert lines[2].startswith(f"  # TODO(xrt2pjrt): {REMOTE}") and lines[3] == "  export PJRT_DEVICE=TPU"
     # the read on the continued line stays in the report only: no comment line can go there
     assert lines[5].startswith("# TODO(xrt2pjrt): use xr.global_ordinal() [env-shell-xrt-unused]")
-    assert lines[6:] == ['echo "$XRT_SHARD_ORDINAL" && \\', '  echo "$XRT_HOST_ORDINAL"']
+    assert lines[6:] == ['[ -n "$XRT_SHARD_ORDINAL" ] && \\', '  python3 t.py --host "$XRT_HOST_ORDINAL"']
     assert len(outcome.manual) == 3
     assert shell.check(outcome.text) is None
     assert rewrite(outcome.text).text == outcome.text

@@ -106,6 +106,23 @@ def test_device_settings_follow_their_value(before, after, decisions):
     assert outcome.text.count("# TODO(xrt2pjrt)") == len(decisions)
 
 
+@pytest.mark.parametrize(
+    "script, asked",
+    [
+        ('export XRT_TPU_CONFIG="localservice;0;localhost:51011"\necho ${XRT_TPU_CONFIG}\n', []),
+        ('printf "ordinal %s\\n" "$XRT_SHARD_ORDINAL" >&2\n', []),
+        ('IP=$(echo $XRT_TPU_CONFIG | cut -d: -f3)\n', [1]),  # the value is used, not shown
+        ("echo $XRT_SHARD_ORDINAL > rank.txt\n", [1]),
+        ('echo "$XRT_SHARD_ORDINAL" | tee -a log\n', [1]),
+        ('[ -n "$XRT_SHARD_ORDINAL" ] && echo "rank $XRT_SHARD_ORDINAL"\n', [1]),
+    ],
+)
+def test_a_read_only_shown_by_echo_is_not_asked_about(script, asked):
+    """An echo of an XRT variable prints an empty value under PJRT and harms nothing; a read
+    whose value goes on (captured, written, piped, tested) is asked about."""
+    assert [d.line for d in rewrite(script).manual] == asked
+
+
 def test_unset_of_a_device_variable_asks_nothing():
     outcome = rewrite("unset XRT_DEVICE_MAP\n")
     assert (outcome.text, outcome.manual) == ("unset PJRT_DEVICE\n", [])

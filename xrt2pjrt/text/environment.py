@@ -19,6 +19,7 @@ from xrt2pjrt.registry import all_rules
 from xrt2pjrt.report import Advice
 from xrt2pjrt.recorder import Edit, Recorder
 from xrt2pjrt.text.rule import TextRule
+from xrt2pjrt.text.words import commands
 from xrt2pjrt.xrt_variables import SHARED, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
 
 
@@ -225,10 +226,13 @@ def ask_about_mentions(rec: Recorder, where: str) -> None:
 
 
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
-    """Report every ``$XRT_…`` read in ``text`` (which starts at ``base`` in the file)."""
-    for m in READ.finditer(text):
+    """Report every ``$XRT_…`` read in ``text`` (a shell text which starts at ``base`` in the
+    file), but for the reads of an ``echo`` that only shows the value: an empty one harms nothing."""
+    reads = list(READ.finditer(text))
+    shown = [(c.start, c.end) for c in commands(text) if c.only_shows(text)] if reads else []
+    for m in reads:
         rule = rule_here(m.group(1), rec)
-        if rule is not None:
+        if rule is not None and not any(start <= m.start() < end for start, end in shown):
             instead = replacement(m.group(1))
             rec.decide(
                 rule.id,

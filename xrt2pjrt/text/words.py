@@ -116,6 +116,13 @@ class Command:
             i += 1
         return words[i:]
 
+    def only_shows(self, text: str) -> bool:
+        """An ``echo`` or ``printf`` whose output reaches the terminal: not piped, captured
+        by a file, or run for its exit code; what it reads changes only what is shown."""
+        argv = self.argv()
+        fds_only = all(re.fullmatch(r"\d*>&\d", text[r.start : r.end]) for r in self.redirects)
+        return bool(argv) and argv[0].value in ("echo", "printf") and self.joined_by != "|" and fds_only
+
 
 def without_word(words: list[Word], k: int) -> tuple[int, int]:
     """The span to delete to remove ``words[k]`` from a list of two or more words, layout kept:

@@ -4,7 +4,8 @@ XRT's server and mesh settings (XRT_MESH_*, XRT_START_LOCAL_SERVER, ...), the pe
 XRT_SHARD_* / XRT_HOST_* it set for each process, TPU_NUM_DEVICES, TPUVM_MODE and the
 settings only XRT's client read (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...): their
 settings go, and a read of one (``$XRT_SHARD_ORDINAL``) is reported with what to read
-instead, as nothing sets them under PJRT.
+instead, as nothing sets them under PJRT. An ``echo`` or ``printf`` that only shows one on
+the terminal is not: it prints an empty value, and nothing else changes.
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ class XrtUnused(EnvRule):
             "XRT_SHARD_ORDINAL=0 XRT_SHARD_WORLD_SIZE=1 TPU_NUM_DEVICES=8 python3 train.py\n", "python3 train.py\n"
         ),
         Example(
-            'echo "ordinal $XRT_SHARD_ORDINAL"\n',
+            'python3 eval.py --rank "$XRT_SHARD_ORDINAL"\n',
             dedent("""
                     # TODO(xrt2pjrt): use xr.global_ordinal() [env-shell-xrt-unused]
-                    echo "ordinal $XRT_SHARD_ORDINAL"
+                    python3 eval.py --rank "$XRT_SHARD_ORDINAL"
                 """),
             manual=("XRT_SHARD_ORDINAL is read here",),
         ),
+        Example.unchanged('echo "ordinal $XRT_SHARD_ORDINAL"\n'),
     )
