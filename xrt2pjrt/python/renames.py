@@ -7,6 +7,7 @@ torch_xla."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import NOT_LITERAL, PythonRule, argument, code, keywordize, literal, without_args
 
 XM = "torch_xla.core.xla_model"
@@ -56,6 +58,8 @@ class Dropped:
     harmless: bool = False
     # Values whose drop leaves the call as it was where the code ran: no item to decide for them.
     as_dropped: tuple[object, ...] = ()
+    # It changes only the call's value: no item where that value is only printed or logged.
+    in_value_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,18 +100,18 @@ RENAMES: tuple[Rename, ...] = (
     Rename(
         f"{XM}.xrt_world_size",
         (Spelling(XR, "world_size", "xr", (2, 1)),),
-        (Dropped("defval", 0, 1, DEFVAL, DEFVAL_TODO),),
+        (Dropped("defval", 0, 1, DEFVAL, DEFVAL_TODO, in_value_only=True),),
         note="counts devices, not processes",
     ),
     Rename(
         f"{XM}.get_ordinal",
         (Spelling(XR, "global_ordinal", "xr", (2, 1)),),
-        (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO),),
+        (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO, in_value_only=True),),
     ),
     Rename(
         f"{XM}.get_local_ordinal",
         (Spelling(XR, "local_ordinal", "xr", (2, 1)),),
-        (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO),),
+        (Dropped("defval", 0, 0, DEFVAL, DEFVAL_TODO, in_value_only=True),),
     ),
     Rename(
         f"{XM}.xla_device",
@@ -200,8 +204,10 @@ class RenameRule(PythonRule):
             return node
         for index, param in dropped.items():
             value = node.args[index].value
-            if not param.harmless and (
-                literal(value) is NOT_LITERAL or literal(value) not in (param.default, *param.as_dropped)
+            if (
+                not param.harmless
+                and (literal(value) is NOT_LITERAL or literal(value) not in (param.default, *param.as_dropped))
+                and not (param.in_value_only and _only_shown(ctx, node))
             ):
                 ctx.decide(param.todo, detail=f"{param.name}={code(value)} dropped: {param.why}")
         # Positional arguments after a dropped one are passed by name to keep their meaning.
@@ -242,6 +248,31 @@ class RenameRule(PythonRule):
     def _message(name: str, spelling: Spelling, rename: Rename) -> str:
         note = f" ({rename.note})" if rename.note else ""
         return f"{short(name)} → {short(spelling.dotted)}{note}"
+
+
+def _only_shown(ctx, node: cst.Call) -> bool:
+    """Whether the value of the call ``node`` is only printed or logged: made text where it
+    is called, or bound to a name that its scope reads only that way (a log line's label)."""
+    tree = ctx.tree
+    if tree is None:
+        return False
+    func = cst.Module([]).code_for_node(node.func)
+    calls = [
+        call
+        for call in spawn_site.walk(tree)
+        if isinstance(call, ast.Call) and call.lineno == ctx.line and ast.unparse(call.func) == func
+    ]
+    return bool(calls) and all(_shown(call, tree) for call in calls)
+
+
+def _shown(call: ast.Call, tree: ast.Module) -> bool:
+    parent = spawn_site.parents(tree).get(id(call))
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        scope = spawn_site.function_at(tree, call.lineno) or tree
+        return all(
+            spawn_site.made_text(read, tree) for read in spawn_site.reads(spawn_site.walk(scope), parent.targets[0].id)
+        )
+    return spawn_site.made_text(call, tree)
 
 
 @functools.lru_cache(maxsize=64)

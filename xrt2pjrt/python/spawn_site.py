@@ -113,6 +113,34 @@ def children(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+@per_file()
+def parents(tree: ast.Module) -> dict[int, ast.AST]:
+    """Each node's parent, by the node's id."""
+    return {id(child): node for node in walk(tree) for child in children(node)}
+
+
+# Calls that show or pass on a value as text: print(n), str(n) in a command line, logging.
+_AS_TEXT = frozenset({"str", "repr", "format", "print", "master_print", "debug", "info", "warning", "warn", "error"})
+
+
+def made_text(read: ast.expr, tree: ast.Module) -> bool:
+    """Whether ``read`` is printed, logged or made text (an f-string, ``str(n)``) within its
+    statement: its value reaches the program only as text."""
+    up = parents(tree)
+    node = read
+    while (parent := up.get(id(node))) is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.JoinedStr):
+            return True
+        if isinstance(parent, ast.Call) and node is not parent.func and _called_name(parent.func) in _AS_TEXT:
+            return True
+        node = parent
+    return False
+
+
+def _called_name(func: ast.expr) -> str | None:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
 def is_block(value) -> bool:
     """Whether a field's value is a block of statements (a body, an ``else``)."""
     return isinstance(value, list) and bool(value) and isinstance(value[0], ast.stmt)

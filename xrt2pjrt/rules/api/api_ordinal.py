@@ -4,7 +4,8 @@
 torch_xla.runtime, 2.5 deprecated the old name and 2.7 removed it: an XRT-era script fails
 there with AttributeError. ``xr.global_ordinal()`` is the same index under PJRT (safe).
 ``defval``, what XRT returned outside a replica, is gone: the runtime always knows the
-ordinal, so a ``defval`` other than 0 is reported, as code may have relied on it.
+ordinal, so a ``defval`` other than 0 is reported, as code may have relied on it; not where
+the value is only printed or logged (a log line's label), which is all it would change.
 ``--target shim`` keeps the call: the shim serves it.
 """
 
@@ -43,5 +44,27 @@ class Ordinal(RenameRule):
 
                 rank = xr.global_ordinal()
             """),
+        ),
+        Example(
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def train():
+                    rank = xm.get_ordinal(defval=-1)
+                    print(f"[{rank}] starting")
+                    if xm.get_ordinal(defval=-1) < 0:
+                        run_alone()
+            """),
+            dedent("""
+                import torch_xla.runtime as xr
+
+                def train():
+                    rank = xr.global_ordinal()
+                    print(f"[{rank}] starting")
+                    # TODO(xrt2pjrt): check nothing relied on defval= [api-ordinal]
+                    if xr.global_ordinal() < 0:
+                        run_alone()
+            """),
+            manual=("defval=-1 dropped",),
         ),
     )

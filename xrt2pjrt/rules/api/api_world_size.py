@@ -4,7 +4,7 @@
 torch_xla.runtime, 2.5 deprecated the old name and 2.7 removed it (AttributeError).
 ``xr.world_size()`` counts the replicas under PJRT, one per device (8 on a v3-8 run by 4
 processes), as XRT counted one per core: the rewrite keeps the number (safe). ``defval``,
-what XRT returned outside a replica, is gone, so a ``defval`` other than 1 is reported.
+what XRT returned outside a replica, is gone, so a ``defval`` other than 1 is reported, but where the count is only printed or logged.
 ``--target shim`` keeps the call: the shim serves it.
 """
 
@@ -37,15 +37,14 @@ class WorldSize(RenameRule):
                 import torch_xla.core.xla_model as xm
 
                 n = xm.xrt_world_size(defval=4)
-                xm.master_print(n)
+                steps = len(data) // n
             """),
             dedent("""
-                import torch_xla.core.xla_model as xm
                 import torch_xla.runtime as xr
 
                 # TODO(xrt2pjrt): check nothing relied on defval= [api-world-size]
                 n = xr.world_size()
-                xm.master_print(n)
+                steps = len(data) // n
             """),
             manual=("defval=4 dropped",),
         ),

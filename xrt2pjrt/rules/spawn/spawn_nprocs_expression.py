@@ -256,13 +256,13 @@ def _flags(tree: ast.Module) -> dict[str, list[ast.expr]]:
 def _as_counts(site: spawn_site.Site, reads: list[ast.expr]) -> list[ast.expr]:
     """The ``reads`` of the count that are evidence of its use as the number of processes."""
     tree = site.scopes[-1]
-    parents = _parents(tree)
+    parents = spawn_site.parents(tree)
     bound = spawn_site.imported(tree)
     return [
         read
         for read in reads
         if _on_the_replicas_path(site, tree, read)
-        and _read_as_a_number(read, parents)
+        and _read_as_a_number(read, tree)
         and not _handed_to_unshown_code(read, parents, bound)
     ]
 
@@ -281,31 +281,15 @@ def _on_the_replicas_path(site: spawn_site.Site, tree: ast.Module, read: ast.exp
     )
 
 
-# Calls that show or pass on a value as text: print(n), str(n) in a command line, logging.
-_AS_TEXT = frozenset({"str", "repr", "format", "print", "master_print", "debug", "info", "warning", "warn", "error"})
-
-
-def _read_as_a_number(read: ast.expr, parents: dict[int, ast.AST]) -> bool:
+def _read_as_a_number(read: ast.expr, tree: ast.Module) -> bool:
     """Whether ``read`` uses the count as a number: not when it is printed, made text (a
     flag of the command line handed on, ``str(args.num_cores)``, an f-string), or only
     compared with 1 (one process or several: the rewritten spawn keeps that meaning)."""
+    if spawn_site.made_text(read, tree):
+        return False
+    parents = spawn_site.parents(tree)
     node = read
     while (parent := parents.get(id(node))) is not None and not isinstance(parent, ast.stmt):
-        if isinstance(parent, ast.JoinedStr):
-            return False
-        if (
-            isinstance(parent, ast.Call)
-            and node is not parent.func
-            and (
-                parent.func.id
-                if isinstance(parent.func, ast.Name)
-                else parent.func.attr
-                if isinstance(parent.func, ast.Attribute)
-                else None
-            )
-            in _AS_TEXT
-        ):
-            return False
         if (
             isinstance(parent, ast.Compare)
             and len(parent.comparators) == 1
@@ -338,11 +322,6 @@ def _handed_to_unshown_code(read: ast.expr, parents: dict[int, ast.AST], bound: 
     if root is None or root.startswith("torch") or root == "numpy":
         return False
     return called.startswith(".") or root not in sys.stdlib_module_names
-
-
-@per_file()
-def _parents(tree: ast.Module) -> dict[int, ast.AST]:
-    return {id(child): node for node in spawn_site.walk(tree) for child in spawn_site.children(node)}
 
 
 def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
