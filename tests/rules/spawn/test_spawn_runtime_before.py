@@ -46,6 +46,12 @@ def test_a_runtime_started_before_a_spawn_of_one_process_is_not_reported(spawn):
             "    trainer.fit(wrapper, DataLoader(data, sampler=sampler))\n",
             "Lightning's `Trainer(accelerator='tpu')`",
         ),
+        # the count of TPU cores from a flag: a TPU run spawns as many replicas
+        (
+            "from pytorch_lightning import Trainer\n\nif __name__ == '__main__':\n    if args.use_tpu:\n"
+            "        world = xm.xrt_world_size()\n    trainer = Trainer(tpu_cores=args.tpu_cores)\n    trainer.fit(model)\n",
+            "Lightning's `Trainer(tpu_cores=args.tpu_cores)`",
+        ),
         (
             "from accelerate import notebook_launcher\n\ndevice = xm.xla_device()\nnotebook_launcher(train, num_processes=8)\n",
             "accelerate's notebook_launcher",
@@ -169,6 +175,7 @@ def test_a_runtime_started_before_torch_xla_launch_is_reported_at_the_launch(imp
         "from pytorch_lightning import Trainer\n\nTrainer(accelerator='tpu', devices=1).fit(model)\nn = xm.xrt_world_size()\n",
         "from pytorch_lightning import Trainer\n\nn = xm.xrt_world_size()\nTrainer(accelerator='tpu', devices=1).fit(model)\n",
         "from pytorch_lightning import Trainer\n\nTrainer(tpu_cores=8).fit(model)\nif xm.get_ordinal() == 0:\n    save()\n",
+        "from pytorch_lightning import Trainer\n\nn = xm.xrt_world_size()\nTrainer(tpu_cores=None, gpus=2).fit(model)\n",
         # a function of the file given to torch_xla's own API, to a builtin, or to a runner of one process
         "def fn(i):\n    return xm.get_ordinal()\n\nn = xm.xrt_world_size()\nxm.do_on_ordinals(fn, (), (0,))\n",
         "def fn(i):\n    return xm.get_ordinal()\n\nn = xm.xrt_world_size()\nranks = list(map(fn, range(n)))\n",

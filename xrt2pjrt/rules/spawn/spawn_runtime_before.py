@@ -351,11 +351,13 @@ def _launcher(tree: ast.Module | None) -> tuple[str, int] | None:
 def _on_tpu(call: ast.Call) -> str | None:
     """The keyword by which a Lightning Trainer (or Fabric) spawns a replica per TPU device:
     tpu_cores=8 (Lightning < 2), a TPU strategy ('tpu_spawn', 'xla'), accelerator='tpu'
-    unless on one device."""
-    given = {keyword.arg: keyword.value.value for keyword in call.keywords if isinstance(keyword.value, ast.Constant)}
+    unless on one device. A count the code reads (``tpu_cores=args.tpus``) counts: the file
+    is written to spawn with it, and a TPU run gives it 8."""
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+    given = {name: value.value for name, value in keywords.items() if isinstance(value, ast.Constant)}
     cores, strategy = given.get("tpu_cores"), given.get("strategy")
-    if isinstance(cores, int) and cores > 1:
-        return f"tpu_cores={cores}"
+    if (isinstance(cores, int) and cores > 1) or isinstance(keywords.get("tpu_cores"), (ast.Name, ast.Attribute)):
+        return f"tpu_cores={ast.unparse(keywords['tpu_cores'])}"
     if isinstance(strategy, str) and ("tpu" in strategy or "xla" in strategy):
         return f"strategy={strategy!r}"
     if given.get("accelerator") == "tpu" and given.get("devices") != 1:
