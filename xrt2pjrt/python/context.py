@@ -13,7 +13,7 @@ import libcst as cst
 
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Cite, Finding, Fix, Range
-from xrt2pjrt.python import imports
+from xrt2pjrt.python import imports, pjrt_branches
 
 
 class Context:
@@ -100,6 +100,8 @@ class Context:
         the message names (report.Finding), the first ``quoted`` of them with their text.
         ``of_fix``: the item is about the fix the rule makes here, and goes with it when the
         fix-safety gate withholds it. ``use``: the line to put in (report.Finding)."""
+        if pjrt_branches.dead_under_pjrt(self):
+            return  # (api-using-pjrt removes the branch)
         texts = self._engine.text.splitlines() if quoted else []
         finding = Finding(
             self.rule_id,

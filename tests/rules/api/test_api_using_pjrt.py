@@ -3,7 +3,7 @@ the depth of the if."""
 
 import pytest
 
-from python_migrate import text
+from python_migrate import migrate, text
 
 
 USING_PJRT = {
@@ -32,3 +32,36 @@ def test_if_using_pjrt_keeps_only_the_pjrt_branch(source, expected):
     out = text(source)
     assert out == expected
     assert text(out) == out
+
+
+_XRT_INIT = "dist.init_process_group('xla', rank=rank, world_size=n)"  # (dist-init-method asks about it)
+
+
+@pytest.mark.parametrize(
+    "test, branch",
+    [
+        ("xr.using_pjrt()", "else"),
+        ("not xr.using_pjrt()", "if"),
+        ("pjrt", "else"),  # a name bound only to the call
+        ("not pjrt", "if"),
+    ],
+)
+def test_nothing_is_asked_about_in_the_branch_only_xrt_ran(test, branch):
+    pjrt, xrt = "dist.init_process_group('xla', init_method='xla://')", _XRT_INIT
+    first, second = (pjrt, xrt) if branch == "else" else (xrt, pjrt)
+    source = (
+        "import torch.distributed as dist\nimport torch_xla.runtime as xr\n\ndef init(rank, n):\n"
+        f"    pjrt = xr.using_pjrt()\n    if {test}:\n        {first}\n    else:\n        {second}\n"
+    )
+    out = migrate(source)
+    assert out.manual == [] and _XRT_INIT not in out.text
+
+
+def test_a_name_bound_to_something_else_too_is_not_taken_for_the_runtime():
+    source = (
+        "import torch.distributed as dist\nimport torch_xla.runtime as xr\n\ndef init(rank, n, forced):\n"
+        "    pjrt = xr.using_pjrt()\n    if forced:\n        pjrt = False\n    if pjrt:\n        a()\n"
+        f"    else:\n        {_XRT_INIT}\n"
+    )
+    out = migrate(source)
+    assert [m.rule for m in out.manual] == ["dist-init-method"] and _XRT_INIT in out.text

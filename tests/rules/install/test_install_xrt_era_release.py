@@ -181,7 +181,7 @@ OTHER_FRAMEWORKS = [
     (
         "shell",
         '#!/bin/bash\npip install "jax[tpu]" libtpu-nightly -f https://storage.googleapis.com/jax-releases/'
-        'libtpu_releases.html\necho "TPU at $COLAB_TPU_ADDR"\n',
+        'libtpu_releases.html\npython3 train.py --tpu "$COLAB_TPU_ADDR"\n',
         [2, 3],
     ),
     (

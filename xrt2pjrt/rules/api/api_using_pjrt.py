@@ -3,7 +3,8 @@
 ``using_pjrt()`` told PJRT from XRT while torch_xla had both. 2.1 deleted XRT, so every
 later release answers True, and 2.5 removed the function (AttributeError). The call becomes
 ``True``, what it returned on every release the code can run on (safe); an ``if`` on it keeps
-its PJRT branch and loses the XRT one (``if not ...`` keeps its else). An assertion on it is
+its PJRT branch and loses the XRT one (``if not ...`` keeps its else), as does an ``if`` on a
+name bound only to it (``pjrt = xr.using_pjrt()``); no item is raised in the XRT one. An assertion on it is
 reported, to be deleted: it tests which runtime runs. The experimental.pjrt spelling is
 rewritten too, and under ``--target shim`` as well, as its module is gone.
 """
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xrt2pjrt.python.renames import XR, short
+from xrt2pjrt.python.pjrt_branches import USING_PJRT, pjrt_side
+from xrt2pjrt.python.renames import short
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example, dedent
 
@@ -21,7 +23,7 @@ class UsingPjrt(PythonRule):
     id = "api-using-pjrt"
     summary = "xr.using_pjrt() (removed in 2.5) → True; `if xr.using_pjrt():` loses its XRT-only else"
     # (with --target shim too: the shim serves xm and xmp, and the module of pjrt.using_pjrt is gone)
-    names = frozenset({f"{XR}.using_pjrt", "torch_xla.experimental.pjrt.using_pjrt"})
+    names = USING_PJRT
     nodes = (cst.If,)
     examples = (
         Example(
@@ -71,6 +73,26 @@ class UsingPjrt(PythonRule):
                 pjrt = xr.using_pjrt()
             """),
             "pjrt = True\n",
+        ),
+        Example(  # the XRT branch under a name goes too, with what would be asked about in it
+            dedent("""
+                import torch.distributed as dist
+                import torch_xla.runtime as xr
+
+                def init(rank, world_size):
+                    pjrt = xr.using_pjrt()
+                    if pjrt:
+                        dist.init_process_group('xla', init_method='xla://')
+                    else:
+                        dist.init_process_group('xla', rank=rank, world_size=world_size)
+            """),
+            dedent("""
+                import torch.distributed as dist
+
+                def init(rank, world_size):
+                    pjrt = True
+                    dist.init_process_group('xla', init_method='xla://')
+            """),
         ),
         Example(  # pytorch/xla v1.13's own test of the runtime choice: rewritten, assertFalse(True)
             dedent("""
@@ -122,15 +144,10 @@ class UsingPjrt(PythonRule):
 
     def leave(self, ctx, original, updated):
         """``if True:`` (as the call became) keeps its body; ``if not True:`` its else."""
-        if not (ctx.in_block() and self._was_using_pjrt(ctx, original.test)):
+        side = pjrt_side(ctx, original.test) if ctx.in_block() else None
+        if side is None:
             return updated
-        test = updated.test
-        if _is_true(test):
-            kept, dropped = updated.body, updated.orelse is not None
-        elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and _is_true(test.expression):
-            kept, dropped = updated.orelse, True
-        else:
-            return updated
+        kept, dropped = (updated.body, updated.orelse is not None) if side else (updated.orelse, True)
         ctx.change("if on using_pjrt(): only the PJRT branch is left" + (", the XRT one removed" if dropped else ""))
         if kept is None:
             ctx.remove_statement()
@@ -148,11 +165,6 @@ class UsingPjrt(PythonRule):
         statements[0] = statements[0].with_changes(leading_lines=above)
         return cst.FlattenSentinel(statements)
 
-    def _was_using_pjrt(self, ctx, test) -> bool:
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test = test.expression
-        return isinstance(test, cst.Call) and not test.args and ctx.resolve(test.func) in self.names
-
 
 def _asserted(ctx) -> bool:
     """Whether the node being visited is inside an ``assert`` or a test's ``self.assert...(...)``."""
@@ -166,10 +178,6 @@ def _asserted(ctx) -> bool:
             return True
         level += 1
     return False
-
-
-def _is_true(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
 
 
 def _statements_of(block: cst.BaseSuite) -> list[cst.BaseStatement]:
