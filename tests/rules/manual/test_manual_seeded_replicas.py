@@ -78,3 +78,22 @@ def test_the_first_parameter_of_a_helper_the_replicas_call_is_no_replica_number(
         "def _mp_fn(index, cfg):\n    model = build(cfg)\n\nxmp.spawn(_mp_fn, args=(CFG,))\n"
     )
     assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"]
+
+
+@pytest.mark.parametrize(
+    "moved, reported",
+    [
+        ("metrics = torchmetrics.MetricCollection({'acc': torchmetrics.Accuracy()}).to(device)", False),
+        ("meter = MeanMetric()\n    meter = meter.to(device)", False),
+        ("meter = MeanMetric().to(device)\n    model = Net().to(device)", True),
+    ],
+)
+def test_metrics_moved_to_the_device_are_no_model_built_after_the_seed(moved, reported):
+    # Metrics hold counters, alike in every replica: only a model's random weights differ.
+    source = (
+        "import torch\nimport torchmetrics\nfrom torchmetrics import MeanMetric\nimport torch_xla.core.xla_model as xm\n"
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        f"def _mp_fn(index):\n    torch.manual_seed(1)\n    device = xm.xla_device()\n    {moved}\n\n"
+        "xmp.spawn(_mp_fn)\n"
+    )
+    assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"] * reported

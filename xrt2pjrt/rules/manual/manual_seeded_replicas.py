@@ -15,7 +15,7 @@ reported, nor a seed that no ``.to(...)`` follows in its function: what a replic
 host and moves to its device is what the shared generator makes differ (random tensors made on
 the XLA device draw from the device's generator, xm.set_rng_state); nor the ``.to`` of an
 ``MpModelWrapper``, whose module was built before the replicas ran (manual-mp-model-wrapper reports
-that one); nor a seed that differs between replicas (the rank or the spawned function's index in
+that one), or of a torchmetrics metric (counters, alike in every replica); nor a seed that differs between replicas (the rank or the spawned function's index in
 it: XRT's replicas built different models then too), nor one whose models a broadcast of the
 project's own makes equal after (a function named for it, called below the seed). On TPU v4 and later each
 process runs one replica, as under XRT.
@@ -204,8 +204,10 @@ def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
 def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> int | None:
     """The last line of the first statement below ``line`` in ``function`` that calls
     ``.to(...)`` on anything but an MpModelWrapper (whose module was built before any replica
-    ran: manual-mp-model-wrapper's); None when none does."""
-    wrappers = _wrappers(tree)
+    ran: manual-mp-model-wrapper's) or a torchmetrics metric (state, no random weights);
+    None when none does."""
+    kept = _not_random(tree)
+    bound = spawn_site.imported(tree)
     moves = [
         node
         for node in ast.walk(function)
@@ -213,7 +215,8 @@ def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "to"
         and node.lineno > line
-        and ast.unparse(node.func.value) not in wrappers
+        and ast.unparse(node.func.value) not in kept
+        and not _metric(node.func.value, bound)
     ]
     if not moves:
         return None
@@ -260,13 +263,20 @@ def _per_replica(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
 
 
 @per_file()  # (asked at each seeding call of the file)
-def _wrappers(tree: ast.Module) -> frozenset[str]:
-    """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
+def _not_random(tree: ast.Module) -> frozenset[str]:
+    """What the file assigns an ``MpModelWrapper(...)`` or a metric to: ``WRAPPED``, ``self.model``."""
+    bound = spawn_site.imported(tree)
     return frozenset(
         ast.unparse(target)
         for node in spawn_site.walk(tree)
         if isinstance(node, ast.Assign)
         and isinstance(node.value, ast.Call)
-        and ast.unparse(node.value.func).endswith("MpModelWrapper")
+        and (ast.unparse(node.value.func).endswith("MpModelWrapper") or _metric(node.value, bound))
         for target in node.targets
     )
+
+
+def _metric(value: ast.expr, bound: dict[str, str]) -> bool:
+    """A torchmetrics metric built here (``MetricCollection({...}).to(device)``): a module of
+    counters, the same in every replica whatever the generator holds."""
+    return isinstance(value, ast.Call) and (spawn_site.resolved(value.func, bound) or "").startswith("torchmetrics")
