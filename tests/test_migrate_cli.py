@@ -230,7 +230,9 @@ def test_a_todo_line_stays_an_item_where_a_second_pass_no_longer_reports_its_spo
     """After --write, xm.xrt_world_size(4) is xr.world_size() under a TODO line about the
     dropped defval; a second pass sees nothing to report there. Its summary said "0 items
     to decide by hand", and --check passed, as if the migration were done."""
-    (tmp_path / "a.py").write_text("import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(4)\nsteps = 100 // n\n")
+    (tmp_path / "a.py").write_text(
+        "import torch_xla.core.xla_model as xm\n\nn = xm.xrt_world_size(4)\nsteps = 100 // n\n"
+    )
     (tmp_path / "b.py").write_text(
         "# xrt2pjrt: skip-file\n# TODO(xrt2pjrt): the owner's own [api-ordinal]\nimport torch_xla\n"
     )
@@ -249,7 +251,9 @@ def test_a_todo_line_stays_an_item_where_a_second_pass_no_longer_reports_its_spo
     )
     summary = json.loads(report.read_text())["summary"]
     assert (summary["manual"], summary["todo_lines"], summary["files_with_todo_lines"]) == (1, 1, 1)
-    (tmp_path / "a.py").write_text("import torch_xla.runtime as xr\n\nn = xr.world_size()\nsteps = 100 // n\n")  # settled
+    (tmp_path / "a.py").write_text(
+        "import torch_xla.runtime as xr\n\nn = xr.world_size()\nsteps = 100 // n\n"
+    )  # settled
     assert "TODO" not in run("migrate", tmp_path).stderr
     assert run("migrate", "--check", tmp_path).exit_code == 0
 
