@@ -270,6 +270,9 @@ class Options:
     # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
     # (uses_torch).
     torch_file: bool | None = None
+    # Whether the file runs Colab's pytorch-xla-env-setup.py (a notebook's cell after the one
+    # that downloads it); None: the text at hand tells (runs_setup_script).
+    setup_script_run: bool | None = None
     # Whether the code the file serves uses torch_xla (a Python file or notebook of its folder's
     # tree names it, code_trees.py): a requirements file pinning torch==1.13 alone then pins
     # XRT's torch (text/installs.py), and a library's pin the release whose calls fail.
@@ -291,15 +294,24 @@ class Options:
         """Whether the file at hand, ``text`` unless ``torch_file`` says, uses PyTorch."""
         return bool(_TORCH.search(text)) if self.torch_file is None else self.torch_file
 
+    def runs_setup_script(self, text: str) -> bool:
+        """Whether the file at hand, ``text`` unless ``setup_script_run`` says, runs pytorch-xla-env-setup.py."""
+        return bool(_RUNS_SETUP_SCRIPT.search(text)) if self.setup_script_run is None else self.setup_script_run
+
     def in_file(self, text: str) -> "Options":
         """These options for the snippets of the file ``text`` (a Dockerfile's RUN lines, a
-        document's code blocks): whether it uses PyTorch is the whole file's to say."""
-        return self if self.torch_file is not None else replace(self, torch_file=self.uses_torch(text))
+        document's code blocks): whether it uses PyTorch, and runs the set-up script, is the
+        whole file's to say."""
+        if self.torch_file is not None:
+            return self
+        return replace(self, torch_file=self.uses_torch(text), setup_script_run=self.runs_setup_script(text))
 
 
 # What makes a file PyTorch's: JAX and TensorFlow set-ups install libtpu nightlies and
 # cloud-tpu-client too, and TensorFlow's Colab notebooks read COLAB_TPU_ADDR.
 _TORCH = re.compile(r"(?i)torch|XRT_|xla_dist")
+# Colab's set-up script run (its download is the other step: text/installs.py).
+_RUNS_SETUP_SCRIPT = re.compile(r"\b(?:python[\d.]*|sh|bash)\s+\S*env-setup\.py\b")
 
 
 def parse_version(text: str) -> tuple[int, int]:

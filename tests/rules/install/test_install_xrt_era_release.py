@@ -420,3 +420,31 @@ def test_a_line_installing_a_release_and_its_companions_is_one_item(line, asked)
     assert [
         m.message for m in shell.rewrite("#!/bin/bash\nexport PJRT_DEVICE=TPU  # for torch_xla\n" + line, ALL).manual
     ] == asked
+
+
+_FETCH_SETUP = "curl -s https://example.com/contrib/scripts/env-setup.py -o pytorch-xla-env-setup.py"
+_RUN_SETUP = "python3 pytorch-xla-env-setup.py --version 1.7 --apt-packages libomp5"
+
+
+def _one_cell_each(sources: list[str]) -> str:
+    cells = [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c} for c in sources
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+@pytest.mark.parametrize(
+    "kind, text, asked",
+    [
+        ("shell", f"{_FETCH_SETUP}\n{_RUN_SETUP}\n", [(None, 2)]),  # the run installs: the download repeats it
+        ("shell", f"{_FETCH_SETUP}\n", [(None, 1)]),  # a download alone is the only sign
+        ("notebook", _one_cell_each([f"!{_FETCH_SETUP}", f"!{_RUN_SETUP}\nimport torch_xla"]), [(2, 1)]),
+    ],
+)
+def test_the_set_up_script_is_one_item_at_its_run(kind, text, asked):
+    from xrt2pjrt import rewriters
+
+    outcome = rewriters.module_for(kind).rewrite(text, Options(rules=frozenset(all_rules())))
+    assert [
+        (item.cell, item.line if item.cell is None else item.cell_range.start_line) for item in outcome.manual
+    ] == asked

@@ -22,6 +22,10 @@ pytorch/xla at v2.2.0-v2.8.0, torch_xla/torch_xla.py and
 torch_xla/distributed/fsdp/xla_fully_sharded_data_parallel.py; the tables of python/api_surface.txt).
 A torch_xla 2.7 pin runs code migrated for 2.9 that calls neither FSDP's old keyword nor the
 full-precision matmul setter, and a person who chose 2.7 has no reason to move.
+
+Colab's two steps, ``curl ... env-setup.py -o pytorch-xla-env-setup.py`` then ``python
+pytorch-xla-env-setup.py --version 1.7``, are one item, at the run (in a notebook, in whichever
+cell it is): the download installs nothing, and replacing the run replaces both.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ class InstallXrtEraRelease(TextRule):
     )
 
     def word(self, rec, word, offset):
-        if _no_install_at(rec.text, offset):
+        if _no_install_at(rec.text, offset) or _fetches_what_runs_later(rec, word, offset):
             return
         problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text), rec.options.code_needs)
         if problem is None:  # (the pin first: a word of the text at a time, the text's test once a pin)
@@ -122,6 +126,17 @@ def _no_install_at(text: str, offset: int) -> bool:
     uninstall torch_xla libtpu-nightly``)."""
     before = text[text.rfind("\n", 0, offset) + 1 : offset]
     return bool(_COMMENT.match(before) or _UNINSTALL.search(before))
+
+
+# The download of Colab's set-up script, the step before the run that installs.
+_FETCH = re.compile(r"^\W*(?:curl|wget)\b")
+
+
+def _fetches_what_runs_later(rec, word: str, offset: int) -> bool:
+    """Whether ``word`` is pytorch-xla-env-setup.py on a line that only downloads it, in a file
+    that runs it too: the run's item is the one to decide, a second on the download repeats it."""
+    before = rec.text[rec.text.rfind("\n", 0, offset) + 1 : offset]
+    return word.endswith("env-setup.py") and bool(_FETCH.match(before)) and rec.options.runs_setup_script(rec.text)
 
 
 def _pins_the_tpus_torch(rec) -> bool:
