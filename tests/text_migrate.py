@@ -4,6 +4,11 @@ changes nothing, the text without its TODO lines, the decisions asked of a perso
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text import shell
 
@@ -39,3 +44,23 @@ def assert_decisions(outcome, decisions: list[tuple[str, int, str]]) -> None:
     assert [(f.rule, f.line) for f in outcome.manual] == [(rule, line) for rule, line, _ in decisions]
     for finding, (_, _, start) in zip(outcome.manual, decisions):
         assert finding.message.startswith(start) or finding.detail.startswith(start), finding
+
+
+def migrate_tree(root: Path, tree: dict[str, str], rule: str) -> dict[str, list[str]]:
+    """What the items of ``rule`` of a real `migrate` run over ``tree`` say is wrong (their
+    long text, after the message), by file (its path in ``tree``)."""
+    for name, text in tree.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    ran = subprocess.run(
+        [sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", "."],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
+    assert ran.returncode == 0, ran.stderr
+    return {
+        e["path"]: [i["detail"].removeprefix(f"{i['message']}: ") for i in e["manual"] if i["rule"] == rule]
+        for e in json.loads(ran.stdout)["files"]
+    }

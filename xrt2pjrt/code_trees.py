@@ -32,10 +32,17 @@ class Code:
     # The oldest torch_xla that has every spelling the migration writes into this code; None
     # where no code of it uses torch_xla (nothing is known: the install rules take the target).
     needs: tuple[int, int] | None = None
+    # The tree holds a copy of transformers' xla_spawn.py that the run migrates: its spawn of
+    # ``nprocs=args.num_cores`` then takes None for ``--num_cores 8``, and the launch lines work.
+    own_xla_spawn: bool = False
 
     def __or__(self, other: Code) -> Code:
         known = [needs for needs in (self.needs, other.needs) if needs is not None]
-        return Code(self.uses_torch_xla or other.uses_torch_xla, max(known, default=None))
+        return Code(
+            self.uses_torch_xla or other.uses_torch_xla,
+            max(known, default=None),
+            self.own_xla_spawn or other.own_xla_spawn,
+        )
 
 
 class CodeTrees:
@@ -84,4 +91,4 @@ def _read(path: Path, needs: Callable[[str], tuple[int, int]]) -> Code:
         return Code()  # the run reports it when it migrates the file
     if b"torch_xla" not in head:
         return Code()
-    return Code(True, needs(head.decode("utf-8", "replace")))
+    return Code(True, needs(head.decode("utf-8", "replace")), path.name == "xla_spawn.py" and b"num_cores" in head)

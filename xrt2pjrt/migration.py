@@ -160,7 +160,12 @@ class PerFileOptions:
         if key not in self._cache:
             chosen = replace(self.base, rules=self.base.rules.ignoring(list(words))) if words else self.base
             if served is not None:
-                chosen = replace(chosen, torch_xla_project=served.uses_torch_xla, code_needs=served.needs)
+                chosen = replace(
+                    chosen,
+                    torch_xla_project=served.uses_torch_xla,
+                    code_needs=served.needs,
+                    own_xla_spawn=served.own_xla_spawn,
+                )
             self._cache[key] = replace(chosen, line_length=found.length if found.formatter else None, width=key[2])
         return self._cache[key]
 

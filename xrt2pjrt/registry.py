@@ -280,6 +280,8 @@ class Options:
     # The oldest torch_xla that has every spelling the migration writes into that code: a pin
     # of a release without XRT breaks it only below this (text/installs.py); None: the target.
     code_needs: tuple[int, int] | None = None
+    # Whether that code holds its own copy of xla_spawn.py, migrated with it (code_trees.py).
+    own_xla_spawn: bool = False
     # Whether unsafe fixes are made too (--unsafe-fixes); without it they are pending.
     unsafe_fixes: bool = False
 

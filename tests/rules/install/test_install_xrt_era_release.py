@@ -13,6 +13,9 @@ import pytest
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.text import installs, yaml as yaml_rewriter
 from xrt2pjrt.recorder import todo_line
+from text_migrate import migrate_tree
+
+_RULE = "install-xrt-era-release"
 
 TARGET = (2, 9)
 ALL = Options(rules=frozenset(all_rules()), unsafe_fixes=True)  # every fix, unsafe ones too
@@ -261,26 +264,6 @@ def test_an_xrt_era_container_image_is_reported():
     assert [(m.rule, m.line) for m in outcome.manual] == [("install-xrt-era-release", 6)]
 
 
-def _migrate_tree(root: Path, tree: dict[str, str], rule: str = "install-xrt-era-release") -> dict[str, list[str]]:
-    """What the items of ``rule`` of a real `migrate` run over ``tree`` say is wrong (their
-    long text, after the message), by file (its path in ``tree``)."""
-    for name, text in tree.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    ran = subprocess.run(
-        [sys.executable, "-m", "xrt2pjrt", "migrate", "--output-format", "json", "."],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-    )
-    assert ran.returncode == 0, ran.stderr
-    return {
-        e["path"]: [i["detail"].removeprefix(f"{i['message']}: ") for i in e["manual"] if i["rule"] == rule]
-        for e in json.loads(ran.stdout)["files"]
-    }
-
-
 @pytest.mark.parametrize(
     "code, asked",
     [
@@ -289,13 +272,15 @@ def _migrate_tree(root: Path, tree: dict[str, str], rule: str = "install-xrt-era
     ],
 )
 def test_a_lone_torch_1_pin_is_reported_in_a_project_that_uses_torch_xla(tmp_path, code, asked):
-    items = _migrate_tree(tmp_path, {"train.py": code, "requirements.txt": "torch==1.13.1\nnumpy\n"})
+    items = migrate_tree(tmp_path, {"train.py": code, "requirements.txt": "torch==1.13.1\nnumpy\n"}, _RULE)
     assert [m.split(":")[0] for m in items.get("requirements.txt", [])] == asked
 
 
 def test_a_torch_pin_beside_a_torch_xla_install_is_said_once_with_it(tmp_path):
-    items = _migrate_tree(
-        tmp_path, {"train.py": "import torch_xla\n", "requirements.txt": "torch==1.13.0\ntorch_xla[tpuvm]==1.13\n"}
+    items = migrate_tree(
+        tmp_path,
+        {"train.py": "import torch_xla\n", "requirements.txt": "torch==1.13.0\ntorch_xla[tpuvm]==1.13\n"},
+        _RULE,
     )
     assert [m.split(":")[0] for m in items["requirements.txt"]] == ["torch_xla 1.13, an XRT-era release"]
 
@@ -321,7 +306,7 @@ def test_a_torch_pin_beside_a_torch_xla_install_is_said_once_with_it(tmp_path):
     ],
 )
 def test_a_lone_torch_1_pin_is_reported_where_the_file_shows_it_is_the_tpus(tmp_path, name, text, asked):
-    items = _migrate_tree(tmp_path, {"train.py": "import torch_xla.core.xla_model as xm\n", name: text})
+    items = migrate_tree(tmp_path, {"train.py": "import torch_xla.core.xla_model as xm\n", name: text}, _RULE)
     assert [m.split(":")[0] for m in items.get(name, [])] == asked
 
 
@@ -372,7 +357,7 @@ _MONOREPO = {
 
 @pytest.mark.parametrize("rule", ["install-xrt-era-release", "install-library-pin"])
 def test_a_pin_is_reported_only_where_the_code_of_its_folder_uses_torch_xla(tmp_path, rule):
-    items = _migrate_tree(tmp_path, _MONOREPO, rule)
+    items = migrate_tree(tmp_path, _MONOREPO, rule)
     reported = sorted(path for path, said in items.items() if said)
     root = ["requirements.txt", "requirements/requirements-tpu.txt"]
     assert reported == (root if rule == "install-xrt-era-release" else root[:1])  # (that one pins no library)
@@ -396,7 +381,7 @@ def test_a_pin_is_reported_only_where_the_code_of_its_folder_uses_torch_xla(tmp_
 )
 def test_a_release_without_xrt_is_reported_only_below_what_the_migrated_code_needs(tmp_path, code, pin, asked):
     code = "import torch_xla.core.xla_model as xm\n" + code
-    items = _migrate_tree(tmp_path, {"train.py": code, "requirements.txt": f"torch==2.6.0\n{pin}\n"})
+    items = migrate_tree(tmp_path, {"train.py": code, "requirements.txt": f"torch==2.6.0\n{pin}\n"}, _RULE)
     assert [m.split(" whose")[0].split(":")[0] for m in items.get("requirements.txt", [])] == asked
 
 

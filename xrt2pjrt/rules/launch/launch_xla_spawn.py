@@ -7,7 +7,9 @@ nprocs (8)) and PJRT never needed (it spawns one process per chip by itself; 1 i
 default of --num_cores, and runs on one device only). The script is another project's, so the
 line is reported: launch the training script itself, whose ``_mp_fn`` runs under
 ``xmp.spawn(_mp_fn)`` or ``torch_xla.launch(_mp_fn)`` (or a copy of xla_spawn.py passing
-nprocs=None, which spawn-nprocs-expression then migrates).
+nprocs=None, which spawn-nprocs-expression then migrates). A project whose own copy of
+xla_spawn.py is in the run gets no item: the run migrates that copy's spawn, and its launch
+lines then spawn on every device.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class XlaSpawn(TextRule):
     )
 
     def command(self, rec, cmd, posix_sh):
+        if rec.options.own_xla_spawn:
+            return  # the project's copy, whose spawn the run migrates (code_trees.py)
         argv = cmd.argv()
         words = [w.value or w.source(rec.text) for w in argv]
         spawn = next((k for k, word in enumerate(words) if word.endswith("xla_spawn.py")), None)
