@@ -32,6 +32,11 @@ class Context:
         """The 1-based line of the node being visited, in the file as it was read."""
         return self._engine.lines_of(self.original)[0]
 
+    def line_of(self, original: cst.CSTNode) -> int:
+        """The 1-based line of another original node of the statement being visited (a handler's
+        line of the ``try`` being left), in the file as it was read."""
+        return self._engine.lines_of(original)[0]
+
     @property
     def range(self) -> Range:
         """The lines of the node being visited, in the file as it was read (report.Range)."""

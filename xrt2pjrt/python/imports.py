@@ -8,7 +8,8 @@ innermost scope that binds it binds it to exactly one dotted name, so ``from xma
 import xm`` in one function and torch_xla's ``xm`` in another are told apart, and a
 parameter called ``xm`` is never mistaken for the module. ``x = None`` (or ``x, y = None,
 None``) is not counted as a binding: it is the fallback of ``try: import ... except
-ImportError: x = None``.
+ImportError: x = None``; nor is any stand-in a ``try``'s handler gives a name its body
+imports from torch_xla (``xm = SimpleNamespace(...)``: manual-import-stand-in reports it).
 
 Scopes follow Python's rules: a name bound anywhere in a function is local to it for
 the whole body, and class bodies are not visible from the methods inside them.
@@ -205,6 +206,7 @@ class _Collector:
 
     def __init__(self, scope: Scope):
         self.scope = scope
+        self.stand_ins: frozenset[str] = frozenset()  # torch_xla names the handler being walked stands in for
 
     def bind(self, name: str, origin: str = UNKNOWN) -> Binding:
         binding = self.scope.names.get(name) or self.scope.names.setdefault(name, Binding(self.scope))
@@ -243,10 +245,12 @@ class _Collector:
                 if item.asname is not None:
                     self.bind_target(item.asname.name)
         self.block(getattr(statement, "body", None))
+        outer, self.stand_ins = self.stand_ins, self.stand_ins | torch_xla_imports(statement)
         for handler in getattr(statement, "handlers", ()):
             if handler.name is not None:
                 self.bind_target(handler.name.name)
             self.block(handler.body)
+        self.stand_ins = outer
         for case in getattr(statement, "cases", ()):
             self.block(case.body)
         orelse = getattr(statement, "orelse", None)
@@ -266,12 +270,30 @@ class _Collector:
                     if line is not None:
                         binding.statements.append(line)
             elif isinstance(small, cst.Assign):
-                if _only_none(small.value):
+                if _only_none(small.value) or all(
+                    isinstance(target.target, cst.Name) and target.target.value in self.stand_ins
+                    for target in small.targets
+                ):
                     continue  # an ImportError fallback does not change what the name is
                 for target in small.targets:
                     self.bind_target(target.target)
             elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
                 self.bind_target(small.target)
+
+
+def torch_xla_imports(statement: cst.CSTNode) -> frozenset[str]:
+    """The names a ``try`` statement's own body imports from torch_xla ({} for another statement)."""
+    if not isinstance(statement, cst.Try) or not isinstance(statement.body, cst.IndentedBlock):
+        return frozenset()
+    return frozenset(
+        local
+        for line in statement.body.body
+        if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body
+        if isinstance(small, (cst.Import, cst.ImportFrom))
+        for local, origin, _ in import_bindings(small)
+        if origin.split(".")[0] == "torch_xla"
+    )
 
 
 def _only_none(value: cst.BaseExpression) -> bool:
