@@ -244,3 +244,20 @@ def test_a_spawning_object_handed_to_its_replicas_is_not_the_launching_process(h
     out = migrate("import torch_xla.core.xla_model as xm\n" + _XMP + "\n" + source)
     items = [m for m in out.manual if m.rule == "spawn-runtime-before"]
     assert [m.message for m in items] == ([f"keep XLA out of the launching process {reported}"] if reported else [])
+
+
+@pytest.mark.parametrize(
+    "in_the_replica, reported",
+    [
+        ("model.train()", False),  # the module's train, not the trainer's: no caller of the spawning method
+        ("self.train()", True),  # the trainer's own: the replicas' code calls the launcher, which asks first
+    ],
+)
+def test_a_method_named_like_the_spawning_one_on_another_object_is_no_call_of_it(in_the_replica, reported):
+    out = migrate(
+        "import torch_xla.core.xla_model as xm\n" + _XMP + "\nclass Trainer:\n"
+        "    def train(self):\n        xmp.spawn(self._mp_fn, nprocs=8)\n\n"
+        f"    def _mp_fn(self, index):\n        model = self.data()\n        {in_the_replica}\n\n"
+        "    def data(self):\n        return xm.get_ordinal()\n"
+    )
+    assert ("spawn-runtime-before" in [m.rule for m in out.manual]) is reported

@@ -472,7 +472,7 @@ class _Calls:
             callers = [
                 (spawn_site.function_at(tree, call.lineno), call.lineno)
                 for call in self.calls_of.get(holder.name, ())
-                if not holder.lineno <= call.lineno <= holder.end_lineno
+                if not holder.lineno <= call.lineno <= holder.end_lineno and not self._of_another_object(call, holder)
             ]
             pending += callers
             if not callers:
@@ -486,6 +486,18 @@ class _Calls:
             reached.add(name)
             pending_names += self._called_by(name)
         return reached
+
+    def _of_another_object(self, call: ast.Call, method: ast.AST) -> bool:
+        """Whether ``call``, in the class that defines ``method``, calls a method of the same name
+        on another object (``inside_model.train()`` beside the trainer's own ``train``): its own
+        methods call it through ``self``."""
+        owner = self.class_of.get(method)
+        return (
+            owner is not None
+            and owner.lineno <= call.lineno <= owner.end_lineno
+            and isinstance(call.func, ast.Attribute)
+            and not (isinstance(call.func.value, ast.Name) and call.func.value.id in ("self", "cls", owner.name))
+        )
 
     def _own_calls(self, scope: ast.AST) -> tuple[list[int], list[list[str]], list[ast.If]]:
         """The calls of ``scope``'s own code in the order of their lines: their lines, the names
