@@ -269,3 +269,21 @@ def test_mdx_pages_are_markdown_when_named_and_when_found(tmp_path):
         )
         assert ran.returncode == 1, ran.stdout + ran.stderr  # a change is pending
         assert "tpu.mdx" in ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize(
+    "prose, asked",
+    [
+        ("Then `conda activate torch-xla-1.13` and train.", ["launch-conda-env"]),
+        ("On the node: ``export XRT_TPU_CONFIG=\"tpu_worker;0;$TPU_IP:8470\"``.", ["env-shell-xrt-tpu-config"]),
+        ("Set `export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"`.", ["env-shell-xrt-tpu-config"]),
+        ("The variable `XRT_TPU_CONFIG` and `xm.xrt_world_size()` are gone.", []),  # names, not commands
+        ("It ran `python -m torch_xla.distributed.xla_dist --tpu=... -- python train.py`.", []),  # a sketch
+        ("```c++\n// `conda activate torch-xla-1.13`\n```", []),  # inside a block: the block's, if any
+    ],
+)
+def test_a_command_quoted_in_the_prose_is_reported_and_left_as_it_is(prose, asked):
+    text = f"# Run\n\n{prose}\n"
+    outcome = markdown.rewrite(text, ALL)
+    assert outcome.text == text
+    assert [f.rule for f in outcome.manual] == asked and all(f.line == 3 for f in outcome.manual)

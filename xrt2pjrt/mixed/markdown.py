@@ -9,7 +9,8 @@ it starts with ``>>>``, Python when it parses as Python (its IPython lines, ``!p
 (and Python when tagged so). A block in a language no rewriter reads (c++, ...) stays as it
 is; so does a ``json`` one, but one holding no JSON is a transcript a reader copies a
 command from (``python -m torch_xla.distributed.xla_dist ...`` with the lines it printed):
-its XRT-era commands are reported at their lines, not rewritten.
+its XRT-era commands are reported at their lines, not rewritten; so are those of a command
+quoted as inline code in the prose (`conda activate torch-xla-1.13`).
 
 Each block goes, dedented, to the rewriter of its language, and comes back re-indented. A
 guide's blocks are separate programs, pasted one by one, but a snippet leans on the imports
@@ -113,7 +114,31 @@ def rewrite(text: str, options: Options) -> Outcome:
                 )
             )
         merge_into(rec, outcome, rec.line(block.start) - 1)
+    for start, command in _inline_commands(text):
+        outcome = shell.rewrite(command, options, comments=False)
+        said = _with_changes_not_made(outcome, lambda f: f"left as it is (inline code in the text): {f.message}")
+        merge_into(rec, Outcome(command, manual=said), rec.line(start) - 1)
     return rec.outcome()
+
+
+# A command quoted in the prose (`conda activate torch-xla-1.13`, ``export XRT_TPU_CONFIG=...``):
+# a reader copies it as a block's, so its XRT-era words are reported (the prose is not rewritten).
+_INLINE_CODE = re.compile(r"(?<!`)(`{1,2})(?!`)([^`\n]+?)\1(?!`)")
+_COMMAND = re.compile(r"(?:export|conda|source|python3?|pip3?|gcloud|docker|sudo|env|bash|torchrun)\s|[A-Z][A-Z0-9_]*=")
+
+
+def _inline_commands(text: str) -> list[tuple[int, str]]:
+    """(offset, text) of each inline code span outside the code blocks that reads as a command,
+    whole: one with ``...`` in it is the prose's sketch of a command, not one to copy."""
+    spans = [(b.start, b.end) for b in _fenced(text) + _rst(text) + _indented(text)]
+    return [
+        (m.start(2), m.group(2))
+        for m in _INLINE_CODE.finditer(text)
+        if _COMMAND.match(m.group(2))
+        and "..." not in m.group(2)
+        and rewriters.trigger_for("shell").search(m.group(2))
+        and not any(start <= m.start() < end for start, end in spans)
+    ]
 
 
 def _indented_again(original: str, body: str, new: str, margin: str) -> str:
