@@ -94,6 +94,16 @@ FIXED_AS_ADVISED = {
         HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\ndef _mp_fn(index):\n"
         "    model = Net().to(device)\n    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
     ),
+    "manual-shared-model": (
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\nMODEL = AutoModel.from_pretrained('m')\n\n"
+        "def _mp_fn(index):\n    model = MODEL.to(device)\n\nxmp.spawn(_mp_fn)\n",
+        HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\ndef _mp_fn(index):\n"
+        "    model = AutoModel.from_pretrained('m').to(device)\n    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
+    ),
+    "manual-import-stand-in": (
+        "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = Fake()\n\nxm.xla_device()\n",
+        "try:\n    import torch_xla\nexcept ImportError:\n    torch_xla = Fake()\n\ntorch_xla.device()\n",
+    ),
     "manual-module-as-value": (
         HEAD + "class Trainer:\n    def __init__(self):\n        self.xm = xm\n",
         HEAD + "class Trainer:\n    def step(self, opt):\n        xm.optimizer_step(opt)\n",
