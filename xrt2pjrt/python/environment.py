@@ -111,9 +111,12 @@ class EnvRule(PythonRule):
 
     def _here(self, ctx, variable: str) -> bool:
         """Whether this rule treats ``variable`` in this file: a variable other frameworks
-        read too is left to a TensorFlow or JAX file that does not use PyTorch."""
+        read too is left to a TensorFlow or JAX file that does not use PyTorch, and to a
+        notebook saved for a GPU runtime, which never had it."""
         return self.handles(variable) and (
-            variable not in SHARED or ctx.options.uses_torch(ctx.source) or not _OTHER_FRAMEWORK.search(ctx.source)
+            variable not in SHARED
+            or not ctx.options.gpu_runtime
+            and (ctx.options.uses_torch(ctx.source) or not _OTHER_FRAMEWORK.search(ctx.source))
         )
 
     def _environ(self, ctx, node) -> bool:

@@ -4,7 +4,9 @@ prefix) set → removed; reads reported, and TPU_NUM_DEVICES settings, with what
 XRT's client read settings of its own outside ``XRT_*``: XLA_TENSOR_ALLOCATOR_MAXSIZE,
 XLA_HANDLE_RELEASE_THREADS, ... (meanings/settings.py lists them from torch_xla 1.13's
 sources). torch_xla 2.x reads none of them, so a setting does nothing and goes; a read of
-one gets nothing that torch_xla set.
+one gets nothing that torch_xla set. COLAB_TPU_ADDR, which only the old Colab TPU runtime set,
+is not asked about in a notebook saved for a GPU runtime (its metadata's accelerator): a read of
+it failed there under XRT as well.
 """
 
 from __future__ import annotations
