@@ -12,7 +12,9 @@ run on 2.9's CPU with two devices in one process shows it:
 tests/rules/manual/test_manual_mp_model_wrapper.py). On TPU v4 and later a process drives one
 chip, one thread, as under XRT.
 
-Build the model in the spawned function, then ``xm.broadcast_master_param(model)`` (2.1+;
+A wrapper made in the spawned function wraps the model that replica built: nothing is shared,
+and it is not reported (manual-seeded-replicas asks for the broadcast where a seed makes the
+replicas' models alike under XRT). Build the model in the spawned function, then ``xm.broadcast_master_param(model)`` (2.1+;
 v2.9.0 torch_xla/core/xla_model.py:1539) gives every replica replica 0's parameters, as the
 upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
 """
@@ -20,6 +22,7 @@ upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
 from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
+from xrt2pjrt.python.spawn_graph import in_replicas_code
 from xrt2pjrt.registry import Example, dedent
 
 _ONE_MODULE = (
@@ -48,8 +51,19 @@ class MpModelWrapper(PythonRule):
             """),
             manual=("same module",),
         ),
+        Example.unchanged(
+            dedent("""
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    model = xmp.MpModelWrapper(Net())
+
+                xmp.spawn(_mp_fn)
+            """),
+        ),
     )
 
     def call(self, ctx, node, name):
-        ctx.decide("build the model in each replica", detail=_ONE_MODULE)
+        if not in_replicas_code(ctx):  # (a replica's own wrapper wraps the model it built: nothing is shared)
+            ctx.decide("build the model in each replica", detail=_ONE_MODULE)
         return node
