@@ -14,6 +14,8 @@ HEAD = "import logging\nimport torch_xla.core.xla_model as xm\n\n"
         "logging.info('memory: %s', xm.get_memory_info(device))\n",
         "info = xm.get_memory_info(device)\nprint(info)\n",
         "print({k: v // 2**20 for k, v in xm.get_memory_info(device).items()})\n",
+        # probing the keys of either runtime: whichever the dict holds is read
+        "info = xm.get_memory_info(device)\ntotal = next(info[k] for k in ('kb_total', 'bytes_limit') if k in info)\n",
     ],
 )
 def test_code_that_only_shows_the_memory_info_gets_no_item(body):

@@ -5,7 +5,8 @@ returns ``bytes_used``, ``bytes_limit`` and ``peak_bytes_used``, in bytes, so a 
 ``kb_free`` raises KeyError (fairseq's logging did, on every step). The call is reported in a
 file that names those keys, and so is each read of them: ``kb_free`` is ``(bytes_limit -
 bytes_used) // 1024``. Code that only shows the dict (prints or logs it) raises nothing and gets
-no item. Nothing is rewritten: the unit changes with the keys, and what the code does with the
+no item, nor does code that names the PJRT keys as well (it probes whichever the dict holds).
+Nothing is rewritten: the unit changes with the keys, and what the code does with the
 number is its own.
 """
 
@@ -24,6 +25,7 @@ _MEMORY_INFO = (
 )
 
 _GONE_KEYS = ("kb_free", "kb_total")
+_PJRT_KEYS = ("bytes_used", "bytes_limit")
 
 
 class MemoryInfo(PythonRule):
@@ -77,7 +79,8 @@ class MemoryInfo(PythonRule):
     def call(self, ctx, node, name):
         # Found in fairseq (0.10 and today's): a KeyError on every logging step. A file that
         # never names the keys only shows the dict, which has other keys now and raises nothing.
-        if any(key in ctx.source for key in _GONE_KEYS):
+        # One that names the PJRT keys too reads whichever the dict holds (`if key in info`).
+        if any(key in ctx.source for key in _GONE_KEYS) and not any(key in ctx.source for key in _PJRT_KEYS):
             ctx.decide(_READ_BYTES, detail=_MEMORY_INFO)
         return node
 
