@@ -148,6 +148,18 @@ class Context:
         """The original nodes above the one being visited, its parent first (``parent(1)``, ``parent(2)``, ...)."""
         return reversed(self._engine.ancestors)
 
+    def caught(self, exception: str) -> bool:
+        """Whether the node being visited is in the body of a ``try`` one of whose handlers
+        catches ``exception`` (by that name, a tuple holding it, Exception or a bare except):
+        the code has said what it does when the spot raises it."""
+        child = self.original
+        for parent in self.ancestors():
+            if isinstance(parent, cst.Try) and child is parent.body:
+                if any(_catches(handler.type, exception) for handler in parent.handlers):
+                    return True
+            child = parent
+        return False
+
     @property
     def reported_here(self) -> bool:
         """True when a rule has reported a manual item on the node being visited, or a
@@ -232,3 +244,12 @@ class Context:
         """Make sure ``import module`` runs (for its side effects)."""
         if not self._engine.imports_module(module):
             self._engine.name_for(module, None, self.anchor, exact=True)
+
+
+def _catches(caught: cst.BaseExpression | None, exception: str) -> bool:
+    if caught is None:
+        return True
+    if isinstance(caught, cst.Tuple):
+        return any(_catches(element.value, exception) for element in caught.elements)
+    name = caught.attr.value if isinstance(caught, cst.Attribute) else getattr(caught, "value", None)
+    return name in (exception, "Exception", "BaseException")

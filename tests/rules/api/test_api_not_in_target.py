@@ -226,3 +226,19 @@ def test_no_migrated_corpus_file_uses_what_the_target_lacks_unflagged():
             left += [(str(path.relative_to(root.parent)), line, name) for line, name in unflagged(out, (2, 9))]
     assert checked > 80
     assert left == []
+
+
+@pytest.mark.parametrize(
+    "handler, reported",
+    [
+        ("except (ImportError, AttributeError):", False),
+        ("except Exception:", False),
+        ("except ImportError:", True),  # the import works on 2.9: the attribute's error is not caught
+    ],
+)
+def test_a_gone_name_used_where_its_absence_is_caught_is_not_reported(handler, reported):
+    source = (
+        "import torch\nimport torch_xla\n\ndef scaler():\n    try:\n        import torch_xla.amp\n"
+        f"        return torch_xla.amp.GradScaler()\n    {handler}\n        return torch.amp.GradScaler(enabled=False)\n"
+    )
+    assert [m.rule for m in migrate(source).manual] == ["api-not-in-target"] * reported
