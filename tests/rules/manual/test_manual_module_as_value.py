@@ -48,3 +48,20 @@ def test_names_a_fallback_assigns_in_a_tuple_are_no_hand_over(fallback):
         "    import torch_xla.distributed.xla_multiprocessing as xmp\n"
         f"except ImportError:\n    {fallback}\n"
     ).manual
+
+
+@pytest.mark.parametrize(
+    "stored, used, reported",
+    [
+        ("self._xm = xm", "self._xm.optimizer_step(opt, barrier=True)", False),  # every read still in 2.9
+        ("self._xla = xm", "pass", False),  # private, and read nowhere in the file
+        ("self.xla = xm", "pass", True),  # public: its users are elsewhere
+        ("self._xm = xm", "n = self._xm.xrt_world_size()", True),  # gone in 2.7
+    ],
+)
+def test_a_module_kept_on_self_is_reported_by_what_the_file_reads_of_it(stored, used, reported):
+    source = (
+        "import torch_xla.core.xla_model as xm\n\nclass Backend:\n"
+        f"    def load(self):\n        {stored}\n\n    def step(self, opt):\n        {used}\n"
+    )
+    assert [m.rule for m in migrate(source).manual] == ["manual-module-as-value"] * reported

@@ -6,7 +6,8 @@ not follow: the XRT-era calls made there are left as they are, and those torch_x
 fail at run time. Such a use of a module whose names the rules migrate is reported: call its
 functions by the import name, or migrate them by hand. Not reported: ``getattr``/``hasattr`` with
 the name spelled out (api-not-in-target reads those), an alias in a function whose every use is
-an attribute the target still has (``save = xm; save.save(...)``), and ``--target shim``, where
+an attribute the target still has (``save = xm; save.save(...)``), or an attribute of ``self``
+whose every read in the file is (none, for a private one), and ``--target shim``, where
 the module handed on is the shim's, with the XRT-era API.
 """
 
@@ -149,26 +150,24 @@ def _named_attribute(ctx) -> bool:
 def _alias_of_names_kept(ctx, parent, module: str) -> bool:
     """``save_lib = xm`` in a function, every use of ``save_lib`` there an attribute that
     the target release still has (``save_lib.save(...)``): the calls through the alias work
-    as they are, so nothing is left unmigrated."""
-    if (
-        not (
-            isinstance(parent, cst.Assign)
-            and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)
-        )
-        or ctx.tree is None
-    ):
+    as they are, so nothing is left unmigrated. ``self._xm = xm`` alike, its uses the file's
+    reads of ``._xm``: where none is read, a private one (``_xm``) is called by nobody."""
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1) or ctx.tree is None:
         return False
-    alias = parent.targets[0].target.value
-    function = spawn_site.function_at(ctx.tree, ctx.line)
-    if function is None:
+    target = parent.targets[0].target
+    if isinstance(target, cst.Name) and (function := spawn_site.function_at(ctx.tree, ctx.line)) is not None:
+        nodes = list(spawn_site.own_nodes(function))
+        uses = [node for node in nodes if isinstance(node, ast.Name) and node.id == target.value]
+        needed = bool(uses)
+    elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        nodes = spawn_site.walk(ctx.tree)
+        uses = [node for node in nodes if isinstance(node, ast.Attribute) and node.attr == target.attr.value]
+        needed = not target.attr.value.startswith("_")
+    else:
         return False
-    nodes = list(spawn_site.own_nodes(function))
-    uses = [
-        node for node in nodes if isinstance(node, ast.Name) and node.id == alias and isinstance(node.ctx, ast.Load)
-    ]
+    uses = [use for use in uses if isinstance(use.ctx, ast.Load)]
     used_as = {id(node.value): node.attr for node in nodes if isinstance(node, ast.Attribute)}
-    return bool(uses) and all(
+    return (bool(uses) or not needed) and all(
         id(use) in used_as and api_surface.lacks(f"{module}.{used_as[id(use)]}", ctx.target_version) is None
         for use in uses
     )
