@@ -270,6 +270,9 @@ class Options:
     # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
     # (uses_torch).
     torch_file: bool | None = None
+    # Whether the file is a notebook none of whose cells names torch_xla or starts a process:
+    # the device settings it writes into os.environ reach no torch_xla (mixed/notebook.py).
+    xla_unreached: bool = False
     # Whether the file is a notebook saved for a GPU runtime (its metadata's accelerator), where
     # a Colab TPU runtime's COLAB_TPU_ADDR was never set, under XRT either.
     gpu_runtime: bool = False

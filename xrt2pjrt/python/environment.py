@@ -25,7 +25,7 @@ from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import imports, spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, code, says, without_args
 from xrt2pjrt.report import Advice
-from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, SHARED, UNPREFIXED, device_for
+from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, REMOTE_TPU, SHARED, UNPREFIXED, device_for
 
 XENV = "torch_xla.core.xla_env_vars"
 
@@ -324,7 +324,7 @@ class EnvRule(PythonRule):
         setting, note = self.write(variable, code(value), ctx.target_version)
         if setting is not KEEP:
             self._left_alone_in_tests(ctx, variable)
-        if note:
+        if note and not (note is REMOTE_TPU and ctx.options.xla_unreached):  # (no torch_xla to reach the node)
             self._ask(ctx, note)
         if setting is None:
             ctx.change(f"{variable} removed: {self.removed_because(variable, ctx.target_version)}")

@@ -1,6 +1,12 @@
 """env-xrt-tpu-config beyond its examples: a write of XRT_TPU_CONFIG that the file reads again stays."""
 
+import json
+
+import pytest
+
 from python_migrate import migrate
+from xrt2pjrt.mixed import notebook
+from xrt2pjrt.registry import Options, all_rules
 
 
 def test_a_write_of_a_variable_the_file_reads_again_stays():
@@ -17,3 +23,30 @@ def test_a_write_of_a_variable_the_file_reads_again_stays():
     assert kept.line == 3 and "read elsewhere in this file" in kept.detail and "(line 4)" in kept.shown()
     assert "set PJRT_DEVICE='TPU' instead" in kept.detail
     assert migrate(out.text).text == out.text
+
+
+@pytest.mark.parametrize(
+    "other_cell, reported",
+    [
+        ("import mylib\nmylib.plot()\n", False),  # nothing in the kernel or started by it uses torch_xla
+        ("import torch_xla.core.xla_model as xm\n", True),
+        ("!python3 train.py --tpu\n", True),  # the process it starts inherits the node's address
+        ("import subprocess\nsubprocess.run(['python3', 'train.py'])\n", True),
+    ],
+)
+def test_a_tpu_node_set_in_a_notebook_is_reported_where_something_can_reach_it(other_cell, reported):
+    cells = ["import os\nos.environ['XRT_TPU_CONFIG'] = f'tpu_worker;0;{ip}:8470'\n", other_cell]
+    text = json.dumps(
+        {
+            "cells": [
+                {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c}
+                for c in cells
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
+    outcome = notebook.rewrite(text, Options(rules=frozenset(all_rules())))
+    assert [m.rule for m in outcome.manual] == ["env-xrt-tpu-config"] * reported
+    assert "PJRT_DEVICE" in outcome.text  # the setting is migrated either way
