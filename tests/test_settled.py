@@ -104,12 +104,6 @@ FIXED_AS_ADVISED = {
         "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = Fake()\n\nxm.xla_device()\n",
         "try:\n    import torch_xla\nexcept ImportError:\n    torch_xla = Fake()\n\ntorch_xla.device()\n",
     ),
-    "manual-signal-in-replica": (
-        "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-        "def _mp_fn(index):\n    signal.signal(signal.SIGTERM, stop)\n\nxmp.spawn(_mp_fn)\n",
-        "import signal\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-        "def _mp_fn(index):\n    pass\n\nsignal.signal(signal.SIGTERM, stop)\nxmp.spawn(_mp_fn)\n",
-    ),
     "manual-module-as-value": (
         HEAD + "class Trainer:\n    def __init__(self):\n        self.xm = xm\n",
         HEAD + "class Trainer:\n    def step(self, opt):\n        xm.optimizer_step(opt)\n",

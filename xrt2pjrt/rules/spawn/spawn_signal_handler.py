@@ -5,13 +5,15 @@ it in a thread of the replica process (a thread per device, even for one device)
 ``signal.signal`` raises ValueError ("signal only works in main thread"). A call in the spawned
 function, or in what it calls in this file, is reported: install the handler at module level,
 outside ``if __name__ == '__main__':``, which each replica process runs in its main thread when
-it loads the module.
+it loads the module. So is a ``timeout_decorator.timeout(30)`` (signals by default) on a function
+the replicas run: pass ``use_signals=False``.
 """
 
 from __future__ import annotations
 
-from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import in_replicas_code
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.rule import PythonRule, argument, literal
+from xrt2pjrt.python.spawn_graph import in_replicas_code, spawned_code
 from xrt2pjrt.registry import Example, dedent
 
 _IN_A_THREAD = (
@@ -23,12 +25,15 @@ _IN_A_THREAD = (
 )
 
 
+_TIMEOUTS = frozenset({"timeout_decorator.timeout", "timeout_decorator.timeout_decorator.timeout"})
+
+
 class SignalInReplica(PythonRule):
     id = "spawn-signal-handler"
     fix = "none"
-    statement_words = ("signal.signal",)
+    statement_words = ("signal.signal", "timeout(")
     summary = "signal.signal in the replicas' code (spawn runs it in a thread: ValueError): reported"
-    names = frozenset({"signal.signal"})
+    names = frozenset({"signal.signal", *_TIMEOUTS})
     examples = (
         Example(  # a preemption handler set where XRT ran the replica's main thread
             dedent("""
@@ -67,6 +72,22 @@ class SignalInReplica(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if in_replicas_code(ctx):
+        if name in _TIMEOUTS:
+            signals = argument(node, "use_signals", 1)
+            if (signals is None or literal(signals[1].value) is not False) and _decorates_replica_code(ctx):
+                ctx.decide("pass use_signals=False", detail=_IN_A_THREAD)
+        elif in_replicas_code(ctx):
             ctx.decide("install the handler at module level", detail=_IN_A_THREAD)
         return node
+
+
+def _decorates_replica_code(ctx) -> bool:
+    """``@timeout(30)`` on a function the replicas run, or called in their code."""
+    if ctx.tree is None:
+        return False
+    decorated = {
+        function.name
+        for function in spawn_site.functions(ctx.tree)
+        if any(decorator.lineno == ctx.line for decorator in function.decorator_list)
+    }
+    return bool(decorated & spawned_code(ctx.tree)) or in_replicas_code(ctx)
