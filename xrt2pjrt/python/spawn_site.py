@@ -82,22 +82,62 @@ def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
 # not keep the key alive): a tree's lists go with the tree.
 _BELOW: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _OWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_UP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a module -> the parent of each node of its walk
+_PARENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a module -> parents()
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
-    """``ast.walk(node)``, in its order (breadth first), as a list."""
+    """``ast.walk(node)``, in its order (breadth first), as a list. A module's walk notes the
+    parent of each node as it goes (:func:`parents`): several rules climb from a node."""
     below = _BELOW.get(node)
     if below is None:
         found = [node]
+        up: list[ast.AST] | None = [] if isinstance(node, ast.Module) else None  # (found[1:]'s parents)
         for parent in found:  # (the list grows as it is read: ast.walk's queue, without its generators)
+            start = len(found)
             for name in parent._fields:  # (children(parent), inline: a call per node costs a third more)
                 value = getattr(parent, name, None)
                 if isinstance(value, ast.AST):
                     found.append(value)
                 elif isinstance(value, list):
                     found += [item for item in value if isinstance(item, ast.AST)]
+            if up is not None:
+                up += [parent] * (len(found) - start)
         below = _BELOW[node] = found[1:]
+        if up is not None:
+            _UP[node] = up
     return [node, *below]
+
+
+def parents(tree: ast.Module) -> dict[int, ast.AST]:
+    """The id of each node of the file below its module -> the node it is a child of: from the
+    file's one walk, where each rule that climbed built a map of its own."""
+    found = _PARENTS.get(tree)
+    if found is None:
+        if tree not in _UP:
+            walk(tree)
+        found = _PARENTS[tree] = dict(zip(map(id, _BELOW[tree]), _UP[tree]))
+    return found
+
+
+def enclosing(tree: ast.Module, node: ast.AST, kinds: tuple[type, ...]) -> tuple[ast.AST | None, ast.AST]:
+    """The nearest node of ``kinds`` above ``node`` (None: none up to the module), and the child
+    of it that holds ``node`` (which part of it: its body, its decorators, ...)."""
+    up = parents(tree)
+    child, above = node, up.get(id(node))
+    while above is not None and not isinstance(above, kinds):
+        child, above = above, up.get(id(above))
+    return above, child
+
+
+def owner(tree: ast.Module, node: ast.AST) -> ast.AST | None:
+    """The scope whose own code (:func:`own_nodes`) holds ``node``: the module, or the nearest
+    function, class or lambda above it when ``node`` is in its body; None when it is in their
+    decorators, defaults or bases (no scope's own code lists those)."""
+    scope, child = enclosing(tree, node, (*_SCOPES, ast.Module))
+    if isinstance(scope, ast.Lambda):
+        return scope if child is scope.body else None
+    return scope if isinstance(scope, ast.Module) or isinstance(child, ast.stmt) else None
 
 
 def children(node: ast.AST) -> list[ast.AST]:

@@ -212,9 +212,10 @@ class _Reads:
     def __init__(self, tree: ast.Module):
         # the file's calls by the name they call, each with the scope whose own code makes it
         self.calls: dict[str | None, list[tuple[ast.AST, ast.Call]]] = {}
-        for scope in (tree, *spawn_site.functions(tree)):
-            for call in spawn_site.own_nodes(scope):
-                if isinstance(call, ast.Call):
+        for call in spawn_site.walk(tree):
+            if isinstance(call, ast.Call):
+                scope = spawn_site.owner(tree, call)
+                if scope is tree or isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self.calls.setdefault(_called_name(call.func), []).append((scope, call))
         self._scopes: dict[ast.AST, tuple[list[int], list[tuple[int, int]]]] = {}
         self._after_calls: dict[str, bool] = {}

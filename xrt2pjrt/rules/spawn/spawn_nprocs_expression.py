@@ -256,7 +256,7 @@ def _flags(tree: ast.Module) -> dict[str, list[ast.expr]]:
 def _as_counts(site: spawn_site.Site, reads: list[ast.expr]) -> list[ast.expr]:
     """The ``reads`` of the count that are evidence of its use as the number of processes."""
     tree = site.scopes[-1]
-    parents = _parents(tree)
+    parents = spawn_site.parents(tree)
     bound = spawn_site.imported(tree)
     return [
         read
@@ -338,11 +338,6 @@ def _handed_to_unshown_code(read: ast.expr, parents: dict[int, ast.AST], bound: 
     if root is None or root.startswith("torch") or root == "numpy":
         return False
     return called.startswith(".") or root not in sys.stdlib_module_names
-
-
-@per_file()
-def _parents(tree: ast.Module) -> dict[int, ast.AST]:
-    return {id(child): node for node in spawn_site.walk(tree) for child in spawn_site.children(node)}
 
 
 def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
