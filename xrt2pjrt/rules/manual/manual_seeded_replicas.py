@@ -166,6 +166,7 @@ class SeededReplicas(PythonRule):
         return node
 
 
+@per_file()  # (asked at each seeding call of the file)
 def _broadcasts(tree: ast.Module) -> bool:
     """Whether the file calls broadcast_master_param (its TODO line, which names it, is no call)."""
     return any(
@@ -197,7 +198,7 @@ def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
         isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and node.name in reached
         and node.body[0].lineno <= line <= node.end_lineno
-        for node in ast.walk(tree)
+        for node in spawn_site.walk(tree)
     )
 
 
@@ -208,7 +209,7 @@ def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
     wrappers = _wrappers(tree)
     moves = [
         node
-        for node in ast.walk(function)
+        for node in spawn_site.walk(function)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "to"
@@ -221,7 +222,7 @@ def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
     statement = max(
         (
             node
-            for node in ast.walk(function)
+            for node in spawn_site.walk(function)
             if isinstance(node, ast.stmt)
             and not hasattr(node, "body")
             and node.lineno <= first.lineno <= node.end_lineno
@@ -246,7 +247,7 @@ def _broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int
             if isinstance(node.func, ast.Attribute)
             else ""
         )
-        for node in ast.walk(function)
+        for node in spawn_site.walk(function)
     )
 
 
