@@ -108,7 +108,7 @@ def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
     a name a function is assigned to -> that function (once per file: each spawn asks)."""
     calls: dict[str, set[str]] = {node.name: set() for node in spawn_site.functions(tree)}
     own: dict[ast.AST, set[str]] = {}  # a def -> what its calls name, those of the defs in it aside
-    for node in spawn_site.walk(tree):
+    for node in spawn_site.of_type(tree, (ast.Call, ast.ClassDef, ast.Assign)):
         if isinstance(node, ast.Call):
             function = spawn_site.enclosing(tree, node, _DEFS)[0]
             if function is not None:
@@ -145,8 +145,8 @@ def spawn_calls(tree: ast.Module) -> list[ast.Call]:
     bound = spawn_site.imported(tree)
     return [
         node
-        for node in spawn_site.walk(tree)
-        if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}
+        for node in spawn_site.of_type(tree, (ast.Call,))
+        if spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}
     ]
 
 

@@ -109,15 +109,39 @@ def walk(node: ast.AST) -> list[ast.AST]:
     return [node, *below]
 
 
+@per_file(16)
+def of_type(tree: ast.Module, kinds: tuple[type, ...]) -> list[ast.AST]:
+    """The file's nodes of these types (exactly: ``ast.Call``, ``ast.FunctionDef``), in its
+    walk's order: the file's nodes are sorted by type once, where each rule that looked for its
+    calls (or defs, or subscripts) read every node of the file. Not to be changed."""
+    below, by_type = _below(tree), _by_type(tree)
+    places = sorted(place for kind in kinds for place in by_type.get(kind, ()))  # (one kind's are in order)
+    return [below[place] for place in places]
+
+
+@per_file()
+def _by_type(tree: ast.Module) -> dict[type, list[int]]:
+    """A type -> the places in the module's walk (without the module) of its nodes."""
+    found: dict[type, list[int]] = {}
+    for place, node in enumerate(_below(tree)):
+        found.setdefault(type(node), []).append(place)
+    return found
+
+
 def parents(tree: ast.Module) -> dict[int, ast.AST]:
     """The id of each node of the file below its module -> the node it is a child of: from the
     file's one walk, where each rule that climbed built a map of its own."""
     found = _PARENTS.get(tree)
     if found is None:
-        if tree not in _UP:
-            walk(tree)
-        found = _PARENTS[tree] = dict(zip(map(id, _BELOW[tree]), _UP[tree]))
+        found = _PARENTS[tree] = dict(zip(map(id, _below(tree)), _UP[tree]))
     return found
+
+
+def _below(node: ast.AST) -> list[ast.AST]:
+    """:func:`walk` without ``node``, not copied."""
+    if node not in _BELOW:
+        walk(node)
+    return _BELOW[node]
 
 
 def enclosing(tree: ast.Module, node: ast.AST, kinds: tuple[type, ...]) -> tuple[ast.AST | None, ast.AST]:
@@ -130,14 +154,32 @@ def enclosing(tree: ast.Module, node: ast.AST, kinds: tuple[type, ...]) -> tuple
     return above, child
 
 
-def owner(tree: ast.Module, node: ast.AST) -> ast.AST | None:
-    """The scope whose own code (:func:`own_nodes`) holds ``node``: the module, or the nearest
-    function, class or lambda above it when ``node`` is in its body; None when it is in their
-    decorators, defaults or bases (no scope's own code lists those)."""
-    scope, child = enclosing(tree, node, (*_SCOPES, ast.Module))
-    if isinstance(scope, ast.Lambda):
-        return scope if child is scope.body else None
-    return scope if isinstance(scope, ast.Module) or isinstance(child, ast.stmt) else None
+def own_of(tree: ast.Module, scope: ast.AST, kind: type) -> list[ast.AST]:
+    """The nodes of type ``kind`` (a call, an ``if``, a loop) in ``scope``'s own code, those
+    :func:`own_nodes` lists but in the file's walk order: found for every scope at once by
+    climbing from each such node to its scope, where the rules that ask of many scopes listed
+    each one's nodes anew."""
+    return _owned(tree).get((id(scope), kind), [])
+
+
+_OWNED = (ast.Call, ast.If, ast.For, ast.AsyncFor, ast.While)
+
+
+@per_file()
+def _owned(tree: ast.Module) -> dict[tuple[int, type], list[ast.AST]]:
+    """(id of a scope, a type of _OWNED) -> the nodes of the type in its own code: the scope
+    is the nearest function, class or lambda above the node (or the module), when the node is
+    in its body (a def's decorators and defaults are in no scope's own code)."""
+    found: dict[tuple[int, type], list[ast.AST]] = {}
+    for node in of_type(tree, _OWNED):
+        scope, child = enclosing(tree, node, (*_SCOPES, ast.Module))
+        if isinstance(scope, ast.Lambda):
+            scope = scope if child is scope.body else None
+        elif isinstance(scope, _SCOPES):  # (a def's or class's body: its statements)
+            scope = scope if isinstance(child, ast.stmt) else None
+        if scope is not None:
+            found.setdefault((id(scope), type(node)), []).append(node)
+    return found
 
 
 def children(node: ast.AST) -> list[ast.AST]:
@@ -248,7 +290,7 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
 @per_file()
 def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """Every def of the file, nested ones too."""
-    return [node for node in walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return of_type(tree, (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

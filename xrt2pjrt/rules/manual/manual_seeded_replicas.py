@@ -170,10 +170,9 @@ class SeededReplicas(PythonRule):
 def _broadcasts(tree: ast.Module) -> bool:
     """Whether the file calls broadcast_master_param (its TODO line, which names it, is no call)."""
     return any(
-        isinstance(node, ast.Call)
-        and (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
+        (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
         == "broadcast_master_param"
-        for node in spawn_site.walk(tree)
+        for node in spawn_site.of_type(tree, (ast.Call,))
     )
 
 
@@ -195,10 +194,7 @@ def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
         return False
     reached = reached_from(tree, SPAWNED_ELSEWHERE)
     return any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.name in reached
-        and node.body[0].lineno <= line <= node.end_lineno
-        for node in spawn_site.walk(tree)
+        node.name in reached and node.body[0].lineno <= line <= node.end_lineno for node in spawn_site.functions(tree)
     )
 
 
@@ -265,9 +261,8 @@ def _wrappers(tree: ast.Module) -> frozenset[str]:
     """What the file assigns an ``MpModelWrapper(...)`` to: ``WRAPPED``, ``self.model``."""
     return frozenset(
         ast.unparse(target)
-        for node in spawn_site.walk(tree)
-        if isinstance(node, ast.Assign)
-        and isinstance(node.value, ast.Call)
+        for node in spawn_site.of_type(tree, (ast.Assign,))
+        if isinstance(node.value, ast.Call)
         and ast.unparse(node.value.func).endswith("MpModelWrapper")
         for target in node.targets
     )

@@ -247,7 +247,7 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
 def _flags(tree: ast.Module) -> dict[str, list[ast.expr]]:
     """The file's reads of flags (:func:`_flag`), by flag."""
     reads: dict[str, list[ast.expr]] = {}
-    for node in spawn_site.walk(tree):
+    for node in spawn_site.of_type(tree, (ast.Attribute, ast.Subscript)):
         if (flag := _flag(node)) and isinstance(node.ctx, ast.Load):
             reads.setdefault(flag, []).append(node)
     return reads

@@ -128,10 +128,9 @@ def _replica_counts(tree: ast.Module, count: int) -> list[ast.keyword]:
 def _counts(tree: ast.Module) -> dict[int, list[ast.keyword]]:
     """The ``num_replicas=N`` / ``world_size=N`` keywords of ``tree``, by N."""
     counts: dict[int, list[ast.keyword]] = {}
-    for node in spawn_site.walk(tree):
+    for node in spawn_site.of_type(tree, (ast.keyword,)):
         if (
-            isinstance(node, ast.keyword)
-            and node.arg in _REPLICA_KEYWORDS
+            node.arg in _REPLICA_KEYWORDS
             and isinstance(node.value, ast.Constant)
             and type(node.value.value) is int
         ):

@@ -435,7 +435,7 @@ class _Calls:
         self.defs: dict[str, list[ast.AST]] = {}
         self.calls_of: dict[str | None, list[ast.Call]] = {}
         self.class_of: dict[ast.AST, ast.ClassDef] = {}  # a statement of a class's body -> the class
-        for node in spawn_site.walk(tree):
+        for node in spawn_site.of_type(tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.defs.setdefault(node.name, []).append(node)
             elif isinstance(node, ast.ClassDef):
@@ -490,12 +490,11 @@ class _Calls:
         each runs (:func:`_called_names`); and its ``if`` statements."""
         own = self._own.get(scope)
         if own is None:
-            nodes = spawn_site.own_nodes(scope)
-            calls = sorted((node for node in nodes if isinstance(node, ast.Call)), key=lambda call: call.lineno)
+            calls = sorted(spawn_site.own_of(self.tree, scope, ast.Call), key=lambda call: call.lineno)
             own = self._own[scope] = (
                 [call.lineno for call in calls],
                 [_called_names(call, self.bound) for call in calls],
-                [node for node in nodes if isinstance(node, ast.If)],
+                spawn_site.own_of(self.tree, scope, ast.If),
             )
         return own
 
