@@ -198,6 +198,12 @@ def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
     )
 
 
+def _spelt(func: ast.expr) -> str:
+    """``ast.unparse(func)``, without unparsing a name or the attribute ending a dotted one:
+    how it ends is all that is asked."""
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ast.unparse(func)
+
+
 def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> int | None:
     """The last line of the first statement below ``line`` in ``function`` that calls
     ``.to(...)`` on anything but an MpModelWrapper (whose module was built before any replica
@@ -263,6 +269,6 @@ def _wrappers(tree: ast.Module) -> frozenset[str]:
         ast.unparse(target)
         for node in spawn_site.of_type(tree, (ast.Assign,))
         if isinstance(node.value, ast.Call)
-        and ast.unparse(node.value.func).endswith("MpModelWrapper")
+        and _spelt(node.value.func).endswith("MpModelWrapper")
         for target in node.targets
     )

@@ -397,9 +397,16 @@ def _hands_self(args: cst.BaseExpression) -> bool:
 
 @per_file()  # (once per file: each spawn asks)
 def _starting(tree: ast.Module) -> tuple[str, ...]:
-    """The file's functions whose own code starts the runtime, in the file's order."""
+    """The file's functions whose own code starts the runtime, in the file's order. The walk
+    enters only the nodes on the way down to a call that starts it."""
     bound = spawn_site.imported(tree)
     found: list[str] = []
+    up, toward = spawn_site.parents(tree), set()
+    for node in spawn_site.of_type(tree, (ast.Call,)):
+        if spawn_site.resolved(node.func, bound) in RUNTIME_STARTERS:
+            while node is not None and id(node) not in toward:
+                toward.add(id(node))
+                node = up.get(id(node))
 
     def visit(node: ast.AST, function: str | None) -> None:
         if isinstance(node, ast.Call) and function is not None and function not in found:
@@ -408,14 +415,18 @@ def _starting(tree: ast.Module) -> tuple[str, ...]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # its decorators and default values run where it is defined, its body when it is called
             for part in (*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)):
-                visit(part, function)
+                if id(part) in toward:
+                    visit(part, function)
             for statement in node.body:
-                visit(statement, node.name)
+                if id(statement) in toward:
+                    visit(statement, node.name)
             return
         for child in spawn_site.children(node):
-            visit(child, function)
+            if id(child) in toward:
+                visit(child, function)
 
-    visit(tree, None)
+    if toward:
+        visit(tree, None)
     return tuple(found)
 
 
