@@ -277,7 +277,7 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
     that binds it at all: the functions around the line, then the module; [] for none."""
     if tree is None:
         return []
-    scopes = [tree] + [node for node in functions(tree) if node.lineno <= line <= node.end_lineno]
+    scopes = [tree, *around(tree, line)]
     for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
         bound = bindings(scope).get(name)
         if bound:
@@ -291,6 +291,19 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
 def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """Every def of the file, nested ones too."""
     return of_type(tree, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def defs_named(tree: ast.Module, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The defs of the file named ``name``, in the order of :func:`functions`."""
+    return _defs_by_name(tree).get(name, [])
+
+
+@per_file()
+def _defs_by_name(tree: ast.Module) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    found: dict[str, list] = {}
+    for function in functions(tree):
+        found.setdefault(function.name, []).append(function)
+    return found
 
 
 def function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
