@@ -100,7 +100,7 @@ class Context:
         the message names (report.Finding), the first ``quoted`` of them with their text.
         ``of_fix``: the item is about the fix the rule makes here, and goes with it when the
         fix-safety gate withholds it. ``use``: the line to put in (report.Finding)."""
-        texts = self._engine.text.splitlines() if quoted else []
+        texts = self._engine.text_lines() if quoted else []
         finding = Finding(
             self.rule_id,
             self.range,

@@ -211,6 +211,7 @@ class _Engine(imports.Transformer):
         # item, id of the import's statement line)
         self.droppable: dict[tuple[tuple[str, ...], str], tuple[Finding, Finding, int]] = {}
         self._taken: set[str] | None = None
+        self._text_lines: list[str] | None = None
         self._quote: str | None = None
         self._piece_lines: list[int] | None = None  # the line of each boundary of pieces (piece_of)
         # (id of the anchor statement line or None for the top of the file) -> import lines
@@ -228,6 +229,12 @@ class _Engine(imports.Transformer):
         if self._taken is None:
             self._taken = set(_WORD.findall(self.text))
         return self._taken
+
+    def text_lines(self) -> list[str]:
+        """The file's lines as read, split once for all the items that quote one."""
+        if self._text_lines is None:
+            self._text_lines = self.text.splitlines()
+        return self._text_lines
 
     def quote(self) -> str:
         """The quote most of the file's one-line strings are written in (' when none is)."""
