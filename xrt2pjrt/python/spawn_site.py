@@ -82,8 +82,8 @@ def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
 # not keep the key alive): a tree's lists go with the tree.
 _BELOW: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _OWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_UP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a module -> the parent of each node of its walk
-_PARENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a module -> parents()
+# a module -> the parent of each node of its walk (None for the module: it leaves its key out)
+_UP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
@@ -102,7 +102,7 @@ def walk(node: ast.AST) -> list[ast.AST]:
                 elif isinstance(value, list):
                     found += [item for item in value if isinstance(item, ast.AST)]
             if up is not None:
-                up += [parent] * (len(found) - start)
+                up += [parent if parent is not node else None] * (len(found) - start)
         below = _BELOW[node] = found[1:]
         if up is not None:
             _UP[node] = up
@@ -128,12 +128,12 @@ def _by_type(tree: ast.Module) -> dict[type, list[int]]:
     return found
 
 
+@per_file()
 def parents(tree: ast.Module) -> dict[int, ast.AST]:
     """The id of each node of the file below its module -> the node it is a child of: from the
     file's one walk, where each rule that climbed built a map of its own."""
-    found = _PARENTS.get(tree)
-    if found is None:
-        found = _PARENTS[tree] = dict(zip(map(id, _below(tree)), _UP[tree]))
+    found = dict(zip(map(id, _below(tree)), _UP[tree]))
+    found.update(dict.fromkeys(map(id, children(tree)), tree))
     return found
 
 
