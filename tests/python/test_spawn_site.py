@@ -4,8 +4,11 @@ the same nodes in the same order as walking the tree each time."""
 from __future__ import annotations
 
 import ast
+import gc
+import weakref
 from pathlib import Path
 
+from xrt2pjrt import file_caches
 from xrt2pjrt.python import spawn_site
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "legacy_mnist" / "train.py"
@@ -53,3 +56,28 @@ def test_holding_finds_the_statements_of_a_block_around_a_line_as_a_scan_does():
         for line in range(1, block[-1].end_lineno + 2):
             scanned = [(k, s) for k, s in enumerate(block) if s.lineno <= line <= s.end_lineno]
             assert list(spawn_site.holding(block, line)) == scanned
+
+
+def test_parents_of_types_and_own_of_say_what_walks_of_the_tree_say():
+    tree = ast.parse(SHAPES + EXAMPLE.read_text())
+    walked = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    assert spawn_site.parents(tree) == walked
+    del walked
+    for kinds in [(ast.Call,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef), (ast.keyword, ast.Name)]:
+        assert spawn_site.of_type(tree, kinds) == [node for node in ast.walk(tree) if type(node) in kinds]
+    for scope in (tree, *(node for node in ast.walk(tree) if isinstance(node, spawn_site._SCOPES))):
+        for kind in (ast.Call, ast.If, ast.For):
+            own = [node for node in spawn_site.own_nodes(scope) if type(node) is kind]
+            assert sorted(map(id, spawn_site.own_of(tree, scope, kind))) == sorted(map(id, own))
+    file_caches.forget()
+
+
+def test_a_files_tree_goes_once_its_answers_are_forgotten():
+    # (the parents noted in the walk once held the module: each file's tree stayed for good)
+    tree = ast.parse(SHAPES)
+    spawn_site.parents(tree), spawn_site.of_type(tree, (ast.Call,)), spawn_site.own_of(tree, tree, ast.Call)
+    gone = weakref.ref(tree)
+    file_caches.forget()
+    del tree
+    gc.collect()
+    assert gone() is None

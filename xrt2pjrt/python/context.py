@@ -107,7 +107,7 @@ class Context:
         fix-safety gate withholds it. ``use``: the line to put in (report.Finding)."""
         if pjrt_branches.dead_under_pjrt(self):
             return  # (api-using-pjrt removes the branch)
-        texts = self._engine.text.splitlines() if quoted else []
+        texts = self._engine.text_lines() if quoted else []
         finding = Finding(
             self.rule_id,
             self.range,

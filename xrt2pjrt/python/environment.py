@@ -423,7 +423,7 @@ def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
     if tree is None:
         return {}
     reads: dict[str, list[int]] = {}
-    for node in spawn_site.walk(tree):
+    for node in spawn_site.of_type(tree, (ast.Subscript, ast.Call, ast.Compare)):
         key = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
             key = node.slice
@@ -463,7 +463,7 @@ def _environ_writes(tree: ast.Module | None) -> set[str]:
     if tree is None:
         return set()
     written = set()
-    for node in spawn_site.walk(tree):
+    for node in spawn_site.of_type(tree, (ast.Subscript, ast.Call)):
         key = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _is_environ(node.value):
             key = node.slice

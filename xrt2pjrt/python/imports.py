@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.rewriters import TODO
 
 UNKNOWN = "<unknown>"
@@ -174,10 +175,12 @@ def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str, c
 _HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
+@per_file()  # (the fold asks, then the rules: spawn_site.imported)
 def import_names(tree: ast.Module) -> dict[str, set[str]]:
     """Every local name an import in the file (``ast``) binds -> the dotted names it binds it
     to, whatever the scope: what the folding of quiet statements and the rules that read a
-    file before its pass ask (``x`` of ``from .utils import x`` -> ``.utils.x``)."""
+    file before its pass ask (``x`` of ``from .utils import x`` -> ``.utils.x``). Not to be
+    changed."""
     out, pending = {}, list(tree.body)
     while pending:  # statements only, where imports are: a tenth of the nodes
         node = pending.pop()

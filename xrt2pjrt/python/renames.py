@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import NOT_LITERAL, PythonRule, argument, code, keywordize, literal, without_args
 
@@ -186,7 +187,15 @@ class RenameRule(PythonRule):
         their old name as a word (and, where only keywords change, an old keyword as ``kw=``):
         a reading of the text that errs towards the newer need, so a pin that may lack a
         spelling the migration writes is reported (a call's arguments are assumed)."""
-        return max((since for found, since in _written(cls.table, target) if found(text)), default=(2, 1))
+        words = _words_of(text)
+        return max(
+            (
+                since
+                for word, keyword, since in _written(cls, target)
+                if word in words and (not keyword or keyword(text))
+            ),
+            default=(2, 1),
+        )
 
     def reference(self, ctx, node, name):
         rename = self.by_old[name]
@@ -277,22 +286,31 @@ def _shown(call: ast.Call, tree: ast.Module) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _written(
-    table: tuple[Rename, ...], target: tuple[int, int]
-) -> tuple[tuple[Callable[[str], bool], tuple[int, int]], ...]:
-    """(whether a text names what is respelt, the release of the new spelling), for each
-    rename of ``table`` that writes something other than the old call for ``target``."""
+    rule: type[RenameRule], target: tuple[int, int]
+) -> tuple[tuple[str, Callable | None, tuple[int, int]], ...]:
+    """(the word a text names what is respelt by, None or the search for the old keyword as
+    ``kw=`` it needs as well, the release of the new spelling), for each rename of ``rule``'s
+    table that writes something other than the old call for ``target``. (Keyed by the rule:
+    hashing its table at each ask cost more than the answer.)"""
     out = []
-    for rename in table:
+    for rename in rule.table:
         spelling = rename.spelling_for(target, has_args=True)
         if spelling is None:
             continue
-        name = re.compile(rf"\b{re.escape(rename.old.rpartition('.')[2])}\b").search
+        word = rename.old.rpartition(".")[2]
         if spelling.dotted != rename.old:
-            out.append((name, spelling.since))
+            out.append((word, None, spelling.since))
         elif spelling.keywords:
             keyword = re.compile(rf"\b(?:{'|'.join(re.escape(old) for old, _ in spelling.keywords)})\s*=").search
-            out.append(((lambda text, name=name, keyword=keyword: bool(name(text) and keyword(text))), spelling.since))
+            out.append((word, keyword, spelling.since))
     return tuple(out)
+
+
+@per_file()
+def _words_of(text: str) -> frozenset[str]:
+    """The words of ``text``: a name is in it as ``\\bname\\b`` finds it, the text read once
+    for every rule's table instead of once for each of its names."""
+    return frozenset(re.findall(r"\w+", text))
 
 
 def _renamed_keyword(arg: cst.Arg, spelling: Spelling) -> cst.Arg:

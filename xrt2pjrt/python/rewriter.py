@@ -35,7 +35,7 @@ from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.registry import Options, all_rules, selected
 from xrt2pjrt.report import Cite, Finding
 from xrt2pjrt.rewriters import Outcome, SourceError, TooDeep, same_todo, todo_comment, trigger_for
-from xrt2pjrt.python import imports, layout, nesting, quiet
+from xrt2pjrt.python import imports, layout, nesting, quiet, spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.shim_packages import CARRIED, INSTALLED
 from xrt2pjrt.python.context import Context
@@ -135,7 +135,8 @@ class _Lines:
     statements folded)."""
 
     def __init__(self, tree: ast.Module, original_line):
-        spans = sorted((n.lineno, n.col_offset, n.end_lineno) for n in ast.walk(tree) if isinstance(n, ast.stmt))
+        # (the rules' walk of the file when nothing is folded: spawn_site keeps it)
+        spans = sorted((n.lineno, n.col_offset, n.end_lineno) for n in spawn_site.walk(tree) if isinstance(n, ast.stmt))
         self.starts = [(line, column) for line, column, _ in spans]
         self._ends = [end for _, _, end in spans]
         self.original_line = original_line
@@ -210,6 +211,7 @@ class _Engine(imports.Transformer):
         # item, id of the import's statement line)
         self.droppable: dict[tuple[tuple[str, ...], str], tuple[Finding, Finding, int]] = {}
         self._taken: set[str] | None = None
+        self._text_lines: list[str] | None = None
         self._quote: str | None = None
         self._piece_lines: list[int] | None = None  # the line of each boundary of pieces (piece_of)
         # (id of the anchor statement line or None for the top of the file) -> import lines
@@ -227,6 +229,12 @@ class _Engine(imports.Transformer):
         if self._taken is None:
             self._taken = set(_WORD.findall(self.text))
         return self._taken
+
+    def text_lines(self) -> list[str]:
+        """The file's lines as read, split once for all the items that quote one."""
+        if self._text_lines is None:
+            self._text_lines = self.text.splitlines()
+        return self._text_lines
 
     def quote(self) -> str:
         """The quote most of the file's one-line strings are written in (' when none is)."""

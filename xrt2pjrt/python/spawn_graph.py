@@ -99,21 +99,25 @@ def reached_from(tree: ast.Module, spawned: str | None) -> set[str]:
     return reached
 
 
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 @per_file()
 def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
     """Function name -> the names it calls, or hands to a call; class name -> its methods;
     a name a function is assigned to -> that function (once per file: each spawn asks)."""
-    calls: dict[str, set[str]] = {}
-    for node in spawn_site.functions(tree):
-        calls.setdefault(node.name, set()).update(
-            _name(part)
-            for call in spawn_site.walk(node)
-            if isinstance(call, ast.Call)
-            for part in (call.func, *call.args, *(keyword.value for keyword in call.keywords))
-            if isinstance(part, (ast.Name, ast.Attribute))
-        )
-    for node in spawn_site.walk(tree):
-        if isinstance(node, ast.ClassDef):
+    calls: dict[str, set[str]] = {node.name: set() for node in spawn_site.functions(tree)}
+    own: dict[ast.AST, set[str]] = {}  # a def -> what its calls name, those of the defs in it aside
+    for node in spawn_site.of_type(tree, (ast.Call, ast.ClassDef, ast.Assign)):
+        if isinstance(node, ast.Call):
+            function = spawn_site.enclosing(tree, node, _DEFS)[0]
+            if function is not None:
+                own.setdefault(function, set()).update(
+                    _name(part)
+                    for part in (node.func, *node.args, *(keyword.value for keyword in node.keywords))
+                    if isinstance(part, (ast.Name, ast.Attribute))
+                )
+        elif isinstance(node, ast.ClassDef):
             # a class made or handed on by name (a framework's callback): its methods run
             # where its instance lives
             calls.setdefault(node.name, set()).update(
@@ -124,6 +128,10 @@ def _call_graph(tree: ast.Module) -> dict[str, set[str]]:
             for target in node.targets:
                 if isinstance(target, (ast.Name, ast.Attribute)):
                     calls.setdefault(_name(target), set()).add(node.value.id)
+    for function, names in own.items():  # a def's calls are those of each def around it too
+        while function is not None:
+            calls[function.name] |= names
+            function = spawn_site.enclosing(tree, function, _DEFS)[0]
     return calls
 
 
@@ -137,8 +145,8 @@ def spawn_calls(tree: ast.Module) -> list[ast.Call]:
     bound = spawn_site.imported(tree)
     return [
         node
-        for node in spawn_site.walk(tree)
-        if isinstance(node, ast.Call) and spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}
+        for node in spawn_site.of_type(tree, (ast.Call,))
+        if spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}
     ]
 
 

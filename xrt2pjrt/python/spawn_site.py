@@ -82,22 +82,104 @@ def find(tree: ast.Module | None, line: int, func: str) -> Site | None:
 # not keep the key alive): a tree's lists go with the tree.
 _BELOW: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _OWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# a module -> the parent of each node of its walk (None for the module: it leaves its key out)
+_UP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
-    """``ast.walk(node)``, in its order (breadth first), as a list."""
+    """``ast.walk(node)``, in its order (breadth first), as a list. A module's walk notes the
+    parent of each node as it goes (:func:`parents`): several rules climb from a node."""
     below = _BELOW.get(node)
     if below is None:
         found = [node]
+        up: list[ast.AST] | None = [] if isinstance(node, ast.Module) else None  # (found[1:]'s parents)
         for parent in found:  # (the list grows as it is read: ast.walk's queue, without its generators)
+            start = len(found)
             for name in parent._fields:  # (children(parent), inline: a call per node costs a third more)
                 value = getattr(parent, name, None)
                 if isinstance(value, ast.AST):
                     found.append(value)
                 elif isinstance(value, list):
                     found += [item for item in value if isinstance(item, ast.AST)]
+            if up is not None:
+                up += [parent if parent is not node else None] * (len(found) - start)
         below = _BELOW[node] = found[1:]
+        if up is not None:
+            _UP[node] = up
     return [node, *below]
+
+
+@per_file(16)
+def of_type(tree: ast.Module, kinds: tuple[type, ...]) -> list[ast.AST]:
+    """The file's nodes of these types (exactly: ``ast.Call``, ``ast.FunctionDef``), in its
+    walk's order: the file's nodes are sorted by type once, where each rule that looked for its
+    calls (or defs, or subscripts) read every node of the file. Not to be changed."""
+    below, by_type = _below(tree), _by_type(tree)
+    places = sorted(place for kind in kinds for place in by_type.get(kind, ()))  # (one kind's are in order)
+    return [below[place] for place in places]
+
+
+@per_file()
+def _by_type(tree: ast.Module) -> dict[type, list[int]]:
+    """A type -> the places in the module's walk (without the module) of its nodes."""
+    found: dict[type, list[int]] = {}
+    for place, node in enumerate(_below(tree)):
+        found.setdefault(type(node), []).append(place)
+    return found
+
+
+@per_file()
+def parents(tree: ast.Module) -> dict[int, ast.AST]:
+    """The id of each node of the file below its module -> the node it is a child of: from the
+    file's one walk, where each rule that climbed built a map of its own."""
+    found = dict(zip(map(id, _below(tree)), _UP[tree]))
+    found.update(dict.fromkeys(map(id, children(tree)), tree))
+    return found
+
+
+def _below(node: ast.AST) -> list[ast.AST]:
+    """:func:`walk` without ``node``, not copied."""
+    if node not in _BELOW:
+        walk(node)
+    return _BELOW[node]
+
+
+def enclosing(tree: ast.Module, node: ast.AST, kinds: tuple[type, ...]) -> tuple[ast.AST | None, ast.AST]:
+    """The nearest node of ``kinds`` above ``node`` (None: none up to the module), and the child
+    of it that holds ``node`` (which part of it: its body, its decorators, ...)."""
+    up = parents(tree)
+    child, above = node, up.get(id(node))
+    while above is not None and not isinstance(above, kinds):
+        child, above = above, up.get(id(above))
+    return above, child
+
+
+def own_of(tree: ast.Module, scope: ast.AST, kind: type) -> list[ast.AST]:
+    """The nodes of type ``kind`` (a call, an ``if``, a loop) in ``scope``'s own code, those
+    :func:`own_nodes` lists but in the file's walk order: found for every scope at once by
+    climbing from each such node to its scope, where the rules that ask of many scopes listed
+    each one's nodes anew."""
+    return _owned(tree).get((id(scope), kind), [])
+
+
+_OWNED = (ast.Call, ast.If, ast.For, ast.AsyncFor, ast.While)
+
+
+@per_file()
+def _owned(tree: ast.Module) -> dict[tuple[int, type], list[ast.AST]]:
+    """(id of a scope, a type of _OWNED) -> the nodes of the type in its own code: the scope
+    is the nearest function, class or lambda above the node (or the module), when the node is
+    in its body (a def's decorators and defaults are in no scope's own code)."""
+    found: dict[tuple[int, type], list[ast.AST]] = {}
+    for node in of_type(tree, _OWNED):
+        scope, child = enclosing(tree, node, (*_SCOPES, ast.Module))
+        if isinstance(scope, ast.Lambda):
+            scope = scope if child is scope.body else None
+        elif isinstance(scope, _SCOPES):  # (a def's or class's body: its statements)
+            scope = scope if isinstance(child, ast.stmt) else None
+        if scope is not None:
+            found.setdefault((id(scope), type(node)), []).append(node)
+    return found
 
 
 def children(node: ast.AST) -> list[ast.AST]:
@@ -111,12 +193,6 @@ def children(node: ast.AST) -> list[ast.AST]:
         elif isinstance(value, list):
             found += [item for item in value if isinstance(item, ast.AST)]
     return found
-
-
-@per_file()
-def parents(tree: ast.Module) -> dict[int, ast.AST]:
-    """Each node's parent, by the node's id."""
-    return {id(child): node for node in walk(tree) for child in children(node)}
 
 
 # Calls that show or pass on a value as text: print(n), str(n) in a command line, logging.
@@ -223,7 +299,7 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
     that binds it at all: the functions around the line, then the module; [] for none."""
     if tree is None:
         return []
-    scopes = [tree] + [node for node in functions(tree) if node.lineno <= line <= node.end_lineno]
+    scopes = [tree, *around(tree, line)]
     for scope in sorted(scopes, key=lambda scope: -getattr(scope, "lineno", 0)):  # innermost first
         bound = bindings(scope).get(name)
         if bound:
@@ -236,7 +312,20 @@ def bindings_seen_at(tree: ast.Module | None, line: int, name: str) -> list[ast.
 @per_file()
 def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """Every def of the file, nested ones too."""
-    return [node for node in walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return of_type(tree, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def defs_named(tree: ast.Module, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The defs of the file named ``name``, in the order of :func:`functions`."""
+    return _defs_by_name(tree).get(name, [])
+
+
+@per_file()
+def _defs_by_name(tree: ast.Module) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    found: dict[str, list] = {}
+    for function in functions(tree):
+        found.setdefault(function.name, []).append(function)
+    return found
 
 
 def function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -131,6 +131,10 @@ def _as_ast(value: cst.BaseExpression) -> ast.expr:
     return ast.parse(f"({cst.Module([]).code_for_node(value)})", mode="eval").body
 
 
+# The loops whose targets _iterated_by reads
+_LOOPS = (ast.For, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 @dataclasses.dataclass(frozen=True)
 class Reading:
     """The file's ``tree`` read at ``line``: what binds a name there, what a call resolves to."""
@@ -272,15 +276,13 @@ class Reading:
         """The containers whose values a loop or a comprehension around ``line`` binds to
         ``name``: ``X`` of ``for name in X``, of ``for k, name in X.items()``, ``X.values()``."""
         containers = []
-        for node in ast.walk(self.tree):
+        for node in spawn_site.of_type(self.tree, _LOOPS):
             if isinstance(node, (ast.For, ast.AsyncFor)):
                 loops = [(node.target, node.iter)] if node.lineno <= self.line <= node.end_lineno else []
-            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            else:
                 loops = (
                     [(g.target, g.iter) for g in node.generators] if node.lineno <= self.line <= node.end_lineno else []
                 )
-            else:
-                continue
             for target, iterated in loops:
                 method = (
                     iterated.func.attr
@@ -304,9 +306,8 @@ class Reading:
         elif isinstance(container, ast.Attribute):
             bound = [
                 node.value
-                for node in ast.walk(self.tree)
-                if isinstance(node, ast.Assign)
-                and any(isinstance(target, ast.Attribute) and target.attr == container.attr for target in node.targets)
+                for node in spawn_site.of_type(self.tree, (ast.Assign,))
+                if any(isinstance(target, ast.Attribute) and target.attr == container.attr for target in node.targets)
             ]
         else:
             bound = [container]
@@ -338,7 +339,7 @@ class Reading:
         )
         if name is None or name in seen:
             return None
-        said = [self._returned(f, seen | {name}) for f in spawn_site.functions(self.tree) if f.name == name]
+        said = [self._returned(f, seen | {name}) for f in spawn_site.defs_named(self.tree, name)]
         return said[0] if said and all(said) else None  # (methods of one name in several classes: all of them)
 
     def _refused_annotation(self, annotation: ast.expr | None) -> str | None:
@@ -551,8 +552,8 @@ class Reading:
         """The lines of the blocks the XLA path does not take: the ``else:`` of ``if use_tpu:``
         (or ``if is_xla():``, ``if device.type == 'xla':``), the body of ``if not use_tpu:``."""
         blocks = []
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.If) and (on_xla := _tests_for_xla(node.test)) is not None:
+        for node in spawn_site.of_type(self.tree, (ast.If,)):
+            if (on_xla := _tests_for_xla(node.test)) is not None:
                 block = node.orelse if on_xla else node.body
                 if block:
                     blocks.append((block[0].lineno, block[-1].end_lineno))
@@ -563,7 +564,7 @@ class Reading:
 
     def _scope(self, name: str) -> ast.AST | None:
         """The innermost scope around ``line`` that binds ``name``."""
-        scopes = [self.tree] + [f for f in spawn_site.functions(self.tree) if f.lineno <= self.line <= f.end_lineno]
+        scopes = [self.tree, *spawn_site.around(self.tree, self.line)]
         return next(
             (scope for scope in sorted(scopes, key=lambda s: -getattr(s, "lineno", 0)) if name in _bindings(scope)),
             None,

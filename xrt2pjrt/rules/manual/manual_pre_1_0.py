@@ -88,7 +88,7 @@ def _reads_data_parallel(tree: ast.Module | None, node: cst.Import | cst.ImportF
         spelled = dotted(alias.name) if isinstance(node, cst.Import) else target
         if spelled == _DATA_PARALLEL or spelled.startswith(f"{_DATA_PARALLEL}."):
             wanted.add(local if isinstance(node, cst.ImportFrom) or alias.asname else spelled)
-    for read in spawn_site.walk(tree):
+    for read in spawn_site.of_type(tree, (ast.Name, ast.Attribute)):
         if isinstance(read, ast.Name) and isinstance(read.ctx, ast.Load) and read.id in wanted:
             return True
         if isinstance(read, ast.Attribute) and read.attr == "data_parallel" and ast.unparse(read) in wanted:

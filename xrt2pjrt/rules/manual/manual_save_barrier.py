@@ -210,12 +210,12 @@ class _Reads:
     a file of many saves."""
 
     def __init__(self, tree: ast.Module):
+        self.tree = tree
         # the file's calls by the name they call, each with the scope whose own code makes it
         self.calls: dict[str | None, list[tuple[ast.AST, ast.Call]]] = {}
         for scope in (tree, *spawn_site.functions(tree)):
-            for call in spawn_site.own_nodes(scope):
-                if isinstance(call, ast.Call):
-                    self.calls.setdefault(_called_name(call.func), []).append((scope, call))
+            for call in spawn_site.own_of(tree, scope, ast.Call):
+                self.calls.setdefault(_called_name(call.func), []).append((scope, call))
         self._scopes: dict[ast.AST, tuple[list[int], list[tuple[int, int]]]] = {}
         self._after_calls: dict[str, bool] = {}
 
@@ -243,13 +243,12 @@ class _Reads:
         """The lines of the reads in ``scope``'s own code, in order, and the lines of its loops."""
         found = self._scopes.get(scope)
         if found is None:
-            nodes = spawn_site.own_nodes(scope)
             found = self._scopes[scope] = (
-                sorted(node.lineno for node in nodes if isinstance(node, ast.Call) and _is_read(node)),
+                sorted(node.lineno for node in spawn_site.own_of(self.tree, scope, ast.Call) if _is_read(node)),
                 [
                     (loop.lineno, loop.end_lineno)
-                    for loop in nodes
-                    if isinstance(loop, (ast.For, ast.While, ast.AsyncFor))
+                    for kind in (ast.For, ast.While, ast.AsyncFor)
+                    for loop in spawn_site.own_of(self.tree, scope, kind)
                 ],
             )
         return found

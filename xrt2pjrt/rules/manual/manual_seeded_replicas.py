@@ -166,13 +166,13 @@ class SeededReplicas(PythonRule):
         return node
 
 
+@per_file()  # (asked at each seeding call of the file)
 def _broadcasts(tree: ast.Module) -> bool:
     """Whether the file calls broadcast_master_param (its TODO line, which names it, is no call)."""
     return any(
-        isinstance(node, ast.Call)
-        and (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
+        (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
         == "broadcast_master_param"
-        for node in spawn_site.walk(tree)
+        for node in spawn_site.of_type(tree, (ast.Call,))
     )
 
 
@@ -194,10 +194,15 @@ def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
         return False
     reached = reached_from(tree, SPAWNED_ELSEWHERE)
     return any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.name in reached
-        and node.body[0].lineno <= line <= node.end_lineno
-        for node in ast.walk(tree)
+        node.name in reached and node.body[0].lineno <= line <= node.end_lineno for node in spawn_site.functions(tree)
+    )
+
+
+def _spelt(func: ast.expr) -> str:
+    """``ast.unparse(func)``, without unparsing a name or the attribute ending a dotted one:
+    how it ends is all that is asked."""
+    return (
+        func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ast.unparse(func)
     )
 
 
@@ -210,7 +215,7 @@ def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
     bound = spawn_site.imported(tree)
     moves = [
         node
-        for node in ast.walk(function)
+        for node in spawn_site.walk(function)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "to"
@@ -224,7 +229,7 @@ def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
     statement = max(
         (
             node
-            for node in ast.walk(function)
+            for node in spawn_site.walk(function)
             if isinstance(node, ast.stmt)
             and not hasattr(node, "body")
             and node.lineno <= first.lineno <= node.end_lineno
@@ -249,7 +254,7 @@ def _broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int
             if isinstance(node.func, ast.Attribute)
             else ""
         )
-        for node in ast.walk(function)
+        for node in spawn_site.walk(function)
     )
 
 
@@ -268,10 +273,9 @@ def _not_random(tree: ast.Module) -> frozenset[str]:
     bound = spawn_site.imported(tree)
     return frozenset(
         ast.unparse(target)
-        for node in spawn_site.walk(tree)
-        if isinstance(node, ast.Assign)
-        and isinstance(node.value, ast.Call)
-        and (ast.unparse(node.value.func).endswith("MpModelWrapper") or _metric(node.value, bound))
+        for node in spawn_site.of_type(tree, (ast.Assign,))
+        if isinstance(node.value, ast.Call)
+        and (_spelt(node.value.func).endswith("MpModelWrapper") or _metric(node.value, bound))
         for target in node.targets
     )
 

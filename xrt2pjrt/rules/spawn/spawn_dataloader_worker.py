@@ -86,8 +86,8 @@ def _worker_init_code(tree: ast.Module | None) -> tuple[tuple[int, int], ...]:
     if tree is None:
         return ()
     given, spans = set(), []
-    for node in spawn_site.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg == "worker_init_fn":
+    for node in spawn_site.of_type(tree, (ast.keyword,)):
+        if node.arg == "worker_init_fn":
             value = node.value
             if isinstance(value, ast.Call) and value.args and ast.unparse(value.func).endswith("partial"):
                 value = value.args[0]

@@ -124,10 +124,8 @@ def _code_after_a_spawn(tree: ast.Module | None) -> bool:
         seen.add(id(holder))
         pending += [
             (spawn_site.function_at(tree, call.lineno), spawn_site.find(tree, call.lineno, ast.unparse(call.func)))
-            for call in ast.walk(tree)
-            if isinstance(call, ast.Call)
-            and _named(call.func) == holder.name
-            and not holder.lineno <= call.lineno <= holder.end_lineno
+            for call in spawn_site.of_type(tree, (ast.Call,))
+            if _named(call.func) == holder.name and not holder.lineno <= call.lineno <= holder.end_lineno
         ]
     return False
 

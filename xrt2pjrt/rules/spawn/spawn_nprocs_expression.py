@@ -247,7 +247,7 @@ def _read_as_count(site: spawn_site.Site | None) -> tuple[str, list[str], list[i
 def _flags(tree: ast.Module) -> dict[str, list[ast.expr]]:
     """The file's reads of flags (:func:`_flag`), by flag."""
     reads: dict[str, list[ast.expr]] = {}
-    for node in spawn_site.walk(tree):
+    for node in spawn_site.of_type(tree, (ast.Attribute, ast.Subscript)):
         if (flag := _flag(node)) and isinstance(node.ctx, ast.Load):
             reads.setdefault(flag, []).append(node)
     return reads
@@ -329,7 +329,7 @@ def _into_unread_parameters(site: spawn_site.Site) -> list[ast.expr]:
     in this file, never reads (``def _mp_fn(index, world_size, backend)`` printing
     xm.xrt_world_size() instead): reading the count only to hand it there is no use of it."""
     fn = site.argument("fn", 0)
-    defined = [f for f in spawn_site.functions(site.scopes[-1]) if isinstance(fn, ast.Name) and f.name == fn.id]
+    defined = spawn_site.defs_named(site.scopes[-1], fn.id) if isinstance(fn, ast.Name) else []
     if len(defined) != 1 or defined[0].args.vararg:
         return []
     parameters = [p.arg for p in (*defined[0].args.posonlyargs, *defined[0].args.args)][1:]  # after the index

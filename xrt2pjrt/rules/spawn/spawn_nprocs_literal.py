@@ -128,12 +128,7 @@ def _replica_counts(tree: ast.Module, count: int) -> list[ast.keyword]:
 def _counts(tree: ast.Module) -> dict[int, list[ast.keyword]]:
     """The ``num_replicas=N`` / ``world_size=N`` keywords of ``tree``, by N."""
     counts: dict[int, list[ast.keyword]] = {}
-    for node in spawn_site.walk(tree):
-        if (
-            isinstance(node, ast.keyword)
-            and node.arg in _REPLICA_KEYWORDS
-            and isinstance(node.value, ast.Constant)
-            and type(node.value.value) is int
-        ):
+    for node in spawn_site.of_type(tree, (ast.keyword,)):
+        if node.arg in _REPLICA_KEYWORDS and isinstance(node.value, ast.Constant) and type(node.value.value) is int:
             counts.setdefault(node.value.value, []).append(node)
     return counts

@@ -399,9 +399,16 @@ def _hands_self(args: cst.BaseExpression) -> bool:
 
 @per_file()  # (once per file: each spawn asks)
 def _starting(tree: ast.Module) -> tuple[str, ...]:
-    """The file's functions whose own code starts the runtime, in the file's order."""
+    """The file's functions whose own code starts the runtime, in the file's order. The walk
+    enters only the nodes on the way down to a call that starts it."""
     bound = spawn_site.imported(tree)
     found: list[str] = []
+    up, toward = spawn_site.parents(tree), set()
+    for node in spawn_site.of_type(tree, (ast.Call,)):
+        if spawn_site.resolved(node.func, bound) in RUNTIME_STARTERS:
+            while node is not None and id(node) not in toward:
+                toward.add(id(node))
+                node = up.get(id(node))
 
     def visit(node: ast.AST, function: str | None) -> None:
         if isinstance(node, ast.Call) and function is not None and function not in found:
@@ -410,14 +417,18 @@ def _starting(tree: ast.Module) -> tuple[str, ...]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # its decorators and default values run where it is defined, its body when it is called
             for part in (*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)):
-                visit(part, function)
+                if id(part) in toward:
+                    visit(part, function)
             for statement in node.body:
-                visit(statement, node.name)
+                if id(statement) in toward:
+                    visit(statement, node.name)
             return
         for child in spawn_site.children(node):
-            visit(child, function)
+            if id(child) in toward:
+                visit(child, function)
 
-    visit(tree, None)
+    if toward:
+        visit(tree, None)
     return tuple(found)
 
 
@@ -437,7 +448,7 @@ class _Calls:
         self.defs: dict[str, list[ast.AST]] = {}
         self.calls_of: dict[str | None, list[ast.Call]] = {}
         self.class_of: dict[ast.AST, ast.ClassDef] = {}  # a statement of a class's body -> the class
-        for node in spawn_site.walk(tree):
+        for node in spawn_site.of_type(tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.defs.setdefault(node.name, []).append(node)
             elif isinstance(node, ast.ClassDef):
@@ -504,12 +515,11 @@ class _Calls:
         each runs (:func:`_called_names`); and its ``if`` statements."""
         own = self._own.get(scope)
         if own is None:
-            nodes = spawn_site.own_nodes(scope)
-            calls = sorted((node for node in nodes if isinstance(node, ast.Call)), key=lambda call: call.lineno)
+            calls = sorted(spawn_site.own_of(self.tree, scope, ast.Call), key=lambda call: call.lineno)
             own = self._own[scope] = (
                 [call.lineno for call in calls],
                 [_called_names(call, self.bound) for call in calls],
-                [node for node in nodes if isinstance(node, ast.If)],
+                spawn_site.own_of(self.tree, scope, ast.If),
             )
         return own
 
