@@ -126,17 +126,17 @@ def _shared_models(tree: ast.Module, spawn: ast.Call) -> list[int]:
         read.id
         for function in spawn_site.functions(tree)
         if function.name in reached
-        for read in _uses(function, models)
+        for read in _uses(tree, function, models)
     }
     return sorted(models[name] for name in used if name in models)
 
 
-def _uses(function: ast.FunctionDef | ast.AsyncFunctionDef, models: dict[str, int]) -> list[ast.Name]:
+def _uses(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, models: dict[str, int]) -> list[ast.Name]:
     """The reads of a module-level model in ``function``'s own code that use the module itself."""
     own = spawn_site.own_nodes(function)
     declared = {name for node in own if isinstance(node, ast.Global) for name in node.names}
     local = set(spawn_site.bindings(function)) - declared  # (the function's own model of that name)
-    parents = {id(child): node for node in own for child in spawn_site.children(node)}
+    parents = spawn_site.parents(tree)
     out = []
     for read in own:
         if not (
