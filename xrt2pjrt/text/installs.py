@@ -13,7 +13,8 @@ migration wrote into the code (rules/install/install_xrt_era_release.py). Choosi
 (torch, torchvision and torch_xla move together; libtpu comes with ``torch_xla[tpu]``) is
 a person's decision, so each such spot is a manual item saying what to install instead.
 libtpu nightlies and cloud-tpu-client are reported only in files that use PyTorch: JAX and
-TensorFlow set-ups install them too.
+TensorFlow set-ups install them too; a libtpu nightly built after October 2023 (the last
+XRT-era torch_xla) is not: it goes with a torch_xla without XRT.
 
 One check (``finding``) serves every place an install can be written: shell commands (and
 so Dockerfile RUN lines, YAML commands, Markdown code blocks and notebook ``!`` lines),
@@ -96,6 +97,9 @@ _TORCH_1_PIN = re.compile(r"(?i)^torch\s*(?:===?|~=|<=?)\s*v?1\.(\d+)")
 _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
 # A nightly from before the 2.1 release (October 2023) predates every release without XRT.
 _LAST_XRT_NIGHTLY = "20231009"
+# A libtpu nightly's date (libtpu_nightly-0.1.dev20241209): one built after that goes with a
+# torch_xla without XRT (a wheel pinned beside a 2.6 nightly is a PJRT-era pair).
+_LIBTPU_NIGHTLY = re.compile(r"(?i)libtpu[-_]nightly[^/]*?dev(\d{8})")
 
 
 def finding(
@@ -108,6 +112,9 @@ def finding(
     a release without XRT at or above it runs that code."""
     instead = _instead(target)
     install = _install(target)
+    libtpu = _LIBTPU_NIGHTLY.search(word)
+    if libtpu and libtpu.group(1) > _LAST_XRT_NIGHTLY:
+        return None
     for pattern, what, torch_only, do, use in _ALWAYS_XRT_ERA:
         if pattern.search(word):
             use = {"install": install_line, "image": image}[use](target) if use else ""

@@ -47,6 +47,8 @@ LEFT_ALONE = [
     "torch-xla==2.9.0",
     "torch_xla>=1.13",
     "torch_xla-nightly+20240601-cp310-cp310-linux_x86_64.whl",
+    # a libtpu nightly built after the last XRT-era torch_xla: a PJRT-era one's pair
+    "https://storage.googleapis.com/libtpu-nightly-releases/wheels/libtpu-nightly/libtpu_nightly-0.1.dev20241209+nightly-py3-none-any.whl",
     "numpy==1.2",
     "torch==1.13.0",
     "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/xla:r2.9.0_3.10_tpuvm",
