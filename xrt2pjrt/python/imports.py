@@ -273,7 +273,7 @@ class _Collector:
                     if line is not None:
                         binding.statements.append(line)
             elif isinstance(small, cst.Assign):
-                if _only_none(small.value) or all(
+                if only_none(small.value) or all(
                     isinstance(target.target, cst.Name) and target.target.value in self.stand_ins
                     for target in small.targets
                 ):
@@ -299,16 +299,16 @@ def torch_xla_imports(statement: cst.CSTNode) -> frozenset[str]:
     )
 
 
-def _only_none(value: cst.BaseExpression) -> bool:
+def only_none(value: cst.BaseExpression) -> bool:
     """``None``, and the ways fallbacks set several names to it: ``None, None``,
     ``[None] * 4`` (PyTorch Lightning 1.3's ``xm, xmp, MpDeviceLoader, rendezvous = [None] * 4``)."""
     if isinstance(value, cst.Name):
         return value.value == "None"
     if isinstance(value, (cst.Tuple, cst.List)):
-        return bool(value.elements) and all(_only_none(element.value) for element in value.elements)
+        return bool(value.elements) and all(only_none(element.value) for element in value.elements)
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
         return any(
-            _only_none(side) and isinstance(other, cst.Integer)
+            only_none(side) and isinstance(other, cst.Integer)
             for side, other in ((value.left, value.right), (value.right, value.left))
         )
     return False

@@ -207,13 +207,14 @@ def made_text(read: ast.expr, tree: ast.Module) -> bool:
     while (parent := up.get(id(node))) is not None and not isinstance(parent, ast.stmt):
         if isinstance(parent, ast.JoinedStr):
             return True
-        if isinstance(parent, ast.Call) and node is not parent.func and _called_name(parent.func) in _AS_TEXT:
+        if isinstance(parent, ast.Call) and node is not parent.func and called_name(parent.func) in _AS_TEXT:
             return True
         node = parent
     return False
 
 
-def _called_name(func: ast.expr) -> str | None:
+def called_name(func: ast.expr) -> str | None:
+    """The name a call of ``func`` calls by: ``f`` of ``f(x)`` and of ``obj.f(x)``."""
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 

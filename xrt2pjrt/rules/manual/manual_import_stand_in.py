@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xrt2pjrt.python.imports import torch_xla_imports
+from xrt2pjrt.python.imports import only_none, torch_xla_imports
 from xrt2pjrt.python.renames import RENAMES
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.registry import Example, dedent
@@ -69,7 +69,7 @@ class ImportStandIn(PythonRule):
             for line in handler.body.body
             if isinstance(line, cst.SimpleStatementLine)
             for small in line.body
-            if isinstance(small, cst.Assign) and not (isinstance(small.value, cst.Name) and small.value.value == "None")
+            if isinstance(small, cst.Assign) and not only_none(small.value)
             for target in small.targets
             if isinstance(target.target, cst.Name) and target.target.value in imported
         ]

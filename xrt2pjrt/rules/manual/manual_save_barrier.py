@@ -215,7 +215,7 @@ class _Reads:
         self.calls: dict[str | None, list[tuple[ast.AST, ast.Call]]] = {}
         for scope in (tree, *spawn_site.functions(tree)):
             for call in spawn_site.own_of(tree, scope, ast.Call):
-                self.calls.setdefault(_called_name(call.func), []).append((scope, call))
+                self.calls.setdefault(spawn_site.called_name(call.func), []).append((scope, call))
         self._scopes: dict[ast.AST, tuple[list[int], list[tuple[int, int]]]] = {}
         self._after_calls: dict[str, bool] = {}
 
@@ -255,10 +255,6 @@ class _Reads:
 
 
 def _is_read(call: ast.Call) -> bool:
-    name = _called_name(call.func)
+    name = spawn_site.called_name(call.func)
     base = call.func.value if isinstance(call.func, ast.Attribute) else None
     return bool(name and _READS.match(name)) and not (isinstance(base, ast.Name) and base.id in _NOT_SAVED_FILES)
-
-
-def _called_name(func: ast.expr) -> str | None:
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None

@@ -457,7 +457,7 @@ class _Calls:
                 )
                 self.class_of.update(dict.fromkeys(node.body, node))
             elif isinstance(node, ast.Call):
-                self.calls_of.setdefault(_callee(node), []).append(node)
+                self.calls_of.setdefault(spawn_site.called_name(node.func), []).append(node)
         self._own: dict[ast.AST, tuple[list[int], list[list[str]], list[ast.If]]] = {}
         self._called: dict[str, set[str]] = {}
         self._outside_main: set[str] | None = None
@@ -570,11 +570,6 @@ def _within(block: list[ast.stmt], line: int) -> bool:
     return bool(block) and block[0].lineno <= line <= block[-1].end_lineno
 
 
-def _callee(call: ast.Call) -> str | None:
-    func = call.func
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-
-
 def _called_names(call: ast.Call, bound: dict[str, str]) -> list[str]:
     """The names ``call`` runs now: its callee's, and the functions it hands to a call that
     runs them in this process (absl's ``app.run(main)``)."""
@@ -583,4 +578,4 @@ def _called_names(call: ast.Call, bound: dict[str, str]) -> list[str]:
         if (spawn_site.resolved(call.func, bound) in _IN_PROCESS)
         else []
     )
-    return [name for name in (_callee(call), *handed) if name]
+    return [name for name in (spawn_site.called_name(call.func), *handed) if name]
