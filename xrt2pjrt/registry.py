@@ -274,7 +274,7 @@ class Options:
     # the device settings it writes into os.environ reach no torch_xla (mixed/notebook.py).
     xla_unreached: bool = False
     # Whether the file is a notebook saved for a GPU runtime (its metadata's accelerator), where
-    # a Colab TPU runtime's COLAB_TPU_ADDR was never set, under XRT either.
+    # a Colab TPU runtime's COLAB_TPU_ADDR was never set, under XRT either (mixed/notebook.py).
     gpu_runtime: bool = False
     # Whether the file runs Colab's pytorch-xla-env-setup.py (a notebook's cell after the one
     # that downloads it); None: the text at hand tells (runs_setup_script).
@@ -316,15 +316,12 @@ class Options:
             self,
             torch_file=self.uses_torch(text),
             setup_script_run=self.runs_setup_script(text),
-            gpu_runtime=bool(_GPU_RUNTIME.search(text)),
         )
 
 
 # What makes a file PyTorch's: JAX and TensorFlow set-ups install libtpu nightlies and
 # cloud-tpu-client too, and TensorFlow's Colab notebooks read COLAB_TPU_ADDR.
 _TORCH = re.compile(r"(?i)torch|XRT_|xla_dist")
-# A notebook's accelerator: Colab's "GPU", Kaggle's "gpu" or "nvidiaTeslaT4".
-_GPU_RUNTIME = re.compile(r'"accelerator"\s*:\s*"(?:GPU|gpu|nvidia\w*)"')
 # Colab's set-up script run (its download is the other step: text/installs.py).
 _RUNS_SETUP_SCRIPT = re.compile(r"\b(?:python[\d.]*|sh|bash)\s+\S*env-setup\.py\b")
 

@@ -130,15 +130,13 @@ _COMMAND = re.compile(r"(?:export|conda|source|python3?|pip3?|gcloud|docker|sudo
 def _inline_commands(text: str) -> list[tuple[int, str]]:
     """(offset, text) of each inline code span outside the code blocks that reads as a command,
     whole: one with ``...`` in it is the prose's sketch of a command, not one to copy."""
-    spans = [(b.start, b.end) for b in _fenced(text) + _rst(text) + _indented(text)]
-    return [
-        (m.start(2), m.group(2))
+    found = [
+        m
         for m in _INLINE_CODE.finditer(text)
-        if _COMMAND.match(m.group(2))
-        and "..." not in m.group(2)
-        and rewriters.trigger_for("shell").search(m.group(2))
-        and not any(start <= m.start() < end for start, end in spans)
+        if _COMMAND.match(m.group(2)) and "..." not in m.group(2) and rewriters.trigger_for("shell").search(m.group(2))
     ]
+    spans = [(b.start, b.end) for b in _fenced(text) + _rst(text) + _indented(text)] if found else []
+    return [(m.start(2), m.group(2)) for m in found if not any(start <= m.start() < end for start, end in spans)]
 
 
 def _indented_again(original: str, body: str, new: str, margin: str) -> str:

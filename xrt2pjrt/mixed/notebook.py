@@ -27,6 +27,8 @@ from xrt2pjrt.rewriters import Outcome, SourceError
 from xrt2pjrt.mixed import magics, markdown
 from xrt2pjrt.recorder import Edit, Recorder, merge_into
 
+# A notebook's accelerator: Colab's "GPU", Kaggle's "gpu" or "nvidiaTeslaT4".
+_GPU_RUNTIME = re.compile(r'"accelerator"\s*:\s*"(?:GPU|gpu|nvidia\w*)"')
 # What makes a notebook's os.environ reach torch_xla: a cell using it, or a process it starts.
 _REACHES_XLA = re.compile(r'torch_xla|xla_dist|subprocess|os\.system|Popen|%run|%%(?:bash|sh|script)|"!|\\n!')
 
@@ -55,7 +57,11 @@ def rewrite(text: str, options: Options) -> Outcome:
         raise SourceError(f"not a notebook: {exc}", exc.line, exc.column) from None
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise SourceError(f"not a notebook: {exc}", 1) from None
-    options = replace(options.in_file(text), xla_unreached=not _REACHES_XLA.search(text))
+    options = replace(
+        options.in_file(text),
+        xla_unreached=not _REACHES_XLA.search(text),
+        gpu_runtime=bool(_GPU_RUNTIME.search(text)),
+    )
     rec = Recorder(text, options)
     ascii_only = "\\u" in text and text.isascii()
     python = _kernel_cells(cells)

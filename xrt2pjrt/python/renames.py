@@ -268,8 +268,8 @@ def _only_shown(ctx, node: cst.Call) -> bool:
     func = cst.Module([]).code_for_node(node.func)
     calls = [
         call
-        for call in spawn_site.walk(tree)
-        if isinstance(call, ast.Call) and call.lineno == ctx.line and ast.unparse(call.func) == func
+        for call in spawn_site.of_type(tree, (ast.Call,))
+        if call.lineno == ctx.line and ast.unparse(call.func) == func
     ]
     return bool(calls) and all(_shown(call, tree) for call in calls)
 
