@@ -186,6 +186,10 @@ def _counts_read(source: str) -> list:
         "    subprocess.run(['torchrun', f'--nproc_per_node={per_node}', opts.script])\n\n"
         "def tpu_launch(opts):\n    if opts.procs == 1:\n        print('one core')\n"
         "    xmp.spawn(Runner(opts.script), args=(), nprocs=opts.procs)\n",
+        # a tuning project: the count only bounds a queue the replicas' producers fill
+        "import torch.multiprocessing as mp\n\ndef _mp_fn(index, opts, queue):\n    pass\n\n"
+        "def main(opts):\n    queue = mp.Queue(maxsize=opts.procs * opts.batch_size)\n"
+        "    xmp.spawn(_mp_fn, args=(opts, queue), nprocs=opts.procs)\n",
     ],
 )
 def test_a_count_no_code_on_the_replicas_path_reads_as_a_number_is_not_reported(source):

@@ -10,9 +10,9 @@ which need not match the flag on another TPU, so such reads stay an item, under 
 where it is called is not rewritten.
 
 A count is reported as read on evidence only: the count itself handed to the spawned function
-(args=), or a read that uses it as a number (not printed, made text for a command line, or
-compared with 1) in module-level code, in the function that spawns, or in the code the spawned
-function reaches in this file; not when it is handed as it is to a function the file imports
+(args=), or a read that uses it as a number (not printed, made text for a command line,
+compared with 1, or a queue's bound) in module-level code, in the function that spawns, or in
+the code the spawned function reaches in this file; not when it is handed as it is to a function the file imports
 from code neither torch's, numpy's nor Python's, by position or by a keyword naming no count (a
 project's helper scaling a learning rate by it under a flag the call leaves off). A count handed
 to a spawned function of another module (or the caller's: a library's ``spawn(fn)``) is not
@@ -281,15 +281,23 @@ def _on_the_replicas_path(site: spawn_site.Site, tree: ast.Module, read: ast.exp
     )
 
 
+# Keywords that bound a buffer (queue.Queue, multiprocessing's Queue, collections.deque).
+_BOUNDS = frozenset({"maxsize", "maxlen"})
+
+
 def _read_as_a_number(read: ast.expr, tree: ast.Module) -> bool:
     """Whether ``read`` uses the count as a number: not when it is printed, made text (a
-    flag of the command line handed on, ``str(args.num_cores)``, an f-string), or only
-    compared with 1 (one process or several: the rewritten spawn keeps that meaning)."""
+    flag of the command line handed on, ``str(args.num_cores)``, an f-string), only
+    compared with 1 (one process or several: the rewritten spawn keeps that meaning), or
+    only bounds a buffer (``mp.Queue(maxsize=nprocs * batch)``: any bound works, a wrong one
+    only makes producers wait sooner or later)."""
     if spawn_site.made_text(read, tree):
         return False
     parents = spawn_site.parents(tree)
     node = read
     while (parent := parents.get(id(node))) is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.keyword) and parent.arg in _BOUNDS:
+            return False
         if (
             isinstance(parent, ast.Compare)
             and len(parent.comparators) == 1
