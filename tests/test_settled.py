@@ -132,6 +132,14 @@ FIXED_AS_ADVISED = {
         "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n"
         "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
     ),
+    "manual-replica-model": (
+        "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index):\n    model = Net().to(device)\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\n"
+        "xmp.spawn(_mp_fn, start_method='fork')\n",
+        "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index):\n    model = Net().to(device)\n    xm.broadcast_master_param(model)\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\nxmp.spawn(_mp_fn, start_method='fork')\n",
+    ),
     "manual-send-cpu-data-tensor": (
         HEAD + "c = xm.send_cpu_data_to_device(c, device)\nprint(c.shape)\n",
         HEAD + "c = xm.send_cpu_data_to_device(c, device)[0]\nprint(c.shape)\n",

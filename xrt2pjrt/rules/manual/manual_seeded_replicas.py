@@ -154,9 +154,9 @@ class SeededReplicas(PythonRule):
         built = function is not None and _moved_after(ctx.tree, function, ctx.line)
         if (
             built
-            and (in_replicas_code(ctx) or _spawned_elsewhere(ctx.tree, ctx.line))
-            and not _broadcasts(ctx.tree)
-            and not _broadcast_after(function, ctx.line)
+            and (in_replicas_code(ctx) or spawned_elsewhere(ctx.tree, ctx.line))
+            and not broadcasts(ctx.tree)
+            and not broadcast_after(function, ctx.line)
             and not _per_replica(ctx.tree, function, node)
         ):
             # (the report quotes the line the call goes after: where the model is built)
@@ -167,7 +167,7 @@ class SeededReplicas(PythonRule):
 
 
 @per_file()  # (asked at each seeding call of the file)
-def _broadcasts(tree: ast.Module) -> bool:
+def broadcasts(tree: ast.Module) -> bool:
     """Whether the file calls broadcast_master_param (its TODO line, which names it, is no call)."""
     return any(
         (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
@@ -180,7 +180,7 @@ def _broadcasts(tree: ast.Module) -> bool:
 SPAWNED_ELSEWHERE = "_mp_fn"
 
 
-def _spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
+def spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
     """Whether ``line`` is in a module-level ``_mp_fn`` (or what it calls) of a file that spawns
     nothing itself: another module's spawn runs it in the replicas."""
     if (
@@ -240,7 +240,7 @@ def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
     return statement.end_lineno
 
 
-def _broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
+def broadcast_after(function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> bool:
     """Whether ``function`` calls a broadcast of its own below ``line`` (``utils.broadcast_master_model(model)``,
     an all-reduce of replica 0's parameters): the models are made equal, as broadcast_master_param does."""
     return any(

@@ -1,0 +1,267 @@
+"""A model each replica builds and trains, never broadcast, where XRT's replicas drew its weights
+alike: on TPU v2/v3 the two replicas of a PJRT process draw them from one generator, so they
+start from different models; report
+
+Under XRT every replica was a process of its own, and drew the same random weights when its
+generator started the same: forked from the launching process (``start_method='fork'``, the
+notebooks' choice), or seeded alike (a seed at module level, which each spawned process runs,
+or a seed helper of the project's in the replica). PJRT runs a TPU v2/v3 chip's two replicas
+as two threads of one process (pytorch/xla v2.9.0 torch_xla/_internal/pjrt.py:44,
+``_run_thread_per_device``) that draw from the one generator: each gets other numbers, the
+replicas train different models under one averaged gradient, and nothing raises. The upstream
+PJRT guide advises broadcasting replica 0's parameters (docs/source/learn/_pjrt.md:246):
+``xm.broadcast_master_param(model)`` (2.1+) once the model is built. On TPU v4 and later each
+process runs one replica, as under XRT.
+
+Reported at the optimizer (``torch.optim``'s, transformers' AdamW) that a function of the
+replicas' code hands ``model.parameters()`` to, on evidence from the file: ``model`` is built
+there by a call (not a copy, not an ``MpModelWrapper``'s ``.to``: manual-mp-model-wrapper's),
+from no pretrained weights nor a checkpoint (the same in every replica), not wrapped in DDP
+(which broadcasts rank 0's parameters) or FSDP (whose shards are each one replica's), nothing
+in the file broadcasts, and the replicas drew alike under XRT as above. Spawned the default
+way (a fresh interpreter per replica, seeded at random) and never seeded, XRT's replicas built
+different models too: nothing the code relied on changes. A replica that calls
+torch.manual_seed is manual-seeded-replicas' spot, and a seed of the replica's number made
+XRT's replicas differ on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from xrt2pjrt.python import spawn_site
+from xrt2pjrt.python.rule import PythonRule, code
+from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, reads_replica_number, spawn_calls
+from xrt2pjrt.registry import Example, dedent
+from xrt2pjrt.rules.manual.manual_seeded_replicas import broadcast_after, broadcasts, spawned_elsewhere
+
+_TWO_GENERATORS = (
+    "on TPU v2/v3 a PJRT process runs two replicas as threads drawing from one RNG, so the model "
+    "each builds gets other weights, where XRT's processes drew alike ({alike}): call "
+    "xm.broadcast_master_param(model) once it is built"
+)
+# What a built module goes through on its way to the optimizer: ``Net().to(device).train()``.
+_MOVES = frozenset({"to", "cuda", "train", "eval", "float", "half", "bfloat16", "double"})
+# Words in a build that say its weights come from somewhere: the same in every replica.
+_LOADED = ("pretrained", "load_state_dict", "torch.load", "load_checkpoint", "deepcopy", "MpModelWrapper")
+# Wrappers that make the replicas' parameters agree (DDP broadcasts rank 0's) or need not (FSDP
+# keeps one shard per replica).
+_WRAPPERS = re.compile(r"\b(\w*FullyShardedDataParallel|FSDP|DistributedDataParallel|DDP)\b")
+
+
+class ReplicaModel(PythonRule):
+    id = "manual-replica-model"
+    fix = "none"
+    statement_words = ("optim",)  # torch.optim.SGD(...), optim.Adam(...): not an alias of the names below
+    summary = "A model each replica builds and trains, never broadcast (v2/v3 threads share one RNG): reported"
+    prefixes = ("torch.optim.",)
+    names = frozenset({"transformers.AdamW", "transformers.optimization.AdamW"})
+    examples = (
+        Example(
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    model = Net().to(xm.xla_device())
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+                xmp.spawn(_mp_fn, start_method='fork')
+            """),
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    model = Net().to(xm.xla_device())
+                    # TODO(xrt2pjrt): call xm.broadcast_master_param(model) [manual-replica-model]
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+                xmp.spawn(_mp_fn, start_method='fork')
+            """),
+            manual=("drawing from one RNG",),
+        ),
+        Example.unchanged(  # spawned the default way and never seeded: XRT's replicas differed too
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    model = Net().to(xm.xla_device())
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+                xmp.spawn(_mp_fn)
+            """),
+        ),
+        Example.unchanged(  # pretrained weights are the same in every replica
+            dedent("""
+                import torch
+                import torch_xla.distributed.xla_multiprocessing as xmp
+                from transformers import BertModel
+
+                def _mp_fn(index):
+                    model = BertModel.from_pretrained('bert-base-uncased').to(device)
+                    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+
+                xmp.spawn(_mp_fn)
+            """),
+        ),
+        Example.unchanged(  # made equal after it is built
+            dedent("""
+                import torch
+                import torch_xla.core.xla_model as xm
+                import torch_xla.distributed.xla_multiprocessing as xmp
+
+                def _mp_fn(index):
+                    model = Net().to(xm.xla_device())
+                    xm.broadcast_master_param(model)
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+                xmp.spawn(_mp_fn, start_method='fork')
+            """),
+        ),
+    )
+
+    def call(self, ctx, node, name):
+        tree = ctx.tree
+        function = tree and spawn_site.function_at(tree, ctx.line)
+        if function is None or not (in_replicas_code(ctx) or spawned_elsewhere(tree, ctx.line)):
+            return node
+        func = code(node.func)
+        optimizer = next(
+            (c for c in spawn_site.of_type(tree, (ast.Call,)) if c.lineno == ctx.line and ast.unparse(c.func) == func),
+            None,
+        )
+        model = optimizer and _trained(function, optimizer)
+        built = model and _built(tree, function, model, optimizer.lineno)
+        alike = (
+            built
+            and not broadcasts(tree)
+            and not broadcast_after(function, built.lineno)
+            and not _loaded_after(function, model)
+            and not _wrapped(tree, function, built)
+            and _drew_alike(tree, function, built.lineno)
+        )
+        if alike:
+            ctx.decide(
+                "call xm.broadcast_master_param(model)",
+                cites=[built.lineno],
+                quoted=1,
+                cited_as="built at ",
+                detail=_TWO_GENERATORS.format(alike=alike),
+            )
+        return node
+
+
+def _trained(function: ast.FunctionDef | ast.AsyncFunctionDef, optimizer: ast.Call) -> str | None:
+    """The name whose ``.parameters()`` (or ``.named_parameters()``) ``optimizer`` is given, as
+    its first argument or ``params=``, or through a name ``function`` binds to them."""
+    given = [*optimizer.args[:1], *(k.value for k in optimizer.keywords if k.arg == "params")]
+    values = list(given)
+    for value in given:
+        if isinstance(value, ast.Name):
+            values += [v for v in spawn_site.bindings(function).get(value.id, ()) if isinstance(v, ast.expr)]
+    for value in values:
+        for node in spawn_site.walk(value):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("parameters", "named_parameters")
+                and isinstance(node.func.value, ast.Name)
+            ):
+                return node.func.value.id
+    return None
+
+
+def _built(
+    tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, model: str, before: int
+) -> ast.expr | None:
+    """The call that builds ``model`` in ``function`` before line ``before`` from random weights:
+    its only bindings there are calls (``Net()``, ``Net().to(device)``) of no pretrained or
+    loaded weights, and the first comes before the optimizer; None otherwise."""
+    values = spawn_site.bindings(function).get(model, [])
+    if not values or not all(isinstance(value, ast.Call) and _fresh(tree, value) for value in values):
+        return None
+    first = min(values, key=lambda value: value.lineno)
+    return first if first.lineno < before else None
+
+
+def _fresh(tree: ast.Module, value: ast.Call) -> bool:
+    """Whether ``value`` builds a module of its own, with no weights loaded: not a copy, not a
+    wrapper's ``.to``, not a pretrained model, nor a function of the file that loads one."""
+    root = value
+    while isinstance(root.func, ast.Attribute) and root.func.attr in _MOVES:
+        if not isinstance(root.func.value, ast.Call):
+            return False  # WRAPPED.to(device), model.to(device): built elsewhere
+        root = root.func.value
+    texts = [ast.unparse(root)]
+    if isinstance(root.func, ast.Name):
+        texts += [ast.unparse(helper) for helper in spawn_site.defs_named(tree, root.func.id)]
+    return not any(word in text for text in texts for word in _LOADED)
+
+
+def _drew_alike(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> str | None:
+    """How XRT's replicas came to draw alike before ``line`` of ``function``, in a few words;
+    None when they did not (spawned the default way, never seeded, or seeded per replica), or
+    when ``function`` calls torch.manual_seed there (manual-seeded-replicas' spot)."""
+    seeds = [
+        node
+        for node in spawn_site.walk(function)
+        if isinstance(node, ast.Call) and node.lineno < line and "seed" in (spawn_site.called_name(node.func) or "")
+    ]
+    if any(spawn_site.called_name(seed.func) == "manual_seed" for seed in seeds) or any(
+        reads_replica_number(tree, function, arg) for seed in seeds for arg in seed.args
+    ):
+        return None
+    if seeds:
+        return "seeded alike in each"
+    if any("seed" in (spawn_site.called_name(node.func) or "") for node in _module_level_calls(tree)):
+        return "each ran the module's seed"
+    for call in spawn_calls(tree):
+        site = spawn_site.Site(call, [tree], [])
+        fn, method = site.argument("fn", 0), site.argument("start_method", 5)
+        if (
+            fn is not None
+            and isinstance(method, ast.Constant)
+            and method.value == "fork"
+            and function.name in reached_from(tree, ast.unparse(fn))
+        ):
+            return "forked from one generator"
+    return None
+
+
+def _module_level_calls(tree: ast.Module) -> list[ast.Call]:
+    """The calls of the module's code outside its ``if __name__ == '__main__':`` blocks: what
+    each spawned process runs when it loads the module."""
+    statements = [
+        statement
+        for statement in tree.body
+        if not (isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))
+    ]
+    return [node for node in spawn_site.nodes_of(statements) if isinstance(node, ast.Call)]
+
+
+def _wrapped(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, built: ast.Call) -> bool:
+    """Whether the replica wraps its model in DDP or FSDP, in ``function`` or the helper that builds it."""
+    texts = [ast.unparse(node) for node in spawn_site.own_nodes(function) if isinstance(node, ast.Call)]
+    root = built
+    while isinstance(root.func, ast.Attribute) and isinstance(root.func.value, ast.Call):
+        root = root.func.value
+    if isinstance(root.func, ast.Name):
+        texts += [ast.unparse(helper) for helper in spawn_site.defs_named(tree, root.func.id)]
+    return any(_WRAPPERS.search(text) for text in texts)
+
+
+def _loaded_after(function: ast.FunctionDef | ast.AsyncFunctionDef, model: str) -> bool:
+    """Whether ``function`` loads weights into ``model`` (``model.load_state_dict(...)``)."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "load_state_dict"
+        and ast.unparse(node.func.value) == model
+        for node in spawn_site.walk(function)
+    )
