@@ -215,6 +215,29 @@ def test_symbolic_links_inside_a_folder_are_counted_and_said(tree, tmp_path):
     assert outside.read_text() == XRT
 
 
+@pytest.mark.parametrize("checkout", [False, True])
+def test_a_copy_of_torch_xla_itself_is_left_as_it_is_and_named(tree, checkout):
+    """issue 32's eighth round: a project holding an unpacked torch_xla 1.10 wheel got 77 items
+    and 27 changes that broke the copy (an import of torch_xla.runtime it lacks)."""
+    library = tree / "sm" / "torch_xla"
+    (library / "core").mkdir(parents=True)
+    (library / "core" / "xla_model.py").write_text("def xrt_world_size(defval=1):\n    return defval\n")
+    (library / "distributed").mkdir()
+    (library / "distributed" / "xla_multiprocessing.py").write_text(XRT + "os.environ['XRT_SHARD_ORDINAL'] = '0'\n")
+    (tree / "sm" / "torch_xla-1.10.0.dist-info").mkdir()
+    (tree / "sm" / "torch_xla-1.10.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\n")
+    if checkout:
+        subprocess.run(["git", "init", "-q", str(tree)], check=True)
+        subprocess.run(["git", "-C", str(tree), "add", "-A"], check=True)
+    before = snapshot(tree / "sm")
+    ran = migrate("--write", tree)
+    assert ran.returncode == 0, ran.stderr
+    assert snapshot(tree / "sm") == before
+    assert "xr.world_size()" in (tree / "train.py").read_text()  # the project's own code is migrated
+    assert "a copy of torch_xla itself, left as it is:" in ran.stderr
+    assert "sm/torch_xla/" in ran.stderr and "sm/torch_xla-1.10.0.dist-info/" in ran.stderr
+
+
 def test_a_symbolic_link_loop_under_a_gitignore_does_not_crash(tree):
     (tree / ".gitignore").write_text("*.log\n")
     (tree / "loop").symlink_to(tree / "loop")

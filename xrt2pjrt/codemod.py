@@ -508,6 +508,12 @@ def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
             f"{discovery.symlinks} symbolic link{'s' * (discovery.symlinks > 1)} inside the folders "
             "not followed (name a link to migrate the file it points to)"
         )
+    if discovery.library_copies:
+        shown = ", ".join(files.quoted(f"{place}/") for place in sorted(discovery.library_copies)[:_NAMED])
+        notes.append(
+            f"a copy of torch_xla itself, left as it is: {shown} (install the 2.9 wheel in its place, "
+            "and carry over only your own changes to it)"
+        )
     holding = _ignored_places_with_xrt_words(discovery.ignored)
     if holding:
         shown = ", ".join(files.quoted(place) for place in holding[:_NAMED])

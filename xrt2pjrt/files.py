@@ -69,6 +69,20 @@ SKIPPED_DIRS = frozenset(
     }
 )
 
+# A copy of torch_xla itself in a project (an unpacked wheel, a vendored package): its files are
+# the library's, which the 2.9 wheel replaces whole; rewriting them breaks the copy (it has no
+# torch_xla.runtime, no sync). Passed over, and named.
+_LIBRARY_FILES = ("core/xla_model.py", "xla_model.py")  # torch_xla 1.x, torch_xla_py before 1.0
+_LIBRARY_METADATA = re.compile(r"torch_xla-[^/]*\.(dist-info|data)")
+
+
+def library_copy(folder: Path) -> bool:
+    """Whether ``folder`` is a copy of torch_xla itself or of its wheel's metadata."""
+    if folder.name in ("torch_xla", "torch_xla_py"):
+        return any((folder / name).is_file() for name in _LIBRARY_FILES)
+    return bool(_LIBRARY_METADATA.fullmatch(folder.name))
+
+
 _SHELL_SHEBANG = re.compile(rb"^#![^\n]*\b(ba|z|k|da)?sh\b")
 _PYTHON_SHEBANG = re.compile(rb"^#![^\n]*\bpython[0-9.]*\b")
 
@@ -128,6 +142,7 @@ class Discovery:
     ignored: list[tuple[Path, Path]] = field(default_factory=list)
     ignored_looks: int = 0  # entries looked at inside ignored folders (none more once past IGNORED_LOOKS)
     stale: list[Path] = field(default_factory=list)  # temporary files an interrupted run left
+    library_copies: list[Path] = field(default_factory=list)  # copies of torch_xla itself, passed over
     listed: list[str] = field(default_factory=list)  # how each checkout's files were listed (said under -v)
 
 
@@ -330,6 +345,7 @@ class _Walk:
                 self._skipped(folder, path.parent, True, tracked)
                 or self.excluded(path, True, tracked)
                 or os.path.isfile(path / "pyvenv.cfg")
+                or self._library_copy(path)
             )
         return self.skipped[path, tracked]
 
@@ -362,7 +378,7 @@ class _Walk:
                     self.out.symlinks += 1
                     continue
                 is_dir = entry.is_dir(follow_symlinks=False)
-                if self.excluded(path, is_dir, False):
+                if self.excluded(path, is_dir, False) or (is_dir and self._library_copy(path)):
                     continue
                 if _ignored(self.real_root / path.relative_to(self.root), is_dir, specs):
                     self._ignored_place(path, is_dir)
@@ -374,6 +390,14 @@ class _Walk:
                         self.out.stale.append(path)
                 else:
                     yield path  # a FIFO or socket too: one a rewriter's kind names is refused when read
+
+    def _library_copy(self, folder: Path) -> bool:
+        """Whether ``folder`` is a copy of torch_xla (:func:`library_copy`), noted once."""
+        if not library_copy(folder):
+            return False
+        if folder not in self.out.library_copies:
+            self.out.library_copies.append(folder)
+        return True
 
     def _ignored_place(self, place: Path, is_dir: bool) -> None:
         """Count the files of a kind migrated here that an ignored file or folder holds."""
