@@ -47,3 +47,24 @@ def test_a_model_used_by_what_the_spawned_function_calls_is_reported():
         "def _mp_fn(index):\n    train(xm.xla_device())\n\nxmp.spawn(_mp_fn)\n"
     )
     assert [m.rule for m in migrate(source).manual if m.rule == "manual-shared-model"] == ["manual-shared-model"]
+
+
+@pytest.mark.parametrize(
+    "outer, replica, reported",
+    [
+        # a helper of the project's: its caller's model, moved in place by the nested replica function
+        ("def pretrain(model, data, cores=8):", "model.train()\n        model.to(xm.xla_device())", True),
+        ("def pretrain(data, cores=8):\n    model = Net()", "opt = make_optimizer(model.parameters())", True),
+        # a tensor's .to is a copy; a model the replica builds, or its own copy, is its own
+        ("def pretrain(batch, cores=8):", "x = batch.to(xm.xla_device())", False),
+        ("def pretrain(data, cores=8):", "model = Net()\n        model.to(xm.xla_device())", False),
+        ("def pretrain(model, cores=8):", "net = copy.deepcopy(model)\n        net.to(xm.xla_device())", False),
+    ],
+)
+def test_a_model_the_spawning_function_holds_for_its_nested_replica_function(outer, replica, reported):
+    source = (
+        _HEAD + f"{outer}\n    def _mp_fn(index):\n        {replica}\n\n"
+        "    xmp.spawn(_mp_fn, nprocs=cores, start_method='fork')\n"
+    )
+    items = [m for m in migrate(source).manual if m.rule == "manual-shared-model"]
+    assert len(items) == reported, source

@@ -16,6 +16,10 @@ only to a model being built (a class of the file based on a ``...Module``,
 ``X.from_pretrained`` of a class named for a model, ``timm.create_model``,
 ``torchvision.models``), which the spawned code moves (``.to``, ``.cuda``), calls, or hands
 to a call (a Trainer, a training loop), or which the spawn's ``args`` hand to the replicas.
+A function that spawns a function nested in it shares what it holds alike: a model it builds
+before the spawn, or one its caller hands it, which the nested function moves in place
+(``model.to(device)`` as a statement of its own: a tensor's ``.to`` returns a copy), trains
+(``.train()``) or hands to an optimizer (``.parameters()``); a fork made each replica a copy.
 A copy the replica makes (``copy.deepcopy(model)``) is its own. Build the model in the
 spawned function instead, then ``xm.broadcast_master_param(model)`` (2.1+) so that every
 replica starts from replica 0's parameters, as the upstream PJRT guide advises for v2/v3
@@ -106,15 +110,18 @@ class SharedModel(PythonRule):
         if in_one_process(ctx.original, name) or ctx.tree is None:
             return node
         call = next((c for c in spawn_calls(ctx.tree) if c.lineno == ctx.line), None)
-        lines = _shared_models(ctx.tree, call) if call is not None else []
+        lines, handed_in = _shared_models(ctx.tree, call) if call is not None else ([], False)
         if lines:
             message = "build the model in each replica"  # (the TODO line: without the cited lines, which move)
-            ctx.decide(message, comment=message, cites=lines, quoted=1, cited_as="built at ", detail=_ONE_MODULE)
+            cited = "handed in at " if handed_in else "built at "
+            ctx.decide(message, comment=message, cites=lines, quoted=1, cited_as=cited, detail=_ONE_MODULE)
         return node
 
 
-def _shared_models(tree: ast.Module, spawn: ast.Call) -> list[int]:
-    """The lines of the module-level models that ``spawn``'s replicas use."""
+def _shared_models(tree: ast.Module, spawn: ast.Call) -> tuple[list[int], bool]:
+    """The lines of the models that ``spawn``'s replicas use and the launching process built:
+    module-level ones, and those the function that spawns holds for a function nested in it;
+    and whether all of them are that function's parameters (its caller built them)."""
     site = spawn_site.Site(spawn, [tree], [])
     fn, args = site.argument("fn", 0), site.argument("args", 1)
     reached = reached_from(tree, ast.unparse(fn)) if fn is not None else set()
@@ -122,13 +129,53 @@ def _shared_models(tree: ast.Module, spawn: ast.Call) -> list[int]:
         arg.id for arg in (args.elts if isinstance(args, (ast.Tuple, ast.List)) else []) if isinstance(arg, ast.Name)
     }
     models = _models(tree)
-    used = handed | {
-        read.id
-        for function in spawn_site.functions(tree)
-        if function.name in reached
-        for read in _uses(tree, function, models)
+    outer = spawn_site.function_at(tree, spawn.lineno)
+    held = _held_models(tree, outer, spawn.lineno) if outer is not None else {}
+    lines = {models[name] for name in handed if name in models}
+    for function in spawn_site.functions(tree):
+        if function.name not in reached:
+            continue
+        nested = outer is not None and function is not outer and outer.lineno < function.lineno <= outer.end_lineno
+        for read in _uses(tree, function, models):
+            lines.add(models[read.id])
+        for read in _moved_in_place(function, held) if nested else []:
+            lines.add(held[read.id])
+    return sorted(lines), outer is not None and lines == {outer.lineno}
+
+
+def _held_models(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, before: int) -> dict[str, int]:
+    """What ``function`` binds before line ``before`` that may be a model, with its line: its
+    parameters (a caller's model), and the names it binds only to a model being built."""
+    out = {
+        arg.arg: function.lineno for arg in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
     }
-    return sorted(models[name] for name in used if name in models)
+    bound, modules = spawn_site.imported(tree), _module_classes(tree)
+    for name, values in spawn_site.bindings(function).items():
+        if values and all(isinstance(v, ast.expr) and _builds_model(v, bound, modules) for v in values):
+            first = min(v.lineno for v in values)
+            if first < before:
+                out[name] = first
+    return out
+
+
+def _moved_in_place(function: ast.FunctionDef | ast.AsyncFunctionDef, held: dict[str, int]) -> list[ast.Name]:
+    """The reads in ``function``'s own code, of names it does not bind, that use a module in
+    place: ``model.to(device)`` as a statement of its own (a tensor's ``.to`` returns a copy,
+    so discarding it is a module's move), ``model.train()``, ``model.parameters()``."""
+    local = set(spawn_site.bindings(function))
+    out = []
+    for node in spawn_site.own_nodes(function):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value
+        if not (isinstance(owner, ast.Name) and owner.id in held and owner.id not in local):
+            continue
+        if node.func.attr in ("train", "parameters", "named_parameters") or (
+            node.func.attr in ("to", "cuda")
+            and any(isinstance(s, ast.Expr) and s.value is node for s in spawn_site.own_nodes(function))
+        ):
+            out.append(owner)
+    return out
 
 
 def _uses(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, models: dict[str, int]) -> list[ast.Name]:
@@ -161,17 +208,22 @@ def _copies(func: ast.expr) -> bool:
 @per_file()
 def _models(tree: ast.Module) -> dict[str, int]:
     """Module-level names bound only to a model being built, with the line of (the first) binding."""
-    bound = spawn_site.imported(tree)
-    modules = {
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith("Module") for base in node.bases)
-    }
+    bound, modules = spawn_site.imported(tree), _module_classes(tree)
     out = {}
     for name, values in spawn_site.bindings(tree).items():
         if values and all(isinstance(v, ast.expr) and _builds_model(v, bound, modules) for v in values):
             out[name] = min(v.lineno for v in values)
     return out
+
+
+@per_file()
+def _module_classes(tree: ast.Module) -> set[str]:
+    """The module-level classes of the file based on a ``...Module``."""
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith("Module") for base in node.bases)
+    }
 
 
 def _builds_model(value: ast.expr, bound: dict[str, str], modules: set[str]) -> bool:
