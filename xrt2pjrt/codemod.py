@@ -511,8 +511,8 @@ def notes_on(discovery: files.Discovery, write: bool) -> list[str]:
     if discovery.library_copies:
         shown = ", ".join(files.quoted(f"{place}/") for place in sorted(discovery.library_copies)[:_NAMED])
         notes.append(
-            f"a copy of torch_xla itself, left as it is: {shown} (install the 2.9 wheel in its place, "
-            "and carry over only your own changes to it)"
+            f"a copy of torch_xla itself: the files its releases ship are left as they are: {shown} "
+            "(install the 2.9 wheel in its place; files of your own in it are migrated)"
         )
     holding = _ignored_places_with_xrt_words(discovery.ignored)
     if holding:

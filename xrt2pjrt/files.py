@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import functools
 import fcntl
 import hashlib
 import io
@@ -69,18 +70,25 @@ SKIPPED_DIRS = frozenset(
     }
 )
 
-# A copy of torch_xla itself in a project (an unpacked wheel, a vendored package): its files are
-# the library's, which the 2.9 wheel replaces whole; rewriting them breaks the copy (it has no
-# torch_xla.runtime, no sync). Passed over, and named.
+# A copy of torch_xla itself in a project (an unpacked wheel, a vendored package): the files
+# its releases ship are the library's, which the 2.9 wheel replaces whole, and rewriting them
+# breaks the copy (it has no torch_xla.runtime, no sync): they are passed over, and the copy
+# named; files of the project's own beside them are migrated. A wheel's metadata goes whole.
 _LIBRARY_FILES = ("core/xla_model.py", "xla_model.py")  # torch_xla 1.x, torch_xla_py before 1.0
 _LIBRARY_METADATA = re.compile(r"torch_xla-[^/]*\.(dist-info|data)")
+SHIPPED = Path(__file__).with_name("library_files.txt")  # (tools/library_files.py)
 
 
 def library_copy(folder: Path) -> bool:
-    """Whether ``folder`` is a copy of torch_xla itself or of its wheel's metadata."""
-    if folder.name in ("torch_xla", "torch_xla_py"):
-        return any((folder / name).is_file() for name in _LIBRARY_FILES)
-    return bool(_LIBRARY_METADATA.fullmatch(folder.name))
+    """Whether ``folder`` is a copy of the torch_xla package (``torch_xla_py`` before 1.0)."""
+    return folder.name in ("torch_xla", "torch_xla_py") and any((folder / name).is_file() for name in _LIBRARY_FILES)
+
+
+@functools.cache
+def shipped() -> frozenset[str]:
+    """The files torch_xla's releases ship, relative to its package folder."""
+    lines = SHIPPED.read_text(encoding="utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
 
 
 _SHELL_SHEBANG = re.compile(rb"^#![^\n]*\b(ba|z|k|da)?sh\b")
@@ -224,6 +232,7 @@ class _Walk:
     def __init__(self, root: Path, excluded: Excluded, out: Discovery):
         self.root, self.real_root, self.excluded, self.out = root, root.resolve(), excluded, out
         self.skipped: dict[tuple[Path, bool], bool] = {}  # (folder, tracked): excluded or a virtualenv
+        self.packages: dict[Path, bool] = {}  # folder: a copy of the torch_xla package
 
     def files(self):
         if any(os.path.lexists(folder / ".git") for folder in (self.real_root, *self.real_root.parents)):
@@ -330,7 +339,7 @@ class _Walk:
         elif _TEMPORARY.fullmatch(path.name):
             if _unlocked(path):
                 self.out.stale.append(path)
-        else:
+        elif not self._library_file(path):
             yield path
 
     def _skipped(self, folder: Path, path: Path, is_dir: bool, tracked: bool) -> bool:
@@ -345,7 +354,7 @@ class _Walk:
                 self._skipped(folder, path.parent, True, tracked)
                 or self.excluded(path, True, tracked)
                 or os.path.isfile(path / "pyvenv.cfg")
-                or self._library_copy(path)
+                or self._library_metadata(path)
             )
         return self.skipped[path, tracked]
 
@@ -378,7 +387,9 @@ class _Walk:
                     self.out.symlinks += 1
                     continue
                 is_dir = entry.is_dir(follow_symlinks=False)
-                if self.excluded(path, is_dir, False) or (is_dir and self._library_copy(path)):
+                if self.excluded(path, is_dir, False) or (
+                    self._library_metadata(path) if is_dir else self._library_file(path)
+                ):
                     continue
                 if _ignored(self.real_root / path.relative_to(self.root), is_dir, specs):
                     self._ignored_place(path, is_dir)
@@ -391,12 +402,26 @@ class _Walk:
                 else:
                     yield path  # a FIFO or socket too: one a rewriter's kind names is refused when read
 
-    def _library_copy(self, folder: Path) -> bool:
-        """Whether ``folder`` is a copy of torch_xla (:func:`library_copy`), noted once."""
-        if not library_copy(folder):
-            return False
-        if folder not in self.out.library_copies:
-            self.out.library_copies.append(folder)
+    def _library_metadata(self, folder: Path) -> bool:
+        """Whether ``folder`` is the metadata of an unpacked torch_xla wheel, noted once."""
+        return bool(_LIBRARY_METADATA.fullmatch(folder.name)) and self._noted(folder)
+
+    def _library_file(self, path: Path) -> bool:
+        """Whether ``path`` is a file torch_xla ships, in a copy of it (its folder noted once)."""
+        for folder in path.parents:
+            if folder in self.packages:
+                found = self.packages[folder]
+            else:
+                found = self.packages[folder] = library_copy(folder)
+            if found:
+                return path.relative_to(folder).as_posix() in shipped() and self._noted(folder)
+            if folder == self.root:
+                return False
+        return False
+
+    def _noted(self, copy: Path) -> bool:
+        if copy not in self.out.library_copies:
+            self.out.library_copies.append(copy)
         return True
 
     def _ignored_place(self, place: Path, is_dir: bool) -> None:
