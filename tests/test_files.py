@@ -128,3 +128,26 @@ def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
         files.write_atomic(target, b"replacement\n")
     assert target.read_bytes() == b"original\n"
     assert os.listdir(tmp_path) == ["train.py"]
+
+
+# Extensionless files with no shebang, as the held-back counts of issue 32 found them: runbooks
+# of commands and files meant to be sourced are shell; other extensionless texts are not.
+_XLA_DIST = "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME -- python3 train.py\n"
+
+
+@pytest.mark.parametrize(
+    "name, text, kind",
+    [
+        ("tpu_runbook", f"gcloud compute tpus create t --version=pytorch-1.8\n\n-----\n\n{_XLA_DIST}", "shell"),
+        ("set_tpu_env", 'export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\n', "shell"),
+        # not shell: a Pipfile, a Python script, notes in prose, a log, a Dockerfile or Makefile by another name
+        ("Pipfile", '[packages]\ntorch = "==1.8.1"\ntorch_xla = "*"\n', None),
+        ("train", "import torch_xla.core.xla_model as xm\nprint(xm.xrt_world_size())\n", None),
+        ("NOTES", f"Run it from the VM, it won't work elsewhere:\n{_XLA_DIST}", None),
+        ("run_log", "2021-03-01 12:00 INFO XRT_TPU_CONFIG=tpu_worker;0;10.0.0.2:8470\n", None),
+        ("tpu_docker", f"FROM gcr.io/tpu-pytorch/xla:r1.8\nRUN {_XLA_DIST}", None),
+        ("Makefile", f"train:\n\t{_XLA_DIST}", None),
+    ],
+)
+def test_an_extensionless_file_is_shell_when_it_runs_xrt_era_commands(tmp_path, name, text, kind):
+    assert files.kind_of(_touch(tmp_path / name, text)) == kind

@@ -34,6 +34,7 @@ import io
 import itertools
 import os
 import re
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -118,7 +119,7 @@ def kind_of(path: Path) -> str | None:
     if suffix in (".txt", ".in") and ("requirements" in name.lower() or "constraints" in name.lower()):
         return "requirements"
     if suffix == "":
-        return _kind_from_shebang(path)
+        return _kind_from_shebang(path) or _sniffed_shell(path)
     return None
 
 
@@ -134,6 +135,44 @@ def _kind_from_shebang(path: Path) -> str | None:
     if _PYTHON_SHEBANG.match(head):
         return "python"
     return None
+
+
+# An extensionless file with no shebang can still be shell: a runbook of commands copied to a
+# terminal, a file meant to be ``source``d (``export XRT_TPU_CONFIG=...``). One is taken for
+# shell when a line of it is a command of the kind a shell rule acts on (``export``, ``python3
+# -m torch_xla...``, ``gcloud``), holding a word such a rule acts on, and bash reads the whole
+# as a script (``bash -n`` parses, it runs nothing): Python, prose and logs fail that. A
+# Pipfile's ``torch = "*"`` or CODEOWNERS' ``/src/ @owner`` pass bash but start no such command;
+# Makefiles and Dockerfiles under other names are not shell.
+_NOT_SCRIPTS = frozenset({"makefile", "gnumakefile", "procfile", "jenkinsfile", "vagrantfile", "justfile"})
+_RUNBOOK_COMMAND = re.compile(r"[ \t]*(export|python[0-9.]*|gcloud|pip3?|conda|source|sudo|bash|nohup|env)[ \t]")
+_DOCKERFILE = re.compile(r"\s*(#[^\n]*\n\s*)*(FROM|ARG)\s", re.IGNORECASE)
+_SNIFFED_BYTES = 64 * 1024  # a runbook is short; a longer file without a shebang is left out
+
+
+def _sniffed_shell(path: Path) -> str | None:
+    from xrt2pjrt import rewriters  # (files is imported before the rule index is needed)
+
+    bash = shutil.which("bash")
+    if bash is None or path.name.lower() in _NOT_SCRIPTS:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # never waits on a FIFO
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(_SNIFFED_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text or len(data) > _SNIFFED_BYTES or "\0" in text or _DOCKERFILE.match(text):
+        return None
+    words = rewriters.trigger_for("shell")
+    if not any(_RUNBOOK_COMMAND.match(line) and words.search(line) for line in text.splitlines()):
+        return None
+    try:
+        parsed = subprocess.run([bash, "-n"], input=data, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return "shell" if parsed.returncode == 0 else None
 
 
 @dataclass
