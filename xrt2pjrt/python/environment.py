@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import ClassVar
 
 import libcst as cst
 
@@ -58,6 +59,13 @@ ENVIRON = "os.environ"
 # callee -> the position of the variable's name; torch_xla's own reader too (Lightning's
 # XLA environment read getenv_as(xenv.HOST_ORDINAL, int, 0))
 _READS = {f"{ENVIRON}.get": 0, "os.getenv": 0, f"{ENVIRON}.pop": 0, "torch_xla.utils.utils.getenv_as": 0}
+# Where each read takes the value it falls back on when nothing sets the variable.
+_DEFAULTS = {
+    f"{ENVIRON}.get": ("default", 1),
+    "os.getenv": ("default", 1),
+    f"{ENVIRON}.pop": ("default", 1),
+    "torch_xla.utils.utils.getenv_as": ("defval", 2),
+}
 _WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
 
 
@@ -73,6 +81,8 @@ Write = tuple[Setting | None, Advice | None]
 class EnvRule(PythonRule):
     words = ("XRT_", "xenv", *UNPREFIXED)
     nodes = (cst.Assign, cst.Call, cst.Subscript, cst.Dict, cst.Comparison, cst.Del)
+    # False: a read with a fallback of its own (``os.environ.get(K, '1')``) needs nothing.
+    asks_reads_with_a_default: ClassVar[bool] = True
 
     def handles(self, variable: str) -> bool:
         raise NotImplementedError
@@ -215,7 +225,12 @@ class EnvRule(PythonRule):
         if callee in _READS:
             hit = argument(updated, "key", 0)
             variable = hit and self._key(ctx, hit[1].value)
-            if variable and not self._said_where_written(ctx, variable):
+            defaulted = argument(updated, *_DEFAULTS[callee]) is not None
+            if (
+                variable
+                and not self._said_where_written(ctx, variable)
+                and (self.asks_reads_with_a_default or not defaulted)
+            ):
                 self._ask(ctx, self.read(variable))
             return updated
         if callee == f"{ENVIRON}.update" or _builds_an_environment(ctx, updated):

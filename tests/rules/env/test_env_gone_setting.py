@@ -49,3 +49,17 @@ def test_a_yaml_env_entry_goes_and_the_rest_stays():
     outcome = yaml_rewriter.rewrite(text, Options(rules=frozenset(all_rules())))
     assert outcome.text == "env:\n  - name: PJRT_DEVICE\n    value: TPU\ncommand: [python3, train_torch.py]\n"
     assert [f.rule for f in outcome.changes] == ["env-shell-gone-setting"]
+
+
+def test_a_read_with_a_fallback_of_its_own_is_no_item():
+    """issue 32's ninth round: a project's patched copy of torch_xla 1.x's xla_dist.py reads the
+    heartbeat settings it defines, each with a default; a read with none is still asked about."""
+    outcome = migrate("""\
+        import os
+        import torch_xla.utils.utils as xu
+        timeout = xu.getenv_as('XLA_UNEVEN_HEARTBEAT_TIMEOUT', int, 900)
+        log = xu.getenv_as('XLA_DEBUG_LOG_HEARTBEATS', bool, defval=False)
+        trim = os.getenv('XLA_TRIM_GRAPH_SIZE', '100000')
+        fraction = os.environ['PJRT_ALLOCATOR_FRACTION']
+        """)
+    assert [(f.line, f.rule) for f in outcome.manual] == [(6, "env-gone-setting")]

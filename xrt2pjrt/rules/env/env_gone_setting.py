@@ -7,7 +7,10 @@ rules say what replaces them), and others dropped along the way: XLA_TRIM_GRAPH_
 with the trim of the IR graph in 2.5, the GPU allocator's PJRT_ALLOCATOR_* with CUDA in 2.9,
 XLA_USE_IFRT after 2.5. Setting one does nothing on the target, so the setting goes, which
 changes nothing the program does (safe); a write the file also reads stays until those reads
-go, and a read is reported: nothing sets it for the program.
+go, and a read is reported: nothing sets it for the program. Not a read with a fallback of its
+own (``os.environ.get(K, default)``, ``xu.getenv_as(K, int, 900)``): the program runs the same
+whether it is set or not, as a project's own copy of torch_xla 1.x's xla_dist.py reads its
+heartbeat settings.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class GoneSetting(EnvRule):
     id = "env-gone-setting"
     summary = "A setting the target reads nowhere (XLA_TRIM_GRAPH_SIZE, ...), set in Python → removed"
     words = NAMES
+    asks_reads_with_a_default = False
     examples = (
         Example(
             dedent("""
@@ -39,15 +43,22 @@ class GoneSetting(EnvRule):
             dedent("""
                 import os
 
-                fraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))
+                fraction = float(os.environ['PJRT_ALLOCATOR_FRACTION'])
             """),
             dedent("""
                 import os
 
                 # TODO(xrt2pjrt): drop it: torch_xla 2.9 ignores it [env-gone-setting]
-                fraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))
+                fraction = float(os.environ['PJRT_ALLOCATOR_FRACTION'])
             """),
             manual=("last read by 2.8",),
+        ),
+        Example.unchanged(  # a fallback of its own: the same whether it is set or not
+            dedent("""
+                import os
+
+                fraction = float(os.environ.get('PJRT_ALLOCATOR_FRACTION', '0.75'))
+            """),
         ),
         Example.unchanged(  # torch_xla 2.4 still trimmed the graph
             dedent("""
