@@ -31,3 +31,16 @@ def test_colab_tpu_addr_in_a_notebook_saved_for_a_gpu_runtime_is_not_asked_about
 
     assert asked({"accelerator": "TPU"}) == ["env-xrt-unprefixed"]
     assert asked({"accelerator": "GPU"}) == asked({"kaggle": {"accelerator": "nvidiaTeslaT4"}}) == []
+
+
+def test_every_core_of_a_v3_8_needs_no_item_and_fewer_do():
+    """issue 32's ninth round: a patched copy of xla_dist.py sets TPU_NUM_DEVICES to 8 for each
+    worker, which PJRT opens unasked; the dict's XRT settings are env-xrt-replica-vars' item."""
+    outcome = migrate("""\
+        import os
+        import torch_xla.core.xla_env_vars as xenv
+        env = {xenv.HOST_ORDINAL: str(ordinal), xenv.TPU_NUM_DEVICES: 8}
+        os.environ['TPU_NUM_DEVICES'] = '8'
+        os.environ['TPU_NUM_DEVICES'] = '1'
+        """)
+    assert [(f.line, f.rule) for f in outcome.manual] == [(3, "env-xrt-replica-vars"), (5, "env-xrt-unprefixed")]

@@ -6,7 +6,8 @@ XLA_HANDLE_RELEASE_THREADS, ... (meanings/settings.py lists them from torch_xla 
 sources). torch_xla 2.x reads none of them, so a setting does nothing and goes; a read of
 one gets nothing that torch_xla set. COLAB_TPU_ADDR, which only the old Colab TPU runtime set,
 is not asked about in a notebook saved for a GPU runtime (its metadata's accelerator): a read of
-it failed there under XRT as well.
+it failed there under XRT as well. A TPU_NUM_DEVICES of 8 goes unasked: every core of a v2-8
+or v3-8, as PJRT opens every device unasked.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from xrt2pjrt.python.environment import EnvRule
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.report import Advice
 from xrt2pjrt.xrt_variables import UNPREFIXED
+
+
+_EVERY_CORE = 8  # of a TPU v2-8 or v3-8, the hosts of the XRT era
 
 
 class Unprefixed(EnvRule):
@@ -107,7 +111,9 @@ class Unprefixed(EnvRule):
         return variable in UNPREFIXED
 
     def write(self, variable, value, target):
-        return None, (self.read(variable) if variable == "TPU_NUM_DEVICES" else None)
+        # 8: every core of the v2-8/v3-8 host XRT ran on, which is what PJRT opens unasked
+        asked = variable == "TPU_NUM_DEVICES" and value.strip("'\"") != str(_EVERY_CORE)
+        return None, (self.read(variable) if asked else None)
 
     def read(self, variable):
         return Advice(UNPREFIXED[variable].do, f"{variable} is XRT-era: {UNPREFIXED[variable].more}")
