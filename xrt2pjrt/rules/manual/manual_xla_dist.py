@@ -5,7 +5,9 @@ torch_xla 2.1 removed xla_dist. Code that drives it as a library (``xla_dist.get
 (``subprocess.run([..., 'torch_xla.distributed.xla_dist', ...])``) fails when run. Each is
 reported, not rewritten: the arguments are built by the program (launch-xla-dist translates the
 lines of shell files). Launch with ``gcloud compute tpus tpu-vm ssh NAME --worker=all
---command=...`` or ``xrt2pjrt launch``. A docstring or a string standing alone is not reported.
+--command=...`` or ``xrt2pjrt launch``. A docstring or a string standing alone is not reported,
+nor text told to a person: an argparse help or epilog (a project's copy of xla_dist.py shows
+its usage so), a printed or logged line.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 import libcst as cst
 
 from xrt2pjrt.python.ipython_calls import is_magic_call
+from xrt2pjrt.python.rule import says
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import ImportedModuleRule
 
@@ -73,13 +76,31 @@ class XlaDist(ImportedModuleRule):
         # a command that runs it: subprocess.run(['python', '-m', 'torch_xla.distributed.xla_dist', ...]),
         # os.system('python -m torch_xla.distributed.xla_dist ...')
         text = original.evaluated_value
-        if isinstance(ctx.parent(1), cst.Expr) or is_magic_call(ctx.parent(2)):
+        if isinstance(ctx.parent(1), cst.Expr) or is_magic_call(ctx.parent(2)) or _told(ctx):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
         if isinstance(text, str) and _XLA_DIST_COMMAND.search(text):
             ctx.decide(
                 _LAUNCH, detail=f"this command starts xla_dist, which is gone from torch_xla 2.1: {_LAUNCH_PODS}"
             )
         return updated
+
+
+# Keywords whose text is for a person: argparse's help=, epilog=, description=, usage=.
+_TOLD = frozenset({"help", "epilog", "description", "usage"})
+
+
+def _told(ctx) -> bool:
+    """Whether the string is text told to a person: an argparse help or epilog (``epilog=('Usage
+    example: python3 -m' ' torch_xla.distributed.xla_dist --tpu=...')``), a printed or logged line."""
+    for node in ctx.ancestors():
+        if isinstance(node, cst.Arg):
+            if node.keyword is not None and node.keyword.value in _TOLD:
+                return True
+        elif isinstance(node, cst.Call):
+            return says(node)
+        elif not isinstance(node, (cst.ConcatenatedString, cst.FormattedString, cst.FormattedStringExpression)):
+            return False
+    return False
 
 
 _LAUNCH = "launch with `xrt2pjrt launch` or gcloud"
