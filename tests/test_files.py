@@ -130,8 +130,8 @@ def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["train.py"]
 
 
-# Extensionless files with no shebang, as the held-back counts of issue 32 found them: runbooks
-# of commands and files meant to be sourced are shell; other extensionless texts are not.
+# Extensionless files with no shebang and .txt files, as the held-back counts of issue 32 found
+# them: runbooks of commands and files meant to be sourced are shell; other texts are not.
 _XLA_DIST = "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME -- python3 train.py\n"
 
 
@@ -140,6 +140,8 @@ _XLA_DIST = "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME -- python
     [
         ("tpu_runbook", f"gcloud compute tpus create t --version=pytorch-1.8\n\n-----\n\n{_XLA_DIST}", "shell"),
         ("set_tpu_env", 'export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\n', "shell"),
+        ("cmd.txt", f"cd project\n{_XLA_DIST}", "shell"),
+        ("results.txt", f"epoch 3: loss 0.25 on the pod's 8 cores, launched with\n{_XLA_DIST}", None),
         # not shell: a Pipfile, a Python script, notes in prose, a log, a Dockerfile or Makefile by another name
         ("Pipfile", '[packages]\ntorch = "==1.8.1"\ntorch_xla = "*"\n', None),
         ("train", "import torch_xla.core.xla_model as xm\nprint(xm.xrt_world_size())\n", None),

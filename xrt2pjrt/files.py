@@ -120,6 +120,8 @@ def kind_of(path: Path) -> str | None:
         return "requirements"
     if suffix == "":
         return _kind_from_shebang(path) or _sniffed_shell(path)
+    if suffix == ".txt":  # a list of commands to run (cmd.txt), not notes nor a log
+        return _sniffed_shell(path)
     return None
 
 
@@ -138,7 +140,7 @@ def _kind_from_shebang(path: Path) -> str | None:
 
 
 # An extensionless file with no shebang can still be shell: a runbook of commands copied to a
-# terminal, a file meant to be ``source``d (``export XRT_TPU_CONFIG=...``). One is taken for
+# terminal (or a .txt of them), a file meant to be ``source``d (``export XRT_TPU_CONFIG=...``). One is taken for
 # shell when a line of it is a command of the kind a shell rule acts on (``export``, ``python3
 # -m torch_xla...``, ``gcloud``), holding a word such a rule acts on, and bash reads the whole
 # as a script (``bash -n`` parses, it runs nothing): Python, prose and logs fail that. A
