@@ -46,6 +46,8 @@ from pathlib import Path
 
 import pathspec
 
+from xrt2pjrt.rule_index import TRIGGERS
+
 # Folders no user wants rewritten: tools' caches, environments, build output. They hold
 # no file git tracks: one that git tracks there is the user's own (a committed build/
 # script), and is migrated; a virtualenv (pyvenv.cfg) is skipped, tracked or not.
@@ -152,9 +154,13 @@ _DOCKERFILE = re.compile(r"\s*(#[^\n]*\n\s*)*(FROM|ARG)\s", re.IGNORECASE)
 _SNIFFED_BYTES = 64 * 1024  # a runbook is short; a longer file without a shebang is left out
 
 
-def _sniffed_shell(path: Path) -> str | None:
-    from xrt2pjrt import rewriters  # (files is imported before the rule index is needed)
+@functools.cache
+def _shell_words() -> re.Pattern:
+    """The words the shell rules act on (their trigger, rewriters.trigger_for's for shell)."""
+    return re.compile("|".join(TRIGGERS["shell"]))
 
+
+def _sniffed_shell(path: Path) -> str | None:
     bash = shutil.which("bash")
     if bash is None or path.name.lower() in _NOT_SCRIPTS:
         return None
@@ -167,8 +173,7 @@ def _sniffed_shell(path: Path) -> str | None:
         return None
     if not text or len(data) > _SNIFFED_BYTES or "\0" in text or _DOCKERFILE.match(text):
         return None
-    words = rewriters.trigger_for("shell")
-    if not any(_RUNBOOK_COMMAND.match(line) and words.search(line) for line in text.splitlines()):
+    if not any(_RUNBOOK_COMMAND.match(line) and _shell_words().search(line) for line in text.splitlines()):
         return None
     try:
         parsed = subprocess.run([bash, "-n"], input=data, capture_output=True, timeout=10)
