@@ -132,6 +132,12 @@ FIXED_AS_ADVISED = {
         "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n"
         "    xm.broadcast_master_param(model)\n\nxmp.spawn(_mp_fn)\n",
     ),
+    "manual-replica-global": (
+        "import torch_xla\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index):\n    global device\n    device = torch_xla.device()\n\nxmp.spawn(_mp_fn)\n",
+        "import torch_xla\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index):\n    device = torch_xla.device()\n\nxmp.spawn(_mp_fn)\n",
+    ),
     "manual-replica-model": (
         "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
         "def _mp_fn(index):\n    model = Net().to(device)\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\n"

@@ -38,6 +38,14 @@ _TRAINED = "    model = Net().to(xm.xla_device())\n    opt = torch.optim.Adam(mo
         ("", "    seed_everything(42 + index)\n" + _TRAINED, "xmp.spawn(_mp_fn)\n", False),
         # torch.manual_seed in the replica: manual-seeded-replicas' item
         ("", "    torch.manual_seed(42)\n" + _TRAINED, "xmp.spawn(_mp_fn)\n", False),
+        # a fork, the model moved under its own name
+        (
+            "",
+            "    model = Net()\n    model = model.to(xm.xla_device())\n    opt = torch.optim.Adam(model.parameters())\n"
+            "    sched = torch.optim.lr_scheduler.StepLR(opt, 10)\n",
+            "xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n",
+            True,
+        ),
         # a notebook's fork, with the optimizer given parameter groups
         (
             "",
@@ -50,7 +58,9 @@ _TRAINED = "    model = Net().to(xm.xla_device())\n    opt = torch.optim.Adam(mo
     ],
 )
 def test_reported_where_xrt_replicas_drew_alike(head, body, tail, reported):
-    assert _reported(body, tail, head) is reported
+    source = f"{_HEAD}{head}\ndef _mp_fn(index):\n{body}\n{tail}"
+    items = [item for item in migrate(source).manual if item.rule == "manual-replica-model"]
+    assert len(items) == reported  # one, at the optimizer: not again at its scheduler
 
 
 _FORK = "xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n"
@@ -75,6 +85,12 @@ _FORK = "xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n"
             "    model = build().to(xm.xla_device())\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
         ),
         ("", _TRAINED.replace("    opt", "    model.load_state_dict(torch.load('w.pt'))\n    opt")),
+        # a class of the file around a pretrained model (sentence embeddings: no new head)
+        (
+            "import torch.nn as nn\nfrom transformers import AutoModel\n\nclass Embedder(nn.Module):\n"
+            "    def __init__(self, name):\n        super().__init__()\n        self.model = AutoModel.from_pretrained(name)\n",
+            "    model = Embedder('bert').to(xm.xla_device())\n    opt = torch.optim.AdamW(model.parameters())\n",
+        ),
         # a copy of one module, or the wrapper's: the same weights in each
         (
             "import copy\n\nBASE = Net()\n",

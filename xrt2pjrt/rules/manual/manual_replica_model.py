@@ -41,6 +41,8 @@ _TWO_GENERATORS = (
     "each builds gets other weights, where XRT's processes drew alike ({alike}): call "
     "xm.broadcast_master_param(model) once it is built"
 )
+# torch.optim's classes that take an optimizer, not parameters (they would repeat its item).
+_NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 # What a built module goes through on its way to the optimizer: ``Net().to(device).train()``.
 _MOVES = frozenset({"to", "cuda", "train", "eval", "float", "half", "bfloat16", "double"})
 # Words in a build that say its weights come from somewhere: the same in every replica.
@@ -127,6 +129,8 @@ class ReplicaModel(PythonRule):
     )
 
     def call(self, ctx, node, name):
+        if name.startswith(_NOT_OPTIMIZERS):
+            return node
         tree = ctx.tree
         function = tree and spawn_site.function_at(tree, ctx.line)
         if function is None or not (in_replicas_code(ctx) or spawned_elsewhere(tree, ctx.line)):
@@ -181,26 +185,35 @@ def _built(
     tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, model: str, before: int
 ) -> ast.expr | None:
     """The call that builds ``model`` in ``function`` before line ``before`` from random weights:
-    its only bindings there are calls (``Net()``, ``Net().to(device)``) of no pretrained or
-    loaded weights, and the first comes before the optimizer; None otherwise."""
-    values = spawn_site.bindings(function).get(model, [])
+    its only bindings there, besides moves of it (``model = model.to(device)``), are calls
+    (``Net()``, ``Net().to(device)``) of no pretrained or loaded weights, and the first comes
+    before the optimizer; None otherwise."""
+    values = [value for value in spawn_site.bindings(function).get(model, []) if not _moved(value, model)]
     if not values or not all(isinstance(value, ast.Call) and _fresh(tree, value) for value in values):
         return None
     first = min(values, key=lambda value: value.lineno)
     return first if first.lineno < before else None
 
 
+def _moved(value: ast.AST | None, model: str) -> bool:
+    """Whether ``value`` is ``model`` itself moved or set to train (``model = model.to(device)``)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
+        value = value.func.value
+    return isinstance(value, ast.Name) and value.id == model
+
+
 def _fresh(tree: ast.Module, value: ast.Call) -> bool:
     """Whether ``value`` builds a module of its own, with no weights loaded: not a copy, not a
-    wrapper's ``.to``, not a pretrained model, nor a function of the file that loads one."""
+    wrapper's ``.to``, not a pretrained model, nor a function or class of the file that loads one."""
     root = value
     while isinstance(root.func, ast.Attribute) and root.func.attr in _MOVES:
         if not isinstance(root.func.value, ast.Call):
             return False  # WRAPPED.to(device), model.to(device): built elsewhere
         root = root.func.value
     texts = [ast.unparse(root)]
-    if isinstance(root.func, ast.Name):
+    if isinstance(root.func, ast.Name):  # a helper or a class of the file: what it builds from
         texts += [ast.unparse(helper) for helper in spawn_site.defs_named(tree, root.func.id)]
+        texts += [ast.unparse(c) for c in tree.body if isinstance(c, ast.ClassDef) and c.name == root.func.id]
     return not any(word in text for text in texts for word in _LOADED)
 
 
