@@ -55,7 +55,7 @@ _WRAPPERS = re.compile(r"\b(\w*FullyShardedDataParallel|FSDP|DistributedDataPara
 class ReplicaModel(PythonRule):
     id = "manual-replica-model"
     fix = "none"
-    statement_words = ("optim",)  # torch.optim.SGD(...), optim.Adam(...): not an alias of the names below
+    statement_words = ("optim.",)  # torch.optim.SGD(...), optim.Adam(...); not every optimizer.step()
     summary = "A model each replica builds and trains, never broadcast (v2/v3 threads share one RNG): reported"
     prefixes = ("torch.optim.",)
     names = frozenset({"transformers.AdamW", "transformers.optimization.AdamW"})
