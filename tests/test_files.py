@@ -141,11 +141,13 @@ _XLA_DIST = "python3 -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME -- python
         ("tpu_runbook", f"gcloud compute tpus create t --version=pytorch-1.8\n\n-----\n\n{_XLA_DIST}", "shell"),
         ("set_tpu_env", 'export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP_ADDRESS:8470"\n', "shell"),
         ("cmd.txt", f"cd project\n{_XLA_DIST}", "shell"),
-        ("results.txt", f"epoch 3: loss 0.25 on the pod's 8 cores, launched with\n{_XLA_DIST}", None),
+        # a log, notes: bash reads such lines as commands too, but they read as prose or a log
+        ("results.txt", f"epoch 3: loss 0.25 on 8 cores, launched with\n{_XLA_DIST}", None),
+        ("NOTES", f"Run it from the VM, it will not work elsewhere:\n{_XLA_DIST}", None),
+        ("train_log.txt", f"2021-03-01 12:00 INFO launched\n{_XLA_DIST}", None),
         # not shell: a Pipfile, a Python script, notes in prose, a log, a Dockerfile or Makefile by another name
         ("Pipfile", '[packages]\ntorch = "==1.8.1"\ntorch_xla = "*"\n', None),
         ("train", "import torch_xla.core.xla_model as xm\nprint(xm.xrt_world_size())\n", None),
-        ("NOTES", f"Run it from the VM, it won't work elsewhere:\n{_XLA_DIST}", None),
         ("run_log", "2021-03-01 12:00 INFO XRT_TPU_CONFIG=tpu_worker;0;10.0.0.2:8470\n", None),
         ("tpu_docker", f"FROM gcr.io/tpu-pytorch/xla:r1.8\nRUN {_XLA_DIST}", None),
         ("Makefile", f"train:\n\t{_XLA_DIST}", None),

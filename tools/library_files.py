@@ -12,14 +12,17 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "xrt2pjrt" / "library_files.txt"
 HEADER = """\
-# The files torch_xla's releases (v1.5.0 ... v2.9.0) ship under torch_xla/, relative to it, read
+# The files torch_xla's releases ({first} ... {last}) ship under torch_xla/, relative to it, read
 # from pytorch/xla's release tags by tools/library_files.py (do not edit by hand: run it again).
 """
 
 
 def main(git_dir: str) -> None:
     tags = subprocess.run(["git", "--git-dir", git_dir, "tag"], capture_output=True, text=True, check=True).stdout
-    releases = [tag for tag in tags.split() if re.fullmatch(r"v[12]\.\d+\.\d+", tag)]
+    releases = sorted(
+        (tag for tag in tags.split() if re.fullmatch(r"v\d+\.\d+\.\d+", tag)),
+        key=lambda tag: tuple(map(int, tag[1:].split("."))),
+    )
     paths = set()
     for tag in releases:
         listed = subprocess.run(
@@ -29,7 +32,8 @@ def main(git_dir: str) -> None:
             check=True,
         ).stdout
         paths.update(line.removeprefix("torch_xla/") for line in listed.splitlines())
-    OUT.write_text(HEADER + "".join(f"{path}\n" for path in sorted(paths)))
+    header = HEADER.format(first=releases[0], last=releases[-1])
+    OUT.write_text(header + "".join(f"{path}\n" for path in sorted(paths)))
     print(f"{OUT}: {len(paths)} files of {len(releases)} releases")
 
 

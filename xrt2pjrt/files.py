@@ -77,14 +77,14 @@ SKIPPED_DIRS = frozenset(
 # its releases ship are the library's, which the 2.9 wheel replaces whole, and rewriting them
 # breaks the copy (it has no torch_xla.runtime, no sync): they are passed over, and the copy
 # named; files of the project's own beside them are migrated. A wheel's metadata goes whole.
-_LIBRARY_FILES = ("core/xla_model.py", "xla_model.py")  # torch_xla 1.x, torch_xla_py before 1.0
+_LIBRARY_FILE = "core/xla_model.py"
 _LIBRARY_METADATA = re.compile(r"torch_xla-[^/]*\.(dist-info|data)")
 SHIPPED = Path(__file__).with_name("library_files.txt")  # (tools/library_files.py)
 
 
 def library_copy(folder: Path) -> bool:
-    """Whether ``folder`` is a copy of the torch_xla package (``torch_xla_py`` before 1.0)."""
-    return folder.name in ("torch_xla", "torch_xla_py") and any((folder / name).is_file() for name in _LIBRARY_FILES)
+    """Whether ``folder`` is a copy of the torch_xla package (1.x and later: the files listed)."""
+    return folder.name == "torch_xla" and (folder / _LIBRARY_FILE).is_file()
 
 
 @functools.cache
@@ -144,13 +144,16 @@ def _kind_from_shebang(path: Path) -> str | None:
 # An extensionless file with no shebang can still be shell: a runbook of commands copied to a
 # terminal (or a .txt of them), a file meant to be ``source``d (``export XRT_TPU_CONFIG=...``). One is taken for
 # shell when a line of it is a command of the kind a shell rule acts on (``export``, ``python3
-# -m torch_xla...``, ``gcloud``), holding a word such a rule acts on, and bash reads the whole
-# as a script (``bash -n`` parses, it runs nothing): Python, prose and logs fail that. A
-# Pipfile's ``torch = "*"`` or CODEOWNERS' ``/src/ @owner`` pass bash but start no such command;
-# Makefiles and Dockerfiles under other names are not shell.
+# -m torch_xla...``, ``gcloud``), holding a word such a rule acts on, no line reads as prose or
+# a log, and bash reads the whole as a script (``bash -n`` parses, it runs nothing): Python
+# fails that. A Pipfile's ``torch = "*"`` or CODEOWNERS' ``/src/ @owner`` pass bash but start no
+# such command; Makefiles and Dockerfiles under other names are not shell.
 _NOT_SCRIPTS = frozenset({"makefile", "gnumakefile", "procfile", "jenkinsfile", "vagrantfile", "justfile"})
 _RUNBOOK_COMMAND = re.compile(r"[ \t]*(export|python[0-9.]*|gcloud|pip3?|conda|source|sudo|bash|nohup|env)[ \t]")
 _DOCKERFILE = re.compile(r"\s*(#[^\n]*\n\s*)*(FROM|ARG)\s", re.IGNORECASE)
+# A line of prose or of a log, which bash would read as a command all the same: a number or a
+# date first, a sentence's capital first, a sentence's end, or "word: " outside quotes.
+_PROSE_OR_LOG = re.compile(r"\s*(\d|[A-Z][a-z]+[ ,])|.*[a-z][.:]\s*$|[^'\"`]*\w: [^'\"`]*$")
 _SNIFFED_BYTES = 64 * 1024  # a runbook is short; a longer file without a shebang is left out
 
 
@@ -161,6 +164,15 @@ def _shell_words() -> re.Pattern:
 
 
 def _sniffed_shell(path: Path) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _sniffed(path, st.st_mtime_ns, st.st_size)  # (kind_of is asked more than once a run)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sniffed(path: Path, mtime_ns: int, size: int) -> str | None:
     bash = shutil.which("bash")
     if bash is None or path.name.lower() in _NOT_SCRIPTS:
         return None
@@ -173,7 +185,10 @@ def _sniffed_shell(path: Path) -> str | None:
         return None
     if not text or len(data) > _SNIFFED_BYTES or "\0" in text or _DOCKERFILE.match(text):
         return None
-    if not any(_RUNBOOK_COMMAND.match(line) and _shell_words().search(line) for line in text.splitlines()):
+    lines = text.splitlines()
+    if not any(_RUNBOOK_COMMAND.match(line) and _shell_words().search(line) for line in lines) or any(
+        _PROSE_OR_LOG.match(line) for line in lines if line.strip() and not line.lstrip().startswith("#")
+    ):
         return None
     try:
         parsed = subprocess.run([bash, "-n"], input=data, capture_output=True, timeout=10)

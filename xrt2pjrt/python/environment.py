@@ -24,7 +24,7 @@ import libcst as cst
 
 from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import imports, spawn_site
-from xrt2pjrt.python.rule import PythonRule, argument, code, says, without_args
+from xrt2pjrt.python.rule import PythonRule, argument, code, literal, says, without_args
 from xrt2pjrt.report import Advice
 from xrt2pjrt.xrt_variables import DEVICE_SETTINGS, REMOTE_TPU, SHARED, UNPREFIXED, device_for
 
@@ -225,7 +225,8 @@ class EnvRule(PythonRule):
         if callee in _READS:
             hit = argument(updated, "key", 0)
             variable = hit and self._key(ctx, hit[1].value)
-            defaulted = argument(updated, *_DEFAULTS[callee]) is not None
+            fallback = argument(updated, *_DEFAULTS[callee])
+            defaulted = fallback is not None and literal(fallback[1].value) is not None  # (None: as no default)
             if (
                 variable
                 and not self._said_where_written(ctx, variable)

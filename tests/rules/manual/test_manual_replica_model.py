@@ -36,6 +36,9 @@ _TRAINED = "    model = Net().to(xm.xla_device())\n    opt = torch.optim.Adam(mo
         # a seed helper of the project's, alike in each replica, or of the replica's number
         ("", "    seed_everything(42)\n" + _TRAINED, "xmp.spawn(_mp_fn)\n", True),
         ("", "    seed_everything(42 + index)\n" + _TRAINED, "xmp.spawn(_mp_fn)\n", False),
+        ("", "    seed_everything(seed=index)\n" + _TRAINED, "xmp.spawn(_mp_fn)\n", False),
+        # numpy's or random's seed leaves torch's generator as it was: a default spawn differed
+        ("import numpy as np\n", "    np.random.seed(0)\n" + _TRAINED, "xmp.spawn(_mp_fn)\n", False),
         # torch.manual_seed in the replica: manual-seeded-replicas' item
         ("", "    torch.manual_seed(42)\n" + _TRAINED, "xmp.spawn(_mp_fn)\n", False),
         # a fork, the model moved under its own name
@@ -85,6 +88,12 @@ _FORK = "xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n"
             "    model = build().to(xm.xla_device())\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
         ),
         ("", _TRAINED.replace("    opt", "    model.load_state_dict(torch.load('w.pt'))\n    opt")),
+        ("", _TRAINED.replace("    opt", "    model.module.load_state_dict(state)\n    opt")),
+        (
+            "import torchvision\n",
+            "    model = torchvision.models.resnet50(weights='IMAGENET1K_V2').to(xm.xla_device())\n"
+            "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+        ),
         # a class of the file around a pretrained model (sentence embeddings: no new head)
         (
             "import torch.nn as nn\nfrom transformers import AutoModel\n\nclass Embedder(nn.Module):\n"

@@ -57,6 +57,7 @@ def test_a_model_used_by_what_the_spawned_function_calls_is_reported():
         ("def pretrain(data, cores=8):\n    model = Net()", "opt = make_optimizer(model.parameters())", True),
         # a tensor's .to is a copy; a model the replica builds, or its own copy, is its own
         ("def pretrain(batch, cores=8):", "x = batch.to(xm.xla_device())", False),
+        ("def pretrain(trainer, cores=8):", "trainer.train()", False),  # no model: a trainer trains
         ("def pretrain(data, cores=8):", "model = Net()\n        model.to(xm.xla_device())", False),
         ("def pretrain(model, cores=8):", "net = copy.deepcopy(model)\n        net.to(xm.xla_device())", False),
     ],

@@ -30,5 +30,9 @@ def test_text_told_to_a_person_is_no_command():
         "logging.info('start with python3 -m torch_xla.distributed.xla_dist')\n"
         "cmd = ('python3 -m'\n       ' torch_xla.distributed.xla_dist --tpu=p -- python3 t.py')\n"
         "subprocess.run(cmd, shell=True)\n"
+        "open('launch.sh', 'w').write('python3 -m torch_xla.distributed.xla_dist --tpu=p -- python3 t.py')\n"
     )
-    assert [(m.rule, m.line) for m in migrate(source).manual] == [("manual-xla-dist", 12)]  # the command's string
+    assert [(m.rule, m.line) for m in migrate(source).manual] == [
+        ("manual-xla-dist", 12),
+        ("manual-xla-dist", 14),
+    ]  # commands

@@ -8,9 +8,9 @@ with the trim of the IR graph in 2.5, the GPU allocator's PJRT_ALLOCATOR_* with 
 XLA_USE_IFRT after 2.5. Setting one does nothing on the target, so the setting goes, which
 changes nothing the program does (safe); a write the file also reads stays until those reads
 go, and a read is reported: nothing sets it for the program. Not a read with a fallback of its
-own (``os.environ.get(K, default)``, ``xu.getenv_as(K, int, 900)``): the program runs the same
-whether it is set or not, as a project's own copy of torch_xla 1.x's xla_dist.py reads its
-heartbeat settings.
+own (``os.environ.get(K, default)``, ``xu.getenv_as(K, int, 900)``): the program's own setting,
+which runs unset as before (a project's copy of torch_xla 1.x's xla_dist.py reads its heartbeat
+settings so).
 """
 
 from __future__ import annotations

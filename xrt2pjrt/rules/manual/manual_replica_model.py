@@ -46,7 +46,12 @@ _NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 # What a built module goes through on its way to the optimizer: ``Net().to(device).train()``.
 _MOVES = frozenset({"to", "cuda", "train", "eval", "float", "half", "bfloat16", "double"})
 # Words in a build that say its weights come from somewhere: the same in every replica.
-_LOADED = ("pretrained", "load_state_dict", "torch.load", "load_checkpoint", "deepcopy", "MpModelWrapper")
+_LOADED = re.compile(
+    r"pretrained|load_state_dict|torch\.load|load_checkpoint|deepcopy|MpModelWrapper|hub\.load|\bweights=(?!None\b)"
+)
+# Calls named for a seed that do not seed torch alike: numpy's and random's, torch.seed() (a
+# random one), torch.initial_seed() (a question).
+_NOT_TORCH_SEEDS = frozenset({"seed", "initial_seed"})
 # Wrappers that make the replicas' parameters agree (DDP broadcasts rank 0's) or need not (FSDP
 # keeps one shard per replica).
 _WRAPPERS = re.compile(r"\b(\w*FullyShardedDataParallel|FSDP|DistributedDataParallel|DDP)\b")
@@ -214,25 +219,23 @@ def _fresh(tree: ast.Module, value: ast.Call) -> bool:
     if isinstance(root.func, ast.Name):  # a helper or a class of the file: what it builds from
         texts += [ast.unparse(helper) for helper in spawn_site.defs_named(tree, root.func.id)]
         texts += [ast.unparse(c) for c in tree.body if isinstance(c, ast.ClassDef) and c.name == root.func.id]
-    return not any(word in text for text in texts for word in _LOADED)
+    return not any(_LOADED.search(text) for text in texts)
 
 
 def _drew_alike(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> str | None:
     """How XRT's replicas came to draw alike before ``line`` of ``function``, in a few words;
     None when they did not (spawned the default way, never seeded, or seeded per replica), or
     when ``function`` calls torch.manual_seed there (manual-seeded-replicas' spot)."""
-    seeds = [
-        node
-        for node in spawn_site.walk(function)
-        if isinstance(node, ast.Call) and node.lineno < line and "seed" in (spawn_site.called_name(node.func) or "")
-    ]
+    seeds = [node for node in spawn_site.walk(function) if _seeds(node) and node.lineno < line]
     if any(spawn_site.called_name(seed.func) == "manual_seed" for seed in seeds) or any(
-        reads_replica_number(tree, function, arg) for seed in seeds for arg in seed.args
+        reads_replica_number(tree, function, arg)
+        for seed in seeds
+        for arg in (*seed.args, *(keyword.value for keyword in seed.keywords))
     ):
         return None
     if seeds:
         return "seeded alike in each"
-    if any("seed" in (spawn_site.called_name(node.func) or "") for node in _module_level_calls(tree)):
+    if any(_seeds(node) for node in _module_level_calls(tree)):
         return "each ran the module's seed"
     for call in spawn_calls(tree):
         site = spawn_site.Site(call, [tree], [])
@@ -245,6 +248,13 @@ def _drew_alike(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionD
         ):
             return "forked from one generator"
     return None
+
+
+def _seeds(node: ast.AST) -> bool:
+    """Whether ``node`` is a call that seeds torch (``torch.manual_seed``, ``seed_everything``,
+    transformers' ``set_seed``, a project's ``seed_all``)."""
+    name = isinstance(node, ast.Call) and spawn_site.called_name(node.func) or ""
+    return "seed" in name and name not in _NOT_TORCH_SEEDS
 
 
 def _module_level_calls(tree: ast.Module) -> list[ast.Call]:
@@ -275,6 +285,6 @@ def _loaded_after(function: ast.FunctionDef | ast.AsyncFunctionDef, model: str) 
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "load_state_dict"
-        and ast.unparse(node.func.value) == model
+        and ast.unparse(node.func.value).split(".")[0] == model  # model.module.load_state_dict(...) too
         for node in spawn_site.walk(function)
     )

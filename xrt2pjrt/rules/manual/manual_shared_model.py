@@ -44,6 +44,7 @@ _ONE_MODULE = (
 # A class whose from_pretrained gives a model (AutoModel, BertForMaskedLM, GPT2LMHeadModel), not
 # a tokenizer, a processor or a config.
 _MODEL_CLASS = re.compile(r"Model|For[A-Z]")
+_NAMED_FOR_A_MODEL = re.compile(r"model|net", re.IGNORECASE)
 _MODEL_FACTORIES = ("timm.create_model", "timm.models.create_model", "torchvision.models.")
 # What a replica does to the module that shares it between threads: moves it, runs it.
 _USES = frozenset({"to", "cuda", "train", "parameters", "forward"})
@@ -145,10 +146,10 @@ def _shared_models(tree: ast.Module, spawn: ast.Call) -> tuple[list[int], bool]:
 
 def _held_models(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, before: int) -> dict[str, int]:
     """What ``function`` binds before line ``before`` that may be a model, with its line: its
-    parameters (a caller's model), and the names it binds only to a model being built."""
-    out = {
-        arg.arg: function.lineno for arg in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
-    }
+    parameters named for one (a caller's ``model``, ``net``), and the names it binds only to a
+    model being built."""
+    parameters = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+    out = {arg.arg: function.lineno for arg in parameters if _NAMED_FOR_A_MODEL.search(arg.arg)}
     bound, modules = spawn_site.imported(tree), _module_classes(tree)
     for name, values in spawn_site.bindings(function).items():
         if values and all(isinstance(v, ast.expr) and _builds_model(v, bound, modules) for v in values):

@@ -96,8 +96,8 @@ def _told(ctx) -> bool:
         if isinstance(node, cst.Arg):
             if node.keyword is not None and node.keyword.value in _TOLD:
                 return True
-        elif isinstance(node, cst.Call):
-            return says(node)
+        elif isinstance(node, cst.Call):  # (a file's write() may be a script's line: not told)
+            return says(node) and not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "write")
         elif not isinstance(node, (cst.ConcatenatedString, cst.FormattedString, cst.FormattedStringExpression)):
             return False
     return False
