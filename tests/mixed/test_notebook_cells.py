@@ -103,3 +103,35 @@ def test_a_writefile_cell_is_a_program_of_its_own_in_a_notebook_and_in_its_expor
         f"import torch_xla.runtime as xr\nget_ipython().run_cell_magic('writefile', 'train.py', {written!r})\n"
         "n = xr.world_size()\n"
     )
+
+
+def test_a_cell_of_imports_only_keeps_the_imports_the_cells_below_now_use():
+    """issue 32's tenth round: a notebook run from part way down lost its import; the cell
+    above that imports torch_xla may not have run."""
+    text = _notebook(
+        ["import torch_xla\n", "import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()"],
+        ["print('training')"],
+        ["import torch_xla.core.xla_model as xm"],
+        ["device = xm.xla_device()\n", "n = xm.xrt_world_size()"],
+    )
+    cells = _cells(_twice(text).text)
+    assert cells[2] == "import torch_xla\nimport torch_xla.runtime as xr"
+    assert cells[3] == "device = torch_xla.device()\nn = xr.world_size()"
+
+
+def test_a_cell_of_imports_whose_names_nothing_below_uses_is_emptied():
+    text = _notebook(
+        ["import torch_xla\n", "import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()"],
+        ["import torch_xla.core.xla_model as xm"],
+        ["print('no xla here')"],
+    )
+    assert _cells(notebook.rewrite(text, ALL).text)[1:] == ["", "print('no xla here')"]
+
+
+def test_a_cell_of_imports_the_rewrite_leaves_is_left():
+    text = _notebook(
+        ["import torch_xla.distributed.xla_multiprocessing as xmp"],
+        ["import torch_xla.core.xla_model as xm"],
+        ["xmp.spawn(fn)\n", "print(xm.is_master_ordinal())"],
+    )
+    assert _cells(notebook.rewrite(text, ALL).text)[:2] == _cells(text)[:2]

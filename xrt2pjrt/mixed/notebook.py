@@ -70,6 +70,7 @@ def rewrite(text: str, options: Options) -> Outcome:
     borrowed = _borrowed(parsed, {index: python[index] for index in unparsed})
     imported = _imported_anywhere(python, unparsed)
     together = _rewrite_together(parsed, options, sorted(set().union(*borrowed.values())))
+    _refill_import_cells(together, parsed)
     starts = first_lines(text, cells)
     for index, (cell, first_line) in enumerate(zip(cells, starts)):
         lines = first_line - 1
@@ -308,6 +309,62 @@ def _rewrite_together(python: dict[int, magics.PythonCell], options: Options, ke
     if outcomes is None:
         return {}
     return {index: magics.finish(cell, outcome, options) for (index, cell), outcome in zip(python.items(), outcomes)}
+
+
+def _refill_import_cells(together: dict[int, Outcome], parsed: dict[int, magics.PythonCell]) -> None:
+    """A cell of torch_xla imports only that the rewrite changes keeps the imports of the names
+    the rewrite brought into the cells below it (``import torch_xla`` for ``torch_xla.device()``,
+    where ``xm.xla_device()`` was), as the rest of the notebook writes them: a notebook is often
+    run from part way down, and the cell above that imports them may not have run."""
+    order = sorted(together)
+    for k, index in enumerate(order):
+        cell, new = parsed[index], together[index].text
+        if new == cell.python or cell.prefix or cell.magics or not _torch_xla_imports_only(cell.python):
+            continue
+        if new.strip() and not _torch_xla_imports_only(new):
+            continue
+        later = order[k + 1 :]
+        # the names the rewrite brought into the cells below (torch_xla for xm.xla_device())
+        below = set().union(*(magics.words(together[i].text) for i in later)) - set().union(
+            *(magics.words(parsed[i].python) for i in later)
+        )
+        bound = {name for statement in _torch_xla_imports(new) for name in _bound(statement)}
+        missing = {
+            ast.unparse(statement): None
+            for other in order
+            if other != index
+            for statement in _torch_xla_imports(together[other].text)
+            if (_bound(statement) & below) - bound
+        }
+        if missing:  # (above the cell's own lines, which stay as they are, comments and all)
+            ending = "\n" if cell.python.endswith("\n") or new.strip() else ""
+            together[index] = replace(together[index], text="\n".join(missing) + ending + new.lstrip("\n"))
+
+
+def _bound(statement: ast.Import | ast.ImportFrom) -> set[str]:
+    return {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
+
+
+def _torch_xla_imports(python: str) -> list[ast.Import | ast.ImportFrom]:
+    """The module-level imports of torch_xla in ``python`` ([] when it does not parse)."""
+    try:
+        body = ast.parse(python).body
+    except SyntaxError:
+        return []
+    return [
+        statement
+        for statement in body
+        if (isinstance(statement, ast.Import) and all(a.name.split(".")[0] == "torch_xla" for a in statement.names))
+        or (isinstance(statement, ast.ImportFrom) and (statement.module or "").split(".")[0] == "torch_xla")
+    ]
+
+
+def _torch_xla_imports_only(python: str) -> bool:
+    try:
+        body = ast.parse(python).body
+    except SyntaxError:
+        return False
+    return bool(body) and len(_torch_xla_imports(python)) == len(body)
 
 
 def _imported_anywhere(python: dict[int, magics.PythonCell], unparsed: list[int]) -> set[str]:
