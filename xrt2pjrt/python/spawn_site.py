@@ -253,6 +253,16 @@ def nodes_of(roots: list[ast.AST]) -> Iterator[ast.AST]:
             pending += children(node)
 
 
+def outside_main_block(tree: ast.Module) -> list[ast.stmt]:
+    """The module's statements but its ``if __name__ == '__main__':`` blocks: what a spawned
+    process runs when it loads the module."""
+    return [
+        statement
+        for statement in tree.body
+        if not (isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))
+    ]
+
+
 def bindings(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
     """Name -> what binds it in ``scope``'s own code: a def or class statement, the value of
     a plain assignment (``name = value``), None for anything else (a parameter, an import,

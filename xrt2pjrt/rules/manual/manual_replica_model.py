@@ -235,7 +235,7 @@ def _drew_alike(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionD
         return None
     if seeds:
         return "seeded alike in each"
-    if any(_seeds(node) for node in _module_level_calls(tree)):
+    if any(_seeds(node) for node in spawn_site.nodes_of(spawn_site.outside_main_block(tree))):
         return "each ran the module's seed"
     for call in spawn_calls(tree):
         site = spawn_site.Site(call, [tree], [])
@@ -255,17 +255,6 @@ def _seeds(node: ast.AST) -> bool:
     transformers' ``set_seed``, a project's ``seed_all``)."""
     name = isinstance(node, ast.Call) and spawn_site.called_name(node.func) or ""
     return "seed" in name and name not in _NOT_TORCH_SEEDS
-
-
-def _module_level_calls(tree: ast.Module) -> list[ast.Call]:
-    """The calls of the module's code outside its ``if __name__ == '__main__':`` blocks: what
-    each spawned process runs when it loads the module."""
-    statements = [
-        statement
-        for statement in tree.body
-        if not (isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))
-    ]
-    return [node for node in spawn_site.nodes_of(statements) if isinstance(node, ast.Call)]
 
 
 def _wrapped(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, built: ast.Call) -> bool:

@@ -552,14 +552,9 @@ class _Calls:
     def _outside_main_block(self) -> set[str]:
         """The names the module's code runs outside its ``if __name__ == '__main__':`` blocks."""
         if self._outside_main is None:
-            statements = [
-                statement
-                for statement in self.tree.body
-                if not (isinstance(statement, ast.If) and "__name__" in ast.unparse(statement.test))
-            ]
             self._outside_main = {
                 name
-                for node in spawn_site.nodes_of(statements)
+                for node in spawn_site.nodes_of(spawn_site.outside_main_block(self.tree))
                 if isinstance(node, ast.Call)
                 for name in _called_names(node, self.bound)
             }
