@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import json
 import re
 import textwrap
@@ -317,23 +318,25 @@ def _refill_import_cells(together: dict[int, Outcome], parsed: dict[int, magics.
     where ``xm.xla_device()`` was), as the rest of the notebook writes them: a notebook is often
     run from part way down, and the cell above that imports them may not have run."""
     order = sorted(together)
+    imports_in = functools.cache(lambda i: _torch_xla_imports(together[i].text)[0])  # (asked of the few refilled)
     for k, index in enumerate(order):
         cell, new = parsed[index], together[index].text
-        if new == cell.python or cell.prefix or cell.magics or not _torch_xla_imports_only(cell.python):
+        if new == cell.python or cell.prefix or cell.magics or not _torch_xla_imports(cell.python)[1]:
             continue
-        if new.strip() and not _torch_xla_imports_only(new):
+        own, only = _torch_xla_imports(new)
+        if new.strip() and not only:
             continue
         later = order[k + 1 :]
         # the names the rewrite brought into the cells below (torch_xla for xm.xla_device())
         below = set().union(*(magics.words(together[i].text) for i in later)) - set().union(
             *(magics.words(parsed[i].python) for i in later)
         )
-        bound = {name for statement in _torch_xla_imports(new) for name in _bound(statement)}
+        bound = {name for statement in own for name in _bound(statement)}
         missing = {
             ast.unparse(statement): None
             for other in order
             if other != index
-            for statement in _torch_xla_imports(together[other].text)
+            for statement in imports_in(other)
             if (_bound(statement) & below) - bound
         }
         if missing:  # (above the cell's own lines, which stay as they are, comments and all)
@@ -345,26 +348,20 @@ def _bound(statement: ast.Import | ast.ImportFrom) -> set[str]:
     return {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
 
 
-def _torch_xla_imports(python: str) -> list[ast.Import | ast.ImportFrom]:
-    """The module-level imports of torch_xla in ``python`` ([] when it does not parse)."""
+def _torch_xla_imports(python: str) -> tuple[list[ast.Import | ast.ImportFrom], bool]:
+    """The module-level imports of torch_xla in ``python``, and whether it holds nothing else
+    (([], False) when it does not parse)."""
     try:
         body = ast.parse(python).body
     except SyntaxError:
-        return []
-    return [
+        return [], False
+    imports = [
         statement
         for statement in body
         if (isinstance(statement, ast.Import) and all(a.name.split(".")[0] == "torch_xla" for a in statement.names))
         or (isinstance(statement, ast.ImportFrom) and (statement.module or "").split(".")[0] == "torch_xla")
     ]
-
-
-def _torch_xla_imports_only(python: str) -> bool:
-    try:
-        body = ast.parse(python).body
-    except SyntaxError:
-        return False
-    return bool(body) and len(_torch_xla_imports(python)) == len(body)
+    return imports, bool(body) and len(imports) == len(body)
 
 
 def _imported_anywhere(python: dict[int, magics.PythonCell], unparsed: list[int]) -> set[str]:
