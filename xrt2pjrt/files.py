@@ -127,12 +127,22 @@ def kind_of(path: Path) -> str | None:
     return None
 
 
-def _kind_from_shebang(path: Path) -> str | None:
+def _start_of(path: Path, size: int, line: bool = False) -> bytes | None:
+    """Up to ``size`` bytes from the start of a regular file (with ``line``: of its first line);
+    b"" for anything else (a FIFO is never waited on), None when it cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # never waits on a FIFO
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:
-            head = f.readline(200) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return b""
+            return f.readline(size) if line else f.read(size)
     except OSError:
+        return None
+
+
+def _kind_from_shebang(path: Path) -> str | None:
+    head = _start_of(path, 200, line=True)
+    if head is None:
         return None
     if _SHELL_SHEBANG.match(head):
         return "shell"
@@ -176,12 +186,10 @@ def _sniffed(path: Path, mtime_ns: int, size: int) -> str | None:
     bash = shutil.which("bash")
     if bash is None or path.name.lower() in _NOT_SCRIPTS:
         return None
+    data = _start_of(path, _SNIFFED_BYTES + 1)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # never waits on a FIFO
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(_SNIFFED_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = data.decode("utf-8") if data is not None else ""
+    except UnicodeDecodeError:
         return None
     if not text or len(data) > _SNIFFED_BYTES or "\0" in text or _DOCKERFILE.match(text):
         return None
