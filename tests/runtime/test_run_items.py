@@ -37,7 +37,7 @@ def _mp_fn(index, kind):
     # TODO(xrt2pjrt): take [0] if this is one tensor [manual-send-cpu-data-tensor]
     moved = xm.send_cpu_data_to_device(
         {'tokens': torch.arange(4)} if kind != 'tensor' else torch.arange(4), device)
-    print('moved', type(moved).__name__, flush=True)
+    print(f'moved {type(moved).__name__}', flush=True)  # one write: replicas share stdout
 
 
 if __name__ == '__main__':
