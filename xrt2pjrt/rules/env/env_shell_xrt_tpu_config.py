@@ -1,7 +1,8 @@
 """XRT_TPU_CONFIG outside Python → PJRT_DEVICE=TPU, in the form the file set it in.
 
 XRT_TPU_CONFIG (``localservice;0;localhost:51011``) told torch_xla 1.x where XRT's TPU
-server listened; torch_xla 2.1+ ignores it, and without PJRT_DEVICE a TPU VM is not used.
+server listened; torch_xla 2.1+ ignores it. Unset, PJRT_DEVICE is guessed: TPU where libtpu
+finds chips, else a silent fall back to CPU; set, a machine without a TPU fails at once.
 Each setting becomes PJRT_DEVICE=TPU in the same form: ``export``, a command's prefix,
 ``unset``, ``docker -e``, a Dockerfile ``ENV``, a YAML ``env:`` entry, a notebook's ``%env``.
 A value naming a remote TPU node (``tpu_worker;0;10.0.0.2:8470``, Colab's old runtime, GKE's

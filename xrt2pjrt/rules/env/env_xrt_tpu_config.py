@@ -5,8 +5,8 @@ listened; torch_xla 2.1+ ignores it, and PJRT_DEVICE=TPU says the same to PJRT. 
 becomes that one (safe). A value naming a remote TPU node
 (``tpu_worker;0;10.0.0.2:8470``) is reported as well: only XRT could drive one, and PJRT needs
 the program on the TPU VM; not in a notebook none of whose cells uses torch_xla or starts a
-process, where the setting reaches nothing that drives the node. A read is reported: nothing sets it now; test ``xr.device_type() ==
-'TPU'``. The text side is env-shell-xrt-tpu-config.
+process, where the setting reaches nothing that drives the node. A read is reported: nothing
+sets it now; test ``xr.device_type() == 'TPU'``. The text side is env-shell-xrt-tpu-config.
 """
 
 from __future__ import annotations
