@@ -34,6 +34,12 @@ RUNTIME_READS = {
 }
 
 
+def asks_fewer_cores(name: str, value: str | None) -> bool:
+    """A TPU_NUM_DEVICES setting of other than 8: every core of the v2-8/v3-8 host XRT ran on,
+    which is what PJRT opens unasked. Fewer (or a value read elsewhere) wants a person."""
+    return name == "TPU_NUM_DEVICES" and value is not None and value.strip("'\"") != "8"
+
+
 # XRT-era variables without the XRT_ prefix, with what to do instead.
 UNPREFIXED = {
     "TPU_NUM_DEVICES": Advice(

@@ -4,15 +4,18 @@ XRT's server and mesh settings (XRT_MESH_*, XRT_START_LOCAL_SERVER, ...), the pe
 XRT_SHARD_* / XRT_HOST_* it set for each process, TPU_NUM_DEVICES, TPUVM_MODE and the
 settings only XRT's client read (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...): their
 settings go, and a read of one (``$XRT_SHARD_ORDINAL``) is reported with what to read
-instead, as nothing sets them under PJRT. An ``echo`` or ``printf`` that only shows one on
-the terminal is not: it prints an empty value, and nothing else changes.
+instead, as nothing sets them under PJRT. So is a TPU_NUM_DEVICES of fewer than the 8
+cores PJRT opens unasked, as on the Python side (env-xrt-unprefixed). An ``echo`` or
+``printf`` that only shows one on the terminal is not: it prints an empty value, and nothing
+else changes.
 """
 
 from __future__ import annotations
 
+from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.text.environment import EnvRule
-from xrt2pjrt.xrt_variables import XRT_ERA_PATTERN
+from xrt2pjrt.xrt_variables import UNPREFIXED, XRT_ERA_PATTERN, asks_fewer_cores
 
 
 class XrtUnused(EnvRule):
@@ -45,4 +48,14 @@ class XrtUnused(EnvRule):
             manual=("XRT_SHARD_ORDINAL is read here",),
         ),
         Example.unchanged('echo "ordinal $XRT_SHARD_ORDINAL"\n'),
+        Example(
+            "export TPU_NUM_DEVICES=1\npython3 train.py\n",
+            todo_line(UNPREFIXED["TPU_NUM_DEVICES"].do, "env-shell-xrt-unused") + "python3 train.py\n",
+            manual=("TPU_VISIBLE_CHIPS",),
+        ),
     )
+
+    @classmethod
+    def choose(cls, setting, target):
+        asked = setting.form != "unset" and asks_fewer_cores(setting.name, setting.value)
+        return None, UNPREFIXED[setting.name] if asked else None

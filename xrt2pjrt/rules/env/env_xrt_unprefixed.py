@@ -15,10 +15,7 @@ from __future__ import annotations
 from xrt2pjrt.python.environment import EnvRule
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.report import Advice
-from xrt2pjrt.xrt_variables import UNPREFIXED
-
-
-_EVERY_CORE = 8  # of a TPU v2-8 or v3-8, the hosts of the XRT era
+from xrt2pjrt.xrt_variables import UNPREFIXED, asks_fewer_cores
 
 
 class Unprefixed(EnvRule):
@@ -111,9 +108,7 @@ class Unprefixed(EnvRule):
         return variable in UNPREFIXED
 
     def write(self, variable, value, target):
-        # 8: every core of the v2-8/v3-8 host XRT ran on, which is what PJRT opens unasked
-        asked = variable == "TPU_NUM_DEVICES" and value.strip("'\"") != str(_EVERY_CORE)
-        return None, (self.read(variable) if asked else None)
+        return None, (self.read(variable) if asks_fewer_cores(variable, value) else None)
 
     def read(self, variable):
         return Advice(UNPREFIXED[variable].do, f"{variable} is XRT-era: {UNPREFIXED[variable].more}")
