@@ -124,6 +124,10 @@ FIXED_AS_ADVISED = {
         HEAD + "xm.save(model.state_dict(), path)\nmodel.load_state_dict(torch.load(path))\n",
         HEAD + "xm.save(model.state_dict(), path)\nxm.rendezvous('saved')\nmodel.load_state_dict(torch.load(path))\n",
     ),
+    "manual-saved-numpy": (
+        HEAD + "auc = xm.mesh_reduce('auc', auc, np.mean)\nxm.save({'auc': auc}, path)\n",
+        HEAD + "auc = xm.mesh_reduce('auc', auc, np.mean)\nxm.save({'auc': float(auc)}, path)\n",
+    ),
     "manual-seeded-replicas": (
         "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
         "def _mp_fn(index):\n    torch.manual_seed(1)\n    model = Net().to(device)\n\n"

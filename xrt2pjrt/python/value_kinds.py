@@ -346,9 +346,7 @@ class Reading:
         if annotation is None:
             return None
         text = ast.unparse(annotation)
-        if isinstance(annotation, (ast.Name, ast.Attribute)) and (
-            (spawn_site.resolved(annotation, self._imports) or "").split(".")[0] in _NUMPY_LIBRARIES
-        ):
+        if self._numpy_library(annotation):
             return f"annotated `{text}`, numpy's"
         return None
 
@@ -360,6 +358,8 @@ class Reading:
             if func.attr in _NUMPY_METHODS:
                 return f"`.{func.attr}()` gives a numpy array"
         called = self.called(call)
+        if called == "torch_xla.core.xla_model.mesh_reduce":
+            return self._reduced(call)
         if called is not None:
             root = called.lstrip(".").split(".")[0]
             if root in _NUMPY_LIBRARIES:
@@ -382,6 +382,21 @@ class Reading:
         if len(bound) == 1 and isinstance(bound[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
             return self._returned(bound[0], seen | {func.id})
         return None
+
+    def _reduced(self, call: ast.Call) -> str | None:
+        """What shows that ``xm.mesh_reduce(tag, data, reduce_fn)`` gives numpy's value: its
+        reduce_fn is numpy's (``np.mean`` gives a numpy.float64 of Python floats too)."""
+        reducer = (
+            call.args[2] if len(call.args) > 2 else next((k.value for k in call.keywords if k.arg == "reduce_fn"), None)
+        )
+        if reducer is not None and self._numpy_library(reducer):
+            return f"`{ast.unparse(call.func)}(..., {ast.unparse(reducer)})` gives numpy's value"
+        return None
+
+    def _numpy_library(self, name: ast.expr) -> bool:
+        """Whether ``name`` (``np.mean``, ``np.float32``) names a thing of a library of numpy values."""
+        resolved = spawn_site.resolved(name, self._imports) if isinstance(name, (ast.Name, ast.Attribute)) else None
+        return (resolved or "").split(".")[0] in _NUMPY_LIBRARIES
 
     def _returned(
         self, function: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[str], unpacked: _Unpacked | None = None
@@ -534,7 +549,10 @@ class Reading:
         return [
             (value, line)
             for value, line in bound
-            if line is None or line < self.line or any(loop.lineno <= line <= loop.end_lineno for loop in self._loops)
+            if line is None
+            or line < self.line
+            # x = reduce(x) in a loop: its own value comes round only where nothing binds x anew
+            or (line > self.line and any(loop.lineno <= line <= loop.end_lineno for loop in self._loops))
         ]
 
     def _on_xla_path(self, name: str) -> list[ast.AST | None]:

@@ -92,6 +92,16 @@ class MeshReduceObjects(PythonRule):
                 rate = xm.mesh_reduce('rate', tracker.rate(), np.mean)
             """),
         ),
+        Example.unchanged(  # the reduced value of the round before is no evidence: each round binds it anew
+            dedent("""
+                import numpy as np
+                import torch_xla.core.xla_model as xm
+
+                for epoch in range(3):
+                    acc = evaluate(model)
+                    acc = xm.mesh_reduce('acc', acc, np.mean)
+            """),
+        ),
         Example.unchanged(
             dedent("""
                 import torch_xla.core.xla_model as xm
