@@ -308,6 +308,7 @@ class Reading:
                 node.value
                 for node in spawn_site.of_type(self.tree, (ast.Assign,))
                 if any(isinstance(target, ast.Attribute) and target.attr == container.attr for target in node.targets)
+                and node.lineno != self.line  # self.tally = {k: reduce(v) for k, v in self.tally.items()}
             ]
         else:
             bound = [container]
