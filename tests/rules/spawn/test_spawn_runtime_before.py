@@ -202,8 +202,29 @@ def test_a_runtime_started_with_no_launch_before_it_is_not_reported(source):
             "def launch():\n    runner = Runner()\n    xmp.spawn(_mp_fn, args=(runner,))\n\nlaunch()\n",
             "(in device)",
         ),
+        # a class whose __init__ starts it, made at module level: by the class's name, or its base's
+        (
+            "class Logger:\n    def __init__(self):\n        xm.master_print('ready')\n\nLOG = Logger()\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
+            "(in Logger)",
+        ),
+        (
+            "class Base:\n    def __init__(self):\n        self.device = xm.xla_device()\n\n"
+            "class Net(Base):\n    def __init__(self):\n        super(Net, self).__init__()\n\nNET = Net()\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
+            "(in Base)",
+        ),
         # The false alarms of issue 32, each in a shape of its own: the launching process touches no
-        # XLA before the spawn. A one-core branch beside the spawn's:
+        # XLA before the spawn. A model's super().__init__() is no call of another class's __init__
+        # that starts it, made only in the replicas:
+        (
+            "class Net(nn.Module):\n    def __init__(self):\n        super(Net, self).__init__()\n\n"
+            "class Predictor:\n    def __init__(self, model):\n        xm.master_print('ready')\n\n"
+            "NET = Net()\n\ndef _mp_fn(index):\n    Predictor(NET)\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
+            None,
+        ),
+        # A one-core branch beside the spawn's:
         (
             "def single(flags):\n    device = xm.xla_device()\n\nif __name__ == '__main__':\n    if FLAGS.cores == 1:\n"
             "        single(FLAGS)\n    else:\n        xmp.spawn(_mp_fn, args=(FLAGS,))\n",

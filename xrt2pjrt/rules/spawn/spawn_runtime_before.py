@@ -419,9 +419,12 @@ def _starting(tree: ast.Module) -> tuple[str, ...]:
             for part in (*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)):
                 if id(part) in toward:
                     visit(part, function)
+            # a class's __init__ runs where the class is called: it goes by the class's name
+            owner = up.get(id(node))
+            name = owner.name if node.name == "__init__" and isinstance(owner, ast.ClassDef) else node.name
             for statement in node.body:
                 if id(statement) in toward:
-                    visit(statement, node.name)
+                    visit(statement, name)
             return
         for child in spawn_site.children(node):
             if id(child) in toward:
@@ -518,10 +521,25 @@ class _Calls:
             calls = sorted(spawn_site.own_of(self.tree, scope, ast.Call), key=lambda call: call.lineno)
             own = self._own[scope] = (
                 [call.lineno for call in calls],
-                [_called_names(call, self.bound) for call in calls],
+                [self._names_run(call, scope) for call in calls],
                 spawn_site.own_of(self.tree, scope, ast.If),
             )
         return own
+
+    def _names_run(self, call: ast.Call, scope: ast.AST) -> list[str]:
+        """:func:`_called_names` of ``call`` in ``scope``; ``super().__init__()`` in a method runs
+        the ``__init__`` of its class's bases, not every ``__init__`` of the file."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == "__init__"
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+        ):
+            return _called_names(call, self.bound)
+        owner = self.class_of.get(scope)
+        return [base.id for base in owner.bases if isinstance(base, ast.Name)] if owner else []
 
     def _names_before(self, scope: ast.AST, line: int) -> set[str]:
         """The names the calls of ``scope``'s own code run before ``line``, but for those in
