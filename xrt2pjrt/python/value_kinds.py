@@ -105,8 +105,9 @@ _GENERATORS = ("torch.Generator", "torch.default_generator", "torch.cuda.default
 # torch.load(weights_only=True) refuses; and the methods that give a numpy array of anything.
 _NUMPY_LIBRARIES = ("numpy", "sklearn", "scipy", "pandas")
 _NUMPY_METHODS = frozenset({"numpy", "to_numpy"})
-# What gives back a Python value whatever it is handed: float(np.mean(x)) is a float.
-_PYTHON_VALUE_METHODS = frozenset({"item", "tolist"})
+# What gives back what torch.load(weights_only=True) loads, whatever it is called on: Python
+# values (float(np.mean(x)) is a float), a module's or an optimizer's tensors and numbers.
+_LOADED_METHODS = frozenset({"item", "tolist", "state_dict"})
 _PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "len", "round", "str", "repr"})
 # Names code gives a value that may be any Python object, as torch.distributed's
 # broadcast_object_list and all_gather_object name theirs.
@@ -354,7 +355,7 @@ class Reading:
     def _refused_call(self, call: ast.Call, seen: frozenset[str]) -> str | None:
         func = call.func
         if isinstance(func, ast.Attribute):
-            if func.attr in _PYTHON_VALUE_METHODS:
+            if func.attr in _LOADED_METHODS:
                 return None
             if func.attr in _NUMPY_METHODS:
                 return f"`.{func.attr}()` gives a numpy array"
