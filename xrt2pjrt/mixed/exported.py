@@ -37,7 +37,8 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
         found = []  # (the Python rewriter says why it cannot be parsed)
     if not found:
         return rewriter.rewrite(text, options, fold)
-    return _rewrite(text, found, options, fold)
+    # whether it uses PyTorch, and runs Colab's set-up script, is the whole file's to say
+    return _rewrite(text, found, options.in_file(text), fold)
 
 
 def check(text: str) -> str | None:
