@@ -2,7 +2,8 @@
 
 The codemod knows a call is torch_xla's from the file's imports (``import
 torch_xla.core.xla_model as xm``). A project that takes ``xm`` from a module of its own (``from
-tpu_utils import xm``, a relative import), or hands the module in (a parameter, ``self.xm``),
+tpu_utils import xm``, a relative import, ``from util import *`` where nothing else binds
+``xm``), or hands the module in (a parameter, ``self.xm``),
 hides that: the XRT-era calls made through it are left as they are, and those torch_xla 2.x
 removed fail at run time. The first call through such a name of a function the rules migrate
 is reported: import the module from torch_xla here and run xrt2pjrt again (for a module handed
@@ -26,6 +27,7 @@ from xrt2pjrt.rules.manual._manual import CONVENTIONAL, rule_names
 
 _LOOK_ALIKES = ("xmanager",)  # libraries with an xm of their own (Google's XManager)
 _RELATIVE_IMPORT = r"^[ \t]*from[ \t]+\.[\w.]*[ \t]+import[^\n]*\b{}\b"
+_STAR_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\*", re.M)
 
 
 class BorrowedAlias(PythonRule):
@@ -64,6 +66,20 @@ class BorrowedAlias(PythonRule):
             """),
             manual=("is no import of this file",),
         ),
+        Example(  # a training script whose xm, xmp and pl come from the project's helpers module
+            dedent("""
+                from util import *
+
+                n = xm.xrt_world_size()
+            """),
+            dedent("""
+                from util import *
+
+                # TODO(xrt2pjrt): import it from torch_xla and rerun [manual-borrowed-alias]
+                n = xm.xrt_world_size()
+            """),
+            manual=("comes from util (a star import)",),
+        ),
         Example.unchanged(  # Google's XManager has an xm of its own
             dedent("""
                 from xmanager import xm
@@ -89,7 +105,7 @@ class BorrowedAlias(PythonRule):
         origin = ctx.resolve(holder)
         if origin is None and isinstance(holder, cst.Name):  # a relative import binds nothing the codemod can read
             relative = re.search(_RELATIVE_IMPORT.format(local), ctx.source, re.M)
-            where = relative and relative.group(0).split()[1]
+            where = relative and relative.group(0).split()[1] or _star_import(ctx, local)
         else:
             where = origin and (
                 None if origin.startswith(("torch_xla", "xrt2pjrt", *_LOOK_ALIKES)) else origin.rpartition(".")[0]
@@ -120,6 +136,15 @@ class BorrowedAlias(PythonRule):
                 "migrate them by hand, or call the module by an import of this file",
             )
         return updated
+
+
+def _star_import(ctx, name: str) -> str | None:
+    """The module of the file's ``from MODULE import *`` (not torch_xla's: manual-star-import
+    says those) that must have bound ``name``, which nothing else in the file binds."""
+    star = _STAR_IMPORT.search(ctx.source)
+    if star is None or star.group(1).startswith("torch_xla") or spawn_site.bindings_seen_at(ctx.tree, ctx.line, name):
+        return None
+    return f"{star.group(1)} (a star import)"
 
 
 def _a_parameter(tree: ast.Module | None, name: str, line: int) -> bool:
