@@ -30,8 +30,8 @@ from xrt2pjrt.report import Advice
 
 # What a text must mention for an install of torch_xla to be in it (part of the shell trigger).
 WORDS = (
-    r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu|tpu-vm-(?:v4-)?pt-"
-    r"|\btorch\s*(?:===?|~=|<=?)\s*v?1\.)"
+    r"(?i:torch[_-]xla|tpu-pytorch|cloud[_-]tpu[_-]client|env-setup\.py|libtpu|tpu-vm-(?:v4-)?(?:pt-|base)"
+    r"|v2-alpha|\btorch\s*(?:===?|~=|<=?)\s*v?1\.)"
 )
 
 XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
@@ -68,6 +68,23 @@ _ALWAYS_XRT_ERA = (
         True,
         None,
         "install",
+    ),
+    (
+        # the TPU VM images of the XRT years: Ubuntu 20.04, whose Python 3.8 no torch_xla
+        # from 2.5 installs on (2.9 needs 3.10, pyproject.toml at v2.9.0)
+        re.compile(r"(?:^|=)(?:v2-alpha(?:-tpuv4(?:-pod)?)?|tpu-vm-(?:v4-)?base)$"),
+        "a TPU VM image of the XRT years (Ubuntu 20.04, Python 3.8; torch_xla 2.9 needs Python 3.10+)",
+        False,
+        "use tpu-ubuntu2204-base as its image",
+        "runtime",
+    ),
+    (
+        # Compute Engine images for a TPU node's client VM: torch_xla 1.x in conda environments
+        re.compile(r"image-family=torch-xla$|(?:^|=|/)debian-\d+-torch-xla(?:-v\d{8})?$"),
+        "a Compute Engine image for a TPU node's client VM (torch_xla 1.x); PJRT runs on the TPU VM itself",
+        True,
+        "run on a TPU VM: tpu-ubuntu2204-base",
+        "runtime",
     ),
     (
         re.compile(r"libtpu[-_]nightly"),
@@ -117,7 +134,7 @@ def finding(
         return None
     for pattern, what, torch_only, do, use in _ALWAYS_XRT_ERA:
         if pattern.search(word):
-            use = {"install": install_line, "image": image}[use](target) if use else ""
+            use = {"install": install_line, "image": image, "runtime": _runtime}[use](target) if use else ""
             do = install if do is None else do.format(version=_version(target))
             return Advice(do, f"{what}: {instead}", use) if torch or torch_only else None
     nightly = _NIGHTLY.search(word)
@@ -174,8 +191,12 @@ def _runtime_finding(runtime: re.Match, target: tuple[int, int]) -> Advice | Non
         "use tpu-ubuntu2204-base as its image",
         f"{runtime.group()} is a TPU VM image with {era}torch_xla {major}.{minor}: create the VM with "
         f"tpu-ubuntu2204-base, then {_instead(target)}",
-        "--version=tpu-ubuntu2204-base",
+        _runtime(target),
     )
+
+
+def _runtime(target: tuple[int, int]) -> str:
+    return "--version=tpu-ubuntu2204-base"
 
 
 def _version(target: tuple[int, int]) -> str:

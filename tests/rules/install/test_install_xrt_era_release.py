@@ -313,6 +313,32 @@ def test_a_lone_torch_1_pin_is_reported_where_the_file_shows_it_is_the_tpus(tmp_
 
 
 @pytest.mark.parametrize(
+    "name, text, asked",
+    [
+        # a script that only creates the TPU VMs of a torch_xla project, on images of the XRT years
+        (
+            "create_vm.sh",
+            "gcloud alpha compute tpus tpu-vm create t1 --accelerator-type=v3-8 --version=v2-alpha\n",
+            ["a TPU VM image of the XRT years"],
+        ),
+        ("pod.sh", "RUNTIME_VERSION=tpu-vm-v4-base\n", ["a TPU VM image of the XRT years"]),
+        (
+            "client.sh",
+            "gcloud compute instances create c --image=debian-9-torch-xla-v20200818 --image-project=ml-images\n",
+            ["a Compute Engine image for a TPU node's client VM"],
+        ),
+        # a JAX benchmark beside the PyTorch code creates its TPU VMs alike; a conda env of that name
+        ("bench_jax.sh", "RUNTIME_VERSION=v2-alpha-tpuv4\npip install t5x jax\n", []),
+        ("run.sh", "conda activate torch-xla\n", []),
+        ("setup.sh", "gcloud compute tpus tpu-vm create t1 --version=tpu-ubuntu2204-base\n", []),
+    ],
+)
+def test_a_tpu_vm_image_of_the_xrt_years_is_reported_in_a_torch_xla_project(tmp_path, name, text, asked):
+    items = migrate_tree(tmp_path, {"train.py": "import torch_xla.core.xla_model as xm\n", name: text}, _RULE)
+    assert [m.split(" (")[0].split(":")[0] for m in items.get(name, [])] == asked
+
+
+@pytest.mark.parametrize(
     "line",
     [
         # issue 32, in shapes of their own: lines that install nothing

@@ -2,7 +2,9 @@
 
 Code migrated for ``--target-version`` runs only on that torch_xla, but a repository's
 install lines often still fetch the old one: pip and conda installs, wheel URLs, Docker
-images, TPU VM runtime versions (tpu-vm-pt-1.13), requirements and jsonnet configs
+images, TPU VM runtime versions (tpu-vm-pt-1.13; v2-alpha and tpu-vm-base, Ubuntu 20.04
+images whose Python 3.8 torch_xla 2.9 does not install on), a TPU node's client VM image
+(``--image-family=torch-xla``), requirements and jsonnet configs
 (text/installs.py tells which words do), and in a project that uses torch_xla, a torch==1.x
 pin on its own (in a file that installs no torch_xla). Choosing the new versions is a person's decision (torch, torchvision and torch_xla move together), so
 each is reported, never rewritten.
@@ -45,8 +47,14 @@ _INSTALLS_XRT_ERA = re.compile(
 # What shows that a file's lone torch pin is for the TPU: it names the TPU, XLA or XRT; and
 # that it is for another device: a CUDA image or toolkit, PyTorch's CPU or CUDA wheels.
 _FOR_THE_TPU = re.compile(r"(?i)tpu|xla|xrt")
+_ANOTHER_FRAMEWORK = re.compile(r"(?i)\bjax(?:lib)?\b|\bflax\b|\bt5x\b|tensorflow|\btf-nightly\b")
 _FOR_ANOTHER_DEVICE = re.compile(r"(?i)cuda|cudnn|nvidia|rocm|/whl/cpu|/whl/cu\d|\+cpu\b|\+cu\d")
 # The seed issue's own install line.
+# A TPU VM of the XRT years' image, on which the target's install then fails.
+_ON_V2_ALPHA = (
+    "gcloud compute tpus tpu-vm create t1 --accelerator-type=v3-8 --version=v2-alpha\n"
+    "gcloud compute tpus tpu-vm ssh t1 --command=\"pip install 'torch_xla[tpu]~=2.9.0'\"\n"
+)
 _SEED_WHEEL = (
     "https://storage.googleapis.com/tpu-pytorch/wheels/tpuvm/torch_xla-nightly+20220802-cp38-cp38-linux_x86_64.whl"
 )
@@ -86,6 +94,17 @@ class InstallXrtEraRelease(TextRule):
             manual=("tpu-ubuntu2204-base",),
         ),
         Example(
+            _ON_V2_ALPHA,
+            todo_line(finding("--version=v2-alpha", (2, 9)).do, "install-xrt-era-release") + _ON_V2_ALPHA,
+            manual=("Python 3.8",),
+        ),
+        Example(
+            "gcloud compute instances create client --image-family=torch-xla --image-project=ml-images\n",
+            todo_line(finding("--image-family=torch-xla", (2, 9)).do, "install-xrt-era-release")
+            + "gcloud compute instances create client --image-family=torch-xla --image-project=ml-images\n",
+            manual=("client VM",),
+        ),
+        Example(
             "pip install 'torch_xla[tpu]~=2.9.0'\n",
             "pip install 'torch_xla[tpu]~=2.9.0'\n",
         ),
@@ -94,7 +113,7 @@ class InstallXrtEraRelease(TextRule):
     def word(self, rec, word, offset):
         if _no_install_at(rec.text, offset) or _fetches_what_runs_later(rec, word, offset):
             return
-        problem = finding(word, rec.options.target_version, rec.options.uses_torch(rec.text), rec.options.code_needs)
+        problem = finding(word, rec.options.target_version, _for_torch(rec), rec.options.code_needs)
         if problem is None:  # (the pin first: a word of the text at a time, the text's test once a pin)
             pin = torch_pin_finding(word, rec.options.target_version)
             problem = pin if pin and _pins_the_tpus_torch(rec) else None
@@ -108,10 +127,19 @@ def _installs_a_release_too(rec, offset: int) -> bool:
     the line's one item, and a companion's "remove it" would ask of the same line again."""
     start = rec.text.rfind("\n", 0, offset) + 1
     end = rec.text.find("\n", offset)
-    target, torch = rec.options.target_version, rec.options.uses_torch(rec.text)
+    target, torch = rec.options.target_version, _for_torch(rec)
     return any(
         (found := finding(word.strip("'\""), target, torch, rec.options.code_needs)) is not None and found.use
         for word in rec.text[start : end if end >= 0 else len(rec.text)].split()
+    )
+
+
+def _for_torch(rec) -> bool:
+    """Whether the file sets up PyTorch: it names it, or it serves code that uses torch_xla (a
+    script that only creates the TPU VMs of a training repository) and names no other
+    framework (a JAX benchmark beside the PyTorch ones creates its TPU VMs alike)."""
+    return rec.options.uses_torch(rec.text) or (
+        rec.options.torch_xla_project and not _ANOTHER_FRAMEWORK.search(rec.text)
     )
 
 
