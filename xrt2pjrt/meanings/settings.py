@@ -258,7 +258,7 @@ MEANINGS: tuple[Meaning, ...] = (
             (
                 "2.1-2.9",
                 "still an image with torch_xla 1.13 on XRT: migrated code fails there; "
-                "create the VM with a tpu-ubuntu2204-base (v4: tpu-vm-v4-base) image and pip install",
+                "create the VM with a tpu-ubuntu2204-base image and pip install",
             ),
         ),
         action="install-xrt-era-release",

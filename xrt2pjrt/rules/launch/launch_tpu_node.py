@@ -5,9 +5,10 @@ A TPU node was a Compute Engine VM and a TPU reached over the network at port 84
 only XRT could drive (XRT_TPU_CONFIG="tpu_worker;0;IP:8470"); ``ctpu up`` and ``gcloud compute
 tpus create`` (without ``tpu-vm``) made one, with ``-tf-version`` / ``--version`` choosing the
 TPU's software (``pytorch-1.13``). PJRT runs the program on the TPU's own host, a TPU VM:
-``gcloud compute tpus tpu-vm create NAME --version=tpu-ubuntu2204-base`` (v4:
-``tpu-vm-v4-base``), then ``pip install torch_xla[tpu]`` there. Which accelerator, zone and
-image to take is a person's choice, so the line is reported, not rewritten.
+``gcloud compute tpus tpu-vm create NAME --version=tpu-ubuntu2204-base`` (every TPU
+generation: the older base images hold a Python 3.8 torch_xla 2.9 does not install on), then
+``pip install torch_xla[tpu]`` there. Which accelerator, zone and image to take is a person's
+choice, so the line is reported, not rewritten.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ DO = "create a TPU VM instead: tpu-vm create"
 _MORE = (
     "{what} creates a TPU node, a VM and a TPU reached over the network that only XRT could drive; PJRT "
     "runs on TPU VMs: gcloud compute tpus tpu-vm create NAME --zone=ZONE --accelerator-type=TYPE "
-    "--version=tpu-ubuntu2204-base (v4: tpu-vm-v4-base), then pip install 'torch_xla[tpu]' on it"
+    "--version=tpu-ubuntu2204-base, then pip install 'torch_xla[tpu]' on it"
 )
 
 
