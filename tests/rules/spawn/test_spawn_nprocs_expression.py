@@ -196,6 +196,17 @@ def test_a_count_no_code_on_the_replicas_path_reads_as_a_number_is_not_reported(
     assert not _counts_read(source)
 
 
+@pytest.mark.parametrize("gathered_after, reported", [(True, True), (False, False)])
+def test_a_count_read_by_what_the_launching_process_runs_after_the_spawn_is_reported(gathered_after, reported):
+    # round 11: the launcher gathers a file per replica, one for each of the flag's count, after
+    # the spawn; before it, a library's check of its own flags is no read of the replicas' count
+    gather = "def gather(opts):\n    return [load(f'out_{i}.pkl') for i in range(opts.procs)]\n\n"
+    spawn = "    xmp.spawn(_mp_fn, args=(opts,), nprocs=opts.procs)\n"
+    body = spawn + "    print(gather(opts))\n" if gathered_after else "    gather(opts)\n" + spawn
+    source = "def _mp_fn(index, opts):\n    pass\n\n" + gather + "def main(opts):\n" + body
+    assert bool(_counts_read(source)) is reported
+
+
 def test_a_count_read_on_the_replicas_path_is_reported():
     assert _counts_read(
         "def _mp_fn(index, opts):\n    shard = len(data) // opts.procs\n\n"

@@ -11,9 +11,10 @@ where it is called is not rewritten.
 
 A count is reported as read on evidence only: the count itself handed to the spawned function
 (args=), or a read that uses it as a number (not printed, made text for a command line,
-compared with 1, or a queue's bound) in module-level code, in the function that spawns, or in
-the code the spawned function reaches in this file; not when it is handed as it is to a function the file imports
-from code neither torch's, numpy's nor Python's, by position or by a keyword naming no count (a
+compared with 1, or a queue's bound) in module-level code, in the function that spawns, in
+the code the spawned function reaches in this file, or in what the launching process calls
+after the spawn (a gather of a file per replica); not when it is handed as it is to a
+function the file imports from code neither torch's, numpy's nor Python's, by position or by a keyword naming no count (a
 project's helper scaling a learning rate by it under a flag the call leaves off). A count handed
 to a spawned function of another module (or the caller's: a library's ``spawn(fn)``) is not
 reported: the file shows no read, and the launchers read for this rule (DLRM's TPU runner,
@@ -269,15 +270,19 @@ def _as_counts(site: spawn_site.Site, reads: list[ast.expr]) -> list[ast.expr]:
 
 def _on_the_replicas_path(site: spawn_site.Site, tree: ast.Module, read: ast.expr) -> bool:
     """Whether ``read`` runs where the spawn's processes are counted: module-level code (the
-    replicas share it), the function that spawns, or the code the spawned function reaches in
-    this file. A launcher's other branches for other devices (accelerate's multi-GPU
-    launcher reads its own process count) are not."""
+    replicas share it), the function that spawns, the code the spawned function reaches in
+    this file, or the code the launching process calls after the spawn (it gathers what
+    each replica wrote). A launcher's other branches for other devices (accelerate's
+    multi-GPU launcher reads its own process count) are not."""
     function = spawn_site.function_at(tree, read.lineno)
     if function is None or any(function is scope for scope in site.scopes[:-1]):
         return True
     spawned = site.argument("fn", 0)
-    return function.name in (reached_from(tree, ast.unparse(spawned)) if spawned is not None else set()) | (
-        spawned_code(tree)
+    called_after = (
+        spawn_site.called_name(node.func) for node in spawn_site.nodes_of(site.after) if isinstance(node, ast.Call)
+    )
+    return function.name in (reached_from(tree, ast.unparse(spawned)) if spawned is not None else set()).union(
+        spawned_code(tree), *(reached_from(tree, name) for name in called_after)
     )
 
 
