@@ -27,13 +27,16 @@ def nprocs_argument(node: cst.Call):
     return argument(node, "nprocs", NPROCS_POSITION)
 
 
+def _one_process(name: str) -> tuple[str, int, object]:
+    """The parameter (keyword, position) of the spawn ``name`` that, given this value, calls fn
+    in this process, unpickled: xmp.spawn(nprocs=1), torch_xla.launch(debug_single_process=True)."""
+    return ("debug_single_process", SINGLE_PROCESS_POSITION, True) if name == LAUNCH else ("nprocs", NPROCS_POSITION, 1)
+
+
 def in_one_process(node: cst.Call, name: str) -> bool:
-    """True when the spawn calls fn in this process, unpickled: xmp.spawn(nprocs=1),
-    torch_xla.launch(debug_single_process=True)."""
-    if name == LAUNCH:
-        hit, one = argument(node, "debug_single_process", SINGLE_PROCESS_POSITION), True
-    else:
-        hit, one = nprocs_argument(node), 1
+    """True when the spawn ``node`` (of ``name``) calls fn in this process (:func:`_one_process`)."""
+    keyword, position, one = _one_process(name)
+    hit = argument(node, keyword, position)
     return hit is not None and literal(hit[1].value) == one
 
 
@@ -148,6 +151,22 @@ def spawn_calls(tree: ast.Module) -> list[ast.Call]:
         for node in spawn_site.of_type(tree, (ast.Call,))
         if spawn_site.resolved(node.func, bound) in {SPAWN, LAUNCH, *SHIM_SPAWNS}
     ]
+
+
+def every_spawn_one_process(tree: ast.Module) -> bool:
+    """Whether the file spawns, and each of its spawns calls fn in this process (``nprocs=1``,
+    ``debug_single_process=True``): one replica, no thread beside it."""
+    bound = spawn_site.imported(tree)
+
+    def one(call: ast.Call) -> bool:
+        keyword, position, value = _one_process(spawn_site.resolved(call.func, bound) or "")
+        given = next((k.value for k in call.keywords if k.arg == keyword), None)
+        if given is None and len(call.args) > position:
+            given = call.args[position]
+        return isinstance(given, ast.Constant) and given.value == value and type(given.value) is type(value)
+
+    calls = spawn_calls(tree)
+    return bool(calls) and all(one(call) for call in calls)
 
 
 def in_replicas_code(ctx) -> bool:

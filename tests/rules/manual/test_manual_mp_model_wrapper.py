@@ -42,3 +42,24 @@ def test_reported_where_the_wrapper_is_made_under_either_target():
     source = "import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())\n"
     for target in ("native", "shim"):
         assert [item.rule for item in migrate(source, target=target).manual] == ["manual-mp-model-wrapper"]
+
+
+@pytest.mark.parametrize(
+    "spawns, reported",
+    [
+        # round 11: a notebook's one-core run, its spawned closure moving the wrapper
+        ("xmp.spawn(train_fn, args=(data,), nprocs=1, start_method='fork')", False),
+        ("torch_xla.launch(train_fn, args=(data,), debug_single_process=True)", False),
+        ("xmp.spawn(train_fn, args=(data,), start_method='fork')", True),
+        ("xmp.spawn(train_fn, args=(data,), nprocs=1)\n    xmp.spawn(train_fn, args=(data,))", True),
+    ],
+)
+def test_a_wrapper_only_one_replica_moves_is_not_reported(spawns, reported):
+    source = (
+        "import torch_xla\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def main(model, data):\n    WRAPPED = xmp.MpModelWrapper(model)\n\n"
+        "    def train_fn(index, data):\n        model = WRAPPED.to(torch_xla.device())\n\n"
+        f"    {spawns}\n"
+    )
+    items = [item.rule for item in migrate(source).manual if item.rule == "manual-mp-model-wrapper"]
+    assert items == ["manual-mp-model-wrapper"] * reported
