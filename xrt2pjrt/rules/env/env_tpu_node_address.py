@@ -12,15 +12,19 @@ non-TPU path. The program runs on the VM itself: test ``xr.device_type() == 'TPU
 with ``xr.world_size()``, and profile a server the program starts
 (``xp.start_server(9012)``, then trace ``localhost:9012``). Only files that use PyTorch are
 reported, those that import it: TensorFlow's TPUClusterResolver reads TPU_NAME too, and a copy of
-pytorch-xla-env-setup.py tests it before any torch is installed.
+pytorch-xla-env-setup.py tests it before any torch is installed. Nor is a name that only builds
+XRT_TPU_CONFIG (``'tpu_worker;0;' + os.environ['TPU_IP_ADDRESS'] + ':8470'``, whose own item,
+env-xrt-tpu-config, says to run on a TPU VM), or a setting the file never reads.
 """
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
-from xrt2pjrt.python import imports
+from xrt2pjrt.python import imports, spawn_site
 from xrt2pjrt.python.rule import PythonRule, argument, code
 from xrt2pjrt.registry import Example, dedent
 
@@ -91,8 +95,9 @@ class TpuNodeAddress(PythonRule):
     )
 
     def leave(self, ctx, original, updated):
-        if updated.evaluated_value in NAMES and _imports_torch(ctx):
-            ctx.decide(SHORT[updated.evaluated_value], detail=ADVICE[updated.evaluated_value])
+        name = updated.evaluated_value
+        if name in NAMES and _imports_torch(ctx) and not (ctx.tree and _feeds_xrt_tpu_config(ctx.tree, ctx.line, name)):
+            ctx.decide(SHORT[name], detail=ADVICE[name])
         return updated
 
     def call(self, ctx, node, name):
@@ -110,3 +115,33 @@ def _imports_torch(ctx) -> bool:
         for fulls in imports.import_names(ctx.tree).values()
         for full in fulls
     )
+
+
+def _feeds_xrt_tpu_config(tree: ast.Module, line: int, name: str) -> bool:
+    """Whether ``name`` on ``line`` only builds XRT_TPU_CONFIG (``os.environ['XRT_TPU_CONFIG'] =
+    'tpu_worker;0;' + os.environ['TPU_IP_ADDRESS'] + ':8470'``), whose own item (env-xrt-tpu-config)
+    says to run on a TPU VM: a read in that setting, or a setting of ``name`` the file reads
+    only there, or nowhere."""
+    settings = [node for node in spawn_site.of_type(tree, (ast.Assign,)) if node.lineno <= line <= node.end_lineno]
+    configs = [
+        (node.lineno, node.end_lineno)
+        for node in spawn_site.of_type(tree, (ast.Assign,))
+        if any(_environ_key(target) == "XRT_TPU_CONFIG" for target in node.targets)
+    ]
+    in_config = [
+        any(first <= node.lineno <= last for first, last in configs)
+        for node in spawn_site.of_type(tree, (ast.Constant,))
+        if node.value == name and node.lineno != line
+    ]
+    if any(first <= line <= last for first, last in configs):
+        return True
+    sets_it = any(_environ_key(target) == name for node in settings for target in node.targets)
+    return sets_it and all(in_config)  # (read nowhere: nothing on 2.9 reads it either)
+
+
+def _environ_key(target: ast.expr) -> str | None:
+    """``K`` of an ``os.environ['K']`` target."""
+    if isinstance(target, ast.Subscript) and ast.unparse(target.value).endswith("environ"):
+        key = target.slice
+        return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+    return None
