@@ -72,6 +72,24 @@ def test_multi_line_calls_keep_their_layout():
     assert "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n" in out
 
 
+def test_an_import_run_for_its_effect_joins_the_files_guarded_torch_xla_imports():
+    # the final count: a file that also runs without torch_xla (a GPU mode) guards its imports
+    out = text("""\
+        import torch.distributed as dist
+
+        try:
+            import torch_xla.core.xla_model as xm
+        except ImportError:
+            xm = None
+
+        def init():
+            dist.init_process_group('xla', init_method='pjrt://')
+        """)
+    assert (
+        out.index("try:") < out.index("    import torch_xla.distributed.xla_backend") < out.index("except ImportError")
+    )
+
+
 def test_a_removed_last_argument_takes_its_comment_with_it():
     # fairseq: `nprocs=8,  # use all 8 TPU cores` left its comment on the `args=` line.
     out = text("""\

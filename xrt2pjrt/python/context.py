@@ -241,9 +241,21 @@ class Context:
         return expr
 
     def require(self, module: str) -> None:
-        """Make sure ``import module`` runs (for its side effects)."""
+        """Make sure ``import module`` runs (for its side effects): beside an import of
+        torch_xla the file has here, which a ``try: ... except ImportError:`` may guard (a file
+        that runs without torch_xla too), else after the import of the name at hand."""
         if not self._engine.imports_module(module):
-            self._engine.name_for(module, None, self.anchor, exact=True)
+            self._engine.name_for(module, None, self._torch_xla_import() or self.anchor, exact=True)
+
+    def _torch_xla_import(self) -> imports.Binding | None:
+        """The binding of a name an import of torch_xla binds, visible here."""
+        scope = self._engine.scope
+        while scope is not None:
+            for binding in scope.names.values():
+                if binding.statements and (binding.target or "").startswith("torch_xla"):
+                    return binding
+            scope = scope.parent
+        return None
 
 
 def _catches(caught: cst.BaseExpression | None, exception: str) -> bool:
