@@ -161,7 +161,7 @@ def _rewrite(job: _Job, options: Options) -> Rewrite:
 
 def _rewrite_and_check(job: _Job, options: Options) -> Rewrite:
     source, kind = job.source, job.kind
-    rewriter = rewriters.module_for(kind)
+    rewriter = rewriters.module_for(kind, source.text)
     try:
         outcome = rewrite(kind, source.text, options)
     except rewriters.SourceError as exc:

@@ -117,15 +117,22 @@ RULE_KINDS: dict[str, tuple[str, ...]] = {
 # What a notebook exported to .py holds: IPython's magics as nbconvert writes them
 # (``get_ipython().system(...)``) or jupytext (``# %%`` cells, ``# !pip`` comments).
 EXPORTED_MARKS = ("get_ipython()", "# %%", "jupytext:")
+# ... or a notebook's code pasted into a .py as it is, its ``!pip``/``%env`` lines and all.
+IPYTHON_LINE = re.compile(r"^[ \t]*[!%][\w$({'\"]", re.M)
 # ... a Python file of code of two kinds, then: its rewriter is the one of files of several kinds.
 EXPORTED = "xrt2pjrt.mixed.exported"
+
+
+def exported(text: str) -> bool:
+    """Whether Python ``text`` may hold a notebook's magics (mixed/exported.py reads them)."""
+    return any(mark in text for mark in EXPORTED_MARKS) or bool(IPYTHON_LINE.search(text))
 
 
 def module_for(kind: str, text: str = "") -> ModuleType:
     """The rewriter of a file of ``kind``; given the ``text`` it rewrites, the one for that
     text: Python with an exported notebook's marks goes to mixed/exported.py, any other
     straight to the Python rewriter."""
-    if kind == "python" and any(mark in text for mark in EXPORTED_MARKS):
+    if kind == "python" and exported(text):
         return importlib.import_module(EXPORTED)
     return importlib.import_module(MODULES[kind])
 
@@ -140,7 +147,7 @@ class Exported:
 
     def search(self, text: str) -> bool:
         return bool(
-            self.python.search(text) or (any(mark in text for mark in EXPORTED_MARKS) and self.shell.search(text))
+            self.python.search(text) or (exported(text) and self.shell.search(text))
         )
 
 

@@ -26,7 +26,7 @@ from xrt2pjrt.python.rewriter import tree_of
 from xrt2pjrt.recorder import Edit, Recorder, comment_above, todo_line, without_new_todo_lines
 from xrt2pjrt.registry import Options
 from xrt2pjrt.report import Finding
-from xrt2pjrt.rewriters import Outcome, SourceError, trigger_for
+from xrt2pjrt.rewriters import IPYTHON_LINE, Outcome, SourceError, trigger_for
 
 
 def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
@@ -34,6 +34,9 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
     try:
         found = ipython.magics(text, tree_of(text))
     except (SyntaxError, ValueError):
+        pasted = _pasted_cells(text, options)
+        if pasted is not None:
+            return pasted
         found = []  # (the Python rewriter says why it cannot be parsed)
     if not found:
         return rewriter.rewrite(text, options, fold)
@@ -42,7 +45,19 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
 
 
 def check(text: str) -> str | None:
-    return rewriter.check(text)
+    problem = rewriter.check(text)
+    if problem and IPYTHON_LINE.search(text) and rewriter.check(magics.python_cell(text).python) is None:
+        return None  # a notebook's code pasted as it is: Python but for its magic lines
+    return problem
+
+
+def _pasted_cells(text: str, options: Options) -> Outcome | None:
+    """The rewrite of a notebook's code pasted into a .py as it is (a Kaggle kernel's cells
+    one after another, ``!pip install`` lines and all), as one cell, its magics migrated as
+    they are in a notebook; None unless it is Python but for those lines."""
+    if not IPYTHON_LINE.search(text) or rewriter.check(magics.python_cell(text).python) is not None:
+        return None
+    return magics.cell(text, options.in_file(text))
 
 
 def _rewrite(text: str, found: list[ipython.Magic], options: Options, fold: bool, together: bool = True) -> Outcome:
