@@ -57,3 +57,13 @@ def test_no_probe_no_item(source):
 def test_every_except_that_catches_runtime_error_makes_a_probe(caught):
     source = f"import torch_xla\n\ntry:\n    torch_xla.device()\n    ok = True\nexcept{caught}:\n    ok = False\n"
     assert [item.rule for item in migrate(source).manual] == ["manual-device-probe"]
+
+
+def test_one_probe_is_one_item_however_often_its_try_takes_the_device():
+    # a Kaggle set-up cell: the probe, then the device printed twice in the same try
+    source = (
+        "import torch_xla.core.xla_model as xm\n\ntry:\n    if xm.xla_device().type == 'xla':\n"
+        "        print(len(xm.get_xla_supported_devices()))\n        print(xm.xla_device())\nexcept Exception:\n"
+        "    pass\n\ntry:\n    device = xm.xla_device()\nexcept RuntimeError:\n    device = None\n"
+    )
+    assert [item.line for item in migrate(source).manual if item.rule == "manual-device-probe"] == [4, 11]

@@ -104,19 +104,25 @@ class DeviceProbe(PythonRule):
         ),
     )
 
+    def __init__(self):
+        self.probes: set[int] = set()  # the lines of the tries reported: one probe, one item
+
     def call(self, ctx, node, name):
-        if _in_probe(ctx):
+        probe = _probe(ctx)
+        if probe is not None and probe.lineno not in self.probes:
+            self.probes.add(probe.lineno)
             ctx.decide("test xr.device_type() == 'TPU' instead", detail=_ALWAYS)
         return node
 
 
-def _in_probe(ctx) -> bool:
-    """Whether the call being visited is in the body of a short try, in its own function, one of
-    whose except clauses catches what XRT raised. Read on the file's ast: the libcst tree the
-    rules see has quiet statements folded (python/quiet.py), so a try's length is not there."""
+def _probe(ctx) -> ast.Try | None:
+    """The try whose body holds the call being visited, if it is a probe: a short try, in the
+    call's own function, one of whose except clauses catches what XRT raised. Read on the
+    file's ast: the libcst tree the rules see has quiet statements folded (python/quiet.py), so
+    a try's length is not there."""
     if ctx.tree is None:
-        return False
-    line, node, found = ctx.line, ctx.tree, False
+        return None
+    line, node, found = ctx.line, ctx.tree, None
     while True:  # down the statements that hold the line, to the innermost try or scope
         inner = next(
             (
@@ -130,14 +136,15 @@ def _in_probe(ctx) -> bool:
         if inner is None:
             return found
         if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found = False
+            found = None
         elif isinstance(inner, ast.Try):
             body = inner.body
-            found = (
+            probe = (
                 body[0].lineno <= line <= body[-1].end_lineno
                 and len(body) <= _PROBE_STATEMENTS
                 and any(_catches(handler) for handler in inner.handlers)
             )
+            found = inner if probe else None
         node = inner
 
 
