@@ -146,9 +146,7 @@ class Exported:
         self.pattern = f"{python.pattern}|{shell.pattern}"  # (grep, bench: a few files more)
 
     def search(self, text: str) -> bool:
-        return bool(
-            self.python.search(text) or (exported(text) and self.shell.search(text))
-        )
+        return bool(self.python.search(text) or (exported(text) and self.shell.search(text)))
 
 
 @functools.cache
