@@ -46,18 +46,19 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
 
 def check(text: str) -> str | None:
     problem = rewriter.check(text)
-    if problem and IPYTHON_LINE.search(text) and rewriter.check(magics.python_cell(text).python) is None:
-        return None  # a notebook's code pasted as it is: Python but for its magic lines
-    return problem
+    return None if problem and _pasted(text) else problem
+
+
+def _pasted(text: str) -> bool:
+    """Whether ``text`` is a notebook's code pasted into a .py as it is (a Kaggle kernel's cells
+    one after another, ``!pip install`` lines and all): Python but for its magic lines."""
+    return bool(IPYTHON_LINE.search(text)) and rewriter.check(magics.python_cell(text).python) is None
 
 
 def _pasted_cells(text: str, options: Options) -> Outcome | None:
-    """The rewrite of a notebook's code pasted into a .py as it is (a Kaggle kernel's cells
-    one after another, ``!pip install`` lines and all), as one cell, its magics migrated as
-    they are in a notebook; None unless it is Python but for those lines."""
-    if not IPYTHON_LINE.search(text) or rewriter.check(magics.python_cell(text).python) is not None:
-        return None
-    return magics.cell(text, options.in_file(text))
+    """The rewrite of pasted notebook code (:func:`_pasted`) as one cell, its magics migrated as
+    they are in a notebook; None when ``text`` is not that."""
+    return magics.cell(text, options.in_file(text)) if _pasted(text) else None
 
 
 def _rewrite(text: str, found: list[ipython.Magic], options: Options, fold: bool, together: bool = True) -> Outcome:

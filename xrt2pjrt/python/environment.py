@@ -424,7 +424,8 @@ def _builds_an_environment(ctx, call: cst.Call) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == "update"
 
 
-def _is_environ(node: ast.AST | None) -> bool:
+def is_environ(node: ast.AST | None) -> bool:
+    """Whether ``node`` is ``os.environ`` (or an ``environ`` imported from os)."""
     return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
         isinstance(node, ast.Name) and node.id == "environ"
     )
@@ -441,18 +442,18 @@ def _environ_reads(tree: ast.Module | None) -> dict[str, list[int]]:
     reads: dict[str, list[int]] = {}
     for node in spawn_site.of_type(tree, (ast.Subscript, ast.Call, ast.Compare)):
         key = None
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and is_environ(node.value):
             key = node.slice
         elif isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Attribute, ast.Name)):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
             if name in ("getenv", "getenv_as") or (
-                name in ("get", "pop") and _is_environ(getattr(node.func, "value", None))
+                name in ("get", "pop") and is_environ(getattr(node.func, "value", None))
             ):
                 key = node.args[0]
         elif (
             isinstance(node, ast.Compare)
             and isinstance(node.ops[0], (ast.In, ast.NotIn))
-            and _is_environ(node.comparators[0])
+            and is_environ(node.comparators[0])
         ):
             key = node.left
         if isinstance(key, ast.Attribute):  # xenv.TPUVM_MODE, xenv.HOST_ORDINAL
@@ -481,13 +482,13 @@ def _environ_writes(tree: ast.Module | None) -> set[str]:
     written = set()
     for node in spawn_site.of_type(tree, (ast.Subscript, ast.Call)):
         key = None
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _is_environ(node.value):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and is_environ(node.value):
             key = node.slice
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "setdefault"
-            and _is_environ(node.func.value)
+            and is_environ(node.func.value)
             and node.args
         ):
             key = node.args[0]

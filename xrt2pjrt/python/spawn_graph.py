@@ -160,9 +160,7 @@ def every_spawn_one_process(tree: ast.Module) -> bool:
 
     def one(call: ast.Call) -> bool:
         keyword, position, value = _one_process(spawn_site.resolved(call.func, bound) or "")
-        given = next((k.value for k in call.keywords if k.arg == keyword), None)
-        if given is None and len(call.args) > position:
-            given = call.args[position]
+        given = spawn_site.argument_of(call, keyword, position)
         return isinstance(given, ast.Constant) and given.value == value and type(given.value) is type(value)
 
     calls = spawn_calls(tree)

@@ -22,6 +22,19 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 
 
+def argument_of(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    """The argument of ``call`` bound to parameter ``name`` (by keyword, or by ``position``)."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None  # *args: positions past here are unknown
+        if index == position:
+            return arg
+    return None
+
+
 @dataclass
 class Site:
     call: ast.Call
@@ -32,15 +45,7 @@ class Site:
 
     def argument(self, name: str, position: int) -> ast.expr | None:
         """The argument bound to parameter ``name`` (by keyword, or by ``position``)."""
-        for keyword in self.call.keywords:
-            if keyword.arg == name:
-                return keyword.value
-        for index, arg in enumerate(self.call.args):
-            if isinstance(arg, ast.Starred):
-                return None  # *args: positions past here are unknown
-            if index == position:
-                return arg
-        return None
+        return argument_of(self.call, name, position)
 
     def binding_scope(self, name: str) -> ast.AST | None:
         """The scope whose own code binds ``name`` as the call sees it (None: a builtin,

@@ -388,9 +388,7 @@ class Reading:
     def _reduced(self, call: ast.Call) -> str | None:
         """What shows that ``xm.mesh_reduce(tag, data, reduce_fn)`` gives numpy's value: its
         reduce_fn is numpy's (``np.mean`` gives a numpy.float64 of Python floats too)."""
-        reducer = (
-            call.args[2] if len(call.args) > 2 else next((k.value for k in call.keywords if k.arg == "reduce_fn"), None)
-        )
+        reducer = spawn_site.argument_of(call, "reduce_fn", 2)
         if reducer is not None and self._numpy_library(reducer):
             return f"`{ast.unparse(call.func)}(..., {ast.unparse(reducer)})` gives numpy's value"
         return None

@@ -25,6 +25,7 @@ import libcst as cst
 
 from xrt2pjrt.meanings.settings import ADVICE, SHORT
 from xrt2pjrt.python import imports, spawn_site
+from xrt2pjrt.python.environment import is_environ
 from xrt2pjrt.python.rule import PythonRule, argument, code
 from xrt2pjrt.registry import Example, dedent
 
@@ -122,10 +123,11 @@ def _feeds_xrt_tpu_config(tree: ast.Module, line: int, name: str) -> bool:
     'tpu_worker;0;' + os.environ['TPU_IP_ADDRESS'] + ':8470'``), whose own item (env-xrt-tpu-config)
     says to run on a TPU VM: a read in that setting, or a setting of ``name`` the file reads
     only there, or nowhere."""
-    settings = [node for node in spawn_site.of_type(tree, (ast.Assign,)) if node.lineno <= line <= node.end_lineno]
+    assignments = spawn_site.of_type(tree, (ast.Assign,))
+    settings = [node for node in assignments if node.lineno <= line <= node.end_lineno]
     configs = [
         (node.lineno, node.end_lineno)
-        for node in spawn_site.of_type(tree, (ast.Assign,))
+        for node in assignments
         if any(_environ_key(target) == "XRT_TPU_CONFIG" for target in node.targets)
     ]
     in_config = [
@@ -141,7 +143,7 @@ def _feeds_xrt_tpu_config(tree: ast.Module, line: int, name: str) -> bool:
 
 def _environ_key(target: ast.expr) -> str | None:
     """``K`` of an ``os.environ['K']`` target."""
-    if isinstance(target, ast.Subscript) and ast.unparse(target.value).endswith("environ"):
+    if isinstance(target, ast.Subscript) and is_environ(target.value):
         key = target.slice
         return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
     return None
