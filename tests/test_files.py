@@ -65,6 +65,8 @@ def test_a_missing_path_is_refused_and_the_others_still_taken(tmp_path):
         ("x.sh", "shell"),
         ("x.bash", "shell"),
         ("pod.jsonnet", "jsonnet"),
+        ("tpu.tf", "terraform"),
+        ("prod.tfvars", "terraform"),
         ("requirements.txt", "requirements"),
         ("requirements-tpu.txt", "requirements"),
         ("constraints.txt", "requirements"),

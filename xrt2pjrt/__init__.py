@@ -13,7 +13,8 @@ engine file lists them. A module is on the first floor a pattern of which names 
     engine     xrt2pjrt.cache xrt2pjrt.carry xrt2pjrt.code_trees xrt2pjrt.codemod xrt2pjrt.config xrt2pjrt.settling
     mixed      xrt2pjrt.mixed xrt2pjrt.mixed.*
     rewriters  xrt2pjrt.python.rewriter xrt2pjrt.text.shell xrt2pjrt.text.dockerfile xrt2pjrt.text.yaml
-               xrt2pjrt.text.jsonnet xrt2pjrt.text.requirements xrt2pjrt.text.dotenv
+               xrt2pjrt.text.jsonnet xrt2pjrt.text.terraform xrt2pjrt.text.configs
+               xrt2pjrt.text.requirements xrt2pjrt.text.dotenv
     rules      xrt2pjrt.rules.*
     analyses   xrt2pjrt.python.* xrt2pjrt.text.*
     shim       xrt2pjrt.shim.*

@@ -114,6 +114,8 @@ def kind_of(path: Path) -> str | None:
         return "markdown"
     if suffix in (".jsonnet", ".libsonnet"):
         return "jsonnet"
+    if suffix in (".tf", ".tfvars"):
+        return "terraform"
     if name == ".env" or name.startswith(".env.") or suffix == ".env":  # (KEY=VALUE lines: compose's env_file)
         return "dotenv"
     if name == "Dockerfile" or name.startswith("Dockerfile.") or suffix == ".dockerfile":

@@ -38,6 +38,7 @@ MODULES: dict[str, str] = {
     "jsonnet": "xrt2pjrt.text.jsonnet",
     "requirements": "xrt2pjrt.text.requirements",
     "dotenv": "xrt2pjrt.text.dotenv",
+    "terraform": "xrt2pjrt.text.terraform",
 }
 
 

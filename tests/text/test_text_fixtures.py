@@ -124,3 +124,63 @@ def test_a_gke_tpu_node_in_a_jsonnet_config_is_reported_as_in_yaml():
     nodes = [(f.line, f.detail) for f in outcome.manual if "GKE TPU node" in f.detail]
     assert [line for line, _ in nodes] == [1, 2]
     assert nodes[0][1].startswith("`tf-version.cloud-tpus.google.com` in a jsonnet config: a GKE TPU node")
+
+
+# A TPU node made by Terraform, with the client VM whose startup script pointed XRT at it.
+TERRAFORM_NODE = """\
+resource "google_compute_instance" "trainer" {
+  machine_type            = "n1-highmem-16"
+  metadata_startup_script = <<-EOT
+    pip install torch==1.12.0 torch_xla==1.12
+    export XRT_TPU_CONFIG="tpu_worker;0;${google_tpu_node.v3.network_endpoints[0].ip_address}:8470"
+  EOT
+}
+
+resource "google_tpu_node" "v3" {
+  name               = "trainer-tpu"
+  accelerator_type   = "v3-8"
+  tensorflow_version = var.torch_xla_release
+  scheduling_config {
+    preemptible = true
+  }
+}
+
+resource "google_tpu_node" "serving" {
+  name               = "tf-serving"
+  tensorflow_version = "2.8.0"
+}
+"""
+
+
+def _terraform(text: str) -> list[tuple[str, int]]:
+    module = rewriters.module_for(files.kind_of(Path("infra/main.tf")))
+    outcome = module.rewrite(text, Options(rules=frozenset(all_rules()), unsafe_fixes=True))
+    assert outcome.text == text and outcome.changes == []
+    return [(f.rule, f.line) for f in outcome.manual]
+
+
+def test_a_terraform_tpu_node_is_reported_with_its_startup_script_never_rewritten():
+    assert _terraform(TERRAFORM_NODE) == [
+        ("install-xrt-era-release", 4),
+        ("env-shell-xrt-tpu-config", 5),
+        ("launch-tpu-node", 9),  # not TensorFlow's node below
+    ]
+
+
+def test_a_tpu_nodes_pytorch_release_set_apart_is_reported():
+    # a .tfvars value, or a variable's default: the release the node resource reads
+    assert _terraform('zone = "us-central1-f"\ntorch_xla_release = "pytorch-1.12"\n') == [("launch-tpu-node", 2)]
+    assert _terraform('variable "v" {\n  default = "pytorch-nightly"\n}\n') == [("launch-tpu-node", 2)]
+    assert _terraform('variable "v" {\n  default = "2.8.0"\n}\n') == []
+
+
+def test_a_tpu_vm_of_an_xrt_era_image_is_reported():
+    text = 'resource "google_tpu_v2_vm" "vm" {\n  runtime_version = "tpu-vm-pt-1.13"\n}\n'
+    assert _terraform(text) == [("install-xrt-era-release", 2)]
+    assert _terraform(text.replace("tpu-vm-pt-1.13", "tpu-ubuntu2204-base")) == []
+
+
+def test_a_tpu_node_of_a_release_set_elsewhere_is_pytorchs_only_in_a_pytorch_file():
+    node = 'resource "google_tpu_node" "tpu" {\n  tensorflow_version = var.release\n}\n'
+    assert _terraform(node) == []  # TensorFlow's, as far as anything here says
+    assert _terraform("# trains with torch_xla\n" + node) == [("launch-tpu-node", 2)]

@@ -1,4 +1,4 @@
-"""Rewriters for what is not Python: shell, Dockerfile, YAML, Markdown/rst, notebooks, jsonnet.
+"""Rewriters for what is not Python: shell, Dockerfile, YAML, Markdown/rst, notebooks, configs.
 
 One mechanism, several adapters:
 
@@ -8,8 +8,9 @@ One mechanism, several adapters:
   shared with ``xrt2pjrt launch``;
 - ``environment``: the XRT variable rules and the one way settings are renamed or removed;
 - ``shell``: the shell rewriter, and the rules' home (``launch-xla-dist``);
-- ``dockerfile``, ``yaml``, ``markdown``, ``notebook``, ``jsonnet``: adapters that find the
-  shell (or Python) inside their files and hand it to the rewriter of its kind;
+- ``dockerfile``, ``yaml``, ``markdown``, ``notebook``: adapters that find the shell (or
+  Python) inside their files and hand it to the rewriter of its kind;
+- ``configs`` (``jsonnet``, ``terraform``): configs that are reported, never rewritten;
 - ``installs``: the one check of install lines (wheels, pins, images) every adapter calls;
   ``requirements``: the rewriter of requirements files, which only reports;
 - ``edits``: span edits and findings of one pass (``Recorder``), and the TODO lines that

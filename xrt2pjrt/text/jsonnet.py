@@ -1,39 +1,13 @@
-"""Jsonnet configs (``*.jsonnet``, ``*.libsonnet``): reported, never rewritten.
-
-XRT-era pod jobs were often generated from jsonnet (pytorch/xla's own test configs among
-them), with the xla_dist command written as an array of words and the XRT variables in env
-objects. What such a config produces is only known by evaluating it, so each place is
-reported for a person, with what it should become: the text rules' ``config`` hook reports
-the xla_dist commands and GKE TPU-node annotations and resources, the env rules the XRT
-variables, and the ``word`` hook the install lines (a pin, wheel or image of an XRT-era
-torch_xla, in a string or an array of words).
-"""
+"""Jsonnet configs (``*.jsonnet``, ``*.libsonnet``): reported, never rewritten (text/configs.py)."""
 
 from __future__ import annotations
 
-import re
-
 from xrt2pjrt.registry import Options
 from xrt2pjrt.rewriters import Outcome
-from xrt2pjrt.text import environment
-from xrt2pjrt.recorder import Recorder
-from xrt2pjrt.text.rule import rules
+from xrt2pjrt.text.configs import check, report
 
-# A word of a command, as written in a jsonnet string or array ('pip install x', ['pip', 'x']).
-_WORD = re.compile(r"(?:[^\s'\"\[\](),;|]|\[[^\s'\"\]]*\])+")  # (with its extras: torch_xla[tpuvm]==1.13)
+__all__ = ["check", "rewrite"]
 
 
 def rewrite(text: str, options: Options) -> Outcome:
-    rec = Recorder(text, options)
-    hooks = rules(options)
-    for rule in hooks:
-        rule.config(rec)
-    environment.ask_about_mentions(rec, "in a jsonnet config")
-    for m in _WORD.finditer(text):
-        for rule in hooks:
-            rule.word(rec, m.group(), m.start())
-    return rec.outcome()
-
-
-def check(text: str) -> str | None:
-    return None  # nothing is ever rewritten
+    return report(text, options, "a jsonnet config")

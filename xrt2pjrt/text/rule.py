@@ -50,9 +50,10 @@ class TextRule(Rule):
         """A ``NAME=VALUE`` line of a .env file (its value unquoted), at ``offset``: a setting
         the env rules handle, which a rule may read for what else it names."""
 
-    def config(self, rec: Recorder) -> None:
-        """A jsonnet config, ``rec.text``: what it produces is only known by evaluating it, so
-        each place is reported, never rewritten."""
+    def config(self, rec: Recorder, what: str) -> None:
+        """A config, ``rec.text``, that ``what`` names ("a jsonnet config", "a Terraform config"):
+        what it produces is only known by evaluating it, so each place is reported, never
+        rewritten."""
 
 
 @functools.lru_cache(maxsize=64)

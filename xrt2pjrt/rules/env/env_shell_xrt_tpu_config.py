@@ -70,6 +70,6 @@ class XrtTpuConfig(DeviceRule):
         if TPU_NODE.match(name):
             rec.decide(self.id, offset, _TO_TPU_VMS, f"`{name}`: {GKE_TPU_NODE}")
 
-    def config(self, rec):
+    def config(self, rec, what):
         for m in TPU_NODE.finditer(rec.text):
-            rec.decide(self.id, m.start(), _TO_TPU_VMS, f"`{m.group()}` in a jsonnet config: {GKE_TPU_NODE}")
+            rec.decide(self.id, m.start(), _TO_TPU_VMS, f"`{m.group()}` in {what}: {GKE_TPU_NODE}")

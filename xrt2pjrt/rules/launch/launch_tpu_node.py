@@ -1,5 +1,5 @@
 """TPU node creation (``ctpu up -tf-version=pytorch-…``, ``gcloud compute tpus create --version=pytorch-…``,
-execution groups): reported.
+execution groups, Terraform's ``google_tpu_node``): reported.
 
 A TPU node was a Compute Engine VM and a TPU reached over the network at port 8470, which
 only XRT could drive (XRT_TPU_CONFIG="tpu_worker;0;IP:8470"); ``ctpu up`` and ``gcloud compute
@@ -9,20 +9,38 @@ TPU's software (``pytorch-1.13``). PJRT runs the program on the TPU's own host, 
 generation: the older base images hold a Python 3.8 torch_xla 2.9 does not install on), then
 ``pip install torch_xla[tpu]`` there. Which accelerator, zone and image to take is a person's
 choice, so the line is reported, not rewritten.
+
+Terraform made the same TPU node as a ``google_tpu_node`` resource, its ``tensorflow_version`` a
+``pytorch-…`` release; its TPU VM is a ``google_tpu_v2_vm`` with that ``runtime_version``. A resource
+naming PyTorch is reported, and so is a ``pytorch-…`` node release set apart from one (a variable's
+default, a ``.tfvars`` value); a TPU node of TensorFlow's is left alone.
 """
 
 from __future__ import annotations
+
+import re
 
 from xrt2pjrt.registry import Example
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 
 DO = "create a TPU VM instead: tpu-vm create"
+_ONLY_XRT = "a TPU node, a VM and a TPU reached over the network that only XRT could drive"
 _MORE = (
-    "{what} creates a TPU node, a VM and a TPU reached over the network that only XRT could drive; PJRT "
-    "runs on TPU VMs: gcloud compute tpus tpu-vm create NAME --zone=ZONE --accelerator-type=TYPE "
-    "--version=tpu-ubuntu2204-base, then pip install 'torch_xla[tpu]' on it"
+    "{what} creates " + _ONLY_XRT + "; PJRT runs on TPU VMs: gcloud compute tpus tpu-vm create NAME --zone=ZONE "
+    "--accelerator-type=TYPE --version=tpu-ubuntu2204-base, then pip install 'torch_xla[tpu]' on it"
 )
+
+# Terraform's: the item's message, what a TPU VM is there, a TPU node resource, and a TPU node's
+# PyTorch release as an attribute of its own (`tensorflow_version = "pytorch-1.13"`).
+_AS_TPU_VM = "make it a google_tpu_v2_vm resource"
+_TERRAFORM_TPU_VM = (
+    'PJRT runs on TPU VMs: a google_tpu_v2_vm resource with runtime_version = "tpu-ubuntu2204-base", then pip '
+    "install 'torch_xla[tpu]' on it"
+)
+_TERRAFORM_NODE = re.compile(r'resource\s+"google_tpu_node"\s+"[^"]*"\s*\{')
+_RELEASE = re.compile(r'\btensorflow_version[ \t]*=[ \t]*(?:"([^"]*)")?')
+_NODE_RELEASE = re.compile(r'^[ \t]*\w+[ \t]*=[ \t]*"(pytorch-(?:\d+\.\d+|nightly)[^"]*)"', re.M)
 
 
 def node_creation(argv: list[str]) -> str | None:
@@ -41,7 +59,7 @@ def node_creation(argv: list[str]) -> str | None:
 class TpuNode(TextRule):
     id = "launch-tpu-node"
     fix = "none"
-    words = ("ctpu", "compute tpus")
+    words = ("ctpu", "compute tpus", "google_tpu_node", '"pytorch-1.', '"pytorch-nightly')
     summary = "TPU node creation (ctpu up, gcloud compute tpus create --version=pytorch-…): reported"
     examples = (
         Example(
@@ -70,3 +88,37 @@ class TpuNode(TextRule):
         what = node_creation([w.value or w.source(rec.text) for w in argv])
         if what is not None:
             rec.decide(self.id, argv[0].start, DO, _MORE.format(what=f"`{what}`"))
+
+    def config(self, rec, what):
+        nodes = [(m.start(), _block_end(rec.text, m.end())) for m in _TERRAFORM_NODE.finditer(rec.text)]
+        for start, end in nodes:
+            if _for_pytorch(rec, rec.text[start:end]):
+                rec.decide(self.id, start, _AS_TPU_VM, f"`google_tpu_node` in {what}: {_ONLY_XRT}; {_TERRAFORM_TPU_VM}")
+        for m in _NODE_RELEASE.finditer(rec.text):
+            if not any(start <= m.start() < end for start, end in nodes):
+                rec.decide(
+                    self.id,
+                    m.start(1),
+                    _AS_TPU_VM,
+                    f"`{m.group(1)}` in {what}: the PyTorch release of {_ONLY_XRT}; {_TERRAFORM_TPU_VM}",
+                )
+
+
+def _for_pytorch(rec, block: str) -> bool:
+    """Whether a ``google_tpu_node`` block makes a TPU node for PyTorch: its release is a
+    ``pytorch-…`` one, or one set elsewhere (``var.release``) in a file or project that uses it."""
+    release = _RELEASE.search(block)
+    if release is not None and release.group(1) is not None:
+        return release.group(1).startswith("pytorch-")
+    return "pytorch" in block or rec.options.torch_xla_project or rec.options.uses_torch(rec.text)
+
+
+def _block_end(text: str, start: int) -> int:
+    """The offset past the ``}`` that closes the block opened just before ``start``."""
+    depth = 1
+    for m in re.finditer(r'"(?:\\.|[^"\\\n])*"|[{}]', text[start:]):
+        if m.group() in "{}":
+            depth += 1 if m.group() == "{" else -1
+            if depth == 0:
+                return start + m.end()
+    return len(text)

@@ -126,11 +126,9 @@ class LaunchXlaDist(TextRule):
                 f"xla_dist run from an exec array (`{key}: [...]`): write it as {xla_dist.BY_HAND} by hand",
             )
 
-    def config(self, rec):
+    def config(self, rec, what):
         for m in xla_dist.MENTION.finditer(rec.text):
-            rec.decide(
-                self.id, m.start(), _AS_GCLOUD, f"xla_dist in a jsonnet config: make it {xla_dist.BY_HAND} by hand"
-            )
+            rec.decide(self.id, m.start(), _AS_GCLOUD, f"xla_dist in {what}: make it {xla_dist.BY_HAND} by hand")
 
 
 def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
