@@ -115,6 +115,12 @@ def test_device_settings_follow_their_value(before, after, decisions):
         ("echo $XRT_SHARD_ORDINAL > rank.txt\n", [1]),
         ('echo "$XRT_SHARD_ORDINAL" | tee -a log\n', [1]),
         ('[ -n "$XRT_SHARD_ORDINAL" ] && echo "rank $XRT_SHARD_ORDINAL"\n', [1]),
+        # shell for another machine: its export carries the value on, its echo only shows it
+        (
+            'gcloud compute ssh vm --command "\n  export XRT_TPU_CONFIG=$XRT_TPU_CONFIG\n  echo $XRT_TPU_CONFIG\n"\n',
+            [2],
+        ),
+        ("ssh worker-1 'echo $XRT_SHARD_ORDINAL; python3 t.py'\n", []),
     ],
 )
 def test_a_read_only_shown_by_echo_is_not_asked_about(script, asked):

@@ -225,11 +225,30 @@ def ask_about_mentions(rec: Recorder, where: str) -> None:
             rec.decide(rule.id, m.start(), instead.do, f"{m.group(1)} {where}: {instead}")
 
 
+def _only_shown(text: str) -> list[tuple[int, int]]:
+    """The spans of the commands of ``text`` that only show what they read (``echo $X``): its
+    own, and those of a quoted word that is shell for another machine, whose reads the local
+    shell expands (``gcloud compute ssh VM --command "export X=$X; echo $X"``)."""
+    spans = []
+    for cmd in commands(text):
+        if cmd.only_shows(text):
+            spans.append((cmd.start, cmd.end))
+            continue
+        for w in cmd.words:
+            source = w.source(text)
+            quote = min((source.find(q) for q in "'\"" if q in source), default=-1)
+            if quote < 0 or not source.endswith(source[quote]) or not READ.search(source):
+                continue
+            inner, base = source[quote + 1 : -1], w.start + quote + 1
+            spans += [(base + c.start, base + c.end) for c in commands(inner) if c.only_shows(inner)]
+    return spans
+
+
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
     """Report every ``$XRT_…`` read in ``text`` (a shell text which starts at ``base`` in the
     file), but for the reads of an ``echo`` that only shows the value: an empty one harms nothing."""
     reads = list(READ.finditer(text))
-    shown = [(c.start, c.end) for c in commands(text) if c.only_shows(text)] if reads else []
+    shown = _only_shown(text) if reads else []
     for m in reads:
         rule = rule_here(m.group(1), rec)
         if rule is not None and not any(start <= m.start() < end for start, end in shown):
