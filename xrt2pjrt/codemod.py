@@ -190,7 +190,12 @@ def _rewrite_and_check(job: _Job, options: Options) -> Rewrite:
         return done
     problem = rewriter.check(outcome.text)
     if problem:
-        done.error = f"rewrite discarded, the result would not be valid {kind}: {problem}"
+        as_read = rewriter.check(source.text)  # (a placeholder such as `<API_KEY>` in a script)
+        done.error = (
+            f"not valid {kind} as it stands, so left as it is: {as_read}"
+            if as_read
+            else f"rewrite discarded, the result would not be valid {kind}: {problem}"
+        )
         return done
     done.text = outcome.text
     return done
