@@ -266,11 +266,7 @@ def _only_shown(ctx, node: cst.Call) -> bool:
     if tree is None:
         return False
     func = cst.Module([]).code_for_node(node.func)
-    calls = [
-        call
-        for call in spawn_site.of_type(tree, (ast.Call,))
-        if call.lineno == ctx.line and ast.unparse(call.func) == func
-    ]
+    calls = spawn_site.calls_at(tree, ctx.line, func)
     return bool(calls) and all(_shown(call, tree) for call in calls)
 
 

@@ -218,6 +218,22 @@ def made_text(read: ast.expr, tree: ast.Module) -> bool:
     return False
 
 
+def calls_at(tree: ast.Module, line: int, func: str) -> list[ast.Call]:
+    """The calls starting on ``line`` whose callee is written ``func`` (the ``ast`` of a call a
+    libcst hook is at), in the order of :func:`of_type`."""
+    return [call for call in _calls_by_line(tree).get(line, ()) if ast.unparse(call.func) == func]
+
+
+@per_file()
+def _calls_by_line(tree: ast.Module) -> dict[int, list[ast.Call]]:
+    """The file's calls by their first line: a scan of every call at each spot made a file of
+    many calls and spots quadratic."""
+    by_line: dict[int, list[ast.Call]] = {}
+    for call in of_type(tree, (ast.Call,)):
+        by_line.setdefault(call.lineno, []).append(call)
+    return by_line
+
+
 def called_name(func: ast.expr) -> str | None:
     """The name a call of ``func`` calls by: ``f`` of ``f(x)`` and of ``obj.f(x)``."""
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None

@@ -141,10 +141,7 @@ class ReplicaModel(PythonRule):
         if function is None or not (in_replicas_code(ctx) or spawned_elsewhere(tree, ctx.line)):
             return node
         func = code(node.func)
-        optimizer = next(
-            (c for c in spawn_site.of_type(tree, (ast.Call,)) if c.lineno == ctx.line and ast.unparse(c.func) == func),
-            None,
-        )
+        optimizer = next(iter(spawn_site.calls_at(tree, ctx.line, func)), None)
         model = optimizer and _trained(function, optimizer)
         built = model and _built(tree, function, model, optimizer.lineno)
         alike = (

@@ -137,7 +137,7 @@ def _shared_models(tree: ast.Module, spawn: ast.Call) -> tuple[list[int], bool]:
         if function.name not in reached:
             continue
         nested = outer is not None and function is not outer and outer.lineno < function.lineno <= outer.end_lineno
-        for read in _uses(tree, function, models):
+        for read in _uses(tree, function):
             lines.add(models[read.id])
         for read in _moved_in_place(function, held) if nested else []:
             lines.add(held[read.id])
@@ -179,8 +179,10 @@ def _moved_in_place(function: ast.FunctionDef | ast.AsyncFunctionDef, held: dict
     return out
 
 
-def _uses(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, models: dict[str, int]) -> list[ast.Name]:
+@per_file(size=None)  # (each spawn of a file asks of every function it reaches)
+def _uses(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Name]:
     """The reads of a module-level model in ``function``'s own code that use the module itself."""
+    models = _models(tree)
     own = spawn_site.own_nodes(function)
     declared = {name for node in own if isinstance(node, ast.Global) for name in node.names}
     local = set(spawn_site.bindings(function)) - declared  # (the function's own model of that name)
