@@ -368,7 +368,10 @@ class Reading:
                 return f"`{ast.unparse(func)}(...)` gives numpy's values"
             if root != "torch" and not called.startswith(".") and root in sys.stdlib_module_names:
                 return None
-            if root != "torch" and called.rpartition(".")[2][:1].isupper():
+            owner, _, last = called.rpartition(".")
+            # a class, or a class's other constructor (``AutoModel.from_pretrained(...)``)
+            made = last[:1].isupper() or (last.startswith("from_") and owner.rpartition(".")[2][:1].isupper())
+            if root != "torch" and made:
                 return f"`{ast.unparse(func)}(...)` makes an object of a class of yours"
             return None
         if isinstance(func, ast.Attribute):  # rs.get_state() of a np.random.RandomState

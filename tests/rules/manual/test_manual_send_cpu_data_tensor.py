@@ -39,6 +39,13 @@ def test_a_send_cpu_data_to_device_of_what_may_be_one_tensor_is_reported(data, r
         ("v = xm.send_cpu_data_to_device(t, device)", False),  # nothing shown of t
         ("v = xm.send_cpu_data_to_device(t, device)\n    n = v.shape[0]", True),  # the result read as a tensor
         ("v = xm.send_cpu_data_to_device(t, device)\n    first = v[0]", False),
+        ("v = xm.send_cpu_data_to_device(t, device)\n    v = v.to(device)", True),
+        # a model moved, then its own .to(): a module comes back as it went
+        (
+            "from encoders import Encoder\n    net = Encoder.from_pretrained('base')\n    net = xm.send_cpu_data_to_device(net, device)\n    net.to(device)",
+            False,
+        ),
+        ("net = Encoder(4)\n    net = xm.send_cpu_data_to_device(net, device).cpu()", False),
     ],
 )
 def test_a_send_cpu_data_to_device_of_a_value_proven_no_tensor_or_thrown_away_is_not_reported(body, reported):

@@ -4,9 +4,11 @@ read: 2.1+ returns a one-element list for a bare tensor (XRT: the tensor); repor
 Reported on evidence of a bare tensor: a value a local reading shows is one on some branch
 (python/value_kinds.py: ``torch.ones(2)``, ``t.clone()``, a parameter annotated ``Tensor``), or a
 result the code then reads as a tensor (``.shape``, ``.to(...)``, ``.sum()``: a list has none of
-them, and under XRT neither had the dict or the tuple a container would have come back as). A value
-the text shows nothing of is not reported: the XRT-era code read for this rule hands it batches and
-state dicts (timm's bits branch: a ``Dict[str, Tensor]``), which come back as they went.
+them, and under XRT neither had the dict or the tuple a container would have come back as), unless
+the value handed in is shown to be something else: a model (``AutoModel.from_pretrained(...)``, whose
+``.to`` a tensor shares), numpy's values. A value the text shows nothing of is not reported: the
+XRT-era code read for this rule hands it batches and state dicts (timm's bits branch: a
+``Dict[str, Tensor]``), which come back as they went.
 """
 
 from __future__ import annotations
@@ -66,8 +68,9 @@ class SendCpuDataTensor(PythonRule):
             return node  # a container comes back as one; a result thrown away is one no code reads
         if isinstance(ctx.parent(), cst.Subscript) and ctx.parent().value is ctx.original:
             return node  # send_cpu_data_to_device(t, device)[0]: the fix the item advises, made
-        if value_kinds.shown_as_argument(ctx.tree, ctx.line, hit[1].value, value_kinds.TENSOR) or _read_as_a_tensor(
-            ctx
+        value = hit[1].value
+        if value_kinds.shown_as_argument(ctx.tree, ctx.line, value, value_kinds.TENSOR) or (
+            _read_as_a_tensor(ctx) and value_kinds.refused_argument(ctx.tree, ctx.line, value) is None
         ):
             ctx.decide("take [0] if this is one tensor", detail=_ONE_TENSOR_LIST)
         return node
