@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from xrt2pjrt import rewriters
+from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.mixed import exported
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.recorder import todo_line
@@ -361,3 +362,11 @@ def test_a_notebooks_code_pasted_as_it_is_is_migrated_magics_and_all(tmp_path):
         [sys.executable, "-m", "xrt2pjrt", "migrate", "--write", "kernel.py"], cwd=tmp_path, capture_output=True
     )
     assert done.returncode == 0 and (tmp_path / "kernel.py").read_text() == outcome.text
+
+
+def test_pasted_code_that_does_not_parse_is_said_so_at_its_own_line():
+    # round 12: kernels cut mid-statement were said not to parse at their first `!pip` line
+    cut = PASTED + "model = Net(\n    depth=4\n"
+    with pytest.raises(SourceError) as raised:
+        exported.rewrite(cut, ALL)
+    assert raised.value.range.start_line == cut.count("\n") - 1 and "never closed" in str(raised.value)

@@ -16,6 +16,7 @@ the Python rewriter's alone.
 
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import replace
 
@@ -37,6 +38,7 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
         pasted = _pasted_cells(text, options)
         if pasted is not None:
             return pasted
+        _stop_where_pasted_code_fails(text)
         found = []  # (the Python rewriter says why it cannot be parsed)
     if not found:
         return rewriter.rewrite(text, options, fold)
@@ -53,6 +55,19 @@ def _pasted(text: str) -> bool:
     """Whether ``text`` is a notebook's code pasted into a .py as it is (a Kaggle kernel's cells
     one after another, ``!pip install`` lines and all): Python but for its magic lines."""
     return bool(IPYTHON_LINE.search(text)) and rewriter.check(magics.python_cell(text).python) is None
+
+
+def _stop_where_pasted_code_fails(text: str) -> None:
+    """Raise the SourceError of a notebook's code pasted into a .py that does not parse with its
+    magic lines hidden either: the line Python stops at there, not the first ``!pip`` line."""
+    if not IPYTHON_LINE.search(text):
+        return
+    try:
+        ast.parse(magics.python_cell(text).python)
+    except SyntaxError as error:
+        raise SourceError(error.msg or "invalid syntax", error.lineno or 1, error.offset or 1) from None
+    except ValueError:
+        return  # (a null byte: the Python rewriter says so)
 
 
 def _pasted_cells(text: str, options: Options) -> Outcome | None:
