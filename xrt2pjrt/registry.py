@@ -270,6 +270,9 @@ class Options:
     # (libtpu nightlies, cloud-tpu-client, COLAB_TPU_ADDR); None: the text at hand tells
     # (uses_torch).
     torch_file: bool | None = None
+    # Whether the file names torch_xla (installs or imports it), for a torch 1.x pin on a line of
+    # its own (a notebook's `!pip` cell, read alone); None: the text at hand tells (names_torch_xla).
+    torch_xla_file: bool | None = None
     # Whether the file is a notebook none of whose cells names torch_xla or starts a process:
     # the device settings it writes into os.environ reach no torch_xla (mixed/notebook.py).
     xla_unreached: bool = False
@@ -302,19 +305,24 @@ class Options:
         """Whether the file at hand, ``text`` unless ``torch_file`` says, uses PyTorch."""
         return bool(_TORCH.search(text)) if self.torch_file is None else self.torch_file
 
+    def names_torch_xla(self, text: str) -> bool:
+        """Whether the file at hand, ``text`` unless ``torch_xla_file`` says, names torch_xla."""
+        return bool(_TORCH_XLA.search(text)) if self.torch_xla_file is None else self.torch_xla_file
+
     def runs_setup_script(self, text: str) -> bool:
         """Whether the file at hand, ``text`` unless ``setup_script_run`` says, runs pytorch-xla-env-setup.py."""
         return bool(_RUNS_SETUP_SCRIPT.search(text)) if self.setup_script_run is None else self.setup_script_run
 
     def in_file(self, text: str) -> "Options":
         """These options for the snippets of the file ``text`` (a Dockerfile's RUN lines, a
-        document's code blocks): whether it uses PyTorch, and runs the set-up script, is the
-        whole file's to say."""
+        document's code blocks): whether it uses PyTorch or names torch_xla, and runs the set-up
+        script, is the whole file's to say."""
         if self.torch_file is not None:
             return self
         return replace(
             self,
             torch_file=self.uses_torch(text),
+            torch_xla_file=self.names_torch_xla(text),
             setup_script_run=self.runs_setup_script(text),
         )
 
@@ -322,6 +330,7 @@ class Options:
 # What makes a file PyTorch's: JAX and TensorFlow set-ups install libtpu nightlies and
 # cloud-tpu-client too, and TensorFlow's Colab notebooks read COLAB_TPU_ADDR.
 _TORCH = re.compile(r"(?i)torch|XRT_|xla_dist")
+_TORCH_XLA = re.compile(r"(?i)torch[_-]xla")
 # Colab's set-up script run (its download is the other step: text/installs.py).
 _RUNS_SETUP_SCRIPT = re.compile(r"\b(?:python[\d.]*|sh|bash)\s+\S*env-setup\.py\b")
 

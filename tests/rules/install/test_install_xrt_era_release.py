@@ -287,6 +287,24 @@ def test_a_torch_pin_beside_a_torch_xla_install_is_said_once_with_it(tmp_path):
     assert [m.split(":")[0] for m in items["requirements.txt"]] == ["torch_xla 1.13, an XRT-era release"]
 
 
+def test_a_torch_pin_on_a_line_of_its_own_beside_an_xrt_era_install_is_asked_too(tmp_path):
+    # round 12: a kernel's install cells, torch pinned again with torchvision in a cell of its own
+    wheel = "https://storage.googleapis.com/tpu-pytorch/wheels/colab/1.9/torch_xla-1.9-cp37-cp37m-linux_x86_64.whl"
+    items = migrate_tree(
+        tmp_path,
+        {
+            "setup.sh": f"pip install cloud-tpu-client==0.10 torch==1.9.0 {wheel}\npip install torchvision==0.10.0 torch==1.9.0\n",
+            "kernel.py": "!pip install torch==1.9.0 torchvision==0.10.0\nimport torch_xla.core.xla_model as xm\n",
+        },
+        _RULE,
+    )
+    assert [m.split(":")[0] for m in items["setup.sh"]] == [
+        "a wheel from the XRT-era tpu-pytorch bucket (torch_xla 1.x/2.0 builds)",
+        "torch 1.9 fits only an XRT-era torch_xla",
+    ]
+    assert [m.split(":")[0] for m in items["kernel.py"]] == ["torch 1.9 fits only an XRT-era torch_xla"]
+
+
 # The false alarms of issue 32, in shapes of their own: a torch 1.x pin beside a TPU backend,
 # for something that runs no torch_xla.
 @pytest.mark.parametrize(

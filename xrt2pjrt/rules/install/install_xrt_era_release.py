@@ -39,8 +39,7 @@ from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.installs import INSTALLS_TORCH_XLA, WORDS, finding, torch_pin_finding
 from xrt2pjrt.text.rule import TextRule
 
-# A file that installs an XRT-era torch_xla, whose item says the torch pin beside it too (a
-# torch 1.x pin beside torch_xla 2.9 is one of its own).
+# An install of an XRT-era torch_xla, whose item says the torch pin beside it too.
 _INSTALLS_XRT_ERA = re.compile(
     r"(?i)torch[_-]xla\S*?\s*(?:===?|~=|<=?)\s*v?1\.|torch_xla-1\.|tpu-pytorch|tpu-vm-(?:v4-)?pt-1\."
 )
@@ -116,7 +115,7 @@ class InstallXrtEraRelease(TextRule):
         problem = finding(word, rec.options.target_version, _for_torch(rec), rec.options.code_needs)
         if problem is None:  # (the pin first: a word of the text at a time, the text's test once a pin)
             pin = torch_pin_finding(word, rec.options.target_version)
-            problem = pin if pin and _pins_the_tpus_torch(rec) else None
+            problem = pin if pin and _pins_the_tpus_torch(rec, offset) else None
         if problem and not (not problem.use and _installs_a_release_too(rec, offset)):
             rec.decide(self.id, offset, problem.do, problem.more, problem.use)
 
@@ -167,16 +166,19 @@ def _fetches_what_runs_later(rec, word: str, offset: int) -> bool:
     return word.endswith("env-setup.py") and bool(_FETCH.match(before)) and rec.options.runs_setup_script(rec.text)
 
 
-def _pins_the_tpus_torch(rec) -> bool:
-    """Whether a torch==1.x pin in ``rec.text`` is the TPU environment's: beside an install of a
-    2.x torch_xla (an XRT-era one's item says the pin too), or on its own in a project that
-    uses torch_xla, in its requirements or in a file that names the TPU and no other device.
-    A GPU image, a CPU job of the CI, a script that builds old checkpoints on the CPU pin what
-    they like."""
+def _pins_the_tpus_torch(rec, offset: int) -> bool:
+    """Whether a torch==1.x pin at ``offset`` is the TPU environment's: beside an install of a
+    2.x torch_xla; in a script that installs an XRT-era one, on a line of its own (one on that
+    install's line, or in its requirements, is said by that install's item); or on its own in a
+    project that uses torch_xla, in its requirements, in a file that names the TPU and no other
+    device, or on a notebook's line whose notebook names torch_xla. A GPU image, a CPU job of the
+    CI, a script that builds old checkpoints on the CPU pin what they like."""
     if INSTALLS_TORCH_XLA.search(rec.text):
-        return not _INSTALLS_XRT_ERA.search(rec.text)
+        if _INSTALLS_XRT_ERA.search(rec.text) is None:
+            return True
+        return not rec.lists_dependencies and not _installs_a_release_too(rec, offset)
     return (
         rec.options.torch_xla_project
         and not _FOR_ANOTHER_DEVICE.search(rec.text)
-        and (rec.lists_dependencies or bool(_FOR_THE_TPU.search(rec.text)))
+        and (rec.lists_dependencies or bool(_FOR_THE_TPU.search(rec.text)) or rec.options.names_torch_xla(rec.text))
     )
