@@ -38,6 +38,10 @@ XRT_REMOVED = (2, 1)  # the first torch_xla without XRT
 # A file that names torch_xla installs it (or a library for it) itself, whatever code it serves.
 INSTALLS_TORCH_XLA = re.compile(r"(?i)torch[_-]xla")
 
+# The registry of torch_xla's images since 2.1, and the last GPU image it lists (2.8's README: 2.7).
+REGISTRY = "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker"
+GPU_IMAGE = f"{REGISTRY}/xla:r2.7.0_3.10_cuda_12.6"
+
 # Whatever its version: (pattern, what it is, whether only PyTorch installs it, what to do:
 # None for installing the target release, what to use instead: the install line or the image).
 _ALWAYS_XRT_ERA = (
@@ -47,6 +51,15 @@ _ALWAYS_XRT_ERA = (
         True,
         None,
         "install",
+    ),
+    (
+        # its GPU images (xla:r1.13_3.7_cuda_11.2): no TPU image replaces one
+        re.compile(r"gcr\.io/tpu-pytorch/\S*cuda"),
+        "a GPU image from the XRT-era gcr.io/tpu-pytorch registry; torch_xla 2.9 has no CUDA build: stay on "
+        f"torch_xla 2.8 for GPUs, or use the last GPU image listed, {GPU_IMAGE}",
+        True,
+        "stay on torch_xla 2.8 for GPUs",
+        "gpu",
     ),
     (
         re.compile(r"gcr\.io/tpu-pytorch/"),
@@ -134,6 +147,8 @@ def finding(
         return None
     for pattern, what, torch_only, do, use in _ALWAYS_XRT_ERA:
         if pattern.search(word):
+            if use == "gpu":  # (what it says is all there is to do)
+                return Advice(do, what, GPU_IMAGE)
             use = {"install": install_line, "image": image, "runtime": _runtime}[use](target) if use else ""
             do = install if do is None else do.format(version=_version(target))
             return Advice(do, f"{what}: {instead}", use) if torch or torch_only else None
@@ -217,7 +232,6 @@ def _instead(target: tuple[int, int]) -> str:
 
 
 # The Cloud TPU VM images of each release, as torch_xla 2.9's README lists them (2.3 on).
-REGISTRY = "us-central1-docker.pkg.dev/tpu-pytorch-releases/docker"
 _FIRST_LISTED_IMAGE = (2, 3)
 # Before 2.6, torch_xla[tpu] found its libtpu only through this index (the README's install line).
 _LIBTPU_INDEX = "https://storage.googleapis.com/libtpu-releases/index.html"

@@ -68,6 +68,13 @@ def test_current_installs_and_other_packages_are_left_alone(word):
     assert installs.finding(word, TARGET) is None
 
 
+def test_a_gpu_image_of_the_xrt_registry_is_told_the_last_gpu_release_not_a_tpu_image():
+    # round 12: `docker run --gpus all gcr.io/tpu-pytorch/xla:r1.13_3.7_cuda_11.2` was told a TPU image
+    problem = installs.finding("gcr.io/tpu-pytorch/xla:r1.13_3.7_cuda_11.2", TARGET)
+    assert problem.do == "stay on torch_xla 2.8 for GPUs" and "no CUDA build" in problem.more
+    assert problem.use.endswith("/xla:r2.7.0_3.10_cuda_12.6") and "tpuvm" not in str(problem)
+
+
 def test_the_suggestion_follows_the_target_version():
     assert "'torch_xla[tpu]~=2.4.0'" in str(installs.finding("torch_xla==1.13", (2, 4)))
     assert installs.finding("torch_xla==2.4", (2, 4)) is None
