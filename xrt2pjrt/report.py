@@ -296,10 +296,11 @@ class Summary:
             files_seen=len(results),
             files_changed=sum(r.changed for r in results),
             files_only_todo_lines=sum(r.only_todo_lines for r in results),
-            files_with_manual_items=sum(bool(r.manual) for r in results),
+            files_with_manual_items=sum(bool(r.manual) for r in results if r.error is None),
             files_failed=sum(r.error is not None for r in results),
-            changes=sum(len(r.made) for r in results if r.error is None),  # a file that failed changed nothing
-            manual=sum(len(r.manual) for r in results),
+            # a file that failed changed nothing, and its items are not listed: its error is
+            changes=sum(len(r.made) for r in results if r.error is None),
+            manual=sum(len(r.manual) for r in results if r.error is None),
             pending=sum(len(r.pending) for r in results if r.error is None),
             todo_lines=sum(left),
             files_with_todo_lines=sum(map(bool, left)),
