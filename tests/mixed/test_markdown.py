@@ -50,7 +50,7 @@ def test_findings_carry_file_lines():
         ("launch-xla-dist", 8),
         ("launch-xla-dist", 15),
     ]
-    assert [(f.rule, f.line) for f in outcome.manual] == [("launch-xla-dist", 28)]
+    assert [(f.rule, f.line) for f in outcome.manual] == [("launch-xla-dist", 28), ("launch-conda-env", 29)]
 
 
 def test_block_whose_rewrite_would_not_parse_is_kept_and_reported(monkeypatch):

@@ -17,6 +17,7 @@ import re
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
+from xrt2pjrt.text import xla_dist
 from xrt2pjrt.text.xla_dist import XRT_ERA_CONDA_ENV
 
 DO = "install torch_xla 2.x in this conda env"
@@ -71,7 +72,8 @@ class CondaEnv(TextRule):
     def command(self, rec, cmd, posix_sh):
         argv = cmd.argv()
         words = [w.value or w.source(rec.text) for w in argv]
-        shipped = next((m for m in map(_IMAGE_PATH.search, words) if m), None)
+        # (xla_dist's own path goes with its call, which launch-xla-dist rewrites)
+        shipped = next((m for w in words if not xla_dist.MENTION.search(w) and (m := _IMAGE_PATH.search(w))), None)
         if shipped:
             rec.decide(
                 self.id,
