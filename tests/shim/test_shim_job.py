@@ -117,7 +117,18 @@ def test_on_one_host_the_children_of_one_parent_share_a_secret_no_one_else_has(t
     second = _children_secrets(parent, tmp_path)
     assert len(first) == 2 and first[0] == first[1]  # one parent: one job, one secret
     assert second[0] == second[1] != first[0]  # another parent: another job
-    key = tmp_path / ".cache" / "xrt2pjrt" / "key"
+    key = tmp_path / ".cache" / "xrt2pjrt" / "job-key" / "key"
     assert oct(key.stat().st_mode & 0o777) == "0o600" and oct(key.parent.stat().st_mode & 0o777) == "0o700"
     other_user = tmp_path / "other"
     assert _children_secrets(parent, other_user)[0] != first[0]  # another user's key: another secret
+
+
+def test_the_results_cache_made_first_leaves_the_key_private(tmp_path):
+    # a first `migrate` makes ~/.cache/xrt2pjrt for its results cache, readable by others: the
+    # shim's key then still goes in a folder only its user may enter, and jobs still meet
+    (tmp_path / ".cache" / "xrt2pjrt" / "v1").mkdir(parents=True)
+    (tmp_path / ".cache" / "xrt2pjrt").chmod(0o755)
+    parent = f"import subprocess, sys\nfor _ in range(2): subprocess.run([sys.executable, '-c', {DERIVED!r}])\n"
+    first = _children_secrets(parent, tmp_path)
+    assert len(first) == 2 and first[0] == first[1]
+    assert oct((tmp_path / ".cache" / "xrt2pjrt" / "job-key").stat().st_mode & 0o777) == "0o700"

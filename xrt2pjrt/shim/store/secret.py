@@ -73,7 +73,9 @@ def derived_for_children_of(parent: int) -> bytes:
 
 def _user_key() -> bytes:
     base = os.environ.get("XDG_RUNTIME_DIR") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "xrt2pjrt")
+    # A folder of its own: ~/.cache/xrt2pjrt is also the results cache's, which `migrate` may have
+    # made first, readable by others (nothing in it is secret).
+    directory = os.path.join(base, "xrt2pjrt", "job-key")
     os.makedirs(directory, mode=0o700, exist_ok=True)
     info = os.stat(directory)
     if info.st_uid != os.getuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
