@@ -116,6 +116,10 @@ class Command:
             i += 1
         return words[i:]
 
+    def argv_text(self, text: str) -> list[str]:
+        """:meth:`argv` as text: each word's value, or as written where it expands (``$TPU``)."""
+        return [w.value or w.source(text) for w in self.argv()]
+
     def only_shows(self, text: str) -> bool:
         """An ``echo`` or ``printf`` whose output reaches the terminal: not piped, captured
         by a file, or run for its exit code; what it reads changes only what is shown."""

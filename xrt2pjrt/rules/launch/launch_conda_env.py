@@ -71,7 +71,7 @@ class CondaEnv(TextRule):
 
     def command(self, rec, cmd, posix_sh):
         argv = cmd.argv()
-        words = [w.value or w.source(rec.text) for w in argv]
+        words = cmd.argv_text(rec.text)
         # (xla_dist's own path goes with its call, which launch-xla-dist rewrites)
         shipped = next((m for w in words if not xla_dist.MENTION.search(w) and (m := _IMAGE_PATH.search(w))), None)
         if shipped:

@@ -58,7 +58,7 @@ class FairseqTpu(TextRule):
 
     def command(self, rec, cmd, posix_sh):
         argv = cmd.argv()
-        words = [w.value or w.source(rec.text) for w in argv]
+        words = cmd.argv_text(rec.text)
         entry = next((k for k, word in enumerate(words) if _ENTRY.search(word)), None)
         if entry is None or not any(_TPU.match(word) for word in words[entry + 1 :]):
             return

@@ -85,7 +85,7 @@ class TpuNode(TextRule):
 
     def command(self, rec, cmd, posix_sh):
         argv = cmd.argv()
-        what = node_creation([w.value or w.source(rec.text) for w in argv])
+        what = node_creation(cmd.argv_text(rec.text))
         if what is not None:
             rec.decide(self.id, argv[0].start, DO, _MORE.format(what=f"`{what}`"))
 

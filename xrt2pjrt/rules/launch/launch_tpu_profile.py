@@ -48,7 +48,7 @@ class TpuProfile(TextRule):
 
     def command(self, rec, cmd, posix_sh):
         argv = cmd.argv()
-        words = [w.value or w.source(rec.text) for w in argv]
+        words = cmd.argv_text(rec.text)
         if words[:1] == ["capture_tpu_profile"] and any(_BY_NAME.match(w) for w in words[1:]):
             if rec.options.uses_torch(rec.text):
                 rec.decide(self.id, argv[0].start, DO, _WHY)

@@ -44,7 +44,7 @@ class XlaSpawn(TextRule):
         if rec.options.own_xla_spawn:
             return  # the project's copy, whose spawn the run migrates (code_trees.py)
         argv = cmd.argv()
-        words = [w.value or w.source(rec.text) for w in argv]
+        words = cmd.argv_text(rec.text)
         spawn = next((k for k, word in enumerate(words) if word.endswith("xla_spawn.py")), None)
         if spawn is None:
             return

@@ -41,6 +41,6 @@ class XrtServer(TextRule):
     def command(self, rec, cmd, posix_sh):
         if not cmd.argv():
             return
-        argv = [w.value or w.source(rec.text) for w in cmd.argv()]
+        argv = cmd.argv_text(rec.text)
         if any(word == _SERVER and argv[k - 1] == "-m" for k, word in enumerate(argv) if k):
             rec.decide(self.id, cmd.argv()[0].start, "delete this command: no XRT server now", _NO_SERVER)
