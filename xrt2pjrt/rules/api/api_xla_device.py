@@ -4,11 +4,16 @@ torch_xla 2.8 deprecates ``xm.xla_device`` and removes ``xr.xla_device``; ``torc
 (2.3+) returns the same device, so the call is renamed (safe). ``devkind`` goes: PJRT_DEVICE
 chooses the device type, and a kind other than 'TPU' is reported, to be set there.
 
-An index is reported on evidence that it meant a replica's device: the call is in code a spawn
-of this file runs in its replicas, or the index is made of the replica's number (the spawned
-function's index, a rank, an ordinal). Outside the replicas, one process sees every chip of the
-host under PJRT as it saw every core under XRT, and a chosen index keeps its meaning
-(Lightning 1.7's single-device strategy, timm's device index when not distributed).
+An index is reported. Where it meant a replica's device (the call is in code a spawn of this
+file runs in its replicas, or the index is made of the replica's number: the spawned function's
+index, a rank, an ordinal), a PJRT process sees only its own. Elsewhere one process sees every
+chip, but counted from another start: XRT listed the host's CPU device with the TPU cores, and
+``CPU:0`` sorted first, so the cores were xla:1 to xla:8 and xla:0 the CPU (torch_xla 1.13
+computation_client.cc adds one CPU device to a TPU host's map; its Colab notebook of 1.8 says
+``xm.xla_device()`` "acquired the first Cloud TPU core ('xla:1')" and takes the second with
+``n=2``; Lightning's ``tpu_cores=[5]`` took core IDs 1 to 8). Under PJRT the chips
+are xla:0 and up: a Kaggle kernel's ``xm.xla_device(fold + 1)`` for eight folds asks for a chip
+one over, and for fold 7 one that does not exist.
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ _OWN_DEVICES = (
     "own (one on TPU v4 and later, so another index raises IndexError; on v2/v3 two, one per thread, so "
     "another is the other thread's), without a spawn every chip of the host; where it meant this "
     "replica's device, use torch_xla.device()"
+)
+_COUNTED_FROM_ONE = (
+    "under XRT the TPU cores were xla:1 to xla:8 (xla:0 was the host's CPU device); under PJRT the chips "
+    "are xla:0 and up: XRT's index n is n - 1 here"
 )
 
 
@@ -85,6 +94,22 @@ class XlaDevice(RenameRule):
             """),
             options={"target_version": (2, 2)},
         ),
+        Example(  # a Kaggle kernel's eight folds in threads, one TPU core each
+            dedent("""
+                import torch_xla.core.xla_model as xm
+
+                def run(fold):
+                    device = xm.xla_device(fold + 1)
+            """),
+            dedent("""
+                import torch_xla
+
+                def run(fold):
+                    # TODO(xrt2pjrt): XRT counted TPU cores from xla:1 [api-xla-device]
+                    device = torch_xla.device(fold + 1)
+            """),
+            manual=("xla:0 was the host's CPU device",),
+        ),
         Example(  # XRT's device per replica (n=index): a PJRT process drives only its own
             dedent("""
                 import torch_xla.core.xla_model as xm
@@ -105,8 +130,14 @@ class XlaDevice(RenameRule):
 
     def call(self, ctx, node, name):
         hit = argument(ctx.original, "n", 0)
-        if hit is not None and literal(hit[1].value) not in (None, 0) and _a_replicas(ctx, hit[1].value):
-            ctx.decide("use torch_xla.device() if n meant its own", detail=f"n={code(hit[1].value)}: {_OWN_DEVICES}")
+        if hit is not None and literal(hit[1].value) is not None:
+            n = code(hit[1].value)
+            kind = argument(ctx.original, "devkind", 1)  # (another kind's item says what to set)
+            if _a_replicas(ctx, hit[1].value):
+                if literal(hit[1].value) != 0:
+                    ctx.decide("use torch_xla.device() if n meant its own", detail=f"n={n}: {_OWN_DEVICES}")
+            elif kind is None or literal(kind[1].value) == "TPU":
+                ctx.decide("XRT counted TPU cores from xla:1", detail=f"n={n}: {_COUNTED_FROM_ONE}")
         return super().call(ctx, node, name)
 
 
