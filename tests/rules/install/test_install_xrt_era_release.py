@@ -486,3 +486,14 @@ def test_the_set_up_script_is_one_item_at_its_run(kind, text, asked):
     assert [
         (item.cell, item.line if item.cell is None else item.cell_range.start_line) for item in outcome.manual
     ] == asked
+
+
+def test_a_wheel_named_in_a_variable_is_asked_where_it_is_named(tmp_path):
+    # round 12: a Colab set-up script named the bucket and the wheels in variables, then
+    # installed "$TORCH_XLA_WHEEL"; the bucket's folder alone names no release
+    script = (
+        'DIST_BUCKET="gs://tpu-pytorch/wheels"\nTORCH_XLA_WHEEL="torch_xla-1.9-cp37-cp37m-linux_x86_64.whl"\n'
+        'gsutil cp "$DIST_BUCKET/$TORCH_XLA_WHEEL" .\npip install "$TORCH_XLA_WHEEL"\n'
+    )
+    items = migrate_tree(tmp_path, {"setup.sh": script, "train.py": "import torch_xla\n"}, _RULE)
+    assert [m.split(":")[0] for m in items["setup.sh"]] == ["torch_xla 1.9, an XRT-era release"]

@@ -113,6 +113,10 @@ class InstallXrtEraRelease(TextRule):
         if _no_install_at(rec.text, offset) or _fetches_what_runs_later(rec, word, offset):
             return
         problem = finding(word, rec.options.target_version, _for_torch(rec), rec.options.code_needs)
+        setting = _SETTING.fullmatch(word)
+        if problem is None and setting and _RELEASE_NAMED.search(setting.group(1)):
+            # a variable a later line installs from (TORCH_XLA_WHEEL="torch_xla-1.9-...whl")
+            problem = finding(setting.group(1), rec.options.target_version, _for_torch(rec), rec.options.code_needs)
         if problem is None:  # (the pin first: a word of the text at a time, the text's test once a pin)
             pin = torch_pin_finding(word, rec.options.target_version)
             problem = pin if pin and _pins_the_tpus_torch(rec, offset) else None
@@ -155,6 +159,9 @@ def _no_install_at(text: str, offset: int) -> bool:
     return bool(_COMMENT.match(before) or _UNINSTALL.search(before))
 
 
+# A shell variable's setting, and a release named in its value (a version or a nightly).
+_SETTING = re.compile(r"[A-Za-z_]\w*=(?!=)(.+)", re.S)
+_RELEASE_NAMED = re.compile(r"\d+\.\d+|nightly")
 # The download of Colab's set-up script, the step before the run that installs.
 _FETCH = re.compile(r"^\W*(?:curl|wget)\b")
 
