@@ -133,9 +133,7 @@ def _shared_models(tree: ast.Module, spawn: ast.Call) -> tuple[list[int], bool]:
     outer = spawn_site.function_at(tree, spawn.lineno)
     held = _held_models(tree, outer, spawn.lineno) if outer is not None else {}
     lines = {models[name] for name in handed if name in models}
-    for function in spawn_site.functions(tree):
-        if function.name not in reached:
-            continue
+    for function in (f for name in reached for f in spawn_site.defs_named(tree, name)):
         nested = outer is not None and function is not outer and outer.lineno < function.lineno <= outer.end_lineno
         for read in _uses(tree, function):
             lines.add(models[read.id])
