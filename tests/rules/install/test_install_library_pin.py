@@ -7,6 +7,7 @@ from xrt2pjrt.python.api_surface import lacks
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rules.install.install_library_pin import LIBRARIES, stale
 from xrt2pjrt.text import requirements
+from text_migrate import migrate_tree
 
 _CALLED = {
     "xm.xrt_world_size()": "torch_xla.core.xla_model.xrt_world_size",
@@ -76,3 +77,20 @@ def test_a_requirements_file():
     assert [(f.rule, f.line, f.message) for f in outcome.manual] == [
         ("install-library-pin", 3, "pin accelerate>=1.7.0")
     ]
+
+
+def test_a_release_checked_out_of_git_and_installed_from_there_is_a_pin(tmp_path):
+    # round 12: a research repository's set-up cloned transformers and installed tag v4.20.1;
+    # a clone by tag for its example scripts installs nothing of it
+    clone = "git clone https://github.com/huggingface/transformers.git\n"
+    items = migrate_tree(
+        tmp_path,
+        {
+            "setup.sh": clone + "cd transformers; git checkout tags/v4.20.1; pip install -e .\n",
+            "examples.sh": "git clone -b v4.24.0 https://github.com/huggingface/transformers.git\n",
+            "train.py": "import torch_xla\n",
+        },
+        "install-library-pin",
+    )
+    assert [m.split(":")[0] for m in items["setup.sh"]] == ["git checkout tags/v4.20.1"]
+    assert items.get("examples.sh", []) == []

@@ -12,9 +12,11 @@ with the release to pin instead; a pin of a release from before the library call
 all (transformers before 2.9, pytorch-lightning before 0.7: ``CALLS_FROM``) is not. Which release to
 move to is a person's choice.
 
-A pin is reported where the code it serves uses torch_xla (the nearest folder above it that
-holds code, code_trees.py) or its file installs torch_xla too: a sub-project of a monorepo
-pinning transformers 3.5 for code that never reaches torch_xla calls none of it.
+A release checked out of the library's git repository and installed from there (``git checkout
+tags/v4.20.1; pip install -e .``) is such a pin too; a clone for its example scripts is not. A
+pin is reported where the code it serves uses torch_xla (the nearest folder above it that holds
+code, code_trees.py) or its file installs torch_xla too: a sub-project of a monorepo pinning
+transformers 3.5 for code that never reaches torch_xla calls none of it.
 """
 
 from __future__ import annotations
@@ -126,12 +128,39 @@ class LibraryPin(TextRule):
             manual=("xm.xrt_world_size()",),
         ),
         Example("pip install 'transformers>=4.40'\n", "pip install 'transformers>=4.40'\n"),
+        Example(  # a research repository's set-up: the library's release checked out of git
+            "pip install 'torch_xla[tpu]~=2.9.0'\ngit clone https://github.com/huggingface/transformers.git\n"
+            "cd transformers; git checkout tags/v4.20.1; pip install -e .\n",
+            "pip install 'torch_xla[tpu]~=2.9.0'\ngit clone https://github.com/huggingface/transformers.git\n"
+            + todo_line("pin transformers>=4.52.0", "install-library-pin")
+            + "cd transformers; git checkout tags/v4.20.1; pip install -e .\n",
+            manual=("git checkout tags/v4.20.1: releases of transformers",),
+        ),
     )
 
     def word(self, rec, word, offset):
-        if not (rec.options.torch_xla_project or INSTALLS_TORCH_XLA.search(rec.text)):
-            return  # a sub-project's pin, for code that runs no torch_xla (code_trees.py)
-        found = stale(word.strip("'\""), rec.options.target_version)
+        if _for_torch_xla(rec):
+            self._report(rec, offset, word.strip("'\""), word.strip("'\""))
+
+    def command(self, rec, cmd, posix_sh):
+        """A release checked out of the library's repository (``git clone --branch v4.20.1 URL``, or
+        ``git checkout tags/v4.20.1`` in a file that clones it) and installed from the checkout
+        (``pip install -e .``) is a pin of that release; a clone for its example scripts is not."""
+        words = cmd.argv_text(rec.text)
+        if words[:2] == ["git", "clone"]:
+            library = next((_cloned(w) for w in words[2:] if _cloned(w)), None)
+            branch = next((words[k + 1] for k, w in enumerate(words[:-1]) if w in ("--branch", "-b")), "")
+        elif words[:2] == ["git", "checkout"] and len(words) > 2:
+            libraries = {_cloned(m.group()) for m in _REPOSITORY.finditer(rec.text)}
+            library, branch = (libraries.pop() if len(libraries) == 1 else None), words[-1]
+        else:
+            return
+        tag = _TAG.match(branch)
+        if library and tag and _INSTALLS_A_CHECKOUT.search(rec.text) and _for_torch_xla(rec):
+            self._report(rec, cmd.argv()[0].start, f"{library}=={tag.group(1)}", " ".join(words))
+
+    def _report(self, rec, offset: int, pin: str, shown: str) -> None:
+        found = stale(pin, rec.options.target_version)
         if found is not None:
             library, fixed = found
             release = ".".join(map(str, fixed.release))
@@ -139,7 +168,29 @@ class LibraryPin(TextRule):
                 self.id,
                 offset,
                 f"pin {library}>={release}",
-                f"{word.strip(chr(39) + chr(34))}: releases of {library} before {release} call {fixed.calls}, "
+                f"{shown}: releases of {library} before {release} call {fixed.calls}, "
                 f"which torch_xla {fixed.gone_in[0]}.{fixed.gone_in[1]} removed (AttributeError inside "
                 f"{library}; read at {fixed.read}): pin {library}>={release}",
             )
+
+
+def _for_torch_xla(rec) -> bool:
+    """Whether the file's installs serve code that runs torch_xla: not a sub-project's, for code
+    that runs none (code_trees.py)."""
+    return rec.options.torch_xla_project or bool(INSTALLS_TORCH_XLA.search(rec.text))
+
+
+# The libraries' own repositories, and a release's tag (v4.20.1, tags/v4.20.1, 1.7.7).
+_REPOSITORY = re.compile(
+    r"github\.com[/:](?:huggingface/(?:transformers|accelerate)|(?:Lightning-AI|PyTorchLightning)/"
+    r"(?:lightning|pytorch-lightning))\b",
+    re.I,
+)
+_TAG = re.compile(r"^(?:tags/)?v?(\d+(?:\.\d+)+)$")
+_INSTALLS_A_CHECKOUT = re.compile(r"\bpip3?\s+install\s+(?:-e\s+|--editable\s+)?\.|\bsetup\.py\s+(?:install|develop)\b")
+
+
+def _cloned(word: str) -> str | None:
+    """The library whose repository ``word`` names, as its pins name it; None for any other."""
+    found = _REPOSITORY.search(word)
+    return found.group().rpartition("/")[2].lower() if found else None
