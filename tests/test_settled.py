@@ -105,7 +105,7 @@ FIXED_AS_ADVISED = {
         "try:\n    import torch_xla\nexcept ImportError:\n    torch_xla = Fake()\n\ntorch_xla.device()\n",
     ),
     "manual-module-as-value": (
-        HEAD + "class Trainer:\n    def __init__(self):\n        self.xm = xm\n",
+        HEAD + "class Trainer:\n    def __init__(self):\n        self.tpu = xm\n",
         HEAD + "class Trainer:\n    def step(self, opt):\n        xm.optimizer_step(opt)\n",
     ),
     "manual-pjrt-other": (

@@ -59,7 +59,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     'manual-import-stand-in': ('python', 'none', "A stand-in for torch_xla where it cannot be imported (it keeps XRT's names): reported"),
     'manual-memory-info': ('python', 'none', "xm.get_memory_info()'s kb_free / kb_total (bytes_used / bytes_limit under PJRT): reported"),
     'manual-mesh-reduce-objects': ('python', 'none', 'xm.mesh_reduce of numpy values or objects (torch 2.6+ refuses to load them): reported'),
-    'manual-module-as-value': ('python', 'none', 'A torch_xla module handed on as a value (self.xm = xm, f(xm)): reported'),
+    'manual-module-as-value': ('python', 'none', 'A torch_xla module handed on as a value (self.tpu = xm, f(xm)): reported'),
     'manual-mp-model-wrapper': ('python', 'none', 'xmp.MpModelWrapper (one module for two replicas on TPU v2/v3 under PJRT): reported'),
     'manual-pjrt-other': ('python', 'none', 'Other torch_xla.experimental.pjrt names (spawn_threads, requires_pjrt, ...): reported'),
     'manual-pre-1.0': ('python', 'none', 'torch_xla_py.* (before 1.0) and torch_xla.distributed.data_parallel: reported'),

@@ -10,9 +10,9 @@ from python_migrate import migrate
     "source, how",
     [
         (
-            "class Trainer:\n    def __init__(self):\n        self.xm = xm\n\n    def world(self):\n"
-            "        return self.xm.xrt_world_size()\n",
-            "is stored as self.xm",
+            "class Trainer:\n    def __init__(self):\n        self.tpu = xm\n\n    def world(self):\n"
+            "        return self.tpu.xrt_world_size()\n",
+            "is stored as self.tpu",
         ),
         ("def rank(module):\n    return module.get_ordinal()\n\nprint(rank(xm))\n", "is handed on here as a value"),
         ("rank = getattr(xm, name)()\n", "is handed on here as a value"),
@@ -65,3 +65,11 @@ def test_a_module_kept_on_self_is_reported_by_what_the_file_reads_of_it(stored, 
         f"    def load(self):\n        {stored}\n\n    def step(self, opt):\n        {used}\n"
     )
     assert [m.rule for m in migrate(source).manual] == ["manual-module-as-value"] * reported
+
+
+def test_a_module_kept_by_its_own_name_is_reported_where_its_removed_calls_are_made():
+    # issue 32: model.xm = xm in one file, read in another; the store itself breaks nothing
+    assert not migrate("import torch_xla.core.xla_model as xm\n\ndef build(model):\n    model.xm = xm\n").manual
+    reader = "def train(model):\n    model.xm.optimizer_step(model.opt)\n    return model.xm.xrt_world_size()\n"
+    (item,) = migrate(reader).manual
+    assert (item.rule, item.line) == ("manual-borrowed-alias", 3)

@@ -1,13 +1,15 @@
 """A torch_xla module stored or handed on as a value: reported.
 
 The codemod rewrites calls made through a module's import name (``xm.get_ordinal()``). A module
-stored or passed on (``self.xm = xm``, ``f(xm)``) is called through another name, which it does
+stored or passed on (``self.tpu = xm``, ``f(xm)``) is called through another name, which it does
 not follow: the XRT-era calls made there are left as they are, and those torch_xla 2.x removed
 fail at run time. Such a use of a module whose names the rules migrate is reported: call its
 functions by the import name, or migrate them by hand. Not reported: ``getattr``/``hasattr`` with
 the name spelled out (api-not-in-target reads those), an alias in a function whose every use is
 an attribute the target still has (``save = xm; save.save(...)``), or an attribute of ``self``
-whose every read in the file is (none, for a private one), and ``--target shim``, where
+whose every read in the file is (none, for a private one), an attribute of the module's
+conventional name (``model.xm = xm``: manual-borrowed-alias reports the calls through ``.xm``
+the target lacks, in whichever file makes them), and ``--target shim``, where
 the module handed on is the shim's, with the XRT-era API.
 """
 
@@ -21,7 +23,7 @@ import libcst as cst
 from xrt2pjrt.python import api_surface, spawn_site
 from xrt2pjrt.python.rule import PythonRule, code, literal
 from xrt2pjrt.registry import Example, dedent
-from xrt2pjrt.rules.manual._manual import rule_names
+from xrt2pjrt.rules.manual._manual import CONVENTIONAL, rule_names
 
 
 @functools.cache
@@ -40,17 +42,17 @@ class _ModuleNames:
 class ModuleAsValue(PythonRule):
     id = "manual-module-as-value"
     fix = "none"
-    summary = "A torch_xla module handed on as a value (self.xm = xm, f(xm)): reported"
+    summary = "A torch_xla module handed on as a value (self.tpu = xm, f(xm)): reported"
     targets = ("native",)  # under the shim, the module handed on is the shim's, with the XRT-era API
     names = _ModuleNames()
     examples = (
-        Example(  # a trainer keeps the module on self, then self.xm.xrt_world_size() is an AttributeError on 2.9
+        Example(  # a trainer keeps the module on self, then self.tpu.xrt_world_size() is an AttributeError on 2.9
             dedent("""
                 import torch_xla.core.xla_model as xm
 
                 class Trainer:
                     def __init__(self):
-                        self.xm = xm
+                        self.tpu = xm
             """),
             dedent("""
                 import torch_xla.core.xla_model as xm
@@ -58,9 +60,9 @@ class ModuleAsValue(PythonRule):
                 class Trainer:
                     def __init__(self):
                         # TODO(xrt2pjrt): call its functions by its import name [manual-module-as-value]
-                        self.xm = xm
+                        self.tpu = xm
             """),
-            manual=("stored as self.xm",),
+            manual=("stored as self.tpu",),
         ),
         Example.unchanged(  # danielkunin/neural-mechanics: a local alias used only for names 2.9 still has
             dedent("""
@@ -155,6 +157,8 @@ def _alias_of_names_kept(ctx, parent, module: str) -> bool:
     if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1) or ctx.tree is None:
         return False
     target = parent.targets[0].target
+    if isinstance(target, cst.Attribute) and CONVENTIONAL.get(target.attr.value) == module:
+        return True  # model.xm = xm: manual-borrowed-alias reports each read of .xm the target lacks, in any file
     if isinstance(target, cst.Name) and (function := spawn_site.function_at(ctx.tree, ctx.line)) is not None:
         nodes = list(spawn_site.own_nodes(function))
         uses = [node for node in nodes if isinstance(node, ast.Name) and node.id == target.value]
