@@ -179,3 +179,21 @@ def test_migrate_splits_as_the_projects_formatter_is_configured(tmp_path):
     assert script.read_text().endswith(
         "dist.init_process_group(\n    'xla', timeout=timeout, init_method='xla://'\n)\n"
     )
+
+
+def test_the_todo_of_a_removed_statement_stays_in_the_code():
+    # round 13: a launcher's XRT settings go (safe), and their item asks that the launcher go too;
+    # its TODO line takes the statements' place: before the next statement, at a block's end, on
+    # the pass of an emptied block, at the module's end; one line for the items of the same text
+    todo = "# TODO(xrt2pjrt): use xmp.spawn or torch_xla.launch [env-xrt-replica-vars]"
+    out = migrate(
+        "import os\n\ndef launch(rank, n):\n"
+        "    os.environ['XRT_HOST_ORDINAL'] = str(rank)\n    os.environ['XRT_SHARD_WORLD_SIZE'] = str(n)\n"
+        "    run()\n\ndef last(rank):\n    print(rank)\n    os.environ['XRT_HOST_ORDINAL'] = str(rank)\n\n"
+        "def only():\n    os.environ['XRT_HOST_ORDINAL'] = '0'\n\nos.environ['XRT_HOST_ORDINAL'] = '0'\n"
+    )
+    assert out.text == (
+        f"import os\n\ndef launch(rank, n):\n    {todo}\n    run()\n\ndef last(rank):\n    print(rank)\n    {todo}\n\n"
+        f"def only():\n    {todo}\n    pass\n\n{todo}\n"
+    )
+    assert len(out.manual) == 5

@@ -542,7 +542,7 @@ class FinishImports(Transformer):
                 body[at:at] = [cst.parse_statement(text + "\n") for text in sorted(set(top))]
             else:
                 body = self._insert(body, last, top)
-        return updated.with_changes(body=without_statements(self._place(body), self.doomed))
+        return keep_block_valid(updated, self.doomed, self._place(body))
 
     def _place(self, body) -> list:
         """``body`` with the planned imports placed among the imports next to their anchors."""
@@ -635,11 +635,12 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     )
 
 
-def without_statements(body, doomed: Marks) -> list:
+def without_statements(body, doomed: Marks, tail: list | None = None) -> list:
     """``body`` without the statements marked in ``doomed``.
 
     The blank lines and comments above a removed statement move to the next one, so the
-    layout around it stays as it was.
+    layout around it stays as it was; those of removed statements with none after them are
+    added to ``tail``.
     """
     kept, carried, dropped = [], [], False
     for statement in body:
@@ -655,14 +656,36 @@ def without_statements(body, doomed: Marks) -> list:
                 own = [line for line in own if line.comment is not None]
             elif any(line.comment is None for line in own):  # it has its own blank lines
                 carried = [line for line in carried if line.comment is not None]
-            statement = statement.with_changes(leading_lines=[*carried, *own])
+            statement = statement.with_changes(leading_lines=_once(carried, own))
             carried = []
         kept.append(statement)
+    if tail is not None and any(line.comment is not None for line in carried):
+        tail += _once(carried, [])
     return kept
 
 
-def keep_block_valid(block: cst.IndentedBlock, doomed: Marks | None = None) -> cst.IndentedBlock:
-    body = without_statements(block.body, doomed) if doomed else block.body
-    if not body:
-        body = [cst.SimpleStatementLine([cst.Pass()])]
+def _once(carried: list, own: list) -> list:
+    """``carried`` then ``own``, a TODO line of removed statements kept once (two settings
+    a launcher made, each with the same item)."""
+    seen = {line.comment.value for line in own if _is_todo(line)}
+    lines = []
+    for line in carried:
+        if _is_todo(line):
+            if line.comment.value in seen:
+                continue
+            seen.add(line.comment.value)
+        lines.append(line)
+    return [*lines, *own]
+
+
+def keep_block_valid(block: cst.IndentedBlock | cst.Module, doomed: Marks | None = None, body=None):
+    """``block`` (or the module) with ``body`` (default: its own) less the statements in
+    ``doomed``. The comments above removed statements at its end (a TODO among them) go to its
+    footer, or onto the ``pass`` an emptied block gets."""
+    body, tail = block.body if body is None else body, []
+    body = without_statements(body, doomed, tail) if doomed else body
+    if not body and isinstance(block, cst.IndentedBlock):
+        body = [cst.SimpleStatementLine([cst.Pass()], leading_lines=[line for line in tail if line.comment])]
+    elif tail:
+        block = block.with_changes(footer=[*tail, *block.footer])
     return block.with_changes(body=body) if body is not block.body else block

@@ -374,10 +374,7 @@ class _Engine(imports.Transformer):
         if roles & _BLOCK:
             self.blocks.pop()
             self.block_nodes.pop()
-            if isinstance(original, cst.IndentedBlock):
-                updated = imports.keep_block_valid(updated, self.doomed)
-            else:
-                updated = updated.with_changes(body=imports.without_statements(updated.body, self.doomed))
+            updated = imports.keep_block_valid(updated, self.doomed)
         if roles & _SCOPE:
             self.scope = self.scope.parent
         return updated
@@ -490,6 +487,9 @@ class _Engine(imports.Transformer):
 
     def _finish_statement(self, frame: _Statement, original, updated):
         if frame.remove:
+            if frame.comments:  # its items' TODO lines move to the next statement with its comments
+                todos = [cst.EmptyLine(comment=cst.Comment(c)) for c in dict.fromkeys(frame.comments)]
+                updated = updated.with_changes(leading_lines=[*updated.leading_lines, *todos])
             self.doomed.add(updated)  # the enclosing block drops it, keeping the layout
             return updated
         limit = self.ctx.options.line_length

@@ -33,6 +33,7 @@ class Unprefixed(EnvRule):
             dedent("""
                 import os
 
+                # TODO(xrt2pjrt): set TPU_VISIBLE_CHIPS for fewer chips [env-xrt-unprefixed]
                 train()
             """),
             manual=("TPU_PROCESS_BOUNDS",),
