@@ -148,17 +148,16 @@ class Context:
         """The original nodes above the one being visited, its parent first (``parent(1)``, ``parent(2)``, ...)."""
         return reversed(self._engine.ancestors)
 
-    def caught(self, exception: str) -> bool:
-        """Whether the node being visited is in the body of a ``try`` one of whose handlers
-        catches ``exception`` (by that name, a tuple holding it, Exception or a bare except):
-        the code has said what it does when the spot raises it."""
-        child = self.original
+    def caught(self, *exceptions: str) -> list[cst.ExceptHandler]:
+        """The handlers of the ``try`` statements whose body holds the node being visited that
+        catch one of ``exceptions`` (by that name, a tuple holding it, Exception or a bare
+        except): where the code has said what it does when the spot raises it."""
+        child, found = self.original, []
         for parent in self.ancestors():
             if isinstance(parent, cst.Try) and child is parent.body:
-                if any(_catches(handler.type, exception) for handler in parent.handlers):
-                    return True
+                found += [h for h in parent.handlers if any(_catches(h.type, e) for e in exceptions)]
             child = parent
-        return False
+        return found
 
     @property
     def reported_here(self) -> bool:

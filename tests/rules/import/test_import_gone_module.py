@@ -1,7 +1,7 @@
 """import-gone-module beyond its examples: imports of modules the target lacks go when unused
 and are marked when used, by the target release."""
 
-from python_migrate import migrate
+from python_migrate import migrate, same
 from xrt2pjrt.python import rewriter as python
 from xrt2pjrt.registry import Options, all_rules
 from xrt2pjrt.rewriters import todo_comment
@@ -46,3 +46,31 @@ def test_an_older_target_keeps_what_it_still_has():
         for f in python.rewrite(source, Options(OPTIONS.rules, target_version=(2, 4))).manual
     )
     assert any(f.rule == "import-gone-module" for f in python.rewrite(source, OPTIONS).manual)
+
+
+PROBE = "try:\n    import torch_xla.distributed.xla_spawn  # noqa: F401\n    {body}\nexcept ModuleNotFoundError:\n    {handler}\n"
+
+
+def test_a_probe_whose_handler_raises_is_kept_and_reported():
+    # round 13: a launcher checks for SageMaker's xla_spawn (in no open torch_xla) before it runs it
+    source = PROBE.format(body="pass", handler="raise RuntimeError('no SageMaker integration in torch_xla')")
+    out = migrate(source)
+    assert out.text.count("import torch_xla.distributed.xla_spawn") == 1
+    (item,) = out.manual
+    assert (item.rule, item.line, item.message) == ("import-gone-module", 2, "decide what runs without it")
+
+
+def test_a_probe_with_a_fallback_is_left_as_it_is():
+    # dropping the import would set the flag on a target that lacks the module
+    same(PROBE.format(body="HAS_SPAWN = True", handler="HAS_SPAWN = False"))
+
+
+def test_a_module_run_by_its_name_in_a_string_is_reported():
+    # round 13: a launcher builds [python, '-m', 'torch_xla.distributed.xla_spawn', ...], a module no 2.x has
+    out = migrate(
+        "import os\n\ndef command(n):\n    return ['python', '-m', 'torch_xla.distributed.xla_spawn', str(n)]\n\n"
+        "os.system('python -m torch_xla.core.xla_model')\n"
+    )
+    assert [(item.rule, item.line, item.message) for item in out.manual] == [
+        ("import-gone-module", 4, "use a module the target has")
+    ]
