@@ -3,7 +3,7 @@ torch, the names it replaces are not, and other backends are left alone."""
 
 import pytest
 
-from python_migrate import same, text
+from python_migrate import migrate, same, text
 from xrt2pjrt.rules.api.api_dynamo_backend import BACKENDS
 
 
@@ -27,3 +27,13 @@ def test_every_import_form_of_torch_compile():
     assert text("import torch._dynamo\n\nf = torch._dynamo.optimize(backend='aot_torchxla_trivial')(f)\n") == (
         "import torch._dynamo\n\nf = torch._dynamo.optimize(backend='aot_eager')(f)\n"
     )
+
+
+def test_an_old_name_kept_as_a_constant_is_reported():
+    # round 13: a serving library's enum of torch.compile backends holds torch 2.0's XLA name
+    out = migrate(
+        "import enum\nimport torch\n\nclass Backend(enum.Enum):\n    XLA = 'torchxla_trace_once'\n\n"
+        "def build(model, backend):\n    return torch.compile(model, backend=backend.value)\n"
+    )
+    assert [(item.line, item.message) for item in out.manual] == [(5, "use 'openxla_eval'")]
+    assert not migrate("import torch\n\nm = torch.compile(m, backend='torchxla_trace_once')\n").manual

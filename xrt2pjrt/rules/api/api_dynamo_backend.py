@@ -9,7 +9,9 @@ is torchxla_trace_once's function (torch_xla's dynamo bridge, without autograd),
 the aot_autograd of it, as aot_torchxla_trace_once was; torchxla_trivial returned the
 graph as it was, which torch's own eager backend does, and aot_torchxla_trivial was
 aot_autograd of that, aot_eager. The rewrite does what torch 2.0 did (safe), in
-``torch.compile(backend=...)`` and ``torch._dynamo.optimize(...)``.
+``torch.compile(backend=...)`` and ``torch._dynamo.optimize(...)``. An old name anywhere else (a
+constant, a setting's default) is reported: the program may also compare it with its users'
+settings.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class DynamoBackend(PythonRule):
     summary = "torch 2.0's XLA dynamo backends (torchxla_trace_once, ...) → openxla_eval, openxla, eager, aot_eager"
     words = tuple(BACKENDS)
     names = frozenset(_TAKES_A_BACKEND)
+    nodes = (cst.SimpleString,)
     examples = (
         Example(
             dedent("""
@@ -78,3 +81,21 @@ class DynamoBackend(PythonRule):
         args = list(node.args)
         args[index] = arg.with_changes(value=ctx.string(BACKENDS[old], arg.value))
         return node.with_changes(args=args)
+
+    def leave(self, ctx, original, updated):
+        """An old name anywhere else (a constant, a setting's default): reported, not rewritten, as the
+        program may also compare it with what its users wrote."""
+        old = original.evaluated_value
+        if old in BACKENDS and not isinstance(ctx.parent(1), cst.Expr) and not _handed_to_compile(ctx):
+            ctx.decide(
+                f"use {BACKENDS[old]!r}",
+                detail=f"{old!r} names torch 2.0's XLA dynamo backend, which today's torch lacks (torch.compile "
+                f"raises 'Invalid backend'): {BACKENDS[old]!r} is the same compiler",
+            )
+        return updated
+
+
+def _handed_to_compile(ctx) -> bool:
+    """Whether the string is an argument of torch.compile or torch._dynamo.optimize (``call`` rewrites it)."""
+    arg, call = ctx.parent(1), ctx.parent(2)
+    return isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and ctx.resolve(call.func) in _TAKES_A_BACKEND
