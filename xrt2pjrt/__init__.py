@@ -14,7 +14,7 @@ engine file lists them. A module is on the first floor a pattern of which names 
     mixed      xrt2pjrt.mixed xrt2pjrt.mixed.*
     rewriters  xrt2pjrt.python.rewriter xrt2pjrt.text.shell xrt2pjrt.text.dockerfile xrt2pjrt.text.yaml
                xrt2pjrt.text.jsonnet xrt2pjrt.text.terraform xrt2pjrt.text.configs
-               xrt2pjrt.text.requirements xrt2pjrt.text.dotenv
+               xrt2pjrt.text.requirements xrt2pjrt.text.metadata xrt2pjrt.text.dotenv
     rules      xrt2pjrt.rules.*
     analyses   xrt2pjrt.python.* xrt2pjrt.text.*
     shim       xrt2pjrt.shim.*

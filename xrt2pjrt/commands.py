@@ -500,7 +500,7 @@ def migrate(
     if not run.results and not quiet:
         out.err(
             f"xrt2pjrt: no files found in {', '.join(map(str, paths))}: nothing there is a kind "
-            "xrt2pjrt rewrites (Python, shell, Dockerfile, YAML, Markdown, notebook, requirements)",
+            "xrt2pjrt rewrites (Python, shell, Dockerfile, YAML, Markdown, notebook, requirements, metadata)",
             "yellow",
         )
     if statistics:

@@ -122,6 +122,8 @@ def kind_of(path: Path) -> str | None:
         return "dockerfile"
     if suffix in (".txt", ".in") and ("requirements" in name.lower() or "constraints" in name.lower()):
         return "requirements"
+    if name in ("pyproject.toml", "setup.cfg"):
+        return "metadata"
     if suffix == "":
         return _kind_from_shebang(path) or _sniffed_shell(path)
     if suffix == ".txt":  # a list of commands to run (cmd.txt), not notes nor a log

@@ -37,6 +37,7 @@ MODULES: dict[str, str] = {
     "notebook": "xrt2pjrt.mixed.notebook",
     "jsonnet": "xrt2pjrt.text.jsonnet",
     "requirements": "xrt2pjrt.text.requirements",
+    "metadata": "xrt2pjrt.text.metadata",
     "dotenv": "xrt2pjrt.text.dotenv",
     "terraform": "xrt2pjrt.text.terraform",
 }
