@@ -3,13 +3,17 @@ are.
 
 Set-up code run on Colab and Kaggle installs from strings: ``os.system('python
 pytorch-xla-env-setup.py --version 1.8.1')``, ``subprocess.run(['pip', 'install',
-'torch_xla==1.13'])``, or a helper of the project's own (``quietly_run(...)``). Each string is
+'torch_xla==1.13'])``, or a helper of the project's own (``quietly_run(...)``); a package's
+``setup(install_requires=[...], extras_require={...})`` lists what pip installs beside it; a
+notebook's variable that a ``!`` command expands (``!gsutil cp "$DIST_BUCKET/$WHEEL" .``) is read too. Each string is
 read as a shell command (text/words.py), unless it is only said (printed, logged), and its
 words are checked as install lines are (text/installs.py). A ``--write`` leaves the command
 alone: which torch, torchvision and torch_xla to install together is a person's decision.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -18,8 +22,11 @@ from xrt2pjrt.python.rule import PythonRule, says
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.text import installs, words
 
-# What a command's string may sit in, inside the call that runs it.
-_PARTS = (cst.Arg, cst.List, cst.Tuple, cst.Element, cst.ConcatenatedString, cst.BinaryOperation, cst.FormattedString)
+# What a command's string may sit in, inside the call that runs it (a dict: setup()'s extras_require).
+_PARTS = (
+    *(cst.Arg, cst.List, cst.Tuple, cst.Element, cst.Dict, cst.DictElement),
+    *(cst.ConcatenatedString, cst.BinaryOperation, cst.FormattedString),
+)
 # An f-string's replacement field: an expansion, so the word holding it has no value.
 _FIELD = "${field}"
 
@@ -88,7 +95,7 @@ class InstallXrtEraCommand(PythonRule):
     def leave(self, ctx, original, updated):
         if isinstance(ctx.parent(1), cst.Expr) or is_magic_call(ctx.parent(2)):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
-        if not _run_by_a_call(ctx):
+        if not (_run_by_a_call(ctx) or _expanded_by_a_command(ctx)):
             return updated
         if ctx.block.get(self.id) is ctx.statement:
             return updated  # one item a statement: a download of the installer and its run are one spot
@@ -110,6 +117,19 @@ def _run_by_a_call(ctx) -> bool:
         level += 1
     call = ctx.parent(level)
     return isinstance(call, cst.Call) and not says(call)
+
+
+def _expanded_by_a_command(ctx) -> bool:
+    """Whether the string is a variable's value that a ``!`` command of the notebook expands
+    (``DIST_BUCKET = 'gs://tpu-pytorch/wheels'``, then ``!gsutil cp "$DIST_BUCKET/$WHEEL" .``:
+    IPython puts the kernel's variables into the line)."""
+    assign = ctx.parent(1)
+    if not (
+        isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
+    ):
+        return False
+    name = re.escape(assign.targets[0].target.value)
+    return bool(re.search(rf"(?:get_ipython\(\)\.system\(|^[ \t]*!)[^\n]*\$\{{?{name}\b", ctx.source, re.M))
 
 
 def _command_text(string: cst.SimpleString | cst.FormattedString) -> str:
