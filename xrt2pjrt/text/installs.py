@@ -123,7 +123,7 @@ _VERSION = re.compile(
     r"|(?:^|/)torch_xla-(\d+)\.(\d+)[^/]*\.whl$|/xla:[rv]?(\d+)\.(\d+)"
 )
 # torch pinned to a 1.x release: only an XRT-era torch_xla matches it.
-_TORCH_1_PIN = re.compile(r"(?i)^torch\s*(?:===?|~=|<=?)\s*v?1\.(\d+)")
+_TORCH_1_PIN = re.compile(r"(?i)^(torch|torchvision|torchaudio)\s*(?:===?|~=|<=?)\s*v?(\d+)\.(\d+)")
 _NIGHTLY = re.compile(r"(?i)(?:^|/)torch_xla-nightly\+(\d{8})")
 # A nightly from before the 2.1 release (October 2023) predates every release without XRT.
 _LAST_XRT_NIGHTLY = "20231009"
@@ -184,16 +184,26 @@ def finding(
 
 
 def torch_pin_finding(word: str, target: tuple[int, int]) -> Advice | None:
-    """What is wrong with ``word`` pinning torch 1.x in a project that uses torch_xla, in a file
-    that installs no torch_xla itself (where it does, that install's finding says it); None when
-    nothing is."""
+    """What is wrong with ``word`` pinning torch 1.x, or the torchvision or torchaudio of a torch
+    1.x (torchvision 0.14 goes with torch 1.13, torchaudio 0.13 with 1.13; 0.15 and 2.0 with torch
+    2.0), in a project that uses torch_xla, in a file that installs no torch_xla itself (where it
+    does, that install's finding says it); None when nothing is."""
     pin = _TORCH_1_PIN.search(word)
     if pin is None:
         return None
+    package, major, minor = pin.group(1).lower(), int(pin.group(2)), int(pin.group(3))
+    torch_minor, matching = {
+        "torch": (minor if major == 1 else None, _version(target)),
+        "torchvision": (minor - 1 if major == 0 and minor < 15 else None, f"0.{target[1] + 15}.0"),
+        "torchaudio": (minor if major == 0 else None, _version(target)),
+    }[package]
+    if torch_minor is None:
+        return None
+    goes_with = "" if package == "torch" else f", the release of torch 1.{torch_minor},"
     return Advice(
-        f"pin torch~={_version(target)} instead",
-        f"torch 1.{pin.group(1)} fits only an XRT-era torch_xla: pin torch~={_version(target)}",
-        f"torch~={_version(target)}",
+        f"pin {package}~={matching} instead",
+        f"{package} {major}.{minor}{goes_with} fits only an XRT-era torch_xla: pin {package}~={matching}",
+        f"{package}~={matching}",
     )
 
 

@@ -18,3 +18,20 @@ def test_beside_an_xrt_era_torch_xla_one_item_says_both():
 def test_a_matching_pair_is_left_alone():
     outcome = rewrite_shell("pip install torch==2.9.0 'torch_xla[tpu]==2.9.0'\n")
     assert not outcome.manual
+
+
+def test_the_torchvision_and_torchaudio_of_a_torch_1_are_pins_of_it():
+    # round 13: a TPU set-up pins torchvision 0.12 (torch 1.11's) and torchaudio 0.8 (torch 1.8's)
+    outcome = rewrite_shell(
+        "pip install 'torch_xla[tpu]==2.9.0'\npip install torchvision==0.12.0\npip install torchaudio==0.8.0\n"
+    )
+    assert [(f.line, f.message) for f in outcome.manual] == [
+        (2, "pin torchvision~=0.24.0 instead"),
+        (3, "pin torchaudio~=2.9.0 instead"),
+    ]
+    assert "the release of torch 1.11" in outcome.manual[0].detail
+    with_torch = rewrite_shell(
+        "pip install 'torch_xla[tpu]==2.9.0'\npip install torch==1.11.0\npip install torchvision==0.12.0\n"
+    )
+    assert [f.message for f in with_torch.manual] == ["pin torch~=2.9.0 instead"]  # torch's item says the family
+    assert not rewrite_shell("pip install 'torch_xla[tpu]==2.9.0' torchvision==0.24.0 torchaudio==2.9.0\n").manual

@@ -497,3 +497,16 @@ def test_a_wheel_named_in_a_variable_is_asked_where_it_is_named(tmp_path):
     )
     items = migrate_tree(tmp_path, {"setup.sh": script, "train.py": "import torch_xla\n"}, _RULE)
     assert [m.split(":")[0] for m in items["setup.sh"]] == ["torch_xla 1.9, an XRT-era release"]
+
+
+def test_pips_output_pasted_under_its_command_is_no_install():
+    # round 13: a notebook exported to Markdown keeps each cell's output as an indented block
+    from xrt2pjrt.mixed import markdown
+
+    doc = (
+        "Install it:\n\n```shell\n!pip install cloud-tpu-client==0.10 torch_xla-1.9-cp37-cp37m-linux_x86_64.whl\n```\n\n"
+        "    Collecting torch-xla==1.9\n      Downloading https://example.com/torch_xla-1.9-cp37-cp37m-linux_x86_64.whl\n"
+        "    \x1b[K |####| 149.9 MB\n    [?25hCollecting cloud-tpu-client==0.10\n"
+        "    Successfully installed cloud-tpu-client-0.10 torch-xla-1.9\n"
+    )
+    assert [item.line for item in markdown.rewrite(doc, ALL).manual if item.rule == _RULE] == [4]

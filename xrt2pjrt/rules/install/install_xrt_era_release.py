@@ -119,7 +119,10 @@ class InstallXrtEraRelease(TextRule):
             problem = finding(setting.group(1), rec.options.target_version, _for_torch(rec), rec.options.code_needs)
         if problem is None:  # (the pin first: a word of the text at a time, the text's test once a pin)
             pin = torch_pin_finding(word, rec.options.target_version)
-            problem = pin if pin and _pins_the_tpus_torch(rec, offset) else None
+            companion = word[5:6].isalpha()  # torchvision, torchaudio
+            # (torch's pin or the XRT-era install of the file says it: one decision for the family)
+            said = companion and (_TORCH_1.search(rec.text) or _INSTALLS_XRT_ERA.search(rec.text))
+            problem = pin if pin and not said and _pins_the_tpus_torch(rec, offset) else None
         if problem and not (not problem.use and _installs_a_release_too(rec, offset)):
             rec.decide(self.id, offset, problem.do, problem.more, problem.use)
 
@@ -151,13 +154,25 @@ _COMMENT = re.compile(r"^\s*(?:#|//)")
 _UNINSTALL = re.compile(r"\b(?:uninstall|remove)\b")
 
 
-def _no_install_at(text: str, offset: int) -> bool:
-    """Whether the word at ``offset`` stands in a comment line or after an uninstall on its
-    line: nothing is installed there (``# Install the matching libtpu-nightly``, ``pip
-    uninstall torch_xla libtpu-nightly``)."""
-    before = text[text.rfind("\n", 0, offset) + 1 : offset]
-    return bool(_COMMENT.match(before) or _UNINSTALL.search(before))
+# A torch 1.x pin among a text's words.
+_TORCH_1 = re.compile(r"(?i)(?<![\w.-])torch\s*(?:===?|~=|<=?)\s*v?1\.")
 
+
+def _no_install_at(text: str, offset: int) -> bool:
+    """Whether the word at ``offset`` stands in a comment line, after an uninstall on its line,
+    or in a line of pip's own output pasted into a document: nothing is installed there (``#
+    Install the matching libtpu-nightly``, ``pip uninstall torch_xla libtpu-nightly``,
+    ``Collecting torch-xla==1.9``; the command that printed it has its item)."""
+    before = text[text.rfind("\n", 0, offset) + 1 : offset]
+    return bool(_COMMENT.match(before) or _UNINSTALL.search(before) or _PIP_SAID.match(before))
+
+
+# The lines pip prints while it installs (a notebook's output, exported under its command),
+# after what is left of a progress bar's terminal escapes ([K, [?25h).
+_PIP_SAID = re.compile(
+    r"\s*(?:\x1b?\[\??[\d;]*[A-Za-z]\s*)*(?:Collecting|Downloading|Processing|Requirement already satisfied:|Installing collected packages:"
+    r"|Successfully installed|Found existing installation:|Uninstalling|Attempting uninstall:|Using cached)\s"
+)
 
 # A shell variable's setting, and a release named in its value (a version or a nightly).
 _SETTING = re.compile(r"[A-Za-z_]\w*=(?!=)(.+)", re.S)
