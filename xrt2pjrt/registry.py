@@ -279,6 +279,9 @@ class Options:
     # Whether the file is a notebook saved for a GPU runtime (its metadata's accelerator), where
     # a Colab TPU runtime's COLAB_TPU_ADDR was never set, under XRT either (mixed/notebook.py).
     gpu_runtime: bool = False
+    # Whether the file is a notebook, or one exported to .py: cells a kernel runs one after
+    # another, a program of its own (mixed/notebook.py, mixed/exported.py).
+    notebook: bool = False
     # Whether the file runs Colab's pytorch-xla-env-setup.py (a notebook's cell after the one
     # that downloads it); None: the text at hand tells (runs_setup_script).
     setup_script_run: bool | None = None

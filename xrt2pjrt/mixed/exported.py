@@ -40,6 +40,7 @@ def rewrite(text: str, options: Options, fold: bool = True) -> Outcome:
             return pasted
         _stop_where_pasted_code_fails(text)
         found = []  # (the Python rewriter says why it cannot be parsed)
+    options = replace(options, notebook=True)
     if not found:
         return rewriter.rewrite(text, options, fold)
     # whether it uses PyTorch, and runs Colab's set-up script, is the whole file's to say

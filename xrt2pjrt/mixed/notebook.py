@@ -62,6 +62,7 @@ def rewrite(text: str, options: Options) -> Outcome:
         options.in_file(text),
         xla_unreached=not _REACHES_XLA.search(text),
         gpu_runtime=bool(_GPU_RUNTIME.search(text)),
+        notebook=True,
     )
     rec = Recorder(text, options)
     ascii_only = "\\u" in text and text.isascii()

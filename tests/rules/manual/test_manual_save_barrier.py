@@ -46,3 +46,16 @@ def test_a_save_only_the_master_makes_never_had_the_barrier(guard, reported):
         "    time.sleep(3)\n    model.load_state_dict(torch.load('w.bin'))\n"
     )
     assert [item.rule for item in migrate(source).manual] == ["manual-save-barrier"] * reported
+
+
+def test_a_notebook_that_spawns_nothing_saves_in_its_one_process():
+    # round 13: single-core kernels save, then read the file back, in the one process they run
+    head = "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+    assert not migrate(head + "xm.save(x, 'x.pt')\ny = torch.load('x.pt')\n", notebook=True).manual
+    train = "def train(fold):\n    xm.save(m, f'm{fold}.bin')\n    m.load_state_dict(torch.load(f'm{fold}.bin'))\n\n"
+    assert not migrate(head + train + "for fold in range(5):\n    train(fold)\n", notebook=True).manual
+    # a module of functions alone serves replicas another file may spawn; a snippet, a program it does not show
+    assert [m.rule for m in migrate(head + train, notebook=True).manual] == ["manual-save-barrier"]
+    assert [m.rule for m in migrate(head + "xm.save(x, 'x.pt')\ny = torch.load('x.pt')\n").manual] == [
+        "manual-save-barrier"
+    ]

@@ -97,3 +97,22 @@ def test_metrics_moved_to_the_device_are_no_model_built_after_the_seed(moved, re
         "xmp.spawn(_mp_fn)\n"
     )
     assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"] * reported
+
+
+def test_an_mp_fn_the_file_calls_itself_runs_in_one_process():
+    # round 13: a single-core kernel keeps the spawn as a comment and calls _mp_fn(0, FLAGS)
+    body = "def _mp_fn(index, flags):\n    torch.manual_seed(1)\n    model = Net().to(xm.xla_device())\n\n"
+    head = "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+    assert not migrate(head + body + "# xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=8)\n_mp_fn(0, FLAGS)\n").manual
+    assert [m.rule for m in migrate(head + body).manual] == ["manual-seeded-replicas"]  # a launcher elsewhere
+
+
+def test_a_model_the_module_level_built_is_not_one_the_seed_makes_differ():
+    # round 13: the replicas seed, then move the model a notebook cell built before the spawn
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "MX = Net()\n\ndef _mp_fn(index):\n    torch.manual_seed(42)\n    model = MX.to(xm.xla_device())\n\n"
+        "xmp.spawn(_mp_fn, start_method='fork')\n"
+    )
+    assert "manual-seeded-replicas" not in [m.rule for m in migrate(source).manual]
+    assert "manual-seeded-replicas" in [m.rule for m in migrate(source.replace("MX.to", "Net().to")).manual]

@@ -15,7 +15,7 @@ reported, nor a seed that no ``.to(...)`` follows in its function: what a replic
 host and moves to its device is what the shared generator makes differ (random tensors made on
 the XLA device draw from the device's generator, xm.set_rng_state); nor the ``.to`` of an
 ``MpModelWrapper``, whose module was built before the replicas ran (manual-mp-model-wrapper reports
-that one), or of a torchmetrics metric (counters, alike in every replica); nor a seed that differs between replicas (the rank or the spawned function's index in
+that one), or of a model the module level built (one object, manual-shared-model's), or of a torchmetrics metric (counters, alike in every replica); nor a seed that differs between replicas (the rank or the spawned function's index in
 it: XRT's replicas built different models then too), nor one whose models a broadcast of the
 project's own makes equal after (a function named for it, called below the seed). On TPU v4 and later each
 process runs one replica, as under XRT.
@@ -23,7 +23,7 @@ process runs one replica, as under XRT.
 The spawn may be in another module: transformers' xla_spawn.py imports the training script
 and spawns its ``_mp_fn``, and a project's launcher may do the same. A file that spawns
 nothing itself and defines ``_mp_fn`` at module level, the name such launchers call, has its
-``_mp_fn`` (and what it calls) taken for the replicas' code.
+``_mp_fn`` (and what it calls) taken for the replicas' code, unless it calls ``_mp_fn`` itself.
 """
 
 from __future__ import annotations
@@ -182,13 +182,18 @@ SPAWNED_ELSEWHERE = "_mp_fn"
 
 def spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
     """Whether ``line`` is in a module-level ``_mp_fn`` (or what it calls) of a file that spawns
-    nothing itself: another module's spawn runs it in the replicas."""
+    nothing itself: another module's spawn runs it in the replicas. A file that calls its
+    ``_mp_fn`` itself (``_mp_fn(0, FLAGS)``, its spawn commented out) runs it in one process."""
     if (
         tree is None
         or spawn_calls(tree)
         or not any(
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == SPAWNED_ELSEWHERE
             for node in tree.body
+        )
+        or any(
+            isinstance(node.func, ast.Name) and node.func.id == SPAWNED_ELSEWHERE
+            for node in spawn_site.of_type(tree, (ast.Call,))
         )
     ):
         return False
@@ -206,12 +211,29 @@ def _spelt(func: ast.expr) -> str:
     )
 
 
+def _built_before(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The module-level names ``function`` reads without binding them itself: a model built there,
+    before any replica ran, is the same object in every thread (manual-shared-model's spot), not
+    one the seed makes differ."""
+    own = {arg.arg for arg in ast.walk(function.args) if isinstance(arg, ast.arg)} | {
+        node.id for node in spawn_site.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+    module = {
+        target.id
+        for statement in tree.body
+        if isinstance(statement, (ast.Assign, ast.AnnAssign))
+        for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+        if isinstance(target, ast.Name)
+    }
+    return module - own
+
+
 def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> int | None:
     """The last line of the first statement below ``line`` in ``function`` that calls
     ``.to(...)`` on anything but an MpModelWrapper (whose module was built before any replica
     ran: manual-mp-model-wrapper's) or a torchmetrics metric (state, no random weights);
     None when none does."""
-    kept = _not_random(tree)
+    kept = _not_random(tree) | _built_before(tree, function)
     bound = spawn_site.imported(tree)
     moves = [
         node
