@@ -35,13 +35,18 @@ class Code:
     # The tree holds a copy of transformers' xla_spawn.py that the run migrates: its spawn of
     # ``nprocs=args.num_cores`` then takes None for ``--num_cores 8``, and the launch lines work.
     own_xla_spawn: bool = False
+    # Whether the code uses transformers' Trainer or TrainingArguments, the parts of transformers
+    # that call torch_xla (install-library-pin); None where no code was read.
+    transformers_trainer: bool | None = None
 
     def __or__(self, other: Code) -> Code:
         known = [needs for needs in (self.needs, other.needs) if needs is not None]
+        trainer = [used for used in (self.transformers_trainer, other.transformers_trainer) if used is not None]
         return Code(
             self.uses_torch_xla or other.uses_torch_xla,
             max(known, default=None),
             self.own_xla_spawn or other.own_xla_spawn,
+            any(trainer) if trainer else None,
         )
 
 
@@ -89,6 +94,8 @@ def _read(path: Path, needs: Callable[[str], tuple[int, int]]) -> Code:
             head = f.read(LOOK)
     except OSError:
         return Code()  # the run reports it when it migrates the file
+    trainer = b"transformers" in head and (b"Trainer" in head or b"TrainingArguments" in head)
     if b"torch_xla" not in head:
-        return Code()
-    return Code(True, needs(head.decode("utf-8", "replace")), path.name == "xla_spawn.py" and b"num_cores" in head)
+        return Code(transformers_trainer=trainer)
+    spawn = path.name == "xla_spawn.py" and b"num_cores" in head
+    return Code(True, needs(head.decode("utf-8", "replace")), spawn, trainer)

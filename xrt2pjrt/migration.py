@@ -165,6 +165,7 @@ class PerFileOptions:
                     torch_xla_project=served.uses_torch_xla,
                     code_needs=served.needs,
                     own_xla_spawn=served.own_xla_spawn,
+                    transformers_trainer=served.transformers_trainer,
                 )
             self._cache[key] = replace(chosen, line_length=found.length if found.formatter else None, width=key[2])
         return self._cache[key]

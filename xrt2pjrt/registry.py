@@ -294,6 +294,9 @@ class Options:
     code_needs: tuple[int, int] | None = None
     # Whether that code holds its own copy of xla_spawn.py, migrated with it (code_trees.py).
     own_xla_spawn: bool = False
+    # Whether that code uses transformers' Trainer or TrainingArguments, which call torch_xla;
+    # None: no code is known (code_trees.py).
+    transformers_trainer: bool | None = None
     # Whether unsafe fixes are made too (--unsafe-fixes); without it they are pending.
     unsafe_fixes: bool = False
 

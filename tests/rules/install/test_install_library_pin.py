@@ -88,9 +88,30 @@ def test_a_release_checked_out_of_git_and_installed_from_there_is_a_pin(tmp_path
         {
             "setup.sh": clone + "cd transformers; git checkout tags/v4.20.1; pip install -e .\n",
             "examples.sh": "git clone -b v4.24.0 https://github.com/huggingface/transformers.git\n",
-            "train.py": "import torch_xla\n",
+            "train.py": "import torch_xla\nfrom transformers import Trainer\n",
         },
         "install-library-pin",
     )
     assert [m.split(":")[0] for m in items["setup.sh"]] == ["git checkout tags/v4.20.1"]
     assert items.get("examples.sh", []) == []
+
+
+@pytest.mark.parametrize(
+    "code, setup, reported",
+    [
+        ("from transformers import AutoModel\n", "", False),  # a model's code calls no torch_xla
+        ("from transformers import Trainer, TrainingArguments\n", "", True),
+        ("from transformers import AutoModel\n", "python xla_spawn.py --num_cores 8 run_glue.py\n", True),
+    ],
+)
+def test_a_transformers_pin_is_reported_where_its_trainer_runs(tmp_path, code, setup, reported):
+    # round 13: a TPU project pins transformers 4.21 for its models and trains with Lightning
+    items = migrate_tree(
+        tmp_path,
+        {
+            "setup.sh": "pip install 'torch_xla[tpu]~=2.9.0' transformers==4.21.1\n" + setup,
+            "train.py": "import torch_xla\n" + code,
+        },
+        "install-library-pin",
+    )
+    assert bool(items.get("setup.sh")) == reported

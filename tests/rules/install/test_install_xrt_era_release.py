@@ -382,7 +382,7 @@ def test_a_comment_or_an_uninstall_is_no_install(line):
 # Issue 32's third count, in a shape of its own: a monorepo whose src/ uses torch_xla, beside
 # sub-projects that pin an old torch and transformers for code that never touches it.
 _MONOREPO = {
-    "src/speedy/trainer.py": "import torch_xla.core.xla_model as xm\n\nDEVICE = xm.xla_device()\n",
+    "src/speedy/trainer.py": "import torch_xla.core.xla_model as xm\nfrom transformers import Trainer\n\nDEVICE = xm.xla_device()\n",
     "requirements.txt": "torch==1.13.1\ntransformers==4.31.0\n",
     "requirements/requirements-tpu.txt": "torch==1.12.0\n",  # no code of its own: the root's
     "contrib/summarize/run_summary.py": "import torch\nfrom transformers import pipeline\n",

@@ -16,7 +16,9 @@ A release checked out of the library's git repository and installed from there (
 tags/v4.20.1; pip install -e .``) is such a pin too; a clone for its example scripts is not. A
 pin is reported where the code it serves uses torch_xla (the nearest folder above it that holds
 code, code_trees.py) or its file installs torch_xla too: a sub-project of a monorepo pinning
-transformers 3.5 for code that never reaches torch_xla calls none of it.
+transformers 3.5 for code that never reaches torch_xla calls none of it. transformers calls
+torch_xla only from its Trainer and TrainingArguments: a pin for code that uses neither, and runs
+none of its example scripts, is left alone.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ class LibraryPin(TextRule):
 
     def _report(self, rec, offset: int, pin: str, shown: str) -> None:
         found = stale(pin, rec.options.target_version)
-        if found is not None:
+        if found is not None and not _trainer_unused(rec, found[0]):
             library, fixed = found
             release = ".".join(map(str, fixed.release))
             rec.decide(
@@ -181,6 +183,19 @@ def _for_torch_xla(rec) -> bool:
 
 
 # The libraries' own repositories, and a release's tag (v4.20.1, tags/v4.20.1, 1.7.7).
+# An install file that runs transformers' example scripts, which train with its Trainer.
+_RUNS_TRAINER = re.compile(r"\brun_\w+\.py\b|\bxla_spawn\.py\b|\bTrainer\b")
+
+
+def _trainer_unused(rec, library: str) -> bool:
+    """Whether the pin is transformers' and the code it serves uses no Trainer or TrainingArguments,
+    the only parts of transformers that call torch_xla (a model's code runs the same on 2.9), nor
+    does the file run an example script that does."""
+    return (
+        library == "transformers" and rec.options.transformers_trainer is False and not _RUNS_TRAINER.search(rec.text)
+    )
+
+
 _REPOSITORY = re.compile(
     r"github\.com[/:](?:huggingface/(?:transformers|accelerate)|(?:Lightning-AI|PyTorchLightning)/"
     r"(?:lightning|pytorch-lightning))\b",
