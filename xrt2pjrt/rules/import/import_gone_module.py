@@ -93,8 +93,8 @@ class ImportGoneModule(PythonRule):
     )
 
     def leave(self, ctx, original, updated):
-        if isinstance(original, cst.SimpleString):
-            return self._named(ctx, original, updated)
+        if isinstance(original, cst.SimpleString):  # (most strings name no module: the text first)
+            return self._named(ctx, original, updated) if "torch_xla." in original.value else updated
         for local, target, alias in imports.import_bindings(updated):
             spelled = imports.dotted(alias.name) if isinstance(updated, cst.Import) else target
             if ctx.options.target == "shim" and shim_defines(spelled):
