@@ -45,7 +45,11 @@ def test_image_environment_is_pjrt():
         "TPU_NUM_DEVICES": "8",
     }
     assert _image_env(rewrite(before).text) == {"PJRT_DEVICE": "TPU", "TRAIN_DEBUG": "1"}
-    assert _image_env(rewrite((FIXTURES / "Dockerfile.cpu").read_text()).text) == {"PJRT_DEVICE": "CPU"}
+    # (a RUN line hands $XRT_SHARD_WORLD_SIZE to its script: the image's own setting, kept)
+    assert _image_env(rewrite((FIXTURES / "Dockerfile.cpu").read_text()).text) == {
+        "PJRT_DEVICE": "CPU",
+        "XRT_SHARD_WORLD_SIZE": "1",
+    }
 
 
 def test_cmd_launches_on_every_worker(tmp_path):

@@ -160,7 +160,7 @@ def apply(settings: list[EnvSetting], rec: Recorder, earlier_pjrt: Callable[[int
         chosen, note = rule.choose(s, rec.options.target_version)
         if note:
             rec.decide(rule.id, s.offset, note.do, note.more)
-        if chosen is KEEP or s.advice_only:
+        if chosen is KEEP or s.advice_only or chosen is None and _read_back(rec.text, s.name, s.offset):
             plans.append(Plan(s, None, None, False))
             continue
         key = (s.scope, s.form, chosen)
@@ -244,14 +244,33 @@ def _only_shown(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _read_back(text: str, name: str, offset: int) -> bool:
+    """Whether the file expands ``name`` after its setting at ``offset`` (``TPU_NUM_DEVICES=4``,
+    then ``--distributed-world-size $TPU_NUM_DEVICES``): the script's own variable too, which its
+    removal would empty."""
+    return re.search(rf"\$\{{?{re.escape(name)}\b", text[offset:]) is not None
+
+
+def _set_before(text: str, name: str, offset: int) -> bool:
+    """Whether the file sets ``name`` on a line above ``offset`` (``export NAME=``, ``ENV NAME=``;
+    not ``export NAME=$NAME`` on the read's own line, which reads what others set)."""
+    above = text[: text.rfind("\n", 0, offset) + 1]
+    return re.search(rf"(?:^|[\s;&|(]){re.escape(name)}=", above) is not None
+
+
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:
     """Report every ``$XRT_…`` read in ``text`` (a shell text which starts at ``base`` in the
-    file), but for the reads of an ``echo`` that only shows the value: an empty one harms nothing."""
+    file), but for the reads of an ``echo`` that only shows the value (an empty one harms
+    nothing) and of a variable the file sets itself before (its own, kept)."""
     reads = list(READ.finditer(text))
     shown = _only_shown(text) if reads else []
     for m in reads:
         rule = rule_here(m.group(1), rec)
-        if rule is not None and not any(start <= m.start() < end for start, end in shown):
+        if (
+            rule is not None
+            and not any(start <= m.start() < end for start, end in shown)
+            and not _set_before(rec.text, m.group(1), base + m.start())
+        ):
             instead = replacement(m.group(1))
             rec.decide(
                 rule.id,

@@ -69,3 +69,12 @@ def test_xrt_client_settings_go_from_a_script():
         "removed XLA_TENSOR_ALLOCATOR_MAXSIZE",
         "removed XLA_HANDLE_RELEASE_THREADS",
     ]
+
+
+def test_a_setting_the_script_reads_back_is_its_own_and_kept():
+    # round 13: pod scripts set TPU_NUM_DEVICES, then hand $TPU_NUM_DEVICES to fairseq as its world
+    # size; removing the setting emptied that argument, and its reads were asked as unset
+    text = "export TPU_NUM_DEVICES=8\nexport XRT_WORKERS=x\npython train.py --distributed-world-size $TPU_NUM_DEVICES\n"
+    outcome = rewrite(text)
+    assert outcome.text == text.replace("export XRT_WORKERS=x\n", "")
+    assert [f.rule for f in outcome.manual if "read here" in f.detail] == []
