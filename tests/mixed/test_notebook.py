@@ -602,3 +602,20 @@ def test_an_indented_cell_using_a_name_another_cell_imported_from_torch_xla_is_n
         ["    device = xm.xla_device(devkind='TPU')  # was xm.xrt_world_size()\n"],
     )
     assert [(f.rule, f.cell) for f in _twice(text).manual] == [("notebook-cell", 3)]
+
+
+def test_a_line_that_expands_the_cells_variables_is_read_as_ipython_runs_it():
+    # round 13: Colab set-ups of 2019-2020 name the XRT-era bucket and wheels in variables, then
+    # copy and install them with `!gsutil cp "$BUCKET/$WHEEL" .`: one item for the cell's installs
+    cell = [
+        'BUCKET = "gs://tpu-pytorch/wheels"\n',
+        'XLA_WHEEL = "torch_xla-1.15-cp36-cp36m-linux_x86_64.whl"\n',
+        '!gsutil cp "$BUCKET/$XLA_WHEEL" .\n',
+        '!pip install "$XLA_WHEEL"\n',
+    ]
+    outcome = rewrite(_notebook(cell))
+    assert [(f.rule, f.message) for f in outcome.manual] == [
+        ("install-xrt-era-release", "install torch and torch_xla 2.9.0")
+    ]
+    assert _sources(outcome.text)[0][2].startswith("# TODO(xrt2pjrt): install torch and torch_xla 2.9.0")
+    assert not rewrite(_notebook(['BUCKET = "gs://my-bucket/data"\n', '!gsutil cp "$BUCKET/x.csv" .\n'])).manual

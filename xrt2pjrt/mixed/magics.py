@@ -115,6 +115,7 @@ def finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
     rec = Recorder(outcome.text, options)
     rec.changes, rec.manual = list(outcome.changes), list(outcome.manual)
     text = outcome.text
+    variables = {m.group(1): m.group(3) for m in _STRING_VARIABLE.finditer(text)}
     for m in _PLACEHOLDER.finditer(text):
         magic_line, line = cell.magics[int(m.group(2))]
         end = m.end()
@@ -122,6 +123,8 @@ def finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
             end = _line_end(text, end + 1)
         asked = len(rec.manual)
         new = line_magic(magic_line, options, rec, line)
+        if len(rec.manual) == asked and variables and not any(f.rule.startswith("install-") for f in rec.manual):
+            _ask_expanded(magic_line, variables, options, rec, line)
         if new:
             rec.edits.append(
                 Edit(
@@ -136,6 +139,24 @@ def finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
     if cell.prefix:
         return Outcome(cell.prefix + done.text, *_shift(done, 1))
     return done
+
+
+# A cell's string variable (``DIST_BUCKET = "gs://tpu-pytorch/wheels"``), and a `!` line's
+# expansion of one: IPython puts the kernel's variables into the command line.
+_STRING_VARIABLE = re.compile(r"""^([A-Za-z_]\w*)[ \t]*=[ \t]*(["'])([^"'\n]*)\2[ \t]*$""", re.M)
+_EXPANSION = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+
+
+def _ask_expanded(magic_line: str, variables: dict[str, str], options: Options, rec: Recorder, line: int) -> None:
+    """The install items of a `!` line as IPython runs it, its ``$NAME`` expansions of the cell's
+    string variables put in (``!gsutil cp "$DIST_BUCKET/$TORCH_XLA_WHEEL" .``): the first of a
+    cell only, as one decision answers for its install lines."""
+    expanded = _EXPANSION.sub(lambda m: variables.get(m.group(1), m.group(0)), magic_line)
+    if expanded == magic_line:
+        return
+    scratch = Recorder(expanded, options)
+    line_magic(expanded, options, scratch, line)
+    rec.manual += [f for f in scratch.manual if f.rule.startswith("install-")][:1]
 
 
 def _todo_lines(text: str, placeholder: re.Match, asked: list[Finding], width: int) -> str:
