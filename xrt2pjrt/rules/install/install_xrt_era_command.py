@@ -95,7 +95,7 @@ class InstallXrtEraCommand(PythonRule):
     def leave(self, ctx, original, updated):
         if isinstance(ctx.parent(1), cst.Expr) or is_magic_call(ctx.parent(2)):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
-        if not (_run_by_a_call(ctx) or _expanded_by_a_command(ctx)):
+        if not (_run_by_a_call(ctx) or _names_an_install(original, self.words) and _expanded_by_a_command(ctx)):
             return updated
         if ctx.block.get(self.id) is ctx.statement:
             return updated  # one item a statement: a download of the installer and its run are one spot
@@ -117,6 +117,12 @@ def _run_by_a_call(ctx) -> bool:
         level += 1
     call = ctx.parent(level)
     return isinstance(call, cst.Call) and not says(call)
+
+
+def _names_an_install(string: cst.SimpleString | cst.FormattedString, words: tuple[str, ...]) -> bool:
+    """Whether the string holds a word of the rule: the file's text is searched only then."""
+    text = _command_text(string)
+    return any(word in text for word in words)
 
 
 def _expanded_by_a_command(ctx) -> bool:
