@@ -248,14 +248,14 @@ def _read_back(text: str, name: str, offset: int) -> bool:
     """Whether the file expands ``name`` after its setting at ``offset`` (``TPU_NUM_DEVICES=4``,
     then ``--distributed-world-size $TPU_NUM_DEVICES``): the script's own variable too, which its
     removal would empty."""
-    return re.search(rf"\$\{{?{re.escape(name)}\b", text[offset:]) is not None
+    return re.compile(rf"\$\{{?{re.escape(name)}\b").search(text, offset) is not None
 
 
 def _set_before(text: str, name: str, offset: int) -> bool:
     """Whether the file sets ``name`` on a line above ``offset`` (``export NAME=``, ``ENV NAME=``;
     not ``export NAME=$NAME`` on the read's own line, which reads what others set)."""
-    above = text[: text.rfind("\n", 0, offset) + 1]
-    return re.search(rf"(?:^|[\s;&|(]){re.escape(name)}=", above) is not None
+    line_start = text.rfind("\n", 0, offset) + 1
+    return re.compile(rf"(?:^|[\s;&|(]){re.escape(name)}=").search(text, 0, line_start) is not None
 
 
 def ask_about_reads(text: str, base: int, rec: Recorder) -> None:

@@ -100,14 +100,17 @@ class ImportGoneModule(PythonRule):
             if ctx.options.target == "shim" and shim_defines(spelled):
                 continue  # the import is pointed at the shim, which has it
             lack = lacks(spelled, ctx.target_version)
-            if lack is not None and (probe := ctx.caught("ImportError", "ModuleNotFoundError")):
+            if lack is None:
+                continue
+            probe = ctx.caught("ImportError", "ModuleNotFoundError")
+            if probe:  # kept: its handler says what runs without the module
                 if any(_raises(handler) for handler in probe):
                     ctx.decide(
                         "decide what runs without it",
                         detail=f"{spelled} {why_missing(lack, 'an ImportError', False)}, and a handler here raises: "
                         "this check stops the program on the target; decide what runs without it",
                     )
-            elif lack is not None:
+            else:
                 kept, why = missing(local, lack, "an ImportError")
                 ctx.drop_import_if_unused(
                     local,

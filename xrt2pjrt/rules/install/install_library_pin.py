@@ -182,7 +182,6 @@ def _for_torch_xla(rec) -> bool:
     return rec.options.torch_xla_project or bool(INSTALLS_TORCH_XLA.search(rec.text))
 
 
-# The libraries' own repositories, and a release's tag (v4.20.1, tags/v4.20.1, 1.7.7).
 # An install file that runs transformers' example scripts, which train with its Trainer.
 _RUNS_TRAINER = re.compile(r"\brun_\w+\.py\b|\bxla_spawn\.py\b|\bTrainer\b")
 
@@ -196,6 +195,7 @@ def _trainer_unused(rec, library: str) -> bool:
     )
 
 
+# The libraries' own repositories, and a release's tag (v4.20.1, tags/v4.20.1, 1.7.7).
 _REPOSITORY = re.compile(
     r"github\.com[/:](?:huggingface/(?:transformers|accelerate)|(?:Lightning-AI|PyTorchLightning)/"
     r"(?:lightning|pytorch-lightning))\b",

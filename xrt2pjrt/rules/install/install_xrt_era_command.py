@@ -5,9 +5,9 @@ Set-up code run on Colab and Kaggle installs from strings: ``os.system('python
 pytorch-xla-env-setup.py --version 1.8.1')``, ``subprocess.run(['pip', 'install',
 'torch_xla==1.13'])``, or a helper of the project's own (``quietly_run(...)``); a package's
 ``setup(install_requires=[...], extras_require={...})`` lists what pip installs beside it; a
-notebook's variable that a ``!`` command expands (``!gsutil cp "$DIST_BUCKET/$WHEEL" .``) is read too. Each string is
-read as a shell command (text/words.py), unless it is only said (printed, logged), and its
-words are checked as install lines are (text/installs.py). A ``--write`` leaves the command
+notebook's variable that a ``!`` command expands (``!gsutil cp "$DIST_BUCKET/$WHEEL" .``) is
+read too. Each string is read as a shell command (text/words.py), unless it is only said
+(printed, logged), and its words are checked as install lines are (text/installs.py). A ``--write`` leaves the command
 alone: which torch, torchvision and torch_xla to install together is a person's decision.
 """
 
@@ -24,8 +24,15 @@ from xrt2pjrt.text import installs, words
 
 # What a command's string may sit in, inside the call that runs it (a dict: setup()'s extras_require).
 _PARTS = (
-    *(cst.Arg, cst.List, cst.Tuple, cst.Element, cst.Dict, cst.DictElement),
-    *(cst.ConcatenatedString, cst.BinaryOperation, cst.FormattedString),
+    cst.Arg,
+    cst.List,
+    cst.Tuple,
+    cst.Element,
+    cst.Dict,
+    cst.DictElement,
+    cst.ConcatenatedString,
+    cst.BinaryOperation,
+    cst.FormattedString,
 )
 # An f-string's replacement field: an expansion, so the word holding it has no value.
 _FIELD = "${field}"

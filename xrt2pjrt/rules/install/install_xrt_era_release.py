@@ -119,7 +119,7 @@ class InstallXrtEraRelease(TextRule):
             problem = finding(setting.group(1), rec.options.target_version, _for_torch(rec), rec.options.code_needs)
         if problem is None:  # (the pin first: a word of the text at a time, the text's test once a pin)
             pin = torch_pin_finding(word, rec.options.target_version)
-            companion = word[5:6].isalpha()  # torchvision, torchaudio
+            companion = _TORCH_ITSELF.match(word) is None  # torchvision, torchaudio
             # (torch's pin or the XRT-era install of the file says it: one decision for the family)
             said = companion and (_TORCH_1.search(rec.text) or _INSTALLS_XRT_ERA.search(rec.text))
             problem = pin if pin and not said and _pins_the_tpus_torch(rec, offset) else None
@@ -154,7 +154,8 @@ _COMMENT = re.compile(r"^\s*(?:#|//)")
 _UNINSTALL = re.compile(r"\b(?:uninstall|remove)\b")
 
 
-# A torch 1.x pin among a text's words.
+# torch's own pin, not torchvision's or torchaudio's; a torch 1.x pin among a text's words.
+_TORCH_ITSELF = re.compile(r"(?i)torch\b")
 _TORCH_1 = re.compile(r"(?i)(?<![\w.-])torch\s*(?:===?|~=|<=?)\s*v?1\.")
 
 
