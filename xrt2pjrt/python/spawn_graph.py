@@ -227,3 +227,52 @@ def reads_replica_number(
             elif isinstance(part, ast.Attribute):
                 names.add(part.attr)
     return any(name == first or any(word in name.lower() for word in _REPLICA_NUMBERS) for name in names)
+
+
+# The function a launcher in another module spawns (transformers' xla_spawn.py: ``mod._mp_fn``).
+SPAWNED_ELSEWHERE = "_mp_fn"
+
+
+def spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
+    """Whether ``line`` is in a module-level ``_mp_fn`` (or what it calls) of a file that spawns
+    nothing itself: another module's spawn runs it in the replicas. A file that calls its
+    ``_mp_fn`` itself (``_mp_fn(0, FLAGS)``, its spawn commented out) runs it in one process."""
+    if (
+        tree is None
+        or spawn_calls(tree)
+        or not any(
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == SPAWNED_ELSEWHERE
+            for node in tree.body
+        )
+        or any(
+            isinstance(node.func, ast.Name) and node.func.id == SPAWNED_ELSEWHERE
+            for node in spawn_site.of_type(tree, (ast.Call,))
+        )
+    ):
+        return False
+    reached = reached_from(tree, SPAWNED_ELSEWHERE)
+    return any(
+        node.name in reached and node.body[0].lineno <= line <= node.end_lineno for node in spawn_site.functions(tree)
+    )
+
+
+def notebook_one_process(ctx) -> bool:
+    """Whether the spot runs in a notebook that spawns nothing and makes it itself: in a cell, or
+    in a function its cells call. Its one process has no replica beside it. A module of
+    functions alone (a project's utils.py) may serve replicas another file spawns, and so may the
+    ``_mp_fn`` of a file that leaves its spawn to a launcher; a document's snippet is a part of a
+    program it does not show."""
+    tree, line = ctx.tree, ctx.line
+    function = spawn_site.function_at(tree, line)
+    if not ctx.options.notebook or spawn_calls(tree) or spawned_elsewhere(tree, line):
+        return False
+    if function is None:
+        return True
+    top = {
+        spawn_site.called_name(call.func)
+        for statement in tree.body
+        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        for call in ast.walk(statement)
+        if isinstance(call, ast.Call)
+    }
+    return any(function.name in reached_from(tree, name) for name in top if name)

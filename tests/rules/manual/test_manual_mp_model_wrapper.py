@@ -63,3 +63,17 @@ def test_a_wrapper_only_one_replica_moves_is_not_reported(spawns, reported):
     )
     items = [item.rule for item in migrate(source).manual if item.rule == "manual-mp-model-wrapper"]
     assert items == ["manual-mp-model-wrapper"] * reported
+
+
+def test_a_notebook_that_spawns_nothing_moves_its_wrapper_once():
+    # a Kaggle kernel's cells: the wrapper moved and trained in this one process, no spawn
+    cells = (
+        "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "WRAPPED = xmp.MpModelWrapper(Net())\n\n"
+        "def fit(loader):\n    model = WRAPPED.to(xm.xla_device())\n\nfit(loader)\n"
+    )
+    assert not migrate(cells, notebook=True).manual
+    # the same cells as a module that another file's spawn may run: still reported
+    assert [item.rule for item in migrate(cells).manual] == ["manual-mp-model-wrapper"]
+    spawned = cells.replace("fit(loader)\n", "xmp.spawn(fit, args=(loader,), start_method='fork')\n")
+    assert [item.rule for item in migrate(spawned, notebook=True).manual] == ["manual-mp-model-wrapper"]

@@ -13,8 +13,8 @@ tests/rules/manual/test_manual_mp_model_wrapper.py). On TPU v4 and later a proce
 chip, one thread, as under XRT.
 
 A wrapper made in the spawned function wraps the model that replica built: nothing is shared,
-and it is not reported; nor where every spawn of the file runs one replica (``nprocs=1``)
-(manual-seeded-replicas asks for the broadcast where a seed makes the
+and it is not reported; nor where every spawn of the file runs one replica (``nprocs=1``), nor
+in a notebook that spawns nothing (its one process moves the model once) (manual-seeded-replicas asks for the broadcast where a seed makes the
 replicas' models alike under XRT). Build the model in the spawned function, then ``xm.broadcast_master_param(model)`` (2.1+;
 v2.9.0 torch_xla/core/xla_model.py:1539) gives every replica replica 0's parameters, as the
 upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
@@ -23,7 +23,7 @@ upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
 from __future__ import annotations
 
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import every_spawn_one_process, in_replicas_code
+from xrt2pjrt.python.spawn_graph import every_spawn_one_process, in_replicas_code, notebook_one_process
 from xrt2pjrt.registry import Example, dedent
 
 _ONE_MODULE = (
@@ -66,6 +66,7 @@ class MpModelWrapper(PythonRule):
 
     def call(self, ctx, node, name):
         # a replica's own wrapper wraps the model it built, one replica has no thread beside it
-        if not in_replicas_code(ctx) and not (ctx.tree is not None and every_spawn_one_process(ctx.tree)):
+        one_process = ctx.tree is not None and (every_spawn_one_process(ctx.tree) or notebook_one_process(ctx))
+        if not in_replicas_code(ctx) and not one_process:
             ctx.decide("build the model in each replica", detail=_ONE_MODULE)
         return node

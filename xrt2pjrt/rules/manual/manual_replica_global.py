@@ -20,10 +20,10 @@ import libcst as cst
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import in_replicas_code
+from xrt2pjrt.python.spawn_graph import in_replicas_code, spawned_elsewhere
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
-from xrt2pjrt.rules.manual.manual_seeded_replicas import spawned_elsewhere
+
 
 _SHARED = (
     "on TPU v2/v3 a PJRT process runs two replicas as threads of one module, so the last to "

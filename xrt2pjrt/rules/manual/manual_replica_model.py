@@ -32,9 +32,15 @@ import re
 
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule, code
-from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, reads_replica_number, spawn_calls
+from xrt2pjrt.python.spawn_graph import (
+    in_replicas_code,
+    reached_from,
+    reads_replica_number,
+    spawn_calls,
+    spawned_elsewhere,
+)
 from xrt2pjrt.registry import Example, dedent
-from xrt2pjrt.rules.manual.manual_seeded_replicas import broadcast_after, broadcasts, spawned_elsewhere
+from xrt2pjrt.rules.manual.manual_seeded_replicas import broadcast_after, broadcasts
 
 _TWO_GENERATORS = (
     "on TPU v2/v3 a PJRT process runs two replicas as threads drawing from one RNG, so the model "

@@ -26,12 +26,11 @@ import libcst as cst
 
 from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
-from xrt2pjrt.python.spawn_graph import reached_from, spawn_calls
+from xrt2pjrt.python.spawn_graph import notebook_one_process
 
 from xrt2pjrt.python.rule import PythonRule, code
 from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.rules.manual._manual import XM
-from xrt2pjrt.rules.manual.manual_seeded_replicas import spawned_elsewhere
 
 _BARRIERS = frozenset({f"{XM}.rendezvous", f"{XM}.xla_rendezvous", "torch.distributed.barrier"})
 _NO_BARRIER = "xm.save no longer waits for every replica (2.1)"
@@ -136,7 +135,7 @@ class SaveBarrier(PythonRule):
         if (
             not _barrier_follows(ctx)
             and not _master_only(ctx)
-            and (ctx.tree is None or _read_after(ctx.tree, ctx.line) and not _one_process(ctx))
+            and (ctx.tree is None or _read_after(ctx.tree, ctx.line) and not notebook_one_process(ctx))
         ):
             ctx.decide(
                 "add xm.rendezvous('saved') for readers",
@@ -201,28 +200,6 @@ def _read_after(tree: ast.Module, line: int) -> bool:
     function = spawn_site.function_at(tree, line)
     reads = _reads(tree)
     return reads.after_in(function or tree, line) or (function is not None and reads.after_a_call_of(function.name))
-
-
-def _one_process(ctx) -> bool:
-    """Whether the save runs in a notebook that spawns nothing and makes it itself: in a cell, or
-    in a function its cells call. Its one process had no replica to wait for. A module of
-    functions alone (a project's utils.py) may serve replicas another file spawns, and so may the
-    ``_mp_fn`` of a file that leaves its spawn to a launcher; a document's snippet is a part of a
-    program it does not show."""
-    tree, line = ctx.tree, ctx.line
-    function = spawn_site.function_at(tree, line)
-    if not ctx.options.notebook or spawn_calls(tree) or spawned_elsewhere(tree, line):
-        return False
-    if function is None:
-        return True
-    top = {
-        spawn_site.called_name(call.func)
-        for statement in tree.body
-        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        for call in ast.walk(statement)
-        if isinstance(call, ast.Call)
-    }
-    return any(function.name in reached_from(tree, name) for name in top if name)
 
 
 @per_file()  # (built at the file's first save, asked at each)

@@ -35,7 +35,7 @@ import libcst as cst
 from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import in_replicas_code, reached_from, reads_replica_number, spawn_calls
+from xrt2pjrt.python.spawn_graph import in_replicas_code, reads_replica_number, spawned_elsewhere
 from xrt2pjrt.registry import Example, dedent
 
 _SHARED_RNG = (
@@ -173,33 +173,6 @@ def broadcasts(tree: ast.Module) -> bool:
         (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
         == "broadcast_master_param"
         for node in spawn_site.of_type(tree, (ast.Call,))
-    )
-
-
-# The function a launcher in another module spawns (transformers' xla_spawn.py: ``mod._mp_fn``).
-SPAWNED_ELSEWHERE = "_mp_fn"
-
-
-def spawned_elsewhere(tree: ast.Module | None, line: int) -> bool:
-    """Whether ``line`` is in a module-level ``_mp_fn`` (or what it calls) of a file that spawns
-    nothing itself: another module's spawn runs it in the replicas. A file that calls its
-    ``_mp_fn`` itself (``_mp_fn(0, FLAGS)``, its spawn commented out) runs it in one process."""
-    if (
-        tree is None
-        or spawn_calls(tree)
-        or not any(
-            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == SPAWNED_ELSEWHERE
-            for node in tree.body
-        )
-        or any(
-            isinstance(node.func, ast.Name) and node.func.id == SPAWNED_ELSEWHERE
-            for node in spawn_site.of_type(tree, (ast.Call,))
-        )
-    ):
-        return False
-    reached = reached_from(tree, SPAWNED_ELSEWHERE)
-    return any(
-        node.name in reached and node.body[0].lineno <= line <= node.end_lineno for node in spawn_site.functions(tree)
     )
 
 
