@@ -34,10 +34,16 @@ RUNTIME_READS = {
 }
 
 
+# TPU_NUM_DEVICES of a whole host: a v2-8/v3-8's 8 cores, or a v4 host's 4 chips. Real
+# XRT-era scripts that set 4 are v4 scripts ("for pytorch on TPU V4", fairseq's and the CI's
+# v4-8 launches); a v3-8 run on fewer cores said nprocs=1 instead.
+_WHOLE_HOST = frozenset({"8", "4"})
+
+
 def asks_fewer_cores(name: str, value: str | None) -> bool:
-    """A TPU_NUM_DEVICES setting of other than 8: every core of the v2-8/v3-8 host XRT ran on,
-    which is what PJRT opens unasked. Fewer (or a value read elsewhere) wants a person."""
-    return name == "TPU_NUM_DEVICES" and value is not None and value.strip("'\"") != "8"
+    """A TPU_NUM_DEVICES setting of fewer devices than a whole host (1, 2, or a value read
+    elsewhere) wants a person; a whole host is what PJRT opens unasked."""
+    return name == "TPU_NUM_DEVICES" and value is not None and value.strip("'\"") not in _WHOLE_HOST
 
 
 # XRT-era variables without the XRT_ prefix, with what to do instead.

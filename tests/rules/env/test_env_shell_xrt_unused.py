@@ -78,3 +78,13 @@ def test_a_setting_the_script_reads_back_is_its_own_and_kept():
     outcome = rewrite(text)
     assert outcome.text == text.replace("export XRT_WORKERS=x\n", "")
     assert [f.rule for f in outcome.manual if "read here" in f.detail] == []
+
+
+@pytest.mark.parametrize("value, asked", [("8", False), ("4", False), ("'4'", False), ("1", True), ("2", True)])
+def test_only_fewer_devices_than_a_whole_host_are_asked_about(value, asked):
+    # round 13: v4-8 launch scripts set 4, every chip of a v4 host, which PJRT opens unasked;
+    # a v3-8's 8 likewise. One or two devices is a run on part of the host: a person's choice.
+    text = f"export XRT_TPU_CONFIG='localservice;0;localhost:51011'\nexport TPU_NUM_DEVICES={value}\npython3 train.py\n"
+    outcome = rewrite(text)
+    assert "TPU_NUM_DEVICES" not in outcome.text or asked
+    assert [f.line for f in outcome.manual if "TPU_VISIBLE_CHIPS" in f.detail] == [2] * asked

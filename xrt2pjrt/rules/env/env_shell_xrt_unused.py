@@ -4,8 +4,8 @@ XRT's server and mesh settings (XRT_MESH_*, XRT_START_LOCAL_SERVER, ...), the pe
 XRT_SHARD_* / XRT_HOST_* it set for each process, TPU_NUM_DEVICES, TPUVM_MODE and the
 settings only XRT's client read (XLA_TENSOR_ALLOCATOR_MAXSIZE, ...): their
 settings go, and a read of one (``$XRT_SHARD_ORDINAL``) is reported with what to read
-instead, as nothing sets them under PJRT. So is a TPU_NUM_DEVICES of fewer than the 8
-cores PJRT opens unasked, as on the Python side (env-xrt-unprefixed). An ``echo`` or
+instead, as nothing sets them under PJRT. So is a TPU_NUM_DEVICES of fewer devices than
+the whole host PJRT opens unasked, as on the Python side (env-xrt-unprefixed). An ``echo`` or
 ``printf`` that only shows one on the terminal is not: it prints an empty value, and nothing
 else changes.
 """

@@ -6,8 +6,9 @@ XLA_HANDLE_RELEASE_THREADS, ... (meanings/settings.py lists them from torch_xla 
 sources). torch_xla 2.x reads none of them, so a setting does nothing and goes; a read of
 one gets nothing that torch_xla set. COLAB_TPU_ADDR, which only the old Colab TPU runtime set,
 is not asked about in a notebook saved for a GPU runtime (its metadata's accelerator): a read of
-it failed there under XRT as well. A TPU_NUM_DEVICES of 8 goes unasked: every core of a v2-8
-or v3-8, as PJRT opens every device unasked.
+it failed there under XRT as well. A TPU_NUM_DEVICES of a whole host goes unasked, as PJRT opens
+every device unasked: 8, every core of a v2-8 or v3-8, and 4, every chip of a v4 host (what real
+XRT-era scripts that set 4 ran on: a v3-8 run on fewer cores said nprocs=1).
 """
 
 from __future__ import annotations
