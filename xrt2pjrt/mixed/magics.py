@@ -30,6 +30,7 @@ from xrt2pjrt.text import environment, shell
 from xrt2pjrt.recorder import Edit, Recorder, comment_above, merge_into, shifted, todo_line
 from xrt2pjrt.width import DEFAULT
 from xrt2pjrt.text.environment import EnvSetting
+from xrt2pjrt.text.words import EXPANSION
 
 SHELL_CELLS = re.compile(r"%%(bash|sh|script[ \t]+(ba)?sh)\b")
 # cell magics that run the rest of the cell as Python in the notebook's namespace
@@ -144,14 +145,13 @@ def finish(cell: PythonCell, outcome: Outcome, options: Options) -> Outcome:
 # A cell's string variable (``DIST_BUCKET = "gs://tpu-pytorch/wheels"``), and a `!` line's
 # expansion of one: IPython puts the kernel's variables into the command line.
 _STRING_VARIABLE = re.compile(r"""^([A-Za-z_]\w*)[ \t]*=[ \t]*(["'])([^"'\n]*)\2[ \t]*$""", re.M)
-_EXPANSION = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
 
 
 def _ask_expanded(magic_line: str, variables: dict[str, str], options: Options, rec: Recorder, line: int) -> None:
     """The install items of a `!` line as IPython runs it, its ``$NAME`` expansions of the cell's
     string variables put in (``!gsutil cp "$DIST_BUCKET/$TORCH_XLA_WHEEL" .``): the first of a
     cell only, as one decision answers for its install lines."""
-    expanded = _EXPANSION.sub(lambda m: variables.get(m.group(1), m.group(0)), magic_line)
+    expanded = EXPANSION.sub(lambda m: variables.get(m.group(1), m.group(0)), magic_line)
     if expanded == magic_line:
         return
     scratch = Recorder(expanded, options)

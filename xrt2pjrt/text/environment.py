@@ -19,7 +19,7 @@ from xrt2pjrt.registry import all_rules
 from xrt2pjrt.report import Advice
 from xrt2pjrt.recorder import Edit, Recorder
 from xrt2pjrt.text.rule import TextRule
-from xrt2pjrt.text.words import commands
+from xrt2pjrt.text.words import commands, expansion
 from xrt2pjrt.xrt_variables import SHARED, UNPREFIXED, XRT_ERA_PATTERN, device_for, replacement
 
 
@@ -248,7 +248,7 @@ def _read_back(text: str, name: str, offset: int) -> bool:
     """Whether the file expands ``name`` after its setting at ``offset`` (``TPU_NUM_DEVICES=4``,
     then ``--distributed-world-size $TPU_NUM_DEVICES``): the script's own variable too, which its
     removal would empty."""
-    return re.compile(rf"\$\{{?{re.escape(name)}\b").search(text, offset) is not None
+    return re.compile(expansion(re.escape(name))).search(text, offset) is not None
 
 
 def _set_before(text: str, name: str, offset: int) -> bool:

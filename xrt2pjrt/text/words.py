@@ -26,6 +26,26 @@ GLOB = re.compile(r"[*?\[]")
 DESCRIPTOR = re.compile(r"[0-9]+-?|-")
 
 
+def expansion(name: str = r"[A-Za-z_]\w*") -> str:
+    """The regex of an expansion ``$NAME`` or ``${NAME}`` of the names ``name`` (a regex) matches,
+    the name its first group."""
+    return rf"\$\{{?({name})\b\}}?"
+
+
+EXPANSION = re.compile(expansion())
+# A shell assignment of a line of its own (``VERSION=1.13``, ``export ENV="torch-xla-$VERSION"``).
+_ASSIGNMENT = re.compile(r"^[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)=(\S*)", re.M)
+
+
+def expanded(word: str, text: str, before: int) -> str:
+    """``word`` with each ``$NAME`` that ``text`` assigns a value on a line above ``before`` put
+    in, twice over, as a value may name another (``CONDAENV=torch-xla-$VERSION``); others stay."""
+    values = {m[1]: m[2].strip("'\"") for m in _ASSIGNMENT.finditer(text, 0, before)}
+    for _ in range(2):
+        word = EXPANSION.sub(lambda m: values.get(m[1], m[0]), word)
+    return word
+
+
 @dataclass(frozen=True)
 class Part:
     """A piece of a word: literal text (its value), or an expansion (its source text)."""

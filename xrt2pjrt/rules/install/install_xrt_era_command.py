@@ -142,7 +142,7 @@ def _expanded_by_a_command(ctx) -> bool:
     ):
         return False
     name = re.escape(assign.targets[0].target.value)
-    return bool(re.search(rf"(?:get_ipython\(\)\.system\(|^[ \t]*!)[^\n]*\$\{{?{name}\b", ctx.source, re.M))
+    return bool(re.search(r"(?:get_ipython\(\)\.system\(|^[ \t]*!)[^\n]*" + words.expansion(name), ctx.source, re.M))
 
 
 def _command_text(string: cst.SimpleString | cst.FormattedString) -> str:

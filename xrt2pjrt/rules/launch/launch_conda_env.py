@@ -7,7 +7,9 @@ that activates one runs the migrated program on it, and fails. (Inside an xla_di
 ``--conda-env`` is launch-xla-dist's to report.) Installing torch_xla 2.x in the env, or
 using another, is a person's choice. So is a command that runs a file those images shipped
 (their examples and test scripts in ``/usr/share/torch-xla-1.5/``, the envs in
-``/anaconda3/envs/torch-xla-1.13/``): a TPU VM of torch_xla 2.9 has none of them.
+``/anaconda3/envs/torch-xla-1.13/``): a TPU VM of torch_xla 2.9 has none of them. An env named
+through the script's variables (``CONDAENV=torch-xla-$VERSION``, then ``conda activate $CONDAENV``)
+is read with the values they are assigned above.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from xrt2pjrt.registry import Example, dedent
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.rule import TextRule
 from xrt2pjrt.text import xla_dist
+from xrt2pjrt.text.words import expanded
 from xrt2pjrt.text.xla_dist import XRT_ERA_CONDA_ENV
 
 DO = "install torch_xla 2.x in this conda env"
@@ -62,6 +65,13 @@ class CondaEnv(TextRule):
         ),
         Example("conda activate torch-xla-2.9\n", "conda activate torch-xla-2.9\n"),
         Example(
+            'VERSION=1.13\nCONDAENV="torch-xla-$VERSION"\nconda activate $CONDAENV\n',
+            'VERSION=1.13\nCONDAENV="torch-xla-$VERSION"\n'
+            + todo_line(DO, "launch-conda-env")
+            + "conda activate $CONDAENV\n",
+            manual=("torch-xla-1.13",),
+        ),
+        Example(
             "python /usr/share/torch-xla-1.5/tpu-examples/deps/fairseq/train.py data-bin --tpu\n",
             todo_line(_SHIPPED, "launch-conda-env")
             + "python /usr/share/torch-xla-1.5/tpu-examples/deps/fairseq/train.py data-bin --tpu\n",
@@ -83,6 +93,7 @@ class CondaEnv(TextRule):
                 "lacks: take the file from today's sources",
             )
         env = _activated(words)
+        env = env and expanded(env, rec.text, argv[0].start)
         if env and _IMAGE_ENV.search(env) and (XRT_ERA_CONDA_ENV.search(env) or env.endswith("nightly")):
             rec.decide(
                 self.id,
