@@ -2,6 +2,10 @@
 devices from one process, the XRT-era way): report. An import of data_parallel that nothing reads
 is left alone: the module still imports on the target (the API surface tables say where not, and
 import-gone-module removes it there), so that code needs no change
+
+The module ships in 2.9, but its threads no longer train: under PJRT they share one default
+device, and their all-reduces never meet, so XLA ends the process (a run on 2.9's CPU with two
+devices, against the threads of xmp.spawn, which train: tests/rules/manual/test_manual_pre_1_0.py).
 """
 
 from __future__ import annotations
@@ -67,8 +71,8 @@ class PreOneZero(ImportedModuleRule):
         if "data_parallel" in module:
             return (
                 "port this to xmp.spawn by hand",
-                f"{module} drives several devices from one process with threads, the XRT-era way; torch_xla 2.x "
-                "runs one process per device: port this to xmp.spawn by hand",
+                f"{module} drives several devices from one process with threads, the XRT-era way; under torch_xla "
+                "2.x their all-reduces never meet: port this to xmp.spawn by hand",
             )
         return (
             "port this file by hand to torch_xla 2.x",
