@@ -50,7 +50,7 @@ def test_a_device_index_says_what_it_counts_under_pjrt(call, reported):
         # TPU core ('xla:1')"), PJRT counts its chips from xla:0. Issue 32's earlier counts took
         # these for false alarms, on the belief that the index kept its meaning.
         ("class OneDevice:\n    def __init__(self, core):\n        self.device = xm.xla_device(core)\n", "from xla:1"),
-        ("def setup(idx=None):\n    return xm.xla_device(n=idx)\n", "from xla:1"),
+        ("def setup(idx=None):\n    return xm.xla_device(n=idx)\n\nsetup(2)\n", "from xla:1"),
         ("def run(fold):\n    return xm.xla_device(fold + 1)\n", "from xla:1"),
         ("device = xm.xla_device(n=2, devkind='TPU')\n", "from xla:1"),
     ],
@@ -83,3 +83,16 @@ def test_a_dropped_devkind_is_to_decide_unless_it_asked_for_the_tpus_pjrt_gives(
     out = migrate(f"import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(devkind={devkind})\n")
     assert out.text.endswith("device = torch_xla.device()\n")
     assert [item.rule for item in out.manual] == ["api-xla-device"] * reported
+
+
+@pytest.mark.parametrize(
+    "calls, reported",
+    [("device = get_device()\n", False), ("", False), ("device = get_device(2)\n", True), ("get_device(n=1)\n", True)],
+)
+def test_a_helper_passing_its_none_default_through_is_asked_only_where_given(calls, reported):
+    # round 14: a `get_device(n=None)` helper every caller calls bare gets the first device, as on XRT
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n"
+        "def get_device(n=None):\n    return xm.xla_device(n=n, devkind='TPU')\n\n" + calls
+    )
+    assert [item.rule for item in migrate(source).manual] == ["api-xla-device"] * reported

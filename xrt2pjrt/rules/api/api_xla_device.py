@@ -4,7 +4,8 @@ torch_xla 2.8 deprecates ``xm.xla_device`` and removes ``xr.xla_device``; ``torc
 (2.3+) returns the same device, so the call is renamed (safe). ``devkind`` goes: PJRT_DEVICE
 chooses the device type, and a kind other than 'TPU' is reported, to be set there.
 
-An index is reported. Where it meant a replica's device (the call is in code a spawn of this
+An index is reported, but a parameter of the enclosing function that defaults to None and
+that no call in the file gives (a ``get_device(n=None)`` helper). Where it meant a replica's device (the call is in code a spawn of this
 file runs in its replicas, or the index is made of the replica's number: the spawned function's
 index, a rank, an ordinal), a PJRT process sees only its own. Elsewhere one process sees every
 chip, but counted from another start: XRT listed the host's CPU device with the TPU cores, and
@@ -130,7 +131,8 @@ class XlaDevice(RenameRule):
 
     def call(self, ctx, node, name):
         hit = argument(ctx.original, "n", 0)
-        if hit is not None and literal(hit[1].value) is not None:
+        # (an index the callers pass through, None unless one asks, is theirs: asked at that call)
+        if hit is not None and literal(hit[1].value) is not None and not _passed_through(ctx, hit[1].value):
             n = code(hit[1].value)
             kind = argument(ctx.original, "devkind", 1)  # (another kind's item says what to set)
             if _a_replicas(ctx, hit[1].value):
@@ -148,3 +150,28 @@ def _a_replicas(ctx, index: cst.BaseExpression) -> bool:
         return True
     expression = ast.parse(f"({code(index)})", mode="eval").body
     return reads_replica_number(ctx.tree, spawn_site.function_at(ctx.tree, ctx.line), expression)
+
+
+def _passed_through(ctx, index: cst.BaseExpression) -> bool:
+    """Whether ``index`` is a parameter of the enclosing function that defaults to None and
+    that no call of the function in this file gives (``def get_device(n=None):`` around
+    ``xm.xla_device(n=n)``, called as ``get_device()``): the default device, as on XRT."""
+    function = spawn_site.function_at(ctx.tree, ctx.line) if ctx.tree is not None else None
+    if function is None or not isinstance(index, cst.Name):
+        return False
+    positional = [*function.args.posonlyargs, *function.args.args]
+    names = [a.arg for a in positional]
+    defaults = dict(zip(names[len(names) - len(function.args.defaults) :], function.args.defaults))
+    defaults |= {a.arg: d for a, d in zip(function.args.kwonlyargs, function.args.kw_defaults) if d is not None}
+    default = defaults.get(index.value)
+    if not (isinstance(default, ast.Constant) and default.value is None):
+        return False
+    position = names.index(index.value) if index.value in names else None
+    skip = 1 if names[:1] in (["self"], ["cls"]) else 0  # a method's callers do not pass it
+    for call in spawn_site.of_type(ctx.tree, (ast.Call,)):
+        if spawn_site.called_name(call.func) != function.name:
+            continue
+        given = position is not None and len(call.args) > position - skip
+        if given or any(k.arg in (index.value, None) for k in call.keywords):
+            return False
+    return True
