@@ -48,6 +48,8 @@ _INSTALLS_XRT_ERA = re.compile(
 _FOR_THE_TPU = re.compile(r"(?i)tpu|xla|xrt")
 _ANOTHER_FRAMEWORK = re.compile(r"(?i)\bjax(?:lib)?\b|\bflax\b|\bt5x\b|tensorflow|\btf-nightly\b")
 _FOR_ANOTHER_DEVICE = re.compile(r"(?i)cuda|cudnn|nvidia|rocm|/whl/cpu|/whl/cu\d|\+cpu\b|\+cu\d")
+# Packages only a TPU environment installs: a dependency list naming one is that environment's.
+_TPU_PACKAGE = re.compile(r"(?i)\bcloud-tpu-client\b|\btorch[_-]xla\b|\blibtpu")
 # The seed issue's own install line.
 # A TPU VM of the XRT years' image, on which the target's install then fails.
 _ON_V2_ALPHA = (
@@ -156,7 +158,9 @@ _UNINSTALL = re.compile(r"\b(?:uninstall|remove)\b")
 
 # torch's own pin, not torchvision's or torchaudio's; a torch 1.x pin among a text's words.
 _TORCH_ITSELF = re.compile(r"(?i)torch\b")
-_TORCH_1 = re.compile(r"(?i)(?<![\w.-])torch\s*(?:===?|~=|<=?)\s*v?1\.")
+_TORCH_1 = re.compile(
+    r"""(?i)(?<![\w.-])torch\s*(?:===?|~=|<=?|=\s*["'][\^~]?)\s*v?1\."""
+)  # (Poetry's `torch = "^1.5"`)
 
 
 def _no_install_at(text: str, offset: int) -> bool:
@@ -194,7 +198,7 @@ def _pins_the_tpus_torch(rec, offset: int) -> bool:
     2.x torch_xla; in a script that installs an XRT-era one, on a line of its own (one on that
     install's line, or in its requirements, is said by that install's item); or on its own in a
     project that uses torch_xla, in its requirements, in a file that names the TPU and no other
-    device, or on a notebook's line whose notebook names torch_xla. A GPU image, a CPU job of the
+    device (or, a dependency list, a package only TPUs install), or on a notebook's line whose notebook names torch_xla. A GPU image, a CPU job of the
     CI, a script that builds old checkpoints on the CPU pin what they like."""
     if INSTALLS_TORCH_XLA.search(rec.text):
         if _INSTALLS_XRT_ERA.search(rec.text) is None:
@@ -202,6 +206,6 @@ def _pins_the_tpus_torch(rec, offset: int) -> bool:
         return not rec.lists_dependencies and not _installs_a_release_too(rec, offset)
     return (
         rec.options.torch_xla_project
-        and not _FOR_ANOTHER_DEVICE.search(rec.text)
+        and (not _FOR_ANOTHER_DEVICE.search(rec.text) or rec.lists_dependencies and _TPU_PACKAGE.search(rec.text))
         and (rec.lists_dependencies or bool(_FOR_THE_TPU.search(rec.text)) or rec.options.names_torch_xla(rec.text))
     )
