@@ -142,6 +142,13 @@ FIXED_AS_ADVISED = {
         "import torch_xla\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
         "def _mp_fn(index):\n    device = torch_xla.device()\n\nxmp.spawn(_mp_fn)\n",
     ),
+    "manual-shared-spawn-args": (
+        "import copy\nimport torch_xla.runtime as xr\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index, args):\n    args.lr *= xr.world_size()\n\nxmp.spawn(_mp_fn, args=(args,))\n",
+        "import copy\nimport torch_xla.runtime as xr\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index, args):\n    args = copy.copy(args)\n    args.lr *= xr.world_size()\n\n"
+        "xmp.spawn(_mp_fn, args=(args,))\n",
+    ),
     "manual-replica-model": (
         "import torch\n" + HEAD + "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
         "def _mp_fn(index):\n    model = Net().to(device)\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\n"

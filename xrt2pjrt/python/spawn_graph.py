@@ -191,7 +191,7 @@ def spawned_code(tree: ast.Module) -> frozenset[str]:
 
 
 @per_file()
-def _spawned_by_name(tree: ast.Module) -> frozenset[str]:
+def spawned_by_name(tree: ast.Module) -> frozenset[str]:
     """The names of the functions the file's spawns are given (``_mp_fn``, ``Trainer._worker``'s ``_worker``)."""
     return frozenset(
         ast.unparse(fn).rpartition(".")[2]
@@ -214,7 +214,7 @@ def reads_replica_number(
     binds to other values."""
     first = (
         function.args.args[0].arg
-        if function is not None and function.args.args and (function.name in _spawned_by_name(tree))
+        if function is not None and function.args.args and (function.name in spawned_by_name(tree))
         else None
     )
     bound = spawn_site.bindings(function) if function is not None else {}
