@@ -84,9 +84,9 @@ FIXED_AS_ADVISED = {
         HEAD + "info = xm.get_memory_info(device)\nfree = (info['bytes_limit'] - info['bytes_used']) // 1024\n",
     ),
     "manual-mesh-reduce-objects": (
-        HEAD + "from sklearn import metrics\n\nacc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)\n",
+        HEAD + "from sklearn import metrics\n\nm = xm.mesh_reduce('m', metrics.confusion_matrix(y, p), np.sum)\n",
         HEAD + "from sklearn import metrics\n\n"
-        "acc = xm.mesh_reduce('acc', float(metrics.accuracy_score(y, p)), np.mean)\n",
+        "m = xm.mesh_reduce('m', metrics.confusion_matrix(y, p).tolist(), np.sum)\n",
     ),
     "manual-mp-model-wrapper": (
         "import torch_xla.distributed.xla_multiprocessing as xmp\n\nWRAPPED = xmp.MpModelWrapper(Net())"

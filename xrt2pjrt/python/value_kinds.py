@@ -21,6 +21,7 @@ refuses (numpy's values, an object of a class), on some branch; None when the te
 from __future__ import annotations
 
 import ast
+import re
 import dataclasses
 import functools
 import sys
@@ -101,9 +102,12 @@ _ANNOTATED = {
 _BUILTIN_KINDS = {"float": NUMBER, "int": NUMBER, "bool": NUMBER, "len": NUMBER, "round": NUMBER, "str": TEXT}
 _GENERATORS = ("torch.Generator", "torch.default_generator", "torch.cuda.default_generators")
 
-# Libraries whose values are numpy's (sklearn's metrics give numpy.float64), which
-# torch.load(weights_only=True) refuses; and the methods that give a numpy array of anything.
+# Libraries whose values are numpy's, which torch.load(weights_only=True) refuses; and the
+# methods that give a numpy array of anything.
 _NUMPY_LIBRARIES = ("numpy", "sklearn", "scipy", "pandas")
+# sklearn's scalar metrics but those: Python floats from sklearn 1.7 (1.3.2: numpy's float64; 1.6.1:
+# accuracy_score a float, roc_auc_score numpy's), the release an environment of torch 2.9 installs.
+_FLOAT_METRICS = re.compile(r"sklearn\.metrics\.(?:\w+_(?:score|error|loss)|matthews_corrcoef)")
 _NUMPY_METHODS = frozenset({"numpy", "to_numpy"})
 # What gives back what torch.load(weights_only=True) loads, whatever it is called on: Python
 # values (float(np.mean(x)) is a float), a module's or an optimizer's tensors and numbers.
@@ -193,11 +197,11 @@ class Reading:
 
     def refused(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> str | None:
         """What shows that ``value`` may be, on some branch, of a kind torch.load(weights_only=True)
-        refuses: a call into numpy, sklearn, scipy or pandas (their values are numpy's), ``.numpy()``,
-        an object of a class of the project's (defined in this file, or imported from a module
-        that is not torch's nor the standard library's), a name that says it holds any object
-        (``obj``, ``object_list``), what a function of this file returns on every path; said
-        in a few words. None when the text shows none of it."""
+        refuses: a call into numpy, sklearn, scipy or pandas (their values are numpy's, but
+        sklearn's scalar metrics), ``.numpy()``, an object of a class of the project's (defined
+        in this file, or imported from a module that is not torch's nor the standard library's), a
+        name that says it holds any object (``obj``, ``object_list``), what a function of this file
+        returns on every path; said in a few words. None when the text shows none of it."""
         if isinstance(value, (ast.UnaryOp, ast.Starred)):
             return self.refused(value.operand if isinstance(value, ast.UnaryOp) else value.value, seen)
         if isinstance(value, ast.NamedExpr):
@@ -364,7 +368,7 @@ class Reading:
             return self._reduced(call)
         if called is not None:
             root = called.lstrip(".").split(".")[0]
-            if root in _NUMPY_LIBRARIES:
+            if root in _NUMPY_LIBRARIES and not _FLOAT_METRICS.fullmatch(called):
                 return f"`{ast.unparse(func)}(...)` gives numpy's values"
             if root != "torch" and not called.startswith(".") and root in sys.stdlib_module_names:
                 return None

@@ -3,16 +3,17 @@
 report
 
 Reported on evidence only (python/value_kinds.py, ``Reading.refused``): a call into numpy, sklearn,
-scipy or pandas (``np.mean(accs)``, ``roc_auc_score(y, p)``), ``.numpy()``, an object of a class of
+scipy or pandas (``np.mean(accs)``, ``confusion_matrix(y, p)``), ``.numpy()``, an object of a class of
 the project's, a name that says it holds any object (``obj``, ``object_list``: accelerate's
 ``broadcast_object_list`` carries its batches' structure that way), or what a function of the
 file returns on every path. A value the text shows nothing of is not reported: in the XRT-era code
 read for this rule (accelerate 0.10, Lightning 1.7, transformers 4.19, DLRM's TPU port, pytorch/xla's
 examples) mesh_reduce was handed losses (``loss.item()``), counters, tensors and dicts of them in
 13 of 14 calls, and those load on 2.9 as before; a helper that returns a tensor on its TPU path and
-numpy's on another is no evidence either. sklearn's scores were numpy's float64 in the releases of the
-XRT era; newer ones return Python floats (1.5.2: roc_auc_score still numpy's, accuracy_score a float;
-1.9.1: both floats): a pin of a newer sklearn clears such an item. ``xrt2pjrt run`` sees the value itself at each
+numpy's on another is no evidence either. Nor are sklearn's scalar metrics (``accuracy_score``,
+``roc_auc_score``, ``log_loss``): numpy's float64 in the releases of the XRT era, Python floats from
+sklearn 1.7 (1.6.1: accuracy_score a float, roc_auc_score still numpy's), the release an environment
+of torch 2.9 installs; a project that pins an older sklearn keeps numpy's. ``xrt2pjrt run`` sees the value itself at each
 mesh_reduce it passes, and says whether it loads under weights_only=True.
 """
 
@@ -26,7 +27,7 @@ from xrt2pjrt.rules.manual._manual import XM
 _WEIGHTS_ONLY = (
     "torch_xla 2.x's mesh_reduce reads the gathered values back with torch.load, which from torch 2.6 "
     "loads tensors and plain Python values only (weights_only=True): a numpy value (np.mean(...), "
-    "sklearn's metrics) or an object of a class of yours raises UnpicklingError, at the first reduce, "
+    "an array) or an object of a class of yours raises UnpicklingError, at the first reduce, "
     "after the training before it. Hand it a tensor or a Python number (float(x)), or use the shim's "
     "mesh_reduce, which loads any value as XRT's did"
 )
@@ -40,19 +41,19 @@ class MeshReduceObjects(PythonRule):
     targets = ("native",)  # the shim's mesh_reduce loads any value
     names = frozenset({f"{XM}.mesh_reduce"})
     examples = (
-        Example(  # a Kaggle-style metric: sklearn gives a numpy.float64
+        Example(  # a Kaggle-style metric: numpy gives a numpy.float64
             dedent("""
+                import numpy as np
                 import torch_xla.core.xla_model as xm
-                from sklearn import metrics
 
-                acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)
+                acc = xm.mesh_reduce('acc', np.mean(hits), np.mean)
             """),
             dedent("""
+                import numpy as np
                 import torch_xla.core.xla_model as xm
-                from sklearn import metrics
 
                 # TODO(xrt2pjrt): pass a tensor or a Python number [manual-mesh-reduce-objects]
-                acc = xm.mesh_reduce('acc', metrics.accuracy_score(y, p), np.mean)
+                acc = xm.mesh_reduce('acc', np.mean(hits), np.mean)
             """),
             manual=("UnpicklingError",),
         ),
