@@ -77,3 +77,16 @@ def test_a_notebook_that_spawns_nothing_moves_its_wrapper_once():
     assert [item.rule for item in migrate(cells).manual] == ["manual-mp-model-wrapper"]
     spawned = cells.replace("fit(loader)\n", "xmp.spawn(fit, args=(loader,), start_method='fork')\n")
     assert [item.rule for item in migrate(spawned, notebook=True).manual] == ["manual-mp-model-wrapper"]
+
+
+def test_a_script_that_spawns_nothing_and_moves_its_wrapper_itself_is_not_reported():
+    # round 14: an inference script wraps and moves the model at module level, one process
+    script = (
+        "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "device = xm.xla_device()\nnet = xmp.MpModelWrapper(net) if USE_TPU else net\nnet = net.to(device)\n"
+        "preds = [net(x.to(device)) for x in loader]\n"
+    )
+    assert not migrate(script).manual
+    # the upstream pattern: made at module level, moved in each replica's function
+    replicas = script.replace("net = net.to(device)\n", "def _mp_fn(index):\n    model = net.to(xm.xla_device())\n")
+    assert [item.rule for item in migrate(replicas).manual] == ["manual-mp-model-wrapper"]

@@ -14,7 +14,8 @@ chip, one thread, as under XRT.
 
 A wrapper made in the spawned function wraps the model that replica built: nothing is shared,
 and it is not reported; nor where every spawn of the file runs one replica (``nprocs=1``), nor
-in a notebook that spawns nothing (its one process moves the model once) (manual-seeded-replicas asks for the broadcast where a seed makes the
+in a notebook that spawns nothing (its one process moves the model once), nor in a script that
+spawns nothing and moves the wrapper itself at module level (``net = net.to(device)``) (manual-seeded-replicas asks for the broadcast where a seed makes the
 replicas' models alike under XRT). Build the model in the spawned function, then ``xm.broadcast_master_param(model)`` (2.1+;
 v2.9.0 torch_xla/core/xla_model.py:1539) gives every replica replica 0's parameters, as the
 upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
@@ -22,8 +23,10 @@ upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
 
 from __future__ import annotations
 
+import ast
+
 from xrt2pjrt.python.rule import PythonRule
-from xrt2pjrt.python.spawn_graph import every_spawn_one_process, in_replicas_code, notebook_one_process
+from xrt2pjrt.python.spawn_graph import every_spawn_one_process, in_replicas_code, notebook_one_process, spawn_calls
 from xrt2pjrt.registry import Example, dedent
 
 _ONE_MODULE = (
@@ -66,7 +69,30 @@ class MpModelWrapper(PythonRule):
 
     def call(self, ctx, node, name):
         # a replica's own wrapper wraps the model it built, one replica has no thread beside it
-        one_process = ctx.tree is not None and (every_spawn_one_process(ctx.tree) or notebook_one_process(ctx))
+        one_process = ctx.tree is not None and (
+            every_spawn_one_process(ctx.tree) or notebook_one_process(ctx) or _moved_by_the_script(ctx.tree, ctx.line)
+        )
         if not in_replicas_code(ctx) and not one_process:
             ctx.decide("build the model in each replica", detail=_ONE_MODULE)
         return node
+
+
+def _moved_by_the_script(tree: ast.Module, line: int) -> bool:
+    """Whether the file spawns nothing, makes the wrapper at ``line`` in a module-level
+    assignment and moves it there too (``net = xmp.MpModelWrapper(net)``, ``net = net.to(device)``):
+    a script whose one process uses it, no replica's."""
+    made = next((s for s in tree.body if s.lineno <= line <= s.end_lineno), None)
+    if spawn_calls(tree) or not isinstance(made, ast.Assign):
+        return False
+    names = {target.id for target in made.targets if isinstance(target, ast.Name)}
+    return any(
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "to"
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in names
+        for statement in tree.body
+        if statement.lineno > made.end_lineno
+        and not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        for call in ast.walk(statement)
+        if isinstance(call, ast.Call)
+    )
