@@ -115,3 +115,28 @@ _FORK = "xmp.spawn(_mp_fn, nprocs=8, start_method='fork')\n"
 )
 def test_not_reported_where_the_replicas_models_are_made_or_kept_equal(head, body):
     assert not _reported(body, _FORK, head)
+
+
+_FORK = "xmp.spawn(_mp_fn, start_method='fork')\n"
+
+
+@pytest.mark.parametrize(
+    "body, reported",
+    [
+        # round 14: research scripts that build several models at once and train each in turn
+        (
+            "    nets = [Net().to(xm.xla_device()) for _ in range(3)]\n    for k in range(3):\n        model = nets[k]\n"
+            "        opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+            True,
+        ),
+        # a checkpoint loaded only when there is one: a run that starts afresh trains what it drew
+        (
+            _TRAINED + "    if os.path.exists('last.pt'):\n        model.load_state_dict(torch.load('last.pt'))\n",
+            True,
+        ),
+        (_TRAINED + "    model.load_state_dict(torch.load('init.pt'))\n", False),
+        (_TRAINED + "    with open('init.pt', 'rb') as f:\n        model.load_state_dict(torch.load(f))\n", False),
+    ],
+)
+def test_a_model_taken_from_a_list_or_resumed_only_sometimes_is_reported(body, reported):
+    assert _reported(body, _FORK, "import os\n") is reported

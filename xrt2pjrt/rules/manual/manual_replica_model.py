@@ -16,7 +16,9 @@ process runs one replica, as under XRT.
 Reported at the optimizer (``torch.optim``'s, transformers' AdamW) that a function of the
 replicas' code hands ``model.parameters()`` to, on evidence from the file: ``model`` is built
 there by a call (not a copy, not an ``MpModelWrapper``'s ``.to``: manual-mp-model-wrapper's),
-from no pretrained weights nor a checkpoint (the same in every replica), not wrapped in DDP
+or taken from a list of such calls (``model = nets[k]``), from no pretrained weights nor a
+checkpoint loaded on every path (the same in every replica; one loaded under an ``if``, to resume
+when there is one, leaves a fresh run with what each replica drew), not wrapped in DDP
 (which broadcasts rank 0's parameters) or FSDP (whose shards are each one replica's), nothing
 in the file broadcasts, and the replicas drew alike under XRT as above. Spawned the default
 way (a fresh interpreter per replica, seeded at random) and never seeded, XRT's replicas built
@@ -58,6 +60,7 @@ _LOADED = re.compile(
 # Calls named for a seed that do not seed torch alike: numpy's and random's, torch.seed() (a
 # random one), torch.initial_seed() (a question).
 _NOT_TORCH_SEEDS = frozenset({"seed", "initial_seed"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # Wrappers that make the replicas' parameters agree (DDP broadcasts rank 0's) or need not (FSDP
 # keeps one shard per replica).
 _WRAPPERS = re.compile(r"\b(\w*FullyShardedDataParallel|FSDP|DistributedDataParallel|DDP)\b")
@@ -196,11 +199,23 @@ def _built(
     its only bindings there, besides moves of it (``model = model.to(device)``), are calls
     (``Net()``, ``Net().to(device)``) of no pretrained or loaded weights, and the first comes
     before the optimizer; None otherwise."""
-    values = [value for value in spawn_site.bindings(function).get(model, []) if not _moved(value, model)]
+    bound = spawn_site.bindings(function)
+    values = [_element(bound, value, before) for value in bound.get(model, []) if not _moved(value, model)]
     if not values or not all(isinstance(value, ast.Call) and _fresh(tree, value) for value in values):
         return None
     first = min(values, key=lambda value: value.lineno)
     return first if first.lineno < before else None
+
+
+def _element(bound: dict[str, list[ast.AST | None]], value: ast.AST | None, before: int) -> ast.AST | None:
+    """``value``, or where it takes one of a list the function builds of calls before line
+    ``before`` (``model = teachers[i]`` after ``teachers = [Net().to(device) for _ in range(n)]``),
+    that call."""
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+        built = [v for v in bound.get(value.value.id, []) if v is None or v.lineno < before]
+        if len(built) == 1 and isinstance(built[0], ast.ListComp) and isinstance(built[0].elt, ast.Call):
+            return built[0].elt
+    return value
 
 
 def _moved(value: ast.AST | None, model: str) -> bool:
@@ -272,11 +287,26 @@ def _wrapped(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef,
 
 
 def _loaded_after(function: ast.FunctionDef | ast.AsyncFunctionDef, model: str) -> bool:
-    """Whether ``function`` loads weights into ``model`` (``model.load_state_dict(...)``)."""
+    """Whether ``function`` loads weights into ``model`` (``model.load_state_dict(...)``) on
+    every path: a load under an ``if`` (a checkpoint to resume from, when there is one) leaves
+    the run that starts afresh with the weights each replica drew."""
     return any(
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "load_state_dict"
         and ast.unparse(node.func.value).split(".")[0] == model  # model.module.load_state_dict(...) too
-        for node in spawn_site.walk(function)
+        for statement in _unconditional(function.body)
+        for node in ast.walk(statement)
     )
+
+
+def _unconditional(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of ``body`` that run whenever it runs: its own, and those of the ``with``
+    and ``try`` blocks in it (not of an ``if`` or a loop, nor of a function it defines)."""
+    statements = []
+    for statement in body:
+        if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
+            statements += _unconditional(statement.body)
+        elif not isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, *_SCOPES)):
+            statements.append(statement)
+    return statements
