@@ -197,7 +197,7 @@ def test_a_json_block_holding_a_command_is_a_transcript_reported_not_rewritten()
     # one spot, one item: the env xla_dist activated (it holds torch_xla 1.x), whose long text
     # names the translation the command would have had
     (item,) = outcome.manual
-    assert item.line == 4 and item.message.startswith("install torch_xla 2.x in this conda env")
+    assert item.line == 4 and item.message.startswith("use a TPU VM pod, not a TPU node")
     assert "left as it is (a json block): xla_dist → gcloud" in item.detail
 
 

@@ -3,7 +3,8 @@ pod with the XRT variables set, after (re)starting XRT's server there. Under PJR
 worker runs the program itself, with PJRT_DEVICE=TPU; gcloud's ``--worker=all`` reaches them
 all (``xrt2pjrt launch``, with ``--launcher xrt2pjrt``, also hands the shim's job secret over
 stdin). Every flag is translated: ``--env`` into the worker's command, ``--conda-env`` into
-``conda activate`` (reported too: an env made for xla_dist holds torch_xla 1.x, XRT's),
+``conda activate`` (reported too: an env made for xla_dist holds torch_xla 1.x, XRT's, and a
+``torch-xla-*`` env was the Compute VM image's that drove a TPU node pod, which must become a TPU VM),
 ``--docker-image`` into a ``docker run`` on each worker; the XRT server's flags are dropped.
 
 The fix is safe: the module is gone, so the old line cannot run on the target, and the new
@@ -36,6 +37,14 @@ NO_RESTARTS = (
     "`xrt2pjrt launch` does (--launcher xrt2pjrt)"
 )
 
+# The envs of the Compute VM image whose instance group drove a TPU node pod, which xla_dist's
+# --conda-env named (pytorch/xla's README at v1.8 and v1.11: /anaconda3/envs/torch-xla-1.10).
+_CLIENT_VM_ENV = "torch-xla-"
+_NODE_POD = (
+    "; the env of the Compute VMs that drove a TPU node pod, which runs XRT only: gcloud's tpu-vm ssh "
+    "needs the pod made a TPU VM (tpu-ubuntu2204-base), with torch_xla 2.x installed there"
+)
+
 
 class LaunchXlaDist(TextRule):
     id = "launch-xla-dist"
@@ -58,7 +67,7 @@ class LaunchXlaDist(TextRule):
                     --lr 0.1
             """),
             dedent(r"""
-                # TODO(xrt2pjrt): install torch_xla 2.x in this conda env [launch-xla-dist]
+                # TODO(xrt2pjrt): use a TPU VM pod, not a TPU node [launch-xla-dist]
                 gcloud compute tpus tpu-vm ssh my-pod --zone=us-central2-b --worker=all \
                   --command=". /etc/profile; conda activate torch-xla-1.13 && PJRT_DEVICE=TPU python3 train.py \
                     --lr 0.1"
@@ -178,11 +187,13 @@ def _translate_launch(cmd: Command, rec: Recorder, posix_sh: bool) -> None:
     _ask_about_worker_expansions(launch, rec)
     _ask_about_env_settings(launch, rec)
     if launch.conda_env is not None:
+        name = launch.conda_env.source(text)
+        node = name.strip("'\"").startswith(_CLIENT_VM_ENV)
         rec.decide(
             LaunchXlaDist.id,
             launch.conda_env.start,
-            "install torch_xla 2.x in this conda env",
-            xla_dist.conda_env_note(launch.conda_env.source(text)),
+            "use a TPU VM pod, not a TPU node" if node else "install torch_xla 2.x in this conda env",
+            xla_dist.conda_env_note(name) + (_NODE_POD if node else ""),
         )
     notes = "".join(f"; dropped {flag} (no XRT server under PJRT)" for flag in dict.fromkeys(launch.ignored))
     if launch.docker_image:
