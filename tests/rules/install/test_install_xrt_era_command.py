@@ -26,3 +26,17 @@ def test_a_notebooks_variable_that_a_command_expands_is_read():
     )
     assert [(item.line, item.rule) for item in migrate(source).manual] == [(1, "install-xrt-era-command")]
     assert not migrate("WHEELS = 'gs://tpu-pytorch/wheels'\nprint(WHEELS)\n").manual  # named, never fetched
+
+
+def test_a_copy_of_the_env_setup_installer_is_reported_at_its_bucket():
+    # round 14: a GAN project kept its own copy of the 2020 installer, which fetches its wheels
+    # with argument lists built from a module-level bucket
+    source = (
+        "import subprocess\n\nBUCKET = 'gs://tpu-pytorch/wheels'\nWHEEL = 'torch_xla-{v}-cp36-cp36m-linux_x86_64.whl'\n\n"
+        "def install(v):\n    wheel = WHEEL.format(v=v)\n"
+        "    for cmd in (['gsutil', 'cp', BUCKET + '/' + wheel, '.'], ['pip', 'install', wheel]):\n"
+        "        subprocess.call(cmd)\n"
+    )
+    assert [(item.line, item.rule) for item in migrate(source).manual] == [(3, "install-xrt-era-command")]
+    # the same bucket in a file that runs no command: named, never fetched
+    assert not migrate("import subprocess\n\nBUCKET = 'gs://tpu-pytorch/wheels'\nsubprocess.call(['ls'])\n").manual

@@ -6,7 +6,8 @@ pytorch-xla-env-setup.py --version 1.8.1')``, ``subprocess.run(['pip', 'install'
 'torch_xla==1.13'])``, or a helper of the project's own (``quietly_run(...)``); a package's
 ``setup(install_requires=[...], extras_require={...})`` lists what pip installs beside it; a
 notebook's variable that a ``!`` command expands (``!gsutil cp "$DIST_BUCKET/$WHEEL" .``) is
-read too. Each string is read as a shell command (text/words.py), unless it is only said
+read too, and so is a variable of a file that runs commands as argument lists (a project's copy of
+the XRT-era env-setup installer: ``['gsutil', 'cp', DIST_BUCKET + '/' + wheel, '.']``). Each string is read as a shell command (text/words.py), unless it is only said
 (printed, logged), and its words are checked as install lines are (text/installs.py). A ``--write`` leaves the command
 alone: which torch, torchvision and torch_xla to install together is a person's decision.
 """
@@ -102,7 +103,7 @@ class InstallXrtEraCommand(PythonRule):
     def leave(self, ctx, original, updated):
         if isinstance(ctx.parent(1), cst.Expr) or is_magic_call(ctx.parent(2)):
             return updated  # a docstring, a string standing alone; a magic's, migrated as the command it is
-        if not (_run_by_a_call(ctx) or _names_an_install(original, self.words) and _expanded_by_a_command(ctx)):
+        if not (_run_by_a_call(ctx) or _names_an_install(original, self.words) and _a_command_reads_it(ctx)):
             return updated
         if ctx.block.get(self.id) is ctx.statement:
             return updated  # one item a statement: a download of the installer and its run are one spot
@@ -132,17 +133,24 @@ def _names_an_install(string: cst.SimpleString | cst.FormattedString, words: tup
     return any(word in text for word in words)
 
 
-def _expanded_by_a_command(ctx) -> bool:
-    """Whether the string is a variable's value that a ``!`` command of the notebook expands
-    (``DIST_BUCKET = 'gs://tpu-pytorch/wheels'``, then ``!gsutil cp "$DIST_BUCKET/$WHEEL" .``:
-    IPython puts the kernel's variables into the line)."""
+def _a_command_reads_it(ctx) -> bool:
+    """Whether the string is a variable's value that a command of the file reads: a ``!``
+    command of the notebook that expands it (``DIST_BUCKET = 'gs://tpu-pytorch/wheels'``, then
+    ``!gsutil cp "$DIST_BUCKET/$WHEEL" .``: IPython puts the kernel's variables into the line), or
+    in a file that runs fetches and installs as argument lists (``['gsutil', 'cp', ...]``, a copy
+    of the XRT-era env-setup installer)."""
     assign = ctx.parent(1)
     if not (
         isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
     ):
         return False
     name = re.escape(assign.targets[0].target.value)
-    return bool(re.search(r"(?:get_ipython\(\)\.system\(|^[ \t]*!)[^\n]*" + words.expansion(name), ctx.source, re.M))
+    expanded = r"(?:get_ipython\(\)\.system\(|^[ \t]*!)[^\n]*" + words.expansion(name)
+    return bool(re.search(expanded, ctx.source, re.M) or _ARGUMENT_LISTS.search(ctx.source))
+
+
+# A command run as an argument list: ``['gsutil', 'cp', path, '.']``, ``['pip', 'install', wheel]``.
+_ARGUMENT_LISTS = re.compile(r"""\[\s*(['"])(?:gsutil|pip3?|wget|curl)\1\s*,""")
 
 
 def _command_text(string: cst.SimpleString | cst.FormattedString) -> str:
