@@ -74,13 +74,19 @@ class SharedSpawnArgs(PythonRule):
     )
 
     def leave(self, ctx, original, updated):
+        targets = [original.target] if isinstance(original, cst.AugAssign) else [t.target for t in original.targets]
+        owners = {
+            t.value.value
+            for t in targets
+            if isinstance(t, (cst.Attribute, cst.Subscript)) and isinstance(t.value, cst.Name)
+        }
         tree = ctx.tree
-        function = spawn_site.function_at(tree, ctx.line) if tree is not None else None
+        if not owners or tree is None:
+            return updated  # (the cheap test first: most assignments bind a name)
+        function = spawn_site.function_at(tree, ctx.line)
         if function is None or function.name not in spawned_by_name(tree) or function.name not in spawned_code(tree):
             return updated
-        shared = _shared_parameters(function)
-        targets = [original.target] if isinstance(original, cst.AugAssign) else [t.target for t in original.targets]
-        written = any(isinstance(t, (cst.Attribute, cst.Subscript)) and code(t.value) in shared for t in targets)
+        written = bool(owners & _shared_parameters(function))
         differs = isinstance(original, cst.AugAssign) or _differs(tree, function, original.value)
         if written and differs:
             ctx.decide("copy it: v2/v3 replicas share it", detail=_SHARED)
