@@ -4,17 +4,17 @@ torch_xla 2.8 deprecates ``xm.xla_device`` and removes ``xr.xla_device``; ``torc
 (2.3+) returns the same device, so the call is renamed (safe). ``devkind`` goes: PJRT_DEVICE
 chooses the device type, and a kind other than 'TPU' is reported, to be set there.
 
-An index is reported, but a parameter of the enclosing function that defaults to None and
-that no call in the file gives (a ``get_device(n=None)`` helper). Where it meant a replica's device (the call is in code a spawn of this
-file runs in its replicas, or the index is made of the replica's number: the spawned function's
-index, a rank, an ordinal), a PJRT process sees only its own. Elsewhere one process sees every
-chip, but counted from another start: XRT listed the host's CPU device with the TPU cores, and
-``CPU:0`` sorted first, so the cores were xla:1 to xla:8 and xla:0 the CPU (torch_xla 1.13
-computation_client.cc adds one CPU device to a TPU host's map; its Colab notebook of 1.8 says
-``xm.xla_device()`` "acquired the first Cloud TPU core ('xla:1')" and takes the second with
-``n=2``; Lightning's ``tpu_cores=[5]`` took core IDs 1 to 8). Under PJRT the chips
-are xla:0 and up: a Kaggle kernel's ``xm.xla_device(fold + 1)`` for eight folds asks for a chip
-one over, and for fold 7 one that does not exist.
+An index is reported, but a parameter of the enclosing function that defaults to None and that
+no call in the file gives (a ``get_device(n=None)`` helper). Where it meant a replica's device
+(the call is in code a spawn of this file runs in its replicas, or the index is made of the
+replica's number: the spawned function's index, a rank, an ordinal), a PJRT process sees only
+its own. Elsewhere one process sees every chip, but counted from another start: XRT listed the
+host's CPU device with the TPU cores, and ``CPU:0`` sorted first, so the cores were xla:1 to
+xla:8 and xla:0 the CPU (torch_xla 1.13 computation_client.cc adds one CPU device to a TPU
+host's map; its Colab notebook of 1.8 says ``xm.xla_device()`` "acquired the first Cloud TPU
+core ('xla:1')" and takes the second with ``n=2``; Lightning's ``tpu_cores=[5]`` took core IDs 1
+to 8). Under PJRT the chips are xla:0 and up: a Kaggle kernel's ``xm.xla_device(fold + 1)`` for
+eight folds asks for a chip one over, and for fold 7 one that does not exist.
 """
 
 from __future__ import annotations

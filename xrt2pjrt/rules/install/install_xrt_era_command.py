@@ -5,11 +5,12 @@ Set-up code run on Colab and Kaggle installs from strings: ``os.system('python
 pytorch-xla-env-setup.py --version 1.8.1')``, ``subprocess.run(['pip', 'install',
 'torch_xla==1.13'])``, or a helper of the project's own (``quietly_run(...)``); a package's
 ``setup(install_requires=[...], extras_require={...})`` lists what pip installs beside it; a
-notebook's variable that a ``!`` command expands (``!gsutil cp "$DIST_BUCKET/$WHEEL" .``) is
-read too, and so is a variable of a file that runs commands as argument lists (a project's copy of
-the XRT-era env-setup installer: ``['gsutil', 'cp', DIST_BUCKET + '/' + wheel, '.']``). Each string is read as a shell command (text/words.py), unless it is only said
-(printed, logged), and its words are checked as install lines are (text/installs.py). A ``--write`` leaves the command
-alone: which torch, torchvision and torch_xla to install together is a person's decision.
+notebook's variable that a ``!`` command expands (``!gsutil cp "$DIST_BUCKET/$WHEEL" .``) is read
+too, and so is a variable of a file that runs commands as argument lists (a project's copy of the
+XRT-era env-setup installer: ``['gsutil', 'cp', DIST_BUCKET + '/' + wheel, '.']``). Each string is
+read as a shell command (text/words.py), unless it is only said (printed, logged), and its words are
+checked as install lines are (text/installs.py). A ``--write`` leaves the command alone: which
+torch, torchvision and torch_xla to install together is a person's decision.
 """
 
 from __future__ import annotations

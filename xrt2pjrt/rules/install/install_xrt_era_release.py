@@ -194,12 +194,13 @@ def _fetches_what_runs_later(rec, word: str, offset: int) -> bool:
 
 
 def _pins_the_tpus_torch(rec, offset: int) -> bool:
-    """Whether a torch==1.x pin at ``offset`` is the TPU environment's: beside an install of a
-    2.x torch_xla; in a script that installs an XRT-era one, on a line of its own (one on that
-    install's line, or in its requirements, is said by that install's item); or on its own in a
-    project that uses torch_xla, in its requirements, in a file that names the TPU and no other
-    device (or, a dependency list, a package only TPUs install), or on a notebook's line whose notebook names torch_xla. A GPU image, a CPU job of the
-    CI, a script that builds old checkpoints on the CPU pin what they like."""
+    """Whether a torch==1.x pin at ``offset`` is the TPU environment's: beside an install of a 2.x
+    torch_xla; in a script that installs an XRT-era one, on a line of its own (one on that install's
+    line, or in its requirements, is said by that install's item); or on its own in a project that
+    uses torch_xla, in its requirements, in a file that names the TPU and no other device (or, a
+    dependency list, a package only TPUs install), or on a notebook's line whose notebook names
+    torch_xla. A GPU image, a CPU job of the CI, a script that builds old checkpoints on the CPU pin
+    what they like."""
     if INSTALLS_TORCH_XLA.search(rec.text):
         if _INSTALLS_XRT_ERA.search(rec.text) is None:
             return True

@@ -1,11 +1,11 @@
-"""torch_xla 2.1 removed xla_dist, XRT's pod launcher: it ran the command on every worker of the
-pod with the XRT variables set, after (re)starting XRT's server there. Under PJRT every
-worker runs the program itself, with PJRT_DEVICE=TPU; gcloud's ``--worker=all`` reaches them
-all (``xrt2pjrt launch``, with ``--launcher xrt2pjrt``, also hands the shim's job secret over
-stdin). Every flag is translated: ``--env`` into the worker's command, ``--conda-env`` into
-``conda activate`` (reported too: an env made for xla_dist holds torch_xla 1.x, XRT's, and a
-``torch-xla-*`` env was the Compute VM image's that drove a TPU node pod, which must become a TPU VM),
-``--docker-image`` into a ``docker run`` on each worker; the XRT server's flags are dropped.
+"""torch_xla 2.1 removed xla_dist, XRT's pod launcher: it ran the command on every worker of the pod
+with the XRT variables set, after (re)starting XRT's server there. Under PJRT every worker runs the
+program itself, with PJRT_DEVICE=TPU; gcloud's ``--worker=all`` reaches them all (``xrt2pjrt
+launch``, with ``--launcher xrt2pjrt``, also hands the shim's job secret over stdin). Every flag is
+translated: ``--env`` into the worker's command, ``--conda-env`` into ``conda activate`` (reported
+too: an env made for xla_dist holds torch_xla 1.x, XRT's, and a ``torch-xla-*`` env was the Compute
+VM image's that drove a TPU node pod, which must become a TPU VM), ``--docker-image`` into a
+``docker run`` on each worker; the XRT server's flags are dropped.
 
 The fix is safe: the module is gone, so the old line cannot run on the target, and the new
 one runs the same command, with the same words and the same expansions on each worker

@@ -3,18 +3,18 @@
 report
 
 Reported on evidence only (python/value_kinds.py, ``Reading.refused``): a call into numpy, sklearn,
-scipy or pandas (``np.mean(accs)``, ``confusion_matrix(y, p)``), ``.numpy()``, an object of a class of
-the project's, a name that says it holds any object (``obj``, ``object_list``: accelerate's
-``broadcast_object_list`` carries its batches' structure that way), or what a function of the
-file returns on every path. A value the text shows nothing of is not reported: in the XRT-era code
-read for this rule (accelerate 0.10, Lightning 1.7, transformers 4.19, DLRM's TPU port, pytorch/xla's
-examples) mesh_reduce was handed losses (``loss.item()``), counters, tensors and dicts of them in
-13 of 14 calls, and those load on 2.9 as before; a helper that returns a tensor on its TPU path and
+scipy or pandas (``np.mean(accs)``, ``confusion_matrix(y, p)``), ``.numpy()``, an object of a class
+of the project's, a name that says it holds any object (``obj``, ``object_list``: accelerate's
+``broadcast_object_list`` carries its batches' structure that way), or what a function of the file
+returns on every path. A value the text shows nothing of is not reported: in the XRT-era code read
+for this rule (accelerate 0.10, Lightning 1.7, transformers 4.19, DLRM's TPU port, pytorch/xla's
+examples) mesh_reduce was handed losses (``loss.item()``), counters, tensors and dicts of them in 13
+of 14 calls, and those load on 2.9 as before; a helper that returns a tensor on its TPU path and
 numpy's on another is no evidence either. Nor are sklearn's scalar metrics (``accuracy_score``,
 ``roc_auc_score``, ``log_loss``): numpy's float64 in the releases of the XRT era, Python floats from
 sklearn 1.7 (1.6.1: accuracy_score a float, roc_auc_score still numpy's), the release an environment
-of torch 2.9 installs; a project that pins an older sklearn keeps numpy's. ``xrt2pjrt run`` sees the value itself at each
-mesh_reduce it passes, and says whether it loads under weights_only=True.
+of torch 2.9 installs; a project that pins an older sklearn keeps numpy's. ``xrt2pjrt run`` sees the
+value itself at each mesh_reduce it passes, and says whether it loads under weights_only=True.
 """
 
 from __future__ import annotations

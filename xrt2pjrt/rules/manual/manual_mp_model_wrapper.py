@@ -12,13 +12,14 @@ run on 2.9's CPU with two devices in one process shows it:
 tests/rules/manual/test_manual_mp_model_wrapper.py). On TPU v4 and later a process drives one
 chip, one thread, as under XRT.
 
-A wrapper made in the spawned function wraps the model that replica built: nothing is shared,
-and it is not reported; nor where every spawn of the file runs one replica (``nprocs=1``), nor
-in a notebook that spawns nothing (its one process moves the model once), nor in a script that
-spawns nothing and moves the wrapper itself at module level (``net = net.to(device)``) (manual-seeded-replicas asks for the broadcast where a seed makes the
-replicas' models alike under XRT). Build the model in the spawned function, then ``xm.broadcast_master_param(model)`` (2.1+;
-v2.9.0 torch_xla/core/xla_model.py:1539) gives every replica replica 0's parameters, as the
-upstream PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
+A wrapper made in the spawned function wraps the model that replica built: nothing is shared, and it
+is not reported; nor where every spawn of the file runs one replica (``nprocs=1``), nor in a
+notebook that spawns nothing (its one process moves the model once), nor in a script that spawns
+nothing and moves the wrapper itself at module level (``net = net.to(device)``)
+(manual-seeded-replicas asks for the broadcast where a seed makes the replicas' models alike under
+XRT). Build the model in the spawned function, then ``xm.broadcast_master_param(model)`` (2.1+;
+v2.9.0 torch_xla/core/xla_model.py:1539) gives every replica replica 0's parameters, as the upstream
+PJRT guide advises for v2/v3 (docs/source/learn/_pjrt.md:246).
 """
 
 from __future__ import annotations

@@ -86,9 +86,8 @@ class SharedSpawnArgs(PythonRule):
         function = spawn_site.function_at(tree, ctx.line)
         if function is None or function.name not in spawned_by_name(tree) or function.name not in spawned_code(tree):
             return updated
-        written = bool(owners & _shared_parameters(function))
-        differs = isinstance(original, cst.AugAssign) or _differs(tree, function, original.value)
-        if written and differs:
+        written = owners & _shared_parameters(function)
+        if written and (isinstance(original, cst.AugAssign) or _differs(tree, function, original.value)):
             ctx.decide("copy it: v2/v3 replicas share it", detail=_SHARED)
         return updated
 
