@@ -116,3 +116,15 @@ def test_a_model_the_module_level_built_is_not_one_the_seed_makes_differ():
     )
     assert "manual-seeded-replicas" not in [m.rule for m in migrate(source).manual]
     assert "manual-seeded-replicas" in [m.rule for m in migrate(source.replace("MX.to", "Net().to")).manual]
+
+
+def test_a_model_the_launching_function_built_is_not_one_the_seed_makes_differ():
+    # round 14: a script's main() builds the model, then spawns a closure that seeds and moves it
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def main():\n    MX = Net()\n\n    def run():\n        torch.manual_seed(42)\n"
+        "        model = MX.to(xm.xla_device())\n\n    def _mp_fn(index):\n        run()\n\n"
+        "    xmp.spawn(_mp_fn, start_method='fork')\n"
+    )
+    assert "manual-seeded-replicas" not in [m.rule for m in migrate(source).manual]
+    assert "manual-seeded-replicas" in [m.rule for m in migrate(source.replace("MX.to", "Net().to")).manual]

@@ -185,7 +185,8 @@ def _spelt(func: ast.expr) -> str:
 
 
 def _built_before(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The module-level names ``function`` reads without binding them itself: a model built there,
+    """The names of the module, or of the functions around ``function`` (the launcher whose
+    closure it is), that ``function`` reads without binding them itself: a model built there,
     before any replica ran, is the same object in every thread (manual-shared-model's spot), not
     one the seed makes differ."""
     own = {arg.arg for arg in ast.walk(function.args) if isinstance(arg, ast.arg)} | {
@@ -198,7 +199,13 @@ def _built_before(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctio
         for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
         if isinstance(target, ast.Name)
     }
-    return module - own
+    enclosing = {
+        name
+        for outer in spawn_site.around(tree, function.lineno)
+        if outer is not function
+        for name in spawn_site.bindings(outer)
+    }
+    return (module | enclosing) - own
 
 
 def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> int | None:
