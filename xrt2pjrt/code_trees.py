@@ -14,11 +14,17 @@ bytes: imports are at the top.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 LOOK = 1_000_000
+# transformers' Trainer, which calls torch_xla (not Lightning's pl.Trainer beside a transformers model).
+_TRANSFORMERS_TRAINER = re.compile(
+    rb"\bTrainingArguments\b|\btransformers\.Trainer\b"
+    rb"|from\s+transformers(?:\.trainer)?\s+import\s+(?:\([^)]*|[^\n]*)\bTrainer\b"
+)
 # Where the code names no torch_xla call the migration respells: every spelling it writes
 # exists from the first release without XRT on.
 NO_NEWER_NEED = (2, 1)
@@ -94,7 +100,7 @@ def _read(path: Path, needs: Callable[[str], tuple[int, int]]) -> Code:
             head = f.read(LOOK)
     except OSError:
         return Code()  # the run reports it when it migrates the file
-    trainer = b"transformers" in head and (b"Trainer" in head or b"TrainingArguments" in head)
+    trainer = _TRANSFORMERS_TRAINER.search(head) is not None
     if b"torch_xla" not in head:
         return Code(transformers_trainer=trainer)
     spawn = path.name == "xla_spawn.py" and b"num_cores" in head

@@ -102,6 +102,10 @@ def test_a_release_checked_out_of_git_and_installed_from_there_is_a_pin(tmp_path
         ("from transformers import AutoModel\n", "", False),  # a model's code calls no torch_xla
         ("from transformers import Trainer, TrainingArguments\n", "", True),
         ("from transformers import AutoModel\n", "python xla_spawn.py --num_cores 8 run_glue.py\n", True),
+        # round 14: Lightning's Trainer beside a transformers model is no transformers Trainer
+        ("from transformers import RobertaModel\nfrom pytorch_lightning import Trainer\n", "", False),
+        ("from transformers import (\n    AutoModel,\n    Trainer,\n)\n", "", True),
+        ("import transformers\ntrainer = transformers.Trainer(model)\n", "", True),
     ],
 )
 def test_a_transformers_pin_is_reported_where_its_trainer_runs(tmp_path, code, setup, reported):
