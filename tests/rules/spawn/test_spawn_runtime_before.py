@@ -282,3 +282,16 @@ def test_a_method_named_like_the_spawning_one_on_another_object_is_no_call_of_it
         "    def data(self):\n        return xm.get_ordinal()\n"
     )
     assert ("spawn-runtime-before" in [m.rule for m in out.manual]) is reported
+
+
+def test_the_constructor_of_the_class_whose_method_spawns_runs_in_the_launching_process():
+    # round 14: a trainer class scales its learning rate by the world size in __init__, then a
+    # method spawns; renamed to xr.world_size(), that call starts the runtime and the spawn raises
+    source = (
+        "class Policy:\n    def __init__(self, flags):\n        self.max_lr = flags['lr'] * xm.xrt_world_size()\n\n"
+        "    def _mp_fn(self, rank):\n        device = xm.xla_device()\n\n"
+        "    def train(self):\n        xmp.spawn(self._mp_fn, nprocs=self.flags['num_cores'], start_method='fork')\n"
+    )
+    out = migrate("import torch_xla.core.xla_model as xm\n" + _XMP + "\n" + source)
+    items = [m.message for m in out.manual if m.rule == "spawn-runtime-before"]
+    assert items == ["keep XLA out of the launching process (in Policy)"]

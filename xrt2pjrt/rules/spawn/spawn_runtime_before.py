@@ -384,7 +384,11 @@ def _started_beyond(
     launcher = (
         set()
         if owner is None or (args is not None and _hands_self(args[1].value))
-        else {method.name for method in owner.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        else {  # (its __init__ goes by the class's name, as _starting names it)
+            owner.name if method.name == "__init__" else method.name
+            for method in owner.body
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
     )
     launcher -= reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
     return [function for function in _starting(tree) if function in before | launcher]
