@@ -107,24 +107,23 @@ def test_an_mp_fn_the_file_calls_itself_runs_in_one_process():
     assert [m.rule for m in migrate(head + body).manual] == ["manual-seeded-replicas"]  # a launcher elsewhere
 
 
-def test_a_model_the_module_level_built_is_not_one_the_seed_makes_differ():
-    # round 13: the replicas seed, then move the model a notebook cell built before the spawn
-    source = (
-        "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+@pytest.mark.parametrize(
+    "source",
+    [
+        # round 13: the replicas seed, then move the model a notebook cell built before the spawn
         "MX = Net()\n\ndef _mp_fn(index):\n    torch.manual_seed(42)\n    model = MX.to(xm.xla_device())\n\n"
-        "xmp.spawn(_mp_fn, start_method='fork')\n"
-    )
-    assert "manual-seeded-replicas" not in [m.rule for m in migrate(source).manual]
-    assert "manual-seeded-replicas" in [m.rule for m in migrate(source.replace("MX.to", "Net().to")).manual]
-
-
-def test_a_model_the_launching_function_built_is_not_one_the_seed_makes_differ():
-    # round 14: a script's main() builds the model, then spawns a closure that seeds and moves it
-    source = (
-        "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "xmp.spawn(_mp_fn, start_method='fork')\n",
+        # round 14: a script's main() builds the model, then spawns a closure that seeds and moves it
         "def main():\n    MX = Net()\n\n    def run():\n        torch.manual_seed(42)\n"
         "        model = MX.to(xm.xla_device())\n\n    def _mp_fn(index):\n        run()\n\n"
-        "    xmp.spawn(_mp_fn, start_method='fork')\n"
-    )
-    assert "manual-seeded-replicas" not in [m.rule for m in migrate(source).manual]
-    assert "manual-seeded-replicas" in [m.rule for m in migrate(source.replace("MX.to", "Net().to")).manual]
+        "    xmp.spawn(_mp_fn, start_method='fork')\n",
+        # round 14: main() builds the model and the spawn hands it to each replica, which seeds
+        "def _mp_fn(index, flags, MX):\n    torch.manual_seed(flags['seed'])\n    MX.to(xm.xla_device())\n\n"
+        "def main(flags):\n    MX = Net()\n    xmp.spawn(_mp_fn, args=(flags, MX), start_method='fork')\n",
+    ],
+)
+def test_a_model_built_before_the_replicas_ran_is_not_one_the_seed_makes_differ(source):
+    head = "import torch\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+    assert "manual-seeded-replicas" not in [m.rule for m in migrate(head + source).manual]
+    built_here = source.replace("MX.to", "Net().to")
+    assert "manual-seeded-replicas" in [m.rule for m in migrate(head + built_here).manual]

@@ -210,10 +210,12 @@ def _built_before(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctio
 
 def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> int | None:
     """The last line of the first statement below ``line`` in ``function`` that calls
-    ``.to(...)`` on anything but an MpModelWrapper (whose module was built before any replica
+    ``.to(...)`` on anything but a parameter of ``function`` (a model handed in, built before the
+    replica ran), an MpModelWrapper (whose module was built before any replica
     ran: manual-mp-model-wrapper's) or a torchmetrics metric (state, no random weights);
     None when none does."""
-    kept = _not_random(tree) | _built_before(tree, function)
+    handed = {arg.arg for arg in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+    kept = _not_random(tree) | _built_before(tree, function) | handed  # (a parameter's model came built)
     bound = spawn_site.imported(tree)
     moves = [
         node
