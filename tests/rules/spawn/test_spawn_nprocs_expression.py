@@ -190,6 +190,10 @@ def _counts_read(source: str) -> list:
         "import torch.multiprocessing as mp\n\ndef _mp_fn(index, opts, queue):\n    pass\n\n"
         "def main(opts):\n    queue = mp.Queue(maxsize=opts.procs * opts.batch_size)\n"
         "    xmp.spawn(_mp_fn, args=(opts, queue), nprocs=opts.procs)\n",
+        # round 14: a diffusion project sizes its DataLoaders' workers by the same flag
+        "from torch.utils.data import DataLoader\n\ndef train(index, flags):\n"
+        "    loader = DataLoader(data, batch_size=8, num_workers=flags['num_cores'])\n\n"
+        "def main(flags):\n    xmp.spawn(train, args=(flags,), nprocs=flags['num_cores'], start_method='fork')\n",
     ],
 )
 def test_a_count_no_code_on_the_replicas_path_reads_as_a_number_is_not_reported(source):

@@ -286,22 +286,24 @@ def _on_the_replicas_path(site: spawn_site.Site, tree: ast.Module, read: ast.exp
     )
 
 
-# Keywords that bound a buffer (queue.Queue, multiprocessing's Queue, collections.deque).
-_BOUNDS = frozenset({"maxsize", "maxlen"})
+# Keywords that bound a buffer (queue.Queue, multiprocessing's Queue, collections.deque), and a
+# DataLoader's count of loading processes: any number works there.
+_ANY_NUMBER = frozenset({"maxsize", "maxlen", "num_workers"})
 
 
 def _read_as_a_number(read: ast.expr, tree: ast.Module) -> bool:
     """Whether ``read`` uses the count as a number: not when it is printed, made text (a
     flag of the command line handed on, ``str(args.num_cores)``, an f-string), only
-    compared with 1 (one process or several: the rewritten spawn keeps that meaning), or
-    only bounds a buffer (``mp.Queue(maxsize=nprocs * batch)``: any bound works, a wrong one
-    only makes producers wait sooner or later)."""
+    compared with 1 (one process or several: the rewritten spawn keeps that meaning), only
+    bounds a buffer (``mp.Queue(maxsize=nprocs * batch)``: any bound works, a wrong one only
+    makes producers wait sooner or later), or only counts a DataLoader's loading processes
+    (``num_workers=flags['num_cores']``)."""
     if spawn_site.made_text(read, tree):
         return False
     parents = spawn_site.parents(tree)
     node = read
     while (parent := parents.get(id(node))) is not None and not isinstance(parent, ast.stmt):
-        if isinstance(parent, ast.keyword) and parent.arg in _BOUNDS:
+        if isinstance(parent, ast.keyword) and parent.arg in _ANY_NUMBER:
             return False
         if (
             isinstance(parent, ast.Compare)
