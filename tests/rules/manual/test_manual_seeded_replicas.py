@@ -86,12 +86,18 @@ def test_the_first_parameter_of_a_helper_the_replicas_call_is_no_replica_number(
         ("metrics = torchmetrics.MetricCollection({'acc': torchmetrics.Accuracy()}).to(device)", False),
         ("meter = MeanMetric()\n    meter = meter.to(device)", False),
         ("meter = MeanMetric().to(device)\n    model = Net().to(device)", True),
+        # round 14: data moved after the seed (a GAN's fixed labels, a batch's item) builds no model
+        ("y_fixed = Variable(y_fixed.to(device))", False),
+        ("noise = torch.zeros_like(batch['img']).to(device)", False),
+        ("for x, y in loader:\n        x = x.to(device)", False),
+        ("head = torch.nn.Linear(8, 2).to(device)", True),
     ],
 )
-def test_metrics_moved_to_the_device_are_no_model_built_after_the_seed(moved, reported):
+def test_metrics_and_data_moved_to_the_device_are_no_model_built_after_the_seed(moved, reported):
     # Metrics hold counters, alike in every replica: only a model's random weights differ.
     source = (
-        "import torch\nimport torchmetrics\nfrom torchmetrics import MeanMetric\nimport torch_xla.core.xla_model as xm\n"
+        "import torch\nimport torchmetrics\nfrom torchmetrics import MeanMetric\nfrom torch.autograd import Variable\n"
+        "import torch_xla.core.xla_model as xm\n"
         "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
         f"def _mp_fn(index):\n    torch.manual_seed(1)\n    device = xm.xla_device()\n    {moved}\n\n"
         "xmp.spawn(_mp_fn)\n"

@@ -2,23 +2,25 @@
 with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas share a
 process and torch's global RNG, so models built after the same seed differ; report
 
-XRT ran one process per TPU core: every replica that seeded torch's global generator alike
-drew the same numbers, and code built identical models that way. PJRT runs a TPU v2/v3
-chip's two replicas as two threads of one process (pytorch/xla v2.9.0
-torch_xla/_internal/pjrt.py:44, ``_run_thread_per_device``), and the two threads draw from the
-one global generator: what one draws the other does not, seed or no seed (a run on 2.9's CPU
-with two devices in one process shows it: tests/rules/manual/test_manual_seeded_replicas.py).
-The upstream PJRT guide says so and advises broadcasting replica 0's parameters
-(docs/source/learn/_pjrt.md:246): ``xm.broadcast_master_param(model)`` after building the
-model (2.1+; v2.9.0 torch_xla/core/xla_model.py:1539). A file that already calls it is not
-reported, nor a seed that no ``.to(...)`` follows in its function: what a replica builds on the
-host and moves to its device is what the shared generator makes differ (random tensors made on
-the XLA device draw from the device's generator, xm.set_rng_state); nor the ``.to`` of an
-``MpModelWrapper``, whose module was built before the replicas ran (manual-mp-model-wrapper reports
-that one), or of a model the module level built (one object, manual-shared-model's), or of a torchmetrics metric (counters, alike in every replica); nor a seed that differs between replicas (the rank or the spawned function's index in
-it: XRT's replicas built different models then too), nor one whose models a broadcast of the
-project's own makes equal after (a function named for it, called below the seed). On TPU v4 and later each
-process runs one replica, as under XRT.
+XRT ran one process per TPU core: every replica that seeded torch's global generator alike drew the
+same numbers, and code built identical models that way. PJRT runs a TPU v2/v3 chip's two replicas as
+two threads of one process (pytorch/xla v2.9.0 torch_xla/_internal/pjrt.py:44,
+``_run_thread_per_device``), and the two threads draw from the one global generator: what one draws
+the other does not, seed or no seed (a run on 2.9's CPU with two devices in one process shows it:
+tests/rules/manual/test_manual_seeded_replicas.py). The upstream PJRT guide says so and advises
+broadcasting replica 0's parameters (docs/source/learn/_pjrt.md:246):
+``xm.broadcast_master_param(model)`` after building the model (2.1+; v2.9.0
+torch_xla/core/xla_model.py:1539). A file that already calls it is not reported, nor a seed that no
+``.to(...)`` follows in its function: what a replica builds on the host and moves to its device is
+what the shared generator makes differ (random tensors made on the XLA device draw from the device's
+generator, xm.set_rng_state); nor the ``.to`` of data (an item of a batch, what torch's functions
+make), of a parameter (a model handed in), of an ``MpModelWrapper``, whose module was built before
+the replicas ran (manual-mp-model-wrapper reports that one), or of a model the module level or the
+launching function built (one object, manual-shared-model's), or of a torchmetrics metric (counters,
+alike in every replica); nor a seed that differs between replicas (the rank or the spawned
+function's index in it: XRT's replicas built different models then too), nor one whose models a
+broadcast of the project's own makes equal after (a function named for it, called below the seed).
+On TPU v4 and later each process runs one replica, as under XRT.
 
 The spawn may be in another module: transformers' xla_spawn.py imports the training script
 and spawns its ``_mp_fn``, and a project's launcher may do the same. A file that spawns
@@ -226,6 +228,7 @@ def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunction
         and node.lineno > line
         and ast.unparse(node.func.value) not in kept
         and not _metric(node.func.value, bound)
+        and not _a_tensor(node.func.value, function, bound)
     ]
     if not moves:
         return None
@@ -282,6 +285,29 @@ def _not_random(tree: ast.Module) -> frozenset[str]:
         and (_spelt(node.value.func).endswith("MpModelWrapper") or _metric(node.value, bound))
         for target in node.targets
     )
+
+
+def _a_tensor(
+    value: ast.expr,
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    bound: dict[str, str],
+    seen: frozenset = frozenset(),
+) -> bool:
+    """Whether what ``.to`` moves is data, no module: an item of a batch (``cond['img'].to``),
+    what torch makes (``torch.zeros_like(x).to``, ``Variable(y).to``), or a name the function
+    binds only to such, or to a loop's batch (``for x, y in loader: x = x.to(device)``)."""
+    if isinstance(value, ast.Subscript):
+        return True
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to":
+        return _a_tensor(value.func.value, function, bound, seen)
+    if isinstance(value, ast.Call):  # (torch.nn's are modules, their weights random)
+        made_by = spawn_site.resolved(value.func, bound) or ""
+        return made_by.startswith("torch.") and not made_by.startswith("torch.nn.")
+    if isinstance(value, ast.Name) and value.id not in seen:
+        values = spawn_site.bindings(function).get(value.id, [])
+        made = [v for v in values if v is not None]  # (a loop's target, a parameter: None)
+        return bool(values) and all(_a_tensor(v, function, bound, seen | {value.id}) for v in made)
+    return isinstance(value, ast.Name)  # (its own move: x = x.to(device))
 
 
 def _metric(value: ast.expr, bound: dict[str, str]) -> bool:
