@@ -26,10 +26,3 @@ def test_code_that_only_shows_the_memory_info_gets_no_item(body):
 def test_a_read_of_an_xrt_era_key_by_get_is_reported_at_the_call():
     out = migrate(HEAD + "info = xm.get_memory_info(device)\nfree = info.get('kb_free', 0) // 1024\n")
     assert [(item.rule, item.line) for item in out.manual] == [("manual-memory-info", 4)]
-
-
-def test_a_read_by_subscript_is_the_one_item_of_its_call():
-    # round 14: a trainer's device summary asked for the dict on one line and read kb_total on the
-    # next; the KeyError is the read's, and one item says it
-    out = migrate(HEAD + "info = xm.get_memory_info(device)\ntotal = info['kb_total'] / 1000\n")
-    assert [(item.rule, item.line) for item in out.manual] == [("manual-memory-info", 5)]

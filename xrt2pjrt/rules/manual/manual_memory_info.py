@@ -1,13 +1,13 @@
 """xm.get_memory_info's XRT keys, kb_free and kb_total, read: reported.
 
 Under XRT ``xm.get_memory_info(device)`` returned ``kb_free`` and ``kb_total``; under PJRT it
-returns ``bytes_used``, ``bytes_limit`` and ``peak_bytes_used``, in bytes, so a read of ``kb_free``
-raises KeyError (fairseq's logging did, on every step). Each read of them by subscript is reported,
-and the call where the file names those keys otherwise (``.get``, a loop over key names):
-``kb_free`` is ``(bytes_limit - bytes_used) // 1024``. Code that only shows the dict (prints or logs
-it) raises nothing and gets no item, nor does code that names the PJRT keys as well (it probes
-whichever the dict holds). Nothing is rewritten: the unit changes with the keys, and what the code
-does with the number is its own.
+returns ``bytes_used``, ``bytes_limit`` and ``peak_bytes_used``, in bytes, so a read of
+``kb_free`` raises KeyError (fairseq's logging did, on every step). The call is reported in a
+file that names those keys, and so is each read of them: ``kb_free`` is ``(bytes_limit -
+bytes_used) // 1024``. Code that only shows the dict (prints or logs it) raises nothing and gets
+no item, nor does code that names the PJRT keys as well (it probes whichever the dict holds).
+Nothing is rewritten: the unit changes with the keys, and what the code does with the
+number is its own.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ _MEMORY_INFO = (
 _GONE_KEYS = ("kb_free", "kb_total")
 # (quoted: the TODO line this rule writes names them too)
 _PJRT_KEYS = re.compile(r"""['"]bytes_(?:used|limit)['"]""")
-_SUBSCRIPT_READ = re.compile(r"""\[\s*['"]kb_(?:free|total)['"]\s*\]""")
 
 
 class MemoryInfo(PythonRule):
@@ -64,11 +63,12 @@ class MemoryInfo(PythonRule):
             dedent("""
                 import torch_xla.core.xla_model as xm
 
+                # TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]
                 info = xm.get_memory_info(device)
                 # TODO(xrt2pjrt): read bytes_used and bytes_limit instead [manual-memory-info]
                 used = info['kb_total'] - info['kb_free']
             """),
-            manual=("bytes_limit",),
+            manual=("bytes_limit", "bytes_limit"),
         ),
         Example.unchanged(  # shown, not read: no KeyError, and nothing to change
             dedent("""
@@ -83,9 +83,7 @@ class MemoryInfo(PythonRule):
         # Found in fairseq (0.10 and today's): a KeyError on every logging step. A file that
         # never names the keys only shows the dict, which has other keys now and raises nothing.
         # One that names the PJRT keys too reads whichever the dict holds (`if key in info`).
-        # A file that reads a key by subscript gets its item there, where the KeyError is raised.
-        named = any(key in ctx.source for key in _GONE_KEYS)
-        if named and not _PJRT_KEYS.search(ctx.source) and not _SUBSCRIPT_READ.search(ctx.source):
+        if any(key in ctx.source for key in _GONE_KEYS) and not _PJRT_KEYS.search(ctx.source):
             ctx.decide(_READ_BYTES, detail=_MEMORY_INFO)
         return node
 
