@@ -16,6 +16,7 @@ import pytest
 
 from cli_runner import invoke
 from xrt2pjrt import cache, codemod, width
+from xrt2pjrt.registry import Options, Selection
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "legacy_mnist"
 NOTEBOOK = {
@@ -79,13 +80,44 @@ def entries(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".tmp-"))
 
 
+def rewrite_entries(folder: Path) -> list[Path]:
+    """The entries of rewrites, not of what code_trees.py asks of the files that use torch_xla."""
+    return [p for p in entries(folder) if b'"needs": [' not in p.read_bytes()]
+
+
 def test_a_rerun_parses_nothing_and_reports_what_the_first_run_did(tree, folder, rewrites):
     first = migrate(tree)
     assert sorted(rewrites) == sorted(FILES)
-    assert len(entries(folder)) == len(FILES)
+    assert len(rewrite_entries(folder)) == len(FILES)
     rewrites.clear()
     assert migrate(tree) == first and rewrites == []
     assert invoke(["migrate", "--check", tree]).exit_code == 1 and rewrites == []  # pending changes, still said
+
+
+def test_a_rerun_imports_no_rule_nor_libcst(tree, folder):
+    """What code_trees.py asks of each file's code (the oldest release its migrated code
+    needs, which every rule answers) is kept too: an unchanged rerun loads no rule."""
+    listing = folder.parent / "modules.json"
+    code = (
+        "import json, sys\nfrom xrt2pjrt.cli import main\n"
+        f"code = main(['migrate', '--check', {str(tree)!r}])\n"
+        f"open({str(listing)!r}, 'w').write(json.dumps(sorted(sys.modules)))\nsys.exit(code)\n"
+    )
+    env = {**os.environ, cache.ENV: str(folder)}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env) for _ in range(2)]
+    assert [run.returncode for run in runs] == [1, 1] and runs[0].stdout == runs[1].stdout
+    modules = set(json.loads(listing.read_text()))
+    assert not {m for m in modules if m.split(".")[0] == "libcst" or m.startswith("xrt2pjrt.rules.")}
+
+
+def test_a_kept_need_is_the_computed_one_and_a_spoiled_one_is_computed_again(folder):
+    store, options = cache.Cache(folder), Options(Selection())
+    assert store.needs(b"head", options, lambda: (2, 5)) == (2, 5)
+    assert store.needs(b"head", options, lambda: (9, 9)) == (2, 5)  # kept
+    (entry,) = entries(folder)
+    entry.write_bytes(entry.read_bytes().replace(b"[2, 5]", b"[2, 6]"))  # the checksum no longer holds
+    assert store.needs(b"head", options, lambda: (2, 7)) == (2, 7)
+    assert store.needs(b"other head", options, lambda: (2, 1)) == (2, 1)
 
 
 def test_a_hit_gives_what_a_run_without_the_cache_gives(tree, folder):
@@ -230,7 +262,7 @@ def test_no_cache_writes_nothing(tree, folder, monkeypatch):
 
 def test_cache_dir_chooses_the_folder(tree, folder, tmp_path):
     migrate("--cache-dir", tmp_path / "elsewhere", tree)
-    assert len(entries(tmp_path / "elsewhere")) == len(FILES) and not folder.exists()
+    assert len(rewrite_entries(tmp_path / "elsewhere")) == len(FILES) and not folder.exists()
 
 
 def test_a_folder_of_another_user_is_not_used(tree, folder, rewrites):

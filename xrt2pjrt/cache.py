@@ -7,7 +7,9 @@ rewritten with (every field of registry.Options: the rules that run after the se
 and the file's per-file-ignores, the target and its version, the width and line length
 its configuration gives, whether the project uses torch_xla, ...) and the tool itself (its
 version, the size and time of each file of the package, Python's and libcst's versions).
-What a run does beside the rewrites (the carried shim, the report, the writes) is not kept.
+Beside them it keeps what code_trees.py asks of each file that uses torch_xla (the oldest
+release its migrated code needs): answering that imports every rule, and libcst with them.
+What a run does beside (the carried shim, the report, the writes) is not kept.
 
 It lives in ``$XRT2PJRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/xrt2pjrt`` or
 ``~/.cache/xrt2pjrt`` (``--cache-dir``; ``--no-cache`` or ``$XRT2PJRT_NO_CACHE`` reads and
@@ -32,6 +34,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import xrt2pjrt
@@ -97,33 +100,61 @@ class Cache:
 
     def get(self, key: str) -> Rewrite | None:
         """The entry of ``key``; None when there is none, or none whole and of the right shape."""
+        found = _rewrite_of(self._read(key))
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def put(self, key: str, rewrite: Rewrite) -> None:
+        if not rewrite.lasting:
+            return
+        try:
+            record = _record(rewrite)
+        except TypeError:
+            return  # a finding this cache cannot write (a field of a new shape): not kept
+        if self._write(key, record):
+            self.written += 1
+
+    def needs(self, data: bytes, options: Options, compute: Callable[[], tuple[int, int]]) -> tuple[int, int]:
+        """``compute()``: the oldest release a file's migrated code needs (code_trees.py asks
+        it of every file's head, ``data``), kept as a rewrite is. Computing it imports every
+        rule, and libcst with them, which an unchanged rerun otherwise never does."""
+        key = self.key(data, "needs", options)
+        record = self._read(key)
+        found = record and record.get("needs")
+        if isinstance(found, list) and len(found) == 2 and all(type(part) is int for part in found):
+            return tuple(found)
+        value = compute()
+        self._write(key, {"needs": list(value)})
+        return value
+
+    def _read(self, key: str) -> dict | None:
+        """The record of ``key``'s entry, marked used; None when there is none whole."""
         if not self.usable:
             return None
         path = self._path(key)
         try:
             with open(path, "rb") as f:
-                raw = f.read()
+                record = _decoded(f.read(), key)
         except OSError:
-            self.misses += 1
             return None
-        found = _decoded(raw, key)
-        if found is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        try:
-            os.utime(path)  # used: the last a prune removes
-        except OSError:
-            pass
-        return found
+        if record is not None:
+            try:
+                os.utime(path)  # used: the last a prune removes
+            except OSError:
+                pass
+        return record
 
-    def put(self, key: str, rewrite: Rewrite) -> None:
-        if not self.usable or not rewrite.lasting:
-            return
+    def _write(self, key: str, record: dict) -> bool:
+        """Whether ``record`` was kept as ``key``'s entry, written whole or not at all."""
+        if not self.usable:
+            return False
         try:
-            payload = json.dumps({"key": key, **_record(rewrite)}, ensure_ascii=False).encode()
+            payload = json.dumps({"key": key, **record}, ensure_ascii=False).encode()
         except (TypeError, ValueError):
-            return  # a finding this cache cannot write (a field of a new shape): not kept
+            return False
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,8 +167,8 @@ class Cache:
                 os.unlink(temporary)
                 raise
         except OSError:
-            return  # a full disk or a read-only folder costs the cache, never the run
-        self.written += 1
+            return False  # a full disk or a read-only folder costs the cache, never the run
+        return True
 
     def prune(self, max_bytes: int = MAX_BYTES) -> None:
         """Remove the least recently used entries beyond ``max_bytes`` (down to a part of it),
@@ -275,15 +306,23 @@ class _Malformed(Exception):
     pass
 
 
-def _decoded(raw: bytes, key: str) -> Rewrite | None:
+def _decoded(raw: bytes, key: str) -> dict | None:
+    """The JSON object of an entry whose checksum holds and whose key is ``key``."""
     head, _, payload = raw.partition(b"\n")
     checksum, _, payload = payload.partition(b"\n")
     if head + b"\n" != MAGIC or checksum != hashlib.blake2b(payload).hexdigest().encode():
         return None
     try:
         record = json.loads(payload)
-        if not isinstance(record, dict) or record.get("key") != key:
-            return None
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and record.get("key") == key else None
+
+
+def _rewrite_of(record: dict | None) -> Rewrite | None:
+    if record is None:
+        return None
+    try:
         return Rewrite(
             changes=_findings(record["changes"]),
             manual=_findings(record["manual"]),

@@ -181,6 +181,10 @@ def _needs(options: Options, text: str) -> tuple[int, int]:
     )
 
 
+def _kept_needs(results: cache.Cache, options: Options, text: str) -> tuple[int, int]:
+    return results.needs(text.encode(), options, lambda: _needs(options, text))
+
+
 def discover(request: Request, settings: config.Settings) -> files.Discovery:
     try:
         excluded = config.excluded(settings, request.exclude, request.extend_exclude)
@@ -227,7 +231,11 @@ def migrate(
         return _migrate_stdin(request, settings, options, found.targets, started)
     for line in codemod.notes_on(found, request.write):
         note(line)
-    options = options.serving(CodeTrees(found.targets, functools.partial(_needs, options.base)))
+    results = cache.for_run(request.no_cache, request.cache_dir)
+    needs = functools.partial(_needs, options.base)
+    if results is not None:
+        needs = functools.partial(_kept_needs, results, options.base)
+    options = options.serving(CodeTrees(found.targets, needs))
     total = len(found.targets)
     root = carry.root_of(request.paths)
 
@@ -241,7 +249,7 @@ def migrate(
         write=request.write,
         progress=(lambda n: progress(n, total)) if progress else None,
         more=the_copy,
-        cache=cache.for_run(request.no_cache, request.cache_dir),
+        cache=results,
     )
     for line in [*options.refused, *carry.notes_on(root, done.plans)]:
         note(line)
