@@ -25,6 +25,9 @@ _TRANSFORMERS_TRAINER = re.compile(
     rb"\bTrainingArguments\b|\btransformers\.Trainer\b"
     rb"|from\s+transformers(?:\.trainer)?\s+import\s+(?:\([^)]*|[^\n]*)\bTrainer\b"
 )
+# transformers' TPU probe, gone from the releases install-library-pin asks for (4.52 has only
+# is_torch_xla_available, from 4.38 on): code that imports it fails there.
+_TRANSFORMERS_TPU_PROBE = re.compile(rb"\bis_torch_tpu_available\b")
 # Where the code names no torch_xla call the migration respells: every spelling it writes
 # exists from the first release without XRT on.
 NO_NEWER_NEED = (2, 1)
@@ -44,6 +47,8 @@ class Code:
     # Whether the code uses transformers' Trainer or TrainingArguments, the parts of transformers
     # that call torch_xla (install-library-pin); None where no code was read.
     transformers_trainer: bool | None = None
+    # Whether the code asks transformers' is_torch_tpu_available (install-library-pin).
+    transformers_tpu_probe: bool = False
 
     def __or__(self, other: Code) -> Code:
         known = [needs for needs in (self.needs, other.needs) if needs is not None]
@@ -53,6 +58,7 @@ class Code:
             max(known, default=None),
             self.own_xla_spawn or other.own_xla_spawn,
             any(trainer) if trainer else None,
+            self.transformers_tpu_probe or other.transformers_tpu_probe,
         )
 
 
@@ -101,7 +107,8 @@ def _read(path: Path, needs: Callable[[str], tuple[int, int]]) -> Code:
     except OSError:
         return Code()  # the run reports it when it migrates the file
     trainer = _TRANSFORMERS_TRAINER.search(head) is not None
+    probe = _TRANSFORMERS_TPU_PROBE.search(head) is not None
     if b"torch_xla" not in head:
-        return Code(transformers_trainer=trainer)
+        return Code(transformers_trainer=trainer, transformers_tpu_probe=probe)
     spawn = path.name == "xla_spawn.py" and b"num_cores" in head
-    return Code(True, needs(head.decode("utf-8", "replace")), spawn, trainer)
+    return Code(True, needs(head.decode("utf-8", "replace")), spawn, trainer, probe)

@@ -18,7 +18,8 @@ pin is reported where the code it serves uses torch_xla (the nearest folder abov
 code, code_trees.py) or its file installs torch_xla too: a sub-project of a monorepo pinning
 transformers 3.5 for code that never reaches torch_xla calls none of it. transformers calls
 torch_xla only from its Trainer and TrainingArguments: a pin for code that uses neither, and runs
-none of its example scripts, is left alone.
+none of its example scripts, is left alone. Code that imports transformers'
+``is_torch_tpu_available`` is told its replacement with the pin: the release asked for has none.
 """
 
 from __future__ import annotations
@@ -166,13 +167,20 @@ class LibraryPin(TextRule):
         if found is not None and not _trainer_unused(rec, found[0]):
             library, fixed = found
             release = ".".join(map(str, fixed.release))
+            probe = library == "transformers" and rec.options.transformers_tpu_probe
             rec.decide(
                 self.id,
                 offset,
-                f"pin {library}>={release}",
+                f"pin {library}>={release}" + (", and ask is_torch_xla_available" if probe else ""),
                 f"{shown}: releases of {library} before {release} call {fixed.calls}, "
                 f"which torch_xla {fixed.gone_in[0]}.{fixed.gone_in[1]} removed (AttributeError inside "
-                f"{library}; read at {fixed.read}): pin {library}>={release}",
+                f"{library}; read at {fixed.read}): pin {library}>={release}"
+                + (
+                    ". The code imports is_torch_tpu_available, which that release lacks (ImportError): "
+                    "is_torch_xla_available (transformers 4.38+) replaces it"
+                    if probe
+                    else ""
+                ),
             )
 
 
