@@ -1,4 +1,4 @@
-"""manual-shared-spawn-args beyond its examples: round 14's miss (a research script scaling its
+"""manual-shared-spawn-args beyond its examples: round 14's and round 15's misses (a research script scaling its
 learning rate on the argparse namespace the spawn hands every replica; there in a function of
 another module, which the rule does not follow) written in the spawned function."""
 
@@ -16,8 +16,12 @@ _HEAD = "import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla
         ("    args['batch_size'] //= xm.xrt_world_size()\n", "xmp.spawn(_mp_fn, args=(flags,))", True),
         ("    args.rank = xm.get_ordinal()\n", "xmp.spawn(_mp_fn, args=(args,))", True),
         ("    args.device = xm.xla_device()\n", "xmp.spawn(_mp_fn, args=(args,))", True),
+        # round 15: the update spelled as an assignment that reads the attribute it writes
+        ("    args.lr = args.lr * xm.xrt_world_size() * args.k\n", "xmp.spawn(_mp_fn, args=(args,))", True),
+        ("    args['lr'] = 2 * args['lr'] * xm.xrt_world_size()\n", "xmp.spawn(_mp_fn, args=(args,))", True),
         # the same value in every replica, a copy of its own, one replica, or the index
         ("    args.world_size = xm.xrt_world_size()\n", "xmp.spawn(_mp_fn, args=(args,))", False),
+        ("    args.lr = args.base_lr * xm.xrt_world_size()\n", "xmp.spawn(_mp_fn, args=(args,))", False),
         ("    args = copy.copy(args)\n    args.lr *= xm.xrt_world_size()\n", "xmp.spawn(_mp_fn, args=(args,))", False),
         ("    args.lr *= xm.xrt_world_size()\n", "xmp.spawn(_mp_fn, args=(args,), nprocs=1)", False),
         (

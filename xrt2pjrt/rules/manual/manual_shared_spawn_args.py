@@ -9,8 +9,9 @@ with the arguments that process unpickled: the same objects. An update in place 
 ``*=``) then runs twice on one object, so both replicas read the doubled value, and a write of
 what differs between replicas (its device, its number) is the last thread's. Reported where the
 spawned function itself makes such a write to an attribute or item of a parameter the spawn's
-``args`` fill (not the replica's index, not a parameter it binds again first, as to a copy), in a
-statement that names torch_xla, as scaling by the world size does (the engine reads no other).
+``args`` fill (not the replica's index, not a parameter it binds again first, as to a copy), an
+update (``+=``, or a value that reads the target: ``args.lr = args.lr * n``) or a value that differs
+between replicas, in a statement that names torch_xla, as scaling by the world size does (the engine reads no other).
 On TPU v4 and later each process runs one replica, as under XRT.
 """
 
@@ -87,7 +88,11 @@ class SharedSpawnArgs(PythonRule):
         if function is None or function.name not in spawned_by_name(tree) or function.name not in spawned_code(tree):
             return updated
         written = owners & _shared_parameters(function)
-        if written and (isinstance(original, cst.AugAssign) or _differs(tree, function, original.value)):
+        if written and (
+            isinstance(original, cst.AugAssign)
+            or _reads_itself(targets, original.value)
+            or _differs(tree, function, original.value)
+        ):
             ctx.decide("copy it: v2/v3 replicas share it", detail=_SHARED)
         return updated
 
@@ -97,6 +102,13 @@ def _shared_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[
     binds again (``args = copy.deepcopy(args)``)."""
     bound = spawn_site.bindings(function)
     return {a.arg for a in function.args.args[1:] if len(bound.get(a.arg, ())) == 1}
+
+
+def _reads_itself(targets: list[cst.BaseExpression], value: cst.BaseExpression) -> bool:
+    """Whether ``value`` reads what it is assigned to: ``args.lr = args.lr * n`` updates in place
+    as ``*=`` does."""
+    written = {ast.unparse(ast.parse(code(t), mode="eval").body) for t in targets}
+    return any(ast.unparse(node) in written for node in ast.walk(ast.parse(f"({code(value)})", mode="eval").body))
 
 
 def _differs(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, value: cst.BaseExpression) -> bool:
