@@ -27,11 +27,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from xrt2pjrt.python.spawn_site import DEFINITIONS
+
 # Python's tokenizer ends lines at these and nothing else (not at \f or \x1c, which
 # str.splitlines also splits at).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SCOPES = (*DEFINITIONS, ast.Lambda)
 
 
 @dataclass
@@ -108,7 +109,7 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
                         indent=code[: len(code) - len(code.lstrip(" \t"))],
                     )
                 run.last = statement.end_lineno
-                run.definition = run.definition or isinstance(statement, _DEFINITIONS)
+                run.definition = run.definition or isinstance(statement, DEFINITIONS)
                 continue
             if run is not None:
                 runs.append(run)
@@ -212,7 +213,7 @@ def _foldable(statement: ast.stmt, bound: set[str]) -> bool:
             return False
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in bound:
             return False
-        if isinstance(node, _DEFINITIONS) and node.name in bound:
+        if isinstance(node, DEFINITIONS) and node.name in bound:
             return False
         if isinstance(node, (ast.Global, ast.Nonlocal)) and bound.intersection(node.names):
             return False
@@ -220,7 +221,7 @@ def _foldable(statement: ast.stmt, bound: set[str]) -> bool:
             return False
         if isinstance(node, _SCOPES) and node is not statement:
             continue
-        if isinstance(node, _DEFINITIONS):
+        if isinstance(node, DEFINITIONS):
             # Its decorators, defaults and bases run here; its body is a scope of its own.
             pending += [*node.decorator_list, *getattr(node, "bases", ()), *getattr(node, "keywords", ())]
             if not isinstance(node, ast.ClassDef):

@@ -271,7 +271,7 @@ def notebook_one_process(ctx) -> bool:
     top = {
         spawn_site.called_name(call.func)
         for statement in tree.body
-        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if not isinstance(statement, spawn_site.DEFINITIONS)
         for call in ast.walk(statement)
         if isinstance(call, ast.Call)
     }

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import imports
 
+# A def or a class statement: a scope of its own whose body runs when it is called, not where it stands.
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 
@@ -306,7 +309,7 @@ def _bindings(scope: ast.AST) -> dict[str, list[ast.AST | None]]:
                 out.setdefault(arg.arg, []).append(None)
     assigned: set[int] = set()  # the Name targets of plain assignments, bound to their value
     for node in own_nodes(scope):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, DEFINITIONS):
             out.setdefault(node.name, []).append(node)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             out.setdefault(node.targets[0].id, []).append(node.value)

@@ -695,7 +695,7 @@ def _bindings(scope: ast.AST) -> dict[str, list[tuple[ast.AST | None, int | None
 
     nodes = list(spawn_site.own_nodes(scope))
     for node in nodes:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, spawn_site.DEFINITIONS):
             out.setdefault(node.name, []).append((node, node.lineno))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             bind(node.targets[0], node.value, node.lineno)

@@ -135,7 +135,7 @@ def _probe(ctx) -> ast.Try | None:
         )
         if inner is None:
             return found
-        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(inner, spawn_site.DEFINITIONS):
             found = None
         elif isinstance(inner, ast.Try):
             body = inner.body

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 
+from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule
 from xrt2pjrt.python.spawn_graph import every_spawn_one_process, in_replicas_code, notebook_one_process, spawn_calls
 from xrt2pjrt.registry import Example, dedent
@@ -92,8 +93,7 @@ def _moved_by_the_script(tree: ast.Module, line: int) -> bool:
         and isinstance(call.func.value, ast.Name)
         and call.func.value.id in names
         for statement in tree.body
-        if statement.lineno > made.end_lineno
-        and not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if statement.lineno > made.end_lineno and not isinstance(statement, spawn_site.DEFINITIONS)
         for call in ast.walk(statement)
         if isinstance(call, ast.Call)
     )

@@ -60,7 +60,6 @@ _LOADED = re.compile(
 # Calls named for a seed that do not seed torch alike: numpy's and random's, torch.seed() (a
 # random one), torch.initial_seed() (a question).
 _NOT_TORCH_SEEDS = frozenset({"seed", "initial_seed"})
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # Wrappers that make the replicas' parameters agree (DDP broadcasts rank 0's) or need not (FSDP
 # keeps one shard per replica).
 _WRAPPERS = re.compile(r"\b(\w*FullyShardedDataParallel|FSDP|DistributedDataParallel|DDP)\b")
@@ -307,6 +306,6 @@ def _unconditional(body: list[ast.stmt]) -> list[ast.stmt]:
     for statement in body:
         if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
             statements += _unconditional(statement.body)
-        elif not isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, *_SCOPES)):
+        elif not isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, *spawn_site.DEFINITIONS)):
             statements.append(statement)
     return statements

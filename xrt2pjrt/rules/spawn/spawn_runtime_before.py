@@ -455,7 +455,7 @@ class _Calls:
         self.defs: dict[str, list[ast.AST]] = {}
         self.calls_of: dict[str | None, list[ast.Call]] = {}
         self.class_of: dict[ast.AST, ast.ClassDef] = {}  # a statement of a class's body -> the class
-        for node in spawn_site.of_type(tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call)):
+        for node in spawn_site.of_type(tree, (*spawn_site.DEFINITIONS, ast.Call)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.defs.setdefault(node.name, []).append(node)
             elif isinstance(node, ast.ClassDef):

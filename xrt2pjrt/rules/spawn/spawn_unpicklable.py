@@ -223,7 +223,7 @@ def _refused(value: ast.expr, site: spawn_site.Site, bound: dict[str, str], seen
         return None
     found = []
     for binding in spawn_site.bindings(scope)[value.id]:
-        if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(binding, spawn_site.DEFINITIONS):
             if isinstance(scope, ast.Module):
                 return None  # pickled by its name
             found.append(f"a {'class' if isinstance(binding, ast.ClassDef) else 'function'} defined in {scope.name}")
