@@ -1,5 +1,6 @@
 """spawn-dataloader-worker beyond its examples: an ordinal asked for in a DataLoader worker,
-through a function of the file, a lambda or a partial, and not when handed over."""
+through a function of the file, a lambda or a partial, or in a WebDataset's nodesplitter, and
+not when handed over."""
 
 import pytest
 
@@ -28,6 +29,13 @@ _SEEDED = "import functools\nimport torch_xla.core.xla_model as xm\n" + _XMP + "
         (
             "def seed(worker_id, base):\n    random.seed(base + xm.get_local_ordinal())\n\n"
             "def _mp_fn(index):\n    DataLoader(data, worker_init_fn=functools.partial(seed, base=1))\n\nxmp.spawn(_mp_fn)\n",
+            [6],
+        ),
+        # round 15: a WebDataset's nodesplitter, run in the workers or the ParallelLoader's thread,
+        # where the world size is every thread's
+        (
+            "def by_node(urls):\n    rank = xm.get_ordinal()\n    return urls[rank::xm.xrt_world_size()]\n\n"
+            "def _mp_fn(index):\n    wds.WebDataset(urls, nodesplitter=by_node)\n\nxmp.spawn(_mp_fn)\n",
             [6],
         ),
         # asked in the replica and handed over, in the partial's arguments or a default: nothing to do

@@ -1,7 +1,12 @@
-"""A worker_init_fn that asks torch_xla for the replica's ordinal or world size: reported.
+"""A worker_init_fn or a WebDataset nodesplitter that asks torch_xla for the replica's ordinal or
+world size: reported.
 
 A worker_init_fn (a function, a lambda, a ``functools.partial`` of one) runs in each DataLoader
-worker, a process of its own. Under XRT the worker inherited the replica's environment, and
+worker, a process of its own; a WebDataset's ``nodesplitter`` runs where the dataset is iterated:
+in those workers, or in the thread of a ParallelLoader or MpDeviceLoader, where on TPU v2/v3
+``xr.global_ordinal()`` answers the process's first device for both replicas (2.9 keeps no
+ordinal for a process of two threads, and reads the calling thread's device: torch_xla/runtime.py,
+``_init_world_size_ordinal``), so both read the same shards. Under XRT the worker inherited the replica's environment, and
 ``xm.get_ordinal()`` there answered the replica's number. torch_xla's spawn starts its replicas
 with the spawn method, so their workers start so too, and torch_xla in a worker is not the
 replica's: on a TPU it starts a runtime of its own, on CPU it answers as a world of one. Such a
@@ -21,18 +26,19 @@ from xrt2pjrt.registry import Example, dedent
 
 _IN_WORKER = "ask in the replica and pass it in"
 _WHY = (
-    "this code runs in each DataLoader worker (it is a worker_init_fn), a process of its own: torch_xla's spawn "
-    "starts its replicas with the spawn method, so their workers start so too, and torch_xla there is not the "
-    "replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); XRT's answer came "
-    "from the environment the worker inherited. Ask for the ordinal or world size in the replica and hand the "
-    "answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())"
+    "this code runs in each DataLoader worker, a process of its own (a worker_init_fn; a WebDataset nodesplitter "
+    "there, or in a ParallelLoader's thread, where on TPU v2/v3 the ordinal is the process's first device's): "
+    "torch_xla's spawn starts its replicas with the spawn method, so their workers start so too, and torch_xla "
+    "there is not the replica's (on a TPU it starts a runtime of its own; on CPU it answers as a world of one); "
+    "XRT's answer came from the environment the worker inherited. Ask for the ordinal or world size in the "
+    "replica and hand the answer over: worker_init_fn=functools.partial(fn, rank=xr.global_ordinal())"
 )
 
 
 class DataLoaderWorker(PythonRule):
     id = "spawn-dataloader-worker"
     fix = "none"
-    summary = "An ordinal or world size asked for in a DataLoader's worker_init_fn: reported"
+    summary = "An ordinal or world size asked for in a DataLoader's worker_init_fn or a nodesplitter: reported"
     names = REPLICA_IDENTITY
     examples = (
         Example(  # the per-replica seed: every replica's workers seeded alike, each reading the same samples
@@ -73,27 +79,41 @@ class DataLoaderWorker(PythonRule):
     )
 
     def call(self, ctx, node, name):
-        if any(first <= ctx.line <= last for first, last in _worker_init_code(ctx.tree)):
+        if any(
+            first <= ctx.line <= last and (keyword in _ANY_THREAD or name.endswith("ordinal"))
+            for first, last, keyword in _worker_init_code(ctx.tree)
+        ):
             ctx.decide(_IN_WORKER, detail=_WHY)
         return node
 
 
+_CALLBACKS = ("worker_init_fn", "nodesplitter")
+# Where a nodesplitter runs in the loader's thread, only the ordinal is that thread's device's:
+# the world size is the same in every thread.
+_ANY_THREAD = ("worker_init_fn",)
+
+
 @per_file()
-def _worker_init_code(tree: ast.Module | None) -> tuple[tuple[int, int], ...]:
-    """The lines (first, last) of the code that runs as some DataLoader's worker_init_fn: a
-    lambda given as one, the body of a function of this file given as one, by name or in a
-    functools.partial (its other arguments are computed where the partial is made)."""
+def _worker_init_code(tree: ast.Module | None) -> tuple[tuple[int, int, str], ...]:
+    """The lines (first, last) of the code that runs as some DataLoader's worker_init_fn or some
+    WebDataset's nodesplitter (``_CALLBACKS``), and that keyword: a lambda given as one, the body
+    of a function of this file given as one, by name or in a functools.partial (its other
+    arguments are computed where the partial is made)."""
     if tree is None:
         return ()
-    given, spans = set(), []
+    given, spans = {}, []
     for node in spawn_site.of_type(tree, (ast.keyword,)):
-        if node.arg == "worker_init_fn":
+        if node.arg in _CALLBACKS:
             value = node.value
             if isinstance(value, ast.Call) and value.args and ast.unparse(value.func).endswith("partial"):
                 value = value.args[0]
             if isinstance(value, ast.Lambda):
-                spans.append((value.body.lineno, value.body.end_lineno))
+                spans.append((value.body.lineno, value.body.end_lineno, node.arg))
             elif isinstance(value, (ast.Name, ast.Attribute)):
-                given.add(value.id if isinstance(value, ast.Name) else value.attr)
-    spans += [(node.body[0].lineno, node.end_lineno) for node in spawn_site.functions(tree) if node.name in given]
+                given[value.id if isinstance(value, ast.Name) else value.attr] = node.arg
+    spans += [
+        (node.body[0].lineno, node.end_lineno, given[node.name])
+        for node in spawn_site.functions(tree)
+        if node.name in given
+    ]
     return tuple(spans)
