@@ -133,3 +133,18 @@ def test_a_model_built_before_the_replicas_ran_is_not_one_the_seed_makes_differ(
     assert "manual-seeded-replicas" not in [m.rule for m in migrate(head + source).manual]
     built_here = source.replace("MX.to", "Net().to")
     assert "manual-seeded-replicas" in [m.rule for m in migrate(head + built_here).manual]
+
+
+def test_a_model_a_call_unpacks_is_moved_where_the_item_says():
+    # round 15: `model, preprocess = clip.load(...)` then `model = model.to(device)`; the item cited
+    # a batch's move in the training loop below, as if the unpacked model were data
+    source = (
+        "import torch\nimport clip\nimport torch_xla.core.xla_model as xm\n"
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index):\n    torch.manual_seed(42)\n    device = xm.xla_device()\n"
+        "    model, preprocess = clip.load('ViT-B/32')\n    model = model.to(device)\n"
+        "    for images, texts in loader:\n        texts = clip.tokenize(texts).to(device)\n\n"
+        "xmp.spawn(_mp_fn)\n"
+    )
+    (item,) = migrate(source).manual
+    assert item.rule == "manual-seeded-replicas" and [cite.line for cite in item.cites] == [10]

@@ -306,8 +306,23 @@ def _a_tensor(
     if isinstance(value, ast.Name) and value.id not in seen:
         values = spawn_site.bindings(function).get(value.id, [])
         made = [v for v in values if v is not None]  # (a loop's target, a parameter: None)
-        return bool(values) and all(_a_tensor(v, function, bound, seen | {value.id}) for v in made)
+        unpacked = len(made) < len(values) and value.id not in _loop_or_parameter_names(function)
+        return bool(values) and not unpacked and all(_a_tensor(v, function, bound, seen | {value.id}) for v in made)
     return isinstance(value, ast.Name)  # (its own move: x = x.to(device))
+
+
+@per_file(size=None)
+def _loop_or_parameter_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The names ``function`` binds as a loop's target or a parameter: where a binding without a
+    value is a batch, not what a call unpacks (``model, preprocess = clip.load(name)``)."""
+    loops = (
+        node.id
+        for statement in spawn_site.own_nodes(function)
+        if isinstance(statement, (ast.For, ast.AsyncFor, ast.comprehension))
+        for node in ast.walk(statement.target)
+        if isinstance(node, ast.Name)
+    )
+    return frozenset(loops) | {arg.arg for arg in ast.walk(function.args) if isinstance(arg, ast.arg)}
 
 
 def _metric(value: ast.expr, bound: dict[str, str]) -> bool:
