@@ -38,6 +38,13 @@ _SEEDED = "import functools\nimport torch_xla.core.xla_model as xm\n" + _XMP + "
             "def _mp_fn(index):\n    wds.WebDataset(urls, nodesplitter=by_node)\n\nxmp.spawn(_mp_fn)\n",
             [6],
         ),
+        # a def the file makes again, which replaces it: its first body never runs
+        (
+            "def by_node(urls):\n    return urls[xm.get_ordinal()::8]\n\n"
+            "def by_node(urls):\n    return urls\n\n"
+            "def _mp_fn(index):\n    wds.WebDataset(urls, nodesplitter=by_node)\n\nxmp.spawn(_mp_fn)\n",
+            [],
+        ),
         # asked in the replica and handed over, in the partial's arguments or a default: nothing to do
         (
             "def seed(worker_id, rank):\n    np.random.seed(rank * 8 + worker_id)\n\n"

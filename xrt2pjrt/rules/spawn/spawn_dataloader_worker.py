@@ -111,9 +111,9 @@ def _worker_init_code(tree: ast.Module | None) -> tuple[tuple[int, int, str], ..
                 spans.append((value.body.lineno, value.body.end_lineno, node.arg))
             elif isinstance(value, (ast.Name, ast.Attribute)):
                 given[value.id if isinstance(value, ast.Name) else value.attr] = node.arg
-    spans += [
-        (node.body[0].lineno, node.end_lineno, given[node.name])
-        for node in spawn_site.functions(tree)
-        if node.name in given
-    ]
+    parents = spawn_site.parents(tree)
+    last = {  # (a def made again in the same body replaces it)
+        (node.name, id(parents.get(id(node)))): node for node in spawn_site.functions(tree) if node.name in given
+    }
+    spans += [(node.body[0].lineno, node.end_lineno, given[node.name]) for node in last.values()]
     return tuple(spans)
