@@ -43,6 +43,19 @@ def test_a_seed_in_what_the_spawned_function_calls_is_reported():
     assert "manual-seeded-replicas" in [item.rule for item in migrate(source).manual]
 
 
+def test_transformers_set_seed_in_a_script_xla_spawn_runs_is_reported():
+    # round 15: a fine-tuning script for transformers' xla_spawn.py seeds with set_seed, then builds
+    # a classifier whose head is random
+    source = (
+        "from transformers import AutoModelForSequenceClassification, set_seed\n"
+        "import torch_xla.core.xla_model as xm\n\n"
+        "def main():\n    set_seed(42)\n"
+        "    model = AutoModelForSequenceClassification.from_pretrained(NAME).to(xm.xla_device())\n\n"
+        "def _mp_fn(index):\n    main()\n"
+    )
+    assert [item.rule for item in migrate(source).manual] == ["manual-seeded-replicas"]
+
+
 def test_a_seed_outside_spawned_code_is_not():
     source = "import torch\nimport torch_xla.core.xla_model as xm\n\ntorch.manual_seed(0)\nd = xm.xla_device()\n"
     assert "manual-seeded-replicas" not in [item.rule for item in migrate(source).manual]

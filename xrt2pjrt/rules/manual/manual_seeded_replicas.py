@@ -1,4 +1,4 @@
-"""torch.manual_seed in a function xmp.spawn or torch_xla.launch runs, followed there by a module moved
+"""torch.manual_seed (or transformers' set_seed) in a function xmp.spawn or torch_xla.launch runs, followed there by a module moved
 with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas share a
 process and torch's global RNG, so models built after the same seed differ; report
 
@@ -49,9 +49,17 @@ _SHARED_RNG = (
 class SeededReplicas(PythonRule):
     id = "manual-seeded-replicas"
     fix = "none"
-    statement_words = ("manual_seed",)
+    statement_words = ("manual_seed", "set_seed")
     summary = "torch.manual_seed, then a model built in the replicas (v2/v3 threads share one RNG): reported"
-    names = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
+    # (transformers' set_seed seeds torch's global generator too, for a script its Trainer trains)
+    names = frozenset(
+        {
+            "torch.manual_seed",
+            "torch.random.manual_seed",
+            "transformers.set_seed",
+            "transformers.trainer_utils.set_seed",
+        }
+    )
     examples = (
         Example(
             dedent("""
