@@ -25,9 +25,13 @@ _TRANSFORMERS_TRAINER = re.compile(
     rb"\bTrainingArguments\b|\btransformers\.Trainer\b"
     rb"|from\s+transformers(?:\.trainer)?\s+import\s+(?:\([^)]*|[^\n]*)\bTrainer\b"
 )
-# transformers' TPU probe, gone from the releases install-library-pin asks for (4.52 has only
-# is_torch_xla_available, from 4.38 on): code that imports it fails there.
-_TRANSFORMERS_TPU_PROBE = re.compile(rb"\bis_torch_tpu_available\b")
+# Spellings of XRT-era transformers code that transformers 4.52, the release install-library-pin
+# asks for, lacks (read in its wheel), with what replaces them there: code that uses them fails.
+TRANSFORMERS_GONE = {
+    "is_torch_tpu_available": "is_torch_xla_available",  # (4.38+)
+    "evaluation_strategy": "eval_strategy",  # TrainingArguments' keyword (4.41+)
+}
+_TRANSFORMERS_GONE = re.compile(rb"\b(?:" + "|".join(TRANSFORMERS_GONE).encode() + rb")\b")
 # Where the code names no torch_xla call the migration respells: every spelling it writes
 # exists from the first release without XRT on.
 NO_NEWER_NEED = (2, 1)
@@ -47,8 +51,8 @@ class Code:
     # Whether the code uses transformers' Trainer or TrainingArguments, the parts of transformers
     # that call torch_xla (install-library-pin); None where no code was read.
     transformers_trainer: bool | None = None
-    # Whether the code asks transformers' is_torch_tpu_available (install-library-pin).
-    transformers_tpu_probe: bool = False
+    # The spellings of TRANSFORMERS_GONE the code uses (install-library-pin).
+    transformers_gone: tuple[str, ...] = ()
 
     def __or__(self, other: Code) -> Code:
         known = [needs for needs in (self.needs, other.needs) if needs is not None]
@@ -58,7 +62,7 @@ class Code:
             max(known, default=None),
             self.own_xla_spawn or other.own_xla_spawn,
             any(trainer) if trainer else None,
-            self.transformers_tpu_probe or other.transformers_tpu_probe,
+            tuple(sorted({*self.transformers_gone, *other.transformers_gone})),
         )
 
 
@@ -107,8 +111,8 @@ def _read(path: Path, needs: Callable[[str], tuple[int, int]]) -> Code:
     except OSError:
         return Code()  # the run reports it when it migrates the file
     trainer = _TRANSFORMERS_TRAINER.search(head) is not None
-    probe = _TRANSFORMERS_TPU_PROBE.search(head) is not None
+    gone = tuple(sorted({found.decode() for found in _TRANSFORMERS_GONE.findall(head)}))
     if b"torch_xla" not in head:
-        return Code(transformers_trainer=trainer, transformers_tpu_probe=probe)
+        return Code(transformers_trainer=trainer, transformers_gone=gone)
     spawn = path.name == "xla_spawn.py" and b"num_cores" in head
-    return Code(True, needs(head.decode("utf-8", "replace")), spawn, trainer, probe)
+    return Code(True, needs(head.decode("utf-8", "replace")), spawn, trainer, gone)

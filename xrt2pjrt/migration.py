@@ -166,7 +166,7 @@ class PerFileOptions:
                     code_needs=served.needs,
                     own_xla_spawn=served.own_xla_spawn,
                     transformers_trainer=served.transformers_trainer,
-                    transformers_tpu_probe=served.transformers_tpu_probe,
+                    transformers_gone=served.transformers_gone,
                 )
             self._cache[key] = replace(chosen, line_length=found.length if found.formatter else None, width=key[2])
         return self._cache[key]

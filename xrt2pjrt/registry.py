@@ -297,8 +297,8 @@ class Options:
     # Whether that code uses transformers' Trainer or TrainingArguments, which call torch_xla;
     # None: no code is known (code_trees.py).
     transformers_trainer: bool | None = None
-    # Whether that code asks transformers' is_torch_tpu_available, which newer releases lack.
-    transformers_tpu_probe: bool = False
+    # The spellings of that code that newer transformers lacks (code_trees.TRANSFORMERS_GONE).
+    transformers_gone: tuple[str, ...] = ()
     # Whether unsafe fixes are made too (--unsafe-fixes); without it they are pending.
     unsafe_fixes: bool = False
 

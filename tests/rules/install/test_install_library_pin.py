@@ -121,15 +121,19 @@ def test_a_transformers_pin_is_reported_where_its_trainer_runs(tmp_path, code, s
     assert bool(items.get("setup.sh")) == reported
 
 
-def test_code_that_asks_the_old_tpu_probe_is_told_its_replacement(tmp_path):
-    # round 14: a library pinning transformers 3.0 imports is_torch_tpu_available, which the
-    # release the pin is told to move to (4.52) no longer has
+def test_code_that_uses_what_the_pinned_release_lacks_is_told_the_replacements(tmp_path):
+    # round 14: a library pinning transformers 3.0 imports is_torch_tpu_available; round 15: a
+    # script passes evaluation_strategy=; transformers 4.52, the release the pin moves to, has neither
     files = {
         "requirements.txt": "torch_xla\ntransformers==3.0.2\n",
         "learner.py": "import torch_xla\nfrom transformers import Trainer\n",
     }
     told = migrate_tree(tmp_path / "plain", files, "install-library-pin")["requirements.txt"]
     files["learner.py"] += "from transformers.file_utils import is_torch_tpu_available\n"
-    probed = migrate_tree(tmp_path / "probe", files, "install-library-pin")["requirements.txt"]
-    assert len(told) == len(probed) == 1 and "is_torch_tpu_available" not in told[0]
-    assert probed[0].endswith("is_torch_xla_available (transformers 4.38+) replaces it")
+    files["train.py"] = "args = TrainingArguments('out', evaluation_strategy='epoch')\n"
+    respelt = migrate_tree(tmp_path / "gone", files, "install-library-pin")["requirements.txt"]
+    assert len(told) == len(respelt) == 1 and "lacks" not in told[0]
+    assert respelt[0].endswith(
+        "The code uses evaluation_strategy and is_torch_tpu_available, which that release lacks: "
+        "use eval_strategy and is_torch_xla_available"
+    )

@@ -18,8 +18,9 @@ pin is reported where the code it serves uses torch_xla (the nearest folder abov
 code, code_trees.py) or its file installs torch_xla too: a sub-project of a monorepo pinning
 transformers 3.5 for code that never reaches torch_xla calls none of it. transformers calls
 torch_xla only from its Trainer and TrainingArguments: a pin for code that uses neither, and runs
-none of its example scripts, is left alone. Code that imports transformers'
-``is_torch_tpu_available`` is told its replacement with the pin: the release asked for has none.
+none of its example scripts, is left alone. Code that uses what the release asked for lacks
+(``is_torch_tpu_available``, TrainingArguments' ``evaluation_strategy``: code_trees.py) is told
+their replacements with the pin.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from xrt2pjrt.code_trees import TRANSFORMERS_GONE
 from xrt2pjrt.registry import Example
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.installs import INSTALLS_TORCH_XLA
@@ -167,18 +169,18 @@ class LibraryPin(TextRule):
         if found is not None and not _trainer_unused(rec, found[0]):
             library, fixed = found
             release = ".".join(map(str, fixed.release))
-            probe = library == "transformers" and rec.options.transformers_tpu_probe
+            gone = rec.options.transformers_gone if library == "transformers" else ()
             rec.decide(
                 self.id,
                 offset,
-                f"pin {library}>={release}" + (", and ask is_torch_xla_available" if probe else ""),
+                f"pin {library}>={release}" + (", and respell what it lacks" if gone else ""),
                 f"{shown}: releases of {library} before {release} call {fixed.calls}, "
                 f"which torch_xla {fixed.gone_in[0]}.{fixed.gone_in[1]} removed (AttributeError inside "
                 f"{library}; read at {fixed.read}): pin {library}>={release}"
                 + (
-                    ". The code imports is_torch_tpu_available, which that release lacks (ImportError): "
-                    "is_torch_xla_available (transformers 4.38+) replaces it"
-                    if probe
+                    f". The code uses {' and '.join(gone)}, which that release lacks: use "
+                    f"{' and '.join(TRANSFORMERS_GONE[name] for name in gone)}"
+                    if gone
                     else ""
                 ),
             )
