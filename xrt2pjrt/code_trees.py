@@ -19,19 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from xrt2pjrt.registry import TRANSFORMERS_GONE
+
 LOOK = 1_000_000
 # transformers' Trainer, which calls torch_xla (not Lightning's pl.Trainer beside a transformers model).
 _TRANSFORMERS_TRAINER = re.compile(
     rb"\bTrainingArguments\b|\btransformers\.Trainer\b"
     rb"|from\s+transformers(?:\.trainer)?\s+import\s+(?:\([^)]*|[^\n]*)\bTrainer\b"
 )
-# Spellings of XRT-era transformers code that transformers 4.52, the release install-library-pin
-# asks for, lacks (read in its wheel), with what replaces them there: code that uses them fails.
-TRANSFORMERS_GONE = {
-    "is_torch_tpu_available": "is_torch_xla_available",  # (4.38+)
-    "evaluation_strategy": "eval_strategy",  # TrainingArguments' keyword (4.41+)
-}
-_TRANSFORMERS_GONE = re.compile(rb"\b(?:" + "|".join(TRANSFORMERS_GONE).encode() + rb")\b")
+_TRANSFORMERS_GONE = re.compile(rb"\b(?:" + "|".join(TRANSFORMERS_GONE).encode() + rb")\b")  # (registry.py)
 # Where the code names no torch_xla call the migration respells: every spelling it writes
 # exists from the first release without XRT on.
 NO_NEWER_NEED = (2, 1)
@@ -51,7 +47,7 @@ class Code:
     # Whether the code uses transformers' Trainer or TrainingArguments, the parts of transformers
     # that call torch_xla (install-library-pin); None where no code was read.
     transformers_trainer: bool | None = None
-    # The spellings of TRANSFORMERS_GONE the code uses (install-library-pin).
+    # The spellings of registry.TRANSFORMERS_GONE the code uses (install-library-pin).
     transformers_gone: tuple[str, ...] = ()
 
     def __or__(self, other: Code) -> Code:

@@ -247,6 +247,14 @@ def select(chosen: list[str] | None, ignored: list[str] | None, note: Callable[[
     return Selection(tuple(chosen) or None, tuple(ignored))
 
 
+# Spellings of XRT-era transformers code that transformers 4.52, the release install-library-pin
+# asks for, lacks (read in its wheel), with what replaces them there: code that uses them fails.
+TRANSFORMERS_GONE = {
+    "is_torch_tpu_available": "is_torch_xla_available",  # (4.38+)
+    "evaluation_strategy": "eval_strategy",  # TrainingArguments' keyword (4.41+)
+}
+
+
 @dataclass(frozen=True)
 class Options:
     """What the user asked for, handed to every rewriter."""
@@ -297,7 +305,7 @@ class Options:
     # Whether that code uses transformers' Trainer or TrainingArguments, which call torch_xla;
     # None: no code is known (code_trees.py).
     transformers_trainer: bool | None = None
-    # The spellings of that code that newer transformers lacks (code_trees.TRANSFORMERS_GONE).
+    # The spellings of that code that newer transformers lacks (TRANSFORMERS_GONE).
     transformers_gone: tuple[str, ...] = ()
     # Whether unsafe fixes are made too (--unsafe-fixes); without it they are pending.
     unsafe_fixes: bool = False

@@ -19,7 +19,7 @@ code, code_trees.py) or its file installs torch_xla too: a sub-project of a mono
 transformers 3.5 for code that never reaches torch_xla calls none of it. transformers calls
 torch_xla only from its Trainer and TrainingArguments: a pin for code that uses neither, and runs
 none of its example scripts, is left alone. Code that uses what the release asked for lacks
-(``is_torch_tpu_available``, TrainingArguments' ``evaluation_strategy``: code_trees.py) is told
+(``is_torch_tpu_available``, TrainingArguments' ``evaluation_strategy``: registry.TRANSFORMERS_GONE) is told
 their replacements with the pin.
 """
 
@@ -28,8 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xrt2pjrt.code_trees import TRANSFORMERS_GONE
-from xrt2pjrt.registry import Example
+from xrt2pjrt.registry import TRANSFORMERS_GONE, Example
 from xrt2pjrt.recorder import todo_line
 from xrt2pjrt.text.installs import INSTALLS_TORCH_XLA
 from xrt2pjrt.text.rule import TextRule
