@@ -47,6 +47,8 @@ def test_the_probe_is_reported_after_the_rename():
         "import torch_xla.core.xla_model as xm\n\ntry:\n    def dev():\n        return xm.xla_device()\n"
         "except RuntimeError:\n    pass\n",
         "import torch_xla.core.xla_model as xm\n\ntry:\n    device = xm.xla_device()\nexcept KeyError:\n    pass\n",
+        # round 15: an except that only passes decides nothing (a --tpu flag picks the device)
+        "import torch_xla.core.xla_model as xm\n\ntry:\n    dev = xm.xla_device()\nexcept:\n    pass\n",
     ],
 )
 def test_no_probe_no_item(source):

@@ -10,6 +10,7 @@ so a GPU or CPU host answered False. torch_xla 2.x never raises there: importing
 ``PJRT_DEVICE=CPU`` when it finds no TPU (v2.9.0 torch_xla/runtime.py:57, called from
 torch_xla/__init__.py:274), and the probe answers True on every host, so the library takes its
 TPU paths on a GPU box (a run on 2.9's CPU shows it: tests/rules/manual/test_manual_device_probe.py).
+A try that only takes the device, with an ``except`` that only passes, decides nothing: no probe.
 
 The device type the runtime chose answers the question: ``torch_xla.runtime.device_type()``
 is 'TPU' only on a TPU host (2.1+; v2.9.0 torch_xla/runtime.py:74). The probe is reported, not
@@ -143,9 +144,18 @@ def _probe(ctx) -> ast.Try | None:
                 body[0].lineno <= line <= body[-1].end_lineno
                 and len(body) <= _PROBE_STATEMENTS
                 and any(_catches(handler) for handler in inner.handlers)
+                and _decides(inner)
             )
             found = inner if probe else None
         node = inner
+
+
+def _decides(node: ast.Try) -> bool:
+    """Whether what the try finds out changes what the code does: its except does something, or
+    its body does more than take the device. ``try: dev = xm.xla_device() except: pass`` decides
+    nothing (a flag picks the device later)."""
+    passes = all(isinstance(s, ast.Pass) for handler in node.handlers if _catches(handler) for s in handler.body)
+    return not passes or not all(isinstance(s, (ast.Assign, ast.AnnAssign)) for s in node.body)
 
 
 def _catches(handler: ast.ExceptHandler) -> bool:
