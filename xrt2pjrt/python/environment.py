@@ -396,7 +396,7 @@ _MOCKS = ("mock.patch.dict", "patch.dict", "monkeypatch.setenv", "monkeypatch.se
 
 def _sets_for_a_test(ctx) -> bool:
     """Whether the node being visited is inside ``mock.patch.dict(os.environ, {...})`` (or
-    pytest's ``monkeypatch``), or in a test file: one that defines ``test_*`` functions."""
+    pytest's ``monkeypatch``), or in a test file (``_is_test_file``)."""
     return any(
         isinstance(node, cst.Call) and (ctx.resolve(node.func) or imports.dotted(node.func) or "").endswith(_MOCKS)
         for node in ctx.ancestors()
@@ -405,12 +405,14 @@ def _sets_for_a_test(ctx) -> bool:
 
 @per_file()  # (asked at each write the file makes: a scan each time was quadratic)
 def _is_test_file(tree: ast.Module | None) -> bool:
+    """A module-level ``test_*`` function, or a ``test*`` method of a class: a training script's
+    evaluation loop is often called ``test(model, loader)``, and is no test."""
     if tree is None:
         return False
-    bodies = [tree.body] + [node.body for node in tree.body if isinstance(node, ast.ClassDef)]
+    tests = [(tree.body, "test_")] + [(node.body, "test") for node in tree.body if isinstance(node, ast.ClassDef)]
     return any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
-        for body in bodies
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(prefix)
+        for body, prefix in tests
         for node in body
     )
 

@@ -50,3 +50,19 @@ def test_a_tpu_node_set_in_a_notebook_is_reported_where_something_can_reach_it(o
     outcome = notebook.rewrite(text, Options(rules=frozenset(all_rules())))
     assert [m.rule for m in outcome.manual] == ["env-xrt-tpu-config"] * reported
     assert "PJRT_DEVICE" in outcome.text  # the setting is migrated either way
+
+
+@pytest.mark.parametrize(
+    "definitions, for_a_test",
+    [
+        # round 15: an MNIST script's evaluation loop, named test, makes no test file
+        ("def test(model, loader):\n    pass\n", False),
+        ("def test_config():\n    pass\n", True),
+        ("class TestRun:\n    def testConfig(self):\n        pass\n", True),
+    ],
+)
+def test_a_write_in_a_test_file_stays_and_a_script_with_a_test_loop_is_migrated(definitions, for_a_test):
+    source = f"import os\nos.environ['XRT_TPU_CONFIG'] = 'tpu_worker;0;10.0.0.2:8470'\n\n{definitions}"
+    out = migrate(source)
+    assert ("XRT_TPU_CONFIG" in out.text) == for_a_test
+    assert any("set for a test here" in m.detail for m in out.manual) == for_a_test
