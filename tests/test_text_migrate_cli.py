@@ -189,17 +189,19 @@ def test_jsonnet_configs_are_reported_and_left_alone(tmp_path):
     assert f"{config}:6:7: decide [launch-xla-dist]" in ran.stderr
 
 
-def test_a_jsonnet_command_that_unsets_an_xrt_variable_is_no_item(tmp_path):
-    # development set: a GPU command unsets XRT_TPU_CONFIG; "set PJRT_DEVICE=TPU" was wrong there
+def test_a_jsonnet_command_that_unsets_an_xrt_variable_or_a_comment_is_no_item(tmp_path):
+    # development set: a GPU command unsets XRT_TPU_CONFIG ("set PJRT_DEVICE=TPU" was wrong there);
+    # a comment names it
     config = tmp_path / "mnist.libsonnet"
     config.write_text(
         "{\n  gpu: |||\n    unset XRT_TPU_CONFIG\n    python3 train.py\n  |||,\n"
+        "  // XRT_TPU_CONFIG set up by xla_dist on pods\n"
         "  tpu: |||\n    export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"\n  |||,\n}\n"
     )
     report = tmp_path / "report.json"
     assert migrate("--report", str(report), str(config)).returncode == 0
     (entry,) = json.loads(report.read_text())["files"]
-    assert [item["range"]["start"]["line"] for item in entry["manual"]] == [7]
+    assert [item["range"]["start"]["line"] for item in entry["manual"]] == [8]
 
 
 def test_a_script_that_is_not_valid_shell_as_it_stands_is_said_so_and_left(tmp_path):

@@ -86,7 +86,8 @@ class DeviceRule(EnvRule):
 READ = re.compile(rf"\$\{{?({XRT_ERA_PATTERN})")
 SETTING = re.compile(rf"\b({XRT_ERA_PATTERN})=")
 MENTION = re.compile(rf"\b({XRT_ERA_PATTERN})\b")
-_UNSET = re.compile(r"\bunset\s+(?:[\w-]+\s+)*$")  # (a mention it ends is unset)
+# What a line holds before a mention it unsets, or comments out (``//`` in jsonnet, ``#``).
+_UNSET_OR_COMMENT = re.compile(r"\bunset\s+(?:[\w-]+\s+)*$|^\s*(?://|#)", re.M)
 
 
 class Plan(NamedTuple):
@@ -218,11 +219,12 @@ def ask_about_heredoc(rec: Recorder, start: int, end: int) -> None:
 
 
 def ask_about_mentions(rec: Recorder, where: str) -> None:
-    """Report every XRT-era variable ``rec.text`` names (a text that is reported only), but one a
-    shell line unsets: 2.9 reads none of them, so unsetting one changes nothing (a GPU command
-    that unsets XRT_TPU_CONFIG asks for no TPU, and PJRT_DEVICE=TPU would be wrong there)."""
+    """Report every XRT-era variable ``rec.text`` names (a text that is reported only), but in a
+    comment, or one a shell line unsets: 2.9 reads none of them, so unsetting one changes nothing
+    (a GPU command that unsets XRT_TPU_CONFIG asks for no TPU, and PJRT_DEVICE=TPU would be wrong
+    there)."""
     for m in MENTION.finditer(rec.text):
-        if _UNSET.search(rec.text, rec.text.rfind("\n", 0, m.start()) + 1, m.start()):
+        if _UNSET_OR_COMMENT.search(rec.text, rec.text.rfind("\n", 0, m.start()) + 1, m.start()):
             continue
         rule = rule_here(m.group(1), rec)
         if rule is not None:
