@@ -202,6 +202,13 @@ def test_a_runtime_started_with_no_launch_before_it_is_not_reported(source):
             "def launch():\n    runner = Runner()\n    xmp.spawn(_mp_fn, args=(runner,))\n\nlaunch()\n",
             "(in device)",
         ),
+        # round 15: the function that spawns takes the device itself first (checked on 2.9's CPU:
+        # the spawn raised 'Runtime is already initialized'), in an if of its own or not
+        (
+            "def main(args):\n    if args.tpu:\n        device = xm.xla_device()\n    trainer = Trainer(device)\n"
+            "    if args.tpu:\n        xmp.spawn(_mp_fn, args=(trainer,))\n\nif __name__ == '__main__':\n    main(ARGS)\n",
+            "(in main)",
+        ),
         # a class whose __init__ starts it, made at module level: by the class's name, or its base's
         (
             "class Logger:\n    def __init__(self):\n        xm.master_print('ready')\n\nLOG = Logger()\n\n"
@@ -224,7 +231,12 @@ def test_a_runtime_started_with_no_launch_before_it_is_not_reported(source):
             "if __name__ == '__main__':\n    xmp.spawn(_mp_fn)\n",
             None,
         ),
-        # A one-core branch beside the spawn's:
+        # A one-core branch beside the spawn's, in the module's main block or in the function that spawns:
+        (
+            "def main(flags):\n    if flags.cores == 1:\n        device = xm.xla_device()\n    else:\n"
+            "        xmp.spawn(_mp_fn, args=(flags,))\n\nmain(FLAGS)\n",
+            None,
+        ),
         (
             "def single(flags):\n    device = xm.xla_device()\n\nif __name__ == '__main__':\n    if FLAGS.cores == 1:\n"
             "        single(FLAGS)\n    else:\n        xmp.spawn(_mp_fn, args=(FLAGS,))\n",

@@ -391,7 +391,9 @@ def _started_beyond(
         }
     )
     launcher -= reached_from(tree, spawned) | spawned_code(tree)  # another spawn's replicas run it: not the launcher
-    return [function for function in _starting(tree) if function in before | launcher]
+    holder = spawn_site.function_at(tree, line)
+    own = {holder.name} if holder is not None and calls.starts_before(holder, line) else set()
+    return [function for function in _starting(tree) if function in before | launcher | own]
 
 
 def _hands_self(args: cst.BaseExpression) -> bool:
@@ -546,21 +548,35 @@ class _Calls:
         return [base.id for base in owner.bases if isinstance(base, ast.Name)] if owner else []
 
     def _names_before(self, scope: ast.AST, line: int) -> set[str]:
-        """The names the calls of ``scope``'s own code run before ``line``, but for those in
-        one branch of an ``if`` whose other branch holds ``line`` (``if one_core: main() else:
-        xmp.spawn(...)``): they do not run before it."""
-        lines, names, ifs = self._own_calls(scope)
+        """The names the calls of ``scope``'s own code run before ``line`` (:meth:`_before`)."""
+        names = self._own_calls(scope)[1]
+        return {name for index in self._before(scope, line) for name in names[index]}
+
+    def starts_before(self, scope: ast.AST, line: int) -> bool:
+        """Whether ``scope``'s own code calls what starts the runtime before ``line``
+        (:meth:`_before`): ``device = xm.xla_device()`` above the spawn in the function that spawns."""
+        calls = sorted(spawn_site.own_of(self.tree, scope, ast.Call), key=lambda call: call.lineno)
+        return any(
+            spawn_site.resolved(calls[index].func, self.bound) in RUNTIME_STARTERS
+            for index in self._before(scope, line)
+        )
+
+    def _before(self, scope: ast.AST, line: int) -> list[int]:
+        """The indexes (in :meth:`_own_calls`' order) of the calls of ``scope``'s own code that run
+        before ``line``: not those in one branch of an ``if`` whose other branch holds ``line``
+        (``if one_core: main() else: xmp.spawn(...)``)."""
+        lines, _, ifs = self._own_calls(scope)
         other = [
             (other[0].lineno, other[-1].end_lineno)
             for node in ifs
             for block, other in ((node.body, node.orelse), (node.orelse, node.body))
             if other and _within(block, line)
         ]
-        found: set[str] = set()
-        for at, called in zip(lines[: bisect.bisect_left(lines, line)], names):
-            if not any(first <= at <= last for first, last in other):
-                found.update(called)
-        return found
+        return [
+            index
+            for index, at in enumerate(lines[: bisect.bisect_left(lines, line)])
+            if not any(first <= at <= last for first, last in other)
+        ]
 
     def _called_by(self, name: str) -> set[str]:
         """The names the defs of ``name`` run in their own code."""
