@@ -6,8 +6,9 @@ torch_xla 2.9 trains under Lightning 2.5.3 and later only: earlier releases call
 1.7 for ``accelerator='tpu'`` and ``devices=x`` (pytorch_lightning 1.7.7
 trainer/trainer.py:376-381; 2.0.0's Trainer has no such parameter), so the XRT-era call raises
 TypeError there. A number of cores, or the list of one core's index, is passed as ``devices``
-with ``accelerator="tpu"``, what 1.7 maps it to (safe); ``None``, the default, goes. Any other value (``tpu_cores=args.tpu_cores``,
-None on a run without a TPU) is reported: ``accelerator="tpu"`` would ask for a TPU on every run.
+with ``accelerator="tpu"``, what 1.7 maps it to (safe); ``None``, the default, goes. Any other
+value (``tpu_cores=args.tpu_cores``, None on a run without a TPU) is reported:
+``accelerator="tpu"`` would ask for a TPU on every run.
 """
 
 from __future__ import annotations

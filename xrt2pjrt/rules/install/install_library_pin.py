@@ -19,8 +19,8 @@ code, code_trees.py) or its file installs torch_xla too: a sub-project of a mono
 transformers 3.5 for code that never reaches torch_xla calls none of it. transformers calls
 torch_xla only from its Trainer and TrainingArguments: a pin for code that uses neither, and runs
 none of its example scripts, is left alone. Code that uses what the release asked for lacks
-(``is_torch_tpu_available``, TrainingArguments' ``evaluation_strategy``: registry.TRANSFORMERS_GONE) is told
-their replacements with the pin.
+(``is_torch_tpu_available``, TrainingArguments' ``evaluation_strategy``:
+registry.TRANSFORMERS_GONE) is told their replacements with the pin.
 """
 
 from __future__ import annotations
