@@ -50,6 +50,25 @@ def test_a_model_used_by_what_the_spawned_function_calls_is_reported():
 
 
 @pytest.mark.parametrize(
+    "declared, reported",
+    [
+        # round 14: a notebook's earlier section binds a module-level model of the same name; the
+        # replica's loop functions read the model their enclosing function builds
+        ("", False),
+        ("    global model\n", True),  # the enclosing function's model is the module's
+    ],
+)
+def test_a_closure_reads_the_model_of_its_enclosing_function(declared, reported):
+    source = _HEAD + (
+        "model = Net()\n\ndef train(device):\n" + declared + "    model = Net().to(device)\n\n"
+        "    def loop(batch):\n        model.train()\n\n    loop(None)\n\n"
+        "def _mp_fn(index):\n    train(xm.xla_device())\n\nxmp.spawn(_mp_fn)\n"
+    )
+    items = [m.rule for m in migrate(source).manual if m.rule == "manual-shared-model"]
+    assert items == ["manual-shared-model"] * reported
+
+
+@pytest.mark.parametrize(
     "outer, replica, reported",
     [
         # a helper of the project's: its caller's model, moved in place by the nested replica function

@@ -182,8 +182,10 @@ def _uses(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) ->
     """The reads of a module-level model in ``function``'s own code that use the module itself."""
     models = _models(tree)
     own = spawn_site.own_nodes(function)
-    declared = {name for node in own if isinstance(node, ast.Global) for name in node.names}
-    local = set(spawn_site.bindings(function)) - declared  # (the function's own model of that name)
+    local = set(spawn_site.bindings(function)) - _declared_global(function)  # (its own model of that name)
+    for outer in spawn_site.around(tree, function.lineno):  # (a closure reads its function's own)
+        if outer is not function:
+            local |= set(spawn_site.bindings(outer)) - _declared_global(outer)
     parents = spawn_site.parents(tree)
     out = []
     for read in own:
@@ -200,6 +202,10 @@ def _uses(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) ->
         if moved or called or handed:
             out.append(read)
     return out
+
+
+def _declared_global(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    return {name for node in spawn_site.own_nodes(function) if isinstance(node, ast.Global) for name in node.names}
 
 
 def _copies(func: ast.expr) -> bool:
