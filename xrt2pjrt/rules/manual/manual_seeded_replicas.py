@@ -202,20 +202,25 @@ def _built_before(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctio
     own = {arg.arg for arg in ast.walk(function.args) if isinstance(arg, ast.arg)} | {
         node.id for node in spawn_site.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
     }
-    module = {
-        target.id
-        for statement in tree.body
-        if isinstance(statement, (ast.Assign, ast.AnnAssign))
-        for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
-        if isinstance(target, ast.Name)
-    }
     enclosing = {
         name
         for outer in spawn_site.around(tree, function.lineno)
         if outer is not function
         for name in spawn_site.bindings(outer)
     }
-    return (module | enclosing) - own
+    return (_module_names(tree) | enclosing) - own
+
+
+@per_file()  # (asked at each seeding call of the file)
+def _module_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module's own assignments bind."""
+    return frozenset(
+        target.id
+        for statement in tree.body
+        if isinstance(statement, (ast.Assign, ast.AnnAssign))
+        for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+        if isinstance(target, ast.Name)
+    )
 
 
 def _moved_after(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> int | None:
