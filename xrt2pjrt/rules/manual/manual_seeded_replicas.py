@@ -1,6 +1,7 @@
-"""torch.manual_seed (or transformers' set_seed) in a function xmp.spawn or torch_xla.launch runs, followed there by a module moved
-with .to(...), in a file that never calls xm.broadcast_master_param: on TPU v2/v3 two replicas share a
-process and torch's global RNG, so models built after the same seed differ; report
+"""torch.manual_seed (or transformers' set_seed) in a function xmp.spawn or torch_xla.launch runs,
+followed there by a module moved with .to(...), in a file that never calls
+xm.broadcast_master_param: on TPU v2/v3 two replicas share a process and torch's global RNG, so
+models built after the same seed differ; report
 
 XRT ran one process per TPU core: every replica that seeded torch's global generator alike drew the
 same numbers, and code built identical models that way. PJRT runs a TPU v2/v3 chip's two replicas as

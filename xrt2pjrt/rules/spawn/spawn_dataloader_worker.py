@@ -6,8 +6,9 @@ worker, a process of its own; a WebDataset's ``nodesplitter`` runs where the dat
 in those workers, or in the thread of a ParallelLoader or MpDeviceLoader, where on TPU v2/v3
 ``xr.global_ordinal()`` answers the process's first device for both replicas (2.9 keeps no
 ordinal for a process of two threads, and reads the calling thread's device: torch_xla/runtime.py,
-``_init_world_size_ordinal``), so both read the same shards. Under XRT the worker inherited the replica's environment, and
-``xm.get_ordinal()`` there answered the replica's number. torch_xla's spawn starts its replicas
+``_init_world_size_ordinal``), so both read the same shards; the world size is every thread's
+there. Under XRT the worker inherited the replica's environment, and ``xm.get_ordinal()`` there
+answered the replica's number. torch_xla's spawn starts its replicas
 with the spawn method, so their workers start so too, and torch_xla in a worker is not the
 replica's: on a TPU it starts a runtime of its own, on CPU it answers as a world of one. Such a
 call is reported, not rewritten: ask in the replica and hand the answer over
@@ -80,7 +81,7 @@ class DataLoaderWorker(PythonRule):
 
     def call(self, ctx, node, name):
         if any(
-            first <= ctx.line <= last and (keyword in _ANY_THREAD or name.endswith("ordinal"))
+            first <= ctx.line <= last and (keyword in _WORLD_SIZE_TOO or name.endswith("ordinal"))
             for first, last, keyword in _worker_init_code(ctx.tree)
         ):
             ctx.decide(_IN_WORKER, detail=_WHY)
@@ -88,9 +89,9 @@ class DataLoaderWorker(PythonRule):
 
 
 _CALLBACKS = ("worker_init_fn", "nodesplitter")
-# Where a nodesplitter runs in the loader's thread, only the ordinal is that thread's device's:
-# the world size is the same in every thread.
-_ANY_THREAD = ("worker_init_fn",)
+# The callbacks whose world size is reported too: a nodesplitter run in the loader's thread has
+# the right one (only the ordinal is that thread's device's).
+_WORLD_SIZE_TOO = ("worker_init_fn",)
 
 
 @per_file()
