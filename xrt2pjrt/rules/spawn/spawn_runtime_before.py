@@ -467,7 +467,7 @@ class _Calls:
                 self.class_of.update(dict.fromkeys(node.body, node))
             elif isinstance(node, ast.Call):
                 self.calls_of.setdefault(spawn_site.called_name(node.func), []).append(node)
-        self._own: dict[ast.AST, tuple[list[int], list[list[str]], list[ast.If]]] = {}
+        self._own: dict[ast.AST, tuple[list[ast.Call], list[int], list[list[str]], list[ast.If]]] = {}
         self._called: dict[str, set[str]] = {}
         self._outside_main: set[str] | None = None
 
@@ -519,13 +519,14 @@ class _Calls:
             and not (isinstance(call.func.value, ast.Name) and call.func.value.id in ("self", "cls", owner.name))
         )
 
-    def _own_calls(self, scope: ast.AST) -> tuple[list[int], list[list[str]], list[ast.If]]:
-        """The calls of ``scope``'s own code in the order of their lines: their lines, the names
+    def _own_calls(self, scope: ast.AST) -> tuple[list[ast.Call], list[int], list[list[str]], list[ast.If]]:
+        """The calls of ``scope``'s own code in the order of their lines, their lines, the names
         each runs (:func:`_called_names`); and its ``if`` statements."""
         own = self._own.get(scope)
         if own is None:
             calls = sorted(spawn_site.own_of(self.tree, scope, ast.Call), key=lambda call: call.lineno)
             own = self._own[scope] = (
+                calls,
                 [call.lineno for call in calls],
                 [self._names_run(call, scope) for call in calls],
                 spawn_site.own_of(self.tree, scope, ast.If),
@@ -549,13 +550,13 @@ class _Calls:
 
     def _names_before(self, scope: ast.AST, line: int) -> set[str]:
         """The names the calls of ``scope``'s own code run before ``line`` (:meth:`_before`)."""
-        names = self._own_calls(scope)[1]
+        names = self._own_calls(scope)[2]
         return {name for index in self._before(scope, line) for name in names[index]}
 
     def starts_before(self, scope: ast.AST, line: int) -> bool:
         """Whether ``scope``'s own code calls what starts the runtime before ``line``
         (:meth:`_before`): ``device = xm.xla_device()`` above the spawn in the function that spawns."""
-        calls = sorted(spawn_site.own_of(self.tree, scope, ast.Call), key=lambda call: call.lineno)
+        calls = self._own_calls(scope)[0]
         return any(
             spawn_site.resolved(calls[index].func, self.bound) in RUNTIME_STARTERS
             for index in self._before(scope, line)
@@ -565,7 +566,7 @@ class _Calls:
         """The indexes (in :meth:`_own_calls`' order) of the calls of ``scope``'s own code that run
         before ``line``: not those in one branch of an ``if`` whose other branch holds ``line``
         (``if one_core: main() else: xmp.spawn(...)``)."""
-        lines, _, ifs = self._own_calls(scope)
+        _, lines, _, ifs = self._own_calls(scope)
         other = [
             (other[0].lineno, other[-1].end_lineno)
             for node in ifs
@@ -583,7 +584,7 @@ class _Calls:
         called = self._called.get(name)
         if called is None:
             called = self._called[name] = {
-                each for function in self.defs[name] for names in self._own_calls(function)[1] for each in names
+                each for function in self.defs[name] for names in self._own_calls(function)[2] for each in names
             }
         return called
 
