@@ -1,13 +1,20 @@
 """The Python rewriter as a whole (python/rewriter.py): bad input, the trigger that skips
 files, rule selection and target releases, and no statement lost however many rewrites."""
 
+import ast
+import gc
+from pathlib import Path
+
+import libcst as cst
 import pytest
 
 from xrt2pjrt.registry import Options, all_rules
-from xrt2pjrt import rewriters
+from xrt2pjrt import codemod, file_caches, rewriters
 from xrt2pjrt.rewriters import SourceError
 from xrt2pjrt.python import rewriter as python
 from python_migrate import migrate, text
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "legacy_mnist" / "train.py"
 
 
 def test_mark_step_before_2_4_is_kept_and_pjrt_xla_device_before_2_3_goes_to_runtime():
@@ -72,3 +79,23 @@ def test_many_function_local_imports_lose_no_statement():
         assert f'return int(os.environ.get("XRT_HOST_ORDINAL", {i}))' in out  # in the file's quotes
     assert out.count("import torch_xla.runtime as xr") == 40
     assert "xla_env_vars" not in out and "xla_model" not in out
+
+
+def test_a_files_trees_go_with_its_rewrite_not_at_a_collection():
+    # codemod rewrites with the cyclic collector off and counts on reference counting to
+    # drop each file's trees (codemod._no_cyclic_gc): a cycle through one kept them all
+    source = EXAMPLE.read_text() + "get_ipython().run_cell_magic('time', '', 'print(xm.get_ordinal())\\n')\n"
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        outcome = codemod.rewrite("python", source, Options(rules=all_rules()))
+        file_caches.forget()
+        gc.collect()
+        kept = [type(o).__name__ for o in gc.garbage if isinstance(o, (ast.AST, cst.CSTNode))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert outcome.changes and outcome.manual  # (the spawn, the fold and the cell magic were read)
+    assert kept == []

@@ -7,6 +7,7 @@ written against this class, the engine makes one per pass and keeps the state it
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator, Sequence
 
 import libcst as cst
@@ -21,7 +22,8 @@ class Context:
 
     def __init__(self, engine, options: Options):
         # ``engine``: the pass (python/rewriter.py's _Engine), whose state the methods read.
-        self._engine = engine
+        # (weak: the engine holds this context, see codemod._no_cyclic_gc)
+        self._engine = weakref.proxy(engine)
         self.options = options
         self.rule_id = ""
         self.anchor: imports.Binding | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import weakref
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -81,11 +82,15 @@ def dotted(node: cst.BaseExpression) -> str | None:
 
 @dataclass(eq=False)
 class Binding:
-    scope: Scope
+    _scope: weakref.ref  # (weak: the scope holds its bindings, see codemod._no_cyclic_gc)
     origins: set[str] = field(default_factory=set)
     # The statement line of each import that bound the name: where new imports that
     # replace it are placed.
     statements: list[cst.SimpleStatementLine] = field(default_factory=list)
+
+    @property
+    def scope(self) -> Scope:
+        return self._scope()
 
     @property
     def target(self) -> str | None:
@@ -212,7 +217,7 @@ class _Collector:
         self.stand_ins: frozenset[str] = frozenset()  # torch_xla names the handler being walked stands in for
 
     def bind(self, name: str, origin: str = UNKNOWN) -> Binding:
-        binding = self.scope.names.get(name) or self.scope.names.setdefault(name, Binding(self.scope))
+        binding = self.scope.names.get(name) or self.scope.names.setdefault(name, Binding(weakref.ref(self.scope)))
         binding.origins.add(origin)
         return binding
 

@@ -24,7 +24,7 @@ import ast
 import bisect
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from xrt2pjrt.python.spawn_site import DEFINITIONS
@@ -94,32 +94,7 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
             and (not _any_between(risky, first, statement.end_lineno) or _foldable(statement, bound))
         )
 
-    def visit(body: list[ast.stmt], outer_end: int) -> None:
-        run = None
-        for index, statement in enumerate(body):
-            first = _first_line(statement)
-            previous_end = body[index - 1].end_lineno if index else None
-            next_first = _first_line(body[index + 1]) if index + 1 < len(body) else outer_end + 1
-            alone = (previous_end is None or previous_end < first) and statement.end_lineno < next_first
-            if quiet(statement, first, alone) and not (body is tree.body and index == 0 and _is_docstring(statement)):
-                if run is None:
-                    code = lines[first - 1]
-                    run = _Run(
-                        first if previous_end is None else previous_end + 1,
-                        indent=code[: len(code) - len(code.lstrip(" \t"))],
-                    )
-                run.last = statement.end_lineno
-                run.definition = run.definition or isinstance(statement, DEFINITIONS)
-                continue
-            if run is not None:
-                runs.append(run)
-                run = None
-            for inner in _bodies(statement):
-                visit(inner, statement.end_lineno)
-        if run is not None:
-            runs.append(run)
-
-    visit(tree.body, len(lines))
+    _find_runs(tree.body, len(lines), lines, quiet, runs, top=True)
     out, segments, indents, at, extra = [], [], [], [], []
     line, hidden = 1, 0
     for number, run in enumerate(runs):
@@ -136,6 +111,42 @@ def fold(text: str, tree: ast.Module, words: Iterable[str], names: Iterable[str]
         line = run.last + 1
     out += lines[line - 1 :]
     return Folded("".join(out), segments, indents, prefix, at, extra)
+
+
+def _find_runs(
+    body: list[ast.stmt],
+    outer_end: int,
+    lines: list[str],
+    quiet: Callable[[ast.stmt, int, bool], bool],
+    runs: list[_Run],
+    top: bool = False,
+) -> None:
+    """Add to ``runs`` each run of ``quiet`` statements of ``body`` and of the blocks in it,
+    in the file's order; ``top``: the module's body, whose docstring stays. (Not a closure
+    of fold's: a recursive closure is a cycle, see codemod._no_cyclic_gc.)"""
+    run = None
+    for index, statement in enumerate(body):
+        first = _first_line(statement)
+        previous_end = body[index - 1].end_lineno if index else None
+        next_first = _first_line(body[index + 1]) if index + 1 < len(body) else outer_end + 1
+        alone = (previous_end is None or previous_end < first) and statement.end_lineno < next_first
+        if quiet(statement, first, alone) and not (top and index == 0 and _is_docstring(statement)):
+            if run is None:
+                code = lines[first - 1]
+                run = _Run(
+                    first if previous_end is None else previous_end + 1,
+                    indent=code[: len(code) - len(code.lstrip(" \t"))],
+                )
+            run.last = statement.end_lineno
+            run.definition = run.definition or isinstance(statement, DEFINITIONS)
+            continue
+        if run is not None:
+            runs.append(run)
+            run = None
+        for inner in _bodies(statement):
+            _find_runs(inner, statement.end_lineno, lines, quiet, runs)
+    if run is not None:
+        runs.append(run)
 
 
 def _lines_holding(text: str, starts: list[int], words: Iterable[str], names: Iterable[str]) -> list[int]:

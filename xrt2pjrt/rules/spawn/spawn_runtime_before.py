@@ -416,28 +416,23 @@ def _starting(tree: ast.Module) -> tuple[str, ...]:
                 toward.add(id(node))
                 node = up.get(id(node))
 
-    def visit(node: ast.AST, function: str | None) -> None:
+    # depth first, in the file's order (a recursive closure would be a cycle: codemod._no_cyclic_gc)
+    stack: list[tuple[ast.AST, str | None]] = [(tree, None)] if toward else []
+    while stack:
+        node, function = stack.pop()
         if isinstance(node, ast.Call) and function is not None and function not in found:
             if spawn_site.resolved(node.func, bound) in RUNTIME_STARTERS:
                 found.append(function)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # its decorators and default values run where it is defined, its body when it is called
-            for part in (*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)):
-                if id(part) in toward:
-                    visit(part, function)
+            parts = (*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults))
             # a class's __init__ runs where the class is called: it goes by the class's name
             owner = up.get(id(node))
             name = owner.name if node.name == "__init__" and isinstance(owner, ast.ClassDef) else node.name
-            for statement in node.body:
-                if id(statement) in toward:
-                    visit(statement, name)
-            return
-        for child in spawn_site.children(node):
-            if id(child) in toward:
-                visit(child, function)
-
-    if toward:
-        visit(tree, None)
+            below = [*((part, function) for part in parts), *((statement, name) for statement in node.body)]
+        else:
+            below = [(child, function) for child in spawn_site.children(node)]
+        stack += reversed([entry for entry in below if id(entry[0]) in toward])
     return tuple(found)
 
 
