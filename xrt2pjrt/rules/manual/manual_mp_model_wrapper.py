@@ -83,8 +83,10 @@ def _moved_by_the_script(tree: ast.Module, line: int) -> bool:
     """Whether the file spawns nothing, makes the wrapper at ``line`` in a module-level
     assignment and moves it there too (``net = xmp.MpModelWrapper(net)``, ``net = net.to(device)``):
     a script whose one process uses it, no replica's."""
+    if spawn_calls(tree):
+        return False
     made = next((s for s in tree.body if s.lineno <= line <= s.end_lineno), None)
-    if spawn_calls(tree) or not isinstance(made, ast.Assign):
+    if not isinstance(made, ast.Assign):
         return False
     names = {target.id for target in made.targets if isinstance(target, ast.Name)}
     return any(

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import re
 
+from xrt2pjrt.file_caches import per_file
 from xrt2pjrt.python import spawn_site
 from xrt2pjrt.python.rule import PythonRule, code
 from xrt2pjrt.python.spawn_graph import (
@@ -232,11 +233,20 @@ def _fresh(tree: ast.Module, value: ast.Call) -> bool:
         if not isinstance(root.func.value, ast.Call):
             return False  # WRAPPED.to(device), model.to(device): built elsewhere
         root = root.func.value
-    texts = [ast.unparse(root)]
-    if isinstance(root.func, ast.Name):  # a helper or a class of the file: what it builds from
-        texts += [ast.unparse(helper) for helper in spawn_site.defs_named(tree, root.func.id)]
-        texts += [ast.unparse(c) for c in tree.body if isinstance(c, ast.ClassDef) and c.name == root.func.id]
-    return not any(_LOADED.search(text) for text in texts)
+    if isinstance(root.func, ast.Name) and _loads_weights(tree, root.func.id):
+        return False
+    return not _LOADED.search(ast.unparse(root))
+
+
+@per_file(size=None)  # (asked at each model a replica builds: a file of kernels builds Net() in each)
+def _loads_weights(tree: ast.Module, name: str) -> bool:
+    """Whether a function or a class of the file named ``name`` (what a model is built from)
+    loads weights."""
+    made = [
+        *spawn_site.defs_named(tree, name),
+        *(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == name),
+    ]
+    return any(_LOADED.search(ast.unparse(definition)) for definition in made)
 
 
 def _drew_alike(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> str | None:
