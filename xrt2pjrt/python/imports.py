@@ -380,21 +380,22 @@ class NameUses:
         pending: list[tuple[cst.CSTNode, tuple[str, ...]]] = [(tree, ())]
         while pending:
             node, path = pending.pop()
-            if isinstance(node, cst.Name):
+            kind = type(node)
+            if kind is cst.Name:
                 key = self.key(node.value, path)
                 self.counts[key] = self.counts.get(key, 0) + 1
                 continue
-            if isinstance(node, (cst.Attribute, cst.Arg)):
+            if kind is cst.Attribute or kind is cst.Arg:
                 pending.append((node.value, path))  # not the ``.attr`` name, not the keyword
                 continue
-            if isinstance(node, (cst.Import, cst.ImportFrom)):
+            if kind is cst.Import or kind is cst.ImportFrom:
                 continue
-            if isinstance(node, _SCOPE_NODES) and not isinstance(node, cst.Module):
+            if kind is not cst.Module and subclass(kind, _SCOPE_NODES):
                 path = (*path, _label(node))
             for name in _node_fields(type(node)):
                 value = getattr(node, name)
                 for child in value if isinstance(value, (list, tuple)) else (value,):
-                    if isinstance(child, cst.CSTNode) and not _nameless(type(child)):
+                    if _may_hold_names(type(child)):
                         pending.append((child, path))
         return self
 
@@ -405,9 +406,13 @@ def _node_fields(node_type: type) -> tuple[str, ...]:
 
 
 @functools.cache
-def _nameless(node_type: type) -> bool:
-    """Whitespace, comments and operators: libcst nodes that never hold a name."""
-    return node_type.__module__ in ("libcst._nodes.whitespace", "libcst._nodes.op")
+def _may_hold_names(field_type: type) -> bool:
+    """Whether a field's value of this type is a libcst node that may hold a name: not
+    whitespace, a comment or an operator, nor a string or None (by type: see subclass)."""
+    return issubclass(field_type, cst.CSTNode) and field_type.__module__ not in (
+        "libcst._nodes.whitespace",
+        "libcst._nodes.op",
+    )
 
 
 class Transformer(cst.CSTTransformer):
@@ -494,8 +499,7 @@ class FinishImports(Transformer):
             value = getattr(node, name)
             for child in value if isinstance(value, (list, tuple)) else (value,):
                 if (
-                    isinstance(child, cst.CSTNode)
-                    and not _nameless(type(child))
+                    _may_hold_names(type(child))
                     and not subclass(type(child), cst.BaseExpression)
                     and self._reaches(child)
                 ):
