@@ -69,12 +69,13 @@ _ABSENT = object()
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
+    """``a.b.c`` for a Name/Attribute chain, else None. (Types compared, not ``isinstance``:
+    see subclass; the engine asks at every name.)"""
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
