@@ -67,6 +67,8 @@ _DEFAULTS = {
     "torch_xla.utils.utils.getenv_as": ("defval", 2),
 }
 _WRITES = {f"{ENVIRON}.setdefault": 0, "os.putenv": 0}
+# The last word of every callee above, and monkeypatch's setenv and an environment's update.
+_METHODS = frozenset({"setenv", "update", *(callee.rsplit(".", 1)[-1] for callee in (*_READS, *_WRITES))})
 
 
 # (variable, value): what a write becomes.
@@ -216,6 +218,8 @@ class EnvRule(PythonRule):
 
     def _Call(self, ctx, original, updated):
         func = updated.func
+        if isinstance(func, cst.Attribute) and func.attr.value not in _METHODS:
+            return updated  # (most calls of a file: known before their names are resolved)
         if isinstance(func, cst.Attribute) and func.attr.value == "setenv" and updated.args:  # pytest's monkeypatch
             variable = self._key(ctx, updated.args[0].value)
             if variable is not None:

@@ -130,7 +130,7 @@ class NotInTarget(PythonRule):
     def call(self, ctx, node, name):
         if ctx.reported_here:
             return node
-        written = self._written(ctx, node.func, ctx.original.func, name)
+        written = self._written(ctx, node.func)
         if written is None:
             return node
         lack = lacks(written, ctx.target_version)
@@ -149,7 +149,7 @@ class NotInTarget(PythonRule):
     def reference(self, ctx, node, name):
         if ctx.reported_here or ctx.is_store():
             return node
-        written = self._written(ctx, node, ctx.original, name)
+        written = self._written(ctx, node)
         lack = written and lacks(written, ctx.target_version)
         if lack and (lack.name == written or self._of_a_module_another_cell_imports(ctx, written, lack)):
             self._missing(ctx, node, lack)
@@ -161,10 +161,11 @@ class NotInTarget(PythonRule):
         return written.startswith(lack.name + ".") and ctx.in_another_piece(ctx.anchor)
 
     @staticmethod
-    def _written(ctx, new: cst.BaseExpression, old: cst.BaseExpression, name: str) -> str | None:
+    def _written(ctx, new: cst.BaseExpression) -> str | None:
         """What the spot names once the other rules are done with it (None: not a name of
-        torch_xla's: with --target shim, xm and xmp names the shim defines)."""
-        written = name if new.deep_equals(old) else ctx.resolve_written(new)
+        torch_xla's: with --target shim, xm and xmp names the shim defines). Resolved as
+        written, which for a spot no rule changed is the name it was dispatched by."""
+        written = ctx.resolve_written(new)
         if written and ctx.options.target == "shim" and shim_defines(written):
             return None
         return written
