@@ -242,11 +242,18 @@ def _fresh(tree: ast.Module, value: ast.Call) -> bool:
 def _loads_weights(tree: ast.Module, name: str) -> bool:
     """Whether a function or a class of the file named ``name`` (what a model is built from)
     loads weights."""
-    made = [
-        *spawn_site.defs_named(tree, name),
-        *(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == name),
-    ]
+    made = [*spawn_site.defs_named(tree, name), *_module_classes(tree).get(name, ())]
     return any(_LOADED.search(ast.unparse(definition)) for definition in made)
+
+
+@per_file()
+def _module_classes(tree: ast.Module) -> dict[str, list[ast.ClassDef]]:
+    """The classes of the module's own body, by name."""
+    found: dict[str, list[ast.ClassDef]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            found.setdefault(node.name, []).append(node)
+    return found
 
 
 def _drew_alike(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> str | None:

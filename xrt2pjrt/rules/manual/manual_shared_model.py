@@ -133,13 +133,20 @@ def _shared_models(tree: ast.Module, spawn: ast.Call) -> tuple[list[int], bool]:
     outer = spawn_site.function_at(tree, spawn.lineno)
     held = _held_models(tree, outer, spawn.lineno) if outer is not None else {}
     lines = {models[name] for name in handed if name in models}
-    for function in (f for name in reached for f in spawn_site.defs_named(tree, name)):
-        nested = outer is not None and function is not outer and outer.lineno < function.lineno <= outer.end_lineno
-        for read in _uses(tree, function):
-            lines.add(models[read.id])
-        for read in _moved_in_place(function, held) if nested else []:
+    for name in reached:
+        lines |= _models_read(tree, name)
+    nested = [] if outer is None else spawn_site.walk(outer)[1:]
+    for function in (f for f in nested if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in reached):
+        for read in _moved_in_place(function, held):
             lines.add(held[read.id])
     return sorted(lines), outer is not None and lines == {outer.lineno}
+
+
+@per_file(size=None)  # (each spawn asks of the names it reaches: a file of kernels names _mp_fn in each)
+def _models_read(tree: ast.Module, name: str) -> set[int]:
+    """The lines of the module-level models that the functions named ``name`` use."""
+    models = _models(tree)
+    return {models[read.id] for function in spawn_site.defs_named(tree, name) for read in _uses(tree, function)}
 
 
 def _held_models(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, before: int) -> dict[str, int]:
