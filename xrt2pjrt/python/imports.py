@@ -396,7 +396,7 @@ class NameUses:
             for name in _node_fields(type(node)):
                 value = getattr(node, name)
                 for child in value if isinstance(value, (list, tuple)) else (value,):
-                    if _may_hold_names(type(child)):
+                    if may_hold_names(type(child)):
                         pending.append((child, path))
         return self
 
@@ -407,7 +407,7 @@ def _node_fields(node_type: type) -> tuple[str, ...]:
 
 
 @functools.cache
-def _may_hold_names(field_type: type) -> bool:
+def may_hold_names(field_type: type) -> bool:
     """Whether a field's value of this type is a libcst node that may hold a name: not
     whitespace, a comment or an operator, nor a string or None (by type: see subclass)."""
     return issubclass(field_type, cst.CSTNode) and field_type.__module__ not in (
@@ -500,7 +500,7 @@ class FinishImports(Transformer):
             value = getattr(node, name)
             for child in value if isinstance(value, (list, tuple)) else (value,):
                 if (
-                    _may_hold_names(type(child))
+                    may_hold_names(type(child))
                     and not subclass(type(child), cst.BaseExpression)
                     and self._reaches(child)
                 ):

@@ -326,7 +326,9 @@ class _Engine(imports.Transformer):
         self.ancestors.append(node)
         roles = _roles(type(node))
         if not roles:
-            return True
+            # Whitespace, comments and operators (six nodes in ten) hold nothing a rule
+            # reads: left as they are, libcst neither visits below them nor rebuilds them.
+            return imports.may_hold_names(type(node))
         if roles & _SCOPE:
             self.scope = imports.collect(node, self.scope)
             old = self.tables.get(self.scope.path, (False, frozenset()))[1]
