@@ -408,8 +408,9 @@ def _node_fields(node_type: type) -> tuple[str, ...]:
 
 @functools.cache
 def may_hold_names(field_type: type) -> bool:
-    """Whether a field's value of this type is a libcst node that may hold a name: not
-    whitespace, a comment or an operator, nor a string or None (by type: see subclass)."""
+    """Whether a value of this type (a node's field, a node) is a libcst node that may hold a
+    name: not whitespace, a comment or an operator, nor a string or None (by type: see
+    subclass)."""
     return issubclass(field_type, cst.CSTNode) and field_type.__module__ not in (
         "libcst._nodes.whitespace",
         "libcst._nodes.op",
