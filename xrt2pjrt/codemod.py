@@ -249,8 +249,9 @@ def _no_cyclic_gc():
     the first collection after the rewrite otherwise walked them all (4% of a run over a
     tree of 8 kB files). Dropped means by reference counting, so nothing that refers to a tree
     may be part of a reference cycle: a recursive closure (a function of the module or a loop
-    instead), or a back reference (weak: Binding.scope, Context's engine). A cycle kept a 1 MB file's 700,000
-    objects for the next collection to walk (0.3 s); tests/python/test_rewriter.py holds it."""
+    instead), or a back reference (weak: Binding.scope, Context's engine). A cycle kept a 1 MB
+    file's 700,000 objects for the next collection to walk (0.3 s); tests/python/test_rewriter.py
+    holds it."""
     enabled = gc.isenabled()
     gc.disable()
     try:
