@@ -341,8 +341,7 @@ def _findings(value) -> list[Finding]:
 
 
 def _finding_of(item) -> Finding:
-    names = [f.name for f in dataclasses.fields(Finding)]
-    if not isinstance(item, dict) or sorted(item) != sorted(names):
+    if not isinstance(item, dict) or item.keys() != _FINDING_FIELDS:
         raise _Malformed
     fields = {}
     for name, value in item.items():
@@ -364,6 +363,9 @@ def _finding_of(item) -> Finding:
             raise _Malformed
         fields[name] = value
     return Finding(**fields)
+
+
+_FINDING_FIELDS = frozenset(f.name for f in dataclasses.fields(Finding))
 
 
 def _range_of(value, required: bool = False) -> Range | None:

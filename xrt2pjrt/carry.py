@@ -71,8 +71,9 @@ def root_of(paths: list[Path]) -> Path:
 
 
 def imports_copy(source: str) -> bool:
-    """Whether Python source has a line that imports the copy."""
-    return bool(_IMPORTS.search(source))
+    """Whether Python source has a line that imports the copy (its name first: the regex
+    tries every line of a file that does not)."""
+    return CARRIED in source and bool(_IMPORTS.search(source))
 
 
 def imports_the_copy(result: FileResult) -> bool:

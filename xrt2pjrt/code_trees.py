@@ -27,7 +27,8 @@ _TRANSFORMERS_TRAINER = re.compile(
     rb"\bTrainingArguments\b|\btransformers\.Trainer\b"
     rb"|from\s+transformers(?:\.trainer)?\s+import\s+(?:\([^)]*|[^\n]*)\bTrainer\b"
 )
-_TRANSFORMERS_GONE = re.compile(rb"\b(?:" + "|".join(TRANSFORMERS_GONE).encode() + rb")\b")  # (registry.py)
+_GONE_WORDS = tuple(word.encode() for word in TRANSFORMERS_GONE)  # (registry.py)
+_TRANSFORMERS_GONE = re.compile(rb"\b(?:" + b"|".join(_GONE_WORDS) + rb")\b")
 # Where the code names no torch_xla call the migration respells: every spelling it writes
 # exists from the first release without XRT on.
 NO_NEWER_NEED = (2, 1)
@@ -106,8 +107,13 @@ def _read(path: Path, needs: Callable[[str], tuple[int, int]]) -> Code:
             head = f.read(LOOK)
     except OSError:
         return Code()  # the run reports it when it migrates the file
-    trainer = _TRANSFORMERS_TRAINER.search(head) is not None
-    gone = tuple(sorted({found.decode() for found in _TRANSFORMERS_GONE.findall(head)}))
+    # (a substring first: each regex costs more than the read on a file that has no match)
+    trainer = b"Train" in head and _TRANSFORMERS_TRAINER.search(head) is not None
+    gone = (
+        tuple(sorted({found.decode() for found in _TRANSFORMERS_GONE.findall(head)}))
+        if any(word in head for word in _GONE_WORDS)
+        else ()
+    )
     if b"torch_xla" not in head:
         return Code(transformers_trainer=trainer, transformers_gone=gone)
     spawn = path.name == "xla_spawn.py" and b"num_cores" in head
