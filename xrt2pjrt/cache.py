@@ -340,6 +340,9 @@ def _findings(value) -> list[Finding]:
     return [_finding_of(item) for item in value]
 
 
+_FINDING_FIELDS = frozenset(f.name for f in dataclasses.fields(Finding))
+
+
 def _finding_of(item) -> Finding:
     if not isinstance(item, dict) or item.keys() != _FINDING_FIELDS:
         raise _Malformed
@@ -363,9 +366,6 @@ def _finding_of(item) -> Finding:
             raise _Malformed
         fields[name] = value
     return Finding(**fields)
-
-
-_FINDING_FIELDS = frozenset(f.name for f in dataclasses.fields(Finding))
 
 
 def _range_of(value, required: bool = False) -> Range | None:

@@ -242,12 +242,12 @@ def _fresh(tree: ast.Module, value: ast.Call) -> bool:
 def _loads_weights(tree: ast.Module, name: str) -> bool:
     """Whether a function or a class of the file named ``name`` (what a model is built from)
     loads weights."""
-    made = [*spawn_site.defs_named(tree, name), *_module_classes(tree).get(name, ())]
+    made = [*spawn_site.defs_named(tree, name), *_classes_by_name(tree).get(name, ())]
     return any(_LOADED.search(ast.unparse(definition)) for definition in made)
 
 
 @per_file()
-def _module_classes(tree: ast.Module) -> dict[str, list[ast.ClassDef]]:
+def _classes_by_name(tree: ast.Module) -> dict[str, list[ast.ClassDef]]:
     """The classes of the module's own body, by name."""
     found: dict[str, list[ast.ClassDef]] = {}
     for node in tree.body:
